@@ -1,0 +1,57 @@
+"""Dispatcher of ``python -m builder <step>``.
+
+Each step is a module ``builder/<module>.py`` exposing ``add_arguments(parser)`` and ``run(args) -> int``. Common
+options (``--out``, ``--shard``) are added here so every step spells them the same way. Step modules import heavy
+dependencies inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# step name on the command line -> module under builder/
+STEPS: dict[str, str] = {
+    "questions": "questions",
+    "generate": "generate",
+    "segment": "segment",
+    "import-mushroom": "import_mushroom",
+    "wiki": "wiki",
+    "context": "context",
+    "annotate": "annotate",
+    "filter": "filter",
+    "human": "human",
+    "agreement": "agreement",
+    "export": "export",
+    "push": "push",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m builder", description="Regenerate the MUCH dataset.")
+    subparsers = parser.add_subparsers(dest="step", required=True)
+    for step, module_name in STEPS.items():
+        try:
+            module = importlib.import_module(f"builder.{module_name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"builder.{module_name}":
+                raise
+            continue  # step not implemented in this checkout
+        doc = (module.__doc__ or step).strip().splitlines()[0]
+        step_parser = subparsers.add_parser(step, help=doc, description=module.__doc__,
+                                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        step_parser.add_argument("--out", required=True, help="artifact folder (JSONL per step)")
+        step_parser.add_argument("--shard", default=None, help="i/n: process every n-th item starting at i")
+        module.add_arguments(step_parser)
+        step_parser.set_defaults(func=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

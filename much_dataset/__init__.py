@@ -1,0 +1,20 @@
+"""MUCH dataset: schema, validation, loader and builder.
+
+``much_dataset.load(source)`` returns the typed dataset from the hub (``"orailix/MUCH"``), a local folder of parquet
+shards, or ``"sample"`` (the embedded sample). Heavy imports (``datasets``) happen on first use.
+"""
+
+from __future__ import annotations
+
+from much_dataset import schema
+
+__all__ = ["schema", "load"]
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name == "load":
+        from much_dataset.loader import load
+
+        return load
+    raise AttributeError(f"module 'much_dataset' has no attribute {name!r}")

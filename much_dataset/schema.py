@@ -1,0 +1,157 @@
+"""The single source of truth for MUCH columns, dtypes and conventions.
+
+Every other module (loader, builder, metric, baselines, exporter) imports its column names and conventions from
+here. Importing this module is cheap: the ``datasets`` feature objects are only built by :func:`features`.
+
+Conventions (spec sections 2 and 13):
+
+* One row = one LLM generation. ``output_tokens`` are the generated token ids (prompt excluded); the last one is
+  the EOS/EOT token, and ``output`` is their decoding with special tokens kept.
+* ``logits_values[i]`` are **probabilities**, despite the name: softmax over the full vocabulary of
+  ``raw_logits / temperature``, restricted to the top :data:`TOP_K` and *not* renormalised (rows sum to < 1),
+  sorted by decreasing probability. ``logits_token_ids[i]`` are the matching vocabulary ids. Row ``i`` is the
+  distribution that produced ``output_tokens[i]``; the sampled token is always among the 24 in MUCH.
+* ``token_chunks`` are the claims: lists of consecutive indices into ``output_tokens``, contiguous and exhaustive.
+  The last chunk is the EOS token alone (the "EOS claim"), which evaluation drops.
+* ``labels`` has one entry per chunk: :data:`HALLUCINATED` (-1) = factually incorrect / unverifiable,
+  :data:`CORRECT` (+1). The EOS claim's label is always +1. In metrics the positive class is "hallucinated".
+* ``human_labels_0`` / ``human_labels_1`` use the same convention, or the sentinel :data:`NO_HUMAN_LABEL` (``[0]``)
+  when that annotator did not label the sample.
+* ``stopword_mask`` (our exports only; the hub lacks it) is, per output token, whether that token decoded alone is
+  in the evaluation stopword set (:data:`much_metric.stopwords.EVALUATION_STOPWORDS`).
+* Token-level uncertainty scores everywhere in this project: one float per output token (EOS included),
+  **higher = more uncertain**.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datasets
+
+__all__ = [
+    "TOP_K",
+    "HALLUCINATED",
+    "CORRECT",
+    "LABEL_VALUES",
+    "NO_HUMAN_LABEL",
+    "LANGUAGES",
+    "SPLITS",
+    "GENERATION_ID",
+    "GENERATION_CONFIG",
+    "LANG",
+    "WIKI_URL",
+    "PROMPT",
+    "OUTPUT",
+    "OUTPUT_TOKENS",
+    "LOGITS_TOKEN_IDS",
+    "LOGITS_VALUES",
+    "TOKEN_CHUNKS",
+    "LABELS",
+    "HUMAN_LABELS_0",
+    "HUMAN_LABELS_1",
+    "STOPWORD_MASK",
+    "HUB_COLUMNS",
+    "DERIVED_COLUMNS",
+    "COLUMNS",
+    "TOKEN_ALIGNED_COLUMNS",
+    "HUB_REPO_ID",
+    "CONFIGS_REPO_ID",
+    "SIGNALS_REPO_ID",
+    "TRASH_REPO_ID",
+    "SIGNAL_COLUMNS",
+    "features",
+    "signal_features",
+]
+
+#: Number of candidate probabilities stored per generated token.
+TOP_K: Final = 24
+
+#: Label of a hallucinated (factually incorrect or unverifiable) claim; the positive class of every metric.
+HALLUCINATED: Final = -1
+#: Label of a correct claim.
+CORRECT: Final = 1
+LABEL_VALUES: Final = frozenset({HALLUCINATED, CORRECT})
+#: ``human_labels_*`` value when that annotator did not label the sample.
+NO_HUMAN_LABEL: Final = (0,)
+
+#: Languages of MUCH, which are also the dataset configs besides ``"all"``.
+LANGUAGES: Final = ("en", "fr", "es", "de")
+#: Published splits; ``trash`` is the reproducibility-only split of annotator disagreements.
+SPLITS: Final = ("train", "test")
+
+# Column names of orailix/MUCH (spec section 2.1), in the hub's order.
+GENERATION_ID: Final = "generation_id"
+GENERATION_CONFIG: Final = "generation_config"
+LANG: Final = "lang"
+WIKI_URL: Final = "wiki_url"
+PROMPT: Final = "prompt"
+OUTPUT: Final = "output"
+OUTPUT_TOKENS: Final = "output_tokens"
+LOGITS_TOKEN_IDS: Final = "logits_token_ids"
+LOGITS_VALUES: Final = "logits_values"
+TOKEN_CHUNKS: Final = "token_chunks"
+LABELS: Final = "labels"
+HUMAN_LABELS_0: Final = "human_labels_0"
+HUMAN_LABELS_1: Final = "human_labels_1"
+# Derived column our exports add.
+STOPWORD_MASK: Final = "stopword_mask"
+
+HUB_COLUMNS: Final = (
+    GENERATION_ID, GENERATION_CONFIG, LANG, WIKI_URL, PROMPT, OUTPUT, OUTPUT_TOKENS,
+    LOGITS_TOKEN_IDS, LOGITS_VALUES, TOKEN_CHUNKS, LABELS, HUMAN_LABELS_0, HUMAN_LABELS_1,
+)
+DERIVED_COLUMNS: Final = (STOPWORD_MASK,)
+COLUMNS: Final = HUB_COLUMNS + DERIVED_COLUMNS
+#: Columns with one entry per output token.
+TOKEN_ALIGNED_COLUMNS: Final = (OUTPUT_TOKENS, LOGITS_TOKEN_IDS, LOGITS_VALUES, STOPWORD_MASK)
+
+HUB_REPO_ID: Final = "orailix/MUCH"
+CONFIGS_REPO_ID: Final = "orailix/MUCH-configs"
+SIGNALS_REPO_ID: Final = "orailix/MUCH-signals"
+TRASH_REPO_ID: Final = "orailix/MUCH-trash-only-for-reproducibility"
+
+#: Columns of orailix/MUCH-signals (spec 2.4): one row per (generation, signal), one value per output token.
+SIGNAL_COLUMNS: Final = ("generation_id", "signal_name", "values")
+
+
+def features(*, with_stopword_mask: bool = True) -> datasets.Features:
+    """The typed ``datasets.Features`` of a MUCH split.
+
+    ``logits_token_ids`` and ``logits_values`` are ``Array2D((None, 24))`` (int32 / float32), so a batch in numpy
+    format comes out as ``(n_tokens, 24)`` arrays without a Python loop. Ids are int32, labels int8.
+    """
+    import datasets
+
+    columns = {
+        GENERATION_ID: datasets.Value("string"),
+        GENERATION_CONFIG: datasets.Value("string"),
+        LANG: datasets.Value("string"),
+        WIKI_URL: datasets.Value("string"),
+        PROMPT: datasets.Value("string"),
+        OUTPUT: datasets.Value("string"),
+        OUTPUT_TOKENS: datasets.List(datasets.Value("int32")),
+        LOGITS_TOKEN_IDS: datasets.Array2D(shape=(None, TOP_K), dtype="int32"),
+        LOGITS_VALUES: datasets.Array2D(shape=(None, TOP_K), dtype="float32"),
+        TOKEN_CHUNKS: datasets.List(datasets.List(datasets.Value("int32"))),
+        LABELS: datasets.List(datasets.Value("int8")),
+        HUMAN_LABELS_0: datasets.List(datasets.Value("int8")),
+        HUMAN_LABELS_1: datasets.List(datasets.Value("int8")),
+    }
+    if with_stopword_mask:
+        columns[STOPWORD_MASK] = datasets.List(datasets.Value("bool"))
+    return datasets.Features(columns)
+
+
+def signal_features() -> datasets.Features:
+    """Features of an orailix/MUCH-signals-style table (higher value = more uncertain)."""
+    import datasets
+
+    return datasets.Features(
+        {
+            "generation_id": datasets.Value("string"),
+            "signal_name": datasets.Value("string"),
+            "values": datasets.List(datasets.Value("float32")),
+        }
+    )

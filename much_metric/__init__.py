@@ -1,0 +1,40 @@
+"""MUCH metric: claim segmentation, token-to-claim aggregation, claim-level metrics and baselines.
+
+``import much_metric`` is cheap (no torch, transformers, datasets or scikit-learn at import time): public names are
+resolved lazily from their modules on first access.
+
+Sign convention everywhere: token and claim scores are **uncertainties** (higher = more likely hallucinated), and
+the positive class of every metric is the hallucinated claim (label -1).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY = {
+    "segment": "much_metric.segmenter",
+    "IncrementalSegmenter": "much_metric.segmenter",
+    "aggregate_claims": "much_metric.core",
+    "score": "much_metric.core",
+    "load": "much_metric.evaluate_module",
+    "EVALUATION_STOPWORDS": "much_metric.stopwords",
+    "SEGMENTER_STOPWORDS": "much_metric.stopwords",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'much_metric' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

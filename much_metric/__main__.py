@@ -1,0 +1,5 @@
+import sys
+
+from much_metric.cli import main
+
+sys.exit(main())

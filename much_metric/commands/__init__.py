@@ -1,0 +1,1 @@
+"""Subcommands of the ``much`` CLI (see :mod:`much_metric.cli`)."""
