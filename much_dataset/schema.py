@@ -61,6 +61,7 @@ __all__ = [
     "SIGNALS_REPO_ID",
     "TRASH_REPO_ID",
     "SIGNAL_COLUMNS",
+    "MUCH_CONFIGS",
     "features",
     "signal_features",
 ]
@@ -114,6 +115,21 @@ TRASH_REPO_ID: Final = "orailix/MUCH-trash-only-for-reproducibility"
 
 #: Columns of orailix/MUCH-signals (spec 2.4): one row per (generation, signal), one value per output token.
 SIGNAL_COLUMNS: Final = ("generation_id", "signal_name", "values")
+
+
+#: The 8 generation configs of MUCH (spec 2.3): ``generation_config`` id -> (model name, temperature). All share
+#: seed 1234, top_p 0.9, top_k 20, max_new_tokens 500. ``output_tokens`` / ``logits_token_ids`` of a row are ids of
+#: that model's tokenizer.
+MUCH_CONFIGS: Final = {
+    "iNPhBxMXcn6uNgZtdDG7xQ": ("meta-llama/Llama-3.2-3B-Instruct", 1.0),
+    "bESSWQcqIaYZslTy7sy1Hg": ("meta-llama/Llama-3.2-3B-Instruct", 0.7),
+    "HmRDWrH188fefK4uXNC_ew": ("meta-llama/Llama-3.1-8B-Instruct", 1.0),
+    "h_RExrbMa9DSQoKjgXVAmw": ("meta-llama/Llama-3.1-8B-Instruct", 0.7),
+    "YRYI5VveUmgxhdPi8apIgA": ("mistralai/Ministral-8B-Instruct-2410", 1.0),
+    "ErZg41d6uehYNo-QcoCVAQ": ("mistralai/Ministral-8B-Instruct-2410", 0.7),
+    "Q6U-toJrtxVpeYhI11BKiQ": ("google/gemma-3-4b-it", 1.0),
+    "XRKCmRjxLGlxWmIyqYQVCA": ("google/gemma-3-4b-it", 0.7),
+}
 
 
 def features(*, with_stopword_mask: bool = True) -> datasets.Features:

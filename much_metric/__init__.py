@@ -17,8 +17,13 @@ __version__ = "0.1.0"
 _LAZY = {
     "segment": "much_metric.segmenter",
     "IncrementalSegmenter": "much_metric.segmenter",
+    "segment_many": "much_metric.segmenter",
     "aggregate_claims": "much_metric.core",
     "score": "much_metric.core",
+    "compare": "much_metric.core",
+    "select_samples": "much_metric.core",
+    "read_signals": "much_metric.signals",
+    "write_signals": "much_metric.signals",
     "load": "much_metric.evaluate_module",
     "EVALUATION_STOPWORDS": "much_metric.stopwords",
     "SEGMENTER_STOPWORDS": "much_metric.stopwords",

@@ -40,7 +40,8 @@ PUNCTUATION: frozenset[str] = frozenset(string.punctuation) | frozenset(
 
 def _read_list(language: str) -> frozenset[str]:
     text = resources.files("much_metric").joinpath("data", "stopwords", language).read_text(encoding="utf-8")
-    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+    # Exactly what nltk's WordListCorpusReader.words() returns: lines as they are, blank lines dropped.
+    return frozenset(line for line in text.splitlines() if line.rstrip())
 
 
 #: Union of NLTK's english, spanish, french and german stopword lists.

@@ -1,0 +1,286 @@
+"""annotate: claim labels from LLM judges through an OpenAI-compatible chat API (spec 6.3, paper section 3.4).
+
+``python -m builder annotate --out DIR --judge gpt-4o-2024-11-20 --judge gpt-4.1-2025-04-14`` makes ONE call per
+judge per sample (temperature 0, seed 0, strict JSON-schema output with one -1/1 integer per non-EOS claim) and
+appends ``{generation_id, judge, model, labels, usage, cost_usd, attempts}`` to ``labels.<judge-key>.jsonl``
+(``labels`` has the EOS claim's +1 appended). The judge key drops the model's date suffix (``gpt-4o``, ``gpt-4.1``)
+or is given as ``--judge MODEL=KEY``.
+
+Answers are validated (one field per non-EOS claim, values in {-1, 1}); rate limits, timeouts, connection and
+server errors and invalid answers are retried with exponential backoff, up to ``--max-attempts`` calls, after which a
+failure with its reason goes to ``labels.<key>.failures.jsonl`` (a rerun retries it). Tokens of every call, retries
+included, are summed into ``usage`` and priced with ``--price MODEL=IN/OUT`` (USD per 1M tokens).
+
+Inputs: ``generations.jsonl``, ``segments.jsonl``, ``context.jsonl``, ``wiki.jsonl`` (infobox). Claim texts are decoded
+with ``--tokenizer`` (tokenizer.json, .gguf, folder or hub id) or, by default, the tokenizer of the config's
+``model_name``. The API key is read from the environment variable named by ``--api-key-env`` (never logged); the
+base URL from ``--base-url`` or ``OPENAI_BASE_URL``, so a local vLLM server or another provider works. Samples the
+filter would trash anyway (no EOS, sampled token outside the top 24) are not sent unless ``--annotate-all``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from builder import _judge_prompt as prompt
+from builder.filter import EosResolver, sampled_outside_top_k
+from builder.store import JsonlStore, Shard, read_jsonl
+from much_dataset.schema import CORRECT, GENERATION_CONFIG, GENERATION_ID, OUTPUT, OUTPUT_TOKENS, PROMPT, TOKEN_CHUNKS
+
+__all__ = ["DEFAULT_JUDGES", "DEFAULT_PRICES", "judge_key", "JudgeResult", "JudgeFailed", "call_judge", "cost_usd",
+           "add_arguments", "run"]
+
+DEFAULT_JUDGES = ("gpt-4o-2024-11-20", "gpt-4.1-2025-04-14")
+#: USD per 1M (input, output) tokens, OpenAI list prices in 2025.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-2024-11-20": (2.50, 10.00),
+    "gpt-4.1-2025-04-14": (2.00, 8.00),
+}
+
+
+def judge_key(model: str) -> str:
+    """Label key of a judge model: its name without a ``-YYYY-MM-DD`` suffix (``gpt-4o-2024-11-20`` -> ``gpt-4o``)."""
+    return re.sub(r"-\d{4}-\d{2}-\d{2}$", "", model.split("/")[-1])
+
+
+def cost_usd(usage: Mapping[str, int], price: tuple[float, float] | None) -> float | None:
+    """Cost of ``usage`` (prompt/completion tokens) at ``price`` = USD per 1M (input, output); None if unpriced."""
+    if price is None:
+        return None
+    return (usage["prompt_tokens"] * price[0] + usage["completion_tokens"] * price[1]) / 1e6
+
+
+class JudgeFailed(RuntimeError):
+    """The judge gave no valid answer within the allowed attempts (or a non-retryable error)."""
+
+    def __init__(self, reason: str, usage: dict[str, int]) -> None:
+        super().__init__(reason)
+        self.usage = usage
+
+
+@dataclass
+class JudgeResult:
+    labels: list[int]
+    usage: dict[str, int] = field(default_factory=dict)
+    attempts: int = 1
+
+
+def _retryable(error: Exception) -> bool:
+    import openai
+
+    if isinstance(error, prompt.InvalidAnswer | openai.RateLimitError | openai.APITimeoutError
+                  | openai.APIConnectionError | openai.InternalServerError):
+        return True
+    return isinstance(error, openai.APIStatusError) and error.status_code >= 500
+
+
+def call_judge(client: Any, model: str, messages: list[dict[str, str]], n_segments: int, *,
+               max_attempts: int = 5, backoff: float = 2.0, max_backoff: float = 60.0,
+               sleep: Callable[[float], None] = time.sleep) -> JudgeResult:
+    """Ask ``model`` for the ``n_segments`` non-EOS labels; validated, retried, usage summed over all calls.
+
+    Retries (after ``backoff * 2**k`` seconds, capped at ``max_backoff``) on rate limits, timeouts, connection and 5xx
+    errors and invalid answers; other API errors (authentication, bad request) fail at once. Raises
+    :class:`JudgeFailed` with the last reason.
+    """
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
+    reason = "no attempt"
+    for attempt in range(1, max_attempts + 1):
+        try:
+            usage["calls"] += 1
+            response = client.chat.completions.create(
+                model=model, messages=messages, temperature=0, seed=0,
+                response_format=prompt.response_format(n_segments))
+            if response.usage is not None:
+                usage["prompt_tokens"] += int(response.usage.prompt_tokens or 0)
+                usage["completion_tokens"] += int(response.usage.completion_tokens or 0)
+            if not response.choices:
+                raise prompt.InvalidAnswer("no choice in the answer")
+            labels = prompt.parse_labels(response.choices[0].message.content, n_segments)
+            return JudgeResult(labels=labels, usage=usage, attempts=attempt)
+        except Exception as error:  # noqa: BLE001 -- classified just below
+            if not _retryable(error):
+                raise JudgeFailed(f"{type(error).__name__}: {error}", usage) from error
+            reason = f"{type(error).__name__}: {error}"
+        if attempt < max_attempts:
+            sleep(min(max_backoff, backoff * 2 ** (attempt - 1)))
+    raise JudgeFailed(f"no valid answer after {max_attempts} attempts; last: {reason}", usage)
+
+
+def _parse_judges(values: Sequence[str]) -> list[tuple[str, str]]:
+    judges = []
+    for value in values:
+        model, _, key = value.partition("=")
+        judges.append((model, key or judge_key(model)))
+    keys = [key for _, key in judges]
+    if len(set(keys)) != len(keys):
+        raise SystemExit(f"two judges share a label key: {keys}; name them with --judge MODEL=KEY")
+    return judges
+
+
+def _parse_prices(values: Sequence[str]) -> dict[str, tuple[float, float]]:
+    prices = dict(DEFAULT_PRICES)
+    for value in values:
+        try:
+            model, rates = value.split("=")
+            rate_in, rate_out = (float(x) for x in rates.split("/"))
+        except ValueError as error:
+            raise SystemExit(f"--price must look like MODEL=IN/OUT (USD per 1M tokens), got {value!r}") from error
+        prices[model] = (rate_in, rate_out)
+    return prices
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--judge", action="append", default=None,
+                        help="judge model, repeatable; MODEL or MODEL=KEY (default: gpt-4o-2024-11-20 and "
+                             "gpt-4.1-2025-04-14)")
+    parser.add_argument("--base-url", default=None, help="OpenAI-compatible API base URL (default $OPENAI_BASE_URL)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    parser.add_argument("--tokenizer", default=None,
+                        help="generating model's tokenizer to decode claims (default: the config's model_name)")
+    parser.add_argument("--price", action="append", default=[], help="MODEL=IN/OUT, USD per 1M tokens")
+    parser.add_argument("--max-attempts", type=int, default=5)
+    parser.add_argument("--backoff", type=float, default=2.0, help="first retry delay in seconds (doubles)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per API call")
+    parser.add_argument("--workers", type=int, default=4, help="concurrent API calls")
+    parser.add_argument("--limit", type=int, default=None, help="annotate at most this many samples (cost control)")
+    parser.add_argument("--annotate-all", action="store_true",
+                        help="also send samples the filter trashes anyway (no EOS, outside the top 24)")
+    parser.add_argument("--eos-ids", type=int, nargs="+", default=None, help="EOS ids for the no-EOS pre-check")
+
+
+class _Decoders:
+    """One decoder per generating model, loaded on first use (``--tokenizer`` overrides them all)."""
+
+    def __init__(self, tokenizer: str | None, configs: Mapping[str, Mapping[str, Any]]) -> None:
+        self._override, self._configs, self._cache = tokenizer, configs, {}
+
+    def for_row(self, row: Mapping[str, Any]) -> Callable[[list[int]], str]:
+        spec = self._override or self._configs.get(row[GENERATION_CONFIG], {}).get("model_name")
+        if not spec:
+            raise ValueError(f"generation_id={row[GENERATION_ID]!r}: no tokenizer for field {GENERATION_CONFIG!r}="
+                             f"{row[GENERATION_CONFIG]!r} (not in configs.jsonl); pass --tokenizer")
+        if spec not in self._cache:
+            self._cache[spec] = prompt.load_decoder(spec)
+        return self._cache[spec]
+
+
+def build_judge_messages(generation: Mapping[str, Any], segments: Mapping[str, Any], context: Mapping[str, Any],
+                         infobox: dict[str, Any] | None, decode: Callable[[list[int]], str]) -> tuple[list, int]:
+    """Chat messages for one sample and its number of non-EOS claims.
+
+    Raises ``ValueError`` naming the sample when ``token_chunks`` is not a contiguous, exhaustive cover of the
+    output tokens (the labels could not be aligned with the claims).
+    """
+    chunks, n_tokens = segments[TOKEN_CHUNKS], len(generation[OUTPUT_TOKENS])
+    if not chunks or [i for chunk in chunks for i in chunk] != list(range(n_tokens)) or not all(chunks):
+        raise ValueError(f"generation_id={generation[GENERATION_ID]!r}: field {TOKEN_CHUNKS!r} does not cover the "
+                         f"{n_tokens} output tokens contiguously")
+    texts = prompt.chunk_texts(generation[OUTPUT_TOKENS], chunks, decode)
+    messages = prompt.build_messages(question=generation[PROMPT], output=generation[OUTPUT], segments=texts[:-1],
+                                     infobox=infobox, context_chunks=context.get("chunks", []))
+    return messages, len(texts) - 1
+
+
+def run(args: argparse.Namespace) -> int:
+    from openai import OpenAI
+    from tqdm import tqdm
+
+    out = Path(args.out)
+    judges = _parse_judges(args.judge or DEFAULT_JUDGES)
+    prices = _parse_prices(args.price)
+    configs = {r[GENERATION_CONFIG]: r for r in read_jsonl(out / "configs.jsonl")}
+    generations = {r[GENERATION_ID]: r for r in read_jsonl(out / "generations.jsonl")}
+    segments = {r[GENERATION_ID]: r for r in read_jsonl(out / "segments.jsonl")}
+    contexts = {r[GENERATION_ID]: r for r in read_jsonl(out / "context.jsonl")}
+    infoboxes = {r["wiki_url"]: r.get("infobox") or {} for r in read_jsonl(out / "wiki.jsonl")}
+    stores = {key: JsonlStore(out / f"labels.{key}.jsonl") for _, key in judges}
+    resolver = EosResolver(eos_ids=args.eos_ids, tokenizer=args.tokenizer, configs=configs)
+    decoders = _Decoders(args.tokenizer, configs)
+
+    ids = sorted(set(generations) & set(segments))
+    todo, skipped = [], 0
+    for gid in Shard.parse(args.shard).select(ids):
+        pending = [(model, key) for model, key in judges if gid not in stores[key]]
+        if not pending:
+            continue
+        row = generations[gid]
+        if not args.annotate_all and (not resolver.ends_with_eos(row) or sampled_outside_top_k(row)):
+            skipped += 1
+            continue
+        todo.append((gid, pending))
+    if args.limit is not None:
+        todo = todo[: args.limit]
+
+    client = OpenAI(base_url=args.base_url or os.environ.get("OPENAI_BASE_URL"),
+                    api_key=os.environ.get(args.api_key_env) or "EMPTY", max_retries=0, timeout=args.timeout)
+
+    def work(gid: str, model: str, messages: list, n_segments: int) -> JudgeResult:
+        return call_judge(client, model, messages, n_segments, max_attempts=args.max_attempts, backoff=args.backoff)
+
+    n_calls = sum(len(pending) for _, pending in todo)
+    totals = {key: {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "ok": 0, "failed": 0}
+              for _, key in judges}
+    with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool, tqdm(total=n_calls, desc="annotate") as bar:
+        futures = []
+        for gid, pending in todo:
+            try:
+                if gid not in contexts:
+                    raise ValueError(f"generation_id={gid!r}: no row in context.jsonl (run `context` first)")
+                context = contexts[gid]
+                if not context.get("chunks") and context.get("status") not in (None, "ok"):
+                    raise ValueError(f"generation_id={gid!r}: no reference knowledge (context status "
+                                     f"{context.get('status')!r})")
+                generation = generations[gid]
+                messages, n_segments = build_judge_messages(generation, segments[gid], context,
+                                                            infoboxes.get(generation["wiki_url"]),
+                                                            decoders.for_row(generation))
+            except (ValueError, KeyError) as error:
+                for _, key in pending:
+                    stores[key].record_failure(gid, str(error))
+                    totals[key]["failed"] += 1
+                bar.update(len(pending))
+                continue
+            for model, key in pending:
+                if n_segments == 0:  # only the EOS claim: its label is +1 by definition, no call needed
+                    future = Future()
+                    future.set_result(JudgeResult(labels=[], usage={"prompt_tokens": 0, "completion_tokens": 0,
+                                                                    "calls": 0}, attempts=0))
+                else:
+                    future = pool.submit(work, gid, model, messages, n_segments)
+                futures.append((gid, model, key, n_segments, future))
+        for gid, model, key, _n_segments, future in futures:
+            try:
+                result = future.result()
+            except JudgeFailed as error:
+                stores[key].record_failure(gid, str(error), judge=key, model=model, usage=error.usage,
+                                           cost_usd=cost_usd(error.usage, prices.get(model)))
+                totals[key]["failed"] += 1
+            else:
+                cost = cost_usd(result.usage, prices.get(model))
+                stores[key].append({GENERATION_ID: gid, "judge": key, "model": model,
+                                    "labels": [*result.labels, CORRECT], "usage": result.usage,
+                                    "cost_usd": cost, "attempts": result.attempts})
+                totals[key]["ok"] += 1
+                totals[key]["prompt_tokens"] += result.usage["prompt_tokens"]
+                totals[key]["completion_tokens"] += result.usage["completion_tokens"]
+                totals[key]["cost"] += cost or 0.0
+            bar.update(1)
+    for key, total in totals.items():
+        per_1000 = 1000 * total["cost"] / total["ok"] if total["ok"] else 0.0
+        print(f"annotate {key}: {total['ok']} labelled, {total['failed']} failed, {total['prompt_tokens']} input + "
+              f"{total['completion_tokens']} output tokens, USD {total['cost']:.4f} (~{per_1000:.2f} per 1,000)")
+    if skipped:
+        print(f"annotate: {skipped} samples not sent (no EOS or sampled token outside the top 24; --annotate-all "
+              "sends them)")
+    return 0 if all(total["failed"] == 0 for total in totals.values()) else 1

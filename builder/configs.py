@@ -1,0 +1,120 @@
+"""Generation configs and the reference's identifiers (spec 1.1, 1.2, 2.3).
+
+``GenerationConfig.id`` reproduces the reference's config IDs bit for bit: every field (defaults included), sorted by
+name, rendered as ``name=str(value)\\n`` lines, MD5, URL-safe base64, first 22 characters. The eight MUCH configs and
+the twelve Mu-SHROOM configs of the reference are listed as constants so the SLURM script and the tests can check
+them.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
+__all__ = [
+    "GenerationConfig",
+    "hash_id",
+    "question_id",
+    "MUCH_CONFIGS",
+    "MUCH_CONFIG_IDS",
+    "MUSHROOM_LANG_SEED",
+    "MUSHROOM_SKIPPED_MODELS",
+    "MUSHROOM_MODEL_MAP",
+]
+
+
+def hash_id(text: str) -> str:
+    """MD5 of the UTF-8 bytes, URL-safe base64, first 22 characters (the reference's ID function)."""
+    return base64.urlsafe_b64encode(hashlib.md5(text.encode("utf-8")).digest()).decode("ascii")[:22]
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationConfig:
+    """The reference's ``GenerationConfig`` (spec 4.1); field names and defaults are part of the ID."""
+
+    model_name: str = "meta-llama/Llama-3.2-3B-Instruct"
+    eager: bool = False
+    brief: bool = True
+    greedy: bool = False
+    seed: int = 1234
+    temperature: float = 1.0
+    top_p: float = 0.9
+    top_k: int = 20
+    max_new_tokens: int = 500
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model_name, str) or not self.model_name:
+            raise ValueError(f"model_name must be a non-empty string, got {self.model_name!r}")
+        # str() of the value enters the hash: 1 and 1.0 would give different IDs, so normalise the float fields.
+        for name in ("temperature", "top_p"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"{name} must be a number, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        for name in ("seed", "top_k", "max_new_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+        for name in ("eager", "brief", "greedy"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.temperature <= 0 and not self.greedy:
+            raise ValueError(f"temperature must be > 0 for sampling, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0 or self.max_new_tokens < 1:
+            raise ValueError("top_k must be >= 0 and max_new_tokens >= 1")
+
+    @property
+    def id(self) -> str:
+        """The reference config ID (spec 1.1)."""
+        fields = sorted(dataclasses.asdict(self).items())
+        return hash_id("".join(f"{name}={value}\n" for name, value in fields))
+
+    def to_record(self) -> dict[str, Any]:
+        """A ``configs.jsonl`` / ``MUCH-configs`` row: the fields plus ``generation_config`` (the ID)."""
+        return {**dataclasses.asdict(self), "generation_config": self.id}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> GenerationConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in record.items() if k in names})
+
+
+def question_id(lang: str, prompt: str, wiki_url: str) -> str:
+    """Question ID (spec 1.2): hash of the pydantic JSON of ``{lang, prompt, wiki_url}`` in that order.
+
+    pydantic's ``model_dump_json`` is compact and keeps non-ASCII characters, as ``json.dumps`` does with these
+    options (for strings the two agree).
+    """
+    payload = json.dumps({"lang": lang, "prompt": prompt, "wiki_url": wiki_url}, ensure_ascii=False,
+                         separators=(",", ":"))
+    return hash_id(payload)
+
+
+_MODELS = (
+    "meta-llama/Llama-3.2-3B-Instruct",
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "mistralai/Ministral-8B-Instruct-2410",
+    "google/gemma-3-4b-it",
+)
+#: The 8 MUCH configs (spec 2.3), in the order of the spec's table.
+MUCH_CONFIGS: tuple[GenerationConfig, ...] = tuple(
+    GenerationConfig(model_name=model, temperature=temperature) for model in _MODELS for temperature in (1.0, 0.7)
+)
+#: Their reference IDs, same order (spec 2.3; checked by tests/builder/test_configs.py).
+MUCH_CONFIG_IDS: tuple[str, ...] = (
+    "iNPhBxMXcn6uNgZtdDG7xQ", "bESSWQcqIaYZslTy7sy1Hg", "HmRDWrH188fefK4uXNC_ew", "h_RExrbMa9DSQoKjgXVAmw",
+    "YRYI5VveUmgxhdPi8apIgA", "ErZg41d6uehYNo-QcoCVAQ", "Q6U-toJrtxVpeYhI11BKiQ", "XRKCmRjxLGlxWmIyqYQVCA",
+)
+
+#: Mu-SHROOM configs encode the language in ``seed`` (spec 2.3).
+MUSHROOM_LANG_SEED: dict[str, int] = {"en": 0, "fr": 1, "es": 2, "de": 3}
+#: Models the reference's ``import-mushroom`` skips (spec 7.1).
+MUSHROOM_SKIPPED_MODELS: frozenset[str] = frozenset({"TheBloke/SauerkrautLM-7B-v1-GGUF",
+                                                     "bofenghuang/vigogne-2-13b-chat"})
+#: Model ids the reference maps to another hub id before loading (spec 7.1).
+MUSHROOM_MODEL_MAP: dict[str, str] = {"TheBloke/Mistral-7B-Instruct-v0.2-GGUF": "mistralai/Mistral-7B-Instruct-v0.2"}

@@ -1,0 +1,228 @@
+"""export: complete rows per split + the published parquet folder and its dataset card (spec 2, 7).
+
+Joins ``generations.jsonl``, ``segments.jsonl``, ``labels.<judge>.jsonl``, ``human.<annotator>.jsonl`` and
+``configs.jsonl`` by ``generation_id`` and writes
+
+* ``<out>/rows/{train,test,trash}.jsonl`` -- the hub columns of :mod:`much_dataset.schema` + ``stopword_mask``
+  (trash rows carry one column per judge instead of ``labels``), and ``rows/configs.jsonl``;
+* ``<out>/much/`` -- parquet shards + ``README.md`` in the layout of :mod:`much_dataset.card` (train and test only),
+  with the card body of :mod:`builder._card` (real counts, configs table, signals, attribution).
+
+The split of a generation is ``filter.jsonl``'s when that file exists; otherwise the rule of spec 2.1: trash when
+two judges disagree, or when the row cannot be in MUCH (a token with more than 24 candidates, no final EOS: spec
+6.4); test when annotator ``an1`` labelled it; else train. ``--split train|test`` puts every kept row in one split
+(the embedded sample: Mu-SHROOM's human labels, all in test). ``labels`` come from ``--judge`` (default ``gpt-4o``
+when present, else the only judge). The folder is loaded back with plain ``datasets.load_dataset`` and its row
+counts checked before the step reports success; it replaces the previous ``much/`` only then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from builder.store import JsonlStore, atomic_write_text, read_jsonl
+from much_dataset import schema
+
+__all__ = ["add_arguments", "run", "collect_rows", "split_of", "export_folder", "check_loadable", "ALL_SPLITS"]
+
+ALL_SPLITS = ("train", "test", "trash")
+_PUBLISHED = ("train", "test")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--judge", default=None,
+                        help="judge whose labels fill `labels` (default gpt-4o, else the only one)")
+    parser.add_argument("--split", choices=("auto", "train", "test"), default="auto",
+                        help="auto: filter.jsonl or the rule of spec 2.1; train/test: every kept row in that split")
+    parser.add_argument("--folder", default=None, help="published folder (default <out>/much)")
+    parser.add_argument("--no-check", action="store_true", help="skip the datasets.load_dataset check (not advised)")
+
+
+def _by_id(path: Path) -> dict[str, dict[str, Any]]:
+    return {str(r[schema.GENERATION_ID]): r for r in read_jsonl(path)}
+
+
+def _judges(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    judges = {}
+    for path in sorted(out.glob("labels.*.jsonl")):
+        if path.name.endswith(".failures.jsonl"):
+            continue
+        judges[path.name.removeprefix("labels.").removesuffix(".jsonl")] = _by_id(path)
+    return judges
+
+
+def _humans(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    humans = {}
+    for path in sorted(out.glob("human.*.jsonl")):
+        if path.name.endswith(".failures.jsonl"):
+            continue
+        humans[path.name.removeprefix("human.").removesuffix(".jsonl")] = _by_id(path)
+    return humans
+
+
+def _cannot_be_in_much(generation: Mapping[str, Any], eos_ids: set[int] | None) -> str | None:
+    widths = {len(row) for row in generation[schema.LOGITS_TOKEN_IDS]}
+    if widths != {schema.TOP_K}:
+        return "a token has more than 24 candidates (sampled token ranked below 24)"
+    unfinished = generation.get("finished") is False  # recorded by `generate`
+    if unfinished or (eos_ids is not None and generation[schema.OUTPUT_TOKENS][-1] not in eos_ids):
+        return "no final EOS token (cut at max_new_tokens)"
+    return None
+
+
+def split_of(gid: str, generation: Mapping[str, Any], judge_labels: Mapping[str, list[int]], human_keys: set[str],
+             *, eos_ids: set[int] | None = None) -> tuple[str, str]:
+    """Split and reason by the rule of spec 2.1 / 6.4 (used when there is no ``filter.jsonl``)."""
+    reason = _cannot_be_in_much(generation, eos_ids)
+    if reason:
+        return "trash", reason
+    lists = [tuple(v) for v in judge_labels.values()]
+    if len(set(lists)) > 1:
+        return "trash", f"judges disagree ({', '.join(sorted(judge_labels))})"
+    if "an1" in human_keys:
+        return "test", "human-annotated by an1"
+    return "train", "judges agree, no an1 label"
+
+
+def _pick_judge(judges: Mapping[str, Any], judge: str | None) -> str:
+    if judge is not None:
+        if judge not in judges:
+            raise SystemExit(f"export: no labels.{judge}.jsonl (judges found: {sorted(judges)})")
+        return judge
+    if "gpt-4o" in judges:
+        return "gpt-4o"
+    if len(judges) == 1:
+        return next(iter(judges))
+    raise SystemExit(f"export: several judges {sorted(judges)} and no gpt-4o; pass --judge")
+
+
+def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") -> tuple[dict[str, list], dict]:
+    """Rows per split (``train``/``test``/``trash``) and a report of what was skipped and why."""
+    generations = list(read_jsonl(out / "generations.jsonl"))
+    segments = _by_id(out / "segments.jsonl")
+    judges = _judges(out)
+    if not judges:
+        raise SystemExit(f"export: no labels.<judge>.jsonl in {out}")
+    label_judge = _pick_judge(judges, judge)
+    humans = _humans(out)
+    filters = _by_id(out / "filter.jsonl") if (out / "filter.jsonl").exists() else None
+    rows: dict[str, list] = {name: [] for name in ALL_SPLITS}
+    skipped: dict[str, str] = {}
+    reasons: dict[str, int] = {}
+    for generation in generations:
+        gid = str(generation[schema.GENERATION_ID])
+        if gid not in segments:
+            skipped[gid] = "not segmented"
+            continue
+        judge_labels = {name: labels[gid][schema.LABELS] for name, labels in judges.items() if gid in labels}
+        if label_judge not in judge_labels:
+            skipped[gid] = f"no {label_judge} labels"
+            continue
+        human_keys = {name for name, found in humans.items() if gid in found}
+        if split != "auto":
+            reason = _cannot_be_in_much(generation, None)
+            target, reason = ("trash", reason) if reason else (split, f"--split {split}")
+        elif filters is not None:
+            if gid not in filters:
+                skipped[gid] = "not in filter.jsonl"
+                continue
+            target, reason = filters[gid]["split"], filters[gid].get("reason", "filter.jsonl")
+            if target not in ALL_SPLITS:
+                raise ValueError(f"filter.jsonl: generation_id={gid!r}: field 'split' is {target!r}")
+            widths = _cannot_be_in_much(generation, None)
+            if widths and target != "trash":
+                target, reason = "trash", widths
+        else:
+            target, reason = split_of(gid, generation, judge_labels, human_keys)
+        reasons[f"{target}: {reason}"] = reasons.get(f"{target}: {reason}", 0) + 1
+        segment = segments[gid]
+        row = {column: generation[column] for column in schema.HUB_COLUMNS[:9]}
+        row[schema.TOKEN_CHUNKS] = segment[schema.TOKEN_CHUNKS]
+        if target == "trash":
+            row.update({name: list(labels) for name, labels in judge_labels.items()})
+        else:
+            row[schema.LABELS] = list(judge_labels[label_judge])
+        for column, annotator in ((schema.HUMAN_LABELS_0, "an0"), (schema.HUMAN_LABELS_1, "an1")):
+            found = humans.get(annotator, {}).get(gid)
+            row[column] = list(found[schema.LABELS]) if found else list(schema.NO_HUMAN_LABEL)
+        row[schema.STOPWORD_MASK] = [bool(x) for x in segment[schema.STOPWORD_MASK]]
+        rows[target].append(row)
+    rules = {r.get("rule") for r in judges[label_judge].values()} - {None}
+    label_rule = rules.pop() if len(rules) == 1 else None
+    return rows, {"label_judge": label_judge, "label_rule": label_rule, "skipped": skipped, "reasons": reasons}
+
+
+def check_loadable(folder: Path, sizes: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    """Load ``folder`` with plain ``datasets.load_dataset`` (config ``all``) and check the row counts per split."""
+    import datasets
+
+    loaded = datasets.load_dataset(str(folder))
+    counts = {split: len(loaded[split]) for split in loaded}
+    for split in _PUBLISHED:
+        expected = sum(int(per.get(split, 0)) for per in sizes.values())
+        if counts.get(split, 0) != expected:
+            raise RuntimeError(f"export check: {folder} loads {counts.get(split, 0)} {split} rows, expected {expected}")
+    return counts
+
+
+def export_folder(rows: Mapping[str, list], folder: Path, *, card_body: str, check: bool = True) -> dict:
+    """Write the published folder atomically (temporary sibling folder, checked, then renamed into place)."""
+    from much_dataset.card import write_parquet_folder
+
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    try:
+        # Only non-empty splits are declared: a card whose data_files glob matches nothing breaks the hub viewer.
+        published = {split: rows[split] for split in _PUBLISHED if rows[split]}
+        if not published:
+            raise ValueError("export: no train or test row to publish")
+        sizes = write_parquet_folder(published, tmp, card_body=card_body)
+        if check:
+            check_loadable(tmp, sizes)
+        if folder.exists():
+            old = folder.with_name(f".{folder.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            folder.rename(old)
+            tmp.rename(folder)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return sizes
+
+
+def _write_rows(out: Path, rows: Mapping[str, list], configs: list[dict]) -> None:
+    for split in ALL_SPLITS:
+        text = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows[split])
+        atomic_write_text(out / "rows" / f"{split}.jsonl", text)
+    atomic_write_text(out / "rows" / "configs.jsonl",
+                      "".join(json.dumps(c, ensure_ascii=False, separators=(",", ":")) + "\n" for c in configs))
+
+
+def run(args: argparse.Namespace) -> int:
+    from builder._card import card_body
+
+    out = Path(args.out)
+    rows, report = collect_rows(out, judge=args.judge, split=args.split)
+    used = {r[schema.GENERATION_CONFIG] for split in _PUBLISHED for r in rows[split]}
+    configs = [c for c in JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG).records()
+               if c[schema.GENERATION_CONFIG] in used]
+    _write_rows(out, rows, configs)
+    body = card_body(rows, configs, label_judge=report["label_judge"], label_rule=report["label_rule"])
+    folder = Path(args.folder) if args.folder else out / "much"
+    sizes = export_folder(rows, folder, card_body=body, check=not args.no_check)
+    print(f"export: train={len(rows['train'])} test={len(rows['test'])} trash={len(rows['trash'])} "
+          f"(labels from {report['label_judge']}); {len(report['skipped'])} generations skipped")
+    for reason, count in sorted(report["reasons"].items()):
+        print(f"  {count:6d}  {reason}")
+    print(f"export: wrote {out / 'rows'} and {folder} ({sum(sum(v.values()) for v in sizes.values())} rows checked)")
+    return 0

@@ -1,0 +1,216 @@
+"""The published folder layout of a MUCH dataset and its dataset card YAML.
+
+A published MUCH folder (the export step's ``<out>/much/``, the embedded sample ``much_dataset/sample/``, or a hub
+repository) looks like this::
+
+    README.md                                   # dataset card: YAML header (configs + dataset_info) + body
+    data/<lang>/<split>-00000-of-00001.parquet  # one shard per (language, split); lang in en/fr/es/de
+
+Each language is stored once; the configs only differ by which shards they read (:func:`data_files`):
+
+* ``all`` (the default config) reads ``data/*/<split>-*.parquet``,
+* ``en``, ``fr``, ``es``, ``de`` read ``data/<lang>/<split>-*.parquet``.
+
+(So ``all`` lists the rows language by language -- shards in path order -- not in export order.)
+
+Every shard has the typed columns of :func:`much_dataset.schema.features` (``logits_*`` as ``Array2D((None, 24))``),
+and the card declares the same features in ``dataset_info`` for every config, so plain
+``datasets.load_dataset(folder, "fr")`` returns the typed French rows without any code of ours. A (language, split)
+with no rows gets no shard (``datasets`` cannot read an empty parquet file): the card then leaves that split out of
+that language's config, and a language with no rows at all has no config. The full MUCH has every
+(language, split); this only matters for small samples.
+
+The YAML is produced by the ``datasets`` library's own serialisers (``MetadataConfigs``, ``DatasetInfosDict`` into a
+``huggingface_hub.DatasetCardData``), so it is exactly what the hub and ``load_dataset`` expect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from much_dataset import schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datasets
+    import pyarrow as pa
+
+__all__ = [
+    "ALL_CONFIG",
+    "CONFIG_NAMES",
+    "CARD_FILENAME",
+    "DATA_DIR",
+    "DEFAULT_CARD_BODY",
+    "shard_path",
+    "data_files",
+    "card_yaml",
+    "render_card",
+    "is_parquet_folder",
+    "write_parquet_folder",
+]
+
+#: The config holding every language (the default config).
+ALL_CONFIG = "all"
+#: Every config of a MUCH folder: ``all`` first, then one per language.
+CONFIG_NAMES: tuple[str, ...] = (ALL_CONFIG, *schema.LANGUAGES)
+CARD_FILENAME = "README.md"
+DATA_DIR = "data"
+
+DEFAULT_CARD_BODY = """# MUCH: Multilingual Claim Hallucination Benchmark
+
+One row per LLM generation, with the top-24 next-token probabilities of every generated token, the claims
+(`token_chunks`) and one label per claim (-1 = hallucinated, +1 = correct). Configs: `all` and one per language
+(`en`, `fr`, `es`, `de`); splits `train` and `test`.
+
+```python
+import datasets
+ds = datasets.load_dataset("<this folder or repo>", "fr", split="test")
+```
+"""
+
+
+def shard_path(lang: str, split: str) -> str:
+    """Relative path (POSIX) of the single parquet shard of ``lang`` / ``split``."""
+    return f"{DATA_DIR}/{lang}/{split}-00000-of-00001.parquet"
+
+
+def data_files(config: str, splits: Sequence[str] = schema.SPLITS) -> list[dict[str, str]]:
+    """The ``data_files`` entry of ``config`` in the card: one ``{"split", "path"}`` glob per split."""
+    if config == ALL_CONFIG:
+        lang_part = "*"
+    elif config in schema.LANGUAGES:
+        lang_part = config
+    else:
+        raise ValueError(f"unknown MUCH config {config!r}; expected one of {CONFIG_NAMES}")
+    return [{"split": split, "path": f"{DATA_DIR}/{lang_part}/{split}-*.parquet"} for split in splits]
+
+
+def card_yaml(
+    *,
+    split_sizes: Mapping[str, Mapping[str, int]] | None = None,
+    splits: Sequence[str] = schema.SPLITS,
+    with_stopword_mask: bool = True,
+    features: datasets.Features | None = None,
+) -> str:
+    """The YAML header (without the ``---`` fences) of a MUCH dataset card.
+
+    ``split_sizes[lang][split]`` = number of rows; when given, each config's ``dataset_info.splits`` lists
+    ``num_examples`` (``all`` sums the languages) and splits / configs without rows are left out (they have no
+    shard). ``features`` defaults to :func:`much_dataset.schema.features`.
+    """
+    import datasets
+    from datasets.info import DatasetInfo, DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
+    if features is None:
+        features = schema.features(with_stopword_mask=with_stopword_mask)
+    configs = MetadataConfigs()
+    infos = DatasetInfosDict()
+    for config in CONFIG_NAMES:
+        langs = schema.LANGUAGES if config == ALL_CONFIG else (config,)
+        counts = {split: sum(int(split_sizes.get(lang, {}).get(split, 0)) for lang in langs) for split in splits}
+        present = list(splits) if split_sizes is None else [split for split in splits if counts[split] > 0]
+        if not present:
+            continue
+        entry: dict = {"data_files": data_files(config, present)}
+        if config == ALL_CONFIG:
+            entry["default"] = True
+        configs[config] = entry
+        split_dict = None
+        if split_sizes is not None:
+            split_dict = datasets.SplitDict()
+            for split in present:
+                split_dict.add(datasets.SplitInfo(name=split, num_examples=counts[split]))
+        infos[config] = DatasetInfo(features=features, splits=split_dict, config_name=config)
+    card_data = DatasetCardData()
+    configs.to_dataset_card_data(card_data)
+    infos.to_dataset_card_data(card_data)
+    # MetadataConfigs sorts configs alphabetically; keep "all" first, then the schema's language order.
+    order = {name: index for index, name in enumerate(CONFIG_NAMES)}
+    card_data["configs"] = sorted(card_data["configs"], key=lambda c: order[c["config_name"]])
+    card_data["dataset_info"] = sorted(card_data["dataset_info"], key=lambda c: order[c["config_name"]])
+    return card_data.to_yaml()
+
+
+def render_card(yaml_header: str, body: str = DEFAULT_CARD_BODY) -> str:
+    """A complete ``README.md``: ``---`` fenced YAML header followed by the markdown body."""
+    return f"---\n{yaml_header.rstrip()}\n---\n\n{body.lstrip()}"
+
+
+def is_parquet_folder(folder: str | Path) -> bool:
+    """Whether ``folder`` has the published layout (a card and a ``data/`` folder of parquet shards)."""
+    folder = Path(folder)
+    return (folder / CARD_FILENAME).is_file() and any((folder / DATA_DIR).glob("*/*.parquet"))
+
+
+def _typed_table(rows: Iterable[Mapping] | pa.Table, features: datasets.Features) -> pa.Table:
+    import pyarrow as pa
+    from datasets.table import table_cast
+
+    table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows))
+    if len(table) == 0:
+        return features.arrow_schema.empty_table()
+    missing = [name for name in features if name not in table.column_names]
+    if missing:
+        raise ValueError(f"rows lack the column(s) {missing} required by the MUCH features")
+    return table_cast(table.select(list(features)), features.arrow_schema)
+
+
+def write_parquet_folder(
+    rows_by_split: Mapping[str, Iterable[Mapping] | pa.Table],
+    folder: str | Path,
+    *,
+    card_body: str = DEFAULT_CARD_BODY,
+    validate: bool = True,
+    with_stopword_mask: bool | None = None,
+) -> dict[str, dict[str, int]]:
+    """Write MUCH rows as a published folder (module docstring layout): parquet shards + ``README.md``.
+
+    ``rows_by_split[split]`` is a list of rows in the hub's list-of-lists layout (or a ``pyarrow.Table``). Rows are
+    validated first (:func:`much_dataset.validation.validate_table`, raising :class:`InvalidSampleError` on the first
+    bad row) unless ``validate=False``. ``with_stopword_mask`` defaults to whether the first non-empty split carries
+    the column. Returns ``{lang: {split: n_rows}}``.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from much_dataset.validation import validate_table
+
+    unknown = set(rows_by_split) - set(schema.SPLITS)
+    if unknown:
+        raise ValueError(f"unknown split(s) {sorted(unknown)}; a published MUCH folder has {schema.SPLITS}")
+    tables = {
+        split: rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows))
+        for split, rows in rows_by_split.items()
+    }
+    if with_stopword_mask is None:
+        with_stopword_mask = any(
+            schema.STOPWORD_MASK in table.column_names for table in tables.values() if len(table)
+        )
+    features = schema.features(with_stopword_mask=with_stopword_mask)
+    folder = Path(folder)
+    splits = [split for split in schema.SPLITS if split in tables]
+    sizes: dict[str, dict[str, int]] = {lang: {} for lang in schema.LANGUAGES}
+    for split in splits:
+        table = tables[split]
+        if validate and len(table):
+            validate_table(table, on_error="raise")
+        typed = _typed_table(table, features)
+        for lang in schema.LANGUAGES:
+            part = typed.filter(pc.equal(typed[schema.LANG], lang)) if len(typed) else typed
+            sizes[lang][split] = len(part)
+            path = folder / shard_path(lang, split)
+            if len(part):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                pq.write_table(part, path)
+            else:
+                path.unlink(missing_ok=True)  # a stale shard from an earlier export must not be served
+        written = sum(sizes[lang][split] for lang in schema.LANGUAGES)
+        if written != len(typed):
+            raise ValueError(f"{len(typed) - written} {split} row(s) have a lang outside {schema.LANGUAGES}")
+    header = card_yaml(split_sizes=sizes, splits=splits, features=features)
+    (folder / CARD_FILENAME).write_text(render_card(header, card_body), encoding="utf-8")
+    return sizes

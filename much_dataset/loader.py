@@ -1,0 +1,337 @@
+"""``much_dataset.load``: the typed MUCH dataset from the hub, a local folder, or the embedded sample.
+
+Sources:
+
+* ``"sample"`` -- the embedded sample ``much_dataset/sample/``, a published folder (layout in
+  :mod:`much_dataset.card`: ``README.md`` + ``data/<lang>/<split>-00000-of-00001.parquet``).
+* a local folder -- a published folder (same layout; read with ``datasets.load_dataset(folder, config)``), the
+  export step's ``rows/`` JSONL folder (``<folder>/rows/{train,test}.jsonl`` or the ``rows`` folder itself, built
+  with :class:`much_dataset.builder.MuchBuilder`), or any other folder of parquet files, such as a downloaded
+  snapshot of the hub repository (read like a hub id, below).
+* anything else is a hub repository id (default ``"orailix/MUCH"``), read with ``datasets.load_dataset``. When the
+  repository has no config named ``config`` (the published orailix/MUCH has a single default config), its default
+  config is loaded and, for a language config, filtered on ``lang``.
+
+Whatever the source, the result has the typed features of :func:`much_dataset.schema.features` (the hub's
+list-of-lists ``logits_*`` are cast to ``Array2D((None, 24))``, ids to int32) and every row is validated
+(:mod:`much_dataset.validation`).
+
+``stopword_mask``: the hub rows lack it. It is filled from the generating models' tokenizers when they are given
+(``tokenizers={generation_config id or model name: tokenizer}`` or ``tokenizer_for(generation_config) -> tokenizer |
+None``), decoding each distinct token id once (:func:`much_metric.stopwords.stopword_mask`). Without any tokenizer
+the column stays absent and a warning says which models are needed; rows whose model has no tokenizer get ``None``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from much_dataset import schema
+from much_dataset.card import CONFIG_NAMES, is_parquet_folder
+from much_dataset.validation import Problem, invalid_rows, validate_table
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datasets
+
+__all__ = ["SAMPLE", "SAMPLE_DIR", "load", "to_numpy", "fill_stopword_mask", "missing_tokenizers_message"]
+
+logger = logging.getLogger(__name__)
+
+#: The ``source`` naming the embedded sample.
+SAMPLE = "sample"
+#: Where the embedded sample lives (written by the builder's sample step, layout of :mod:`much_dataset.card`).
+SAMPLE_DIR = Path(__file__).resolve().parent / "sample"
+
+TokenizerLookup = Callable[[str], Any]
+
+
+def load(
+    source: str | Path = schema.HUB_REPO_ID,
+    config: str = "all",
+    split: str | None = None,
+    *,
+    tokenizers: Mapping[str, Any] | None = None,
+    tokenizer_for: TokenizerLookup | None = None,
+    on_error: str = "raise",
+    report: list[Problem] | None = None,
+    cache_dir: str | Path | None = None,
+    revision: str | None = None,
+) -> datasets.Dataset | datasets.DatasetDict:
+    """Load MUCH as a typed ``datasets.Dataset`` (``split`` given) or ``DatasetDict`` (``split=None``).
+
+    Parameters
+    ----------
+    source : hub id, local folder, or ``"sample"`` (see the module docstring).
+    config : ``"all"`` or a language (``"en"``, ``"fr"``, ``"es"``, ``"de"``).
+    split : ``"train"``, ``"test"`` or None for both.
+    tokenizers, tokenizer_for : the generating models' tokenizers, to fill a missing ``stopword_mask``.
+    on_error : ``"raise"`` -- a bad row raises :class:`~much_dataset.validation.InvalidSampleError` naming its
+        ``generation_id`` and field; ``"drop"`` -- bad rows are dropped, a warning says how many, and each
+        :class:`~much_dataset.validation.Problem` is appended to ``report`` when a list is given.
+    cache_dir : ``datasets`` cache folder (default: the library's).
+    revision : hub revision (hub ids only).
+    """
+    if config not in CONFIG_NAMES:
+        raise ValueError(f"config must be one of {CONFIG_NAMES}, got {config!r}")
+    if split is not None and split not in schema.SPLITS:
+        raise ValueError(f"split must be one of {schema.SPLITS} or None, got {split!r}")
+    if on_error not in ("raise", "drop"):
+        raise ValueError(f"on_error must be 'raise' or 'drop', got {on_error!r}")
+    problems: list[Problem] = []
+    cache = None if cache_dir is None else str(cache_dir)
+
+    if str(source) == SAMPLE:
+        if not is_parquet_folder(SAMPLE_DIR):
+            raise FileNotFoundError(
+                f"the embedded MUCH sample is missing: expected {SAMPLE_DIR}/README.md and "
+                f"{SAMPLE_DIR}/data/<lang>/<split>-*.parquet (written by the builder's sample step). "
+                "Load a hub id or a local folder instead."
+            )
+        loaded = _load_dataset(str(SAMPLE_DIR), config, split, cache)
+    elif Path(source).exists():
+        folder = Path(source)
+        if is_parquet_folder(folder):
+            loaded = _load_dataset(str(folder), config, split, cache)
+        elif (folder / "rows" / "train.jsonl").is_file() or (folder / "train.jsonl").is_file():
+            loaded = _build_rows(folder, config, split, cache, on_error, problems)
+        elif folder.is_dir() and any(folder.rglob("*.parquet")):
+            # A local copy of a hub repository (e.g. a snapshot of orailix/MUCH): same path as the hub.
+            loaded = _load_hub(str(folder), config, split, cache, None)
+        else:
+            raise FileNotFoundError(
+                f"{folder} is neither a published MUCH folder (README.md + data/<lang>/<split>-*.parquet), an "
+                "export folder (rows/train.jsonl and rows/test.jsonl) nor a copy of a hub repository (parquet files)"
+            )
+    else:
+        loaded = _load_hub(str(source), config, split, cache, revision)
+
+    def finish(dataset: datasets.Dataset) -> datasets.Dataset:
+        # Validate before casting: a malformed row must be reported by generation_id, not as an Arrow cast error.
+        dataset = _validated(dataset, on_error, problems)
+        dataset = _typed(dataset)
+        if schema.STOPWORD_MASK not in dataset.column_names:
+            dataset = fill_stopword_mask(dataset, tokenizers=tokenizers, tokenizer_for=tokenizer_for)
+        return dataset
+
+    import datasets
+
+    if isinstance(loaded, datasets.DatasetDict):
+        loaded = datasets.DatasetDict({name: finish(part) for name, part in loaded.items()})
+    else:
+        loaded = finish(loaded)
+    if problems:
+        shown = "; ".join(f"{p.generation_id} [{p.field}] {p.reason}" for p in problems[:5])
+        warnings.warn(
+            f"much_dataset.load dropped invalid rows ({len(problems)} problem(s)): {shown}"
+            + (" ..." if len(problems) > 5 else ""),
+            stacklevel=2,
+        )
+        if report is not None:
+            report.extend(problems)
+    return loaded
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Sources
+
+
+def _load_dataset(path: str, config: str, split: str | None, cache_dir: str | None, **kwargs):
+    import datasets
+
+    return datasets.load_dataset(path, name=config, split=split, cache_dir=cache_dir, **kwargs)
+
+
+def _build_rows(folder: Path, config, split, cache_dir, on_error, problems: list[Problem]):
+    from datasets.exceptions import DatasetGenerationError
+
+    from much_dataset.builder import MuchBuilder
+    from much_dataset.validation import InvalidSampleError
+
+    builder = MuchBuilder(config_name=config, data_dir=str(folder), cache_dir=cache_dir, on_error=on_error)
+    try:
+        builder.download_and_prepare()
+    except DatasetGenerationError as error:
+        # datasets wraps whatever the generator raised; surface our own error (it names the row and the field).
+        cause = error.__cause__
+        if isinstance(cause, (InvalidSampleError, ValueError)):
+            raise cause.with_traceback(cause.__traceback__) from None
+        raise
+    problems.extend(builder.problems)
+    return builder.as_dataset(split=split)
+
+
+def _load_hub(repo_id: str, config: str, split, cache_dir, revision):
+    try:
+        return _load_dataset(repo_id, config, split, cache_dir, revision=revision)
+    except ValueError as error:
+        # The published orailix/MUCH has one default config: load it and select the language ourselves.
+        if "not found" not in str(error) or config not in str(error):
+            raise
+        logger.info("%s has no config %r; loading its default config and filtering on lang", repo_id, config)
+    loaded = _load_dataset(repo_id, None, split, cache_dir, revision=revision)
+    if config in schema.LANGUAGES:
+        loaded = loaded.filter(lambda langs: [lang == config for lang in langs], input_columns=schema.LANG,
+                               batched=True)
+    return loaded
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Post-processing
+
+
+def _typed(dataset: datasets.Dataset) -> datasets.Dataset:
+    """Cast the hub's list-of-lists layout to the schema's typed features (extra columns are kept as they are)."""
+    import datasets
+
+    missing = [name for name in schema.HUB_COLUMNS if name not in dataset.column_names]
+    if missing:
+        raise ValueError(f"the loaded dataset lacks the MUCH column(s) {missing}")
+    target = schema.features(with_stopword_mask=schema.STOPWORD_MASK in dataset.column_names)
+    features = datasets.Features({name: target.get(name, dataset.features[name]) for name in dataset.column_names})
+    if dataset.features == features:
+        return dataset
+    return dataset.cast(features)
+
+
+def _arrow(dataset: datasets.Dataset):
+    # dataset.data ignores a pending indices mapping (after select/filter); the arrow formatter applies it.
+    return dataset.data.table if dataset._indices is None else dataset.with_format("arrow")[:]
+
+
+def _validated(dataset: datasets.Dataset, on_error: str, problems: list[Problem]) -> datasets.Dataset:
+    missing = [name for name in schema.HUB_COLUMNS if name not in dataset.column_names]
+    if missing:
+        raise ValueError(f"the loaded dataset lacks the MUCH column(s) {missing}")
+    table = _arrow(dataset)
+    if on_error == "raise":
+        validate_table(table)
+        return dataset
+    bad, found = invalid_rows(table)
+    if not found:
+        return dataset
+    problems.extend(found)
+    return dataset.select(np.flatnonzero(~bad))
+
+
+def missing_tokenizers_message(configs: list[str]) -> str:
+    """Which tokenizers are needed to compute ``stopword_mask`` for rows of these ``generation_config`` ids."""
+    needed = sorted({schema.MUCH_CONFIGS.get(config, (config, None))[0] for config in configs})
+    return (
+        f"stopword_mask cannot be computed for generation_config(s) {sorted(configs)}: no tokenizer given for "
+        f"model(s) {needed}. Pass much_dataset.load(..., tokenizers={{config id or model name: tokenizer}}) or "
+        "tokenizer_for=callable."
+    )
+
+
+def _lookup(config: str, tokenizers: Mapping[str, Any] | None, tokenizer_for: TokenizerLookup | None):
+    if tokenizer_for is not None:
+        found = tokenizer_for(config)
+        if found is not None:
+            return found
+    if tokenizers:
+        if config in tokenizers:
+            return tokenizers[config]
+        model = schema.MUCH_CONFIGS.get(config, (None,))[0]
+        if model is not None and model in tokenizers:
+            return tokenizers[model]
+    return None
+
+
+def fill_stopword_mask(
+    dataset: datasets.Dataset,
+    *,
+    tokenizers: Mapping[str, Any] | None = None,
+    tokenizer_for: TokenizerLookup | None = None,
+) -> datasets.Dataset:
+    """Add ``stopword_mask`` (per output token: decoded alone, is it an evaluation stopword?, spec 9.2).
+
+    The tokenizer of each row's ``generation_config`` comes from ``tokenizer_for(config)`` first, then
+    ``tokenizers[config]``, then ``tokenizers[model name]`` (:data:`much_dataset.schema.MUCH_CONFIGS`). Rows with no
+    tokenizer get ``None`` and a warning names the models; with no tokenizer at all the dataset is returned
+    unchanged (with that warning). Each distinct id of a config is decoded once.
+    """
+    import datasets
+    import pyarrow as pa
+
+    from much_dataset.validation import _lengths, _list_array, _numpy
+    from much_metric.stopwords import stopword_mask
+
+    table = _arrow(dataset)
+    configs = np.asarray(table[schema.GENERATION_CONFIG].to_pylist(), dtype=object)
+    distinct = sorted(set(configs.tolist()))
+    chosen = {config: _lookup(config, tokenizers, tokenizer_for) for config in distinct}
+    missing = [config for config, tokenizer in chosen.items() if tokenizer is None]
+    if missing:
+        warnings.warn(missing_tokenizers_message(missing), stacklevel=3)
+    if len(missing) == len(distinct):
+        return dataset
+
+    tokens_array = _list_array(table[schema.OUTPUT_TOKENS])
+    lengths = _lengths(tokens_array)
+    tokens = _numpy(tokens_array.flatten(), np.int64)
+    token_config = np.repeat(configs, lengths)
+    mask = np.zeros(len(tokens), dtype=bool)
+    for config, tokenizer in chosen.items():
+        if tokenizer is not None:
+            where = token_config == config
+            mask[where] = stopword_mask(tokens[where], tokenizer)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int32)
+    row_missing = np.isin(configs, missing) if missing else None
+    column = pa.ListArray.from_arrays(
+        pa.array(offsets), pa.array(mask),
+        mask=None if row_missing is None else pa.array(row_missing.astype(bool)),
+    )
+    feature = datasets.List(datasets.Value("bool"))
+    if dataset._indices is not None:
+        dataset = dataset.flatten_indices()
+    return dataset.add_column(schema.STOPWORD_MASK, column.to_pylist(), feature=feature)
+
+
+def to_numpy(dataset: datasets.Dataset, columns: list[str] | None = None) -> dict[str, Any]:
+    """Every row of ``dataset`` as numpy arrays, built from the flat Arrow buffers in one pass (no per-row decode).
+
+    Returns ``{column: value}``: a string / scalar column gives one numpy array of length n_rows; a list column a
+    list (one entry per row) of 1-D arrays; ``logits_token_ids`` / ``logits_values`` (``Array2D``) a list of
+    ``(n_tokens_i, 24)`` arrays; ``token_chunks`` a list (per row) of lists (per chunk) of index arrays. Arrays keep
+    the stored dtypes (int32 ids, float32 probabilities, int8 labels, bool mask) and are views into one contiguous
+    array per column; a null list (e.g. a ``stopword_mask`` that could not be computed) gives ``None``.
+    Equivalent to ``dataset.with_format("numpy", dtype=None)[:]`` -- the test suite checks it -- but faster.
+    """
+    import pyarrow as pa
+
+    from much_dataset.validation import _lengths, _list_array
+
+    table = _arrow(dataset)
+    names = list(table.column_names if columns is None else columns)
+    result: dict[str, Any] = {}
+    for name in names:
+        array = _list_array(table[name])
+        if not (pa.types.is_list(array.type) or pa.types.is_large_list(array.type)):
+            result[name] = array.to_numpy(zero_copy_only=False)
+            continue
+        nulls = array.is_null().to_numpy(zero_copy_only=False)
+        lengths = _lengths(array)
+        inner = array.flatten()
+        if pa.types.is_list(inner.type) or pa.types.is_large_list(inner.type):
+            inner_lengths = _lengths(inner)
+            values = inner.flatten().to_numpy(zero_copy_only=False)
+            width = int(inner_lengths[0]) if len(inner_lengths) else 0
+            if len(inner_lengths) and width > 0 and np.all(inner_lengths == width):
+                rows = np.split(values.reshape(-1, width), np.cumsum(lengths)[:-1])
+            else:
+                pieces = np.split(values, np.cumsum(inner_lengths)[:-1]) if len(inner_lengths) else []
+                bounds = np.concatenate(([0], np.cumsum(lengths))).tolist()
+                rows = [pieces[start:stop] for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
+        else:
+            values = inner.to_numpy(zero_copy_only=False)
+            rows = np.split(values, np.cumsum(lengths)[:-1]) if len(lengths) else []
+        if nulls.any():
+            rows = [None if null else row for row, null in zip(rows, nulls.tolist(), strict=True)]
+        result[name] = list(rows)
+    return result

@@ -1,0 +1,217 @@
+"""Claim-start characters of a generation: Treebank words, stopword rule, EOS cut (much-segmenter's first half).
+
+A claim starts at a word that is a stopword (or punctuation, or follows a word ending with ".") when the previous
+word was not; words from the first EOS/EOT marker on are cut off. The result always ends with ``len(generation)``.
+
+Words are nltk's ``TreebankWordTokenizer.span_tokenize``, computed piecewise with a cache: the text is cut before
+every non-space character that follows a literal space, and each piece is tokenized on its own (all pieces but the
+last with a sentinel word appended, so that no end-of-text rule fires). This gives the same words as tokenizing the
+whole text because every Treebank rule that looks across a piece boundary sees a literal space there -- exactly what
+it sees at the start of a string, where Treebank pads with a space -- and the end-of-text rules (final period,
+final ``:``/``,``) can only fire in the last piece. Quote tokens are paired with the text's quotes piece by piece;
+if a piece does not pair them one to one (or anything else fails) the whole text is tokenized by nltk in one go,
+which then decides. Pieces repeat across generations (they are about one word each), so most are cache hits.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from much_metric.stopwords import SEGMENTER_STOPWORDS
+
+__all__: list[str] = []
+
+
+class SegmenterInputError(ValueError, IndexError):
+    """Input that much-segmenter itself rejects (it raises ``IndexError`` or ``ValueError`` there)."""
+
+
+@functools.lru_cache(maxsize=1)
+def treebank():
+    """nltk's ``TreebankWordTokenizer`` (imported lazily: nltk is slow to import and needs no data for this)."""
+    from nltk.tokenize.treebank import TreebankWordTokenizer
+
+    return TreebankWordTokenizer()
+
+
+_PIECE_START = re.compile(r"(?<= )(?=\S)")
+_QUOTES = re.compile(r"``|'{2}|\"")
+_QUOTE_TOKENS = frozenset(['"', "``", "''"])
+_SENTINEL = "x"
+
+
+#: (piece, is_last_piece) -> its words as (start, stop, is_stopword, ends_with_period), relative to the piece.
+_PIECE_CACHE: dict[tuple[str, bool], tuple[tuple[int, int, bool, bool], ...]] = {}
+_PIECE_CACHE_LIMIT = 1 << 18
+
+
+def _tokenize_pieces(pieces: list[str], last_is_final: bool) -> list[tuple[tuple[int, int, bool, bool], ...]] | None:
+    """Words of each piece, from ONE Treebank call on the pieces laid end to end (a sentinel word closes the
+    text unless the last piece is the generation's last). None when a piece does not pair its quote tokens with
+    its own quotes, a token crosses pieces, or nltk fails: the caller then tokenizes the whole text with nltk."""
+    from nltk.tokenize.util import align_tokens
+
+    text = "".join(pieces) + ("" if last_is_final else _SENTINEL)
+    bounds = [0]
+    for piece in pieces:
+        bounds.append(bounds[-1] + len(piece))
+    try:
+        tokens = treebank().tokenize(text)
+        quoted = '"' in text or "''" in text or "``" in text
+        if quoted:
+            matched = _QUOTES.findall(text)
+            if sum(token in _QUOTE_TOKENS for token in tokens) != len(matched):
+                return None
+            quotes = iter(matched)
+            tokens = [next(quotes) if token in _QUOTE_TOKENS else token for token in tokens]
+        spans = align_tokens(tokens, text)
+    except Exception:  # noqa: BLE001 -- nltk on the whole text raises (or not) with the reference's own error
+        return None
+    if not last_is_final:
+        if not spans or spans[-1] != (bounds[-1], len(text)):
+            return None
+        spans = spans[:-1]
+    per_piece: list[list[tuple[int, int]]] = [[] for _ in pieces]
+    k = 0
+    for start, stop in spans:
+        while start >= bounds[k + 1]:
+            k += 1
+        if stop > bounds[k + 1]:
+            return None
+        per_piece[k].append((start - bounds[k], stop - bounds[k]))
+    result = []
+    for piece, piece_spans in zip(pieces, per_piece, strict=True):
+        texts = [piece[a:b] for a, b in piece_spans]
+        if quoted and sum(t in _QUOTE_TOKENS for t in texts) != len(_QUOTES.findall(piece)):
+            return None
+        stop_flags, dot_flags = word_flags(texts)
+        result.append(tuple((a, b, s, d) for (a, b), s, d in zip(piece_spans, stop_flags, dot_flags, strict=True)))
+    return result
+
+
+def _pieces_words(generation: str) -> tuple[list[str], list]:
+    """The pieces of ``generation`` and the words of each (cached per piece)."""
+    pieces = _PIECE_START.split(generation)
+    last = len(pieces) - 1
+    found = [_PIECE_CACHE.get((piece, k == last)) for k, piece in enumerate(pieces)]
+    missing = [k for k, words_ in enumerate(found) if words_ is None]
+    if missing:
+        last_missing = missing[-1] == last
+        fresh = _tokenize_pieces([pieces[k] for k in missing], last_is_final=last_missing)
+        if fresh is None:
+            spans = list(treebank().span_tokenize(generation))
+            stop, dot = word_flags([generation[a:b] for a, b in spans])
+            return [generation], [[(a, b, s, d) for (a, b), s, d in zip(spans, stop, dot, strict=True)]]
+        if len(_PIECE_CACHE) > _PIECE_CACHE_LIMIT:
+            _PIECE_CACHE.clear()
+        for k, words_ in zip(missing, fresh, strict=True):
+            found[k] = _PIECE_CACHE[pieces[k], k == last] = words_
+    return pieces, found
+
+
+# A last piece whose words could depend on being at the very end of the text: Treebank's end-of-text rules split a
+# final period (possibly followed by closing brackets/quotes) and a final ":" or ","; a final "'" is split only when
+# a space follows it. Other last pieces have the same words with a space and more text after them.
+_END_SENSITIVE = re.compile(r"(?:[:,']|\.[\]\)}>\"']*)\s*$")
+_PREFILL_CHARS = 20_000
+
+
+def prefill(generations) -> None:
+    """Tokenize the uncached pieces of many generations in a few large Treebank calls (faster than one per text).
+
+    Last pieces that end-of-text rules could affect are left to :func:`claim_starts` (tokenized in their real
+    context); a batch that cannot be split back into pieces is simply not cached.
+    """
+    batch: list[tuple[tuple[str, bool], str]] = []
+    seen: set[tuple[str, bool]] = set()
+    for generation in generations:
+        pieces = _PIECE_START.split(generation)
+        last = len(pieces) - 1
+        for k, piece in enumerate(pieces):
+            key = (piece, k == last)
+            if key in _PIECE_CACHE or key in seen:
+                continue
+            if k == last:
+                if _END_SENSITIVE.search(piece):
+                    continue
+                piece += " "  # followed by a literal space, like every other piece in the batch
+            seen.add(key)
+            batch.append((key, piece))
+    start = 0
+    while start < len(batch):
+        stop, size = start, 0
+        while stop < len(batch) and size < _PREFILL_CHARS:
+            size += len(batch[stop][1])
+            stop += 1
+        chunk = batch[start:stop]
+        fresh = _tokenize_pieces([text for _, text in chunk], last_is_final=False)
+        if fresh is not None:
+            if len(_PIECE_CACHE) + len(chunk) > _PIECE_CACHE_LIMIT:
+                _PIECE_CACHE.clear()
+            _PIECE_CACHE.update((key, piece_words) for (key, _), piece_words in zip(chunk, fresh, strict=True))
+        start = stop
+
+
+def words(generation: str) -> list[tuple[int, int, bool, bool]]:
+    """Treebank words of ``generation`` as ``(start, stop, is_stopword, ends_with_period)``, start/stop in chars."""
+    result: list[tuple[int, int, bool, bool]] = []
+    offset = 0
+    for piece, piece_words in zip(*_pieces_words(generation), strict=True):
+        result.extend((a + offset, b + offset, s, d) for a, b, s, d in piece_words)
+        offset += len(piece)
+    return result
+
+
+def eos_index(generation: str, eos_strings: list[str]) -> int:
+    """Index of the first listed EOS string occurring in ``generation`` (list order, not position), else its length."""
+    for text in eos_strings:
+        if text in generation:
+            return generation.index(text)
+    return len(generation)
+
+
+def word_flags(words: list[str]) -> tuple[list[bool], list[bool]]:
+    """Per word: ``(is_stopword_or_punctuation, ends_with_period)`` of ``word.lower().strip()``."""
+    lowered = [word.lower().strip() for word in words]
+    # word[-1] as in the reference: a Treebank word is never empty or whitespace-only.
+    return [word in SEGMENTER_STOPWORDS for word in lowered], [word[-1] == "." for word in lowered]
+
+
+def claim_starts(generation: str, eos_strings: list[str], *, compat: str) -> list[int]:
+    """Sorted character positions where a new claim starts, ending with ``len(generation)`` (and EOS, if found)."""
+    eos = eos_index(generation, eos_strings)
+    starts = []
+    previous, next_is_stop, reached_eos = False, False, False
+    pieces, piece_words = _pieces_words(generation)
+    offset = 0
+    for piece, found in zip(pieces, piece_words, strict=True):
+        for start, stop, is_stop, ends_dot in found:
+            if stop + offset >= eos:  # words reaching EOS are cut; the first of them marks the EOS boundary
+                reached_eos = True
+                break
+            is_stop = is_stop or next_is_stop
+            if is_stop and not previous and start + offset != 0:
+                starts.append(start + offset)
+            previous, next_is_stop = is_stop, ends_dot
+        if reached_eos:
+            break
+        offset += len(piece)
+    if reached_eos and (compat == "0.2.1" or eos < len(generation)):
+        starts.append(eos)
+    return close_starts(starts, len(generation), compat=compat)
+
+
+def close_starts(starts: list[int], length: int, *, compat: str) -> list[int]:
+    """Append ``length`` as the last boundary unless it is already there (0.2.1 fails on an empty list, as it did)."""
+    if not starts:
+        if compat == "0.2.1":
+            raise SegmenterInputError(
+                "much-segmenter 0.2.1 cannot segment this generation: it finds no claim boundary (no stopword, "
+                "no EOS and no word ending at the very end; e.g. an empty text or one ending with a space) and "
+                "raises IndexError"
+            )
+        return [length]
+    if starts[-1] != length:
+        starts.append(length)
+    return starts

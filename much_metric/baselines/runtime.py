@@ -1,0 +1,166 @@
+"""Runtime relative to LLM generation (paper table 3): generation-time estimates and segmentation timing.
+
+Table 3 reports each baseline's segmentation and UQ wall time as a fraction of the time the LLM took to generate
+the answers (2,758 s for MUCH in the paper, appendix B). :func:`generation_time` picks the denominator:
+
+* an explicit number of seconds (``--generation-time 1234``);
+* a JSON file written by ``scripts/estimate_generation_time.py``, which timed a model on this machine: its rate
+  (seconds per generated token, or per question) is extrapolated to the samples being evaluated;
+* otherwise a documented default: for ``orailix/MUCH``, the paper's 2,758 s for 4,873 samples, pro rata
+  (measured on the authors' GPU cluster, not on this machine); for anything else (the embedded sample),
+  :data:`DEFAULT_TOKENS_PER_SECOND` tokens per second -- SmolLM2-135M-Instruct sampling on 2 CPU cores -- times
+  the number of output tokens. Both defaults are estimates; run the script for a measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PAPER_GENERATION_SECONDS",
+    "PAPER_N_SAMPLES",
+    "DEFAULT_TOKENS_PER_SECOND",
+    "GenerationTime",
+    "generation_time",
+    "format_runtime",
+    "time_segmentation",
+]
+
+#: LLM generation time of MUCH's 4,873 samples in the paper (appendix B: 4,540 s x 4,873/6,448 x 4.26/5.30).
+PAPER_GENERATION_SECONDS = 2758.0
+PAPER_N_SAMPLES = 4873
+#: SmolLM2-135M-Instruct (GGUF Q4_1, dequantised, float32) sampling speed on 2 CPU cores, tokens/s (measured for
+#: shared/reference/offline_models.md). Used only when no measurement is given.
+DEFAULT_TOKENS_PER_SECOND = 11.0
+
+
+@dataclass(frozen=True)
+class GenerationTime:
+    """LLM generation time of the evaluated samples, in seconds, and where the number comes from."""
+
+    seconds: float
+    source: str
+
+
+def _from_file(path: Path, n_samples: int, n_tokens: int) -> GenerationTime:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not a JSON file written by scripts/estimate_generation_time.py ({error})") from None
+    mode = record.get("extrapolate", "tokens")
+    key = "seconds_per_token" if mode == "tokens" else "seconds_per_question"
+    rate = record.get(key)
+    if not isinstance(rate, int | float) or not rate > 0:
+        raise ValueError(f"{path}: field {key!r} must be a positive number (extrapolate={mode!r}), got {rate!r}")
+    count = n_tokens if mode == "tokens" else n_samples
+    unit = "output token" if mode == "tokens" else "question"
+    return GenerationTime(
+        rate * count,
+        f"measured with {record.get('model', 'a model')} on {record.get('device', 'this machine')}: "
+        f"{rate:.4g} s per {unit} x {count:,} ({path.name})",
+    )
+
+
+def generation_time(
+    value: Any,
+    *,
+    data_source: str,
+    n_samples: int,
+    n_tokens: int,
+) -> GenerationTime:
+    """The generation time that runtimes are divided by (see the module docstring).
+
+    Parameters
+    ----------
+    value : float, str or None
+        Seconds (number or numeric string), a path to a JSON file from ``scripts/estimate_generation_time.py``,
+        or None for the default.
+    data_source : str
+        The ``--data`` argument (``"orailix/MUCH"`` selects the paper's figure).
+    n_samples, n_tokens : int
+        Samples and output tokens (EOS included) being evaluated.
+    """
+    from much_dataset.schema import HUB_REPO_ID
+
+    if value is not None and not isinstance(value, str | Path):
+        seconds = float(value)
+        if not seconds > 0 or math.isinf(seconds):
+            raise ValueError(f"generation time must be a positive number of seconds, got {value!r}")
+        return GenerationTime(seconds, "given")
+    if isinstance(value, str | Path):
+        path = Path(value)
+        if path.is_file():
+            return _from_file(path, n_samples, n_tokens)
+        try:
+            seconds = float(str(value))
+        except ValueError:
+            raise ValueError(f"--generation-time: {str(value)!r} is neither a number of seconds nor a file") from None
+        return generation_time(seconds, data_source=data_source, n_samples=n_samples, n_tokens=n_tokens)
+    if data_source == HUB_REPO_ID:
+        return GenerationTime(
+            PAPER_GENERATION_SECONDS * n_samples / PAPER_N_SAMPLES,
+            f"paper, appendix B: {PAPER_GENERATION_SECONDS:,.0f} s for {PAPER_N_SAMPLES:,} samples, pro rata "
+            "(the authors' GPU cluster, not this machine)",
+        )
+    return GenerationTime(
+        n_tokens / DEFAULT_TOKENS_PER_SECOND,
+        f"estimate: {n_tokens:,} output tokens at {DEFAULT_TOKENS_PER_SECOND:g} tokens/s (SmolLM2-135M on 2 CPU "
+        "cores); measure with scripts/estimate_generation_time.py and pass --generation-time FILE",
+    )
+
+
+def _seconds(seconds: float) -> str:
+    if seconds >= 100:
+        return f"{seconds:,.0f}s"
+    if seconds >= 1:
+        return f"{seconds:.1f}s"
+    return f"{seconds:.3f}s" if seconds >= 0.001 else "<0.001s"
+
+
+def _percent(share: float) -> str:
+    if share >= 100:
+        return f"{share:,.0f}%"
+    if share >= 1:
+        return f"{share:.1f}%"
+    return f"{share:.3f}%" if share >= 0.001 else "<0.001%"
+
+
+def format_runtime(seconds: float, generation_seconds: float) -> str:
+    """``"6.0s (0.218%)"`` -- wall time and its share of LLM generation, as table 3; ``"n/a"`` if nan (unmeasured)."""
+    if seconds is None or math.isnan(seconds):
+        return "n/a"
+    return f"{_seconds(seconds)} ({_percent(100.0 * seconds / generation_seconds)})"
+
+
+def time_segmentation(data: Any, tokenizer: Any, *, compat: str = "0.3.0", progress: bool = True
+                      ) -> tuple[float, int]:
+    """Wall time of segmenting every output of a split into claims with :func:`much_metric.segmenter.segment`.
+
+    Uses the stored ``output_tokens`` (as the reference segments generations). Returns ``(seconds, n_agree)``,
+    ``n_agree`` = samples whose segmentation equals their ``token_chunks`` column (a consistency check; a dataset
+    segmented with another compat version or tokenizer agrees less).
+    """
+    from tqdm.auto import tqdm
+
+    from much_dataset.schema import OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS
+    from much_metric.segmenter import segment
+
+    if hasattr(data, "select_columns"):
+        columns = data.select_columns([OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS]).to_dict()
+        rows = zip(columns[OUTPUT], columns[OUTPUT_TOKENS], columns[TOKEN_CHUNKS], strict=True)
+    else:
+        rows = ((row[OUTPUT], row[OUTPUT_TOKENS], row[TOKEN_CHUNKS]) for row in data)
+    rows = list(rows)
+    agree = 0
+    elapsed = 0.0
+    for output, tokens, chunks in tqdm(rows, desc="segmentation", unit="sample", disable=not progress, leave=False):
+        start = time.perf_counter()
+        result = segment(output, tokenizer, token_ids=tokens, compat=compat)
+        elapsed += time.perf_counter() - start
+        agree += [list(c) for c in result] == [list(c) for c in chunks]
+    return elapsed, agree

@@ -1,0 +1,109 @@
+"""MUCH metric: claim-level hallucination detection scores from token-level uncertainties (``evaluate`` module).
+
+A thin wrapper around :func:`much_metric.core.score`: ``compute`` returns exactly the core's dict. Load it with
+``evaluate.load("much_metric")`` from the repository root, ``evaluate.load("/path/to/much_metric")`` from anywhere,
+or ``much_metric.load()``. The script imports the installed ``much_metric`` package (``pip install -e .``) rather
+than sibling files, so evaluate's copy in its modules cache needs nothing else copied next to it.
+"""
+
+import datasets
+import evaluate
+
+from much_metric.core import score
+
+_CITATION = """\
+@misc{much2025,
+  title  = {MUCH: A Multilingual Claim Hallucination Benchmark},
+  author = {Anonymous},
+  year   = {2025},
+  note   = {orailix/MUCH},
+}
+"""
+
+_DESCRIPTION = """\
+MUCH evaluates token-level uncertainty scores as claim-level hallucination detectors. Token scores (one per
+generated token, EOS included; higher = more uncertain) are aggregated over each claim (``token_chunks``), the EOS
+claim is dropped, and the claim scores are compared with the claim labels (-1 = hallucinated = positive class, +1 =
+correct) with ROC-AUC, PR-AUC (trapezoid, as the reference), average precision, TPR at FPR 10%, recall at precision
+80% and partial PR-AUC at recall <= 20%.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (list of list of float): per sample, one uncertainty per output token (EOS included),
+        higher = more likely hallucinated. With ``confidence=True``: confidences p in [0, 1], converted to 1 - p.
+    references (list of list of int): per sample, one label per chunk (EOS claim included): -1 hallucinated,
+        +1 correct.
+    token_chunks (list of list of list of int): per sample, the claims as runs of consecutive token indices.
+    stopword_mask (list of list of bool, optional): per token, whether it is a stopword.
+    aggregator (str): "product" (default, 1 - prod(1 - s)), "mean", "max" or "geometric".
+    stopwords (str): "null" (default, reference: stopword tokens score 0) or "exclude" (removed from the claim).
+    drop_last_chunk (bool): drop the EOS claim (default True).
+    confidence (bool): predictions are confidences (default False).
+    by (dict of str to list, optional): breakdowns, e.g. {"lang": [...]} -> result["by"]["lang"][value].
+    n_bootstrap (int): bootstrap resamples of the samples for 95% intervals (default 0 = none).
+    confidence_level (float), random_state (int), sample_ids (list of str): see much_metric.core.score.
+Returns:
+    dict: roc_auc, pr_auc, average_precision, tpr_at_fpr_10, recall_at_precision_80, partial_pr_auc_recall_20,
+    partial_average_precision_recall_20, n_samples, n_claims, n_hallucinated, aggregator, stopwords
+    (+ intervals, by).
+Examples:
+    >>> import evaluate
+    >>> much = evaluate.load("much_metric")  # doctest: +SKIP
+    >>> much.compute(predictions=[[0.9, 0.1, 0.0]], references=[[-1, 1, 1]],
+    ...              token_chunks=[[[0], [1], [2]]])  # doctest: +SKIP
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class MuchMetric(evaluate.Metric):
+    """MUCH claim-level hallucination detection metric."""
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            module_type="metric",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features(
+                {
+                    "predictions": datasets.Sequence(datasets.Value("float64")),
+                    "references": datasets.Sequence(datasets.Value("int32")),
+                }
+            ),
+            reference_urls=["https://huggingface.co/datasets/orailix/MUCH"],
+        )
+
+    def _compute(
+        self,
+        predictions,
+        references,
+        token_chunks=None,
+        stopword_mask=None,
+        aggregator="product",
+        stopwords="null",
+        drop_last_chunk=True,
+        confidence=False,
+        by=None,
+        n_bootstrap=0,
+        confidence_level=0.95,
+        random_state=0,
+        sample_ids=None,
+    ):
+        if token_chunks is None:
+            raise ValueError("much_metric needs token_chunks=... (one list of claims per prediction)")
+        return score(
+            predictions,
+            token_chunks,
+            references,
+            stopword_mask=stopword_mask,
+            aggregator=aggregator,
+            stopwords=stopwords,
+            drop_last_chunk=drop_last_chunk,
+            confidence=confidence,
+            by=by,
+            n_bootstrap=n_bootstrap,
+            confidence_level=confidence_level,
+            random_state=random_state,
+            sample_ids=sample_ids,
+        )

@@ -1,0 +1,280 @@
+"""Reading and writing MUCH-signals files (the format of ``orailix/MUCH-signals``, spec 2.4).
+
+A signal file holds one record per (generation, signal): ``generation_id`` (str), ``signal_name`` (str) and
+``values`` (one float per generated token, EOS position included; **higher = more uncertain**). Two encodings are
+supported, chosen by the file suffix:
+
+* ``.jsonl``: one compact JSON object per line, as the reference's ``output/signals/<name>.jsonl``;
+* ``.parquet``: a table with the three columns (``values`` as ``list<float32>``, the hub's dtype), as the shards
+  of ``orailix/MUCH-signals``.
+
+:func:`write_signals` is idempotent: re-writing a ``(generation_id, signal_name)`` pair replaces the stored values,
+it never duplicates them (the reference's writer appends duplicates, spec 11.6). The file is rewritten atomically
+(temporary file + ``os.replace``), so a reader never sees half a file and a killed writer leaves the old file intact.
+
+:func:`read_signals` also accepts a folder (every ``*.jsonl`` / ``*.parquet`` in it, e.g. ``output/signals/``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from much_dataset.schema import GENERATION_ID, SIGNAL_COLUMNS
+
+__all__ = ["write_signals", "read_signals", "SignalsFormatError"]
+
+_SIGNAL_NAME, _VALUES = SIGNAL_COLUMNS[1], SIGNAL_COLUMNS[2]
+_SUFFIXES = (".jsonl", ".parquet")
+
+Signals = dict[str, dict[str, np.ndarray]]
+
+
+class SignalsFormatError(ValueError):
+    """A signal record or file does not follow the MUCH-signals format."""
+
+
+def _format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in _SUFFIXES:
+        got = suffix or "no suffix"
+        raise SignalsFormatError(f"{path}: signal files must end with .jsonl or .parquet, got {got!r}")
+    return suffix[1:]
+
+
+def _check_record(record: Any, where: str) -> tuple[str, str, np.ndarray]:
+    if not isinstance(record, Mapping):
+        raise SignalsFormatError(f"{where}: a signal record must be a mapping with keys {SIGNAL_COLUMNS}")
+    missing = [key for key in SIGNAL_COLUMNS if key not in record]
+    if missing:
+        raise SignalsFormatError(f"{where}: signal record lacks field(s) {missing}")
+    generation_id, signal_name = record[GENERATION_ID], record[_SIGNAL_NAME]
+    if not isinstance(generation_id, str) or not generation_id:
+        raise SignalsFormatError(f"{where}: field {GENERATION_ID!r} must be a non-empty string, got {generation_id!r}")
+    if not isinstance(signal_name, str) or not signal_name:
+        raise SignalsFormatError(
+            f"{where} ({GENERATION_ID}={generation_id!r}): field {_SIGNAL_NAME!r} must be a non-empty string"
+        )
+    try:
+        values = np.asarray(record[_VALUES], dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise SignalsFormatError(
+            f"{GENERATION_ID}={generation_id!r}, signal {signal_name!r}: field {_VALUES!r} is not a list of numbers"
+        ) from error
+    if values.ndim != 1 or values.size == 0:
+        raise SignalsFormatError(
+            f"{GENERATION_ID}={generation_id!r}, signal {signal_name!r}: field {_VALUES!r} must be a non-empty 1-D "
+            f"list (one value per output token), got shape {values.shape}"
+        )
+    if not np.isfinite(values).all():
+        position = int(np.flatnonzero(~np.isfinite(values))[0])
+        raise SignalsFormatError(
+            f"{GENERATION_ID}={generation_id!r}, signal {signal_name!r}: field {_VALUES!r} has a non-finite value "
+            f"({values[position]}) at token {position}"
+        )
+    return generation_id, signal_name, values
+
+
+def _read_jsonl(path: Path) -> list[tuple[str, str, np.ndarray]]:
+    records = []
+    with path.open("r", encoding="utf-8") as handle:
+        lines = handle.readlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise SignalsFormatError(f"{path}:{number}: not a JSON object ({error})") from error
+        if isinstance(record, dict) and _SIGNAL_NAME not in record:
+            record[_SIGNAL_NAME] = path.stem  # a user's own scores: the file names the method
+        records.append(_check_record(record, f"{path}:{number}"))
+    return records
+
+
+def _read_parquet(path: Path) -> list[tuple[str, str, np.ndarray]]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    missing = [key for key in (GENERATION_ID, _VALUES) if key not in table.column_names]
+    if missing:
+        raise SignalsFormatError(f"{path}: parquet signal file lacks column(s) {missing}")
+    ids = table.column(GENERATION_ID).to_pylist()
+    if _SIGNAL_NAME in table.column_names:
+        names = table.column(_SIGNAL_NAME).to_pylist()
+    else:
+        names = [path.stem] * len(ids)  # a user's own scores: the file names the method
+    column = table.column(_VALUES).combine_chunks()
+    # One flat buffer + offsets instead of a Python list per row: 10x faster on hub-sized files.
+    offsets = np.asarray(column.offsets)
+    flat = np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
+    nulls = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    if nulls.any():
+        row = int(np.flatnonzero(nulls)[0])
+        raise SignalsFormatError(f"{path}: row {row} ({GENERATION_ID}={ids[row]!r}) has null {_VALUES!r}")
+    records = []
+    for row, (generation_id, name) in enumerate(zip(ids, names, strict=True)):
+        values = flat[offsets[row] : offsets[row + 1]]
+        records.append(_check_record({GENERATION_ID: generation_id, _SIGNAL_NAME: name, _VALUES: values},
+                                     f"{path}: row {row}"))
+    return records
+
+
+def _read_file(path: Path) -> list[tuple[str, str, np.ndarray]]:
+    return _read_jsonl(path) if _format(path) == "jsonl" else _read_parquet(path)
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix.lower() in _SUFFIXES and not p.name.startswith("."))
+        if not files:
+            raise FileNotFoundError(f"{path}: folder holds no .jsonl or .parquet signal file")
+        return files
+    if not path.exists():
+        raise FileNotFoundError(f"signal file not found: {path}")
+    return [path]
+
+
+def read_signals(path: str | os.PathLike, *, signal_names: Iterable[str] | None = None) -> Signals:
+    """Read a MUCH-signals file (or a folder of them).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.jsonl`` or ``.parquet`` signal file, or a folder whose ``*.jsonl`` / ``*.parquet`` files are all read.
+        Records (or a parquet file) without ``signal_name`` take the file's stem as their signal name, so a file
+        ``my_method.jsonl`` of ``{"generation_id", "values"}`` records can be evaluated directly.
+    signal_names : iterable of str, optional
+        Keep only these signals (all by default). Asking for a signal the file lacks is an error.
+
+    Returns
+    -------
+    dict
+        ``{signal_name: {generation_id: values}}`` where ``values`` is a float64 array of shape ``(n_tokens,)``,
+        higher = more uncertain. If a pair occurs twice (files written by the reference's appending writer),
+        the last occurrence wins and a warning says how many duplicates were dropped.
+    """
+    wanted = None if signal_names is None else set(signal_names)
+    result: Signals = {}
+    duplicates = 0
+    for file in _files(Path(path)):
+        for generation_id, name, values in _read_file(file):
+            if wanted is not None and name not in wanted:
+                continue
+            per_signal = result.setdefault(name, {})
+            duplicates += generation_id in per_signal
+            per_signal[generation_id] = values
+    if duplicates:
+        warnings.warn(
+            f"{path}: {duplicates} duplicate (generation_id, signal_name) record(s); kept the last of each",
+            stacklevel=2,
+        )
+    if wanted is not None and (absent := sorted(wanted - set(result))):
+        raise KeyError(f"{path}: signal(s) {absent} not found; available: {sorted(result)}")
+    return result
+
+
+def _normalise_rows(rows: Any) -> list[tuple[str, str, np.ndarray]]:
+    # Accept the nested mapping read_signals returns, so read -> filter -> write round-trips directly.
+    if isinstance(rows, Mapping):
+        rows = [
+            {GENERATION_ID: gid, _SIGNAL_NAME: name, _VALUES: values}
+            for name, per_signal in rows.items()
+            for gid, values in per_signal.items()
+        ]
+    return [_check_record(record, f"signal row {index}") for index, record in enumerate(rows)]
+
+
+def _write_jsonl(path: Path, records: list[tuple[str, str, np.ndarray]]) -> bytes:
+    lines = []
+    for generation_id, name, values in records:
+        # float(repr) round-trips float64 exactly; json rejects nan/inf, which _check_record already refused.
+        payload = {GENERATION_ID: generation_id, _SIGNAL_NAME: name, _VALUES: [float(v) for v in values]}
+        lines.append(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+    return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
+def _write_parquet(path: Path, records: list[tuple[str, str, np.ndarray]]) -> bytes:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lengths = np.array([len(r[2]) for r in records], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    flat = np.concatenate([r[2] for r in records]).astype(np.float32) if records else np.zeros(0, np.float32)
+    values = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.float32()))
+    table = pa.table(
+        {
+            GENERATION_ID: pa.array([r[0] for r in records], type=pa.string()),
+            _SIGNAL_NAME: pa.array([r[1] for r in records], type=pa.string()),
+            _VALUES: values,
+        }
+    )
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        # mkstemp creates 0600 files; give the result the permissions a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_signals(path: str | os.PathLike, rows: Iterable[Mapping[str, Any]] | Mapping[str, Mapping]) -> int:
+    """Write signal rows into ``path`` (``.jsonl`` or ``.parquet``), merging with what the file already holds.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Target file; created (with its parent folders) if absent.
+    rows : iterable of mappings, or nested mapping
+        Records ``{"generation_id": str, "signal_name": str, "values": sequence of float}``, one value per output
+        token (EOS included), higher = more uncertain; or the ``{signal_name: {generation_id: values}}`` mapping
+        that :func:`read_signals` returns. Values must be finite.
+
+    Returns
+    -------
+    int
+        The number of records the file holds afterwards.
+
+    Notes
+    -----
+    Idempotent: a ``(generation_id, signal_name)`` pair already in the file is replaced by the new values (and a pair
+    given twice in ``rows`` keeps the last), never duplicated. Records keep their first-seen order. All rows are
+    validated before anything is written; the file is replaced atomically. Parquet stores values as float32 (the
+    hub's dtype); JSONL keeps float64.
+    """
+    path = Path(path)
+    kind = _format(path)
+    new = _normalise_rows(rows)
+    merged: dict[tuple[str, str], np.ndarray] = {}
+    if path.exists() and path.stat().st_size > 0:
+        for generation_id, name, values in _read_file(path):
+            merged[(generation_id, name)] = values
+    for generation_id, name, values in new:
+        merged[(generation_id, name)] = values
+    records = [(gid, name, values) for (gid, name), values in merged.items()]
+    data = _write_jsonl(path, records) if kind == "jsonl" else _write_parquet(path, records)
+    _atomic_write(path, data)
+    return len(records)

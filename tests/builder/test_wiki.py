@@ -1,0 +1,139 @@
+"""wiki: URL parsing, sections/markdown, infobox parsing, and the step against a fake MediaWiki server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from builder import wiki
+from builder.cli import main
+from builder.store import read_jsonl
+from tests.builder.fake_servers import CANBERRA_EXTRACT, CANBERRA_WIKITEXT, FakeMediaWiki
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("https://en.wikipedia.org/wiki/Canberra", ("en", "Canberra")),
+    ("https://fr.wikipedia.org/wiki/Cath%C3%A9drale_Notre-Dame_de_Paris", ("fr", "Cathédrale_Notre-Dame_de_Paris")),
+    ("https://de.wikipedia.org/wiki/AC/DC", ("de", "AC/DC")),
+    ("https://es.wikipedia.org/wiki/Isla de Pascua", ("es", "Isla_de_Pascua")),
+    ("https://en.m.wikipedia.org/wiki/Paris", ("en", "Paris")),
+])
+def test_parse_wiki_url(url, expected):
+    assert wiki.parse_wiki_url(url) == expected
+
+
+@pytest.mark.parametrize("url", ["None", "https://example.org/wiki/Paris", "https://en.wikipedia.org/w/index.php",
+                                 "https://en.wikipedia.org/wiki/"])
+def test_parse_wiki_url_rejects_non_article_urls(url):
+    with pytest.raises(ValueError, match="Wikipedia"):
+        wiki.parse_wiki_url(url)
+
+
+def test_sections_and_markdown_keep_every_section_including_the_last():
+    sections = wiki.split_sections(CANBERRA_EXTRACT)
+    assert [(s["heading"], s["level"]) for s in sections] == [
+        (None, 1), ("History", 2), ("Federal capital", 3), ("Geography", 2), ("Climate", 2)]
+    assert sections[-1]["text"].endswith("which the reference pipeline dropped.")
+    markdown = wiki.to_markdown("Canberra", sections)
+    assert markdown.startswith("# Canberra\n\nCanberra is the capital city")
+    assert "\n## History\n" in markdown and "\n### Federal capital\n" in markdown
+    assert "reference pipeline dropped." in markdown  # the reference lost the last section's body
+
+
+@settings(deadline=None, max_examples=50)
+@given(st.lists(st.tuples(st.sampled_from(["==", "==="]), st.from_regex(r"[A-Za-z][A-Za-z ]{0,10}[A-Za-z]",
+                                                                       fullmatch=True),
+                          st.from_regex(r"[a-z]{1,8}( [a-z]{1,8}){0,5}\.", fullmatch=True)), max_size=6),
+       st.from_regex(r"[A-Z][a-z]{1,8}( [a-z]{1,8}){0,5}\.", fullmatch=True))
+def test_split_sections_loses_no_text(body, lead):
+    extract = lead + "".join(f"\n\n{marks} {heading} {marks}\n{text}" for marks, heading, text in body)
+    sections = wiki.split_sections(extract)
+    assert [s["heading"] for s in sections[1:]] == [heading for _, heading, _ in body]
+    assert [s["text"] for s in sections] == [lead] + [text for _, _, text in body]
+
+
+def test_parse_infobox_handles_nested_templates_links_and_comments():
+    infobox = wiki.parse_infobox(CANBERRA_WIKITEXT)
+    assert infobox["name"] == "Canberra"
+    assert infobox["pop"] == "453,558"  # comment removed
+    assert infobox["coordinates"] == "{{coord|35|17|35|S|149|07|37|E|display=inline}}"  # | inside {{}} kept
+    assert infobox["mayor"] == "[[Andrew Barr|Barr]]"  # | inside [[]] kept
+    assert "Short description" not in json.dumps(infobox)
+    assert wiki.parse_infobox("no template here {{cite web|url=x}}") == {}
+    assert wiki.parse_infobox("{{Ficha de país\n| nombre = España\n}}") == {"nombre": "España"}
+    assert wiki.parse_infobox("{{Infobox broken | a = 1") == {}  # unterminated
+
+
+def _urls(out, urls):
+    rows = [{"question_id": f"q{i}", "lang": "en", "prompt": "?", "wiki_url": url} for i, url in enumerate(urls)]
+    (out / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+URLS = ["https://en.wikipedia.org/wiki/Canberra", "https://en.wikipedia.org/wiki/Curie",
+        "https://en.wikipedia.org/wiki/Mercury", "https://en.wikipedia.org/wiki/Atlantis_(nonexistent)",
+        "https://en.wikipedia.org/wiki/Flaky_page", "https://en.wikipedia.org/wiki/Throttled_page",
+        "https://en.wikipedia.org/wiki/Broken_page", "https://fr.wikipedia.org/wiki/Paris", "None"]
+
+
+def test_wiki_step_handles_every_failure_mode_and_caches(tmp_path):
+    _urls(tmp_path, URLS)
+    with FakeMediaWiki() as server:
+        argv = ["wiki", "--out", str(tmp_path), "--api", server.api_template, "--min-interval", "0",
+                "--backoff", "0", "--max-attempts", "3", "--user-agent", "MUCH-test/1.0 (test@example.org)"]
+        assert main(argv) == 1  # Broken page failed
+        first = len(server.requests)
+        rows = {r["wiki_url"]: r for r in read_jsonl(tmp_path / "wiki.jsonl")}
+        status = {url.rsplit("/", 1)[1]: row["status"] for url, row in rows.items()}
+        assert status == {"Canberra": "ok", "Curie": "redirected", "Mercury": "disambiguation",
+                          "Atlantis_(nonexistent)": "missing", "Flaky_page": "ok", "Throttled_page": "ok",
+                          "Paris": "ok"}
+        curie = rows["https://en.wikipedia.org/wiki/Curie"]
+        assert curie["resolved_title"] == "Marie_Curie" and curie["infobox"]["birth_place"].startswith("[[Warsaw]]")
+        assert "Nobel Prize in Chemistry in 1911" in curie["markdown"]
+        canberra = rows["https://en.wikipedia.org/wiki/Canberra"]
+        assert canberra["infobox"]["established"] == "12 March 1913"
+        assert "## Climate" in canberra["markdown"]
+        assert rows["https://fr.wikipedia.org/wiki/Paris"]["infobox"]["région"] == "[[Île-de-France]]"
+        assert rows["https://en.wikipedia.org/wiki/Mercury"]["markdown"] == ""
+        failures = list(read_jsonl(tmp_path / "wiki.failures.jsonl"))
+        assert [f["wiki_url"] for f in failures] == ["https://en.wikipedia.org/wiki/Broken_page"]
+        assert "HTTP 500" in failures[0]["reason"] and "3 attempts" in failures[0]["reason"]
+        assert all(r["headers"].get("User-Agent") == "MUCH-test/1.0 (test@example.org)" for r in server.requests)
+        assert all(r["path"] in ("/en/w/api.php", "/fr/w/api.php") for r in server.requests)
+
+        # rerun: only the broken page is asked again (3 attempts), no row is duplicated
+        assert main(argv) == 1
+        assert len(server.requests) == first + 3
+        assert len(list(read_jsonl(tmp_path / "wiki.jsonl"))) == len(rows)
+
+        # a fresh output folder sharing the cache answers from disk without any request
+        other = tmp_path / "other"
+        other.mkdir()
+        _urls(other, URLS[:2])
+        assert main([*argv[:2], str(other), *argv[3:], "--cache", str(tmp_path / "wiki_cache.sqlite")]) == 0
+        assert len(server.requests) == first + 3
+        assert len(list(read_jsonl(other / "wiki.jsonl"))) == 2
+
+
+def test_client_spaces_requests_and_honours_retry_after(tmp_path):
+    waits = []
+    with FakeMediaWiki() as server:
+        client = wiki.MediaWikiClient(api_template=server.api_template, min_interval=5.0, backoff=0.5,
+                                      sleep=waits.append)
+        client.get("en", {"action": "query", "titles": "Throttled page"})
+        client.get("en", {"action": "query", "titles": "Canberra"})
+    assert client.requests_sent == 3
+    # backoff after the 429, then the min-interval spacing before each following request
+    assert len(waits) == 3 and waits[0] == pytest.approx(0.5) and all(0 < w <= 5.0 for w in waits[1:])
+
+
+def test_shards_split_the_urls(tmp_path):
+    _urls(tmp_path, URLS[:2] + URLS[7:8])
+    with FakeMediaWiki() as server:
+        for shard in ("0/2", "1/2"):
+            assert main(["wiki", "--out", str(tmp_path), "--shard", shard, "--api", server.api_template,
+                         "--min-interval", "0"]) == 0
+    assert len(list(read_jsonl(tmp_path / "wiki.jsonl"))) == 3

@@ -1,0 +1,108 @@
+"""The ``evaluate`` wrapper: loadable three ways from a fresh modules cache, offline, and equal to the core."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from much_dataset import schema
+from much_metric.core import score
+from tests.much_metric._metric_helpers import columns, mushroom_rows
+
+REPO = Path(__file__).resolve().parents[2]
+
+_SCRIPT = r"""
+import json, sys, evaluate
+import much_metric
+how, inputs_path, out_path = sys.argv[1:4]
+inputs = json.load(open(inputs_path))
+if how == "name":
+    module = evaluate.load("much_metric")
+elif how == "path":
+    module = evaluate.load(inputs["module_path"])
+else:
+    module = much_metric.load()
+results = {}
+for aggregator in ("product", "geometric"):
+    results[aggregator] = module.compute(
+        predictions=inputs["scores"], references=inputs["labels"], token_chunks=inputs["chunks"],
+        stopword_mask=inputs["mask"], aggregator=aggregator, by={"lang": inputs["lang"]}, n_bootstrap=20,
+    )
+json.dump({"results": results, "module": type(module).__module__}, open(out_path, "w"))
+"""
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    data = columns(mushroom_rows(limit=150))
+    payload = {
+        "scores": data["scores"], "labels": data[schema.LABELS], "chunks": data[schema.TOKEN_CHUNKS],
+        "mask": data[schema.STOPWORD_MASK], "lang": data[schema.LANG], "module_path": str(REPO / "much_metric"),
+    }
+    path = tmp_path_factory.mktemp("inputs") / "inputs.json"
+    path.write_text(json.dumps(payload))
+    return payload, path
+
+
+def _run(how: str, cwd: Path, inputs_path: Path, tmp_path: Path) -> dict:
+    env = dict(os.environ)
+    # A fresh, empty modules cache and hub cache, and no network: evaluate must copy the script itself.
+    env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1",
+               HF_EVALUATE_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    script, out = tmp_path / "run.py", tmp_path / "out.json"
+    script.write_text(_SCRIPT)
+    completed = subprocess.run([sys.executable, str(script), how, str(inputs_path), str(out)], cwd=cwd, env=env,
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert (tmp_path / "modules").is_dir()
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("how", ["name", "path", "helper"])
+def test_loads_from_fresh_cache_and_equals_core(inputs, tmp_path, how):
+    payload, inputs_path = inputs
+    cwd = REPO if how == "name" else tmp_path  # by name only from the repository root
+    got = _run(how, cwd, inputs_path, tmp_path)
+    assert got["module"].startswith("evaluate_modules.metrics.much_metric.")
+    for aggregator, result in got["results"].items():
+        expected = score(payload["scores"], payload["chunks"], payload["labels"], stopword_mask=payload["mask"],
+                         aggregator=aggregator, by={"lang": payload["lang"]}, n_bootstrap=20)
+        assert result == json.loads(json.dumps(expected))
+    copied = list((tmp_path / "modules").rglob("*.py"))
+    assert any(p.name == "much_metric.py" for p in copied)
+
+
+def test_card_and_metric_info():
+    card = (REPO / "much_metric" / "README.md").read_text(encoding="utf-8")
+    for needed in ("EOS", "higher", "stopwords", 'much_dataset.load("sample")', "evaluate.load", "-1"):
+        assert needed in card, needed
+
+
+_EXAMPLE_RUNNER = r"""
+import re, sys, datasets, much_dataset
+from much_dataset import schema
+from much_dataset.synthetic import make_rows
+# Stand-in for the embedded sample (synthetic rows with the real typed features).
+ds = datasets.Dataset.from_list(make_rows(60), features=schema.features())
+much_dataset.load = lambda *args, **kwargs: datasets.DatasetDict({"test": ds})
+code = re.search(r"```python\n(.*?)```", open(sys.argv[1], encoding="utf-8").read(), re.S).group(1)
+namespace = {}
+exec(code, namespace)
+assert namespace["same"]["roc_auc"] == namespace["result"]["roc_auc"]
+print("ok", namespace["result"]["roc_auc"])
+"""
+
+
+def test_card_example_runs(tmp_path):
+    env = dict(os.environ)
+    env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1",
+               HF_EVALUATE_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    script = tmp_path / "example.py"
+    script.write_text(_EXAMPLE_RUNNER)
+    completed = subprocess.run([sys.executable, str(script), str(REPO / "much_metric" / "README.md")], cwd=tmp_path,
+                               env=env, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.splitlines()[-1].startswith("ok ")
