@@ -205,7 +205,10 @@ def write_parquet_folder(
             path = folder / shard_path(lang, split)
             if len(part):
                 path.parent.mkdir(parents=True, exist_ok=True)
-                pq.write_table(part, path)
+                # zstd + byte-stream-split of the float32 probabilities: about 25% smaller than the default
+                # snappy + dictionary encoding on real top-24 data, and still readable by any parquet reader.
+                pq.write_table(part, path, compression="zstd", use_dictionary=False,
+                               use_byte_stream_split=[f"{schema.LOGITS_VALUES}.list.element.list.element"])
             else:
                 path.unlink(missing_ok=True)  # a stale shard from an earlier export must not be served
         written = sum(sizes[lang][split] for lang in schema.LANGUAGES)

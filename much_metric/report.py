@@ -158,6 +158,6 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
 
 def write_report(path: str | os.PathLike, table: EvaluationTable, **kwargs: Any) -> None:
     """Write :func:`render_report`'s page to ``path`` atomically."""
-    from much_metric.signals import _atomic_write
+    from much_metric.fileio import atomic_write_bytes
 
-    _atomic_write(Path(path), render_report(table, **kwargs).encode("utf-8"))
+    atomic_write_bytes(Path(path), render_report(table, **kwargs).encode("utf-8"))

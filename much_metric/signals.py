@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.schema import GENERATION_ID, SIGNAL_COLUMNS
+from much_metric.fileio import atomic_write_bytes
 
 __all__ = ["write_signals", "read_signals", "SignalsFormatError"]
 
@@ -223,24 +223,6 @@ def _write_parquet(path: Path, records: list[tuple[str, str, np.ndarray]]) -> by
     return buffer.getvalue()
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        # mkstemp creates 0600 files; give the result the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_signals(path: str | os.PathLike, rows: Iterable[Mapping[str, Any]] | Mapping[str, Mapping]) -> int:
     """Write signal rows into ``path`` (``.jsonl`` or ``.parquet``), merging with what the file already holds.
 
@@ -276,5 +258,5 @@ def write_signals(path: str | os.PathLike, rows: Iterable[Mapping[str, Any]] | M
         merged[(generation_id, name)] = values
     records = [(gid, name, values) for (gid, name), values in merged.items()]
     data = _write_jsonl(path, records) if kind == "jsonl" else _write_parquet(path, records)
-    _atomic_write(path, data)
+    atomic_write_bytes(path, data)
     return len(records)

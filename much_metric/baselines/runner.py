@@ -150,9 +150,9 @@ def _read_timings(out: Path | None) -> dict[str, Any]:
 
 
 def _write_timings(out: Path, timings: dict[str, Any]) -> None:
-    from much_metric.signals import _atomic_write
+    from much_metric.fileio import atomic_write_bytes
 
-    _atomic_write(out / TIMINGS_FILE, (json.dumps(timings, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    atomic_write_bytes(out / TIMINGS_FILE, (json.dumps(timings, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def _nli_name(nli: Any) -> str | None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
+
+from much_metric.commands._text import jsonable, text_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -93,21 +94,7 @@ def _format_table(table: Any) -> str:
             for value, metrics in groups.items():
                 rows.append([f"  {name}={value}", "", *(format_metric(metrics, k) for k in columns),
                              str(metrics["n_claims"]), str(metrics["n_hallucinated"])])
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True))]
-    lines.append("  ".join("-" * width for width in widths))
-    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
-    return "\n".join(lines)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
+    return text_table(rows, header)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,10 +119,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {name}: {count} samples have no values and are left out")
     print(_format_table(table))
     if args.json:
-        from much_metric.signals import _atomic_write
+        from much_metric.fileio import atomic_write_bytes
 
-        payload = [{"signal_name": r.signal_name, **_jsonable(r.metrics)} for r in table.results]
-        _atomic_write(Path(args.json), json.dumps(payload, indent=2).encode("utf-8"))
+        payload = [{"signal_name": r.signal_name, **jsonable(r.metrics)} for r in table.results]
+        atomic_write_bytes(Path(args.json), json.dumps(payload, indent=2).encode("utf-8"))
     if args.report:
         from much_metric.report import write_report
 

@@ -32,6 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from much_metric.commands._text import jsonable, text_table
+
 _OPERATING_POINTS = ("average_precision", "tpr_at_fpr_10", "recall_at_precision_80", "partial_pr_auc_recall_20")
 _HEADERS = {
     "average_precision": "AP",
@@ -226,24 +228,6 @@ def _cell(metrics: dict[str, Any], key: str) -> str:
     return format_metric(metrics, key)
 
 
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * width for width in widths))
-    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
-    return "\n".join(lines)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 def _order(name: str) -> tuple[int, str]:
     kinds = ("ccp", "sar", "max_likelihood", "token_likelihood", "token_entropy")  # table 3's row order
     return next((i for i, kind in enumerate(kinds) if name.startswith(kind)), len(kinds)), name
@@ -322,7 +306,7 @@ def _run(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}")
     print()
-    print(_table(
+    print(text_table(
         [[r["method"], format_runtime(r["segmentation_seconds"], generation.seconds),
           format_runtime(r["uq_seconds"], generation.seconds), format_runtime(r["total_seconds"], generation.seconds),
           _cell(r, "roc_auc"), _cell(r, "pr_auc")] for r in results],
@@ -332,17 +316,17 @@ def _run(args: argparse.Namespace) -> int:
     interval = f"{args.bootstrap} bootstrap resamples of the samples, 95% intervals" if args.bootstrap else \
         "no bootstrap"
     print(f"Operating points ({interval}):")
-    print(_table([[r["method"], *(_cell(r, key) for key in _OPERATING_POINTS)] for r in results],
+    print(text_table([[r["method"], *(_cell(r, key) for key in _OPERATING_POINTS)] for r in results],
                  ["Method", *(_HEADERS[key] for key in _OPERATING_POINTS)]))
     if args.out:
         print(f"\nsignals written to {args.out}/<signal_name>.{args.format} (rerun reuses them; "
               f"`much evaluate --scores {args.out}` scores them again)")
     if args.json:
-        from much_metric.signals import _atomic_write
+        from much_metric.fileio import atomic_write_bytes
 
         payload = {"data": args.data, "config": args.config, "split": args.split, "selection": args.selection,
                    "n_samples": len(ids), "n_tokens": n_tokens, "generation_seconds": generation.seconds,
                    "generation_source": generation.source, "segmentation_seconds": segmentation_seconds,
                    "notes": notes, "results": results}
-        _atomic_write(Path(args.json), json.dumps(_jsonable(payload), indent=2).encode("utf-8"))
+        atomic_write_bytes(Path(args.json), json.dumps(jsonable(payload), indent=2).encode("utf-8"))
     return 0
