@@ -90,11 +90,28 @@ def _tokenize_pieces(pieces: list[str], last_is_final: bool) -> list[tuple[tuple
     return result
 
 
+# Treebank's MacIntyre contractions split these alphanumeric words ("cannot" -> "can", "not").
+_SPLIT_ALNUM_WORDS = frozenset({"cannot", "gimme", "gonna", "gotta", "lemme", "wanna"})
+
+
+def _plain_word(piece: str) -> tuple[tuple[int, int, bool, bool], ...] | None:
+    """The words of a piece made of one alphanumeric word and literal spaces, without calling nltk; else None.
+
+    Every Treebank rule needs a punctuation mark, a quote, a bracket, whitespace other than a space, or one of the
+    contraction words above, so such a piece is exactly one word. Most pieces are plain words, so this skips nltk's
+    regex passes for most of a cold run.
+    """
+    word = piece.rstrip(" ")
+    if not word.isalnum() or word.lower() in _SPLIT_ALNUM_WORDS:
+        return None
+    return ((0, len(word), word.lower() in SEGMENTER_STOPWORDS, False),)
+
+
 def _pieces_words(generation: str) -> tuple[list[str], list]:
     """The pieces of ``generation`` and the words of each (cached per piece)."""
     pieces = _PIECE_START.split(generation)
     last = len(pieces) - 1
-    found = [_PIECE_CACHE.get((piece, k == last)) for k, piece in enumerate(pieces)]
+    found = [_plain_word(piece) or _PIECE_CACHE.get((piece, k == last)) for k, piece in enumerate(pieces)]
     missing = [k for k, words_ in enumerate(found) if words_ is None]
     if missing:
         last_missing = missing[-1] == last
@@ -130,7 +147,7 @@ def prefill(generations) -> None:
         last = len(pieces) - 1
         for k, piece in enumerate(pieces):
             key = (piece, k == last)
-            if key in _PIECE_CACHE or key in seen:
+            if key in _PIECE_CACHE or key in seen or _plain_word(piece) is not None:
                 continue
             if k == last:
                 if _END_SENSITIVE.search(piece):

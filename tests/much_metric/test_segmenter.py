@@ -340,3 +340,25 @@ def test_slow_path_tokenizer_still_matches(references):
     generation = "Le « café » 🎉 est bon." + base.decode(base.eos_token_id)
     ids = base.encode(generation, add_special_tokens=False)
     assert segment(generation, wrapped, ids) == references["0.3.0"](generation, base, ids)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    word=st.one_of(
+        st.text(alphabet=st.characters(categories=("L", "N")), min_size=1, max_size=12),
+        st.sampled_from(["cannot", "Gonna", "wanna", "GOTTA", "lemme", "gimme", "can", "not", "de", "Paris"]),
+    ),
+    spaces=st.integers(min_value=0, max_value=3),
+)
+def test_plain_word_fast_path_equals_treebank(word, spaces):
+    from nltk.tokenize.treebank import TreebankWordTokenizer
+
+    from much_metric._segmenter_words import _plain_word
+
+    piece = word + " " * spaces
+    fast = _plain_word(piece)
+    if fast is None:
+        return  # left to nltk
+    spans = list(TreebankWordTokenizer().span_tokenize(piece))
+    assert [(a, b) for a, b, _, _ in fast] == spans
+    assert word.lower() not in {"cannot", "gonna", "wanna", "gotta", "lemme", "gimme"}
