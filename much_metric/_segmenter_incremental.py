@@ -21,7 +21,7 @@ one (final punctuation merge), so a claim is final once the claim after it is cl
 from __future__ import annotations
 
 from much_metric._segmenter_spans import IncrementalSpans, profile
-from much_metric._segmenter_words import close_starts, eos_index, word_flags, words
+from much_metric._segmenter_words import close_starts, eos_index, joins_previous_claim, word_flags, words
 
 __all__ = ["IncrementalSegmenter"]
 
@@ -216,16 +216,10 @@ class IncrementalSegmenter:
         closed = self._emitted + self._closed
         if len(closed) < 2:
             return
-        last = closed[-1]
-        ids = self._spans.ids
-        if len(last) == 1 and ids[last[0]] in self._prof.eos_ids:
-            return
-        from much_metric.stopwords import PUNCTUATION
-
-        if self._tokenizer.decode([ids[k] for k in last]).strip() in PUNCTUATION:
+        if joins_previous_claim(closed[-1], self._spans.ids, self._tokenizer, self._prof.eos_ids):
             # The previous claim is still held back (one-claim delay), so it can absorb the last one.
-            self._closed[-2] = self._closed[-2] + last
-            self._closed.pop()
+            last = self._closed.pop()
+            self._closed[-1] = self._closed[-1] + last
 
     def _emit(self, *, final: bool) -> list[list[int]]:
         keep = 0 if final or self._compat == "0.2.1" else 1

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 
-from much_metric.stopwords import SEGMENTER_STOPWORDS
+from much_metric.stopwords import PUNCTUATION, SEGMENTER_STOPWORDS
 
 __all__: list[str] = []
 
@@ -232,3 +232,11 @@ def close_starts(starts: list[int], length: int, *, compat: str) -> list[int]:
     if starts[-1] != length:
         starts.append(length)
     return starts
+
+
+def joins_previous_claim(last: list[int], ids, tokenizer, eos_ids) -> bool:
+    """0.3.0's final merge rule: the last claim joins the previous one when it decodes to punctuation (or blank),
+    unless it is the EOS token alone."""
+    if len(last) == 1 and ids[last[0]] in eos_ids:
+        return False
+    return tokenizer.decode([ids[k] for k in last]).strip() in PUNCTUATION

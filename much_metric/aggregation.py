@@ -92,6 +92,30 @@ def _first_sample(mask: np.ndarray, offsets: np.ndarray) -> int:
     return int(np.searchsorted(offsets, int(np.flatnonzero(mask)[0]), side="right") - 1)
 
 
+def _flatten_aligned(
+    values: Any,
+    counts: np.ndarray,
+    *,
+    dtype: Any,
+    field: str,
+    name: Callable[[int], str],
+    expected: Callable[[int], str],
+) -> np.ndarray:
+    """Flatten a per-sample column that must have ``counts[i]`` entries in sample ``i``; the error names the sample
+    and the field (``expected(n)`` describes what the entry count should have matched)."""
+    if len(values) != len(counts):
+        raise ValueError(f"{field!r} has {len(values)} samples but the token scores have {len(counts)}")
+    flat, offsets = flatten_1d(values, dtype=dtype, field=field, sample_ids=name)
+    found = np.diff(offsets)
+    mismatch = found != counts
+    if mismatch.any():
+        bad = int(np.flatnonzero(mismatch)[0])
+        raise ValueError(
+            f"sample {name(bad)}: {field!r} has {int(found[bad])} entries but {expected(int(counts[bad]))}"
+        )
+    return flat
+
+
 def claim_layout(
     token_chunks: Any,
     n_tokens: Sequence[int] | np.ndarray,
@@ -157,16 +181,8 @@ def claim_layout(
 
     claim_labels = None
     if labels is not None:
-        if len(labels) != n_samples:
-            raise ValueError(f"{LABELS!r} has {len(labels)} samples but the token scores have {n_samples}")
-        flat_labels, label_offsets = flatten_1d(labels, dtype=np.float64, field=LABELS, sample_ids=name)
-        mismatch = np.diff(label_offsets) != n_chunks
-        if mismatch.any():
-            bad = int(np.flatnonzero(mismatch)[0])
-            raise ValueError(
-                f"sample {name(bad)}: {LABELS!r} has {int(np.diff(label_offsets)[bad])} entries but "
-                f"{TOKEN_CHUNKS!r} has {int(n_chunks[bad])} chunks"
-            )
+        flat_labels = _flatten_aligned(labels, n_chunks, dtype=np.float64, field=LABELS, name=name,
+                                       expected=lambda n: f"{TOKEN_CHUNKS!r} has {n} chunks")
         invalid = ~np.isin(flat_labels, sorted(LABEL_VALUES))
         if invalid.any():
             bad = int(chunk_sample[np.flatnonzero(invalid)[0]])
@@ -183,18 +199,8 @@ def claim_layout(
 
     stopword = None
     if stopword_mask is not None:
-        if len(stopword_mask) != n_samples:
-            raise ValueError(
-                f"{STOPWORD_MASK!r} has {len(stopword_mask)} samples but the token scores have {n_samples}"
-            )
-        flat_mask, mask_offsets = flatten_1d(stopword_mask, dtype=bool, field=STOPWORD_MASK, sample_ids=name)
-        mismatch = np.diff(mask_offsets) != n_tokens
-        if mismatch.any():
-            bad = int(np.flatnonzero(mismatch)[0])
-            raise ValueError(
-                f"sample {name(bad)}: {STOPWORD_MASK!r} has {int(np.diff(mask_offsets)[bad])} entries but there are "
-                f"{int(n_tokens[bad])} token scores"
-            )
+        flat_mask = _flatten_aligned(stopword_mask, n_tokens, dtype=bool, field=STOPWORD_MASK, name=name,
+                                     expected=lambda n: f"there are {n} token scores")
         stopword = flat_mask[gather]
 
     return ClaimLayout(

@@ -19,8 +19,7 @@ from collections.abc import Sequence
 
 from much_metric._segmenter_incremental import IncrementalSegmenter
 from much_metric._segmenter_spans import profile, token_ends_offsets, token_ends_precomputed
-from much_metric._segmenter_words import SegmenterInputError, claim_starts, prefill
-from much_metric.stopwords import PUNCTUATION
+from much_metric._segmenter_words import SegmenterInputError, claim_starts, joins_previous_claim, prefill
 
 __all__ = ["segment", "segment_many", "IncrementalSegmenter", "SegmenterInputError", "COMPAT_VERSIONS"]
 
@@ -132,10 +131,7 @@ def merge_final_punctuation(claims: list[list[int]], ids: Sequence[int], tokeniz
     unless it is the EOS token alone."""
     if len(claims) < 2:
         return claims
-    last = claims[-1]
-    if len(last) == 1 and ids[last[0]] in eos_ids:
-        return claims
-    if tokenizer.decode([ids[k] for k in last]).strip() in PUNCTUATION:
-        claims[-2] = claims[-2] + last
-        claims.pop()
+    if joins_previous_claim(claims[-1], ids, tokenizer, eos_ids):
+        last = claims.pop()
+        claims[-1] = claims[-1] + last
     return claims

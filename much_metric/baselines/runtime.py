@@ -114,27 +114,20 @@ def generation_time(
     )
 
 
-def _seconds(seconds: float) -> str:
-    if seconds >= 100:
-        return f"{seconds:,.0f}s"
-    if seconds >= 1:
-        return f"{seconds:.1f}s"
-    return f"{seconds:.3f}s" if seconds >= 0.001 else "<0.001s"
-
-
-def _percent(share: float) -> str:
-    if share >= 100:
-        return f"{share:,.0f}%"
-    if share >= 1:
-        return f"{share:.1f}%"
-    return f"{share:.3f}%" if share >= 0.001 else "<0.001%"
+def _compact(value: float, unit: str) -> str:
+    """Table 3's number style: no decimals from 100, one from 1, three below, ``<0.001`` at the bottom."""
+    if value >= 100:
+        return f"{value:,.0f}{unit}"
+    if value >= 1:
+        return f"{value:.1f}{unit}"
+    return f"{value:.3f}{unit}" if value >= 0.001 else f"<0.001{unit}"
 
 
 def format_runtime(seconds: float, generation_seconds: float) -> str:
     """``"6.0s (0.218%)"`` -- wall time and its share of LLM generation, as table 3; ``"n/a"`` if nan (unmeasured)."""
     if seconds is None or math.isnan(seconds):
         return "n/a"
-    return f"{_seconds(seconds)} ({_percent(100.0 * seconds / generation_seconds)})"
+    return f"{_compact(seconds, 's')} ({_compact(100.0 * seconds / generation_seconds, '%')})"
 
 
 def time_segmentation(data: Any, tokenizer: Any, *, compat: str = "0.3.0", progress: bool = True
