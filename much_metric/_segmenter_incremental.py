@@ -216,7 +216,7 @@ class IncrementalSegmenter:
         closed = self._emitted + self._closed
         if len(closed) < 2:
             return
-        if joins_previous_claim(closed[-1], self._spans.ids, self._tokenizer, self._prof.eos_ids):
+        if joins_previous_claim(closed[-1], self._spans.ids, self._tokenizer.decode, self._prof.eos_ids):
             # The previous claim is still held back (one-claim delay), so it can absorb the last one.
             last = self._closed.pop()
             self._closed[-1] = self._closed[-1] + last

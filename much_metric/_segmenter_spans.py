@@ -64,14 +64,12 @@ class _Profile:
     def singles(self, ids: list[int]) -> list[str]:
         """``decode([id])`` for each id (cached; unknown ids decoded in one batch call)."""
         cache = self._single
-        missing = list({token_id for token_id in ids if token_id not in cache})
+        missing = list(set(ids).difference(cache))
         if missing:
             texts = self.backend.decode_batch([[token_id] for token_id in missing], skip_special_tokens=False)
             cache.update(zip(missing, texts, strict=True))
-            for token_id, text in zip(missing, texts, strict=True):
-                self._length[token_id] = len(text)
-                if text.endswith(_REPLACEMENT):
-                    self._dirty.add(token_id)
+            self._length.update(zip(missing, map(len, texts), strict=True))
+            self._dirty.update(t for t, text in zip(missing, texts, strict=True) if text.endswith(_REPLACEMENT))
             if self.byte_fallback:
                 for token_id in missing:
                     token = self.backend.id_to_token(token_id)

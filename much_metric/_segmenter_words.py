@@ -11,13 +11,17 @@ it sees at the start of a string, where Treebank pads with a space -- and the en
 final ``:``/``,``) can only fire in the last piece. Quote tokens are paired with the text's quotes piece by piece;
 if a piece does not pair them one to one (or anything else fails) the whole text is tokenized by nltk in one go,
 which then decides. Pieces repeat across generations (they are about one word each), so most are cache hits.
+
+Pieces made of one alphanumeric word need no Treebank call at all (:func:`plain_words`), and Treebank itself runs
+nltk's rules on the standard ``re`` engine where that is exact (:mod:`much_metric._segmenter_treebank`).
 """
 
 from __future__ import annotations
 
-import functools
 import re
+from collections.abc import Callable
 
+from much_metric._segmenter_treebank import nltk_treebank, split_by_contractions, tokenizer_for
 from much_metric.stopwords import PUNCTUATION, SEGMENTER_STOPWORDS
 
 __all__: list[str] = []
@@ -27,13 +31,8 @@ class SegmenterInputError(ValueError, IndexError):
     """Input that much-segmenter itself rejects (it raises ``IndexError`` or ``ValueError`` there)."""
 
 
-@functools.lru_cache(maxsize=1)
-def treebank():
-    """nltk's ``TreebankWordTokenizer`` (imported lazily: nltk is slow to import and needs no data for this)."""
-    from nltk.tokenize.treebank import TreebankWordTokenizer
-
-    return TreebankWordTokenizer()
-
+#: nltk's own tokenizer (the definition of the words); :func:`tokenizer_for` gives an exact, faster equivalent.
+treebank = nltk_treebank
 
 _PIECE_START = re.compile(r"(?<= )(?=\S)")
 _QUOTES = re.compile(r"``|'{2}|\"")
@@ -50,14 +49,14 @@ def _tokenize_pieces(pieces: list[str], last_is_final: bool) -> list[tuple[tuple
     """Words of each piece, from ONE Treebank call on the pieces laid end to end (a sentinel word closes the
     text unless the last piece is the generation's last). None when a piece does not pair its quote tokens with
     its own quotes, a token crosses pieces, or nltk fails: the caller then tokenizes the whole text with nltk."""
-    from nltk.tokenize.util import align_tokens
-
-    text = "".join(pieces) + ("" if last_is_final else _SENTINEL)
+    if not last_is_final:
+        pieces = [*pieces, _SENTINEL]  # then exactly one word must lie in this extra piece, the sentinel itself
+    text = "".join(pieces)
     bounds = [0]
     for piece in pieces:
         bounds.append(bounds[-1] + len(piece))
     try:
-        tokens = treebank().tokenize(text)
+        tokens = tokenizer_for(text).tokenize(text)
         quoted = '"' in text or "''" in text or "``" in text
         if quoted:
             matched = _QUOTES.findall(text)
@@ -65,59 +64,69 @@ def _tokenize_pieces(pieces: list[str], last_is_final: bool) -> list[tuple[tuple
                 return None
             quotes = iter(matched)
             tokens = [next(quotes) if token in _QUOTE_TOKENS else token for token in tokens]
-        spans = align_tokens(tokens, text)
     except Exception:  # noqa: BLE001 -- nltk on the whole text raises (or not) with the reference's own error
         return None
-    if not last_is_final:
-        if not spans or spans[-1] != (bounds[-1], len(text)):
-            return None
-        spans = spans[:-1]
-    per_piece: list[list[tuple[int, int]]] = [[] for _ in pieces]
-    k = 0
-    for start, stop in spans:
-        while start >= bounds[k + 1]:
+    words = [token.lower().strip() for token in tokens]
+    # nltk's align_tokens (each token is found from the end of the previous one), fused with the piece lookup.
+    per_piece: list[list[tuple[int, int, bool, bool]]] = [[] for _ in pieces]
+    k, point, limit = 0, 0, bounds[1]
+    for token, word in zip(tokens, words, strict=True):
+        start = text.find(token, point)
+        if start < 0:
+            return None  # align_tokens raises: the caller lets nltk decide on the whole text
+        point = start + len(token)
+        while start >= limit:
             k += 1
-        if stop > bounds[k + 1]:
+            limit = bounds[k + 1]
+        if point > limit:
             return None
-        per_piece[k].append((start - bounds[k], stop - bounds[k]))
-    result = []
-    for piece, piece_spans in zip(pieces, per_piece, strict=True):
-        texts = [piece[a:b] for a, b in piece_spans]
-        if quoted and sum(t in _QUOTE_TOKENS for t in texts) != len(_QUOTES.findall(piece)):
+        per_piece[k].append((start - bounds[k], point - bounds[k], word in SEGMENTER_STOPWORDS, word[-1] == "."))
+    if quoted:
+        for piece, found in zip(pieces, per_piece, strict=True):
+            # A piece without quote characters can hold no quote token.
+            if ('"' in piece or "''" in piece or "``" in piece) and sum(
+                piece[a:b] in _QUOTE_TOKENS for a, b, _, _ in found
+            ) != len(_QUOTES.findall(piece)):
+                return None
+    if not last_is_final:
+        if [(a, b) for a, b, _, _ in per_piece.pop()] != [(0, len(_SENTINEL))]:
             return None
-        stop_flags, dot_flags = word_flags(texts)
-        result.append(tuple((a, b, s, d) for (a, b), s, d in zip(piece_spans, stop_flags, dot_flags, strict=True)))
-    return result
+    return [tuple(found) for found in per_piece]
 
 
-# Treebank's MacIntyre contractions split these alphanumeric words ("cannot" -> "can", "not").
-_SPLIT_ALNUM_WORDS = frozenset({"cannot", "gimme", "gonna", "gotta", "lemme", "wanna"})
+_PLAIN_PIECE = re.compile(r"([^\W_]+) *")  # [^\W_] is exactly str.isalnum(), character by character
 
 
-def _plain_word(piece: str) -> tuple[tuple[int, int, bool, bool], ...] | None:
-    """The words of a piece made of one alphanumeric word and literal spaces, without calling nltk; else None.
+def plain_words(pieces: list[str]) -> list[tuple[tuple[int, int, bool, bool], ...] | None]:
+    """The words of each piece made of one alphanumeric word and literal spaces, without running Treebank; None
+    for the other pieces.
 
-    Every Treebank rule needs a punctuation mark, a quote, a bracket, whitespace other than a space, or one of the
-    contraction words above, so such a piece is exactly one word. Most pieces are plain words, so this skips nltk's
-    regex passes for most of a cold run.
+    Every Treebank rule but the contraction rules needs a punctuation mark, a quote, a bracket or whitespace other
+    than a space, so such a piece is exactly one word unless a contraction rule splits it ("cannot"), which
+    nltk's own contraction patterns decide. Most pieces are plain words, so this skips most regex passes.
     """
-    word = piece.rstrip(" ")
-    if not word.isalnum() or word.lower() in _SPLIT_ALNUM_WORDS:
-        return None
-    return ((0, len(word), word.lower() in SEGMENTER_STOPWORDS, False),)
+    matches = list(map(_PLAIN_PIECE.fullmatch, pieces))
+    candidates = [k for k, match in enumerate(matches) if match is not None]
+    for k in split_by_contractions([matches[k][1] for k in candidates]):
+        matches[candidates[k]] = None
+    return [
+        None if match is None else ((0, match.end(1), match[1].lower() in SEGMENTER_STOPWORDS, False),)
+        for match in matches
+    ]
 
 
 def _pieces_words(generation: str) -> tuple[list[str], list]:
     """The pieces of ``generation`` and the words of each (cached per piece)."""
     pieces = _PIECE_START.split(generation)
     last = len(pieces) - 1
-    found = [_plain_word(piece) or _PIECE_CACHE.get((piece, k == last)) for k, piece in enumerate(pieces)]
+    found = [plain or _PIECE_CACHE.get((piece, k == last)) for k, (piece, plain) in enumerate(
+        zip(pieces, plain_words(pieces), strict=True))]
     missing = [k for k, words_ in enumerate(found) if words_ is None]
     if missing:
         last_missing = missing[-1] == last
         fresh = _tokenize_pieces([pieces[k] for k in missing], last_is_final=last_missing)
         if fresh is None:
-            spans = list(treebank().span_tokenize(generation))
+            spans = list(tokenizer_for(generation).span_tokenize(generation))
             stop, dot = word_flags([generation[a:b] for a, b in spans])
             return [generation], [[(a, b, s, d) for (a, b), s, d in zip(spans, stop, dot, strict=True)]]
         if len(_PIECE_CACHE) > _PIECE_CACHE_LIMIT:
@@ -131,43 +140,8 @@ def _pieces_words(generation: str) -> tuple[list[str], list]:
 # final period (possibly followed by closing brackets/quotes) and a final ":" or ","; a final "'" is split only when
 # a space follows it. Other last pieces have the same words with a space and more text after them.
 _END_SENSITIVE = re.compile(r"(?:[:,']|\.[\]\)}>\"']*)\s*$")
-_PREFILL_CHARS = 20_000
-
-
-def prefill(generations) -> None:
-    """Tokenize the uncached pieces of many generations in a few large Treebank calls (faster than one per text).
-
-    Last pieces that end-of-text rules could affect are left to :func:`claim_starts` (tokenized in their real
-    context); a batch that cannot be split back into pieces is simply not cached.
-    """
-    batch: list[tuple[tuple[str, bool], str]] = []
-    seen: set[tuple[str, bool]] = set()
-    for generation in generations:
-        pieces = _PIECE_START.split(generation)
-        last = len(pieces) - 1
-        for k, piece in enumerate(pieces):
-            key = (piece, k == last)
-            if key in _PIECE_CACHE or key in seen or _plain_word(piece) is not None:
-                continue
-            if k == last:
-                if _END_SENSITIVE.search(piece):
-                    continue
-                piece += " "  # followed by a literal space, like every other piece in the batch
-            seen.add(key)
-            batch.append((key, piece))
-    start = 0
-    while start < len(batch):
-        stop, size = start, 0
-        while stop < len(batch) and size < _PREFILL_CHARS:
-            size += len(batch[stop][1])
-            stop += 1
-        chunk = batch[start:stop]
-        fresh = _tokenize_pieces([text for _, text in chunk], last_is_final=False)
-        if fresh is not None:
-            if len(_PIECE_CACHE) + len(chunk) > _PIECE_CACHE_LIMIT:
-                _PIECE_CACHE.clear()
-            _PIECE_CACHE.update((key, piece_words) for (key, _), piece_words in zip(chunk, fresh, strict=True))
-        start = stop
+#: Characters of pieces per Treebank call when many pieces are tokenized together.
+_BATCH_CHARS = 20_000
 
 
 def words(generation: str) -> list[tuple[int, int, bool, bool]]:
@@ -234,9 +208,9 @@ def close_starts(starts: list[int], length: int, *, compat: str) -> list[int]:
     return starts
 
 
-def joins_previous_claim(last: list[int], ids, tokenizer, eos_ids) -> bool:
+def joins_previous_claim(last: list[int], ids, decode: Callable[[list[int]], str], eos_ids) -> bool:
     """0.3.0's final merge rule: the last claim joins the previous one when it decodes to punctuation (or blank),
-    unless it is the EOS token alone."""
+    unless it is the EOS token alone. ``decode`` is ``tokenizer.decode`` or an exact equivalent."""
     if len(last) == 1 and ids[last[0]] in eos_ids:
         return False
-    return tokenizer.decode([ids[k] for k in last]).strip() in PUNCTUATION
+    return decode([ids[k] for k in last]).strip() in PUNCTUATION

@@ -7,19 +7,20 @@ claim start (at most one claim start is consumed per token, as in the reference)
 
 Differences from the reference are speed only: token spans from precomputed tokens are computed in linear time
 (see :mod:`much_metric._segmenter_spans`), Treebank words are computed piecewise and cached
-(:mod:`much_metric._segmenter_words`), :func:`segment_many` batches the word tokenization of many generations, and
-:class:`IncrementalSegmenter` emits claims while tokens are generated. Inputs the reference rejects raise
-:class:`SegmenterInputError`, which is both a ``ValueError`` and an ``IndexError`` (the reference raised one or the
-other).
+(:mod:`much_metric._segmenter_words`), :func:`segment_many` segments many generations at once with numpy
+(:mod:`much_metric._segmenter_batch`), and :class:`IncrementalSegmenter` emits claims while tokens are generated.
+Inputs the reference rejects raise :class:`SegmenterInputError`, which is both a ``ValueError`` and an
+``IndexError`` (the reference raised one or the other).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from much_metric._segmenter_batch import assign_tokens, claims_many
 from much_metric._segmenter_incremental import IncrementalSegmenter
 from much_metric._segmenter_spans import profile, token_ends_offsets, token_ends_precomputed
-from much_metric._segmenter_words import SegmenterInputError, claim_starts, joins_previous_claim, prefill
+from much_metric._segmenter_words import SegmenterInputError, claim_starts, joins_previous_claim
 
 __all__ = ["segment", "segment_many", "IncrementalSegmenter", "SegmenterInputError", "COMPAT_VERSIONS"]
 
@@ -93,37 +94,25 @@ def segment_many(
 ) -> list[list[list[int]]]:
     """:func:`segment` for many generations (shape ``(n_generations,)``), same results, faster.
 
-    The Treebank words of all generations are computed in a few large calls instead of one call per generation,
-    which matters for many short generations (MUCH: 4,873 outputs of ~21 tokens). ``token_ids`` is None (offset
-    path for all) or one entry per generation (None entries take the offset path).
+    All generations are segmented together (:mod:`much_metric._segmenter_batch`): Treebank words in a few large
+    calls, claim starts, token ends and token assignment as numpy operations over the whole batch. Use it to
+    segment a dataset. ``token_ids`` is None (offset path for all) or one entry per generation (None entries take
+    the offset path); an input ``segment`` rejects raises the same error here.
     """
     if token_ids is not None and len(token_ids) != len(generations):
         raise ValueError(f"token_ids has {len(token_ids)} entries for {len(generations)} generations")
     if any(not isinstance(generation, str) for generation in generations):
         raise TypeError("generations must all be str")
-    prefill(generations)
-    ids = token_ids if token_ids is not None else [None] * len(generations)
-    return [
-        segment(generation, tokenizer, one, compat=compat) for generation, one in zip(generations, ids, strict=True)
-    ]
-
-
-def assign_tokens(ends: Sequence[int], starts: Sequence[int]) -> list[list[int]]:
-    """Split token indices into claims: token ``i >= 1`` opens a claim when ``ends[i]`` passes the next start.
-
-    This is a recurrence (each token consumes at most one claim start, so a token spanning two starts leaves the
-    second for the following token); it runs once over the tokens.
-    """
-    if not len(ends):
+    if compat not in COMPAT_VERSIONS:
+        raise ValueError(f"compat must be one of {COMPAT_VERSIONS}, got {compat!r}")
+    ids = list(token_ids) if token_ids is not None else [None] * len(generations)
+    if not generations:
         return []
-    first = [0]
-    pointer, n_starts = 0, len(starts)
-    for i in range(1, len(ends)):
-        if pointer < n_starts and ends[i] > starts[pointer]:
-            first.append(i)
-            pointer += 1
-    first.append(len(ends))
-    return [list(range(a, b)) for a, b in zip(first[:-1], first[1:], strict=True)]
+    claims = claims_many(generations, tokenizer, ids, compat)
+    for k, found in enumerate(claims):
+        if found is None:
+            claims[k] = segment(generations[k], tokenizer, ids[k], compat=compat)
+    return claims
 
 
 def merge_final_punctuation(claims: list[list[int]], ids: Sequence[int], tokenizer, eos_ids) -> list[list[int]]:
@@ -131,7 +120,7 @@ def merge_final_punctuation(claims: list[list[int]], ids: Sequence[int], tokeniz
     unless it is the EOS token alone."""
     if len(claims) < 2:
         return claims
-    if joins_previous_claim(claims[-1], ids, tokenizer, eos_ids):
+    if joins_previous_claim(claims[-1], ids, tokenizer.decode, eos_ids):
         last = claims.pop()
         claims[-1] = claims[-1] + last
     return claims

@@ -130,30 +130,34 @@ def format_runtime(seconds: float, generation_seconds: float) -> str:
     return f"{_compact(seconds, 's')} ({_compact(100.0 * seconds / generation_seconds, '%')})"
 
 
-def time_segmentation(data: Any, tokenizer: Any, *, compat: str = "0.3.0", progress: bool = True
-                      ) -> tuple[float, int]:
-    """Wall time of segmenting every output of a split into claims with :func:`much_metric.segmenter.segment`.
+def time_segmentation(data: Any, tokenizer: Any, *, compat: str = "0.3.0", progress: bool = True,
+                      batch_size: int = 1024) -> tuple[float, int]:
+    """Wall time of segmenting every output of a split into claims with :func:`much_metric.segmenter.segment_many`.
 
-    Uses the stored ``output_tokens`` (as the reference segments generations). Returns ``(seconds, n_agree)``,
-    ``n_agree`` = samples whose segmentation equals their ``token_chunks`` column (a consistency check; a dataset
-    segmented with another compat version or tokenizer agrees less).
+    Uses the stored ``output_tokens`` (as the reference segments generations), ``batch_size`` samples per call.
+    Returns ``(seconds, n_agree)``, ``n_agree`` = samples whose segmentation equals their ``token_chunks`` column
+    (a consistency check; a dataset segmented with another compat version or tokenizer agrees less).
     """
     from tqdm.auto import tqdm
 
     from much_dataset.schema import OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS
-    from much_metric.segmenter import segment
+    from much_metric.segmenter import segment_many
 
     if hasattr(data, "select_columns"):
         columns = data.select_columns([OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS]).to_dict()
-        rows = zip(columns[OUTPUT], columns[OUTPUT_TOKENS], columns[TOKEN_CHUNKS], strict=True)
+        outputs, tokens, chunks = columns[OUTPUT], columns[OUTPUT_TOKENS], columns[TOKEN_CHUNKS]
     else:
-        rows = ((row[OUTPUT], row[OUTPUT_TOKENS], row[TOKEN_CHUNKS]) for row in data)
-    rows = list(rows)
+        rows = list(data)
+        outputs, tokens, chunks = ([row[key] for row in rows] for key in (OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS))
     agree = 0
     elapsed = 0.0
-    for output, tokens, chunks in tqdm(rows, desc="segmentation", unit="sample", disable=not progress, leave=False):
-        start = time.perf_counter()
-        result = segment(output, tokenizer, token_ids=tokens, compat=compat)
-        elapsed += time.perf_counter() - start
-        agree += [list(c) for c in result] == [list(c) for c in chunks]
+    with tqdm(total=len(outputs), desc="segmentation", unit="sample", disable=not progress, leave=False) as bar:
+        for start in range(0, len(outputs), batch_size):
+            stop = start + batch_size
+            began = time.perf_counter()
+            result = segment_many(outputs[start:stop], tokenizer, tokens[start:stop], compat=compat)
+            elapsed += time.perf_counter() - began
+            agree += sum([list(c) for c in mine] == [list(c) for c in theirs]
+                         for mine, theirs in zip(result, chunks[start:stop], strict=True))
+            bar.update(len(result))
     return elapsed, agree

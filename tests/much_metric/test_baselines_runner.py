@@ -153,14 +153,14 @@ def test_time_segmentation_with_a_stand_in_segmenter(split, monkeypatch):
     # The real segmenter is another module's; here we check the timing loop and the agreement count.
     calls = []
 
-    def segment(generation, tokenizer, token_ids=None, compat="0.3.0"):
-        calls.append((generation, tuple(token_ids), compat))
-        return [[i] for i in range(len(token_ids))]  # one claim per token
+    def segment_many(generations, tokenizer, token_ids=None, compat="0.3.0"):
+        calls.extend((generation, tuple(ids), compat) for generation, ids in zip(generations, token_ids, strict=True))
+        return [[[i] for i in range(len(ids))] for ids in token_ids]  # one claim per token
 
-    monkeypatch.setitem(sys.modules, "much_metric.segmenter", types.SimpleNamespace(segment=segment))
+    monkeypatch.setitem(sys.modules, "much_metric.segmenter", types.SimpleNamespace(segment_many=segment_many))
     rows = synthetic.make_rows(3, seed=2)
     rows[1][schema.TOKEN_CHUNKS] = [[i] for i in range(len(rows[1][schema.OUTPUT_TOKENS]))]
-    seconds, agree = time_segmentation(rows, tokenizer=None, progress=False)
+    seconds, agree = time_segmentation(rows, tokenizer=None, progress=False, batch_size=2)
     assert seconds >= 0 and agree == 1 and len(calls) == 3
     assert calls[0][1] == tuple(rows[0][schema.OUTPUT_TOKENS]) and calls[0][2] == "0.3.0"
     seconds, agree = time_segmentation(datasets.Dataset.from_list(rows, features=schema.features()), None,

@@ -26,10 +26,12 @@ def test_mushroom_parity(name, capsys):
     eos = tokenizer.decode(eos_id)
     generations = [text + eos for text in texts]
     all_ids = [tokenizer.encode(text, add_special_tokens=False) + [eos_id] for text in texts]
-    counts = {(compat, path): 0 for compat in COMPATS for path in ("offsets", "precomputed", "segment_many")}
+    paths = ("offsets", "precomputed", "segment_many", "segment_many/offsets")
+    counts = {(compat, path): 0 for compat in COMPATS for path in paths}
     mismatches = []
     for compat in COMPATS:
         expected_precomputed = []
+        expected_offsets = []
         for generation, ids in zip(generations, all_ids, strict=True):
             for path, token_ids in (("offsets", None), ("precomputed", ids)):
                 expected = outcome(references[compat], generation, tokenizer, token_ids)
@@ -38,13 +40,15 @@ def test_mushroom_parity(name, capsys):
                 counts[compat, path] += same
                 if not same:
                     mismatches.append((compat, path, generation, expected, got))
-            expected_precomputed.append(expected)
-        # The batch API, from a cold word cache, on the same generations.
-        _PIECE_CACHE.clear()
-        many = segment_many(generations, tokenizer, all_ids, compat=compat)
-        counts[compat, "segment_many"] = sum(a == b for a, b in zip(many, expected_precomputed, strict=True))
-        if counts[compat, "segment_many"] != len(texts):
-            mismatches.append((compat, "segment_many"))
+                (expected_offsets if token_ids is None else expected_precomputed).append(expected)
+        # The batch API, from a cold word cache, on the same generations (no output here is rejected).
+        for path, token_ids, expected in (("segment_many", all_ids, expected_precomputed),
+                                          ("segment_many/offsets", None, expected_offsets)):
+            _PIECE_CACHE.clear()
+            many = segment_many(generations, tokenizer, token_ids, compat=compat)
+            counts[compat, path] = sum(a == b for a, b in zip(many, expected, strict=True))
+            if counts[compat, path] != len(texts):
+                mismatches.append((compat, path))
     summary = " ".join(f"{compat}/{path}={count}/{len(texts)}" for (compat, path), count in counts.items())
     with capsys.disabled():
         print(f"\nsegmenter parity: {name} {summary}")
