@@ -1,10 +1,12 @@
 """Batched, de-duplicated NLI inference for CCP and SAR.
 
 CCP and SAR turn every generated token into a few (premise, hypothesis) pairs; a MUCH split yields hundreds of
-thousands of them. :class:`NliScorer` runs a whole split's pairs at once: identical pairs are run once, the
-distinct pairs are sorted by token length so each padded batch wastes little compute, batches run under
-``torch.inference_mode`` (float16 on GPU by default), and the class probabilities are scattered back to the input
-order. The result equals running the pairs one at a time (up to float rounding of padded batches; tested).
+thousands of them. :class:`NliScorer` runs a whole split's pairs at once: identical pairs are run once, each
+distinct text is tokenized once (:mod:`much_metric.baselines._pair_encoding`), the distinct pairs are sorted by
+token length and cut into batches of at most ``batch_size`` pairs and ``max_batch_tokens`` padded tokens, batches
+run under ``torch.inference_mode`` (float16 on GPU by default), and the class probabilities are scattered back to
+the input order. The result equals running the pairs one at a time (up to float rounding of padded batches;
+tested).
 
 Labels are read from the model's own ``config.id2label`` by name (:func:`nli_label_indices`) -- never hard-coded:
 the reference hard-coded {0: contradiction, 1: entailment} for a model whose hub labels are {0: entailment,
@@ -17,13 +19,24 @@ method can stand in for :class:`NliScorer` (e.g. a stub in tests, or a remote se
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from much_metric.baselines._pair_encoding import (
+    EncodedPairs,
+    infer_pair_template,
+    matches_tokenizer,
+    plain_encode,
+    template_encode,
+)
+
 __all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_MAX_BATCH_TOKENS",
     "DEFAULT_NLI_MODEL",
     "REFERENCE_NLI_SIZES",
     "NliLabels",
@@ -42,6 +55,12 @@ REFERENCE_NLI_SIZES = {
     "microsoft/deberta-base-mnli": "_M",
     "MoritzLaurer/DeBERTa-v3-xsmall-mnli-fever-anli-ling-binary": "_S",
 }
+#: Most pairs per forward pass (see :class:`NliScorer`).
+DEFAULT_BATCH_SIZE = 256
+#: Most padded tokens (pairs x longest pair) per forward pass (see :class:`NliScorer`).
+DEFAULT_MAX_BATCH_TOKENS = 16_384
+#: Assembled pairs of each call checked against ``tokenizer(premise, hypothesis)``: the first ones and the longest.
+_CHECKED_PAIRS = 2
 
 
 @dataclass(frozen=True)
@@ -120,6 +139,34 @@ def _torch_dtype(dtype: Any, device: str):
     return dtype
 
 
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def token_budget_batches(lengths: np.ndarray, order: np.ndarray, batch_size: int,
+                         max_batch_tokens: int) -> list[np.ndarray]:
+    """Cut ``order`` (row indices into ``lengths``) into consecutive batches for the forward passes.
+
+    A batch holds at most ``batch_size`` rows and at most ``max_batch_tokens`` padded tokens (rows x longest row
+    of the batch). A row longer than ``max_batch_tokens`` on its own runs alone (it cannot be split; the model sees
+    it whole, as it would one pair at a time).
+
+    Returns a list of int64 arrays whose concatenation is ``order``.
+    """
+    batches, start, longest = [], 0, 0
+    for end, length in enumerate(lengths[order].tolist()):
+        wider = max(longest, length)
+        if end > start and (end - start == batch_size or (end - start + 1) * wider > max_batch_tokens):
+            batches.append(order[start:end])
+            start, wider = end, length
+        longest = wider
+    if start < len(order):
+        batches.append(order[start:])
+    return batches
+
+
 class NliScorer:
     """Class probabilities of (premise, hypothesis) pairs with a sequence-classification NLI model.
 
@@ -129,9 +176,16 @@ class NliScorer:
         Its ``config.id2label`` names the classes (see :func:`nli_label_indices`). It is moved to ``device`` and
         ``dtype`` in place and put in eval mode.
     tokenizer : transformers tokenizer
-        Encodes a pair as ``tokenizer(premises, hypotheses)``; needs a pad token.
-    batch_size : int, default 64
-        Distinct pairs per forward pass.
+        Encodes a pair as ``tokenizer(premises, hypotheses)``; needs a pad token. With a fast tokenizer whose pair
+        layout is inferred at construction (``pair_template``), each distinct text is tokenized once and the pairs
+        are assembled from it; the encodings are identical (checked on a few pairs of every call).
+    batch_size : int, default 256
+        Most distinct pairs per forward pass.
+    max_batch_tokens : int, default 16384
+        Most padded tokens per forward pass: pairs x longest pair of the batch (a longer single pair runs alone).
+        Every forward pass has a fixed cost (Python, kernel launches), so short pairs should go in large batches;
+        long ones in the same number would waste compute on padding and take memory that grows with the padded
+        size (attention quadratically). The sorted pairs fill a batch until either limit is reached.
     device : str, optional
         Default ``"cuda"`` when available, else ``"cpu"``.
     dtype : str or torch.dtype, optional
@@ -149,7 +203,8 @@ class NliScorer:
         model: Any,
         tokenizer: Any,
         *,
-        batch_size: int = 64,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
         device: str | None = None,
         dtype: Any = None,
         deduplicate: bool = True,
@@ -159,8 +214,8 @@ class NliScorer:
     ) -> None:
         import torch
 
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.batch_size = _positive_int("batch_size", batch_size)
+        self.max_batch_tokens = _positive_int("max_batch_tokens", max_batch_tokens)
         self.id2label = {int(k): v for k, v in model.config.id2label.items()}
         self.labels = nli_label_indices(self.id2label)
         if tokenizer.pad_token_id is None:
@@ -168,37 +223,32 @@ class NliScorer:
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model = model.to(device=self.device, dtype=_torch_dtype(dtype, self.device)).eval()
         self.tokenizer = tokenizer
-        self.batch_size = batch_size
+        #: How the tokenizer lays out a pair (None: every pair is encoded by ``tokenizer(premise, hypothesis)``).
+        self.pair_template = infer_pair_template(tokenizer)
         self.deduplicate = deduplicate
         self.sort_by_length = sort_by_length
         self.progress = progress
         self.name = name or getattr(model.config, "_name_or_path", None) or type(model).__name__
 
-    def _encode(self, premises: list[str], hypotheses: list[str]) -> dict[str, list[list[int]]]:
-        encoded = self.tokenizer(premises, hypotheses, truncation=False, padding=False)
-        return {key: list(encoded[key]) for key in ("input_ids", "token_type_ids") if key in encoded}
+    def _encode(self, premises: list[str], hypotheses: list[str]) -> EncodedPairs:
+        if self.pair_template is not None:
+            encoded = template_encode(self.tokenizer, self.pair_template, premises, hypotheses)
+            lengths = encoded.pair_lengths
+            checked = sorted({*range(min(_CHECKED_PAIRS, len(premises))), int(lengths.argmax())})
+            if matches_tokenizer(self.tokenizer, encoded, checked, premises, hypotheses):
+                return encoded
+            warnings.warn("the NLI tokenizer's pair encoding does not follow the template inferred at construction "
+                          "(tokenizer changed?); encoding every pair with tokenizer(premise, hypothesis) from now on",
+                          RuntimeWarning, stacklevel=3)
+            self.pair_template = None
+        return plain_encode(self.tokenizer, premises, hypotheses)
 
-    def _batch_tensors(self, encoded: dict[str, list[list[int]]], rows: np.ndarray):
+    def _batch_tensors(self, encoded: EncodedPairs, rows: np.ndarray):
         import torch
 
-        lengths = np.fromiter((len(encoded["input_ids"][r]) for r in rows), dtype=np.int64, count=len(rows))
-        width = int(lengths.max())
         left = getattr(self.tokenizer, "padding_side", "right") == "left"
-        tensors = {}
-        for key, fill in (("input_ids", self.tokenizer.pad_token_id), ("token_type_ids", 0)):
-            if key not in encoded:
-                continue
-            array = np.full((len(rows), width), fill, dtype=np.int64)
-            for line, (row, length) in enumerate(zip(rows, lengths, strict=True)):
-                if left:
-                    array[line, width - length :] = encoded[key][row]
-                else:
-                    array[line, :length] = encoded[key][row]
-            tensors[key] = torch.from_numpy(array).to(self.device)
-        positions = np.arange(width)[None, :]
-        mask = positions >= (width - lengths)[:, None] if left else positions < lengths[:, None]
-        tensors["attention_mask"] = torch.from_numpy(mask.astype(np.int64)).to(self.device)
-        return tensors
+        arrays = encoded.batch(rows, self.tokenizer.pad_token_id, left=left)
+        return {key: torch.from_numpy(array).to(self.device) for key, array in arrays.items()}
 
     def predict_proba(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         """Softmax class probabilities, shape (n_pairs, n_labels), columns in ``id2label`` order (float64)."""
@@ -218,14 +268,13 @@ class NliScorer:
         else:
             inverse, pairs = np.arange(n), list(zip(premises, hypotheses, strict=True))
         encoded = self._encode([p for p, _ in pairs], [h for _, h in pairs])
-        lengths = np.fromiter(map(len, encoded["input_ids"]), dtype=np.int64, count=len(pairs))
+        lengths = encoded.pair_lengths
         order = np.argsort(lengths, kind="stable") if self.sort_by_length else np.arange(len(pairs))
+        batches = token_budget_batches(lengths, order, self.batch_size, self.max_batch_tokens)
         out = np.empty((len(pairs), self.labels.n_labels), dtype=np.float64)
-        starts = range(0, len(pairs), self.batch_size)
         with torch.inference_mode():
-            for start in tqdm(starts, desc=f"NLI {len(pairs)} pairs", unit="batch", disable=not self.progress,
-                              leave=False):
-                rows = order[start : start + self.batch_size]
+            for rows in tqdm(batches, desc=f"NLI {len(pairs)} pairs", unit="batch", disable=not self.progress,
+                             leave=False):
                 logits = self.model(**self._batch_tensors(encoded, rows)).logits
                 out[rows] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
         return out[inverse]
@@ -236,20 +285,24 @@ def load_nli(
     *,
     device: str | None = None,
     dtype: Any = None,
-    batch_size: int = 64,
+    batch_size: int | None = None,
+    max_batch_tokens: int | None = None,
     local_files_only: bool = False,
     progress: bool = True,
 ) -> NliScorer:
     """Load a sequence-classification NLI model and its tokenizer with transformers (hub id or local folder).
 
+    ``batch_size`` / ``max_batch_tokens``: None = :data:`DEFAULT_BATCH_SIZE` / :data:`DEFAULT_MAX_BATCH_TOKENS`.
     ``local_files_only=True`` never touches the network (only the local Hugging Face cache / folder).
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_files_only)
     model = AutoModelForSequenceClassification.from_pretrained(name_or_path, local_files_only=local_files_only)
-    return NliScorer(model, tokenizer, device=device, dtype=dtype, batch_size=batch_size, progress=progress,
-                     name=name_or_path)
+    return NliScorer(model, tokenizer, device=device, dtype=dtype,
+                     batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
+                     max_batch_tokens=DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens,
+                     progress=progress, name=name_or_path)
 
 
 def resolve_nli(nli: Any) -> Any:

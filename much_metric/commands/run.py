@@ -43,6 +43,17 @@ _HEADERS = {
 }
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: checked before the NLI model loads (a bad batch size must not read as "model not cached")."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
@@ -64,7 +75,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="NLI model for CCP/SAR (hub id or folder; default microsoft/deberta-large-mnli if "
                              "cached locally). A multilingual XNLI model suits fr/es/de better")
     parser.add_argument("--no-nli", action="store_true", help="skip CCP and SAR")
-    parser.add_argument("--nli-batch-size", type=int, default=64, help="NLI pairs per batch (default 64)")
+    parser.add_argument("--nli-batch-size", type=_positive_int, default=None,
+                        help="most NLI pairs per batch (default 256)")
+    parser.add_argument("--nli-max-batch-tokens", type=_positive_int, default=None,
+                        help="most padded NLI tokens (pairs x longest pair) per batch (default 16384)")
     parser.add_argument("--device", default=None, help="torch device for the NLI model (default: cuda if available)")
     parser.add_argument("--reference-window", action="store_true",
                         help="CCP/SAR context suffix of sigma-1 tokens as the reference code (default: sigma)")
@@ -174,6 +188,7 @@ def _nli(args: argparse.Namespace, wanted: list[str] | None, notes: list[str]) -
     # The default model is used only if already cached: `much run` must not start a 1.6 GB download unasked.
     try:
         return load_nli(name, device=args.device, batch_size=args.nli_batch_size,
+                        max_batch_tokens=args.nli_max_batch_tokens,
                         local_files_only=_offline() or not (args.nli_model or explicit), progress=not args.no_progress)
     except Exception as error:  # noqa: BLE001 - any loading failure means "no NLI model"
         if args.nli_model or explicit:
