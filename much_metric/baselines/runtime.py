@@ -141,8 +141,10 @@ def time_segmentation(data: Any, tokenizer: Any, *, compat: str = "0.3.0", progr
     from tqdm.auto import tqdm
 
     from much_dataset.schema import OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS
+    from much_metric._segmenter_treebank import tokenizer_for
     from much_metric.segmenter import segment_many
 
+    tokenizer_for("")  # imports nltk and compiles its rules: a one-off cost of the process, not of segmenting
     if hasattr(data, "select_columns"):
         columns = data.select_columns([OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS]).to_dict()
         outputs, tokens, chunks = columns[OUTPUT], columns[OUTPUT_TOKENS], columns[TOKEN_CHUNKS]
