@@ -32,6 +32,8 @@ import weakref
 from bisect import bisect_right
 from itertools import accumulate
 
+from much_metric._decoding import stock_backend
+
 __all__: list[str] = []
 
 _REPLACEMENT = "\ufffd"
@@ -116,21 +118,11 @@ def _known_eos_or_eot(tokenizer) -> list[int]:
     return list(dict.fromkeys(found))
 
 
-def _method_owner(tokenizer, name: str) -> str:
-    method = getattr(type(tokenizer), name, None)
-    return getattr(method, "__qualname__", "")
-
-
 def _fast_backend(tokenizer):
-    """``(backend, byte_fallback)`` when ``tokenizer.decode`` is provably the backend's decoder, else
-    ``(None, False)``."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None or getattr(tokenizer, "clean_up_tokenization_spaces", True):
-        return None, False
-    # decode/_decode must be the stock transformers ones: they only call backend.decode (cleanup is off).
-    if _method_owner(tokenizer, "decode") != "PreTrainedTokenizerBase.decode":
-        return None, False
-    if _method_owner(tokenizer, "_decode") not in ("TokenizersBackend._decode", "PreTrainedTokenizerFast._decode"):
+    """``(backend, byte_fallback)`` when ``tokenizer.decode`` is provably the backend's decoder and that decoder
+    keeps the anchor property of the module docstring, else ``(None, False)``."""
+    backend = stock_backend(tokenizer)
+    if backend is None:
         return None, False
     decoder = backend.decoder
     if decoder is None:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.schema import GENERATION_ID
+from much_metric._decoding import stock_backend
 from much_metric.baselines._arrays import TokenArrays
 
 __all__ = ["Decoder", "PerSampleDecoder", "batch_decoder", "decode_groups", "decode_ids", "context_windows"]
@@ -71,6 +72,9 @@ def batch_decoder(tokenizer: Any) -> Decoder:
     if tokenizer is None:
         raise ValueError("CCP and SAR need the generating LLM's tokenizer to decode context windows (tokenizer=...)")
     if hasattr(tokenizer, "batch_decode"):
+        backend = stock_backend(tokenizer)
+        if backend is not None:  # the same strings, without transformers' per-list conversions
+            return lambda batch: backend.decode_batch(batch, skip_special_tokens=False)
         return lambda batch: list(tokenizer.batch_decode(batch))
     if hasattr(tokenizer, "decode"):
         return lambda batch: [tokenizer.decode(ids) for ids in batch]
