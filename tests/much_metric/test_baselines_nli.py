@@ -393,3 +393,27 @@ def test_token_budget_bounds_every_forward_pass_and_leaves_results_unchanged():
             assert n <= batch_size
             assert n * width <= budget or n == 1
         assert (1, longest) in spy.shapes or longest * 2 <= budget
+
+
+def test_half_precision_path_runs_and_stays_close_on_cpu():
+    """The GPU default (half precision) exercised on the CPU with bfloat16: same shapes, probabilities close to
+    float32, the model really converted. (The float16-on-CUDA timing needs a GPU; see BENCHMARKS.md.)"""
+    import copy
+
+    import torch
+
+    from much_metric.baselines.nli import _torch_dtype
+
+    model, tokenizer = tiny_nli_parts()
+    premises = ["Paris is the capital of France.", "The cat sat.", "It rained in 1999."] * 3
+    hypotheses = ["Lyon is the capital of France.", "The dog sat.", "It snowed in 1999."] * 3
+    full = NliScorer(copy.deepcopy(model), tokenizer, device="cpu", progress=False).predict_proba(premises, hypotheses)
+    half = NliScorer(copy.deepcopy(model), tokenizer, device="cpu", dtype="bfloat16", progress=False)
+    assert next(half.model.parameters()).dtype == torch.bfloat16
+    probabilities = half.predict_proba(premises, hypotheses)
+    assert probabilities.dtype == np.float64 and probabilities.shape == full.shape
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(probabilities, full, atol=0.1)
+    assert _torch_dtype(None, "cuda") == torch.float16 and _torch_dtype(None, "cpu") == torch.float32
+    with pytest.raises(ValueError, match="unknown torch dtype"):
+        _torch_dtype("float17", "cpu")
