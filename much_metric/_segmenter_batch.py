@@ -94,11 +94,8 @@ def _piece_words(keys: list[str | tuple[str, bool]]) -> list[tuple | None]:
         while stop < len(batch) and size < _BATCH_CHARS:
             size += len(batch[stop][1])
             stop += 1
-        chunk = batch[start:stop]
-        fresh = _tokenize_pieces([text for _, text in chunk], last_is_final=False)
-        if fresh is not None:
-            for (u, _), words in zip(chunk, fresh, strict=True):
-                found[u] = words
+        for u, words in _tokenize_chunk(batch[start:stop]):
+            found[u] = words
         start = stop
     for u in alone:
         fresh = _tokenize_pieces([pieces[u]], last_is_final=True)
@@ -109,6 +106,18 @@ def _piece_words(keys: list[str | tuple[str, bool]]) -> list[tuple | None]:
         _PIECE_CACHE.clear()
     _PIECE_CACHE.update(((pieces[u], type(keys[u]) is not str), found[u]) for u in computed if found[u] is not None)
     return found
+
+
+def _tokenize_chunk(chunk: list[tuple[int, str]]) -> list[tuple[int, tuple]]:
+    """``(u, words)`` for the pieces of ``chunk`` whose words one Treebank call can give. A chunk that cannot be
+    split back into pieces is halved until the pieces responsible are alone (and left out)."""
+    fresh = _tokenize_pieces([text for _, text in chunk], last_is_final=False)
+    if fresh is not None:
+        return [(u, words) for (u, _), words in zip(chunk, fresh, strict=True)]
+    if len(chunk) == 1:
+        return []
+    middle = len(chunk) // 2
+    return _tokenize_chunk(chunk[:middle]) + _tokenize_chunk(chunk[middle:])
 
 
 class _Words:
@@ -218,7 +227,8 @@ def _token_ends(generations, tokenizer, ids: list[list[int] | None], prof) -> tu
 @contextmanager
 def _without_cyclic_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector: a batch allocates ~10 small tuples and lists per word, none of them in a
-    reference cycle, and on large batches the collector's repeated full scans cost as much as the work itself."""
+    reference cycle, and on large batches the collector's repeated full scans cost as much as the work itself.
+    The switch is process-wide (as in ``timeit``) and restored on exit."""
     enabled = gc.isenabled()
     gc.disable()
     try:

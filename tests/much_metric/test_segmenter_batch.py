@@ -106,3 +106,27 @@ def test_fast_path_handles_real_outputs():
             _segmenter_words._PIECE_CACHE.clear()
             results = claims_many(generations, tokenizer, token_ids, compat)
             assert sum(result is None for result in results) <= len(texts) // 100
+
+
+def test_a_piece_treebank_cannot_place_only_affects_its_own_generation(monkeypatch):
+    """When one piece cannot be split back out of a batched Treebank call, the other pieces of its chunk are still
+    resolved, and only that piece's generation is segmented on its own (with the same result)."""
+    from much_metric import _segmenter_batch
+    from much_metric.segmenter import segment
+
+    tokenizer = assets.llama3_tokenizer()
+    texts = [text + "<|eot_id|>" for text in assets.mushroom_outputs()[:40]]
+    poisoned = "Paris, "
+    texts[7] = "The capital is " + poisoned + "of course.<|eot_id|>"
+    real = _segmenter_batch._tokenize_pieces
+
+    def refuses_poisoned(pieces, last_is_final):
+        return None if poisoned in pieces else real(pieces, last_is_final)
+
+    monkeypatch.setattr(_segmenter_batch, "_tokenize_pieces", refuses_poisoned)
+    _segmenter_words._PIECE_CACHE.clear()
+    results = claims_many(texts, tokenizer, [None] * len(texts), "0.3.0")
+    assert [k for k, result in enumerate(results) if result is None] == [7]
+    monkeypatch.setattr(_segmenter_batch, "_tokenize_pieces", real)
+    expected = [segment(text, tokenizer) for text in texts]
+    assert [result for k, result in enumerate(results) if k != 7] == [e for k, e in enumerate(expected) if k != 7]
