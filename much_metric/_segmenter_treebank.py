@@ -110,16 +110,21 @@ _WHOLE_WORD_RULE = re.compile(r"^(?:\(\?i\))?(?:\\b| ).*(?:\\b|\(\?=\\s\))$")
 
 
 @functools.lru_cache(maxsize=1)
-def _contraction_rules() -> tuple[list[re.Pattern], tuple[int, int]]:
+def _contraction_rules() -> tuple[list[re.Pattern], tuple[int, int]] | None:
     """nltk's contraction rules (the only Treebank rules that can split a purely alphanumeric word), combined
     into one pattern when they all carry the same leading ``(?i)``, and the word lengths they can match: a rule
-    match has a fixed range of widths, and a whole-word rule can only match a word whose length is in it."""
+    match has a fixed range of widths, and a whole-word rule can only match a word whose length is in it.
+
+    None when nltk does not run them on the standard ``re`` engine (nltk 3.10 does): then no word is assumed plain.
+    """
     rules = [*type(nltk_treebank()).CONTRACTIONS2, *type(nltk_treebank()).CONTRACTIONS3]
-    sources = [getattr(rule, "pattern", rule) for rule in rules]
+    if not all(isinstance(rule, re.Pattern) for rule in rules):
+        return None
+    sources = [rule.pattern for rule in rules]
     if all(isinstance(source, str) and source.startswith("(?i)") for source in sources):
         compiled = [re.compile("|".join(f"(?:{source[4:]})" for source in sources), re.IGNORECASE)]
     else:
-        compiled = [rule if isinstance(rule, re.Pattern) else re.compile(rule.pattern) for rule in rules]
+        compiled = rules
     lengths = (0, 1 << 30)
     if all(isinstance(source, str) and _WHOLE_WORD_RULE.match(source) for source in sources):
         widths = [re._parser.parse(rule.pattern, rule.flags).getwidth() for rule in compiled]
@@ -136,6 +141,8 @@ def split_by_contractions(words: list[str]) -> set[int]:
     folding, which is why a word list ("cannot", "gimme", ...) would not be exact: "gımme" (dotless i) is split
     too. Only words whose length a rule can match are looked at.
     """
+    if _contraction_rules() is None:
+        return set(range(len(words)))
     rules, (shortest, longest) = _contraction_rules()
     checked = [k for k, word in enumerate(words) if shortest <= len(word) <= longest]
     joined = " " + " ".join(words[k] for k in checked) + " "

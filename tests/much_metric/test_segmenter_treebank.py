@@ -73,3 +73,11 @@ def test_recompile_rules():
     assert _segmenter_treebank._recompile(plain, set()) is plain  # nltk < 3.10: nothing to do
     with pytest.raises(_segmenter_treebank._Unsupported):
         _segmenter_treebank._recompile(TimedPattern("a", regex.IGNORECASE), set())
+
+
+def test_no_word_is_assumed_plain_when_the_contraction_rules_are_not_stdlib(monkeypatch):
+    from much_metric._segmenter_words import plain_words
+
+    assert plain_words(["Paris ", "cannot "]) == [((0, 5, False, False),), None]
+    monkeypatch.setattr(_segmenter_treebank, "_contraction_rules", lambda: None)
+    assert plain_words(["Paris ", "cannot "]) == [None, None]
