@@ -34,12 +34,12 @@ from much_metric._segmenter_words import (
     _BATCH_CHARS,
     _END_SENSITIVE,
     _PIECE_CACHE,
-    _PIECE_CACHE_LIMIT,
     _PIECE_START,
     _tokenize_pieces,
     eos_index,
     joins_previous_claim,
     plain_words,
+    remember_pieces,
 )
 
 __all__: list[str] = []
@@ -102,9 +102,7 @@ def _piece_words(keys: list[str | tuple[str, bool]]) -> list[tuple | None]:
         if fresh is not None:
             found[u] = fresh[0]
     computed = [u for u, _ in batch] + alone
-    if len(_PIECE_CACHE) + len(computed) > _PIECE_CACHE_LIMIT:
-        _PIECE_CACHE.clear()
-    _PIECE_CACHE.update(((pieces[u], type(keys[u]) is not str), found[u]) for u in computed if found[u] is not None)
+    remember_pieces([((pieces[u], type(keys[u]) is not str), found[u]) for u in computed if found[u] is not None])
     return found
 
 

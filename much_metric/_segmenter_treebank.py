@@ -141,9 +141,10 @@ def split_by_contractions(words: list[str]) -> set[int]:
     folding, which is why a word list ("cannot", "gimme", ...) would not be exact: "gımme" (dotless i) is split
     too. Only words whose length a rule can match are looked at.
     """
-    if _contraction_rules() is None:
+    known = _contraction_rules()
+    if known is None:
         return set(range(len(words)))
-    rules, (shortest, longest) = _contraction_rules()
+    rules, (shortest, longest) = known
     checked = [k for k, word in enumerate(words) if shortest <= len(word) <= longest]
     joined = " " + " ".join(words[k] for k in checked) + " "
     starts = [0] * len(checked)

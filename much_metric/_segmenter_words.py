@@ -66,11 +66,11 @@ def _tokenize_pieces(pieces: list[str], last_is_final: bool) -> list[tuple[tuple
             tokens = [next(quotes) if token in _QUOTE_TOKENS else token for token in tokens]
     except Exception:  # noqa: BLE001 -- nltk on the whole text raises (or not) with the reference's own error
         return None
-    words = [token.lower().strip() for token in tokens]
+    stop_flags, dot_flags = word_flags(tokens)
     # nltk's align_tokens (each token is found from the end of the previous one), fused with the piece lookup.
     per_piece: list[list[tuple[int, int, bool, bool]]] = [[] for _ in pieces]
     k, point, limit = 0, 0, bounds[1]
-    for token, word in zip(tokens, words, strict=True):
+    for token, is_stop, ends_dot in zip(tokens, stop_flags, dot_flags, strict=True):
         start = text.find(token, point)
         if start < 0:
             return None  # align_tokens raises: the caller lets nltk decide on the whole text
@@ -80,7 +80,7 @@ def _tokenize_pieces(pieces: list[str], last_is_final: bool) -> list[tuple[tuple
             limit = bounds[k + 1]
         if point > limit:
             return None
-        per_piece[k].append((start - bounds[k], point - bounds[k], word in SEGMENTER_STOPWORDS, word[-1] == "."))
+        per_piece[k].append((start - bounds[k], point - bounds[k], is_stop, ends_dot))
     if quoted:
         for piece, found in zip(pieces, per_piece, strict=True):
             # A piece without quote characters can hold no quote token.
@@ -129,11 +129,18 @@ def _pieces_words(generation: str) -> tuple[list[str], list]:
             spans = list(tokenizer_for(generation).span_tokenize(generation))
             stop, dot = word_flags([generation[a:b] for a, b in spans])
             return [generation], [[(a, b, s, d) for (a, b), s, d in zip(spans, stop, dot, strict=True)]]
-        if len(_PIECE_CACHE) > _PIECE_CACHE_LIMIT:
-            _PIECE_CACHE.clear()
+        remember_pieces([((pieces[k], k == last), words_) for k, words_ in zip(missing, fresh, strict=True)])
         for k, words_ in zip(missing, fresh, strict=True):
-            found[k] = _PIECE_CACHE[pieces[k], k == last] = words_
+            found[k] = words_
     return pieces, found
+
+
+def remember_pieces(entries: list[tuple[tuple[str, bool], tuple]]) -> None:
+    """Add ``((piece, is_last_piece), words)`` entries to the piece cache, emptying it first when it would
+    outgrow its limit."""
+    if len(_PIECE_CACHE) + len(entries) > _PIECE_CACHE_LIMIT:
+        _PIECE_CACHE.clear()
+    _PIECE_CACHE.update(entries)
 
 
 # A last piece whose words could depend on being at the very end of the text: Treebank's end-of-text rules split a

@@ -84,7 +84,7 @@ def _cold(tokenizer) -> None:
     _segmenter_spans.profile(tokenizer)
 
 
-def _passes(run, repeat: int, before=None) -> tuple[float, float, object]:
+def _passes(run, repeat: int) -> tuple[float, float, object]:
     """(first pass, best of ``repeat`` passes, output of the last)."""
     times, result = [], None
     for _ in range(repeat):
