@@ -97,7 +97,7 @@ def segment_many(
     All generations are segmented together (:mod:`much_metric._segmenter_batch`): Treebank words in a few large
     calls, claim starts, token ends and token assignment as numpy operations over the whole batch. Use it to
     segment a dataset. ``token_ids`` is None (offset path for all) or one entry per generation (None entries take
-    the offset path); an input ``segment`` rejects raises the same error here.
+    the offset path); an input ``segment`` rejects raises the same error here, naming its index.
     """
     if token_ids is not None and len(token_ids) != len(generations):
         raise ValueError(f"token_ids has {len(token_ids)} entries for {len(generations)} generations")
@@ -111,7 +111,12 @@ def segment_many(
     claims = claims_many(generations, tokenizer, ids, compat)
     for k, found in enumerate(claims):
         if found is None:
-            claims[k] = segment(generations[k], tokenizer, ids[k], compat=compat)
+            try:
+                claims[k] = segment(generations[k], tokenizer, ids[k], compat=compat)
+            except SegmenterInputError as error:
+                named = SegmenterInputError(f"generations[{k}]: {error}")
+                named.index = k  # callers holding sample ids can name the sample
+                raise named from error
     return claims
 
 

@@ -140,24 +140,32 @@ def time_segmentation(data: Any, tokenizer: Any, *, compat: str = "0.3.0", progr
     """
     from tqdm.auto import tqdm
 
-    from much_dataset.schema import OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS
+    from much_dataset.schema import GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS
     from much_metric._segmenter_treebank import tokenizer_for
+    from much_metric._segmenter_words import SegmenterInputError
     from much_metric.segmenter import segment_many
 
     tokenizer_for("")  # imports nltk and compiles its rules: a one-off cost of the process, not of segmenting
     if hasattr(data, "select_columns"):
-        columns = data.select_columns([OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS]).to_dict()
-        outputs, tokens, chunks = columns[OUTPUT], columns[OUTPUT_TOKENS], columns[TOKEN_CHUNKS]
+        columns = data.select_columns([GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS]).to_dict()
+        ids, outputs, tokens, chunks = (columns[key] for key in (GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS))
     else:
         rows = list(data)
-        outputs, tokens, chunks = ([row[key] for row in rows] for key in (OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS))
+        ids, outputs, tokens, chunks = ([row.get(key) for row in rows]
+                                        for key in (GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS))
     agree = 0
     elapsed = 0.0
     with tqdm(total=len(outputs), desc="segmentation", unit="sample", disable=not progress, leave=False) as bar:
         for start in range(0, len(outputs), batch_size):
             stop = start + batch_size
             began = time.perf_counter()
-            result = segment_many(outputs[start:stop], tokenizer, tokens[start:stop], compat=compat)
+            try:
+                result = segment_many(outputs[start:stop], tokenizer, tokens[start:stop], compat=compat)
+            except SegmenterInputError as error:
+                index = getattr(error, "index", None)
+                sample = f"{GENERATION_ID}={ids[start + index]!r}" if index is not None else f"samples {start}.."
+                raise SegmenterInputError(f"{sample}: fields {OUTPUT!r} / {OUTPUT_TOKENS!r} cannot be segmented: "
+                                          f"{error}") from error
             elapsed += time.perf_counter() - began
             agree += sum([list(c) for c in mine] == [list(c) for c in theirs]
                          for mine, theirs in zip(result, chunks[start:stop], strict=True))

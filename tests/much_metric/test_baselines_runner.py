@@ -166,3 +166,18 @@ def test_time_segmentation_with_a_stand_in_segmenter(split, monkeypatch):
     seconds, agree = time_segmentation(datasets.Dataset.from_list(rows, features=schema.features()), None,
                                        progress=False)
     assert agree == 1
+
+
+def test_time_segmentation_names_a_sample_that_cannot_be_segmented():
+    from much_metric.segmenter import SegmenterInputError
+    from tests import assets
+
+    tokenizer = assets.llama3_tokenizer()
+    rows = []
+    for k, text in enumerate(["Paris is nice.", "Rome is old.", "Oslo is cold."]):
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        rows.append({schema.GENERATION_ID: f"gen-{k}", schema.OUTPUT: text, schema.OUTPUT_TOKENS: ids,
+                     schema.TOKEN_CHUNKS: [list(range(len(ids)))]})
+    rows[2][schema.OUTPUT] = "Oslo is cold!!"  # the stored tokens no longer decode to the output
+    with pytest.raises(SegmenterInputError, match=r"generation_id='gen-2': fields 'output' / 'output_tokens'"):
+        time_segmentation(rows, tokenizer, progress=False, batch_size=2)

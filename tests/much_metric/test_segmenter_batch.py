@@ -130,3 +130,12 @@ def test_a_piece_treebank_cannot_place_only_affects_its_own_generation(monkeypat
     monkeypatch.setattr(_segmenter_batch, "_tokenize_pieces", real)
     expected = [segment(text, tokenizer) for text in texts]
     assert [result for k, result in enumerate(results) if k != 7] == [e for k, e in enumerate(expected) if k != 7]
+
+
+def test_rejected_input_names_its_index():
+    tokenizer = assets.llama3_tokenizer()
+    ids = tokenizer.encode("Paris is nice.", add_special_tokens=False)
+    with pytest.raises(ValueError, match=r"generations\[1\]: token_ids decode to 14 characters but generation has 15"):
+        segment_many(["Paris is nice.", "Paris is nice!!"], tokenizer, [ids, ids])
+    with pytest.raises(IndexError, match=r"generations\[0\]: token_ids is empty"):
+        segment_many(["Paris"], tokenizer, [[]])
