@@ -5,6 +5,9 @@
   vectorised over a whole split (numpy only);
 * :func:`ccp`, :func:`sar` -- with an NLI model (transformers, imported on first use) on context windows decoded
   with the generating LLM's tokenizer; NLI runs batched and de-duplicated over the split (:class:`NliScorer`);
+* :class:`Baseline` and the registry (:func:`available`, :func:`resolve`, :func:`register`): every method is one
+  ``Baseline`` (built-ins define ``BASELINES`` in their module; plugins declare an entry point in the group
+  ``much.baselines``), see :mod:`much_metric.baselines.registry`;
 * :func:`compute_signals` -- several signals by reference name (``token_entropy_24``, ``ccp_10_8`` ...), timed,
   written resumably as MUCH-signals files; :mod:`much_metric.baselines.runtime` puts times relative to LLM
   generation, as in table 3.
@@ -18,17 +21,26 @@ from much_metric.baselines.ccp import ccp, ccp_signal_name
 from much_metric.baselines.context import PerSampleDecoder
 from much_metric.baselines.nli import DEFAULT_NLI_MODEL, NliScorer, load_nli, nli_label_indices
 from much_metric.baselines.probability import max_likelihood, sampled_token_probability, token_entropy, token_likelihood
-from much_metric.baselines.runner import (
-    NLI_SIGNALS,
-    PROBABILITY_SIGNALS,
-    TABLE3_SIGNALS,
-    SignalRun,
-    compute_signals,
-    parse_signal,
+from much_metric.baselines.registry import (
+    Baseline,
+    BaselineSpec,
+    available,
+    expand_signals,
+    register,
+    resolve,
+    signal_groups,
 )
+from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS, TABLE3_SIGNALS, SignalRun, compute_signals
 from much_metric.baselines.sar import sar, sar_signal_name
 
 __all__ = [
+    "Baseline",
+    "BaselineSpec",
+    "available",
+    "expand_signals",
+    "register",
+    "resolve",
+    "signal_groups",
     "DEFAULT_NLI_MODEL",
     "NLI_SIGNALS",
     "PROBABILITY_SIGNALS",
@@ -43,7 +55,6 @@ __all__ = [
     "load_nli",
     "max_likelihood",
     "nli_label_indices",
-    "parse_signal",
     "sampled_token_probability",
     "sar",
     "sar_signal_name",

@@ -19,10 +19,18 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
 from much_metric.baselines.context import Decoder, context_windows, decode_groups, decode_ids
-from much_metric.baselines.nli import nli_label_indices, nli_signal_suffix, resolve_nli
+from much_metric.baselines.nli import (
+    NLI_SUFFIX_PATTERN,
+    checked_signal_name,
+    nli_label_indices,
+    nli_signal_suffix,
+    resolve_nli,
+)
 from much_metric.baselines.probability import _check_delta, sampled_rank
+from much_metric.baselines.registry import Baseline
 
 __all__ = ["ccp", "ccp_signal_name", "ccp_pairs"]
 
@@ -161,3 +169,26 @@ def ccp(
     values = _ccp_flat(arrays, nli=resolve_nli(nli), decode=tokenizer, delta=delta, sigma=sigma,
                        reference_window=reference_window)
     return arrays.split(values)
+
+
+def _ccp_compute(arrays: TokenArrays, *, delta: int, sigma: int, suffix: str = "", nli: Any, tokenizer: Any,
+                 reference_window: bool = False) -> np.ndarray:
+    return _ccp_flat(arrays, nli=nli, decode=tokenizer, delta=delta, sigma=sigma, reference_window=reference_window)
+
+
+def _ccp_name(signal: str, params: dict[str, Any], resources: dict[str, Any]) -> str:
+    nli_name = getattr(resources.get("nli"), "name", None)
+    return checked_signal_name(signal, params["suffix"], ccp_signal_name(params["delta"], params["sigma"], nli_name),
+                               nli_name)
+
+
+BASELINES = (
+    Baseline(
+        name="ccp_{delta}_{sigma}{suffix}", compute=_ccp_compute, display="CCP-{delta}-{sigma}{suffix}",
+        needs=("tokenizer", "nli"), params={"suffix": NLI_SUFFIX_PATTERN}, defaults=("ccp_10_8",),
+        options=("reference_window",), signal_name=_ccp_name, order=10,
+        check=lambda params: _check_delta(params["delta"], TOP_K),
+        description="claim-conditioned probability over the top-delta candidates, NLI on sigma-token windows "
+                    "(Fadeeva et al. 2024; spec 8)",
+    ),
+)

@@ -327,3 +327,14 @@ def nli_signal_suffix(name: str | None) -> str:
         return REFERENCE_NLI_SIZES.get(name, "")
     alias = re.sub(r"[^a-z0-9]+", "-", str(name).rstrip("/").split("/")[-1].lower()).strip("-")
     return f"_{alias}" if alias else ""
+
+
+#: Regular expression of the NLI suffix of a CCP/SAR signal name (``_M``, ``_S``, ``_<alias>``, or none).
+NLI_SUFFIX_PATTERN = r"(?:_[A-Za-z0-9-]+)?"
+
+
+def checked_signal_name(signal: str, suffix: str, name: str, nli_name: str | None) -> str:
+    """``name`` (the signal name the NLI model gives), after checking that the asked ``signal``'s suffix agrees."""
+    if suffix and not name.endswith(suffix):
+        raise ValueError(f"signal {signal} asked for, but the NLI model {nli_name!r} gives signal name {name!r}")
+    return name

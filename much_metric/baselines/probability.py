@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import LOGITS_TOKEN_IDS, OUTPUT_TOKENS
+from much_dataset.schema import LOGITS_TOKEN_IDS, OUTPUT_TOKENS, TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines.registry import Baseline
 
 __all__ = [
     "MISSING_RULES",
@@ -163,3 +164,20 @@ def token_entropy(data: Any, *, delta: int = 24) -> list[np.ndarray]:
     """
     arrays = token_arrays(data)
     return arrays.split(_token_entropy_flat(arrays, delta=delta))
+
+
+BASELINES = (
+    Baseline(
+        name="max_likelihood", compute=_max_likelihood_flat, display="Max Likelihood", order=30,
+        description="1 - the largest stored candidate probability (paper section 5, spec 8)",
+    ),
+    Baseline(
+        name="token_likelihood", compute=_token_likelihood_flat, display="Token Likelihood", order=40,
+        description="1 - the probability of the sampled token (paper section 5, spec 8)",
+    ),
+    Baseline(
+        name="token_entropy_{delta}", compute=_token_entropy_flat, display="Token Entropy-{delta}", order=50,
+        defaults=("token_entropy_24",), check=lambda params: _check_delta(params["delta"], TOP_K),
+        description="entropy of the top-delta probabilities renormalised, / ln(delta) (paper section 5, spec 8)",
+    ),
+)

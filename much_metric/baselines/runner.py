@@ -13,7 +13,6 @@ written every ``block_size`` samples) and nothing is duplicated; the recorded ti
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,94 +22,24 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines.ccp import _ccp_flat, ccp_signal_name
-from much_metric.baselines.probability import (
-    _check_delta,
-    _max_likelihood_flat,
-    _token_entropy_flat,
-    _token_likelihood_flat,
-)
-from much_metric.baselines.sar import _sar_flat, sar_signal_name
+from much_metric.baselines.registry import BaselineSpec, resolve, signal_groups
 
 __all__ = [
     "TABLE3_SIGNALS",
     "PROBABILITY_SIGNALS",
     "NLI_SIGNALS",
-    "SignalSpec",
     "SignalRun",
-    "parse_signal",
     "compute_signals",
     "TIMINGS_FILE",
 ]
 
 #: Table 3 of the paper: CCP (delta 10, sigma 8), SAR (sigma 8), Max Likelihood, Token Likelihood, Token Entropy 24.
-TABLE3_SIGNALS = ("ccp_10_8", "sar_8", "max_likelihood", "token_likelihood", "token_entropy_24")
+TABLE3_SIGNALS = signal_groups()["table3"]
 #: The probability baselines of table 3 (no model needed).
-PROBABILITY_SIGNALS = ("max_likelihood", "token_likelihood", "token_entropy_24")
+PROBABILITY_SIGNALS = tuple(name for name in TABLE3_SIGNALS if not resolve(name).needs)
 #: The NLI baselines of table 3.
-NLI_SIGNALS = ("ccp_10_8", "sar_8")
+NLI_SIGNALS = tuple(name for name in TABLE3_SIGNALS if "nli" in resolve(name).needs)
 TIMINGS_FILE = "timings.json"
-
-_PATTERNS = (
-    ("token_likelihood", re.compile(r"token_likelihood")),
-    ("max_likelihood", re.compile(r"max_likelihood")),
-    ("token_entropy", re.compile(r"token_entropy_(?P<delta>\d+)")),
-    ("ccp", re.compile(r"ccp_(?P<delta>\d+)_(?P<sigma>\d+)(?P<suffix>_[A-Za-z0-9-]+)?")),
-    ("sar", re.compile(r"sar_(?P<sigma>\d+)(?P<suffix>_[A-Za-z0-9-]+)?")),
-)
-_DISPLAY = {"token_likelihood": "Token Likelihood", "max_likelihood": "Max Likelihood"}
-
-
-@dataclass(frozen=True)
-class SignalSpec:
-    """A parsed signal name."""
-
-    kind: str
-    delta: int | None = None
-    sigma: int | None = None
-    suffix: str | None = None  # as written; None = take the NLI model's
-
-    @property
-    def needs_nli(self) -> bool:
-        return self.kind in ("ccp", "sar")
-
-    def name(self, nli_name: str | None = None) -> str:
-        """The signal name, the NLI model's suffix added for CCP/SAR."""
-        if self.kind == "ccp":
-            return ccp_signal_name(self.delta, self.sigma, nli_name)
-        if self.kind == "sar":
-            return sar_signal_name(self.sigma, nli_name)
-        if self.kind == "token_entropy":
-            return f"token_entropy_{self.delta}"
-        return self.kind
-
-    @property
-    def display(self) -> str:
-        """Table 7 label: ``CCP-10-8``, ``SAR-8``, ``Token Entropy-24``, ``Max Likelihood`` ..."""
-        if self.kind == "ccp":
-            return f"CCP-{self.delta}-{self.sigma}{self.suffix or ''}"
-        if self.kind == "sar":
-            return f"SAR-{self.sigma}{self.suffix or ''}"
-        if self.kind == "token_entropy":
-            return f"Token Entropy-{self.delta}"
-        return _DISPLAY[self.kind]
-
-
-def parse_signal(name: str) -> SignalSpec:
-    """Parse a reference signal name (``token_entropy_24``, ``ccp_10_8``, ``sar_5_M`` ...)."""
-    for kind, pattern in _PATTERNS:
-        match = pattern.fullmatch(str(name))
-        if match:
-            groups = match.groupdict()
-            spec = SignalSpec(kind, *(int(groups[k]) if groups.get(k) else None for k in ("delta", "sigma")),
-                              groups.get("suffix"))
-            if spec.delta is not None:
-                _check_delta(spec.delta, 24)
-            return spec
-    raise ValueError(
-        f"unknown signal {name!r}; expected token_likelihood, max_likelihood, token_entropy_<delta>, "
-        "ccp_<delta>_<sigma> or sar_<sigma> (optionally with an NLI suffix such as _M)"
-    )
 
 
 @dataclass
@@ -120,27 +49,14 @@ class SignalRun:
     ``values``: generation_id -> token scores (higher = more uncertain) for every sample of the split;
     ``seconds``: wall time of the signal over all those samples (summed over resumed runs; nan if unknown, e.g.
     values read from a file without timings); ``n_computed``: samples computed by this call (the rest were read
-    back from ``out``).
+    back from ``out``); ``spec``: the registered baseline and its parameters.
     """
 
     name: str
-    spec: SignalSpec
+    spec: BaselineSpec
     values: dict[str, np.ndarray]
     seconds: float
     n_computed: int
-
-
-def _compute(spec: SignalSpec, arrays: TokenArrays, *, nli: Any, decode: Any, reference_window: bool) -> np.ndarray:
-    if spec.kind == "token_likelihood":
-        return _token_likelihood_flat(arrays)
-    if spec.kind == "max_likelihood":
-        return _max_likelihood_flat(arrays)
-    if spec.kind == "token_entropy":
-        return _token_entropy_flat(arrays, delta=spec.delta)
-    if spec.kind == "ccp":
-        return _ccp_flat(arrays, nli=nli, decode=decode, delta=spec.delta, sigma=spec.sigma,
-                         reference_window=reference_window)
-    return _sar_flat(arrays, nli=nli, decode=decode, sigma=spec.sigma, reference_window=reference_window)
 
 
 def _read_timings(out: Path | None) -> dict[str, Any]:
@@ -155,8 +71,11 @@ def _write_timings(out: Path, timings: dict[str, Any]) -> None:
     atomic_write_bytes(out / TIMINGS_FILE, (json.dumps(timings, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
-def _nli_name(nli: Any) -> str | None:
-    return getattr(nli, "name", None) if nli is not None else None
+_NEED_TEXT = {
+    "tokenizer": "the generating LLM's tokenizer",
+    "nli": "an NLI model",
+    "neighbours": "token-neighbour statistics",
+}
 
 
 def _seconds_for(record: dict[str, Any], arrays: TokenArrays) -> float:
@@ -174,6 +93,7 @@ def compute_signals(
     *,
     tokenizer: Any = None,
     nli: Any = None,
+    neighbours: Any = None,
     out: str | Path | None = None,
     reference_window: bool = False,
     block_size: int = 512,
@@ -191,9 +111,12 @@ def compute_signals(
         The NLI suffix of CCP/SAR names is derived from ``nli``'s name; a name whose suffix contradicts it is an
         error.
     tokenizer : tokenizer, callable or PerSampleDecoder, optional
-        The generating LLM's tokenizer (or one per sample); needed for CCP and SAR.
+        The generating LLM's tokenizer (or one per sample); needed by baselines whose ``needs`` has "tokenizer"
+        (CCP, SAR).
     nli : str or NliScorer-like, optional
         Needed for CCP and SAR (see :func:`much_metric.baselines.ccp.ccp`).
+    neighbours : optional
+        Token-neighbour statistics, for baselines that need them (KTC).
     out : str or path, optional
         Folder for ``<signal_name>.parquet`` files and ``timings.json``; existing values are reused.
     reference_window : bool, default False
@@ -218,23 +141,24 @@ def compute_signals(
         raise ValueError(f"file_format must be 'parquet' or 'jsonl', got {file_format!r}")
     if not isinstance(block_size, int) or block_size < 1:
         raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
-    specs = [parse_signal(name) for name in signals]
-    if any(spec.needs_nli for spec in specs):
+    specs = [resolve(name) for name in signals]
+    needed = {need for spec in specs for need in spec.needs}
+    if "nli" in needed:
         from much_metric.baselines.nli import resolve_nli
 
         nli = resolve_nli(nli)
-        if tokenizer is None:
-            raise ValueError("CCP and SAR need the generating LLM's tokenizer (tokenizer=...)")
-    decode = tokenizer
+    resources = {"tokenizer": tokenizer, "nli": nli, "neighbours": neighbours}
+    for need in sorted(needed):
+        if resources[need] is None:
+            users = ", ".join(spec.signal for spec in specs if need in spec.needs)
+            raise ValueError(f"{users} need {_NEED_TEXT[need]} ({need}=...)")
+    options = {"reference_window": reference_window}
     arrays = token_arrays(data)
     out = Path(out) if out is not None else None
     timings = _read_timings(out)
     runs: dict[str, SignalRun] = {}
     for spec in tqdm(specs, desc="signals", unit="signal", disable=not progress):
-        name = spec.name(_nli_name(nli) if spec.needs_nli else None)
-        if spec.suffix is not None and spec.suffix != name[len(spec.name(None)):]:
-            raise ValueError(f"signal {spec.name(None)}{spec.suffix} asked for, but the NLI model "
-                             f"{_nli_name(nli)!r} gives signal name {name!r}")
+        name = spec.stored_name(resources)
         stored: dict[str, np.ndarray] = {}
         path = out / f"{name}.{file_format}" if out is not None else None
         if path is not None and path.exists():
@@ -242,18 +166,19 @@ def compute_signals(
 
             stored = read_signals(path).get(name, {})
         recorded_window = timings.get(name, {}).get("reference_window")
-        if stored and spec.needs_nli and recorded_window is not None and recorded_window != reference_window:
+        uses_window = "reference_window" in spec.baseline.options
+        if stored and uses_window and recorded_window is not None and recorded_window != reference_window:
             raise ValueError(f"{path} was computed with reference_window={recorded_window}; resuming it with "
                              f"reference_window={reference_window} would mix two window conventions (use another out)")
         todo = [i for i, gid in enumerate(arrays.generation_ids) if gid not in stored]
         record = timings.get(name, {"seconds": 0.0, "n_samples": 0, "n_tokens": 0}) if stored else \
             {"seconds": 0.0, "n_samples": 0, "n_tokens": 0}
-        step = block_size if spec.needs_nli else max(len(todo), 1)
+        step = block_size if spec.needs else max(len(todo), 1)
         blocks = [todo[start : start + step] for start in range(0, len(todo), step)]
         for block in tqdm(blocks, desc=name, unit="block", disable=not progress or len(blocks) < 2, leave=False):
             part = arrays.select(block)
             start = time.perf_counter()
-            flat = _compute(spec, part, nli=nli, decode=decode, reference_window=reference_window)
+            flat = spec.compute(part, resources, options)
             elapsed = time.perf_counter() - start
             # Stored as float32 (the hub's dtype); keep the same rounding in memory so that a resumed run and a
             # fresh one evaluate identical numbers.
@@ -269,6 +194,7 @@ def compute_signals(
                                      for g, v in values.items()])
                 timings[name] = {**record, "reference_window": reference_window}
                 _write_timings(out, timings)
-        runs[name] = SignalRun(name, parse_signal(name), {gid: stored[gid] for gid in arrays.generation_ids},
+        stored_spec = spec if name == spec.signal else resolve(name)  # the display shows the NLI suffix
+        runs[name] = SignalRun(name, stored_spec, {gid: stored[gid] for gid in arrays.generation_ids},
                                _seconds_for(record, arrays), len(todo))
     return runs

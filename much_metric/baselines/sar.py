@@ -18,8 +18,15 @@ import numpy as np
 from much_metric.baselines._arrays import TokenArrays, token_arrays
 from much_metric.baselines.ccp import _run_nli
 from much_metric.baselines.context import Decoder, context_windows, decode_groups, decode_ids
-from much_metric.baselines.nli import nli_label_indices, nli_signal_suffix, resolve_nli
+from much_metric.baselines.nli import (
+    NLI_SUFFIX_PATTERN,
+    checked_signal_name,
+    nli_label_indices,
+    nli_signal_suffix,
+    resolve_nli,
+)
 from much_metric.baselines.probability import _sampled_probability_flat
+from much_metric.baselines.registry import Baseline
 
 __all__ = ["sar", "sar_signal_name", "sar_pairs"]
 
@@ -93,3 +100,23 @@ def sar(
     values = _sar_flat(arrays, nli=resolve_nli(nli), decode=tokenizer, sigma=sigma,
                        reference_window=reference_window)
     return arrays.split(values)
+
+
+def _sar_compute(arrays: TokenArrays, *, sigma: int, suffix: str = "", nli: Any, tokenizer: Any,
+                 reference_window: bool = False) -> np.ndarray:
+    return _sar_flat(arrays, nli=nli, decode=tokenizer, sigma=sigma, reference_window=reference_window)
+
+
+def _sar_name(signal: str, params: dict[str, Any], resources: dict[str, Any]) -> str:
+    nli_name = getattr(resources.get("nli"), "name", None)
+    return checked_signal_name(signal, params["suffix"], sar_signal_name(params["sigma"], nli_name), nli_name)
+
+
+BASELINES = (
+    Baseline(
+        name="sar_{sigma}{suffix}", compute=_sar_compute, display="SAR-{sigma}{suffix}",
+        needs=("tokenizer", "nli"), params={"suffix": NLI_SUFFIX_PATTERN}, defaults=("sar_8",),
+        options=("reference_window",), signal_name=_sar_name, order=20,
+        description="token likelihood weighted by its NLI relevance on sigma-token windows (Duan et al. 2024; spec 8)",
+    ),
+)

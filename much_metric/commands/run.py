@@ -59,6 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run",
         help="compute the paper's baselines on MUCH, evaluate them and print table 3",
         description=__doc__,
+        epilog=_signals_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data", default="sample", help="'sample' (default, offline), orailix/MUCH, or a folder")
@@ -101,22 +102,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-#: ``--signals`` shortcuts: the rows of the paper's tables 3 and 7.
-_ALIASES = {
-    "table3": ["ccp_10_8", "sar_8", "max_likelihood", "token_likelihood", "token_entropy_24"],
-    "table7": [*(f"ccp_{d}_{s}" for d in (24, 10) for s in (8, 5, 3)), "sar_8", "sar_5", "sar_3", "token_entropy_24",
-               "token_entropy_10", "token_entropy_5", "max_likelihood", "token_likelihood"],
-}
-
-
 def _signal_names(values: list[str] | None) -> list[str] | None:
-    if values is None:
-        return None
-    names = [alias for value in values for name in value.split(",") if name.strip()
-             for alias in _ALIASES.get(name.strip(), [name.strip()])]
-    if not names:
-        raise ValueError("--signals is empty")
-    return list(dict.fromkeys(names))
+    from much_metric.baselines.registry import expand_signals
+
+    return None if values is None else expand_signals(values)
+
+
+def _signals_help() -> str:
+    """The registered baselines for ``much run --help`` (built-ins and entry-point plugins)."""
+    from much_metric.baselines.registry import available, signal_groups
+
+    lines = [f"  {name:<28} {b.label({k: '<' + k + '>' for k in b.fields}):<24} {b.description}"
+             for name, b in available().items()]
+    groups = ", ".join(signal_groups())
+    return "registered baselines (--signals):\n" + "\n".join(lines) + f"\nsignal groups: {groups}"
 
 
 def _load_dataset(args: argparse.Namespace, tokenizers: dict[str, Any] | None) -> Any:
@@ -179,9 +178,9 @@ def _llm_tokenizers(args: argparse.Namespace, notes: list[str]) -> tuple[Any, di
 
 def _nli(args: argparse.Namespace, wanted: list[str] | None, notes: list[str]) -> Any:
     from much_metric.baselines.nli import DEFAULT_NLI_MODEL, load_nli
-    from much_metric.baselines.runner import parse_signal
+    from much_metric.baselines.registry import resolve
 
-    explicit = wanted is not None and any(parse_signal(name).needs_nli for name in wanted)
+    explicit = wanted is not None and any("nli" in resolve(name).needs for name in wanted)
     if args.no_nli or (wanted is not None and not explicit):
         return None
     name = args.nli_model or DEFAULT_NLI_MODEL
@@ -243,9 +242,12 @@ def _cell(metrics: dict[str, Any], key: str) -> str:
     return format_metric(metrics, key)
 
 
-def _order(name: str) -> tuple[int, str]:
-    kinds = ("ccp", "sar", "max_likelihood", "token_likelihood", "token_entropy")  # table 3's row order
-    return next((i for i, kind in enumerate(kinds) if name.startswith(kind)), len(kinds)), name
+def _order(runs: dict[str, Any]) -> list[str]:
+    """Table order: the registry's order of baselines (table 3's families first), then the order asked."""
+    from much_metric.baselines.registry import available
+
+    rank = {name: i for i, name in enumerate(available())}
+    return sorted(runs, key=lambda name: rank.get(runs[name].spec.baseline.name, len(rank)))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -261,7 +263,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from much_dataset.schema import GENERATION_ID, HUB_REPO_ID, LABELS, STOPWORD_MASK, TOKEN_CHUNKS
     from much_metric.aggregation import AGGREGATORS
-    from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS, compute_signals, parse_signal
+    from much_metric.baselines.registry import resolve
+    from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS, compute_signals
     from much_metric.baselines.runtime import format_runtime, generation_time
     from much_metric.core import score
 
@@ -272,8 +275,6 @@ def _run(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     notes: list[str] = []
     wanted = _signal_names(args.signals)
-    for name in wanted or []:
-        parse_signal(name)
     single, per_config = _llm_tokenizers(args, notes)
     start = time.perf_counter()
     dataset = _load_dataset(args, per_config if args.data == HUB_REPO_ID else None)
@@ -285,10 +286,11 @@ def _run(args: argparse.Namespace) -> int:
     decoder = _decoder(dataset, single, per_config)
     nli = _nli(args, wanted, notes)
     names = wanted or list(PROBABILITY_SIGNALS) + (list(NLI_SIGNALS) if nli is not None else [])
-    if any(parse_signal(n).needs_nli for n in names) and decoder is None:
+    if any("tokenizer" in resolve(n).needs for n in names) and decoder is None:
         if wanted is not None:
-            raise ValueError("CCP/SAR need the generating LLM's tokenizer for every sample: pass --tokenizer")
-        names = [n for n in names if not parse_signal(n).needs_nli]
+            users = ", ".join(n for n in names if "tokenizer" in resolve(n).needs)
+            raise ValueError(f"{users} need the generating LLM's tokenizer for every sample: pass --tokenizer")
+        names = [n for n in names if "tokenizer" not in resolve(n).needs]
         notes.append("CCP and SAR skipped: no generating-LLM tokenizer for every sample")
     if single is not None or per_config:
         segmentation_seconds, segmentation_note = _segmentation(dataset, single, per_config, progress)
@@ -298,7 +300,7 @@ def _run(args: argparse.Namespace) -> int:
                            reference_window=args.reference_window, progress=progress)
     generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids), n_tokens=n_tokens)
     results = []
-    for name in sorted(runs, key=_order):
+    for name in _order(runs):
         signal = runs[name]
         metrics = score(
             [signal.values[gid] for gid in ids], columns[TOKEN_CHUNKS], columns[LABELS],

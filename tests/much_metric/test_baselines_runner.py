@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from much_dataset import schema, synthetic
-from much_metric.baselines import ccp, compute_signals, max_likelihood, parse_signal, sar, token_entropy
+from much_metric.baselines import ccp, compute_signals, max_likelihood, resolve, sar, token_entropy
 from much_metric.baselines.runner import TIMINGS_FILE
 from much_metric.baselines.runtime import (
     DEFAULT_TOKENS_PER_SECOND,
@@ -31,15 +31,19 @@ def split():
     return datasets.Dataset.from_list(synthetic.make_rows(40, seed=11, mean_tokens=10), features=schema.features())
 
 
-def test_parse_signal_names():
-    assert parse_signal("token_entropy_24").delta == 24
-    spec = parse_signal("ccp_24_8_M")
-    assert (spec.kind, spec.delta, spec.sigma, spec.suffix, spec.display) == ("ccp", 24, 8, "_M", "CCP-24-8_M")
-    assert parse_signal("sar_5").name("microsoft/deberta-base-mnli") == "sar_5_M"
-    assert parse_signal("max_likelihood").display == "Max Likelihood"
+def test_signal_names_resolve_through_the_registry():
+    assert resolve("token_entropy_24").params == {"delta": 24}
+    spec = resolve("ccp_24_8_M")
+    assert (spec.baseline.name, spec.params, spec.display) == (
+        "ccp_{delta}_{sigma}{suffix}", {"delta": 24, "sigma": 8, "suffix": "_M"}, "CCP-24-8_M")
+    nli = type("Nli", (), {"name": "microsoft/deberta-base-mnli"})()
+    assert resolve("sar_5").stored_name({"nli": nli}) == "sar_5_M"
+    with pytest.raises(ValueError, match="gives signal name"):
+        resolve("sar_5_S").stored_name({"nli": nli})
+    assert resolve("max_likelihood").display == "Max Likelihood"
     for bad in ("token_entropy", "ccp_10", "entropy_24", "token_entropy_30", "token_entropy_1"):
         with pytest.raises(ValueError):
-            parse_signal(bad)
+            resolve(bad)
 
 
 def test_values_equal_the_direct_functions(split):
