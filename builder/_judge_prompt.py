@@ -144,10 +144,7 @@ def load_decoder(spec: str) -> Callable[[list[int]], str]:
 
         tokenizer = Tokenizer.from_file(str(path))
         return lambda ids: tokenizer.decode(ids, skip_special_tokens=False)
-    from transformers import AutoTokenizer
+    from much_metric.models import load_tokenizer
 
-    if path.is_file() and path.suffix == ".gguf":
-        hf_tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    else:
-        hf_tokenizer = AutoTokenizer.from_pretrained(spec)
+    hf_tokenizer = load_tokenizer(spec)
     return lambda ids: hf_tokenizer.decode(ids, skip_special_tokens=False)

@@ -75,15 +75,17 @@ def load_model(model: str, *, device: str | None = None, dtype: str | None = Non
     reference ran there either). GGUF weights are dequantised by transformers.
     """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     device = pick_device(device)
     if dtype is None:
         dtype = "bfloat16" if device.startswith("cuda") else "float32"
     torch_dtype = getattr(torch, dtype)
+    from much_metric.models import load_tokenizer
+
     name, gguf_file = _split_gguf(model)
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-    tokenizer = AutoTokenizer.from_pretrained(name, **kwargs)
+    tokenizer = load_tokenizer(model)
     llm = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype, **kwargs).to(device)
     llm.eval()
     return LoadedModel(model=llm, tokenizer=tokenizer, device=device, dtype=torch_dtype, source=model)

@@ -85,12 +85,9 @@ def _tokenizer_eos_ids(spec: str) -> tuple[int, ...]:
         vocab = Tokenizer.from_file(str(path)).get_vocab(with_added_tokens=True)
         names = ("</s>", "<|end_of_text|>", "<|eom_id|>", *_EOT_NAMES)
         return tuple(dict.fromkeys(vocab[name] for name in names if name in vocab))
-    from transformers import AutoTokenizer
+    from much_metric.models import load_tokenizer
 
-    if path.is_file() and path.suffix == ".gguf":
-        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    else:
-        tokenizer = AutoTokenizer.from_pretrained(spec)
+    tokenizer = load_tokenizer(spec)
     ids = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
     vocab = tokenizer.get_vocab()
     ids += [vocab[name] for name in _EOT_NAMES if name in vocab]

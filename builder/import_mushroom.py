@@ -2,7 +2,7 @@
 
 For every Mu-SHROOM row: prompt + (original output text + the observer's EOS text) go through the observer LM in one
 forward pass; per output token, softmax(raw logits) over the full vocabulary (no temperature), top-24 kept. Claims
-come from :func:`much_metric.segmenter.segment` (``--compat 0.2.1`` by default, as MUCH); a claim is labelled -1
+come from :func:`much_metric.segmentation.segment` (``--compat 0.2.1`` by default, as MUCH); a claim is labelled -1
 when its characters intersect a hallucinated span (``--labels reference``: soft-label probability >= 1.0, ends
 inclusive, the reference's rule; ``--labels hard``: Mu-SHROOM's majority ``hard_labels``). Writes
 ``generations.jsonl``, ``segments.jsonl``, ``labels.mushroom.jsonl`` (with both label variants and each claim's
@@ -144,8 +144,8 @@ def process_row(llm, row: dict[str, Any], *, observer_name: str | None, rule: st
     import numpy as np
 
     from builder._llm import eos_token_ids
-    from much_metric.segmenter import segment
-    from much_metric.stopwords import stopword_mask
+    from much_dataset.stopwords import stopword_mask
+    from much_metric.segmentation import segment
 
     proxy = observer_name is not None
     config, source = _configs(row, observer_name)

@@ -1,7 +1,7 @@
 """segment: split every generation into claims (spec 5) and compute its stopword mask (spec 9.2).
 
 Reads ``generations.jsonl`` and appends ``segments.jsonl``: ``generation_id, token_chunks, stopword_mask,
-segmenter``. Claims come from :func:`much_metric.segmenter.segment` with the generation's own token ids and
+segmenter``. Claims come from :func:`much_metric.segmentation.segment` with the generation's own token ids and
 ``--compat 0.2.1`` by default (the much-segmenter version MUCH was built with); ``stopword_mask[i]`` says whether
 token ``i`` decoded alone is in the evaluation stopword set. The tokenizer of each generation is its config's model
 (``configs.jsonl``: ``model_source`` when recorded, else ``model_name``) unless ``--tokenizer`` names one for all.
@@ -27,19 +27,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_tokenizer(source: str):
-    """A tokenizer from a hub id, a local folder or a ``.gguf`` file."""
-    from transformers import AutoTokenizer
+    """A tokenizer from a hub id, folder, ``.gguf`` or tokenizer file (:func:`much_metric.models.load_tokenizer`)."""
+    from much_metric.models import load_tokenizer as load
 
-    path = Path(source)
-    if path.suffix == ".gguf":
-        return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    return AutoTokenizer.from_pretrained(source)
+    return load(source)
 
 
 def segment_record(generation: dict[str, Any], tokenizer, *, compat: str = "0.2.1") -> dict[str, Any]:
     """The ``segments.jsonl`` record of one generation."""
-    from much_metric.segmenter import segment
-    from much_metric.stopwords import stopword_mask
+    from much_dataset.stopwords import stopword_mask
+    from much_metric.segmentation import segment
 
     gid = generation.get(schema.GENERATION_ID)
     for field in (schema.OUTPUT, schema.OUTPUT_TOKENS):

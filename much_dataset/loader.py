@@ -18,7 +18,7 @@ list-of-lists ``logits_*`` are cast to ``Array2D((None, 24))``, ids to int32) an
 
 ``stopword_mask``: the hub rows lack it. It is filled from the generating models' tokenizers when they are given
 (``tokenizers={generation_config id or model name: tokenizer}`` or ``tokenizer_for(generation_config) -> tokenizer |
-None``), decoding each distinct token id once (:func:`much_metric.stopwords.stopword_mask`). Without any tokenizer
+None``), decoding each distinct token id once (:func:`much_dataset.stopwords.stopword_mask`). Without any tokenizer
 the column stays absent and a warning says which models are needed; rows whose model has no tokenizer get ``None``.
 """
 
@@ -200,8 +200,8 @@ def _typed(dataset: datasets.Dataset) -> datasets.Dataset:
 
 
 def _arrow(dataset: datasets.Dataset):
-    # dataset.data ignores a pending indices mapping (after select/filter); the arrow formatter applies it.
-    return dataset.data.table if dataset._indices is None else dataset.with_format("arrow")[:]
+    # The arrow formatter applies a pending indices mapping (after select/filter); without one it is zero-copy.
+    return dataset.with_format("arrow")[:]
 
 
 def _validated(dataset: datasets.Dataset, on_error: str, problems: list[Problem]) -> datasets.Dataset:
@@ -259,8 +259,8 @@ def fill_stopword_mask(
     import datasets
     import pyarrow as pa
 
+    from much_dataset.stopwords import stopword_mask
     from much_dataset.validation import _lengths, _list_array, _numpy
-    from much_metric.stopwords import stopword_mask
 
     table = _arrow(dataset)
     configs = np.asarray(table[schema.GENERATION_CONFIG].to_pylist(), dtype=object)
@@ -288,8 +288,6 @@ def fill_stopword_mask(
         mask=None if row_missing is None else pa.array(row_missing.astype(bool)),
     )
     feature = datasets.List(datasets.Value("bool"))
-    if dataset._indices is not None:
-        dataset = dataset.flatten_indices()
     return dataset.add_column(schema.STOPWORD_MASK, column.to_pylist(), feature=feature)
 
 

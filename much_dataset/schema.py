@@ -18,14 +18,14 @@ Conventions (spec sections 2 and 13):
 * ``human_labels_0`` / ``human_labels_1`` use the same convention, or the sentinel :data:`NO_HUMAN_LABEL` (``[0]``)
   when that annotator did not label the sample.
 * ``stopword_mask`` (our exports only; the hub lacks it) is, per output token, whether that token decoded alone is
-  in the evaluation stopword set (:data:`much_metric.stopwords.EVALUATION_STOPWORDS`).
+  in the evaluation stopword set (:data:`much_dataset.stopwords.EVALUATION_STOPWORDS`).
 * Token-level uncertainty scores everywhere in this project: one float per output token (EOS included),
   **higher = more uncertain**.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -171,3 +171,11 @@ def signal_features() -> datasets.Features:
             "values": datasets.List(datasets.Value("float32")),
         }
     )
+
+
+#: The 8 generation configs of MUCH (spec 2.3): id -> model and sampling temperature, for ``by=`` breakdowns
+#: (from :data:`MUCH_CONFIGS`).
+MUCH_GENERATION_CONFIGS: dict[str, dict[str, Any]] = {
+    config_id: {"model": model, "temperature": temperature}
+    for config_id, (model, temperature) in MUCH_CONFIGS.items()
+}

@@ -15,18 +15,21 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY = {
-    "segment": "much_metric.segmenter",
-    "IncrementalSegmenter": "much_metric.segmenter",
-    "segment_many": "much_metric.segmenter",
-    "aggregate_claims": "much_metric.core",
-    "score": "much_metric.core",
-    "compare": "much_metric.core",
-    "select_samples": "much_metric.core",
+    "segment": "much_metric.segmentation",
+    "IncrementalSegmenter": "much_metric.segmentation",
+    "segment_many": "much_metric.segmentation",
+    "aggregate_claims": "much_metric.scoring",
+    "score": "much_metric.scoring",
+    "compare": "much_metric.scoring",
+    "METRIC_TABLE": "much_metric.scoring",
+    "select_samples": "much_dataset.selection",
     "read_signals": "much_metric.signals",
     "write_signals": "much_metric.signals",
+    "evaluate_signals": "much_metric.signals",
+    "Baseline": "much_metric.baselines.registry",
     "load": "much_metric.evaluate_module",
-    "EVALUATION_STOPWORDS": "much_metric.stopwords",
-    "SEGMENTER_STOPWORDS": "much_metric.stopwords",
+    "EVALUATION_STOPWORDS": "much_dataset.stopwords",
+    "SEGMENTER_STOPWORDS": "much_dataset.stopwords",
 }
 
 __all__ = sorted(_LAZY)

@@ -1,6 +1,6 @@
 """MUCH metric: claim-level hallucination detection scores from token-level uncertainties (``evaluate`` module).
 
-A thin wrapper around :func:`much_metric.core.score`: ``compute`` returns exactly the core's dict. Load it with
+A thin wrapper around :func:`much_metric.scoring.score`: ``compute`` returns exactly the core's dict. Load it with
 ``evaluate.load("much_metric")`` from the repository root, ``evaluate.load("/path/to/much_metric")`` from anywhere,
 or ``much_metric.load()``. The script imports the installed ``much_metric`` package (``pip install -e .``) rather
 than sibling files, so evaluate's copy in its modules cache needs nothing else copied next to it.
@@ -9,7 +9,7 @@ than sibling files, so evaluate's copy in its modules cache needs nothing else c
 import datasets
 import evaluate
 
-from much_metric.core import score
+from much_metric.scoring import score
 
 _CITATION = """\
 @misc{much2025,
@@ -42,7 +42,7 @@ Args:
     confidence (bool): predictions are confidences (default False).
     by (dict of str to list, optional): breakdowns, e.g. {"lang": [...]} -> result["by"]["lang"][value].
     n_bootstrap (int): bootstrap resamples of the samples for 95% intervals (default 0 = none).
-    confidence_level (float), random_state (int), sample_ids (list of str): see much_metric.core.score.
+    confidence_level (float), random_state (int), sample_ids (list of str): see much_metric.scoring.score.
 Returns:
     dict: roc_auc, pr_auc, average_precision, tpr_at_fpr_10, recall_at_precision_80, partial_pr_auc_recall_20,
     partial_average_precision_recall_20, n_samples, n_claims, n_hallucinated, aggregator, stopwords

@@ -2,7 +2,7 @@
 
 Times, in the same run and on the same synthetic data (much_dataset.synthetic, NOT MUCH data):
 
-1. ``much_metric.core.score`` for the four aggregators, four independent calls, with the inputs as ``datasets``
+1. ``much_metric.scoring.score`` for the four aggregators, four independent calls, with the inputs as ``datasets``
    columns (read through their arrow buffers), with a shared ``ClaimLayout`` (claim structure validated and
    flattened once), and as per-sample Python lists (each call converts ~300k Python objects to arrays);
 2. the reference-style evaluation: a per-claim Python loop computing the four aggregators (spec 9.3, stopwords
@@ -29,8 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from much_dataset import schema  # noqa: E402
 from much_dataset.synthetic import make_rows  # noqa: E402
-from much_metric.aggregation import AGGREGATORS, claim_layout  # noqa: E402
-from much_metric.core import score  # noqa: E402
+from much_metric.scoring import (  # noqa: E402
+    AGGREGATORS,
+    claim_layout,
+    score,  # noqa: E402
+)
 
 N_SAMPLES = 4873
 

@@ -77,7 +77,8 @@ def _workloads(tokenizer):
 def _cold(tokenizer) -> None:
     """Forget what our previous passes learnt about the data: Treebank words per text piece and single-token
     decodes. Per-tokenizer facts (EOS ids) stay, as the reference's lru_cache keeps them."""
-    from much_metric import _segmenter_spans, _segmenter_words
+    from much_metric.segmentation import _spans as _segmenter_spans
+    from much_metric.segmentation import _words as _segmenter_words
 
     _segmenter_words._PIECE_CACHE.clear()
     _segmenter_spans._PROFILES.pop(tokenizer, None)
@@ -99,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="passes per side; the first is the cold one")
     args = parser.parse_args(argv)
 
-    from much_metric._segmenter_treebank import tokenizer_for
-    from much_metric.segmenter import IncrementalSegmenter, segment, segment_many
+    from much_metric.segmentation import IncrementalSegmenter, segment, segment_many
+    from much_metric.segmentation._treebank import tokenizer_for
 
     reference = _reference()
     tokenizer = _tokenizer()
@@ -153,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
 def _first_pass_floor(tokenizer, items) -> None:
     """Two costs no first pass can skip: nltk's Treebank rules on every distinct piece that needs them (in one
     call, on the faster engine) and the decoding of every distinct token id (in one call)."""
-    from much_metric._segmenter_treebank import nltk_treebank, tokenizer_for
-    from much_metric._segmenter_words import _PIECE_START, plain_words
+    from much_metric.segmentation._treebank import nltk_treebank, tokenizer_for
+    from much_metric.segmentation._words import _PIECE_START, plain_words
 
     pieces = list(dict.fromkeys(piece + " " for text, _ in items for piece in _PIECE_START.split(text)))
     text = "".join(piece for piece, plain in zip(pieces, plain_words(pieces), strict=True) if plain is None)

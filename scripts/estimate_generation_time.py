@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     import much_dataset
     from much_dataset.schema import OUTPUT_TOKENS, PROMPT
     from much_metric.baselines.generation import extrapolate, measure_generation, pick_questions
-    from much_metric.baselines.models import load_causal_lm
+    from much_metric.models import load_causal_lm
 
     data = much_dataset.load(args.data, config=args.config, split=args.split)
     if isinstance(data, datasets.DatasetDict):

@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 python -X importtime -c "import much_metric, much_dataset" 2> benchmarks/importtime_raw.txt
 python - <<'PY' > benchmarks/import_time.txt
 import subprocess, sys, time
-for module in ("much_metric", "much_dataset", "much_metric.core"):
+for module in ("much_metric", "much_dataset", "much_metric.scoring._api"):
     best = min(
         (lambda t0: (subprocess.run([sys.executable, "-c", f"import {module}"], check=True), time.perf_counter() - t0)[1])(time.perf_counter())
         for _ in range(5)

@@ -248,7 +248,7 @@ def vendored_nltk_data() -> Path:
     import tempfile
     import zipfile
 
-    source = REPO_ROOT / "much_metric" / "data" / "stopwords"
+    source = REPO_ROOT / "much_dataset" / "data" / "stopwords"
     root = Path(tempfile.mkdtemp(prefix="much-nltk-data-"))
     corpus = root / "corpora" / "stopwords"
     corpus.mkdir(parents=True)

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from much_dataset.schema import GENERATION_ID
-from much_metric._decoding import stock_backend
 from much_metric.baselines._arrays import TokenArrays
+from much_metric.segmentation.decoding import stock_backend
 
 __all__ = ["Decoder", "PerSampleDecoder", "batch_decoder", "decode_groups", "decode_ids", "context_windows"]
 

@@ -295,9 +295,11 @@ def load_nli(
     ``batch_size`` / ``max_batch_tokens``: None = :data:`DEFAULT_BATCH_SIZE` / :data:`DEFAULT_MAX_BATCH_TOKENS`.
     ``local_files_only=True`` never touches the network (only the local Hugging Face cache / folder).
     """
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoModelForSequenceClassification
 
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_files_only)
+    from much_metric.models import load_tokenizer
+
+    tokenizer = load_tokenizer(name_or_path, local_files_only=local_files_only)
     model = AutoModelForSequenceClassification.from_pretrained(name_or_path, local_files_only=local_files_only)
     return NliScorer(model, tokenizer, device=device, dtype=dtype,
                      batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,

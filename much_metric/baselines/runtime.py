@@ -132,7 +132,7 @@ def format_runtime(seconds: float, generation_seconds: float) -> str:
 
 def time_segmentation(data: Any, tokenizer: Any, *, compat: str = "0.3.0", progress: bool = True,
                       batch_size: int = 1024) -> tuple[float, int]:
-    """Wall time of segmenting every output of a split into claims with :func:`much_metric.segmenter.segment_many`.
+    """Wall time of segmenting every output of a split into claims with :func:`much_metric.segmentation.segment_many`.
 
     Uses the stored ``output_tokens`` (as the reference segments generations), ``batch_size`` samples per call.
     Returns ``(seconds, n_agree)``, ``n_agree`` = samples whose segmentation equals their ``token_chunks`` column
@@ -141,11 +141,9 @@ def time_segmentation(data: Any, tokenizer: Any, *, compat: str = "0.3.0", progr
     from tqdm.auto import tqdm
 
     from much_dataset.schema import GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS
-    from much_metric._segmenter_treebank import tokenizer_for
-    from much_metric._segmenter_words import SegmenterInputError
-    from much_metric.segmenter import segment_many
+    from much_metric.segmentation import SegmenterInputError, prepare, segment_many
 
-    tokenizer_for("")  # imports nltk and compiles its rules: a one-off cost of the process, not of segmenting
+    prepare()  # imports nltk and compiles its rules: a one-off cost of the process, not of segmenting
     if hasattr(data, "select_columns"):
         columns = data.select_columns([GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS]).to_dict()
         ids, outputs, tokens, chunks = (columns[key] for key in (GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS))

@@ -341,13 +341,13 @@ def _candidates(token: int, rng: np.random.Generator, n: int = 24) -> tuple[list
 def write_sample_artifacts(out, tokenizer, answers=SAMPLE_ANSWERS, *, seed: int = 0) -> list[dict[str, Any]]:
     """Write ``configs/questions/generations/segments.jsonl`` of the builder contract for ``answers`` into ``out``.
 
-    Tokens come from ``tokenizer`` (a transformers Llama-3 tokenizer), claims from ``much_metric.segmenter``;
+    Tokens come from ``tokenizer`` (a transformers Llama-3 tokenizer), claims from ``much_metric.segmentation``;
     each sampled token is the top candidate of a 24-candidate row except for the ``outside_top_k`` sample, whose
     third token ranks 25th. Returns the generation rows.
     """
     from pathlib import Path
 
-    from much_metric.segmenter import segment
+    from much_metric.segmentation import segment
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from builder.cli import main
 from builder.segment import segment_record
 from builder.store import read_jsonl
 from much_dataset import schema
-from much_metric.stopwords import EVALUATION_STOPWORDS
+from much_dataset.stopwords import EVALUATION_STOPWORDS
 from tests import assets
 from tests.builder import _smollm
 

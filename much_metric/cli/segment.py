@@ -1,0 +1,112 @@
+"""``much segment``: claim segmentation of a JSONL of generations (``generation_id``, ``output``, ``output_tokens``).
+
+Writes one JSON line per generation: ``{"generation_id": ..., "token_chunks": [[0, 1, 2], [3], ...]}``, identical
+to much-segmenter (``--compat 0.2.1`` reproduces the MUCH data, 0.3.0 the current release). ``output_tokens`` are
+the ids the model generated; when a record has none, the output is tokenized with offsets instead.
+
+Example::
+
+    much segment --input generations.jsonl --tokenizer path/to/tokenizer.json --eos-token "<|eot_id|>" \\
+        --output chunks.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from much_dataset.schema import GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "segment",
+        help="split generations into claims (token_chunks), exactly as much-segmenter",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--input", required=True, help=f"JSONL with {GENERATION_ID}, {OUTPUT}, {OUTPUT_TOKENS}")
+    parser.add_argument(
+        "--tokenizer", required=True,
+        help="a tokenizer.json file, a tokenizer folder, a .gguf file or a Mistral tekken*.json file",
+    )
+    parser.add_argument("--eos-token", default=None,
+                        help="EOS token to set (e.g. <|eot_id|> for a bare tokenizer.json)")
+    parser.add_argument("--compat", choices=("0.3.0", "0.2.1"), default="0.3.0",
+                        help="much-segmenter version to reproduce (0.2.1 built the MUCH data; default 0.3.0)")
+    parser.add_argument("--output", default="-", help="output JSONL (default: stdout)")
+    parser.set_defaults(func=run)
+
+
+def load_tokenizer(path: str, *, eos_token: str | None = None):
+    """The tokenizer of ``--tokenizer`` (the toolkit's one loader: also ``smollm2`` and hub ids)."""
+    from much_metric.models import load_tokenizer as load
+
+    return load(path, eos_token=eos_token)
+
+
+def _records(path: str):
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{line_number}: not valid JSON ({error})") from None
+            if not isinstance(record, dict) or not isinstance(record.get(GENERATION_ID), str):
+                raise ValueError(f"{path}:{line_number}: missing string field {GENERATION_ID!r}")
+            yield record
+
+
+def segment_record(record: dict, tokenizer, *, compat: str) -> dict:
+    """``{generation_id, token_chunks}`` for one input record; errors name the generation and the field."""
+    from much_metric.segmentation import segment
+
+    generation_id = record[GENERATION_ID]
+    output = record.get(OUTPUT)
+    if not isinstance(output, str):
+        raise ValueError(
+            f"generation {generation_id!r}: field {OUTPUT!r} must be a string, got {type(output).__name__}"
+        )
+    tokens = record.get(OUTPUT_TOKENS)
+    if tokens is not None and (not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens)):
+        raise ValueError(f"generation {generation_id!r}: field {OUTPUT_TOKENS!r} must be a list of token ids")
+    try:
+        chunks = segment(output, tokenizer, tokens, compat=compat)
+    except ValueError as error:
+        field = OUTPUT_TOKENS if tokens is not None else OUTPUT
+        raise ValueError(f"generation {generation_id!r}: field {field!r}: {error}") from error
+    return {GENERATION_ID: generation_id, TOKEN_CHUNKS: chunks}
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    tokenizer = load_tokenizer(args.tokenizer, eos_token=args.eos_token)
+    records = list(_records(args.input))
+    lines = [
+        json.dumps(segment_record(record, tokenizer, compat=args.compat), ensure_ascii=False)
+        for record in tqdm(records, desc="segment", unit="generation", disable=None)
+    ]
+    text = "".join(line + "\n" for line in lines)
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    # Whole-file atomic write: a rerun after an interruption simply starts again (segmenting is fast).
+    target = Path(args.output)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    print(f"wrote {len(lines)} segmentations to {target}", file=sys.stderr)
+    return 0

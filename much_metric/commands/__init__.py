@@ -1,1 +1,0 @@
-"""Subcommands of the ``much`` CLI (see :mod:`much_metric.cli`)."""

