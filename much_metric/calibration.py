@@ -25,7 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Calibrator", "fit_isotonic", "fit_binned", "fit", "ece", "brier", "reliability_diagram"]
+__all__ = [
+    "Calibrator", "fit_isotonic", "fit_binned", "fit", "ece", "ece_replicates", "bootstrap_ece", "brier",
+    "reliability_diagram",
+]
 
 #: Default number of ECE / reliability bins (LM-Polygraph's ECE default).
 N_BINS = 20
@@ -161,3 +164,39 @@ def brier(probabilities, hallucinated) -> float:
     """Brier score ``mean((p - y)^2)``, ``y = 1`` for a hallucinated claim."""
     p, y = _probabilities(probabilities, hallucinated)
     return float(np.mean((p - y) ** 2))
+
+
+def ece_replicates(probabilities, hallucinated, weights: np.ndarray, *, n_bins: int = N_BINS) -> np.ndarray:
+    """ECE of each replicate; ``weights`` (n_replicates, n_claims): claim weights (bootstrap multiplicities) in
+    claim order. One matrix product per statistic: the bins do not depend on the replicate."""
+    p, y = _probabilities(probabilities, hallucinated)
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != 2 or weights.shape[1] != p.size:
+        raise ValueError(f"weights must have shape (n_replicates, {p.size}), got {weights.shape}")
+    index = _confidence_bins(1.0 - p, n_bins)
+    onehot = np.zeros((p.size, n_bins))
+    onehot[np.arange(p.size), index] = 1.0
+    count = weights @ onehot
+    gap = np.abs(weights @ (onehot * y[:, None]) - weights @ (onehot * p[:, None]))  # |sum y - sum p| per bin
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return gap.sum(axis=1) / count.sum(axis=1)
+
+
+def bootstrap_ece(probabilities, hallucinated, claim_sample, n_samples: int, *, n_resamples: int = 1000,
+                  n_bins: int = N_BINS, random_state: int | None = 0) -> np.ndarray:
+    """ECE of each bootstrap replicate over samples (:func:`much_metric.bootstrap.resample_counts`): the per-sample,
+    per-bin sums are formed once, so a replicate costs one (n_samples x n_bins) product. Shape (n_resamples,)."""
+    from much_metric.bootstrap import resample_counts
+
+    p, y = _probabilities(probabilities, hallucinated)
+    claim_sample = np.asarray(claim_sample)
+    if claim_sample.shape != p.shape:
+        raise ValueError(f"claim_sample must have one entry per claim, got shape {claim_sample.shape}")
+    cell = claim_sample * n_bins + _confidence_bins(1.0 - p, n_bins)
+    size = n_samples * n_bins
+    count = np.bincount(cell, minlength=size).reshape(n_samples, n_bins)
+    gap = (np.bincount(cell, weights=y.astype(np.float64), minlength=size)
+           - np.bincount(cell, weights=p, minlength=size)).reshape(n_samples, n_bins)
+    weights = resample_counts(n_samples, n_resamples, np.random.default_rng(random_state)).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.abs(weights @ gap).sum(axis=1) / (weights @ count).sum(axis=1)

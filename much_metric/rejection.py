@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from much_metric.metrics import SortedClaims, cumulative_counts, sort_claims
+from much_metric.metrics import METRICS, SortedClaims, cumulative_counts, metrics_from_counts, sort_claims
 
-__all__ = ["prr", "prr_from_counts", "prr_replicates", "rejection_curve", "bootstrap_prr"]
+__all__ = ["prr", "prr_from_counts", "prr_replicates", "rejection_curve", "bootstrap_prr", "bootstrap_metrics_and_prr"]
 
 
 def _check_fraction(max_rejection: float) -> None:
@@ -189,3 +189,27 @@ def rejection_curve(claim_scores, hallucinated) -> dict[str, np.ndarray]:
             "oracle": np.minimum(kept, n_correct) / kept,
             "random": np.full(n, n_correct / n if n else np.nan),
         }
+
+
+def bootstrap_metrics_and_prr(claim_scores, hallucinated, claim_sample, n_samples: int, *, n_resamples: int = 1000,
+                              max_rejection: float = 1.0, random_state: int | None = 0,
+                              batch: int = 100) -> dict[str, np.ndarray]:
+    """Every metric of :data:`much_metric.metrics.METRICS` and ``prr`` per bootstrap replicate, from ONE set of
+    cumulative counts per batch (PRR then costs a few operations per threshold). Shape (n_resamples,) each."""
+    from much_metric.bootstrap import resample_counts
+
+    scores, labels = _inputs(claim_scores, hallucinated)
+    claim_sample = np.asarray(claim_sample)
+    sorted_claims = sort_claims(scores, labels)
+    sample_sorted = claim_sample[sorted_claims.order]
+    positive = sorted_claims.positive
+    rng = np.random.default_rng(random_state)
+    parts: dict[str, list[np.ndarray]] = {key: [] for key in (*METRICS, "prr")}
+    for done in range(0, n_resamples, batch):
+        counts = resample_counts(n_samples, min(batch, n_resamples - done), rng).astype(np.float32)
+        tps = cumulative_counts(counts[:, sample_sorted[positive]], sorted_claims.positives_at).astype(np.float64)
+        fps = cumulative_counts(counts[:, sample_sorted[~positive]], sorted_claims.negatives_at).astype(np.float64)
+        for key, value in metrics_from_counts(tps, fps).items():
+            parts[key].append(value)
+        parts["prr"].append(prr_from_counts(tps, fps, max_rejection=max_rejection)["prr"])
+    return {key: np.concatenate(value) for key, value in parts.items()}

@@ -121,3 +121,24 @@ def test_errors():
         calibration.fit([0.5], np.array([True]), method="platt")
     with pytest.raises(ValueError, match="empty"):
         calibration.fit_isotonic([], np.array([], bool))
+
+
+def test_ece_replicates_equal_expanded_claims():
+    rng = np.random.default_rng(9)
+    scores, hallucinated = _data(9, n=120)
+    p = np.round(scores, 2)
+    weights = rng.integers(0, 3, size=(15, scores.size))
+    got = calibration.ece_replicates(p, hallucinated, weights, n_bins=10)
+    for row, w in zip(got, weights, strict=True):
+        assert row == pytest.approx(calibration.ece(np.repeat(p, w), np.repeat(hallucinated, w), n_bins=10))
+
+
+def test_bootstrap_ece_equals_replicate_weights():
+    from much_metric.bootstrap import resample_counts
+
+    scores, hallucinated = _data(11, n=300)
+    claim_sample = np.sort(np.random.default_rng(2).integers(0, 60, scores.size))
+    p = np.round(scores, 2)
+    got = calibration.bootstrap_ece(p, hallucinated, claim_sample, 60, n_resamples=20, random_state=4)
+    weights = resample_counts(60, 20, np.random.default_rng(4))[:, claim_sample]
+    np.testing.assert_allclose(got, calibration.ece_replicates(p, hallucinated, weights), atol=1e-12)

@@ -132,3 +132,20 @@ def test_bootstrap_prr_is_seeded_and_centred():
     np.testing.assert_array_equal(a, b)
     assert a.shape == (200,)
     assert abs(np.median(a) - rejection.prr(scores, hallucinated)) < 0.05
+
+
+def test_bootstrap_metrics_and_prr_agree_with_separate_paths():
+    from much_metric.bootstrap import bootstrap_distribution
+
+    rng = np.random.default_rng(0)
+    claim_sample = np.repeat(np.arange(150), 3)
+    hallucinated = rng.random(claim_sample.size) < 0.3
+    scores = np.round(hallucinated + rng.normal(0, 1, claim_sample.size), 1)
+    both = rejection.bootstrap_metrics_and_prr(scores, hallucinated, claim_sample, 150, n_resamples=120,
+                                               random_state=2)
+    np.testing.assert_allclose(both["prr"], rejection.bootstrap_prr(scores, hallucinated, claim_sample, 150,
+                                                                    n_resamples=120, random_state=2))
+    (reference,) = bootstrap_distribution([scores], hallucinated, claim_sample, 150, n_resamples=120,
+                                          random_state=2)
+    # same metric code; replicates agree when both draw their counts in the same batches (100 here)
+    np.testing.assert_allclose(both["roc_auc"], reference["roc_auc"])
