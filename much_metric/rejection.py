@@ -52,23 +52,27 @@ def _harmonic(n_max: int) -> np.ndarray:
     return np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n_max + 1))])
 
 
-def _partial_sums(kept: np.ndarray, correct: np.ndarray, upto: np.ndarray, harmonic: np.ndarray) -> np.ndarray:
-    """``sum_{k=1}^{upto} C(k) / k`` per replicate; ``kept``/``correct``: (n_rep, n_points) cumulative counts in
-    increasing-uncertainty order starting at 0, ``C`` linear between points."""
+def _partial_sums(kept: np.ndarray, correct: np.ndarray, uptos: tuple[np.ndarray, ...],
+                  harmonic: np.ndarray) -> list[np.ndarray]:
+    """``sum_{k=1}^{upto} C(k) / k`` per replicate for each ``upto``; ``kept``/``correct``: (n_rep, n_points)
+    cumulative counts in increasing-uncertainty order starting at 0, ``C`` linear between points."""
     w0, w1 = kept[:, :-1], kept[:, 1:]
     c0, c1 = correct[:, :-1], correct[:, 1:]
     width = w1 - w0
     with np.errstate(invalid="ignore", divide="ignore"):
         slope = np.where(width > 0, (c1 - c0) / np.where(width > 0, width, 1), 0.0)
-    block = (c0 - slope * w0) * (harmonic[w1] - harmonic[w0]) + (c1 - c0)
+    intercept = c0 - slope * w0
+    block = intercept * (harmonic[w1] - harmonic[w0]) + (c1 - c0)
     before = np.concatenate([np.zeros((kept.shape[0], 1)), np.cumsum(block, axis=1)], axis=1)
-    # the block holding `upto`: w0 < upto <= w1 (index 0 when upto == 0, where the partial term vanishes)
-    index = np.minimum(np.count_nonzero(w1 < upto[:, None], axis=1), w1.shape[1] - 1)
     rows = np.arange(kept.shape[0])
-    a, c, r = w0[rows, index], c0[rows, index], slope[rows, index]
-    upto_c = np.maximum(upto, a)
-    partial = (c - r * a) * (harmonic[upto_c] - harmonic[a]) + r * (upto_c - a)
-    return before[rows, index] + partial
+    out = []
+    for upto in uptos:
+        # the block holding `upto`: w0 < upto <= w1 (index 0 when upto == 0, where the partial term vanishes)
+        index = np.minimum(np.count_nonzero(w1 < upto[:, None], axis=1), w1.shape[1] - 1)
+        a, r = w0[rows, index], slope[rows, index]
+        upto_c = np.maximum(upto, a)
+        out.append(before[rows, index] + intercept[rows, index] * (harmonic[upto_c] - harmonic[a]) + r * (upto_c - a))
+    return out
 
 
 def prr_from_counts(tps: np.ndarray, fps: np.ndarray, *, max_rejection: float = 1.0) -> dict[str, np.ndarray]:
@@ -103,7 +107,8 @@ def prr_from_counts(tps: np.ndarray, fps: np.ndarray, *, max_rejection: float = 
     start = n - n_rejected  # the curve averages the kept sizes start + 1 .. n
     harmonic = _harmonic(int(n.max()) if n.size else 0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        total = _partial_sums(kept, kept_correct, n, harmonic) - _partial_sums(kept, kept_correct, start, harmonic)
+        full, head = _partial_sums(kept, kept_correct, (n, start), harmonic)
+        total = full - head
         area = total / n_rejected
         # oracle: correct claims kept first, quality min(k, P) / k
         p = n_correct
