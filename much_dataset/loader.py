@@ -16,10 +16,12 @@ Whatever the source, the result has the typed features of :func:`much_dataset.sc
 list-of-lists ``logits_*`` are cast to ``Array2D((None, 24))``, ids to int32) and every row is validated
 (:mod:`much_dataset.validation`).
 
-``stopword_mask``: the hub rows lack it. It is filled from the generating models' tokenizers when they are given
-(``tokenizers={generation_config id or model name: tokenizer}`` or ``tokenizer_for(generation_config) -> tokenizer |
-None``), decoding each distinct token id once (:func:`much_dataset.stopwords.stopword_mask`). Without any tokenizer
-the column stays absent and a warning says which models are needed; rows whose model has no tokenizer get ``None``.
+``stopword_mask``: the hub rows lack it. Rows of the eight MUCH generation configs get it from the packaged
+vocabulary tables (:mod:`much_dataset.vocab_stopwords`, no tokenizer and no download needed). Other rows need the
+generating models' tokenizers (``tokenizers={generation_config id or model name: tokenizer}`` or
+``tokenizer_for(generation_config) -> tokenizer | None``), decoding each distinct token id once; a given tokenizer of
+a MUCH model is used and cross-checked against its table. Rows with neither get ``None`` and a warning names the
+models; if no row can be filled the column stays absent.
 """
 
 from __future__ import annotations
@@ -252,21 +254,23 @@ def fill_stopword_mask(
     """Add ``stopword_mask`` (per output token: decoded alone, is it an evaluation stopword?, spec 9.2).
 
     The tokenizer of each row's ``generation_config`` comes from ``tokenizer_for(config)`` first, then
-    ``tokenizers[config]``, then ``tokenizers[model name]`` (:data:`much_dataset.schema.MUCH_CONFIGS`). Rows with no
-    tokenizer get ``None`` and a warning names the models; with no tokenizer at all the dataset is returned
-    unchanged (with that warning). Each distinct id of a config is decoded once.
+    ``tokenizers[config]``, then ``tokenizers[model name]`` (:data:`much_dataset.schema.MUCH_CONFIGS`). Rows of the
+    eight MUCH configs need none: without a tokenizer they use the packaged vocabulary table
+    (:mod:`much_dataset.vocab_stopwords`); with one, it is used and cross-checked against the table (a warning
+    names any disagreement). Other rows with no tokenizer get ``None`` and a warning names the models; if no row can
+    be filled the dataset is returned unchanged (with that warning). Each distinct id of a config is decoded once.
     """
     import datasets
     import pyarrow as pa
 
-    from much_dataset.stopwords import stopword_mask
     from much_dataset.validation import _lengths, _list_array, _numpy
+    from much_dataset.vocab_stopwords import has_table, stopword_masks
 
     table = _arrow(dataset)
     configs = np.asarray(table[schema.GENERATION_CONFIG].to_pylist(), dtype=object)
     distinct = sorted(set(configs.tolist()))
     chosen = {config: _lookup(config, tokenizers, tokenizer_for) for config in distinct}
-    missing = [config for config, tokenizer in chosen.items() if tokenizer is None]
+    missing = [config for config, tokenizer in chosen.items() if tokenizer is None and not has_table(config)]
     if missing:
         warnings.warn(missing_tokenizers_message(missing), stacklevel=3)
     if len(missing) == len(distinct):
@@ -276,11 +280,8 @@ def fill_stopword_mask(
     lengths = _lengths(tokens_array)
     tokens = _numpy(tokens_array.flatten(), np.int64)
     token_config = np.repeat(configs, lengths)
-    mask = np.zeros(len(tokens), dtype=bool)
-    for config, tokenizer in chosen.items():
-        if tokenizer is not None:
-            where = token_config == config
-            mask[where] = stopword_mask(tokens[where], tokenizer)
+    mask = stopword_masks(tokens, token_config, chosen, lengths=lengths,
+                          generation_ids=table[schema.GENERATION_ID].to_pylist())
     offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int32)
     row_missing = np.isin(configs, missing) if missing else None
     column = pa.ListArray.from_arrays(

@@ -2,9 +2,9 @@
 
 Times, with 1,000 bootstrap resamples over samples (the same seeded replicates for every statistic):
 
-1. the existing metrics (``much_metric.bootstrap.bootstrap_distribution``: ROC-AUC, PR-AUC, AP, ... per replicate);
-2. PRR per replicate (``much_metric.rejection.bootstrap_prr``, closed form over the sorted thresholds);
-3. ECE per replicate (``much_metric.calibration.bootstrap_ece``) of isotonic-calibrated probabilities
+1. the existing metrics (``scoring._bootstrap.bootstrap_distribution``: ROC-AUC, PR-AUC, AP, ... per replicate);
+2. PRR per replicate (``much_metric.scoring._rejection.bootstrap_prr``, closed form over the sorted thresholds);
+3. ECE per replicate (``much_metric.scoring._calibration.bootstrap_ece``) of isotonic-calibrated probabilities
    (calibrator fitted on a separate synthetic split: fit time included);
 4. the existing metrics and PRR from one set of cumulative counts (``rejection.bootstrap_metrics_and_prr``);
 and the total (4 + 3), against the obvious alternative: a per-replicate loop expanding the claims by their
@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from much_metric import calibration, rejection  # noqa: E402
-from much_metric.bootstrap import bootstrap_distribution, resample_counts  # noqa: E402
+from much_metric.scoring._bootstrap import bootstrap_distribution, resample_counts  # noqa: E402
 
 N_SAMPLES = 4873
 N_RESAMPLES = 1000

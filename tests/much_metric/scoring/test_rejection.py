@@ -1,4 +1,4 @@
-"""much_metric.rejection against a straightforward LM-Polygraph-style implementation."""
+"""much_metric.scoring._rejection against a straightforward LM-Polygraph-style implementation."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from much_metric import rejection
-from much_metric.bootstrap import resample_counts
-from much_metric.metrics import sort_claims
+from much_metric.scoring._bootstrap import resample_counts
+from much_metric.scoring._ranking import sort_claims
 
 
 def polygraph_area(uncertainty, quality, max_rejection=1.0):
@@ -135,7 +135,7 @@ def test_bootstrap_prr_is_seeded_and_centred():
 
 
 def test_bootstrap_metrics_and_prr_agree_with_separate_paths():
-    from much_metric.bootstrap import bootstrap_distribution
+    from much_metric.scoring._bootstrap import bootstrap_distribution
 
     rng = np.random.default_rng(0)
     claim_sample = np.repeat(np.arange(150), 3)

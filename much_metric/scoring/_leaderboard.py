@@ -1,6 +1,6 @@
 """Leaderboard helpers: rank stability and pairwise paired-bootstrap p-values of methods on the same claims.
 
-All methods are resampled with the SAME bootstrap replicates over samples (:func:`much_metric.bootstrap.
+All methods are resampled with the SAME bootstrap replicates over samples (:func:`much_metric.scoring._bootstrap.
 bootstrap_distribution`), so differences account for the methods' correlation.
 
 * :func:`rank_probabilities`: as Mu-SHROOM's appendix C, ``P[m, r]`` = fraction of replicates in which method
@@ -8,7 +8,7 @@ bootstrap_distribution`), so differences account for the methods' correlation.
   that a method holds its rank. Tied methods in a replicate share the best of their ranks ("competition"
   ranking); each replicate still gives each method one rank, so every row of ``P`` sums to 1.
 * :func:`pairwise_p_values`: two-sided paired-bootstrap p-value of "no difference" for every pair, the formula of
-  :func:`much_metric.bootstrap.paired_bootstrap`: ``min(1, 2 min((#{d <= 0} + 1) / (B + 1), (#{d >= 0} + 1) /
+  :func:`much_metric.scoring._bootstrap.paired_bootstrap`: ``min(1, 2 min((#{d <= 0} + 1) / (B + 1), (#{d >= 0} + 1) /
   (B + 1)))`` over the ``B`` replicates where both values are defined.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from much_metric.bootstrap import bootstrap_distribution
-from much_metric.metrics import METRICS, curve_metrics, sort_claims
+from much_metric.scoring._bootstrap import bootstrap_distribution
+from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
 
 __all__ = ["ranks", "rank_probabilities", "pairwise_p_values", "leaderboard"]
 
@@ -70,8 +70,8 @@ def leaderboard(claim_scores: Mapping[str, np.ndarray], hallucinated, claim_samp
     ----------
     claim_scores : mapping name -> ndarray of shape (n_claims,)
         Each method's claim uncertainties, on the same claims.
-    hallucinated, claim_sample, n_samples : as :func:`much_metric.bootstrap.bootstrap_distribution`.
-    metric : one of :data:`much_metric.metrics.METRICS` (higher is better for all of them).
+    hallucinated, claim_sample, n_samples : as :func:`much_metric.scoring._bootstrap.bootstrap_distribution`.
+    metric : one of :data:`much_metric.scoring._ranking.METRICS` (higher is better for all of them).
 
     Returns
     -------

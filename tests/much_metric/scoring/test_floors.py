@@ -1,4 +1,4 @@
-"""much_metric.floors: the constant baseline equals its closed forms; the random baseline is seeded and near 0.5."""
+"""scoring._floors: the constant baseline equals its closed forms; the random baseline is seeded and near 0.5."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""much_metric.calibration against scikit-learn and a port of LM-Polygraph's ECE loop."""
+"""much_metric.scoring._calibration against scikit-learn and a port of LM-Polygraph's ECE loop."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def test_ece_replicates_equal_expanded_claims():
 
 
 def test_bootstrap_ece_equals_replicate_weights():
-    from much_metric.bootstrap import resample_counts
+    from much_metric.scoring._bootstrap import resample_counts
 
     scores, hallucinated = _data(11, n=300)
     claim_sample = np.sort(np.random.default_rng(2).integers(0, 60, scores.size))

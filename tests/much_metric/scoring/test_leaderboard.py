@@ -1,4 +1,4 @@
-"""much_metric.leaderboard against straightforward loops and much_metric.bootstrap.paired_bootstrap."""
+"""scoring._leaderboard against straightforward loops and scoring._bootstrap.paired_bootstrap."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from much_metric import leaderboard
-from much_metric.bootstrap import paired_bootstrap
+from much_metric.scoring._bootstrap import paired_bootstrap
 
 
 def test_ranks_and_probabilities_hand_computed():

@@ -126,7 +126,7 @@ def fit(claim_scores, hallucinated, *, method: str = "isotonic", **options) -> C
 def _probabilities(probabilities, hallucinated) -> tuple[np.ndarray, np.ndarray]:
     p, y = _inputs(probabilities, hallucinated, name="probabilities")
     if p.min() < 0 or p.max() > 1:
-        raise ValueError("probabilities must lie in [0, 1]; calibrate the scores first (much_metric.calibration.fit)")
+        raise ValueError("probabilities must lie in [0, 1]; calibrate the scores first (scoring._calibration.fit)")
     return p, y
 
 
@@ -184,9 +184,9 @@ def ece_replicates(probabilities, hallucinated, weights: np.ndarray, *, n_bins: 
 
 def bootstrap_ece(probabilities, hallucinated, claim_sample, n_samples: int, *, n_resamples: int = 1000,
                   n_bins: int = N_BINS, random_state: int | None = 0) -> np.ndarray:
-    """ECE of each bootstrap replicate over samples (:func:`much_metric.bootstrap.resample_counts`): the per-sample,
+    """ECE of each bootstrap replicate over samples (:func:`scoring._bootstrap.resample_counts`): the per-sample,
     per-bin sums are formed once, so a replicate costs one (n_samples x n_bins) product. Shape (n_resamples,)."""
-    from much_metric.bootstrap import resample_counts
+    from much_metric.scoring._bootstrap import resample_counts
 
     p, y = _probabilities(probabilities, hallucinated)
     claim_sample = np.asarray(claim_sample)

@@ -20,7 +20,7 @@ Conventions that differ from LM-Polygraph's code, on purpose:
 * where the oracle equals random (all claims correct, or all hallucinated) or nothing is rejected
   (``floor(alpha n) = 0``) PRR is ``nan`` (LM-Polygraph returns the unnormalised area in the first case).
 
-Replicates: like :mod:`much_metric.metrics`, the input is the pair of cumulative (hallucinated, correct) weights at
+Replicates: like :mod:`scoring._ranking`, the input is the pair of cumulative (hallucinated, correct) weights at
 each distinct threshold in decreasing-uncertainty order -- the very arrays ``metrics_from_counts`` receives -- so a
 bootstrap replicate (integer claim multiplicities) costs no new sort. A claim of multiplicity ``m`` counts as ``m``
 tied claims. Within a block where the cumulative correct count grows linearly, the sum of ``C(k) / k`` has the closed
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from much_metric.metrics import METRICS, SortedClaims, cumulative_counts, metrics_from_counts, sort_claims
+from much_metric.scoring._ranking import METRICS, SortedClaims, cumulative_counts, metrics_from_counts, sort_claims
 
 __all__ = ["prr", "prr_from_counts", "prr_replicates", "rejection_curve", "bootstrap_prr", "bootstrap_metrics_and_prr"]
 
@@ -82,7 +82,7 @@ def prr_from_counts(tps: np.ndarray, fps: np.ndarray, *, max_rejection: float = 
     ----------
     tps, fps : ndarray of shape (n_replicates, n_thresholds + 1)
         Weight of hallucinated (``tps``) and correct (``fps``) claims scored at or above each distinct threshold,
-        first column 0 (what :func:`much_metric.metrics.metrics_from_counts` receives). Integer-valued.
+        first column 0 (what :func:`much_metric.scoring._ranking.metrics_from_counts` receives). Integer-valued.
     max_rejection : float in (0, 1], keyword-only
 
     Returns
@@ -155,8 +155,8 @@ def prr_replicates(sorted_claims: SortedClaims, weights: np.ndarray, *, max_reje
 
 def bootstrap_prr(claim_scores, hallucinated, claim_sample, n_samples: int, *, n_resamples: int = 1000,
                   max_rejection: float = 1.0, random_state: int | None = 0, batch: int = 100) -> np.ndarray:
-    """PRR of each bootstrap replicate, resampling samples (see :mod:`much_metric.bootstrap`). Shape (n_resamples,)."""
-    from much_metric.bootstrap import resample_counts
+    """PRR of each bootstrap replicate, resampling samples (see :mod:`scoring._bootstrap`). Shape (n_resamples,)."""
+    from much_metric.scoring._bootstrap import resample_counts
 
     scores, labels = _inputs(claim_scores, hallucinated)
     claim_sample = np.asarray(claim_sample)
@@ -199,9 +199,9 @@ def rejection_curve(claim_scores, hallucinated) -> dict[str, np.ndarray]:
 def bootstrap_metrics_and_prr(claim_scores, hallucinated, claim_sample, n_samples: int, *, n_resamples: int = 1000,
                               max_rejection: float = 1.0, random_state: int | None = 0,
                               batch: int = 100) -> dict[str, np.ndarray]:
-    """Every metric of :data:`much_metric.metrics.METRICS` and ``prr`` per bootstrap replicate, from ONE set of
+    """Every metric of :data:`much_metric.scoring._ranking.METRICS` and ``prr`` per bootstrap replicate, from ONE set of
     cumulative counts per batch (PRR then costs a few operations per threshold). Shape (n_resamples,) each."""
-    from much_metric.bootstrap import resample_counts
+    from much_metric.scoring._bootstrap import resample_counts
 
     scores, labels = _inputs(claim_scores, hallucinated)
     claim_sample = np.asarray(claim_sample)
