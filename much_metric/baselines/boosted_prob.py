@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines.probability import sampled_rank
+from much_metric.baselines._topk import rank_of_sampled, sorted_arrays
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["BOOSTED_EPSILON", "BOOSTED_P_JUMP", "boosted_prob", "dominant_count"]
@@ -41,20 +41,19 @@ def dominant_count(sorted_probabilities: np.ndarray, *, p_jump: float = BOOSTED_
     p = sorted_probabilities
     gap = p[:, :-1] - p[:, 1:]
     jump = (gap > p_jump * p[:, :-1]) & (gap > epsilon)
-    width = jump.shape[1]
-    last = width - 1 - np.argmax(jump[:, ::-1], axis=1)  # last True column
-    return np.where(jump.any(axis=1), last + 1, 0)
+    # The last jump's 1-based position, 0 without a jump.
+    return np.where(jump, np.arange(1, p.shape[1]), 0).max(axis=1) if jump.shape[1] else np.zeros(len(p), int)
 
 
 def _boosted_flat(arrays: TokenArrays) -> np.ndarray:
-    arrays = arrays.sorted_by_probability()
-    p = arrays.probabilities
-    if p.shape[1] < 2:
+    if arrays.probabilities.shape[1] < 2:
         raise ValueError("BoostedProb needs at least 2 stored candidates per token")
-    rank = sampled_rank(arrays)
+    arrays = sorted_arrays(arrays)
+    p = arrays.probabilities
+    rank = rank_of_sampled(arrays)
     rows = np.arange(arrays.n_tokens)
     n_dominant = dominant_count(p)
-    dominant_mass = np.cumsum(p, axis=1)[rows, np.maximum(n_dominant - 1, 0)]
+    dominant_mass = np.einsum("ij,ij->i", p, np.arange(p.shape[1]) < n_dominant[:, None])
     boosted = np.where(rank < n_dominant, dominant_mass, p[rows, rank])
     return np.clip(1.0 - boosted, 0.0, 1.0)  # float32 rows can sum to 1 + 1e-7
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines._topk import rank_of_sampled, sorted_arrays
 from much_metric.baselines.context import decode_groups, decode_ids
 from much_metric.baselines.probability import _check_delta, sampled_rank
 from much_metric.baselines.registry import Baseline
@@ -52,10 +53,12 @@ def _ratio(arrays: TokenArrays, entail: np.ndarray, total: np.ndarray) -> np.nda
 
 
 def _no_nli_flat(arrays: TokenArrays, *, delta: int = 10) -> np.ndarray:
-    arrays = arrays.sorted_by_probability()
-    _, p, valid = _candidates(arrays, delta)
-    sampled = arrays.probabilities[np.arange(arrays.n_tokens), sampled_rank(arrays)]
-    return _ratio(arrays, sampled, (p * valid).sum(axis=1))
+    delta = _check_delta(delta, arrays.probabilities.shape[1])
+    arrays = sorted_arrays(arrays)
+    rank = rank_of_sampled(arrays)
+    sampled = arrays.probabilities[np.arange(arrays.n_tokens), rank]
+    total = arrays.probabilities[:, :delta].sum(axis=1) + np.where(rank >= delta, sampled, 0.0)
+    return _ratio(arrays, sampled, total)
 
 
 def _normalised(decode):

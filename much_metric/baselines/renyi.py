@@ -41,6 +41,10 @@ def _renyi_flat(arrays: TokenArrays, *, alpha: float, delta: int) -> np.ndarray:
         entropy = -xlogx(q).sum(axis=1)
     elif np.isinf(alpha):
         entropy = -np.log(q.max(axis=1))
+    elif alpha == 2.0:
+        entropy = -np.log(np.einsum("ij,ij->i", q, q))  # collision entropy; faster than q ** 2
+    elif alpha == 0.5:
+        entropy = 2.0 * np.log(np.sqrt(q).sum(axis=1))
     else:
         # q ** alpha of a 0 is 0 for alpha > 0; the sum is >= max(q) ** alpha > 0.
         entropy = np.log((q**alpha).sum(axis=1)) / (1.0 - alpha)
