@@ -101,10 +101,19 @@ def _ccp_from_classes(arrays: TokenArrays, work: dict[str, Any], classes: np.nda
     return 1.0 - e / (e + c)
 
 
-def _run_nli(nli: Any, premises: list[str], hypotheses: list[str], n_labels: int) -> np.ndarray:
+def _pair_generation_ids(arrays: TokenArrays, token_rows: np.ndarray) -> list[str]:
+    """The generation_id of each pair, from the flat token each pair belongs to (for per-language NLI routing)."""
+    sample = np.searchsorted(arrays.offsets, token_rows, side="right") - 1
+    return [arrays.generation_ids[s] for s in sample.tolist()]
+
+
+def _run_nli(nli: Any, premises: list[str], hypotheses: list[str], n_labels: int,
+             generation_ids: list[str] | None = None) -> np.ndarray:
     if not premises:
         return np.zeros((0, n_labels))
-    probabilities = np.asarray(nli.predict_proba(premises, hypotheses))
+    # A scorer that routes by sample (NliRouter, maybe behind an NliCache) is told each pair's generation_id.
+    kwargs = {"generation_ids": generation_ids} if getattr(nli, "routes_by_sample", False) else {}
+    probabilities = np.asarray(nli.predict_proba(premises, hypotheses, **kwargs))
     if probabilities.shape != (len(premises), n_labels):
         raise ValueError(f"the NLI model returned shape {probabilities.shape}, expected ({len(premises)}, {n_labels})")
     return probabilities
@@ -119,7 +128,9 @@ def _ccp_flat(
     # One NLI call for the whole split (all tokenizer groups): de-duplication and batching see every pair.
     premises = [p for _, _, work in groups for p in work["premises"]]
     hypotheses = [h for _, _, work in groups for h in work["hypotheses"]]
-    classes = _run_nli(nli, premises, hypotheses, labels.n_labels).argmax(axis=1)
+    pair_ids = [g for _, part, work in groups for g in _pair_generation_ids(part, work["pair_rows"])] \
+        if getattr(nli, "routes_by_sample", False) else None
+    classes = _run_nli(nli, premises, hypotheses, labels.n_labels, pair_ids).argmax(axis=1)
     bounds = np.cumsum([0] + [len(work["premises"]) for _, _, work in groups])
     flat = np.empty(arrays.n_tokens)
     for (samples, part, work), start, end in zip(groups, bounds[:-1], bounds[1:], strict=True):

@@ -188,10 +188,16 @@ def compute_signals(
             record = {"seconds": record["seconds"] + elapsed, "n_samples": record["n_samples"] + part.n_samples,
                       "n_tokens": record["n_tokens"] + part.n_tokens}
             if out is not None:
+                from much_metric.signal_metadata import add_sample_metadata, read_sample_metadata
                 from much_metric.signals import write_signals
 
+                before = read_sample_metadata(path) if "nli" in spec.needs else {}
                 write_signals(path, [{"generation_id": g, "signal_name": name, "values": v}
                                      for g, v in values.items()])
+                if "nli" in spec.needs:  # which NLI model scored each sample (one per language with NliRouter)
+                    nli_name = str(getattr(nli, "name", ""))
+                    model_of = getattr(nli, "model_of", None) or (lambda _: nli_name)  # noqa: B023 - same nli
+                    add_sample_metadata(path, {**before, **{g: {"nli_model": model_of(g)} for g in values}})
                 timings[name] = {**record, "reference_window": reference_window}
                 _write_timings(out, timings)
         stored_spec = spec if name == spec.signal else resolve(name)  # the display shows the NLI suffix

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines.ccp import _run_nli
+from much_metric.baselines.ccp import _pair_generation_ids, _run_nli
 from much_metric.baselines.context import Decoder, context_windows, decode_groups, decode_ids
 from much_metric.baselines.nli import (
     NLI_SUFFIX_PATTERN,
@@ -52,7 +52,9 @@ def _sar_flat(arrays: TokenArrays, *, nli: Any, decode: Any, sigma: int, referen
               for samples, part, decoder in decode_groups(arrays, decode)]
     premises = [p for _, _, (premise, _) in groups for p in premise]
     hypotheses = [h for _, _, (_, hypothesis) in groups for h in hypothesis]
-    entail = _run_nli(nli, premises, hypotheses, labels.n_labels)[:, labels.entailment]
+    pair_ids = [g for _, part, _ in groups for g in 2 * _pair_generation_ids(part, np.arange(part.n_tokens))] \
+        if getattr(nli, "routes_by_sample", False) else None
+    entail = _run_nli(nli, premises, hypotheses, labels.n_labels, pair_ids)[:, labels.entailment]
     relevance = np.empty(arrays.n_tokens)
     start = 0
     for samples, part, _ in groups:

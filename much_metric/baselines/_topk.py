@@ -1,0 +1,92 @@
+"""Shared pieces of the baselines computed from the stored top-K probabilities (numpy only).
+
+``logits_values`` are probabilities of the full-vocabulary softmax, truncated to the K = 24 most likely tokens and
+**not** renormalised: a row sums to ``1 - tail`` where ``tail`` is the mass of the rest of the vocabulary.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from much_metric.baselines._arrays import TokenArrays
+from much_metric.baselines.probability import _check_delta, _top_delta, sampled_rank
+
+__all__ = ["memo", "rank_of_sampled", "renormalised_top", "sampled_probability_or_floor", "sorted_arrays", "xlogx"]
+
+
+#: Derived arrays of the few most recent TokenArrays (id -> (weak reference, {key: value})). Several baselines of
+#: one run need the same sorted candidates and sampled-token ranks; computing them once per split is most of the
+#: saving when the whole ``all-probability`` group runs. Bounded, and an entry goes when its TokenArrays does.
+_MEMO: dict[int, tuple[weakref.ref, dict[str, Any]]] = {}
+_MEMO_SIZE = 4
+
+
+def memo(arrays: TokenArrays, key: str, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per (arrays, key) while ``arrays`` is alive (TokenArrays and its arrays are read-only
+    by convention: nothing here mutates them)."""
+    entry = _MEMO.get(id(arrays))
+    if entry is None or entry[0]() is not arrays:
+        while len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.pop(next(iter(_MEMO)))
+        entry = (weakref.ref(arrays), {})
+        _MEMO[id(arrays)] = entry
+        weakref.finalize(arrays, _MEMO.pop, id(arrays), None)
+    store = entry[1]
+    if key not in store:
+        store[key] = compute()
+    return store[key]
+
+
+def sorted_arrays(arrays: TokenArrays) -> TokenArrays:
+    """``arrays.sorted_by_probability()``, once per split."""
+    return memo(arrays, "sorted", arrays.sorted_by_probability)
+
+
+def rank_of_sampled(arrays: TokenArrays, *, missing: str = "raise") -> np.ndarray:
+    """``sampled_rank(arrays, missing=...)``, the search done once per split (-1 where absent)."""
+    rank = memo(arrays, "rank", lambda: sampled_rank(arrays, missing="nan"))
+    if missing == "raise" and rank.size and rank.min() < 0:
+        sampled_rank(arrays, missing="raise")  # raises the message naming the sample and token
+    return rank
+
+
+def renormalised_top(arrays: TokenArrays, delta: int) -> np.ndarray:
+    """The ``delta`` largest probabilities of each row divided by their sum, shape (N_tokens, delta), once per split
+    and ``delta`` (read-only: callers must not modify it).
+
+    Raises ValueError naming the sample and token when a row's top-``delta`` mass is 0.
+    """
+    delta = _check_delta(delta, arrays.probabilities.shape[1])
+    return memo(arrays, f"q{delta}", lambda: _renormalised_top(arrays, delta))
+
+
+def _renormalised_top(arrays: TokenArrays, delta: int) -> np.ndarray:
+    top = _top_delta(arrays.probabilities, delta)
+    total = top.sum(axis=1, keepdims=True)
+    if (empty := np.flatnonzero(total[:, 0] <= 0)).size:
+        raise ValueError(f"{arrays.where(int(empty[0]))}: the top-{delta} probabilities sum to 0")
+    return top / total
+
+
+def xlogx(q: np.ndarray) -> np.ndarray:
+    """``q * log(q)`` element-wise with ``0 log 0 = 0`` (float32 probabilities can underflow to 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = q * np.log(q)  # 0 * -inf = nan where q == 0, reset below (5x faster than two np.where)
+    values[q == 0] = 0.0
+    return values
+
+
+def sampled_probability_or_floor(arrays: TokenArrays) -> tuple[np.ndarray, np.ndarray]:
+    """(p, found): the sampled token's probability, or -- when it is not among the stored candidates (never in
+    MUCH) -- the smallest stored probability of its row, an upper bound of its true probability."""
+    rank = rank_of_sampled(arrays, missing="nan")
+    found = rank >= 0
+    p = arrays.probabilities[np.arange(arrays.n_tokens), np.maximum(rank, 0)]
+    if not found.all():
+        absent = ~found
+        p[absent] = arrays.probabilities[absent].min(axis=1)
+    return p, found
