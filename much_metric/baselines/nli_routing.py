@@ -11,7 +11,7 @@ for ``en``, a multilingual XNLI model for ``fr``, ``es``, ``de``) and behaves li
 * ``predict_proba(premises, hypotheses, generation_ids=...)`` takes the generation id of each pair (CCP and SAR
   pass it to scorers whose ``routes_by_sample`` is true) and sends each model only its pairs, in one call per model;
 * ``model_of(generation_id)`` names the model that scores a sample; the runner records it in the signal file's
-  per-sample metadata (:mod:`much_metric.signal_metadata`).
+  per-sample metadata (:mod:`much_metric.signals._metadata`).
 
 :class:`NliCache` wraps any scorer (router or not) and remembers ``(model, premise, hypothesis) -> probabilities``
 within a run, so the table-7 grid does not score a pair twice: the pairs of ``ccp_10_sigma`` are a subset of those

@@ -188,8 +188,7 @@ def compute_signals(
             record = {"seconds": record["seconds"] + elapsed, "n_samples": record["n_samples"] + part.n_samples,
                       "n_tokens": record["n_tokens"] + part.n_tokens}
             if out is not None:
-                from much_metric.signal_metadata import add_sample_metadata, read_sample_metadata
-                from much_metric.signals import write_signals
+                from much_metric.signals import add_sample_metadata, read_sample_metadata, write_signals
 
                 before = read_sample_metadata(path) if "nli" in spec.needs else {}
                 write_signals(path, [{"generation_id": g, "signal_name": name, "values": v}

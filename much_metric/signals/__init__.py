@@ -2,6 +2,8 @@
 
 * :func:`read_signals` / :func:`write_signals` -- files in the layout of ``orailix/MUCH-signals``
   (``generation_id``, ``signal_name``, ``values``), parquet or JSONL, idempotent writes;
+* :func:`read_sample_metadata` / :func:`add_sample_metadata` -- per-sample metadata of a signal file (which NLI
+  model scored each sample);
 * :func:`evaluate_signals` -> :class:`EvaluationTable` -- the loop behind both ``much run`` and ``much evaluate``:
   joins signals with a MUCH split by ``generation_id``, builds each claim layout once, and scores every
   (signal, aggregator) pair;
@@ -10,9 +12,12 @@
 
 from much_metric.signals._evaluation import BREAKDOWNS, EvaluationTable, SignalResult, dataset_columns, evaluate_signals
 from much_metric.signals._files import SignalsFormatError, read_signals, write_signals
+from much_metric.signals._metadata import add_sample_metadata, read_sample_metadata
 
 __all__ = [
     "BREAKDOWNS",
+    "add_sample_metadata",
+    "read_sample_metadata",
     "EvaluationTable",
     "SignalResult",
     "SignalsFormatError",

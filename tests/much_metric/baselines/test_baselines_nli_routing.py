@@ -12,8 +12,8 @@ from much_metric.baselines import NliScorer, compute_signals
 from much_metric.baselines.ccp import ccp
 from much_metric.baselines.nli_routing import NliCache, NliRouter, parse_nli_mapping
 from much_metric.baselines.sar import sar
-from much_metric.signal_metadata import read_sample_metadata
 from much_metric.signals import read_signals
+from much_metric.signals._metadata import read_sample_metadata
 from tests.much_metric._baselines_helpers import HashNli, mushroom_rows, one_torch_thread, tiny_nli_parts
 
 EN_LABELS = ((0, "CONTRADICTION"), (1, "NEUTRAL"), (2, "ENTAILMENT"))  # microsoft/deberta-*-mnli order
