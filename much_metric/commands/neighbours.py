@@ -75,7 +75,12 @@ def run(args: argparse.Namespace) -> int:
         from much_metric.baselines.neighbour_job import count_shard, parse_shard, reduce_shards
 
         shard = parse_shard(args.shard)
-        tokenizer = load_tokenizer(args.tokenizer)
+        if Path(args.tokenizer).exists():  # tokenizer.json, folder, .gguf or tekken file
+            from much_metric.commands.segment import load_tokenizer as load_local
+
+            tokenizer = load_local(args.tokenizer)
+        else:  # 'smollm2' or a hub id
+            tokenizer = load_tokenizer(args.tokenizer)
         output = Path(args.output) if args.output else Path(args.out) / "neighbours.npz"
         if not args.reduce:
             summary = count_shard(_sources(args), tokenizer, args.out, tokenizer_name=args.tokenizer, shard=shard,
