@@ -17,8 +17,11 @@ table, a list of row dicts, or :class:`TokenArrays`, and returns a list of per-s
 """
 
 from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines._ktc_kernels import ktc_token_scores
 from much_metric.baselines.ccp import ccp, ccp_signal_name
 from much_metric.baselines.context import PerSampleDecoder
+from much_metric.baselines.ktc import KTCConfig, default_neighbours, ktc, ktc_adjacency
+from much_metric.baselines.neighbours import NeighbourStats, PerSampleNeighbours, load_neighbours
 from much_metric.baselines.nli import DEFAULT_NLI_MODEL, NliScorer, load_nli, nli_label_indices
 from much_metric.baselines.probability import max_likelihood, sampled_token_probability, token_entropy, token_likelihood
 from much_metric.baselines.registry import (
@@ -42,6 +45,14 @@ __all__ = [
     "resolve",
     "signal_groups",
     "DEFAULT_NLI_MODEL",
+    "KTCConfig",
+    "NeighbourStats",
+    "PerSampleNeighbours",
+    "default_neighbours",
+    "ktc",
+    "ktc_adjacency",
+    "ktc_token_scores",
+    "load_neighbours",
     "NLI_SIGNALS",
     "PROBABILITY_SIGNALS",
     "TABLE3_SIGNALS",

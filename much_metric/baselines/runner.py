@@ -147,6 +147,10 @@ def compute_signals(
         from much_metric.baselines.nli import resolve_nli
 
         nli = resolve_nli(nli)
+    if "neighbours" in needed and neighbours is None:  # the embedded sample ships its SmolLM2 statistics
+        from much_metric.baselines.ktc import default_neighbours
+
+        neighbours = default_neighbours(data)
     resources = {"tokenizer": tokenizer, "nli": nli, "neighbours": neighbours}
     for need in sorted(needed):
         if resources[need] is None:

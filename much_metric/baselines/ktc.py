@@ -1,0 +1,352 @@
+"""KTC, Kernel Token Contradiction: the reference's sixth method (spec 8; config IDs spec 1.1).
+
+For every output token, the ``delta`` most likely candidates form a graph whose edge (a, b) says how much a and b do
+*not* contradict each other: 1 when one raw vocabulary string is a prefix of the other (``prefix_entail``), else
+``1 - |N_a & N_b| / min(|N_a|, |N_b|)`` with ``N_x`` the ``nu`` most frequent corpus neighbours of token x (1 when a
+set is empty) -- two tokens that appear between the same neighbours can replace each other, so sampling one rather
+than the other is a real choice. The heat kernel of that graph, weighted by the candidate probabilities, has a
+normalised von Neumann entropy: the token's uncertainty (higher = more likely hallucinated).
+
+Signal names: ``ktc_{config_id}`` (the reference's, for the 55 configs it published or any :class:`KTCConfig`
+registered with :func:`register_config`), the alias ``ktc`` (nu=4, tau=0.3, the best "auto" config, stored as
+``ktc_RYxmoyp1awYParfCjjxgnQ``) and ``ktc_nu{nu}_tau{tau}`` (heat kernel, scale normalisation, other fields at their
+defaults; stored under the reference ID too, so files are interchangeable with the reference's).
+
+Differences from the reference (spec 11, point 4), all documented:
+
+* ``token_position`` selects statistics: the scores are computed only with statistics counted with that position
+  (0 = left+right, 1 = right); the reference never passed it to the adjacency and always used position 0
+  (``reference=True`` restores that). ``sigma`` belongs to the reference's NLI adjacency, which the paper does not
+  use: it is part of the ID and unused, as there.
+* ``language_specific=True`` (per-language statistics) is not supported: a clear error, not a silent fallback.
+* float64 instead of float32; ties among neighbours with equal counts go to the smaller id (see
+  :mod:`much_metric.baselines.neighbours`).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines._ktc_kernels import KERNELS, NORMALIZATIONS, ktc_token_scores
+from much_metric.baselines.neighbours import NeighbourStats, PerSampleNeighbours, load_neighbours
+from much_metric.baselines.registry import Baseline
+
+__all__ = [
+    "KTCConfig",
+    "KTC_DEFAULT",
+    "KTC_NAMED_CONFIGS",
+    "KTC_REFERENCE_CONFIGS",
+    "SAMPLE_NEIGHBOURS",
+    "default_neighbours",
+    "ktc",
+    "ktc_adjacency",
+    "register_config",
+]
+
+#: The statistics shipped for the embedded sample (SmolLM2 tokenizer), see ``NOTES``/README for their corpus.
+SAMPLE_NEIGHBOURS = Path(__file__).resolve().parents[1] / "data" / "neighbours" / "smollm2.npz"
+
+
+@dataclasses.dataclass(frozen=True)
+class KTCConfig:
+    """The reference's ``KTCConfig``: field names, order and defaults are part of its ID (spec 1.1)."""
+
+    kernel_method: str = "heat"
+    normalization_method: str = "scale"
+    prefix_entail: bool = True
+    language_specific: bool = False
+    token_position: int = 0
+    delta: int = 24
+    nu: int = 8
+    sigma: int = 3
+    tau: float = 0.3
+    alpha: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.kernel_method not in KERNELS:
+            raise ValueError(f"kernel_method must be one of {KERNELS}, got {self.kernel_method!r}")
+        if self.normalization_method not in NORMALIZATIONS:
+            raise ValueError(f"normalization_method must be one of {NORMALIZATIONS}, got "
+                             f"{self.normalization_method!r}")
+        for name in ("prefix_entail", "language_specific"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, bool(getattr(self, name)))
+        for name, low in (("token_position", 0), ("delta", 2), ("nu", 1), ("sigma", -1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        # str() of the value enters the ID: 0 and 0.0 would differ, so the float fields are floats (ALPHA=0 -> 0.0).
+        for name in ("tau", "alpha"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+                raise TypeError(f"{name} must be a number, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        if self.tau < 0 or not 0 <= self.alpha <= 1:
+            raise ValueError(f"tau must be >= 0 and alpha in [0, 1], got tau={self.tau}, alpha={self.alpha}")
+
+    @property
+    def id(self) -> str:
+        """Every field, sorted by name, as ``name=str(value)\\n`` lines; MD5; URL-safe base64; 22 characters."""
+        text = "".join(f"{f.name}={getattr(self, f.name)}\n"
+                       for f in sorted(dataclasses.fields(self), key=lambda f: f.name))
+        return base64.urlsafe_b64encode(hashlib.md5(text.encode("utf-8")).digest()).decode("ascii")[:22]
+
+    @property
+    def signal_name(self) -> str:
+        return f"ktc_{self.id}"
+
+
+#: The reference's 55 published configs (``output/ktc_configs``): the 30-config grid nu x tau (heat, scale) and the
+#: "comb" ablation nu x alpha at tau = 0.3 (its script ``3b_ktc_signals.sh``).
+KTC_REFERENCE_CONFIGS: tuple[KTCConfig, ...] = (
+    *(KTCConfig(nu=nu, tau=tau) for nu in (3, 4, 5, 6, 8) for tau in (0.1, 0.2, 0.3, 0.4, 0.5, 0.7)),
+    *(KTCConfig(normalization_method="comb", nu=nu, tau=0.3, alpha=alpha)
+      for nu in (3, 4, 5, 6, 8) for alpha in (0.0, 0.25, 0.5, 0.75, 1.0)),
+)
+#: The 8 configs the reference's notebook names, as (nu, tau).
+KTC_NAMED_CONFIGS: tuple[KTCConfig, ...] = tuple(
+    KTCConfig(nu=nu, tau=tau) for nu, tau in ((3, 0.2), (3, 0.3), (4, 0.2), (4, 0.3), (4, 0.4), (5, 0.2), (5, 0.3),
+                                              (6, 0.2)))
+#: ``ktc``: the best "auto" config (ROC-AUC 0.7524 in the reference, spec 12).
+KTC_DEFAULT = KTCConfig(nu=4, tau=0.3)
+
+_KNOWN: dict[str, KTCConfig] = {config.id: config for config in KTC_REFERENCE_CONFIGS}
+
+
+def register_config(config: KTCConfig) -> str:
+    """Make ``ktc_<config.id>`` a known signal name; returns that name."""
+    if not isinstance(config, KTCConfig):
+        raise TypeError(f"expected a KTCConfig, got {type(config).__name__}")
+    _KNOWN[config.id] = config
+    return config.signal_name
+
+
+def _config_of(config_id: str) -> KTCConfig:
+    if config_id not in _KNOWN:
+        raise ValueError(f"unknown KTC config id {config_id!r}: the reference's 55 configs are known; register "
+                         "another with much_metric.baselines.ktc.register_config(KTCConfig(...))")
+    return _KNOWN[config_id]
+
+
+def ktc_adjacency(candidate_ids: Any, stats: NeighbourStats, *, nu: int, prefix_entail: bool = True) -> np.ndarray:
+    """KTC's adjacency of every token's candidates (spec 8), vectorised.
+
+    Parameters
+    ----------
+    candidate_ids : array-like of shape (n_tokens, delta), integer
+    stats : NeighbourStats
+        Of the tokenizer that produced the ids.
+    nu : int
+        Size of the neighbour sets.
+    prefix_entail : bool, default True
+        Entry 1 when one raw vocabulary string is a prefix of the other (needs ``stats.vocabulary``).
+
+    Returns
+    -------
+    ndarray of shape (n_tokens, delta, delta), float64
+        Symmetric, unit diagonal; off-diagonal ``1 - |N_a & N_b| / min(|N_a|, |N_b|)`` (1 if a set is empty).
+    """
+    ids = np.asarray(candidate_ids, dtype=np.int64)
+    if ids.ndim != 2:
+        raise ValueError(f"candidate_ids must have shape (n_tokens, delta), got {ids.shape}")
+    if ids.size and (ids.min() < 0 or ids.max() >= stats.vocab_size):
+        token = int(np.argwhere((ids < 0) | (ids >= stats.vocab_size))[0][0])
+        raise ValueError(f"token {token}: candidate ids {ids[token].tolist()} fall outside the {stats.vocab_size} ids "
+                         f"of these neighbour statistics ({stats.tokenizer}): wrong tokenizer?")
+    n, delta = ids.shape
+    neighbours = stats.top(nu)[ids].astype(np.int64)  # (n, delta, nu), -1 padded
+    valid = neighbours >= 0
+    sizes = valid.sum(axis=2)
+    # |N_a & N_b| with per-token bitsets: the delta * nu neighbour ids of one token get local ranks, one bit each.
+    flat = neighbours.reshape(n, delta * nu)
+    order = np.argsort(flat, axis=1, kind="stable")
+    ordered = np.take_along_axis(flat, order, axis=1)
+    new = np.ones_like(ordered, dtype=bool)
+    new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    local = np.empty_like(flat)
+    np.put_along_axis(local, order, np.cumsum(new, axis=1) - 1, axis=1)
+    local = local.reshape(n, delta, nu)
+    words = (delta * nu + 63) // 64
+    bits = np.zeros((n, delta, words), dtype=np.uint64)
+    for word in range(words):
+        in_word = valid & (local // 64 == word)
+        shifted = np.left_shift(np.uint64(1), (local % 64).astype(np.uint64))
+        bits[:, :, word] = np.bitwise_or.reduce(np.where(in_word, shifted, np.uint64(0)), axis=2)
+    overlap = np.zeros((n, delta, delta), dtype=np.int64)
+    for word in range(words):
+        overlap += np.bitwise_count(bits[:, :, None, word] & bits[:, None, :, word])
+    smaller = np.minimum(sizes[:, :, None], sizes[:, None, :])
+    adjacency = np.where(smaller > 0, 1.0 - overlap / np.maximum(smaller, 1), 1.0)
+    if prefix_entail:
+        rank, last = stats.prefix_ranges
+        r, end = rank[ids], last[ids]
+        a_prefix_of_b = (r[:, :, None] <= r[:, None, :]) & (r[:, None, :] <= end[:, :, None])
+        adjacency[a_prefix_of_b | a_prefix_of_b.transpose(0, 2, 1)] = 1.0
+    adjacency[:, np.arange(delta), np.arange(delta)] = 1.0
+    return adjacency
+
+
+def _check_stats(stats: Any, config: KTCConfig, reference: bool) -> NeighbourStats:
+    if isinstance(stats, str | Path):
+        stats = load_neighbours(stats)
+    if not isinstance(stats, NeighbourStats):
+        raise TypeError(f"neighbours must be NeighbourStats, a path, a hub id or PerSampleNeighbours, got "
+                        f"{type(stats).__name__}")
+    if not reference and stats.position != config.token_position:
+        raise ValueError(f"KTC config {config.id} has token_position={config.token_position} but the neighbour "
+                         f"statistics of {stats.tokenizer} were counted with position={stats.position} (pass "
+                         "reference=True to ignore token_position as the reference does)")
+    return stats
+
+
+_TOKENS_PER_BLOCK = 4096
+
+
+def _ktc_flat(arrays: TokenArrays, config: KTCConfig, neighbours: Any, *, reference: bool = False) -> np.ndarray:
+    if config.language_specific:
+        raise ValueError("KTC with language_specific=True needs per-language statistics, which this toolkit does not "
+                         "support; use language_specific=False (the paper's configs)")
+    if neighbours is None:
+        raise ValueError("KTC needs token-neighbour statistics (neighbours=...): see `much neighbours`")
+    arrays = arrays.sorted_by_probability()
+    if not 2 <= config.delta <= arrays.probabilities.shape[1]:
+        raise ValueError(f"KTC delta={config.delta} needs at least that many stored candidates, the data has "
+                         f"{arrays.probabilities.shape[1]}")
+    if isinstance(neighbours, PerSampleNeighbours):
+        keys = []
+        for gid in arrays.generation_ids:
+            if gid not in neighbours.key_of:
+                raise ValueError(f"generation_id={gid!r}: no neighbour statistics are known for this sample")
+            keys.append(neighbours.key_of[gid])
+        groups = {key: np.flatnonzero(np.asarray([k == key for k in keys])) for key in dict.fromkeys(keys)}
+        for key in groups:
+            if key not in neighbours.stats:
+                raise ValueError(f"no neighbour statistics for {key!r} (needed by {len(groups[key])} samples)")
+        out = np.empty(arrays.n_tokens)
+        for key, samples in groups.items():
+            out[arrays.token_index(samples)] = _ktc_flat(arrays.select(samples), config, neighbours.stats[key],
+                                                         reference=reference)
+        return out
+    stats = _check_stats(neighbours, config, reference)
+    if config.prefix_entail:
+        _ = stats.prefix_ranges  # built once here, not by each thread
+
+    def block(start: int) -> np.ndarray:
+        part = slice(start, start + _TOKENS_PER_BLOCK)
+        try:
+            adjacency = ktc_adjacency(arrays.candidate_ids[part, : config.delta], stats, nu=config.nu,
+                                      prefix_entail=config.prefix_entail)
+            return ktc_token_scores(arrays.probabilities[part, : config.delta], adjacency, tau=config.tau,
+                                    kernel=config.kernel_method, normalization=config.normalization_method,
+                                    alpha=config.alpha)
+        except ValueError as error:
+            text = str(error)
+            if text.startswith("token "):  # name the sample instead of the block's token index
+                index, _, rest = text[len("token "):].partition(":")
+                raise ValueError(f"{arrays.where(start + int(index))}:{rest}") from None
+            raise
+
+    starts = range(0, arrays.n_tokens, _TOKENS_PER_BLOCK)
+    workers = min(len(starts), os.cpu_count() or 1)
+    if workers <= 1:
+        parts = [block(start) for start in starts]
+    else:
+        # LAPACK and most numpy kernels release the GIL: blocks run in parallel on the available cores.
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            parts = list(pool.map(block, starts))
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def ktc(data: Any, config: KTCConfig | None = None, *, neighbours: Any, reference: bool = False) -> list[np.ndarray]:
+    """KTC token scores of a split.
+
+    Parameters
+    ----------
+    data : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
+    config : KTCConfig, optional
+        Default :data:`KTC_DEFAULT` (nu=4, tau=0.3).
+    neighbours : NeighbourStats, PerSampleNeighbours, path or hub id
+        Statistics of the generating LLM's tokenizer (one per sample with :class:`PerSampleNeighbours`).
+    reference : bool, default False
+        Ignore ``token_position`` as the reference does (any statistics are used).
+
+    Returns
+    -------
+    list of length n_samples of ndarray of shape (n_tokens_i,)
+        Values in [0, 1]; higher = more uncertain.
+    """
+    config = KTC_DEFAULT if config is None else config
+    arrays = token_arrays(data)
+    return arrays.split(_ktc_flat(arrays, config, neighbours, reference=reference))
+
+
+def default_neighbours(data: Any) -> NeighbourStats | None:
+    """The shipped SmolLM2 statistics when ``data`` is the embedded sample (``"sample"`` or a split whose
+    ``generation_config`` values are all the sample's), else None."""
+    if not SAMPLE_NEIGHBOURS.is_file():
+        return None
+    stats = NeighbourStats.from_file(SAMPLE_NEIGHBOURS)
+    if isinstance(data, str):
+        return stats if data == "sample" else None
+    configs = set(stats.meta.get("generation_configs", ()))
+    column = None
+    if hasattr(data, "column_names") and "generation_config" in data.column_names:
+        column = data["generation_config"]
+        column = column.to_pylist() if hasattr(column, "to_pylist") else list(column)
+    elif isinstance(data, list) and data and all(isinstance(row, dict) for row in data):
+        column = [row.get("generation_config") for row in data]
+    if column and configs and set(column) <= configs:
+        return stats
+    return None
+
+
+def _compute_config(arrays: TokenArrays, *, config_id: str, neighbours: Any = None) -> np.ndarray:
+    return _ktc_flat(arrays, _config_of(config_id), neighbours)
+
+
+def _compute_alias(arrays: TokenArrays, *, neighbours: Any = None) -> np.ndarray:
+    return _ktc_flat(arrays, KTC_DEFAULT, neighbours)
+
+
+def _compute_nu_tau(arrays: TokenArrays, *, nu: int, tau: float, neighbours: Any = None) -> np.ndarray:
+    return _ktc_flat(arrays, KTCConfig(nu=nu, tau=tau), neighbours)
+
+
+def _check_nu_tau(params: dict[str, Any]) -> None:
+    KTCConfig(nu=params["nu"], tau=params["tau"])
+
+
+_DESCRIPTION = ("normalised von Neumann entropy of the heat kernel of the top-delta candidates' neighbour-overlap "
+                "graph, scaled by their probabilities (reference KTC, spec 8)")
+
+BASELINES = (
+    Baseline(
+        name="ktc", compute=_compute_alias, display="KTC", needs=("neighbours",), order=60,
+        signal_name=lambda name, params, resources: KTC_DEFAULT.signal_name,
+        description=f"KTC nu=4, tau=0.3 (stored as {KTC_DEFAULT.signal_name}): {_DESCRIPTION}",
+    ),
+    Baseline(
+        name="ktc_nu{nu}_tau{tau}", compute=_compute_nu_tau, display="KTC-{nu}-{tau}", needs=("neighbours",),
+        params={"tau": r"[0-9]+(?:\.[0-9]+)?"}, order=61, defaults=(), check=_check_nu_tau,
+        signal_name=lambda name, params, resources: KTCConfig(nu=params["nu"], tau=params["tau"]).signal_name,
+        description="KTC with nu neighbours and diffusion time tau, other fields at their defaults",
+    ),
+    Baseline(
+        name="ktc_{config_id}", compute=_compute_config, display="KTC {config_id}", needs=("neighbours",),
+        params={"config_id": r"[A-Za-z0-9_-]{22}"}, order=62, defaults=(),
+        check=lambda params: _config_of(str(params["config_id"])) and None,
+        description="KTC by the reference's config id (the 55 published configs, or register_config)",
+    ),
+)

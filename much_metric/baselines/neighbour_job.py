@@ -1,0 +1,272 @@
+"""The neighbour-statistics data job behind ``much neighbours``: sharded, resumable, reducible byte for byte.
+
+The corpus is a list of sources (a hub dataset read through ``datasets``, local text files); each source is cut
+into blocks of ``block_size`` documents, numbered in corpus order. A block is tokenised in one batched Rust call
+(``tokenizers``' ``encode_batch``), counted with :func:`much_metric.baselines.neighbours.count_pairs`, clipped to the
+``keep`` most frequent neighbours of each target (bounded memory and disk) and written atomically to
+``<out>/blocks/``. Block ``b`` of source ``s`` belongs to shard ``(s + b) % n``; a shard skips the blocks it finds on
+disk, so a killed run continues where it stopped. The reduce step sums the block files in block order: its result
+depends only on the blocks, never on how they were spread over shards, so ``--shard i/n`` + reduce gives the same
+bytes as one unsharded run.
+
+The reference (``compute-replaceability``) counts each language exactly and sums them; clipping per block makes the
+counts of rare neighbours approximate (a neighbour outside a block's top ``keep`` loses that block's count). With
+``keep`` well above ``nu`` (default 64 vs nu <= 8) the top-8 lists are those of exact counting except for near ties.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import chain, islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from much_metric.baselines.neighbours import NeighbourStats, clip_top, count_pairs, merge_counts, stats_from_counts
+
+__all__ = [
+    "Source",
+    "count_shard",
+    "files_source",
+    "hub_source",
+    "parse_shard",
+    "reduce_shards",
+    "tokenizer_vocabulary",
+    "encode_documents",
+]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A named corpus part; ``documents()`` yields its texts in a fixed order (called once per run)."""
+
+    label: str
+    documents: Callable[[], Iterable[str]]
+
+
+def hub_source(name: str, config: str | None, *, n_articles: int, seed: int = 42, streaming: bool = True,
+               split: str = "train", text_field: str = "text") -> Source:
+    """``wikimedia/wikipedia`` ``20231101.<lang>`` (or any dataset with a text field), shuffled, first N rows.
+
+    ``streaming=False`` reproduces the reference's selection exactly (``Dataset.shuffle(seed=42)``, a full
+    download); streaming shuffles with a buffer (``IterableDataset.shuffle(seed, buffer_size=10_000)``), another
+    random sample of the same corpus, without downloading it whole. ``name`` may be a local dataset folder.
+    """
+
+    def documents() -> Iterator[str]:
+        import datasets
+
+        dataset = datasets.load_dataset(name, config, split=split, streaming=streaming)
+        dataset = dataset.shuffle(seed=seed)
+        rows = dataset.take(n_articles) if streaming else dataset.select(range(min(n_articles, len(dataset))))
+        for index, row in enumerate(rows):
+            text = row.get(text_field)
+            if not isinstance(text, str):
+                raise ValueError(f"{name} ({config}) row {index}: field {text_field!r} is not a string")
+            yield text
+
+    mode = "streaming, buffer-shuffled" if streaming else "shuffled"
+    return Source(f"{name}:{config or 'default'} first {n_articles:,} rows ({mode}, seed {seed})", documents)
+
+
+def files_source(paths: Sequence[str | Path], *, jsonl_fields: Sequence[str] = ()) -> Source:
+    """Local text: ``.txt`` files give one document per non-empty line; ``.jsonl`` files one per listed field of
+    every record (e.g. Mu-SHROOM's ``model_input`` and ``model_output_text``)."""
+    paths = [Path(p) for p in paths]
+    for path in paths:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such file")
+        if path.suffix == ".jsonl" and not jsonl_fields:
+            raise ValueError(f"{path}: name the text fields of the JSONL records (jsonl_fields)")
+
+    def documents() -> Iterator[str]:
+        for path in paths:
+            with path.open(encoding="utf-8") as handle:
+                for number, line in enumerate(handle, 1):
+                    if not line.strip():
+                        continue
+                    if path.suffix != ".jsonl":
+                        yield line.rstrip("\n")
+                        continue
+                    record = json.loads(line)
+                    for name in jsonl_fields:
+                        if not isinstance(record.get(name), str):
+                            raise ValueError(f"{path}:{number}: field {name!r} is missing or not a string")
+                        yield record[name]
+
+    label = ", ".join(p.name for p in paths) + (f" (fields {', '.join(jsonl_fields)})" if jsonl_fields else "")
+    return Source(label, documents)
+
+
+def _backend(tokenizer: Any) -> Any:
+    backend = getattr(tokenizer, "backend_tokenizer", None) or getattr(tokenizer, "_tokenizer", None)
+    if backend is None and hasattr(tokenizer, "encode_batch"):
+        backend = tokenizer
+    if backend is None:
+        raise TypeError(f"need a fast (Rust) tokenizer with encode_batch, got {type(tokenizer).__name__}")
+    return backend
+
+
+def tokenizer_vocabulary(tokenizer: Any) -> tuple[str, ...]:
+    """The raw vocabulary string of every id (``Ġthe``), added tokens included; ids without one get ''."""
+    vocab = _backend(tokenizer).get_vocab(with_added_tokens=True)
+    size = max(vocab.values()) + 1 if vocab else 0
+    strings = [""] * size
+    for text, index in vocab.items():
+        strings[index] = text
+    return tuple(strings)
+
+
+def encode_documents(tokenizer: Any, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(concatenated ids, lengths) of ``texts``, special tokens added as ``tokenizer.encode``; one Rust batch."""
+    encodings = _backend(tokenizer).encode_batch(list(texts), add_special_tokens=True)
+    lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+    ids = np.fromiter(chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=int(lengths.sum()))
+    return ids, lengths
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/n"`` -> (i, n) with 0 <= i < n."""
+    try:
+        index, total = (int(part) for part in str(text).split("/"))
+    except ValueError:
+        raise ValueError(f"shard must look like i/n (e.g. 0/4), got {text!r}") from None
+    if not 0 <= index < total:
+        raise ValueError(f"shard {text!r}: need 0 <= i < n")
+    return index, total
+
+
+def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    from much_metric.fileio import atomic_write_bytes
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, array in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+            archive.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), member.getvalue(),
+                             compress_type=zipfile.ZIP_DEFLATED)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def _manifest(out: Path, params: dict[str, Any]) -> None:
+    path = out / "manifest.json"
+    if path.exists():
+        found = json.loads(path.read_text(encoding="utf-8"))
+        if found != params:
+            changed = sorted(k for k in set(found) | set(params) if found.get(k) != params.get(k))
+            raise ValueError(f"{out} holds counts of another job (different {', '.join(changed)}); use another "
+                             "folder or delete it")
+        return
+    from much_metric.fileio import atomic_write_bytes
+
+    atomic_write_bytes(path, (json.dumps(params, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def count_shard(
+    sources: Sequence[Source],
+    tokenizer: Any,
+    out: str | Path,
+    *,
+    tokenizer_name: str,
+    shard: tuple[int, int] = (0, 1),
+    block_size: int = 10_000,
+    keep: int = 64,
+    position: int = 0,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Count this shard's blocks into ``<out>/blocks`` (skipping those already there); returns its summary.
+
+    The summary (also written to ``<out>/shards/<i>-of-<n>.json`` when the shard is complete) gives the number of
+    blocks of every source, which the reduce step checks.
+    """
+    from tqdm.auto import tqdm
+
+    index, total = shard
+    if not isinstance(block_size, int) or block_size < 1 or not isinstance(keep, int) or keep < 1:
+        raise ValueError(f"block_size and keep must be positive integers, got {block_size!r}, {keep!r}")
+    out = Path(out)
+    vocabulary = tokenizer_vocabulary(tokenizer)
+    _manifest(out, {"tokenizer": tokenizer_name, "vocab_size": len(vocabulary), "sources": [s.label for s in sources],
+                    "block_size": block_size, "keep": keep, "position": position})
+    blocks_dir = out / "blocks"
+    n_blocks, done, skipped = {}, 0, 0
+    for s, source in enumerate(sources):
+        documents = iter(source.documents())
+        b = 0
+        bar = tqdm(desc=source.label[:40], unit="block", disable=not progress)
+        while True:
+            texts = list(islice(documents, block_size))
+            if not texts:
+                break
+            path = blocks_dir / f"s{s:03d}-b{b:07d}.npz"
+            if (s + b) % total == index:
+                if path.exists():
+                    skipped += 1
+                else:
+                    ids, lengths = encode_documents(tokenizer, texts)
+                    keys, counts = count_pairs(ids, lengths, len(vocabulary), position=position)
+                    keys, counts = clip_top(keys, counts, len(vocabulary), keep)
+                    _write_npz(path, {"keys": keys, "counts": counts,
+                                      "n": np.asarray([ids.size, len(texts)], dtype=np.int64)})
+                    done += 1
+                bar.update()
+            b += 1
+        bar.close()
+        n_blocks[source.label] = b
+    summary = {"shard": f"{index}/{total}", "blocks": n_blocks, "counted": done, "skipped": skipped}
+    from much_metric.fileio import atomic_write_bytes
+
+    atomic_write_bytes(out / "shards" / f"{index}-of-{total}.json",
+                       (json.dumps({"n_shards": total, "blocks": n_blocks}, sort_keys=True) + "\n").encode("utf-8"))
+    return summary
+
+
+def reduce_shards(out: str | Path, tokenizer: Any, *, top: int = 8, corpus: str | None = None,
+                  meta: dict[str, Any] | None = None) -> NeighbourStats:
+    """Sum every block of a complete job (all shards finished) into :class:`NeighbourStats` (top ``top``)."""
+    out = Path(out)
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    markers = sorted((out / "shards").glob("*-of-*.json")) if (out / "shards").is_dir() else []
+    if not markers:
+        raise ValueError(f"{out}: no finished shard (run the count step first)")
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in markers]
+    totals = {r["n_shards"] for r in records}
+    if len(totals) != 1:
+        raise ValueError(f"{out}: shards of different splits {sorted(totals)} (one job, one n)")
+    total = totals.pop()
+    found = {int(p.name.split("-of-")[0]) for p in markers if p.name.endswith(f"-of-{total}.json")}
+    if missing := sorted(set(range(total)) - found):
+        raise ValueError(f"{out}: shards {missing} of {total} have not finished")
+    if any(r["blocks"] != records[0]["blocks"] for r in records):
+        raise ValueError(f"{out}: shards disagree on the number of blocks per source (the corpus changed?)")
+    vocab_size, keep = manifest["vocab_size"], manifest["keep"]
+    if top > keep:
+        raise ValueError(f"top={top} is more than the {keep} neighbours kept per block")
+    keys, counts = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    n_tokens = n_documents = 0
+    for s, label in enumerate(manifest["sources"]):
+        for b in range(records[0]["blocks"][label]):
+            path = out / "blocks" / f"s{s:03d}-b{b:07d}.npz"
+            if not path.exists():
+                raise ValueError(f"{out}: block {path.name} is missing (re-run its shard)")
+            with np.load(path, allow_pickle=False) as block:
+                keys, counts = merge_counts([(keys, counts), (block["keys"], block["counts"])])
+                n_tokens += int(block["n"][0])
+                n_documents += int(block["n"][1])
+            # Bounded memory: the running sum keeps 4 x keep neighbours per target (same order of blocks -> same
+            # result however they were sharded).
+            keys, counts = clip_top(keys, counts, vocab_size, 4 * keep)
+    vocabulary = tokenizer_vocabulary(tokenizer)
+    if len(vocabulary) != vocab_size:
+        raise ValueError(f"the tokenizer has {len(vocabulary)} ids, the counts were made with {vocab_size}")
+    return stats_from_counts(
+        keys, counts, vocab_size, keep=top, vocabulary=vocabulary, position=manifest["position"],
+        tokenizer=manifest["tokenizer"], corpus=corpus or "; ".join(manifest["sources"]), n_tokens=n_tokens,
+        meta={"n_documents": n_documents, "block_size": manifest["block_size"], "block_keep": keep, **(meta or {})},
+    )
