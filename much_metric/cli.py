@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("run", "evaluate", "segment")
+COMMANDS = ("run", "evaluate", "segment", "monitor")
 
 
 def build_parser() -> argparse.ArgumentParser:
