@@ -34,6 +34,8 @@ def monitor_hooks(monitor, on_claim: Callable[[Any], None], *, temperature: floa
     ``temperature``: the sampling temperature (1.0 for greedy decoding, as the builder stores greedy runs).
     Calling ``monitor.reset()`` is left to the streamer (on the prompt, i.e. at the start of each ``generate``).
     """
+    from time import perf_counter
+
     import torch
     from transformers import LogitsProcessor, LogitsProcessorList
     from transformers.generation.streamers import BaseStreamer
@@ -52,7 +54,9 @@ def monitor_hooks(monitor, on_claim: Callable[[Any], None], *, temperature: floa
             if scores.shape[0] != 1:
                 raise ValueError(f"ClaimMonitor monitors one sequence at a time; generate runs {scores.shape[0]} "
                                  "(batch size, num_beams and num_return_sequences must be 1)")
+            started = perf_counter()
             self.pending = scaled_probabilities(scores, temperature=temperature)
+            monitor.timings["capture"] = monitor.timings.get("capture", 0.0) + perf_counter() - started
             return scores
 
     class ClaimStreamer(BaseStreamer):
@@ -70,9 +74,11 @@ def monitor_hooks(monitor, on_claim: Callable[[Any], None], *, temperature: floa
             if processor.pending is None:
                 raise RuntimeError("the monitor's streamer got a token without its probabilities: pass the "
                                    "logits_processor returned by hooks() to the same generate call")
+            started = perf_counter()
             ids, probs, _, _ = top_candidates_from_probabilities(processor.pending, token.to(torch.long),
                                                                  top_k=monitor.top_k)
             processor.pending = None
+            monitor.timings["capture"] = monitor.timings.get("capture", 0.0) + perf_counter() - started
             for claim in monitor.push(int(token[0]), ids[0], probs[0]):
                 on_claim(claim)
 
