@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from much_dataset import schema
+from much_metric.capture import top_candidates  # noqa: F401 -- re-exported: generate and import-mushroom use it
 
 __all__ = [
     "SYSTEM_PROMPT",
@@ -132,59 +132,3 @@ def eos_token_ids(model: Any, tokenizer: Any) -> list[int]:
     if ids is None:
         return []
     return [int(i) for i in (ids if isinstance(ids, list | tuple) else [ids])]
-
-
-def top_candidates(logits: Any, chosen: Any, *, temperature: float = 1.0, top_k: int = schema.TOP_K,
-                   extend: bool = True):
-    """Top-``top_k`` probabilities of each row, extended down to the chosen token when it ranks lower (spec 4.5).
-
-    Parameters
-    ----------
-    logits : torch.Tensor of shape (n_tokens, vocab_size)
-        Raw (unwarped) logits; row ``i`` produced ``chosen[i]``.
-    chosen : torch.Tensor of shape (n_tokens,)
-        The emitted (sampled or teacher-forced) token ids.
-    temperature : float
-        Logits are divided by it before the softmax over the FULL vocabulary (no top-k/top-p truncation).
-
-    Returns
-    -------
-    ids : list of n_tokens lists of int
-    probs : list of n_tokens lists of float
-        Sorted by decreasing probability, float32 values, not renormalised. Length ``top_k``, or ``rank + 1`` when
-        the chosen token's 0-based ``rank`` is ``>= top_k`` (the list then runs down to it, as the reference).
-    ranks : list of int
-        The chosen token's rank per row (number of tokens before it in the sorted order; with ``extend=False``, the
-        number of strictly more probable tokens, at least ``top_k``, when it is outside the head).
-    chosen_probs : list of float
-        The chosen token's probability per row.
-
-    With ``extend=False`` every row keeps exactly ``top_k`` candidates (no tail is materialised, which matters
-    when a teacher-forced token ranks in the thousands).
-
-    Notes
-    -----
-    ``torch.topk`` gives the head (one partial selection per row instead of a full vocabulary sort: the sort was
-    most of the cost); ties keep topk's order, which is deterministic on a given device. Only rows whose chosen
-    token falls outside the head are fully sorted (stable), to extend them.
-    """
-    import torch
-
-    probs = torch.softmax(logits.float() / float(temperature), dim=-1)
-    head_probs, head_ids = torch.topk(probs, k=min(top_k, probs.shape[-1]), dim=-1, sorted=True)
-    chosen = chosen.to(probs.device).long()
-    in_head = head_ids == chosen[:, None]
-    found = in_head.any(dim=-1)
-    chosen_probs = probs.gather(1, chosen[:, None])[:, 0]
-    beyond = torch.clamp((probs > chosen_probs[:, None]).sum(dim=-1), min=top_k)
-    ranks = torch.where(found, in_head.int().argmax(dim=-1), beyond).tolist()
-    ids, values = head_ids.tolist(), head_probs.tolist()
-    if not extend:
-        return ids, values, ranks, chosen_probs.tolist()
-    for row in torch.nonzero(~found).flatten().tolist():
-        row_probs, row_ids = torch.sort(probs[row], descending=True, stable=True)
-        position = int(torch.nonzero(row_ids == chosen[row]).flatten()[0])
-        ranks[row] = max(position, top_k)
-        ids[row] = row_ids[: ranks[row] + 1].tolist()
-        values[row] = row_probs[: ranks[row] + 1].tolist()
-    return ids, values, ranks, chosen_probs.tolist()

@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("run", "evaluate", "segment", "neighbours")
+COMMANDS = ("run", "evaluate", "segment", "monitor", "neighbours")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -85,6 +85,17 @@ class IncrementalSegmenter:
         """Claims emitted so far (final)."""
         return [list(claim) for claim in self._emitted]
 
+    @property
+    def eos_ids(self) -> frozenset[int]:
+        """The tokenizer's end-of-sequence ids (a claim made only of them is the EOS claim)."""
+        return frozenset(self._prof.eos_ids)
+
+    def text_of(self, first: int, last: int) -> str:
+        """The decoded text of pushed tokens ``first..last`` (inclusive), as the segmenter sees it."""
+        spans = self._spans
+        start = spans.ends[first - 1] if first else 0
+        return spans.text_from(start)[: spans.ends[last] - start]
+
     def push(self, token_id: int) -> list[list[int]]:
         """Add the next generated token; return the claims that became final (often none)."""
         if self._finished:

@@ -1,0 +1,370 @@
+"""Real-time claim monitoring: score and flag each claim while the model is still generating.
+
+:class:`ClaimMonitor` receives one generated token at a time with its captured candidates (the top-24
+temperature-scaled probabilities, exactly as MUCH stores them, spec 4.5), feeds the incremental claim segmenter and,
+as soon as a claim is final, scores it with a registered token-level baseline, aggregates it with the metric's
+stopword rule and aggregator (spec 9.2-9.3) and flags it against a threshold. Token sources:
+
+* Hugging Face ``generate`` -- :meth:`ClaimMonitor.generate` (an iterator) or :meth:`ClaimMonitor.hooks` (a
+  ``LogitsProcessor`` and a streamer to pass to your own ``generate`` call), in :mod:`much_metric.monitor._hf`;
+* an OpenAI-compatible streaming endpoint with ``logprobs`` -- :meth:`ClaimMonitor.stream_openai`, in
+  :mod:`much_metric.monitor._openai` (at most 20 alternatives per token instead of 24, see there);
+* anything else -- :meth:`ClaimMonitor.push` / :meth:`ClaimMonitor.finish`.
+
+Which baselines can run online: every registered baseline whose ``needs`` is empty (it reads only the sampled ids
+and the candidate probabilities: Token Likelihood, Max Likelihood, Token Entropy, and whatever is registered later
+through :mod:`much_metric.baselines.registry`). The baseline is run on the arrays of all tokens generated so far each
+time a claim closes, so a *causal* baseline (token ``i``'s score depends on tokens ``<= i``) gives exactly its
+offline scores; the per-token ones above are causal.
+
+Thresholds: ``flagged = score >= threshold`` (the convention of ``sklearn.metrics.roc_curve``);
+:meth:`ClaimMonitor.calibrate` picks a threshold on labelled data for a target false-positive rate or precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from much_dataset.schema import TOP_K
+
+__all__ = ["ClaimMonitor", "MonitoredClaim", "Calibration"]
+
+_AGGREGATORS = ("product", "mean", "max", "geometric")
+
+
+@dataclass(frozen=True)
+class MonitoredClaim:
+    """One final claim of the generation being monitored.
+
+    Attributes
+    ----------
+    index : int
+        Claim number in the generation (0, 1, ...).
+    text : str
+        Its decoded text; the texts of all claims concatenate to the decoded generation.
+    token_indices : list of int
+        Indices into the generated tokens (consecutive; all claims cover every generated token once, in order).
+    token_ids : list of int
+        The generated ids at those positions.
+    token_scores : ndarray of shape (n,)
+        The baseline's score of each token (higher = more uncertain), before the stopword rule.
+    stopword : ndarray of shape (n,), bool
+        Tokens whose score the stopword rule nulls (``stopwords="null"``) or excludes (spec 9.2).
+    score : float
+        The aggregated claim uncertainty, as :func:`much_metric.aggregate_claims` computes it.
+    flagged : bool
+        ``score >= threshold`` (False without a threshold, and for the EOS claim).
+    eos : bool
+        The claim is made only of EOS/EOT tokens: the metric drops it (spec 9.1), it is never flagged.
+    """
+
+    index: int
+    text: str
+    token_indices: list[int]
+    token_ids: list[int]
+    token_scores: np.ndarray
+    stopword: np.ndarray
+    score: float
+    flagged: bool
+    eos: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (what ``much monitor --json`` prints)."""
+        return {"claim": self.index, "text": self.text, "token_indices": list(self.token_indices),
+                "token_ids": list(self.token_ids), "token_scores": [float(s) for s in self.token_scores],
+                "score": float(self.score), "flagged": bool(self.flagged), "eos": bool(self.eos)}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The threshold :meth:`ClaimMonitor.calibrate` picked and what it achieves on the calibration data.
+
+    ``tpr`` is the recall of hallucinated claims (label -1), ``fpr`` the share of correct claims flagged,
+    ``precision`` the share of flagged claims that are hallucinated (1.0 when nothing is flagged).
+    """
+
+    threshold: float
+    method: str
+    aggregator: str
+    target: str
+    target_value: float
+    tpr: float
+    fpr: float
+    precision: float
+    n_flagged: int
+    n_claims: int
+    n_hallucinated: int
+
+    def __str__(self) -> str:
+        bound = "<=" if self.target == "fpr" else ">="
+        return (f"threshold {self.threshold:.6g} ({self.method}, {self.aggregator}; {self.target} {bound} "
+                f"{self.target_value:g}): TPR {self.tpr:.3f}, FPR {self.fpr:.3f}, precision {self.precision:.3f}, "
+                f"{self.n_flagged}/{self.n_claims} claims flagged")
+
+
+def _online_spec(method: str, width: int):
+    """Resolve ``method`` in the baseline registry and check it can score online on ``width`` candidates."""
+    from much_metric.baselines import TokenArrays
+    from much_metric.baselines.registry import resolve
+
+    spec = resolve(method)
+    if spec.needs:
+        raise ValueError(f"method {method!r} needs {', '.join(spec.needs)}: only baselines that need nothing but the "
+                         "probabilities can score online")
+    # A dry run on one token with `width` candidates: a parameter the candidates cannot support (token_entropy_24
+    # on an endpoint's 20 alternatives) fails here, before any generation.
+    probabilities = np.linspace(0.5, 0.01, width)[None, :]
+    dummy = TokenArrays(["dry-run"], np.array([0, 1]), np.array([0]), np.arange(width)[None, :], probabilities)
+    try:
+        spec.compute(dummy, {}, {})
+    except ValueError as error:
+        raise ValueError(f"method {method!r} cannot score {width} candidates per token: {error}") from error
+    return spec
+
+
+class ClaimMonitor:
+    """Segment, score and flag claims while tokens are generated (batch size 1).
+
+    Parameters
+    ----------
+    tokenizer : transformers tokenizer
+        The generating model's tokenizer (segmentation, stopword rule, token strings of an endpoint).
+    method : str, default "token_entropy_24"
+        A signal name of the baseline registry whose baseline needs nothing but the probabilities.
+    aggregator : {"product", "mean", "max", "geometric"}, keyword-only, default "product"
+    stopwords : {"null", "exclude"}, keyword-only, default "null"
+        The metric's stopword rule (see :func:`much_metric.aggregate_claims`).
+    threshold : float, optional
+        Flag claims with ``score >= threshold``; set by :meth:`calibrate` too.
+    compat : {"0.3.0", "0.2.1"}, keyword-only
+        Segmenter version (0.3.0 emits each claim one claim late, see ``IncrementalSegmenter``).
+    top_k : int, keyword-only, default 24
+        Candidates captured per token (24 as MUCH; an OpenAI endpoint gives at most 20).
+
+    Examples
+    --------
+    >>> monitor = ClaimMonitor(tokenizer, method="token_entropy_24", threshold=0.5)   # doctest: +SKIP
+    >>> for claim in monitor.generate(model, input_ids, max_new_tokens=64):          # doctest: +SKIP
+    ...     print(claim.text, claim.score, claim.flagged)
+    """
+
+    def __init__(self, tokenizer, method: str = "token_entropy_24", *, aggregator: str = "product",
+                 stopwords: str = "null", threshold: float | None = None, compat: str = "0.3.0",
+                 top_k: int = TOP_K) -> None:
+        from much_metric.segmentation import IncrementalSegmenter
+
+        if aggregator not in _AGGREGATORS:
+            raise ValueError(f"aggregator must be one of {_AGGREGATORS}, got {aggregator!r}")
+        if stopwords not in ("null", "exclude"):
+            raise ValueError(f"stopwords must be 'null' or 'exclude', got {stopwords!r}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+        self.tokenizer = tokenizer
+        self.method = str(method)
+        self.aggregator = aggregator
+        self.stopwords = stopwords
+        self.threshold = self._check_threshold(threshold)
+        self.compat = compat
+        self.top_k = top_k
+        self._spec = _online_spec(self.method, top_k)
+        self._eos_ids = IncrementalSegmenter(tokenizer, compat=compat).eos_ids
+        self._stop_cache: dict[int, bool] = {}  # bounded by the vocabulary
+        self.last_output: Any = None  # what the last HF generate call returned
+        self.timings = {"segmenter": 0.0, "scorer": 0.0}  # seconds spent in each, summed over generations
+        self.reset()
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        # The segmenter builds per-tokenizer tables on its first tokens (seconds for a 50k vocabulary): pay that
+        # here, not inside the first monitored generation.
+        ids = list(self.tokenizer.encode("Warm up: the monitor is ready.", add_special_tokens=False))
+        for token_id in ids:
+            self._segmenter.push(token_id)
+        self._segmenter.finish()
+        self.reset()
+
+    @staticmethod
+    def _check_threshold(threshold: float | None) -> float | None:
+        if threshold is None:
+            return None
+        value = float(threshold)
+        if not np.isfinite(value):
+            raise ValueError(f"threshold must be a finite number, got {threshold!r}")
+        return value
+
+    # -- one generation ----------------------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Start a new generation (called by the token sources)."""
+        from much_metric.segmentation import IncrementalSegmenter
+
+        self._segmenter = IncrementalSegmenter(self.tokenizer, compat=self.compat)
+        self._ids: list[int] = []
+        self._cand_ids: list[Sequence[int]] = []
+        self._cand_probs: list[Sequence[float]] = []
+        self._claims: list[MonitoredClaim] = []
+        self._scores = np.zeros(0)
+
+    @property
+    def claims(self) -> list[MonitoredClaim]:
+        """Claims emitted so far in the current generation."""
+        return list(self._claims)
+
+    @property
+    def token_ids(self) -> list[int]:
+        """Tokens pushed so far in the current generation."""
+        return list(self._ids)
+
+    def candidates(self) -> tuple[list[list[int]], list[list[float]]]:
+        """The captured candidates of every token so far (``logits_token_ids``, ``logits_values`` of the row)."""
+        return [list(row) for row in self._cand_ids], [list(row) for row in self._cand_probs]
+
+    def push(self, token_id: int, candidate_ids: Sequence[int], candidate_probs: Sequence[float]
+             ) -> list[MonitoredClaim]:
+        """Add the next generated token and its candidates; return the claims that became final (often none).
+
+        ``candidate_ids`` / ``candidate_probs`` are sorted by decreasing probability (the builder's row: ``top_k``
+        entries, more when the token ranked lower, down to it).
+        """
+        import time
+
+        if len(candidate_ids) != len(candidate_probs) or not len(candidate_ids):
+            raise ValueError(f"token {len(self._ids)}: {len(candidate_ids)} candidate ids but "
+                             f"{len(candidate_probs)} probabilities (need the same, non-zero count)")
+        self._ids.append(int(token_id))
+        self._cand_ids.append(candidate_ids)
+        self._cand_probs.append(candidate_probs)
+        started = time.perf_counter()
+        closed = self._segmenter.push(int(token_id))
+        self.timings["segmenter"] += time.perf_counter() - started
+        return self._score(closed) if closed else []
+
+    def finish(self) -> list[MonitoredClaim]:
+        """Declare the generation complete; return the remaining claims."""
+        import time
+
+        if not self._ids:
+            raise ValueError("finish() before any token: nothing was generated")
+        started = time.perf_counter()
+        closed = self._segmenter.finish()
+        self.timings["segmenter"] += time.perf_counter() - started
+        return self._score(closed)
+
+    def _arrays(self, n: int):
+        from much_metric.baselines import TokenArrays
+
+        # Rows are `top_k` wide except when the sampled token ranked lower (extended down to it, as the builder
+        # does): pad those generations with probability 0 / id -1, which no baseline mistakes for a candidate.
+        width = max(len(row) for row in self._cand_ids[:n])
+        ids = np.full((n, width), -1, dtype=np.int64)
+        probs = np.zeros((n, width), dtype=np.float64)
+        for i in range(n):
+            row = self._cand_ids[i]
+            ids[i, : len(row)] = row
+            probs[i, : len(row)] = self._cand_probs[i]
+        return TokenArrays(["monitored"], np.array([0, n]), np.asarray(self._ids[:n], dtype=np.int64), ids, probs)
+
+    def _is_stopword(self, token_id: int) -> bool:
+        found = self._stop_cache.get(token_id)
+        if found is None:
+            from much_dataset.stopwords import is_stopword
+
+            found = self._stop_cache[token_id] = is_stopword(self.tokenizer.decode([token_id]))
+        return found
+
+    def _score(self, closed: list[list[int]]) -> list[MonitoredClaim]:
+        import time
+
+        from much_metric.scoring import aggregate_claims
+
+        started = time.perf_counter()
+        end = closed[-1][-1] + 1
+        if end > len(self._scores):
+            self._scores = self._spec.compute(self._arrays(end), {}, {})
+        out = []
+        for indices in closed:
+            first, last = indices[0], indices[-1]
+            ids = self._ids[first : last + 1]
+            scores = self._scores[first : last + 1].copy()
+            stop = np.fromiter((self._is_stopword(t) for t in ids), dtype=bool, count=len(ids))
+            (value,), = aggregate_claims([scores], [[list(range(len(ids)))]], [stop], aggregator=self.aggregator,
+                                         stopwords=self.stopwords, drop_last_chunk=False)
+            text = self._segmenter.text_of(first, last)  # decoded text the segmenter already maintains
+            eos = all(t in self._eos_ids for t in ids)
+            flagged = self.threshold is not None and not eos and float(value) >= self.threshold
+            claim = MonitoredClaim(len(self._claims), text, list(indices), ids, scores, stop, float(value),
+                                   bool(flagged), eos)
+            self._claims.append(claim)
+            out.append(claim)
+        self.timings["scorer"] += time.perf_counter() - started
+        return out
+
+    # -- token sources ------------------------------------------------------------------------------------------------
+
+    def hooks(self, on_claim, *, temperature: float = 1.0):
+        """``(logits_processor, streamer)`` for your own ``model.generate(..., logits_processor=..., streamer=...)``.
+
+        ``on_claim(claim)`` is called from inside ``generate`` for each claim as soon as it is final. ``temperature``
+        must be the sampling temperature (1.0 for greedy decoding, as the builder). See
+        :func:`much_metric.monitor._hf.monitor_hooks`.
+        """
+        from much_metric.monitor._hf import monitor_hooks
+
+        return monitor_hooks(self, on_claim, temperature=temperature)
+
+    def generate(self, model, input_ids, **generate_kwargs) -> Iterator[MonitoredClaim]:
+        """Run ``model.generate`` (in a thread) and yield each claim as soon as it is final.
+
+        ``generate_kwargs`` go to ``model.generate``; batch size 1. After the iterator is exhausted,
+        :attr:`last_output` holds what ``generate`` returned. See :func:`much_metric.monitor._hf.generate_claims`.
+        """
+        from much_metric.monitor._hf import generate_claims
+
+        return generate_claims(self, model, input_ids, **generate_kwargs)
+
+    def stream_openai(self, chunks: Iterable[Any]) -> Iterator[MonitoredClaim]:
+        """Yield claims from the chunks of an OpenAI-compatible chat/completions stream with ``logprobs``.
+
+        See :func:`much_metric.monitor._openai.claims_from_stream`.
+        """
+        from much_metric.monitor._openai import claims_from_stream
+
+        return claims_from_stream(self, chunks)
+
+    # -- thresholds ---------------------------------------------------------------------------------------------------
+
+    def calibrate(self, data: Any, *, target_fpr: float | None = None, target_precision: float | None = None,
+                  drop_last_chunk: bool = True) -> Calibration:
+        """Pick the flagging threshold on labelled data and set it; return what it achieves there.
+
+        Parameters
+        ----------
+        data : datasets.Dataset or list of rows
+            A MUCH split or any labelled export (``output_tokens``, ``logits_token_ids``, ``logits_values``,
+            ``token_chunks``, ``labels``, ``stopword_mask``), e.g. ``much_dataset.load("sample", split="test")``.
+            Its token scores come from this monitor's method, its claim scores from its aggregator and stopword
+            rule, exactly as online.
+        target_fpr : float in [0, 1], optional (default 0.10 when no target is given)
+            The lowest threshold whose false-positive rate (correct claims flagged) is at most this.
+        target_precision : float in (0, 1], optional
+            Instead: the lowest threshold whose precision is at least this (the highest recall at that precision).
+        drop_last_chunk : bool, default True
+            Drop each sample's EOS claim, as the metric does.
+
+        Raises
+        ------
+        ValueError
+            Both targets given, a target out of range, data without both classes, or no threshold reaching a
+            target precision.
+        """
+        from much_metric.monitor._calibration import calibrate
+
+        result = calibrate(self, data, target_fpr=target_fpr, target_precision=target_precision,
+                           drop_last_chunk=drop_last_chunk)
+        self.threshold = result.threshold
+        return result
+

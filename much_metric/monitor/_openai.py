@@ -1,0 +1,186 @@
+"""An OpenAI-compatible streaming endpoint (vLLM, llama.cpp server, OpenAI) as a token source of the monitor.
+
+Request ``stream=True, logprobs=True, top_logprobs=20``; every chunk's ``choices[0].logprobs.content`` lists the new
+tokens, each with its ``logprob``, its ``bytes`` and its ``top_logprobs`` alternatives.
+
+What 20 alternatives instead of MUCH's 24 change
+------------------------------------------------
+* At most 20 candidates per token (the APIs' cap): :class:`ClaimMonitor` is built with ``top_k=20``, and a method
+  needing more is refused up front -- ``token_entropy_24`` is impossible, Token Entropy needs ``delta <= 20``
+  (``token_entropy_20`` renormalises over 20, so its values are not MUCH's ``token_entropy_24``).
+* Token Likelihood and Max Likelihood need only the sampled and the top-1 probability: they equal the 24-candidate
+  values (up to the float rounding of a logprob round trip). A sampled token outside the 20 is appended to its row
+  with its own logprob, as the builder extends a row.
+* Probabilities are ``exp(logprob)`` as the server computes them: MUCH's are temperature-scaled over the full
+  vocabulary before top-k/top-p (spec 4.5). vLLM reports raw-model logprobs by default, so at temperature 1 they
+  agree; other servers may report the post-warping distribution (then only top-k/top-p'd candidates are non-zero).
+* Servers do not stream the EOS token: the generation ends without it, so the last claim is a content claim (as
+  for Mu-SHROOM outputs), not MUCH's EOS claim, and the 0.3.0 final-punctuation merge may apply to it.
+
+Token strings to ids
+--------------------
+The segmenter and the stopword rule need token ids. A ``token`` of the form ``token_id:N`` (vLLM's
+``return_tokens_as_token_ids``) is taken as is. Otherwise the token's raw ``bytes`` (or its UTF-8 text when a
+server sends no bytes) are looked up in a table built once from the tokenizer's vocabulary (byte-level BPE pieces
+such as ``Ġthe`` mapped back to bytes; SentencePiece ``▁`` and ``<0xNN>`` pieces likewise). When several ids spell
+the same bytes the first non-special id wins; a sampled token that maps to no id is an error, an alternative that
+maps to none keeps its probability with id -1 (Max Likelihood and Token Entropy do not use ids).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+__all__ = ["token_bytes_table", "token_to_id", "claims_from_stream", "stream_chat_completion"]
+
+_TOKEN_ID = re.compile(r"token_id:(\d+)")
+_BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+@functools.lru_cache(maxsize=1)
+def _byte_level_decoder() -> dict[str, int]:
+    """The inverse of GPT-2's byte -> printable character map (every byte-level BPE vocabulary uses it)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars = {b: b for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in chars:
+            chars[b] = 256 + extra
+            extra += 1
+    return {chr(c): b for b, c in chars.items()}
+
+
+def _piece_bytes(piece: str, byte_level: bool, decoder: dict[str, int]) -> bytes | None:
+    if byte_level:
+        try:
+            return bytes(decoder[ch] for ch in piece)
+        except KeyError:
+            return None
+    match = _BYTE_PIECE.fullmatch(piece)
+    if match:
+        return bytes([int(match.group(1), 16)])
+    return piece.replace("▁", " ").encode("utf-8")
+
+
+def token_bytes_table(tokenizer) -> dict[bytes, int]:
+    """``{raw bytes of a vocabulary piece: id}`` of ``tokenizer`` (first non-special id for duplicated bytes)."""
+    vocab = tokenizer.get_vocab()
+    decoder = _byte_level_decoder()
+    byte_level = "Ġ" in vocab or "ĠĠ" in vocab
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    table: dict[bytes, int] = {}
+    for piece, token_id in sorted(vocab.items(), key=lambda item: (item[1] in special, item[1])):
+        if token_id in special:
+            raw = piece.encode("utf-8")  # special tokens are sent as their literal text
+        else:
+            raw = _piece_bytes(piece, byte_level, decoder)
+        if raw is not None:
+            table.setdefault(raw, token_id)
+    return table
+
+
+def token_to_id(entry: dict[str, Any], table: dict[bytes, int]) -> int | None:
+    """The id of one ``logprobs`` entry (``token``, optional ``bytes``), or None when it maps to none."""
+    token = entry.get("token", "")
+    match = _TOKEN_ID.fullmatch(token or "")
+    if match:
+        return int(match.group(1))
+    raw = bytes(entry["bytes"]) if entry.get("bytes") is not None else str(token).encode("utf-8")
+    return table.get(raw)
+
+
+def _as_dict(chunk: Any) -> dict[str, Any]:
+    if isinstance(chunk, dict):
+        return chunk
+    if hasattr(chunk, "model_dump"):  # the openai package's ChatCompletionChunk
+        return chunk.model_dump()
+    raise TypeError(f"stream chunks must be dicts or openai ChatCompletionChunk objects, got {type(chunk).__name__}")
+
+
+def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
+    """Feed the tokens of a streamed chat completion to ``monitor``; yield each claim as soon as it is final.
+
+    ``chunks``: dicts (parsed ``data:`` lines) or openai ``ChatCompletionChunk`` objects of ONE choice. Each
+    token's row: the ``top_logprobs`` alternatives sorted by decreasing probability, at most ``monitor.top_k``,
+    extended with the sampled token when it is not among them.
+    """
+    table = _table(monitor.tokenizer)
+    monitor.reset()
+    position = 0
+    for number, raw_chunk in enumerate(chunks):
+        chunk = _as_dict(raw_chunk)
+        if chunk.get("error"):
+            raise ValueError(f"stream chunk {number}: the server sent an error: {chunk['error']}")
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                raise ValueError(f"stream chunk {number}: choice {choice.get('index')}; monitor one choice (n=1)")
+            content = (choice.get("logprobs") or {}).get("content") or []
+            if not content and (choice.get("delta") or {}).get("content"):
+                raise ValueError(f"stream chunk {number}: text without logprobs; request logprobs=true and "
+                                 "top_logprobs (the server must support them)")
+            for entry in content:
+                token_id = token_to_id(entry, table)
+                if token_id is None:
+                    raise ValueError(f"stream chunk {number}, token {position} ({entry.get('token')!r}): no id of "
+                                     "the tokenizer spells these bytes; is it the served model's tokenizer?")
+                alternatives = sorted(entry.get("top_logprobs") or [], key=lambda e: -float(e["logprob"]))
+                ids, probs = [], []
+                for alternative in alternatives[: monitor.top_k]:
+                    alt_id = token_to_id(alternative, table)
+                    if alt_id is not None and alt_id in ids:
+                        continue
+                    ids.append(-1 if alt_id is None else alt_id)
+                    probs.append(math.exp(float(alternative["logprob"])))
+                if token_id not in ids:
+                    ids.append(token_id)
+                    probs.append(math.exp(float(entry["logprob"])))
+                position += 1
+                yield from monitor.push(token_id, ids, probs)
+    if monitor.token_ids:
+        yield from monitor.finish()
+
+
+@functools.lru_cache(maxsize=4)
+def _table_cached(tokenizer) -> dict[bytes, int]:
+    return token_bytes_table(tokenizer)
+
+
+def _table(tokenizer) -> dict[bytes, int]:
+    try:
+        return _table_cached(tokenizer)
+    except TypeError:  # unhashable tokenizer
+        return token_bytes_table(tokenizer)
+
+
+def stream_chat_completion(base_url: str, model: str, messages: list[dict[str, str]], *, api_key: str | None = None,
+                           top_logprobs: int = 20, timeout: float = 60.0, **options: Any) -> Iterator[dict[str, Any]]:
+    """POST ``{base_url}/chat/completions`` with ``stream=True, logprobs=True``; yield the parsed chunks.
+
+    Standard library only (``urllib``); ``options`` (``max_tokens``, ``temperature``, ``seed`` ...) go into the
+    request body. Pass the chunks to :meth:`ClaimMonitor.stream_openai`.
+    """
+    import urllib.request
+
+    if not 0 <= int(top_logprobs) <= 20:
+        raise ValueError(f"top_logprobs must be in [0, 20] (the OpenAI API's cap), got {top_logprobs!r}")
+    body = {"model": model, "messages": messages, "stream": True, "logprobs": True,
+            "top_logprobs": int(top_logprobs), **options}
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    request = urllib.request.Request(base_url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
+                                     headers=headers, method="POST")
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        for line in response:
+            line = line.decode("utf-8").strip()
+            if not line.startswith("data:"):
+                continue
+            data = line[len("data:"):].strip()
+            if data == "[DONE]":
+                return
+            yield json.loads(data)
