@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("much_dataset", "much_metric", "builder")
-STAGES = ("segmentation", "scoring", "baselines", "signals", "cli")
+STAGES = ("segmentation", "scoring", "baselines", "signals", "monitor", "cli")
 
 
 def _modules(package: str):
