@@ -80,7 +80,7 @@ def _cold(tokenizer) -> None:
     from much_metric.segmentation import _spans as _segmenter_spans
     from much_metric.segmentation import _words as _segmenter_words
 
-    _segmenter_words._PIECE_CACHE.clear()
+    _segmenter_words.forget_pieces()
     _segmenter_spans._PROFILES.pop(tokenizer, None)
     _segmenter_spans.profile(tokenizer)
 
@@ -155,9 +155,9 @@ def _first_pass_floor(tokenizer, items) -> None:
     """Two costs no first pass can skip: nltk's Treebank rules on every distinct piece that needs them (in one
     call, on the faster engine) and the decoding of every distinct token id (in one call)."""
     from much_metric.segmentation._treebank import nltk_treebank, tokenizer_for
-    from much_metric.segmentation._words import _PIECE_START, plain_words
+    from much_metric.segmentation._words import PIECE_START, plain_words
 
-    pieces = list(dict.fromkeys(piece + " " for text, _ in items for piece in _PIECE_START.split(text)))
+    pieces = list(dict.fromkeys(piece + " " for text, _ in items for piece in PIECE_START.split(text)))
     text = "".join(piece for piece, plain in zip(pieces, plain_words(pieces), strict=True) if plain is None)
     treebank = tokenizer_for(text)
     start = time.perf_counter()

@@ -160,14 +160,14 @@ def test_segmentation_without_the_private_fast_paths_is_identical(monkeypatch):
                 monkeypatch.setattr(module, name, getattr(_compat, name))
     for cached in (_treebank._stdlib_treebank, _treebank._contraction_rules):
         cached.cache_clear()
-    _words._PIECE_CACHE.clear()
+    _words.forget_pieces()
     try:
         slow = [segment(text, tokenizer, token_ids=i) for text, i in zip(TEXTS, ids, strict=True)]
         slow_many = segment_many(TEXTS, tokenizer, token_ids=ids)
     finally:
         for cached in (_treebank._stdlib_treebank, _treebank._contraction_rules):
             cached.cache_clear()
-        _words._PIECE_CACHE.clear()
+        _words.forget_pieces()
     assert slow == fast and slow_many == fast_many
 
 

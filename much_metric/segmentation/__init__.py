@@ -65,6 +65,13 @@ def segment(
         raise TypeError(f"generation must be a str, got {type(generation).__name__}")
     if compat not in COMPAT_VERSIONS:
         raise ValueError(f"compat must be one of {COMPAT_VERSIONS}, got {compat!r}")
+    # One rule set: the batch engine on this one text where it is exact, the per-text rules otherwise.
+    found = claims_many([generation], tokenizer, [token_ids], compat)[0]
+    return found if found is not None else _segment_one(generation, tokenizer, token_ids, compat)
+
+
+def _segment_one(generation: str, tokenizer, token_ids: Sequence[int] | None, compat: str) -> list[list[int]]:
+    """The per-text rules (the reference's algorithm in linear time): what the batch engine falls back to."""
     prof = profile(tokenizer)
     starts = claim_starts(generation, prof.eos_strings, compat=compat)
     if token_ids is None:
@@ -112,7 +119,7 @@ def segment_many(
     for k, found in enumerate(claims):
         if found is None:
             try:
-                claims[k] = segment(generations[k], tokenizer, ids[k], compat=compat)
+                claims[k] = _segment_one(generations[k], tokenizer, ids[k], compat)
             except SegmenterInputError as error:
                 named = SegmenterInputError(f"generations[{k}]: {error}")
                 named.index = k  # callers holding sample ids can name the sample

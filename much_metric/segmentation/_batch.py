@@ -29,15 +29,15 @@ import numpy as np
 
 from much_metric.segmentation._spans import profile, token_ends_precomputed
 from much_metric.segmentation._words import (
-    _BATCH_CHARS,
-    _END_SENSITIVE,
-    _PIECE_CACHE,
-    _PIECE_START,
-    _tokenize_pieces,
+    BATCH_CHARS,
+    END_SENSITIVE,
+    PIECE_START,
+    cached_piece_words,
     eos_index,
     joins_previous_claim,
     plain_words,
     remember_pieces,
+    tokenize_pieces,
 )
 
 __all__: list[str] = []
@@ -77,26 +77,26 @@ def _piece_words(keys: list[str | tuple[str, bool]]) -> list[tuple | None]:
             continue
         is_last = type(key) is not str
         piece = pieces[u]
-        words = _PIECE_CACHE.get((piece, is_last))
+        words = cached_piece_words(piece, is_last)
         if words is not None:
             found[u] = words
         elif not is_last:
             batch.append((u, piece))
-        elif _END_SENSITIVE.search(piece):
+        elif END_SENSITIVE.search(piece):
             alone.append(u)  # end-of-text rules may apply: tokenize it as the end of a text
         else:
             batch.append((u, piece + " "))  # followed by a literal space, like every other piece in the batch
     start = 0
     while start < len(batch):
         stop, size = start, 0
-        while stop < len(batch) and size < _BATCH_CHARS:
+        while stop < len(batch) and size < BATCH_CHARS:
             size += len(batch[stop][1])
             stop += 1
         for u, words in _tokenize_chunk(batch[start:stop]):
             found[u] = words
         start = stop
     for u in alone:
-        fresh = _tokenize_pieces([pieces[u]], last_is_final=True)
+        fresh = tokenize_pieces([pieces[u]], last_is_final=True)
         if fresh is not None:
             found[u] = fresh[0]
     computed = [u for u, _ in batch] + alone
@@ -107,7 +107,7 @@ def _piece_words(keys: list[str | tuple[str, bool]]) -> list[tuple | None]:
 def _tokenize_chunk(chunk: list[tuple[int, str]]) -> list[tuple[int, tuple]]:
     """``(u, words)`` for the pieces of ``chunk`` whose words one Treebank call can give. A chunk that cannot be
     split back into pieces is halved until the pieces responsible are alone (and left out)."""
-    fresh = _tokenize_pieces([text for _, text in chunk], last_is_final=False)
+    fresh = tokenize_pieces([text for _, text in chunk], last_is_final=False)
     if fresh is not None:
         return [(u, words) for (u, _), words in zip(chunk, fresh, strict=True)]
     if len(chunk) == 1:
@@ -123,7 +123,7 @@ class _Words:
         pieces: list[str] = []
         per_generation = np.empty(len(generations), dtype=np.int64)
         for g, text in enumerate(generations):
-            split = _PIECE_START.split(text)
+            split = PIECE_START.split(text)
             per_generation[g] = len(split)
             pieces += split
         keys: list[str | tuple[str, bool]] = list(pieces)

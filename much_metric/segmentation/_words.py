@@ -34,7 +34,7 @@ class SegmenterInputError(ValueError, IndexError):
 #: nltk's own tokenizer (the definition of the words); :func:`tokenizer_for` gives an exact, faster equivalent.
 treebank = nltk_treebank
 
-_PIECE_START = re.compile(r"(?<= )(?=\S)")
+PIECE_START = re.compile(r"(?<= )(?=\S)")
 _QUOTES = re.compile(r"``|'{2}|\"")
 _QUOTE_TOKENS = frozenset(['"', "``", "''"])
 _SENTINEL = "x"
@@ -45,7 +45,17 @@ _PIECE_CACHE: dict[tuple[str, bool], tuple[tuple[int, int, bool, bool], ...]] = 
 _PIECE_CACHE_LIMIT = 1 << 18
 
 
-def _tokenize_pieces(pieces: list[str], last_is_final: bool) -> list[tuple[tuple[int, int, bool, bool], ...]] | None:
+def cached_piece_words(piece: str, is_last: bool) -> tuple[tuple[int, int, bool, bool], ...] | None:
+    """The Treebank words already found for a text piece (None if not seen yet); see :func:`remember_pieces`."""
+    return _PIECE_CACHE.get((piece, is_last))
+
+
+def forget_pieces() -> None:
+    """Empty the piece cache (benchmarks measure cold passes; tests check it changes no result)."""
+    _PIECE_CACHE.clear()
+
+
+def tokenize_pieces(pieces: list[str], last_is_final: bool) -> list[tuple[tuple[int, int, bool, bool], ...]] | None:
     """Words of each piece, from ONE Treebank call on the pieces laid end to end (a sentinel word closes the
     text unless the last piece is the generation's last). None when a piece does not pair its quote tokens with
     its own quotes, a token crosses pieces, or nltk fails: the caller then tokenizes the whole text with nltk."""
@@ -117,14 +127,14 @@ def plain_words(pieces: list[str]) -> list[tuple[tuple[int, int, bool, bool], ..
 
 def _pieces_words(generation: str) -> tuple[list[str], list]:
     """The pieces of ``generation`` and the words of each (cached per piece)."""
-    pieces = _PIECE_START.split(generation)
+    pieces = PIECE_START.split(generation)
     last = len(pieces) - 1
     found = [plain or _PIECE_CACHE.get((piece, k == last)) for k, (piece, plain) in enumerate(
         zip(pieces, plain_words(pieces), strict=True))]
     missing = [k for k, words_ in enumerate(found) if words_ is None]
     if missing:
         last_missing = missing[-1] == last
-        fresh = _tokenize_pieces([pieces[k] for k in missing], last_is_final=last_missing)
+        fresh = tokenize_pieces([pieces[k] for k in missing], last_is_final=last_missing)
         if fresh is None:
             spans = list(tokenizer_for(generation).span_tokenize(generation))
             stop, dot = word_flags([generation[a:b] for a, b in spans])
@@ -146,9 +156,9 @@ def remember_pieces(entries: list[tuple[tuple[str, bool], tuple]]) -> None:
 # A last piece whose words could depend on being at the very end of the text: Treebank's end-of-text rules split a
 # final period (possibly followed by closing brackets/quotes) and a final ":" or ","; a final "'" is split only when
 # a space follows it. Other last pieces have the same words with a space and more text after them.
-_END_SENSITIVE = re.compile(r"(?:[:,']|\.[\]\)}>\"']*)\s*$")
+END_SENSITIVE = re.compile(r"(?:[:,']|\.[\]\)}>\"']*)\s*$")
 #: Characters of pieces per Treebank call when many pieces are tokenized together.
-_BATCH_CHARS = 20_000
+BATCH_CHARS = 20_000
 
 
 def words(generation: str) -> list[tuple[int, int, bool, bool]]:

@@ -133,11 +133,11 @@ def _our_spans(text):
 def test_piecewise_treebank_words_equal_nltk(texts):
     """The cached piecewise tokenization equals nltk's span_tokenize on the whole text (cold and warm cache,
     and after the batch engine filled the cache)."""
-    _segmenter_words._PIECE_CACHE.clear()
+    _segmenter_words.forget_pieces()
     expected = [_nltk_spans(text) for text in texts]
     assert [_our_spans(text) for text in texts] == expected  # cold: one Treebank call per text
     assert [_our_spans(text) for text in texts] == expected  # warm: cache hits
-    _segmenter_words._PIECE_CACHE.clear()
+    _segmenter_words.forget_pieces()
     _segmenter_batch._Words(texts, np.zeros(len(texts), dtype=np.int64))
     assert [_our_spans(text) for text in texts] == expected  # batch-filled cache
 
@@ -149,7 +149,7 @@ def test_segment_many_matches_reference(references, texts, with_eos):
     generations = [text + ("<|eot_id|>" if with_eos else "") for text in texts]
     ids = [tokenizer.encode(generation, add_special_tokens=False) or None for generation in generations]
     expected = [outcome(references["0.3.0"], g, tokenizer, i) for g, i in zip(generations, ids, strict=True)]
-    _segmenter_words._PIECE_CACHE.clear()
+    _segmenter_words.forget_pieces()
     if any(isinstance(result, tuple) for result in expected):
         with pytest.raises((ValueError, IndexError, RuntimeError)):
             segment_many(generations, tokenizer, ids)

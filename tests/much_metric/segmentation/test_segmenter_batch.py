@@ -12,7 +12,7 @@ from much_metric.segmentation import _words as _segmenter_words
 from much_metric.segmentation import segment_many
 from much_metric.segmentation._batch import assign_many, assign_tokens, claims_many
 from tests import assets
-from tests.much_metric.test_segmenter import (
+from tests.much_metric.segmentation.test_segmenter import (
     COMPATS,
     EDGE_TEXTS,
     RAW_TEXTS,
@@ -56,7 +56,7 @@ def _check_batch(references, tokenizer, items, compat):
     """segment_many on the items the reference accepts equals the reference; each rejected item raises alone."""
     expected = [outcome(references[compat], g, tokenizer, ids) for g, ids in items]
     accepted = [(item, result) for item, result in zip(items, expected, strict=True) if not isinstance(result, tuple)]
-    _segmenter_words._PIECE_CACHE.clear()
+    _segmenter_words.forget_pieces()
     got = segment_many([g for (g, _), _ in accepted], tokenizer, [ids for (_, ids), _ in accepted], compat=compat)
     assert got == [result for _, result in accepted], (compat, [item for item, _ in accepted])
     for (generation, ids), result in zip(items, expected, strict=True):
@@ -103,7 +103,7 @@ def test_fast_path_handles_real_outputs():
     ids = [tokenizer.encode(text, add_special_tokens=False) + [tokenizer.eos_token_id] for text in texts]
     for token_ids in (ids, [None] * len(texts)):
         for compat in COMPATS:
-            _segmenter_words._PIECE_CACHE.clear()
+            _segmenter_words.forget_pieces()
             results = claims_many(generations, tokenizer, token_ids, compat)
             assert sum(result is None for result in results) <= len(texts) // 100
 
@@ -118,16 +118,16 @@ def test_a_piece_treebank_cannot_place_only_affects_its_own_generation(monkeypat
     texts = [text + "<|eot_id|>" for text in assets.mushroom_outputs()[:40]]
     poisoned = "Paris, "
     texts[7] = "The capital is " + poisoned + "of course.<|eot_id|>"
-    real = _segmenter_batch._tokenize_pieces
+    real = _segmenter_batch.tokenize_pieces
 
     def refuses_poisoned(pieces, last_is_final):
         return None if poisoned in pieces else real(pieces, last_is_final)
 
-    monkeypatch.setattr(_segmenter_batch, "_tokenize_pieces", refuses_poisoned)
-    _segmenter_words._PIECE_CACHE.clear()
+    monkeypatch.setattr(_segmenter_batch, "tokenize_pieces", refuses_poisoned)
+    _segmenter_words.forget_pieces()
     results = claims_many(texts, tokenizer, [None] * len(texts), "0.3.0")
     assert [k for k, result in enumerate(results) if result is None] == [7]
-    monkeypatch.setattr(_segmenter_batch, "_tokenize_pieces", real)
+    monkeypatch.setattr(_segmenter_batch, "tokenize_pieces", real)
     expected = [segment(text, tokenizer) for text in texts]
     assert [result for k, result in enumerate(results) if k != 7] == [e for k, e in enumerate(expected) if k != 7]
 

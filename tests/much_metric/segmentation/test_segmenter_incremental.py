@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from much_metric.segmentation import IncrementalSegmenter, SegmenterInputError, segment
 from tests import assets
-from tests.much_metric.test_segmenter import TEXTS, outcome, token_sequences
+from tests.much_metric.segmentation.test_segmenter import TEXTS, outcome, token_sequences
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from much_metric.segmentation import segment, segment_many
-from much_metric.segmentation._words import _PIECE_CACHE
+from much_metric.segmentation._words import forget_pieces
 from tests import assets
-from tests.much_metric.test_segmenter import COMPATS, outcome
+from tests.much_metric.segmentation.test_segmenter import COMPATS, outcome
 
 
 @pytest.mark.parametrize("name", assets.TOKENIZER_NAMES)
@@ -44,7 +44,7 @@ def test_mushroom_parity(name, capsys):
         # The batch API, from a cold word cache, on the same generations (no output here is rejected).
         for path, token_ids, expected in (("segment_many", all_ids, expected_precomputed),
                                           ("segment_many/offsets", None, expected_offsets)):
-            _PIECE_CACHE.clear()
+            forget_pieces()
             many = segment_many(generations, tokenizer, token_ids, compat=compat)
             counts[compat, path] = sum(a == b for a, b in zip(many, expected, strict=True))
             if counts[compat, path] != len(texts):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from much_metric.segmentation import _treebank as _segmenter_treebank
 from much_metric.segmentation._treebank import nltk_treebank, tokenizer_for
-from tests.much_metric.test_segmenter import RAW_TEXTS, TEXTS
+from tests.much_metric.segmentation.test_segmenter import RAW_TEXTS, TEXTS
 
 # Characters whose class differs between the engines (whitespace U+001C..U+001F for ``re`` only; digits of recent
 # Unicode versions for ``regex`` only), next to the characters Treebank's rules use.
