@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from builder import _judge_prompt as prompt
+from builder.errors import BuilderError, require_input
 from builder.filter import EosResolver, sampled_outside_top_k
 from builder.store import JsonlStore, Shard, read_jsonl
 from much_dataset.schema import CORRECT, GENERATION_CONFIG, GENERATION_ID, OUTPUT, OUTPUT_TOKENS, PROMPT, TOKEN_CHUNKS
@@ -124,7 +125,7 @@ def _parse_judges(values: Sequence[str]) -> list[tuple[str, str]]:
         judges.append((model, key or judge_key(model)))
     keys = [key for _, key in judges]
     if len(set(keys)) != len(keys):
-        raise SystemExit(f"two judges share a label key: {keys}; name them with --judge MODEL=KEY")
+        raise BuilderError(f"two judges share a label key: {keys}; name them with --judge MODEL=KEY")
     return judges
 
 
@@ -135,7 +136,7 @@ def _parse_prices(values: Sequence[str]) -> dict[str, tuple[float, float]]:
             model, rates = value.split("=")
             rate_in, rate_out = (float(x) for x in rates.split("/"))
         except ValueError as error:
-            raise SystemExit(f"--price must look like MODEL=IN/OUT (USD per 1M tokens), got {value!r}") from error
+            raise BuilderError(f"--price must look like MODEL=IN/OUT (USD per 1M tokens), got {value!r}") from error
         prices[model] = (rate_in, rate_out)
     return prices
 
@@ -199,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     judges = _parse_judges(args.judge or DEFAULT_JUDGES)
     prices = _parse_prices(args.price)
+    require_input(out / "generations.jsonl", made_by="generate")
+    require_input(out / "segments.jsonl", made_by="segment")
     configs = {r[GENERATION_CONFIG]: r for r in read_jsonl(out / "configs.jsonl")}
     generations = {r[GENERATION_ID]: r for r in read_jsonl(out / "generations.jsonl")}
     segments = {r[GENERATION_ID]: r for r in read_jsonl(out / "segments.jsonl")}

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from builder import _embeddings as emb
+from builder.errors import require_input
 from builder.store import JsonlStore, Shard, read_jsonl
 from much_dataset.schema import GENERATION_ID, OUTPUT, WIKI_URL
 
@@ -44,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     out = Path(args.out)
+    require_input(out / "generations.jsonl", made_by="generate")
     store = JsonlStore(out / "context.jsonl")
     wiki = {r["wiki_url"]: r for r in read_jsonl(out / "wiki.jsonl")}
     generations = [r for r in read_jsonl(out / "generations.jsonl")]

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from builder.errors import BuilderError, require_input
 from builder.store import JsonlStore, atomic_write_text, read_jsonl
 from much_dataset import schema
 
@@ -93,22 +94,22 @@ def split_of(gid: str, generation: Mapping[str, Any], judge_labels: Mapping[str,
 def _pick_judge(judges: Mapping[str, Any], judge: str | None) -> str:
     if judge is not None:
         if judge not in judges:
-            raise SystemExit(f"export: no labels.{judge}.jsonl (judges found: {sorted(judges)})")
+            raise BuilderError(f"no labels.{judge}.jsonl (judges found: {sorted(judges)})")
         return judge
     if "gpt-4o" in judges:
         return "gpt-4o"
     if len(judges) == 1:
         return next(iter(judges))
-    raise SystemExit(f"export: several judges {sorted(judges)} and no gpt-4o; pass --judge")
+    raise BuilderError(f"several judges {sorted(judges)} and no gpt-4o; pass --judge")
 
 
 def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") -> tuple[dict[str, list], dict]:
     """Rows per split (``train``/``test``/``trash``) and a report of what was skipped and why."""
-    generations = list(read_jsonl(out / "generations.jsonl"))
+    generations = list(read_jsonl(require_input(out / "generations.jsonl", made_by="generate")))
     segments = _by_id(out / "segments.jsonl")
     judges = _judges(out)
     if not judges:
-        raise SystemExit(f"export: no labels.<judge>.jsonl in {out}")
+        raise BuilderError(f"no labels.<judge>.jsonl in {out}")
     label_judge = _pick_judge(judges, judge)
     humans = _humans(out)
     filters = _by_id(out / "filter.jsonl") if (out / "filter.jsonl").exists() else None

@@ -16,6 +16,8 @@ import argparse
 import os
 from pathlib import Path
 
+from builder.errors import BuilderError
+
 __all__ = ["add_arguments", "run", "folder_files", "split_counts", "commit_message", "push_folder", "PushError"]
 
 
@@ -103,6 +105,6 @@ def run(args: argparse.Namespace) -> int:
         url = push_folder(folder, args.repo_id, token=args.token, endpoint=args.endpoint, private=args.private,
                           revision=args.revision)
     except PushError as error:
-        raise SystemExit(f"push: {error}") from error
+        raise BuilderError(str(error)) from error
     print(f"push: {len(files)} files committed to {args.repo_id}: {url}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -136,12 +137,12 @@ def test_a_bad_row_names_the_sample_and_keeps_the_old_folder(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".much")]  # no temporary folder left
 
 
-def test_single_judge_and_forced_split(tmp_path):
+def test_single_judge_and_forced_split(tmp_path, capsys):
     _artifacts(tmp_path)
     (tmp_path / "labels.gpt-4.1.jsonl").unlink()
     (tmp_path / "labels.gpt-4o.jsonl").rename(tmp_path / "labels.mushroom.jsonl")
     assert main(["export", "--out", str(tmp_path), "--split", "test"]) == 0
     assert len(list(read_jsonl(tmp_path / "rows" / "test.jsonl"))) == 23  # the 25-candidate row goes to trash
     assert not list(read_jsonl(tmp_path / "rows" / "train.jsonl"))
-    with pytest.raises(SystemExit, match="no labels.gpt-4o"):
-        main(["export", "--out", str(tmp_path), "--judge", "gpt-4o"])
+    assert main(["export", "--out", str(tmp_path), "--judge", "gpt-4o"]) == 2
+    assert re.search(r"(?m)^builder export: error: no labels.gpt-4o", capsys.readouterr().err)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -142,9 +143,9 @@ def test_push_creates_the_repo_and_one_commit(hub, folder, capsys):
     assert len(hub.commits) == 2
 
 
-def test_refused_token_is_a_clear_error(hub, folder):
-    with pytest.raises(SystemExit, match=r"refused the token \(HTTP 401\).*me/MUCH"):
-        main(["push", "--out", str(folder.parent), "--repo-id", "me/MUCH", "--token", "hf_revoked"])
+def test_refused_token_is_a_clear_error(hub, folder, capsys):
+    assert main(["push", "--out", str(folder.parent), "--repo-id", "me/MUCH", "--token", "hf_revoked"]) == 2
+    assert re.search(r"refused the token \(HTTP 401\).*me/MUCH", capsys.readouterr().err)
     assert hub.requests and not hub.commits and not hub.repos
 
 
