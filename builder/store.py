@@ -12,6 +12,7 @@ A step writes its results with a :class:`JsonlStore`: one JSON object per line, 
   and cuts it off before appending. A torn fragment that an unlocked writer (an older builder) glued to the next
   record's line is repaired the same way: the whole record after it is kept, the fragment dropped with a warning --
   the later rows are never lost and a torn line never stops the later steps.
+* Secrets (API keys, ``Authorization`` values) are masked in every record written (:mod:`builder._redact`).
 * Per-item failures go to a sibling ``<name>.failures.jsonl`` (same locking) with their reason instead of stopping
   the run; a later success for the same key supersedes the failure.
 
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from builder._locks import atomic_write_bytes, atomic_write_text, locked
+from builder._redact import redact
 
 __all__ = ["JsonlStore", "Shard", "atomic_write_bytes", "atomic_write_text", "read_jsonl", "parse_jsonl"]
 
@@ -200,7 +202,7 @@ class JsonlStore:
         key = str(record[self.key])
         if key in self._keys:
             raise KeyError(f"{self.path.name}: {self.key}={key!r} is already stored")
-        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        line = (redact(json.dumps(record, ensure_ascii=False, separators=(",", ":")), patterns=False) + "\n").encode("utf-8")
         with locked(self.path):
             self._refresh()  # what other writers appended, and a torn tail cut off
             if key in self._keys:
@@ -223,7 +225,7 @@ class JsonlStore:
 
     def record_failure(self, key: str, reason: str, **extra: Any) -> None:
         """Record that ``key`` failed (with a human-readable reason); the run goes on."""
-        line = json.dumps({self.key: key, "reason": reason, **extra}, ensure_ascii=False) + "\n"
+        line = redact(json.dumps({self.key: key, "reason": reason, **extra}, ensure_ascii=False)) + "\n"
         with locked(self.failures_path):
             _cut_torn_tail(self.failures_path)
             with self.failures_path.open("a", encoding="utf-8") as handle:
