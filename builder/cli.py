@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 from builder.errors import BuilderError
 
@@ -56,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        from builder._locks import clean_stale
+
+        # Leftovers of killed runs (temporary copies whose writer is gone) are removed before any step.
+        for folder in (Path(args.out), Path(args.out) / "rows"):
+            clean_stale(folder)
         return int(args.func(args) or 0)
     except BuilderError as error:
         print(f"builder {args.step}: error: {error}", file=sys.stderr)

@@ -21,11 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from builder._locks import clean_stale, locked, locked_tempdir
 from builder.errors import BuilderError, require_input
 from builder.store import JsonlStore, atomic_write_text, read_jsonl
 from much_dataset import schema
@@ -178,26 +178,31 @@ def export_folder(rows: Mapping[str, list], folder: Path, *, card_body: str, che
 
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
-    try:
-        # Only non-empty splits are declared: a card whose data_files glob matches nothing breaks the hub viewer.
-        published = {split: rows[split] for split in _PUBLISHED if rows[split]}
-        if not published:
-            raise ValueError("export: no train or test row to publish")
-        sizes = write_parquet_folder(published, tmp, card_body=card_body)
-        if check:
-            check_loadable(tmp, sizes)
-        if folder.exists():
-            old = folder.with_name(f".{folder.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            folder.rename(old)
-            tmp.rename(folder)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    # One export at a time per folder; its temporary folder is locked while written, so a later run can tell a
+    # leftover of a killed export (removed by clean_stale) from one in progress.
+    with locked(folder):
+        old = folder.with_name(f".{folder.name}.old")
+        if old.exists():  # a killed export moved the old folder aside: put it back if nothing replaced it
+            if folder.exists():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.rename(folder)
+        clean_stale(folder.parent)
+        with locked_tempdir(folder.parent, f".{folder.name}.") as tmp:
+            # Only non-empty splits are declared: a card whose data_files glob matches nothing breaks the hub viewer.
+            published = {split: rows[split] for split in _PUBLISHED if rows[split]}
+            if not published:
+                raise ValueError("export: no train or test row to publish")
+            sizes = write_parquet_folder(published, tmp, card_body=card_body)
+            if check:
+                check_loadable(tmp, sizes)
+            if folder.exists():
+                shutil.rmtree(old, ignore_errors=True)
+                folder.rename(old)
+                tmp.rename(folder)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                tmp.rename(folder)
     return sizes
 
 

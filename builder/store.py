@@ -202,7 +202,8 @@ class JsonlStore:
         key = str(record[self.key])
         if key in self._keys:
             raise KeyError(f"{self.path.name}: {self.key}={key!r} is already stored")
-        line = (redact(json.dumps(record, ensure_ascii=False, separators=(",", ":")), patterns=False) + "\n").encode("utf-8")
+        text = redact(json.dumps(record, ensure_ascii=False, separators=(",", ":")), patterns=False)
+        line = (text + "\n").encode("utf-8")
         with locked(self.path):
             self._refresh()  # what other writers appended, and a torn tail cut off
             if key in self._keys:
