@@ -104,3 +104,21 @@ def test_store_masks_secret_values_in_records_and_failures(tmp_path, monkeypatch
     store.record_failure("b", f"HTTP 500: Authorization: Bearer {KEY}")
     assert KEY not in (tmp_path / "x.jsonl").read_text() + (tmp_path / "x.failures.jsonl").read_text()
     assert next(read_jsonl(tmp_path / "x.jsonl"))["output"] == "echo [REDACTED]; the token = 5"
+
+
+def test_two_overlapping_annotate_runs_store_every_label_once(tmp_path, llama3, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+    _context_rows(tmp_path, write_sample_artifacts(tmp_path, llama3))
+    with _FaultyJudge() as server:
+        codes = []
+        runs = [threading.Thread(target=lambda: codes.append(main(_argv(tmp_path, server)))) for _ in range(2)]
+        for run in runs:
+            run.start()
+        for run in runs:
+            run.join(timeout=120)
+    assert codes == [0, 0]
+    for key in ("gpt-4o", "gpt-4.1"):
+        ids = [r["generation_id"] for r in read_jsonl(tmp_path / f"labels.{key}.jsonl")]
+        assert len(ids) == 5 and len(set(ids)) == 5
