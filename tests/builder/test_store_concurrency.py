@@ -81,7 +81,8 @@ def test_torn_tail_is_cut_before_the_next_append(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_text('{"generation_id": "a"}\n{"generation_id": "b", "outp', encoding="utf-8")
     assert [r["generation_id"] for r in read_jsonl(path)] == ["a"]  # a write in flight: no warning needed
-    store = JsonlStore(path)
+    with pytest.warns(UserWarning, match=r"repaired 1 torn record fragment\(s\) at line\(s\) \[2\]"):
+        store = JsonlStore(path)
     assert store.append({"generation_id": "b"})
     assert path.read_text(encoding="utf-8") == '{"generation_id": "a"}\n{"generation_id":"b"}\n'
 
