@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["load_chunk_tokenizer", "token_windows", "chunk_text", "top_k_similar", "LocalEmbedder",
-           "OpenAIEmbedder", "make_embedder"]
+           "OpenAIEmbedder", "EmbeddingError", "make_embedder"]
 
 CHUNK_TOKENS = 120
 HALF_OFFSET = 60
@@ -110,34 +110,68 @@ class LocalEmbedder:
         return _normalise(np.asarray(vectors))
 
 
+class EmbeddingError(RuntimeError):
+    """The embeddings server failed for good on one batch (after retries) or answered something unusable."""
+
+
 class OpenAIEmbedder:
-    """OpenAI-compatible ``/embeddings`` API (default ``text-embedding-3-large``), batched, retried with backoff."""
+    """OpenAI-compatible ``/embeddings`` API (default ``text-embedding-3-large``), batched, retried with backoff.
+
+    Retried (``max_attempts`` tries, delay ``backoff * 2**k``): HTTP 5xx and 429, timeouts (``timeout`` seconds per
+    request, not openai's 600 s default), connection errors and invalid bodies (not JSON, wrong number of vectors,
+    vectors of different sizes or not finite). A 401/403 raises :class:`builder.errors.AuthenticationError` at once;
+    other failures raise :class:`EmbeddingError` for the caller to record per item.
+    """
 
     def __init__(self, model: str = "text-embedding-3-large", *, base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", batch_size: int = 64, max_attempts: int = 5,
-                 backoff: float = 2.0) -> None:
+                 backoff: float = 2.0, timeout: float = 60.0) -> None:
         from openai import OpenAI
 
+        if max_attempts < 1 or timeout <= 0:
+            raise ValueError(f"need max_attempts >= 1 and timeout > 0, got {max_attempts}, {timeout}")
         self.name = f"openai:{model}"
         self.model, self.batch_size, self.max_attempts, self.backoff = model, batch_size, max_attempts, backoff
         self.tokens = 0
         self._client = OpenAI(base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-                              api_key=os.environ.get(api_key_env) or "EMPTY", max_retries=0)
+                              api_key=os.environ.get(api_key_env) or "EMPTY", max_retries=0, timeout=timeout)
+
+    def _checked(self, response: Any, n_texts: int) -> list[list[float]]:
+        data = getattr(response, "data", None)
+        if not isinstance(data, list) or len(data) != n_texts:
+            raise ValueError(f"expected {n_texts} embeddings, got {type(data).__name__} "
+                             f"{len(data) if isinstance(data, list) else ''}".strip())
+        rows = [item.embedding for item in sorted(data, key=lambda item: item.index)]
+        matrix = np.asarray(rows, dtype=np.float64)  # ValueError when ragged or not numbers
+        if matrix.ndim != 2 or matrix.shape[1] == 0 or not np.isfinite(matrix).all():
+            raise ValueError(f"embeddings of shape {matrix.shape} with non-finite values or no dimension")
+        return rows
 
     def _batch(self, texts: list[str]) -> list[list[float]]:
         import openai
 
+        from builder.errors import AuthenticationError
+
+        reason = ""
         for attempt in range(1, self.max_attempts + 1):
             try:
                 response = self._client.embeddings.create(model=self.model, input=texts)
-                self.tokens += int(getattr(response.usage, "prompt_tokens", 0) or 0)
-                return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
-            except (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError,
-                    openai.InternalServerError):
-                if attempt == self.max_attempts:
-                    raise
+                rows = self._checked(response, len(texts))
+                self.tokens += int(getattr(getattr(response, "usage", None), "prompt_tokens", 0) or 0)
+                return rows
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
+                raise AuthenticationError(f"the embeddings server refused the API key (HTTP {error.status_code}); "
+                                          "check the variable named by --api-key-env") from None
+            except openai.APIStatusError as error:
+                if error.status_code < 500 and error.status_code != 429:
+                    raise EmbeddingError(f"HTTP {error.status_code}: {error.message}") from None
+                reason = f"HTTP {error.status_code}: {error.message}"
+            except (openai.APITimeoutError, openai.APIConnectionError, openai.APIResponseValidationError, ValueError,
+                    TypeError, AttributeError) as error:  # timeouts, network, invalid bodies
+                reason = f"{type(error).__name__}: {error}"
+            if attempt < self.max_attempts:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
-        raise AssertionError("unreachable")
+        raise EmbeddingError(f"gave up after {self.max_attempts} attempts: {reason}")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
@@ -148,10 +182,11 @@ class OpenAIEmbedder:
 
 
 def make_embedder(backend: str, *, model: str | None = None, base_url: str | None = None,
-                  api_key_env: str = "OPENAI_API_KEY") -> LocalEmbedder | OpenAIEmbedder:
+                  api_key_env: str = "OPENAI_API_KEY", **options: Any) -> LocalEmbedder | OpenAIEmbedder:
     """``backend``: ``openai`` (model default ``text-embedding-3-large``) or ``local`` (sentence-transformers path)."""
     if backend == "openai":
-        return OpenAIEmbedder(model or "text-embedding-3-large", base_url=base_url, api_key_env=api_key_env)
+        return OpenAIEmbedder(model or "text-embedding-3-large", base_url=base_url, api_key_env=api_key_env,
+                              **options)
     if backend == "local":
         return LocalEmbedder(model)
     raise ValueError(f"unknown embedding backend {backend!r}; expected 'openai' or 'local'")

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from builder.errors import BuilderError
 from builder.filter import judge_kappa, load_labels
 from builder.store import atomic_write_text, read_jsonl
 from much_dataset.schema import CORRECT, GENERATION_ID, HALLUCINATED
@@ -81,12 +82,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if len(args.annotators) < 2:
-        raise SystemExit("--annotators needs at least two names")
+        raise BuilderError("--annotators needs at least two names")
     labels = {name: load_annotator(out, name) for name in args.annotators}
     if args.scope == "kept":
         kept = {r[GENERATION_ID] for r in read_jsonl(out / "filter.jsonl") if r["split"] != "trash"}
         if not kept:
-            raise SystemExit("--scope kept needs filter.jsonl (run `filter` first)")
+            raise BuilderError("--scope kept needs filter.jsonl (run `filter` first)")
         labels = {name: {g: v for g, v in rows.items() if g in kept} for name, rows in labels.items()}
     results = [compare(labels[a], labels[b], names=(a, b)) for a, b in itertools.combinations(args.annotators, 2)]
     for result in results:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from builder import _judge_prompt as prompt
+from builder.errors import AuthenticationError, BuilderError, require_input
 from builder.filter import EosResolver, sampled_outside_top_k
 from builder.store import JsonlStore, Shard, read_jsonl
 from much_dataset.schema import CORRECT, GENERATION_CONFIG, GENERATION_ID, OUTPUT, OUTPUT_TOKENS, PROMPT, TOKEN_CHUNKS
@@ -77,9 +79,18 @@ def _retryable(error: Exception) -> bool:
     import openai
 
     if isinstance(error, prompt.InvalidAnswer | openai.RateLimitError | openai.APITimeoutError
-                  | openai.APIConnectionError | openai.InternalServerError):
+                  | openai.APIConnectionError | openai.InternalServerError | openai.APIResponseValidationError):
+        return True
+    # A truncated or garbage 200 body: the client fails to decode it or hands back something without the fields.
+    if isinstance(error, ValueError | AttributeError | TypeError) and not isinstance(error, openai.APIError):
         return True
     return isinstance(error, openai.APIStatusError) and error.status_code >= 500
+
+
+def _refused(error: Exception) -> bool:
+    import openai
+
+    return isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError)
 
 
 def call_judge(client: Any, model: str, messages: list[dict[str, str]], n_segments: int, *,
@@ -109,6 +120,9 @@ def call_judge(client: Any, model: str, messages: list[dict[str, str]], n_segmen
             labels = prompt.parse_labels(response.choices[0].message.content, n_segments)
             return JudgeResult(labels=labels, usage=usage, attempts=attempt)
         except Exception as error:  # noqa: BLE001 -- classified just below
+            if _refused(error):
+                raise AuthenticationError(f"the API refused the key (HTTP {error.status_code}) for model {model!r}: "
+                                          "check the variable named by --api-key-env; stopping") from None
             if not _retryable(error):
                 raise JudgeFailed(f"{type(error).__name__}: {error}", usage) from error
             reason = f"{type(error).__name__}: {error}"
@@ -124,7 +138,7 @@ def _parse_judges(values: Sequence[str]) -> list[tuple[str, str]]:
         judges.append((model, key or judge_key(model)))
     keys = [key for _, key in judges]
     if len(set(keys)) != len(keys):
-        raise SystemExit(f"two judges share a label key: {keys}; name them with --judge MODEL=KEY")
+        raise BuilderError(f"two judges share a label key: {keys}; name them with --judge MODEL=KEY")
     return judges
 
 
@@ -135,7 +149,7 @@ def _parse_prices(values: Sequence[str]) -> dict[str, tuple[float, float]]:
             model, rates = value.split("=")
             rate_in, rate_out = (float(x) for x in rates.split("/"))
         except ValueError as error:
-            raise SystemExit(f"--price must look like MODEL=IN/OUT (USD per 1M tokens), got {value!r}") from error
+            raise BuilderError(f"--price must look like MODEL=IN/OUT (USD per 1M tokens), got {value!r}") from error
         prices[model] = (rate_in, rate_out)
     return prices
 
@@ -199,6 +213,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     judges = _parse_judges(args.judge or DEFAULT_JUDGES)
     prices = _parse_prices(args.price)
+    require_input(out / "generations.jsonl", made_by="generate")
+    require_input(out / "segments.jsonl", made_by="segment")
     configs = {r[GENERATION_CONFIG]: r for r in read_jsonl(out / "configs.jsonl")}
     generations = {r[GENERATION_ID]: r for r in read_jsonl(out / "generations.jsonl")}
     segments = {r[GENERATION_ID]: r for r in read_jsonl(out / "segments.jsonl")}
@@ -225,8 +241,17 @@ def run(args: argparse.Namespace) -> int:
     client = OpenAI(base_url=args.base_url or os.environ.get("OPENAI_BASE_URL"),
                     api_key=os.environ.get(args.api_key_env) or "EMPTY", max_retries=0, timeout=args.timeout)
 
+    refused = threading.Event()  # set by the first 401/403: no further call is made
+
     def work(gid: str, model: str, messages: list, n_segments: int) -> JudgeResult:
-        return call_judge(client, model, messages, n_segments, max_attempts=args.max_attempts, backoff=args.backoff)
+        if refused.is_set():
+            raise AuthenticationError("stopped after the API refused the key")
+        try:
+            return call_judge(client, model, messages, n_segments, max_attempts=args.max_attempts,
+                              backoff=args.backoff)
+        except AuthenticationError:
+            refused.set()
+            raise
 
     n_calls = sum(len(pending) for _, pending in todo)
     totals = {key: {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "ok": 0, "failed": 0}
@@ -262,6 +287,10 @@ def run(args: argparse.Namespace) -> int:
         for gid, model, key, _n_segments, future in futures:
             try:
                 result = future.result()
+            except AuthenticationError:
+                for *_, other in futures:
+                    other.cancel()
+                raise
             except JudgeFailed as error:
                 stores[key].record_failure(gid, str(error), judge=key, model=model, usage=error.usage,
                                            cost_usd=cost_usd(error.usage, prices.get(model)))

@@ -3,6 +3,9 @@
 Each step is a module ``builder/<module>.py`` exposing ``add_arguments(parser)`` and ``run(args) -> int``. Common
 options (``--out``, ``--shard``) are added here so every step spells them the same way. Step modules import heavy
 dependencies inside ``run``.
+
+Steps and their helpers raise exceptions (:class:`builder.errors.BuilderError` for a step that cannot run as asked);
+this entry point alone turns them into ``builder <step>: error: ...`` on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -10,6 +13,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
+
+from builder.errors import BuilderError
 
 # step name on the command line -> module under builder/
 STEPS: dict[str, str] = {
@@ -50,7 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        from builder._locks import clean_stale
+
+        # Leftovers of killed runs (temporary copies whose writer is gone) are removed before any step.
+        for folder in (Path(args.out), Path(args.out) / "rows"):
+            clean_stale(folder)
+        return int(args.func(args) or 0)
+    except BuilderError as error:
+        print(f"builder {args.step}: error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

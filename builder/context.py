@@ -9,7 +9,9 @@ wiki_url, status, chunks`` (best first), ``scores``, ``n_candidates``, ``embeddi
 
 Backends: ``--embeddings openai`` (default model ``text-embedding-3-large``, any ``--base-url``) or ``--embeddings
 local`` (sentence-transformers; default the packaged all-MiniLM-L6-v2, offline). Chunk embeddings are computed once
-per page for all generations of that page.
+per page for all generations of that page. A page whose embeddings fail (after ``--max-attempts`` tries with backoff
+on 5xx, 429, timeouts of ``--timeout`` seconds and invalid bodies) is recorded per generation in
+``context.failures.jsonl`` and retried by a rerun; a refused API key (401/403) stops the step with one message.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from builder import _embeddings as emb
+from builder.errors import require_input
 from builder.store import JsonlStore, Shard, read_jsonl
 from much_dataset.schema import GENERATION_ID, OUTPUT, WIKI_URL
 
@@ -38,12 +41,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-tokenizer", default="llama3",
                         help="token counter: llama3 (default, cl100k-like), minilm, or a tokenizer.json path")
     parser.add_argument("--chunk-tokens", type=int, default=emb.CHUNK_TOKENS)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per embeddings request (openai)")
+    parser.add_argument("--max-attempts", type=int, default=5, help="tries per embeddings batch (openai)")
+    parser.add_argument("--backoff", type=float, default=2.0, help="first retry delay in seconds, doubling (openai)")
 
 
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     out = Path(args.out)
+    require_input(out / "generations.jsonl", made_by="generate")
     store = JsonlStore(out / "context.jsonl")
     wiki = {r["wiki_url"]: r for r in read_jsonl(out / "wiki.jsonl")}
     generations = [r for r in read_jsonl(out / "generations.jsonl")]
@@ -57,8 +64,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     tokenizer, tokenizer_name = emb.load_chunk_tokenizer(args.chunk_tokenizer)
+    options = ({"timeout": args.timeout, "max_attempts": args.max_attempts, "backoff": args.backoff}
+               if args.embeddings == "openai" else {})
     embedder = emb.make_embedder(args.embeddings, model=args.embedding_model, base_url=args.base_url,
-                                 api_key_env=args.api_key_env)
+                                 api_key_env=args.api_key_env, **options)
     size = args.chunk_tokens
     failed = 0
     with tqdm(total=len(todo), desc="context") as bar:
@@ -81,8 +90,16 @@ def run(args: argparse.Namespace) -> int:
                                   "scores": []})
                 bar.update(len(rows))
                 continue
-            chunk_vectors = embedder.embed(chunks)
-            queries = embedder.embed([row[OUTPUT] for row in rows])
+            try:
+                chunk_vectors = embedder.embed(chunks)
+                queries = embedder.embed([row[OUTPUT] for row in rows])
+            except emb.EmbeddingError as error:  # recorded per item and retried by a rerun; auth errors propagate
+                for row in rows:
+                    store.record_failure(row[GENERATION_ID], f"generation_id={row[GENERATION_ID]!r}: embeddings "
+                                                             f"of wiki_url={url!r} failed: {error}")
+                failed += len(rows)
+                bar.update(len(rows))
+                continue
             for row, query in zip(rows, queries, strict=True):
                 order, scores = emb.top_k_similar(query, chunk_vectors, TOP_CHUNKS)
                 store.append({GENERATION_ID: row[GENERATION_ID], **base, "status": "ok",

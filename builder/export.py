@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from builder._locks import clean_stale, locked, locked_tempdir
+from builder.errors import BuilderError, require_input
 from builder.store import JsonlStore, atomic_write_text, read_jsonl
 from much_dataset import schema
 
@@ -93,22 +94,22 @@ def split_of(gid: str, generation: Mapping[str, Any], judge_labels: Mapping[str,
 def _pick_judge(judges: Mapping[str, Any], judge: str | None) -> str:
     if judge is not None:
         if judge not in judges:
-            raise SystemExit(f"export: no labels.{judge}.jsonl (judges found: {sorted(judges)})")
+            raise BuilderError(f"no labels.{judge}.jsonl (judges found: {sorted(judges)})")
         return judge
     if "gpt-4o" in judges:
         return "gpt-4o"
     if len(judges) == 1:
         return next(iter(judges))
-    raise SystemExit(f"export: several judges {sorted(judges)} and no gpt-4o; pass --judge")
+    raise BuilderError(f"several judges {sorted(judges)} and no gpt-4o; pass --judge")
 
 
 def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") -> tuple[dict[str, list], dict]:
     """Rows per split (``train``/``test``/``trash``) and a report of what was skipped and why."""
-    generations = list(read_jsonl(out / "generations.jsonl"))
+    generations = list(read_jsonl(require_input(out / "generations.jsonl", made_by="generate")))
     segments = _by_id(out / "segments.jsonl")
     judges = _judges(out)
     if not judges:
-        raise SystemExit(f"export: no labels.<judge>.jsonl in {out}")
+        raise BuilderError(f"no labels.<judge>.jsonl in {out}")
     label_judge = _pick_judge(judges, judge)
     humans = _humans(out)
     filters = _by_id(out / "filter.jsonl") if (out / "filter.jsonl").exists() else None
@@ -177,26 +178,31 @@ def export_folder(rows: Mapping[str, list], folder: Path, *, card_body: str, che
 
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
-    try:
-        # Only non-empty splits are declared: a card whose data_files glob matches nothing breaks the hub viewer.
-        published = {split: rows[split] for split in _PUBLISHED if rows[split]}
-        if not published:
-            raise ValueError("export: no train or test row to publish")
-        sizes = write_parquet_folder(published, tmp, card_body=card_body)
-        if check:
-            check_loadable(tmp, sizes)
-        if folder.exists():
-            old = folder.with_name(f".{folder.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            folder.rename(old)
-            tmp.rename(folder)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    # One export at a time per folder; its temporary folder is locked while written, so a later run can tell a
+    # leftover of a killed export (removed by clean_stale) from one in progress.
+    with locked(folder):
+        old = folder.with_name(f".{folder.name}.old")
+        if old.exists():  # a killed export moved the old folder aside: put it back if nothing replaced it
+            if folder.exists():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.rename(folder)
+        clean_stale(folder.parent)
+        with locked_tempdir(folder.parent, f".{folder.name}.") as tmp:
+            # Only non-empty splits are declared: a card whose data_files glob matches nothing breaks the hub viewer.
+            published = {split: rows[split] for split in _PUBLISHED if rows[split]}
+            if not published:
+                raise ValueError("export: no train or test row to publish")
+            sizes = write_parquet_folder(published, tmp, card_body=card_body)
+            if check:
+                check_loadable(tmp, sizes)
+            if folder.exists():
+                shutil.rmtree(old, ignore_errors=True)
+                folder.rename(old)
+                tmp.rename(folder)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                tmp.rename(folder)
     return sizes
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from builder.errors import BuilderError
 from builder.store import atomic_write_text, read_jsonl
 from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LOGITS_TOKEN_IDS, OUTPUT_TOKENS, TOP_K
 
@@ -186,9 +187,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.shard not in (None, "0/1"):
-        raise SystemExit("filter is a whole-dataset step (kappa, counts): run it without --shard")
+        raise BuilderError("filter is a whole-dataset step (kappa, counts): run it without --shard")
     if len(args.judges) < 2:
-        raise SystemExit("--judges needs at least two judge keys")
+        raise BuilderError("--judges needs at least two judge keys")
     configs = {r[GENERATION_CONFIG]: r for r in read_jsonl(out / "configs.jsonl")}
     resolver = EosResolver(eos_ids=args.eos_ids, tokenizer=args.tokenizer, configs=configs)
     n_chunks = {r[GENERATION_ID]: len(r["token_chunks"]) for r in read_jsonl(out / "segments.jsonl")}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.configs import GenerationConfig, hash_id
+from builder.errors import BuilderError
 from builder.store import JsonlStore, Shard
 from much_dataset import schema
 
@@ -142,7 +143,7 @@ def _read_questions(out: Path) -> list[dict[str, Any]]:
     store = JsonlStore(out / "questions.jsonl", key="question_id")
     questions = list(store.records())
     if not questions:
-        raise SystemExit(f"generate: {out / 'questions.jsonl'} is empty; run `python -m builder questions` first")
+        raise BuilderError(f"{out / 'questions.jsonl'} is empty; run `python -m builder questions` first")
     return questions
 
 
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     if args.batch_size < 1:
-        raise SystemExit("--batch-size must be >= 1")
+        raise BuilderError("--batch-size must be >= 1")
     config = _config_from_args(args)
     questions = list(Shard.parse(args.shard).select(_read_questions(out)))[: args.limit]
     store = JsonlStore(out / "generations.jsonl")

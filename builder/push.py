@@ -3,7 +3,9 @@
 ``python -m builder push --out DIR --repo-id org/MUCH [--private] [--dry-run]``: ``create_repo`` (exist_ok), then a
 single ``create_commit`` adding every file of the folder, with a message naming the builder version and the row
 counts. ``--dry-run`` lists what would be uploaded and contacts nobody. The hub endpoint is ``$HF_ENDPOINT`` (or
-``--endpoint``), the token ``--token``, ``$HF_TOKEN`` or the saved login.
+``--endpoint``), the token ``$HF_TOKEN``, the saved hub login, or the file named by ``--token-file`` (never a
+command-line value, which ``ps`` would show). Files are uploaded only from inside the folder: a symbolic link that
+points outside it is refused, so a stray link cannot publish another file of the machine.
 
 Why not ``upload_folder``: with ``hf_xet`` installed (the default) it streams large folders in several adaptive
 commits; the operations it builds are the same as here, so we build them ourselves and send exactly one commit (the
@@ -16,7 +18,10 @@ import argparse
 import os
 from pathlib import Path
 
-__all__ = ["add_arguments", "run", "folder_files", "split_counts", "commit_message", "push_folder", "PushError"]
+from builder.errors import BuilderError
+
+__all__ = ["add_arguments", "run", "folder_files", "split_counts", "commit_message", "push_folder", "read_token",
+           "PushError"]
 
 
 class PushError(RuntimeError):
@@ -27,7 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repo-id", required=True, help="dataset repository, e.g. my-org/MUCH")
     parser.add_argument("--folder", default=None, help="folder to upload (default <out>/much)")
     parser.add_argument("--private", action="store_true")
-    parser.add_argument("--token", default=None, help="hub token (default: $HF_TOKEN or the saved login)")
+    parser.add_argument("--token-file", default=None,
+                        help="file holding the hub token (default: $HF_TOKEN or the saved `hf auth login`)")
+    # A token on the command line is visible to every user in `ps`: refused with a message naming the ways above.
+    parser.add_argument("--token", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--endpoint", default=None, help="hub endpoint (default: $HF_ENDPOINT or huggingface.co)")
     parser.add_argument("--revision", default="main")
     parser.add_argument("--dry-run", action="store_true", help="list what would be uploaded, contact nobody")
@@ -38,8 +46,29 @@ def folder_files(folder: Path) -> list[Path]:
     folder = Path(folder)
     if not (folder / "README.md").is_file():
         raise FileNotFoundError(f"{folder} has no README.md: run `python -m builder export` first")
-    return sorted(p.relative_to(folder) for p in folder.rglob("*")
-                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    root = folder.resolve()
+    files = []
+    for path in folder.rglob("*"):
+        relative = path.relative_to(folder)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        if path.is_symlink() or any(parent.is_symlink() for parent in path.parents if parent != folder.parent):
+            target = path.resolve()
+            if not target.is_relative_to(root):
+                raise BuilderError(f"{path} is a symbolic link to {target}, outside {folder}: refusing to upload it")
+        if path.is_file():
+            files.append(relative)
+    return sorted(files)
+
+
+def read_token(token_file: str | None) -> str | None:
+    """The token in ``token_file`` (stripped), or None: huggingface_hub then uses ``$HF_TOKEN`` / the saved login."""
+    if token_file is None:
+        return None
+    token = Path(token_file).read_text(encoding="utf-8").strip()
+    if not token:
+        raise BuilderError(f"--token-file {token_file} is empty")
+    return token
 
 
 def split_counts(folder: Path) -> dict[str, int]:
@@ -88,6 +117,9 @@ def push_folder(folder: Path, repo_id: str, *, token: str | None = None, endpoin
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.token is not None:
+        raise BuilderError("--token is not accepted (a command-line token is visible in `ps`): set $HF_TOKEN, run "
+                           "`hf auth login`, or pass --token-file FILE")
     folder = Path(args.folder) if args.folder else Path(args.out) / "much"
     files = folder_files(folder)
     message = commit_message(folder)
@@ -100,9 +132,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"commit message: {message}")
         return 0
     try:
-        url = push_folder(folder, args.repo_id, token=args.token, endpoint=args.endpoint, private=args.private,
+        url = push_folder(folder, args.repo_id, token=read_token(args.token_file), endpoint=args.endpoint,
+                          private=args.private,
                           revision=args.revision)
     except PushError as error:
-        raise SystemExit(f"push: {error}") from error
+        raise BuilderError(str(error)) from error
     print(f"push: {len(files)} files committed to {args.repo_id}: {url}")
     return 0

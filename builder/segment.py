@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from builder.errors import require_input
 from builder.store import JsonlStore, Shard
 from much_dataset import schema
 
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     out = Path(args.out)
-    generations = JsonlStore(out / "generations.jsonl")
+    generations = JsonlStore(require_input(out / "generations.jsonl", made_by="generate"))
     store = JsonlStore(out / "segments.jsonl")
     todo = [g for g in Shard.parse(args.shard).select(generations.records()) if g[schema.GENERATION_ID] not in store]
     sources = _tokenizer_sources(out)

@@ -1,49 +1,107 @@
-"""Resumable, idempotent JSONL artifacts shared by every builder step.
+"""Resumable, idempotent JSONL artifacts shared by every builder step, safe under kills and concurrent writers.
 
 A step writes its results with a :class:`JsonlStore`: one JSON object per line, keyed by a field (usually
-``generation_id``). Appends are flushed and fsynced per record, so a killed run loses at most the record in flight;
-a torn last line (the process died mid-write) is ignored on read and dropped on the next open. ``done_keys()`` tells
-a rerun what to skip, and :meth:`JsonlStore.append` refuses a key that is already present, so rerunning a step never
-duplicates rows. Per-item failures go to a sibling ``<name>.failures.jsonl`` with their reason instead of stopping
-the run; a later success for the same key supersedes the failure.
+``generation_id``). ``done_keys()`` tells a rerun what to skip. Guarantees:
+
+* **Concurrent writers.** Each append takes an advisory lock on the file (``fcntl.flock`` on a hidden sibling
+  ``.<name>.lock``, see :mod:`builder._locks`), re-reads what other processes appended since, and writes the record
+  only if its key is not there yet. Several processes (the shards of ``scripts/slurm_generate.sbatch``, two
+  overlapping ``annotate`` runs) can therefore append to one file: every key is written once.
+* **Kills.** A record is written with one ``write`` + ``fsync`` under the lock, so a kill loses at most the record in
+  flight, left as a torn line (a prefix of a record without its newline). The next writer finds it under the lock
+  and cuts it off before appending. A torn fragment that an unlocked writer (an older builder) glued to the next
+  record's line is repaired the same way: the whole record after it is kept, the fragment dropped with a warning --
+  the later rows are never lost and a torn line never stops the later steps.
+* Secrets (API keys, ``Authorization`` values) are masked in every record written (:mod:`builder._redact`).
+* Per-item failures go to a sibling ``<name>.failures.jsonl`` (same locking) with their reason instead of stopping
+  the run; a later success for the same key supersedes the failure.
 
 Whole-file outputs (exports, cards) are written with :func:`atomic_write_bytes` / :func:`atomic_write_text`
-(temporary file + ``os.replace``), so readers never see half a file.
+(temporary file + ``os.replace``), so readers never see half a file; a temporary left by a kill is removed by the
+next run (:func:`builder._locks.clean_stale`).
+
+Not guaranteed: locks are advisory (a process that does not use this module is not stopped) and ``flock`` is not
+reliable on every network file system (NFS before v4, some FUSE mounts).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from much_metric.fileio import atomic_write_bytes, atomic_write_text
+from builder._locks import atomic_write_bytes, atomic_write_text, locked
+from builder._redact import redact
 
-__all__ = ["JsonlStore", "Shard", "atomic_write_bytes", "atomic_write_text", "read_jsonl"]
+__all__ = ["JsonlStore", "Shard", "atomic_write_bytes", "atomic_write_text", "read_jsonl", "parse_jsonl"]
 
 
-def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
-    """Records of a JSONL file; a torn (unparsable) final line is skipped, a torn line elsewhere is an error."""
-    path = Path(path)
-    if not path.exists():
-        return
-    with path.open("r", encoding="utf-8") as handle:
-        lines = handle.readlines()
+def _recover(line: str) -> tuple[dict[str, Any], str] | None:
+    """The whole record (and its text) at the end of a line that starts with a torn fragment, if there is one."""
+    position = line.find("{", 1)
+    while position != -1:
+        try:
+            record = json.loads(line[position:])
+        except json.JSONDecodeError:
+            position = line.find("{", position + 1)
+            continue
+        return (record, line[position:]) if isinstance(record, dict) else None
+    return None
+
+
+def _parse(data: bytes, path: str | os.PathLike) -> tuple[list[tuple[dict[str, Any], str]], list[int]]:
+    records: list[tuple[dict[str, Any], str]] = []
+    torn: list[int] = []
+    lines = data.decode("utf-8", errors="replace").split("\n")
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            records.append((json.loads(line), line))
+            continue
         except json.JSONDecodeError as error:
-            if number == len(lines) and not line.endswith("\n"):
-                return  # the process died while writing this record
-            raise ValueError(f"{path}:{number}: corrupt JSONL record ({error})") from error
+            if number == len(lines):  # no newline after it: the process died while writing this record
+                torn.append(number)
+                continue
+            recovered = _recover(line)
+            if recovered is None:
+                raise ValueError(f"{path}:{number}: corrupt JSONL record ({error})") from error
+        torn.append(number)
+        records.append(recovered)
+    return records, torn
+
+
+def parse_jsonl(data: bytes, path: str | os.PathLike) -> tuple[list[dict[str, Any]], list[int]]:
+    """Records of JSONL bytes and the (1-based) numbers of the torn lines met.
+
+    A line that does not parse is torn when it is the unterminated last line (a write cut by a kill) or when a whole
+    record follows the fragment on the same line (the next append after such a kill); the record is kept and the
+    fragment dropped. Any other unparsable line raises ``ValueError`` naming the file and the line.
+    """
+    records, torn = _parse(data, path)
+    return [record for record, _ in records], torn
+
+
+def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """Records of a JSONL file; torn lines (see :func:`parse_jsonl`) are skipped, with a warning for those that are
+    not the last line (the last one may be a write still in flight)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    records, torn = parse_jsonl(data, path)
+    inside = [n for n in torn if n != data.count(b"\n") + 1]
+    if inside:
+        warnings.warn(f"{path}: skipped torn record fragment(s) at line(s) {inside} (left by a killed writer; the "
+                      "next run of the step that writes this file repairs it)", stacklevel=2)
+    yield from records
 
 
 class JsonlStore:
-    """An append-only JSONL file of records unique by ``key``.
+    """An append-only JSONL file of records unique by ``key``, shared safely between processes (module docstring).
 
     >>> store = JsonlStore(out / "generations.jsonl", key="generation_id")  # doctest: +SKIP
     >>> if item_id not in store: store.append({"generation_id": item_id, ...})  # doctest: +SKIP
@@ -54,17 +112,69 @@ class JsonlStore:
         self.key = key
         self.failures_path = self.path.with_name(self.path.name.removesuffix(".jsonl") + ".failures.jsonl")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair_torn_tail()
-        self._keys: set[str] = {str(record[key]) for record in read_jsonl(self.path)}
+        self._keys: set[str] = set()
+        self._offset = 0  # bytes of the file already parsed into _keys
+        with locked(self.path):
+            self._repair()
+            self._refresh()
 
-    def _repair_torn_tail(self) -> None:
+    def _repair(self) -> None:
+        """Under the lock: drop torn fragments and duplicate keys (kept: the first record), keeping every other."""
         if not self.path.exists() or self.path.stat().st_size == 0:
             return
         data = self.path.read_bytes()
-        if data.endswith(b"\n"):
+        records, torn = _parse(data, self.path)
+        unique: dict[str, str] = {}
+        for record, text in records:
+            unique.setdefault(str(record[self.key]), text)
+        if not torn and len(unique) == len(records):
             return
-        keep = data[: data.rfind(b"\n") + 1]
-        atomic_write_bytes(self.path, keep)
+        if torn:
+            warnings.warn(f"{self.path}: repaired {len(torn)} torn record fragment(s) at line(s) {torn} left by a "
+                          "killed writer; the records after them are kept, the torn items will be redone",
+                          stacklevel=3)
+        if len(unique) != len(records):
+            warnings.warn(f"{self.path}: dropped {len(records) - len(unique)} duplicate record(s) (same {self.key})",
+                          stacklevel=3)
+        if len(unique) == len(records) and torn == [data.count(b"\n") + 1]:
+            _cut_torn_tail(self.path)  # only an unterminated last line: truncate in place, no rewrite
+        else:
+            atomic_write_bytes(self.path, "".join(text + "\n" for text in unique.values()).encode("utf-8"))
+        self._offset = 0
+        self._keys.clear()
+
+    def _refresh(self) -> None:
+        """Under the lock: read what was appended since the last read (by this or another process)."""
+        if not self.path.exists():
+            self._offset, self._keys = 0, set()
+            return
+        with self.path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            if size < self._offset:  # rewritten by a repair: start over
+                self._offset, self._keys = 0, set()
+            handle.seek(self._offset)
+            data = handle.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        keys = []
+        try:
+            if len(complete) != len(data):
+                raise ValueError("torn tail")  # under the lock, so its writer is dead
+            for line in complete.splitlines():
+                if line.strip():
+                    keys.append(str(json.loads(line)[self.key]))
+        except ValueError:  # JSONDecodeError too
+            self._repair()
+            self._refresh_all()
+            return
+        self._keys.update(keys)
+        self._offset += len(complete)
+
+    def _refresh_all(self) -> None:
+        data = self.path.read_bytes() if self.path.exists() else b""
+        records, _ = parse_jsonl(data, self.path)
+        self._keys = {str(r[self.key]) for r in records}
+        self._offset = len(data)
 
     def __contains__(self, key: object) -> bool:
         return str(key) in self._keys
@@ -75,42 +185,69 @@ class JsonlStore:
     def done_keys(self) -> frozenset[str]:
         return frozenset(self._keys)
 
+    def refresh(self) -> frozenset[str]:
+        """Re-read the keys other processes have stored since (under the lock); returns them all."""
+        with locked(self.path):
+            self._refresh()
+        return self.done_keys()
+
     def records(self) -> Iterator[dict[str, Any]]:
         return read_jsonl(self.path)
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one record (durably). Raises ``KeyError`` if its key is already stored."""
+    def append(self, record: dict[str, Any]) -> bool:
+        """Append one record durably, unless another process stored its key meanwhile (then returns False).
+
+        Raises ``KeyError`` if this store already knew the key before the call (a caller that did not check).
+        """
         key = str(record[self.key])
         if key in self._keys:
             raise KeyError(f"{self.path.name}: {self.key}={key!r} is already stored")
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        text = redact(json.dumps(record, ensure_ascii=False, separators=(",", ":")), patterns=False)
+        line = (text + "\n").encode("utf-8")
+        with locked(self.path):
+            self._refresh()  # what other writers appended, and a torn tail cut off
+            if key in self._keys:
+                return False
+            with self.path.open("ab") as handle:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+            self._offset += len(line)
         self._keys.add(key)
+        return True
 
     def extend(self, records: Iterable[dict[str, Any]]) -> int:
         """Append the records whose key is not stored yet; returns how many were written."""
         written = 0
         for record in records:
             if str(record[self.key]) not in self._keys:
-                self.append(record)
-                written += 1
+                written += self.append(record)
         return written
 
     def record_failure(self, key: str, reason: str, **extra: Any) -> None:
         """Record that ``key`` failed (with a human-readable reason); the run goes on."""
-        line = json.dumps({self.key: key, "reason": reason, **extra}, ensure_ascii=False) + "\n"
-        with self.failures_path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        line = redact(json.dumps({self.key: key, "reason": reason, **extra}, ensure_ascii=False)) + "\n"
+        with locked(self.failures_path):
+            _cut_torn_tail(self.failures_path)
+            with self.failures_path.open("a", encoding="utf-8") as handle:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
 
     def failures(self) -> dict[str, dict[str, Any]]:
         """Latest failure per key, for keys that have not succeeded since."""
         latest = {str(r[self.key]): r for r in read_jsonl(self.failures_path)}
         return {k: v for k, v in latest.items() if k not in self._keys}
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Under the file's lock: truncate an unterminated last line (a write cut by a kill) before appending."""
+    if not path.exists():
+        return
+    with path.open("rb+") as handle:
+        data = handle.read()
+        if data and not data.endswith(b"\n"):
+            handle.truncate(data.rfind(b"\n") + 1)
 
 
 class Shard:

@@ -7,8 +7,10 @@ unlike the reference, the LAST section is kept) and ``infobox`` (a JSON object o
 
 ``status``: ``ok``; ``redirected`` (followed; ``resolved_title`` is the target); ``missing`` (no such page) and
 ``disambiguation`` (a list of links, no usable text) -- both recorded with empty text so ``context`` can skip them.
-Network errors (after ``--max-attempts`` tries with backoff, ``Retry-After`` honoured) go to ``wiki.failures.jsonl``
-and are retried by a rerun. Requests carry a descriptive ``User-Agent`` (Wikimedia's policy), are spaced by at least
+Network errors, invalid bodies and MediaWiki ``{"error": ...}`` answers (after ``--max-attempts`` tries with
+backoff when transient, ``Retry-After`` honoured; ``--timeout`` seconds per request) go to ``wiki.failures.jsonl``
+and are retried by a rerun: an error is never cached, and a page whose ``parse`` failed is not stored.
+Requests carry a descriptive ``User-Agent`` (Wikimedia's policy), are spaced by at least
 ``--min-interval`` seconds, and every API answer is cached in an sqlite file keyed by the request URL
 (``<out>/wiki_cache.sqlite`` by default), so reruns and other shards never fetch a page twice.
 """
@@ -38,6 +40,10 @@ DEFAULT_USER_AGENT = "MUCH-builder/0.1 (MUCH benchmark dataset builder; https://
 _HEADING = re.compile(r"^(={2,6})\s*(.*?)\s*\1\s*$", re.MULTILINE)
 _INFOBOX_START = re.compile(r"\{\{\s*(?:infobox|ficha)\b", re.IGNORECASE)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+#: MediaWiki error codes (HTTP 200 answers) worth retrying; ``internal_api_error_*`` too.
+_TRANSIENT_ERRORS = frozenset({"maxlag", "ratelimited", "readonly", "backend-fail-internal"})
 
 
 class WikiError(RuntimeError):
@@ -187,9 +193,17 @@ class MediaWikiClient:
         self._last = time.monotonic()
 
     def get(self, lang: str, params: dict[str, str]) -> dict[str, Any]:
+        """The JSON answer to one request. Only good answers are cached: an HTTP error, an invalid body or a
+        MediaWiki ``{"error": ...}`` (HTTP 200) is retried when transient and else raises :class:`WikiError`, and is
+        asked again by the next run (an error cached by an older builder is ignored likewise)."""
         url = self.url(lang, params)
         if self.cache is not None and (cached := self.cache.get(url)) is not None:
-            return json.loads(cached)
+            try:
+                answer = json.loads(cached)
+            except json.JSONDecodeError:
+                answer = None
+            if isinstance(answer, dict) and "error" not in answer:
+                return answer
         reason = ""
         for attempt in range(1, self.max_attempts + 1):
             self._wait_turn()
@@ -201,15 +215,23 @@ class MediaWikiClient:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     body = response.read().decode("utf-8")
                 answer = json.loads(body)
-                if self.cache is not None:
-                    self.cache.put(url, body)
-                return answer
+                if not isinstance(answer, dict):
+                    raise ValueError(f"expected a JSON object, got {type(answer).__name__}")
+                if "error" not in answer:
+                    if self.cache is not None:
+                        self.cache.put(url, body)
+                    return answer
+                error_info = answer["error"] if isinstance(answer["error"], dict) else {"info": answer["error"]}
+                code = str(error_info.get("code", ""))
+                reason = f"MediaWiki error {code or '?'}: {error_info.get('info', '')} for {url}"
+                if not (code in _TRANSIENT_ERRORS or code.startswith("internal_api_error")):
+                    raise WikiError(reason)
             except urllib.error.HTTPError as error:
                 reason = f"HTTP {error.code} for {url}"
                 if error.code != 429 and error.code < 500:
                     raise WikiError(reason) from error
                 retry_after = error.headers.get("Retry-After")
-            except (urllib.error.URLError, TimeoutError, json.JSONDecodeError) as error:
+            except (urllib.error.URLError, TimeoutError, OSError, ValueError) as error:  # incl. invalid JSON
                 reason = f"{type(error).__name__}: {error} for {url}"
             if attempt < self.max_attempts:
                 delay = self.backoff * 2 ** (attempt - 1)
@@ -242,12 +264,14 @@ def fetch_page(client: MediaWikiClient, wiki_url: str) -> dict[str, Any]:
         return row
     row["sections"] = split_sections(page.get("extract") or "")
     row["markdown"] = to_markdown(page["title"], row["sections"])
+    # A failed parse raises (client.get): the page is retried next run, never stored with infobox={} for good.
     parsed = client.get(lang, {"action": "parse", "prop": "wikitext", "redirects": "1", "page": page["title"]})
-    if "error" not in parsed:
-        wikitext = parsed.get("parse", {}).get("wikitext", "")
-        if isinstance(wikitext, dict):  # formatversion=1 shape
-            wikitext = wikitext.get("*", "")
-        row["infobox"] = parse_infobox(wikitext)
+    wikitext = parsed.get("parse", {}).get("wikitext") if isinstance(parsed.get("parse"), dict) else None
+    if isinstance(wikitext, dict):  # formatversion=1 shape
+        wikitext = wikitext.get("*")
+    if not isinstance(wikitext, str):
+        raise WikiError(f"{wiki_url}: the parse answer has no wikitext ({str(parsed)[:200]})")
+    row["infobox"] = parse_infobox(wikitext)
     return row
 
 
@@ -264,6 +288,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-attempts", type=int, default=4)
     parser.add_argument("--backoff", type=float, default=2.0, help="first retry delay in seconds (doubles)")
     parser.add_argument("--cache", default=None, help="sqlite cache file (default <out>/wiki_cache.sqlite)")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP request before a retry")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -273,7 +298,8 @@ def run(args: argparse.Namespace) -> int:
     store = JsonlStore(out / "wiki.jsonl", key="wiki_url")
     cache = HttpCache(args.cache or out / "wiki_cache.sqlite")
     client = MediaWikiClient(api_template=args.api, user_agent=args.user_agent, min_interval=args.min_interval,
-                             max_attempts=args.max_attempts, backoff=args.backoff, cache=cache)
+                             max_attempts=args.max_attempts, backoff=args.backoff, cache=cache,
+                             timeout=args.timeout)
     urls = [url for url in Shard.parse(args.shard).select(_wiki_urls(out)) if url not in store]
     statuses: dict[str, int] = {}
     failed = 0

@@ -4,7 +4,8 @@ Sources:
 
 * ``"sample"`` -- the embedded sample ``much_dataset/sample/``, a published folder (layout in
   :mod:`much_dataset.card`: ``README.md`` + ``data/<lang>/<split>-00000-of-00001.parquet``).
-* a local folder -- a published folder (same layout; read with ``datasets.load_dataset(folder, config)``), the
+* a local folder -- a published folder (same layout; read into memory with pyarrow, never from a cache that a
+  rewrite in place could leave stale, see :mod:`much_dataset._local`), the
   export step's ``rows/`` JSONL folder (``<folder>/rows/{train,test}.jsonl`` or the ``rows`` folder itself, built
   with :class:`much_dataset.builder.MuchBuilder`), or any other folder of parquet files, such as a downloaded
   snapshot of the hub repository (read like a hub id, below).
@@ -76,7 +77,8 @@ def load(
     on_error : ``"raise"`` -- a bad row raises :class:`~much_dataset.validation.InvalidSampleError` naming its
         ``generation_id`` and field; ``"drop"`` -- bad rows are dropped, a warning says how many, and each
         :class:`~much_dataset.validation.Problem` is appended to ``report`` when a list is given.
-    cache_dir : ``datasets`` cache folder (default: the library's).
+    cache_dir : ``datasets`` cache folder (default: the library's); used for hub ids and ``rows/`` folders (keyed on
+        the files' content), not for local parquet folders (read without a cache).
     revision : hub revision (hub ids only).
     """
     if config not in CONFIG_NAMES:
@@ -98,13 +100,17 @@ def load(
         loaded = _load_dataset(str(SAMPLE_DIR), config, split, cache)
     elif Path(source).exists():
         folder = Path(source)
+        # Local parquet is read without datasets' cache (much_dataset._local): a folder rewritten in place
+        # (builder export) must never be served from a previous build.
+        from much_dataset._local import read_parquet_folder
+
         if is_parquet_folder(folder):
-            loaded = _load_dataset(str(folder), config, split, cache)
+            loaded = read_parquet_folder(folder, config, split, published=True)
         elif (folder / "rows" / "train.jsonl").is_file() or (folder / "train.jsonl").is_file():
             loaded = _build_rows(folder, config, split, cache, on_error, problems)
         elif folder.is_dir() and any(folder.rglob("*.parquet")):
-            # A local copy of a hub repository (e.g. a snapshot of orailix/MUCH): same path as the hub.
-            loaded = _load_hub(str(folder), config, split, cache, None)
+            # A local copy of a hub repository (e.g. a snapshot of orailix/MUCH): datasets' split patterns.
+            loaded = read_parquet_folder(folder, config, split, published=False)
         else:
             raise FileNotFoundError(
                 f"{folder} is neither a published MUCH folder (README.md + data/<lang>/<split>-*.parquet), an "

@@ -38,7 +38,8 @@ from much_dataset import schema
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["InvalidSampleError", "Problem", "validate_table", "validate_rows", "invalid_rows", "rows_to_table"]
+__all__ = ["InvalidFileError", "InvalidSampleError", "Problem", "validate_table", "validate_rows", "invalid_rows",
+           "rows_to_table"]
 
 _ON_ERROR = ("raise", "drop")
 _LIST_COLUMNS = (
@@ -55,6 +56,19 @@ class InvalidSampleError(ValueError):
         self.field = field
         self.reason = reason
         super().__init__(f"invalid MUCH sample generation_id={generation_id!r}, field {field!r}: {reason}{more}")
+
+
+class InvalidFileError(ValueError):
+    """A MUCH data file cannot be read as MUCH rows. ``path`` names the file; ``column`` and ``generation_id`` the
+    column and the first bad row when the defect is in one (``None`` when the file itself is unreadable)."""
+
+    def __init__(self, path, reason: str, *, column: str | None = None, generation_id: str | None = None) -> None:
+        self.path = path
+        self.column = column
+        self.generation_id = generation_id
+        where = "" if column is None else f", column {column!r}"
+        row = "" if generation_id is None else f", generation_id={generation_id!r}"
+        super().__init__(f"{path}{where}{row}: {reason}")
 
 
 @dataclass(frozen=True)

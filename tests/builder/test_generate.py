@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -178,6 +179,6 @@ def test_cli_run_is_resumable_and_records_failures(llm, tmp_path, monkeypatch):
     assert len(list(read_jsonl(tmp_path / "generations.jsonl"))) == 3
 
 
-def test_generate_without_questions_is_a_clear_error(tmp_path):
-    with pytest.raises(SystemExit, match="questions.jsonl is empty"):
-        main(["generate", "--out", str(tmp_path), "--model", "m"])
+def test_generate_without_questions_is_a_clear_error(tmp_path, capsys):
+    assert main(["generate", "--out", str(tmp_path), "--model", "m"]) == 2
+    assert re.search("questions.jsonl is empty", capsys.readouterr().err)

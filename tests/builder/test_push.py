@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -121,8 +122,10 @@ def hub(monkeypatch):
         yield server
 
 
-def test_push_creates_the_repo_and_one_commit(hub, folder, capsys):
-    argv = ["push", "--out", str(folder.parent), "--repo-id", "me/MUCH", "--token", GOOD_TOKEN,
+def test_push_creates_the_repo_and_one_commit(hub, folder, capsys, tmp_path_factory):
+    token_file = tmp_path_factory.mktemp("secret") / "token"
+    token_file.write_text(GOOD_TOKEN + "\n")
+    argv = ["push", "--out", str(folder.parent), "--repo-id", "me/MUCH", "--token-file", str(token_file),
             "--endpoint", hub.endpoint]
     assert main(argv) == 0
     paths = [r["path"] for r in hub.requests]
@@ -142,9 +145,10 @@ def test_push_creates_the_repo_and_one_commit(hub, folder, capsys):
     assert len(hub.commits) == 2
 
 
-def test_refused_token_is_a_clear_error(hub, folder):
-    with pytest.raises(SystemExit, match=r"refused the token \(HTTP 401\).*me/MUCH"):
-        main(["push", "--out", str(folder.parent), "--repo-id", "me/MUCH", "--token", "hf_revoked"])
+def test_refused_token_is_a_clear_error(hub, folder, capsys, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_revoked")  # read from the environment, never from the command line
+    assert main(["push", "--out", str(folder.parent), "--repo-id", "me/MUCH"]) == 2
+    assert re.search(r"refused the token \(HTTP 401\).*me/MUCH", capsys.readouterr().err)
     assert hub.requests and not hub.commits and not hub.repos
 
 
@@ -171,3 +175,32 @@ def test_split_counts_and_missing_card(folder, tmp_path):
     with pytest.raises(FileNotFoundError, match="run `python -m builder export`"):
         push.folder_files(tmp_path / "empty")
     assert schema.HUB_REPO_ID == "orailix/MUCH"  # the default name users load; push never assumes it
+
+
+def test_token_is_not_a_command_line_value(hub, folder, capsys):
+    assert main(["push", "--out", str(folder.parent), "--repo-id", "me/MUCH", "--token", GOOD_TOKEN]) == 2
+    assert "--token is not accepted" in capsys.readouterr().err and not hub.requests
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_links_leaving_the_folder_are_refused(hub, folder, tmp_path_factory, where):
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "id_rsa").write_text("PRIVATE")
+    link = folder / ("data/leak.parquet" if where == "file" else "data/leak")
+    link.symlink_to(outside / "id_rsa" if where == "file" else outside)
+    try:
+        with pytest.raises(ValueError, match="symbolic link .* outside"):
+            push.folder_files(folder)
+        assert main(["push", "--out", str(folder.parent), "--repo-id", "me/MUCH"]) == 2
+        assert not hub.commits
+    finally:
+        link.unlink()
+
+
+def test_links_inside_the_folder_are_fine(folder):
+    link = folder / "data" / "again.md"
+    link.symlink_to(folder / "README.md")
+    try:
+        assert "data/again.md" in [p.as_posix() for p in push.folder_files(folder)]
+    finally:
+        link.unlink()

@@ -137,3 +137,69 @@ def test_shards_split_the_urls(tmp_path):
             assert main(["wiki", "--out", str(tmp_path), "--shard", shard, "--api", server.api_template,
                          "--min-interval", "0"]) == 0
     assert len(list(read_jsonl(tmp_path / "wiki.jsonl"))) == 3
+
+
+class _ErroringMediaWiki(FakeMediaWiki):
+    """Answers HTTP 200 with a MediaWiki error for ``action`` while ``failing`` holds it (then behaves)."""
+
+    def __init__(self, failing: set[str], code: str = "badvalue") -> None:
+        super().__init__()
+        self.failing, self.code = failing, code
+
+    def handle(self, method, path, query, body):
+        if query.get("action") in self.failing:
+            return 200, {}, {"error": {"code": self.code, "info": "something went wrong"}}
+        return super().handle(method, path, query, body)
+
+
+@pytest.mark.parametrize("action", ["query", "parse"])
+def test_mediawiki_errors_are_recorded_not_cached_and_retried(tmp_path, action):
+    _urls(tmp_path, URLS[:1])
+    with _ErroringMediaWiki({action}) as server:
+        argv = ["wiki", "--out", str(tmp_path), "--api", server.api_template, "--min-interval", "0",
+                "--backoff", "0", "--max-attempts", "2", "--timeout", "5"]
+        assert main(argv) == 1
+        assert not list(read_jsonl(tmp_path / "wiki.jsonl"))  # never stored as OK with infobox={}
+        failures = list(read_jsonl(tmp_path / "wiki.failures.jsonl"))
+        assert [f["wiki_url"] for f in failures] == [URLS[0]] and "badvalue" in failures[0]["reason"]
+        server.failing.clear()  # the server is healthy again: the rerun asks again and succeeds
+        before = len(server.requests)
+        assert main(argv) == 0
+        assert len(server.requests) > before
+        (row,) = read_jsonl(tmp_path / "wiki.jsonl")
+        assert row["infobox"]["established"] == "12 March 1913"
+
+
+def test_transient_mediawiki_errors_are_retried_within_the_run(tmp_path):
+    with _ErroringMediaWiki({"query"}, code="maxlag") as server:
+        client = wiki.MediaWikiClient(api_template=server.api_template, min_interval=0, backoff=0, max_attempts=3)
+        with pytest.raises(wiki.WikiError, match="maxlag"):
+            client.get("en", {"action": "query", "titles": "Canberra"})
+    assert client.requests_sent == 3
+
+
+def test_an_error_cached_by_an_older_builder_is_asked_again(tmp_path):
+    cache = wiki.HttpCache(tmp_path / "cache.sqlite")
+    with FakeMediaWiki() as server:
+        client = wiki.MediaWikiClient(api_template=server.api_template, min_interval=0, cache=cache)
+        params = {"action": "query", "titles": "Canberra", "prop": "extracts"}
+        cache.put(client.url("en", params), json.dumps({"error": {"code": "badvalue"}}))
+        assert "query" in client.get("en", params) and client.requests_sent == 1
+        assert "query" in client.get("en", params) and client.requests_sent == 1  # the good answer is cached
+
+
+class _GarbageMediaWiki(FakeMediaWiki):
+    def handle(self, method, path, query, body):
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls == 1:
+            return 200, {}, b'{"batchcomplete": true, "query": {"pag'  # truncated body
+        if self.calls == 2:
+            return 200, {}, [1, 2, 3]  # JSON, but not an object
+        return super().handle(method, path, query, body)
+
+
+def test_truncated_and_non_object_bodies_are_retried(tmp_path):
+    with _GarbageMediaWiki() as server:
+        client = wiki.MediaWikiClient(api_template=server.api_template, min_interval=0, backoff=0, max_attempts=3)
+        assert "query" in client.get("en", {"action": "query", "titles": "Canberra"})
+    assert client.requests_sent == 3

@@ -1,0 +1,143 @@
+"""Advisory locks between builder processes, atomic writes whose temporaries can be told stale, and their cleanup.
+
+Every lock is a POSIX ``flock`` on an open file descriptor, so the kernel drops it when its process dies, even by
+SIGKILL. That gives two guarantees used across the builder:
+
+* :func:`locked` serialises the writers of one output file (``scripts/slurm_generate.sbatch`` runs several tasks
+  appending to one ``generations.jsonl``; two ``annotate`` runs may overlap on one folder);
+* a temporary (``.<file>.*.tmp`` of :func:`atomic_write_bytes`, the export's ``.much.*`` folder) is locked by its
+  writer while it exists, so :func:`clean_stale` removes exactly the ones whose writer is gone -- never one that a
+  live process is still writing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["locked", "hold", "atomic_write_bytes", "atomic_write_text", "locked_tempdir", "clean_stale"]
+
+#: A temporary younger than this is never removed: its writer may be between creating it and locking it.
+STALE_AFTER_S = 30.0
+
+
+def lock_path(path: str | os.PathLike) -> Path:
+    """The lock file of ``path``: a hidden empty sibling ``.<name>.lock`` (never replaced, so the lock is stable)."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike, *, shared: bool = False) -> Iterator[None]:
+    """Hold the advisory lock of ``path`` (exclusive unless ``shared``) for the ``with`` block."""
+    target = lock_path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def hold(path: str | os.PathLike) -> int:
+    """Lock ``path`` itself (a file or a folder) exclusively; returns the descriptor to ``os.close`` when done."""
+    fd = os.open(path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically; the temporary is locked while it exists (see :func:`clean_stale`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600 files; give what a plain open() would
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            os.replace(tmp, path)  # still locked: a cleaner never sees an unlocked temporary of a live writer
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def locked_tempdir(parent: Path, prefix: str) -> Iterator[Path]:
+    """A new folder ``parent/<prefix>XXXX`` locked for the ``with`` block (removed on error, kept on success)."""
+    tmp = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
+    fd = hold(tmp)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        os.close(fd)
+
+
+def _is_free(path: Path) -> bool:
+    """Whether no live process holds ``path``'s lock (it is free to take)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as error:
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return False
+        raise
+    finally:
+        os.close(fd)
+
+
+def clean_stale(folder: str | os.PathLike, *, now: float | None = None, quiet: bool = False) -> list[Path]:
+    """Remove what killed runs left in ``folder``: ``.<file>.*.tmp`` files and ``.<name>.*`` temporary folders whose
+    writer is gone (their lock is free) and that are older than :data:`STALE_AFTER_S`. ``.<name>.old`` folders are
+    left to the export step, which handles them under its own lock. Returns the removed paths.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    now = time.time() if now is None else now
+    cleaned = []
+    for entry in sorted(folder.iterdir()):
+        name = entry.name
+        if not name.startswith(".") or entry.is_symlink() or name.endswith((".lock", ".old")):
+            continue
+        if not ((entry.is_file() and name.endswith(".tmp")) or (entry.is_dir() and "." in name[1:])):
+            continue
+        try:
+            if now - entry.stat().st_mtime < STALE_AFTER_S or not _is_free(entry):
+                continue
+        except FileNotFoundError:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        cleaned.append(entry)
+    if cleaned and not quiet:
+        print(f"builder: removed {len(cleaned)} leftover(s) of killed runs in {folder}: "
+              + ", ".join(p.name for p in cleaned), file=sys.stderr)
+    return cleaned

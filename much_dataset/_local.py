@@ -1,0 +1,137 @@
+"""Local parquet folders read straight with pyarrow: no persistent cache to go stale, and errors that name the file.
+
+``datasets.load_dataset(folder)`` keys its Arrow cache on the folder's path and the files' metadata; a shard
+rewritten in place (``builder export`` does that) was served from the previous build. The published MUCH is a few
+hundred MB, so reading the shards into memory on each load costs about what the cache check did and can never be
+stale. Each file is read on its own, so a truncated or foreign file is reported by path, and integer columns stored
+as floats (``labels`` 1.5, ids 7.5) are refused with the file, the column and the row -- instead of being truncated by
+a cast or surfacing as a generic ``DatasetGenerationError``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from much_dataset import schema
+from much_dataset.card import ALL_CONFIG, data_files
+from much_dataset.validation import InvalidFileError, _lengths, _list_array
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datasets
+    import pyarrow as pa
+
+__all__ = ["INTEGER_COLUMNS", "read_parquet_folder", "integral_table"]
+
+#: Columns whose values are integers at every nesting level (token ids, chunk indices, labels).
+INTEGER_COLUMNS: tuple[str, ...] = (
+    schema.OUTPUT_TOKENS, schema.LOGITS_TOKEN_IDS, schema.TOKEN_CHUNKS,
+    schema.LABELS, schema.HUMAN_LABELS_0, schema.HUMAN_LABELS_1,
+)
+
+
+def _split_files(folder: Path, config: str, published: bool) -> dict[str, list[Path]]:
+    if published:
+        found = {}
+        for entry in data_files(config):
+            paths = sorted(folder.glob(entry["path"]))
+            if paths:
+                found[entry["split"]] = paths
+        return found
+    from datasets.data_files import get_data_patterns, resolve_pattern
+
+    found = {}
+    for split, patterns in get_data_patterns(str(folder)).items():
+        paths = sorted({Path(p) for pattern in patterns for p in resolve_pattern(pattern, base_path=str(folder))})
+        paths = [p for p in paths if p.suffix == ".parquet"]
+        if paths:
+            found[str(split)] = paths
+    return found
+
+
+def _integer_type(arrow_type: pa.DataType) -> pa.DataType:
+    import pyarrow as pa
+
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return pa.list_(_integer_type(arrow_type.value_type))
+    return pa.int64() if pa.types.is_floating(arrow_type) else arrow_type
+
+
+def integral_table(table: pa.Table, path: str | Path) -> pa.Table:
+    """``table`` with float-typed :data:`INTEGER_COLUMNS` cast to int64; a non-integral or non-finite value raises
+    :class:`InvalidFileError` naming ``path``, the column and the first such row's ``generation_id``."""
+    import pyarrow as pa
+
+    for name in INTEGER_COLUMNS:
+        if name not in table.column_names:
+            continue
+        array = _list_array(table[name])
+        owners = np.arange(len(array))
+        while pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+            owners = np.repeat(owners, _lengths(array))
+            array = array.flatten()
+        if not pa.types.is_floating(array.type):
+            continue
+        values = array.to_numpy(zero_copy_only=False)
+        valid = array.is_valid().to_numpy(zero_copy_only=False)
+        bad = valid & ~(np.isfinite(values) & (values == np.floor(values)))
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            row = int(owners[first])
+            ids = table[schema.GENERATION_ID] if schema.GENERATION_ID in table.column_names else None
+            raise InvalidFileError(
+                path, f"value {values[first]!r} is not an integer (row {row}; integer columns must not be "
+                "stored as non-integral floats)",
+                column=name, generation_id=None if ids is None else ids[row].as_py())
+        table = table.set_column(table.schema.get_field_index(name), name,
+                                 table[name].cast(_integer_type(table.schema.field(name).type)))
+    return table
+
+
+def _read_file(path: Path) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as error:
+        raise InvalidFileError(path, f"not a readable parquet file ({error})") from error
+    return integral_table(table, path)
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    import pyarrow as pa
+
+    if len(tables) == 1:
+        return tables[0]
+    # Shards written by different tools may differ in integer width or metadata; unify like datasets does.
+    return pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="permissive")
+
+
+def read_parquet_folder(
+    folder: str | Path, config: str, split: str | None, *, published: bool,
+) -> datasets.Dataset | datasets.DatasetDict:
+    """The splits of a local parquet folder as in-memory ``datasets`` objects (no cache).
+
+    ``published`` -- the layout of :mod:`much_dataset.card` (``data/<lang>/<split>-*.parquet``, the config picks the
+    language folders); otherwise ``datasets``' default split patterns (a snapshot of the hub repository) and, for a
+    language config, the rows of that ``lang``.
+    """
+    import datasets
+    import pyarrow.compute as pc
+
+    folder = Path(folder)
+    files = _split_files(folder, config, published)
+    wanted = list(files) if split is None else [split]
+    if split is not None and split not in files:
+        raise FileNotFoundError(f"{folder}: no parquet file for split {split!r} of config {config!r} "
+                                f"(splits found: {sorted(files)})")
+    parts = {}
+    for name in wanted:
+        table = _concat([_read_file(path) for path in files[name]])
+        if not published and config != ALL_CONFIG and schema.LANG in table.column_names:
+            table = table.filter(pc.equal(table[schema.LANG], config))
+        parts[name] = datasets.Dataset(table, split=datasets.NamedSplit(name))
+    return parts[split] if split is not None else datasets.DatasetDict(parts)
