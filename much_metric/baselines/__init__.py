@@ -32,6 +32,7 @@ from much_metric.baselines.registry import (
     register,
     resolve,
     signal_groups,
+    unregister,
 )
 from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS, TABLE3_SIGNALS, SignalRun, compute_signals
 from much_metric.baselines.sar import sar, sar_signal_name
@@ -44,6 +45,7 @@ __all__ = [
     "register",
     "resolve",
     "signal_groups",
+    "unregister",
     "DEFAULT_NLI_MODEL",
     "KTCConfig",
     "NeighbourStats",

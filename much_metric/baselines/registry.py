@@ -44,6 +44,7 @@ __all__ = [
     "register",
     "resolve",
     "signal_groups",
+    "unregister",
 ]
 
 #: Entry-point group of third-party baselines.
@@ -267,6 +268,15 @@ def register(baseline: Baseline, *, replace: bool = False) -> Baseline:
     _REGISTRY._load()
     _REGISTRY.add(baseline, origin="register()", replace=replace)
     return baseline
+
+
+def unregister(name: str) -> Baseline:
+    """Remove a baseline registered under ``name`` (e.g. one added with :func:`register` in a notebook)."""
+    _REGISTRY._load()
+    if name not in _REGISTRY._baselines:
+        raise KeyError(f"no baseline named {name!r}")
+    _REGISTRY._origin.pop(name)
+    return _REGISTRY._baselines.pop(name)
 
 
 def available() -> dict[str, Baseline]:
