@@ -106,3 +106,11 @@ def test_card_example_runs(tmp_path):
                                env=env, capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.splitlines()[-1].startswith("ok ")
+
+
+def test_the_module_card_names_every_metric_of_the_table():
+    from much_metric.scoring import METRIC_TABLE
+
+    card = (REPO / "much_metric" / "README.md").read_text(encoding="utf-8")
+    missing = [metric.key for metric in METRIC_TABLE if f"`{metric.key}`" not in card]
+    assert missing == [], f"much_metric/README.md lacks the metric(s) {missing}: add a row to its Metrics table"
