@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 python -X importtime -c "import much_metric, much_dataset" 2> benchmarks/importtime_raw.txt
 python - <<'PY' > benchmarks/import_time.txt
 import subprocess, sys, time
-for module in ("much_metric", "much_dataset", "much_metric.scoring._api"):
+for module in ("much_metric", "much_dataset", "much_metric.scoring"):
     best = min(
         (lambda t0: (subprocess.run([sys.executable, "-c", f"import {module}"], check=True), time.perf_counter() - t0)[1])(time.perf_counter())
         for _ in range(5)
@@ -21,7 +21,7 @@ for module in ("much_metric", "much_dataset", "much_metric.scoring._api"):
     )
     print(f"import {module}: {best:.3f} s wall (interpreter start alone {base:.3f} s)")
 PY
-for name in segmenter dataset metric baselines generate stopword_tables; do
+for name in segmenter dataset metric metric_ext baselines probability_baselines grid ktc monitor generate stopword_tables; do
     echo "== bench_$name"
     python "scripts/bench_$name.py" 2>&1 | tee "benchmarks/$name.txt"
 done
