@@ -396,6 +396,7 @@ def compare(
     interval of the difference over ``n_bootstrap`` paired resamples of the samples) and ``p_value`` (two-sided
     bootstrap p-value of no difference, see :func:`much_metric.scoring._bootstrap.paired_bootstrap`).
     """
+    _check_bootstrap(n_bootstrap)
     flat_a, layout = _layout_and_scores(
         token_scores_a, token_chunks, labels, stopword_mask,
         drop_last_chunk=drop_last_chunk, confidence=False, sample_ids=sample_ids,
