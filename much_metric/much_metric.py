@@ -68,7 +68,8 @@ class MuchMetric(evaluate.Metric):
             features=datasets.Features(
                 {
                     "predictions": datasets.Sequence(datasets.Value("float64")),
-                    "references": datasets.Sequence(datasets.Value("int32")),
+                    # float64, not int32: an int feature would cast a label 1.5 to 1 before the core can reject it.
+                    "references": datasets.Sequence(datasets.Value("float64")),
                 }
             ),
             reference_urls=["https://huggingface.co/datasets/orailix/MUCH"],

@@ -125,8 +125,9 @@ def compute_signals(
         NLI signals are computed and written this many samples at a time (resumability; the NLI batches within a
         block are de-duplicated and length-sorted).
     file_format : {"parquet", "jsonl"}, default "parquet"
-        Signal files ``<out>/<signal_name>.parquet`` (the hub's MUCH-signals layout, float32 values) or ``.jsonl``
-        (the reference's ``output/signals`` layout, float64 values).
+        Signal files ``<out>/<signal_name>.parquet`` (the hub's MUCH-signals layout) or ``.jsonl`` (the reference's
+        ``output/signals`` layout); both keep the float64 values exactly, so a run with ``out`` evaluates the same
+        numbers as one without.
     progress : bool, default True
         tqdm progress bars.
 
@@ -184,9 +185,6 @@ def compute_signals(
             start = time.perf_counter()
             flat = spec.compute(part, resources, options)
             elapsed = time.perf_counter() - start
-            # Stored as float32 (the hub's dtype); keep the same rounding in memory so that a resumed run and a
-            # fresh one evaluate identical numbers.
-            flat = flat.astype(np.float32).astype(np.float64) if out is not None and file_format == "parquet" else flat
             values = dict(zip(part.generation_ids, part.split(flat), strict=True))
             stored.update(values)
             record = {"seconds": record["seconds"] + elapsed, "n_samples": record["n_samples"] + part.n_samples,

@@ -123,6 +123,17 @@ def _flatten_aligned(
     return flat
 
 
+def _coverage_defect(sample_indices: np.ndarray) -> str:
+    """What is wrong with one sample's flat chunk indices that are not 0, 1, ..., n-1 (error path only)."""
+    counts = np.bincount(sample_indices)
+    if (counts > 1).any():
+        return f"overlap: token {int(np.flatnonzero(counts > 1)[0])} is in two chunks"
+    if (counts == 0).any():
+        return f"leave a gap: token {int(np.flatnonzero(counts == 0)[0])} is in no chunk"
+    return f"come out of order: token {int(sample_indices[0])} comes first" if sample_indices[0] else \
+        f"come out of order at token {int(sample_indices[np.flatnonzero(np.diff(sample_indices) != 1)[0] + 1])}"
+
+
 def _check_coverage(indices: np.ndarray, token_sample: np.ndarray, n_tokens: np.ndarray,
                     name: Callable[[int], str]) -> None:
     """MUCH's convention: a sample's chunks, in order, cover its token indices 0..n-1 exactly once. So a token
@@ -134,13 +145,10 @@ def _check_coverage(indices: np.ndarray, token_sample: np.ndarray, n_tokens: np.
     expected = np.arange(len(indices)) - starts[token_sample]
     wrong = np.flatnonzero(indices != expected)
     if wrong.size:
-        first = int(wrong[0])
-        bad = int(token_sample[first])
-        position = first - int(starts[bad])
-        kind = "overlap or come out of order" if indices[first] < expected[first] else "leave a gap"
+        bad = int(token_sample[int(wrong[0])])
         raise ValueError(
-            f"sample {name(bad)}: the chunks of {TOKEN_CHUNKS!r} {kind} at token {int(indices[first])} (expected "
-            f"token {position}); MUCH's chunks are consecutive, in order, and cover every output token exactly once"
+            f"sample {name(bad)}: the chunks of {TOKEN_CHUNKS!r} {_coverage_defect(indices[token_sample == bad])}; "
+            "MUCH's chunks are consecutive, in order, and cover every output token exactly once"
         )
     short = np.flatnonzero(covered != n_tokens)
     if short.size:
@@ -183,6 +191,8 @@ def claim_layout(
     n_samples = len(n_tokens)
     if len(token_chunks) != n_samples:
         raise ValueError(f"{TOKEN_CHUNKS!r} has {len(token_chunks)} samples but the token scores have {n_samples}")
+    if sample_ids is not None and len(sample_ids) != n_samples:
+        raise ValueError(f"sample_ids has {len(sample_ids)} ids but there are {n_samples} samples")
     token_offsets = np.concatenate([[0], np.cumsum(n_tokens)])
     indices, chunk_offsets, sample_offsets = flatten_2d(token_chunks, field=TOKEN_CHUNKS, sample_ids=name)
     n_chunks = np.diff(sample_offsets)
@@ -322,8 +332,17 @@ def aggregate_flat(
     if aggregator == "max":
         return np.maximum.reduceat(values, starts)
     if aggregator == "mean":
-        return np.add.reduceat(values, starts) / lengths
-    survival = np.multiply.reduceat(1.0 - values, starts)  # prod(1 - s) per claim
+        with np.errstate(over="ignore"):
+            means = np.add.reduceat(values, starts) / lengths
+        overflow = ~np.isfinite(means)
+        if overflow.any():
+            # The mean of finite scores is finite, but their sum may overflow (scores near 1e308): re-sum those
+            # claims' scores pre-divided by n. Only there, so ordinary claims keep the reference's sum / n bits.
+            per_token = values / np.repeat(lengths, np.diff(np.append(starts, len(values))))
+            means[overflow] = np.add.reduceat(per_token, starts)[overflow]
+        return means
+    with np.errstate(over="ignore"):  # only from scores > 1, warned about above; score() rejects the inf
+        survival = np.multiply.reduceat(1.0 - values, starts)  # prod(1 - s) per claim
     if aggregator == "product":
         return 1.0 - survival
     with np.errstate(invalid="ignore"):

@@ -175,7 +175,8 @@ def _group_values(by: Mapping[str, Sequence[Any]], n_samples: int) -> dict[str, 
         values = list(values)
         if len(values) != n_samples:
             raise ValueError(f"by[{name!r}] has {len(values)} values but there are {n_samples} samples")
-        keys: dict[str, Any] = {}
+        keys: dict[str, Any] = {}  # printed key -> first value seen; insertion order = group position
+        position: dict[str, int] = {}
         index = np.empty(n_samples, dtype=np.int64)
         for sample, value in enumerate(values):
             if value is None or (isinstance(value, float | np.floating) and np.isnan(value)):
@@ -190,12 +191,14 @@ def _group_values(by: Mapping[str, Sequence[Any]], n_samples: int) -> dict[str, 
             if key in keys and keys[key] != value:
                 raise ValueError(f"by[{name!r}]: the values {keys[key]!r} and {value!r} (sample #{sample}) would "
                                  f"both be reported as group {key!r}; use one type per breakdown")
-            keys.setdefault(key, value)
-            index[sample] = list(keys).index(key)
-        order = sorted(range(len(keys)), key=lambda k: list(keys)[k])
-        rank = np.empty(len(keys), dtype=np.int64)
-        rank[order] = np.arange(len(keys))
-        groups[name] = ([list(keys)[k] for k in order], rank[index])
+            if key not in keys:
+                keys[key], position[key] = value, len(position)
+            index[sample] = position[key]
+        names = list(keys)
+        order = sorted(range(len(names)), key=names.__getitem__)
+        rank = np.empty(len(names), dtype=np.int64)
+        rank[order] = np.arange(len(names))
+        groups[name] = ([names[k] for k in order], rank[index])
     return groups
 
 
@@ -396,6 +399,7 @@ def compare(
     interval of the difference over ``n_bootstrap`` paired resamples of the samples) and ``p_value`` (two-sided
     bootstrap p-value of no difference, see :func:`much_metric.scoring._bootstrap.paired_bootstrap`).
     """
+    _check_bootstrap(n_bootstrap)
     flat_a, layout = _layout_and_scores(
         token_scores_a, token_chunks, labels, stopword_mask,
         drop_last_chunk=drop_last_chunk, confidence=False, sample_ids=sample_ids,

@@ -154,5 +154,5 @@ def _integral(values: np.ndarray, field: str, sample_ids, chunk_offsets: np.ndar
         chunk = int(np.searchsorted(chunk_offsets, wrong[0], side="right") - 1)
         bad = int(np.searchsorted(sample_offsets, chunk, side="right") - 1)
         raise ValueError(f"sample {sample_ids(bad)}: field {field!r} holds the non-integral token index "
-                         f"{values[wrong[0]]!r}")
+                         f"{float(values[wrong[0]])!r}")
     return values.astype(np.int64)

@@ -5,8 +5,13 @@ A signal file holds one record per (generation, signal): ``generation_id`` (str)
 supported, chosen by the file suffix:
 
 * ``.jsonl``: one compact JSON object per line, as the reference's ``output/signals/<name>.jsonl``;
-* ``.parquet``: a table with the three columns (``values`` as ``list<float32>``, the hub's dtype), as the shards
-  of ``orailix/MUCH-signals``.
+* ``.parquet``: a table with the three columns, as the shards of ``orailix/MUCH-signals``.
+
+Precision: spec 2.4 gives ``values`` as ``list[float]``: the reference writes Python floats (float64) to
+``output/signals/<name>.jsonl``, and the dtype of the hub's parquet shards is not recorded in the reference code
+(the upload was done outside it). So both encodings here store **float64**, and every number a method computed is
+read back bit for bit: ``much run --out`` evaluates the same numbers as ``much run`` without it. Parquet files
+whose values are float32 (or any other float type) are read unchanged and widened exactly to float64.
 
 :func:`write_signals` is idempotent: re-writing a ``(generation_id, signal_name)`` pair replaces the stored values,
 it never duplicates them (the reference's writer appends duplicates, spec 11.6). The file is rewritten atomically
@@ -82,11 +87,22 @@ def _check_record(record: Any, where: str) -> tuple[str, str, np.ndarray]:
     return generation_id, signal_name, values
 
 
+def _decode(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise SignalsFormatError(f"{path}:{line}: not UTF-8 text (byte {data[error.start]:#04x} at column "
+                                 f"{column}: {error.reason})") from None
+
+
 def _read_jsonl(path: Path) -> list[tuple[str, str, np.ndarray]]:
     records = []
-    with path.open("r", encoding="utf-8") as handle:
-        lines = handle.readlines()
-    for number, line in enumerate(lines, start=1):
+    # One decode of the whole file (no per-line cost); an error names the line. split("\n") as text-mode reading
+    # does; a trailing "\r" is JSON whitespace.
+    for number, line in enumerate(_decode(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -100,9 +116,13 @@ def _read_jsonl(path: Path) -> list[tuple[str, str, np.ndarray]]:
 
 
 def _read_parquet(path: Path) -> list[tuple[str, str, np.ndarray]]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as error:
+        raise SignalsFormatError(f"{path}: not a readable parquet file ({error})") from error
     missing = [key for key in (GENERATION_ID, _VALUES) if key not in table.column_names]
     if missing:
         raise SignalsFormatError(f"{path}: parquet signal file lacks column(s) {missing}")
@@ -127,8 +147,16 @@ def _read_parquet(path: Path) -> list[tuple[str, str, np.ndarray]]:
     return records
 
 
-def _read_file(path: Path) -> list[tuple[str, str, np.ndarray]]:
+def _read_records(path: Path) -> list[tuple[str, str, np.ndarray]]:
     return _read_jsonl(path) if _format(path) == "jsonl" else _read_parquet(path)
+
+
+def _read_file(path: Path) -> list[tuple[str, str, np.ndarray]]:
+    records = _read_records(path)
+    if not records:
+        # An empty file evaluates to an empty table; a truncated download or a failed run must not pass for that.
+        raise SignalsFormatError(f"{path}: the signal file holds no record (empty or blank)")
+    return records
 
 
 def _files(path: Path) -> list[Path]:
@@ -209,8 +237,8 @@ def _write_parquet(path: Path, records: list[tuple[str, str, np.ndarray]]) -> by
 
     lengths = np.array([len(r[2]) for r in records], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    flat = np.concatenate([r[2] for r in records]).astype(np.float32) if records else np.zeros(0, np.float32)
-    values = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.float32()))
+    flat = np.concatenate([r[2] for r in records]).astype(np.float64) if records else np.zeros(0, np.float64)
+    values = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.float64()))
     table = pa.table(
         {
             GENERATION_ID: pa.array([r[0] for r in records], type=pa.string()),
@@ -244,15 +272,15 @@ def write_signals(path: str | os.PathLike, rows: Iterable[Mapping[str, Any]] | M
     -----
     Idempotent: a ``(generation_id, signal_name)`` pair already in the file is replaced by the new values (and a pair
     given twice in ``rows`` keeps the last), never duplicated. Records keep their first-seen order. All rows are
-    validated before anything is written; the file is replaced atomically. Parquet stores values as float32 (the
-    hub's dtype); JSONL keeps float64.
+    validated before anything is written; the file is replaced atomically. Both encodings keep float64 values
+    exactly (see the module docstring).
     """
     path = Path(path)
     kind = _format(path)
     new = _normalise_rows(rows)
     merged: dict[tuple[str, str], np.ndarray] = {}
     if path.exists() and path.stat().st_size > 0:
-        for generation_id, name, values in _read_file(path):
+        for generation_id, name, values in _read_records(path):  # an empty file is fine to write into
             merged[(generation_id, name)] = values
     for generation_id, name, values in new:
         merged[(generation_id, name)] = values
