@@ -168,7 +168,7 @@ def signal_features() -> datasets.Features:
         {
             "generation_id": datasets.Value("string"),
             "signal_name": datasets.Value("string"),
-            "values": datasets.List(datasets.Value("float32")),
+            "values": datasets.List(datasets.Value("float64")),  # float64: reading back gives the same metrics
         }
     )
 

@@ -76,9 +76,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail("give --threshold or --calibrate, not both")
     try:
         from much_metric.models import load_causal_lm
-        from much_metric.monitor import ClaimMonitor, _online_spec
+        from much_metric.monitor import ClaimMonitor, online_spec
 
-        _online_spec(args.method, 24)  # a bad --method fails before the model loads
+        online_spec(args.method, 24)  # a bad --method fails before the model loads
         try:
             model, tokenizer = load_causal_lm(args.model, device=args.device)
         except Exception as error:  # noqa: BLE001 -- missing files, offline hub, unknown id: one message

@@ -31,7 +31,7 @@ import numpy as np
 
 from much_dataset.schema import TOP_K
 
-__all__ = ["ClaimMonitor", "MonitoredClaim", "Calibration"]
+__all__ = ["ClaimMonitor", "MonitoredClaim", "Calibration", "online_spec"]
 
 _AGGREGATORS = ("product", "mean", "max", "geometric")
 
@@ -106,7 +106,7 @@ class Calibration:
                 f"{self.n_flagged}/{self.n_claims} claims flagged")
 
 
-def _online_spec(method: str, width: int):
+def online_spec(method: str, width: int):
     """Resolve ``method`` in the baseline registry and check it can score online on ``width`` candidates."""
     from much_metric.baselines import TokenArrays
     from much_metric.baselines.registry import resolve
@@ -170,7 +170,7 @@ class ClaimMonitor:
         self.threshold = self._check_threshold(threshold)
         self.compat = compat
         self.top_k = top_k
-        self._spec = _online_spec(self.method, top_k)
+        self._spec = online_spec(self.method, top_k)
         self._eos_ids = IncrementalSegmenter(tokenizer, compat=compat).eos_ids
         self._stop_cache: dict[int, bool] = {}  # bounded by the vocabulary
         self.last_output: Any = None  # what the last HF generate call returned

@@ -29,7 +29,7 @@ _BATCH_CELLS = 2_000_000
 
 
 def _check(n_resamples: int, confidence_level: float) -> None:
-    if not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
     if not 0 < confidence_level < 1:
         raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")

@@ -138,10 +138,6 @@ def evaluate_signals(
         coverage[signal_name] = len(rows) / len(ids) if ids else 0.0
         if not rows:
             raise ValueError(f"signal {signal_name!r}{where} has no values for any generation_id of the dataset")
-        if coverage[signal_name] < min_coverage:
-            raise ValueError(f"signal {signal_name!r}{where} covers {len(rows)} of the dataset's {len(ids)} samples "
-                             f"({coverage[signal_name]:.1%}), below min_coverage={min_coverage:.0%}; pass a lower "
-                             "min_coverage (CLI: --min-coverage) to evaluate the covered samples only")
         if missing[signal_name]:
             warnings.warn(f"signal {signal_name!r}{where}: {missing[signal_name]} of {len(ids)} samples have no "
                           "values and are left out", MuchMetricWarning, stacklevel=2)
@@ -153,6 +149,11 @@ def evaluate_signals(
                     f"signal {signal_name!r}{where}, generation_id={ids[i]!r}: field 'values' has "
                     f"{len(values[position])} entries but the sample has {len(columns[OUTPUT_TOKENS][i])} output tokens"
                 )
+        # After the per-sample checks: a wrong value list is named even in a file that covers few samples.
+        if coverage[signal_name] < min_coverage:
+            raise ValueError(f"signal {signal_name!r}{where} covers {len(rows)} of the dataset's {len(ids)} samples "
+                             f"({coverage[signal_name]:.1%}), below min_coverage={min_coverage:.0%}; pass a lower "
+                             "min_coverage (CLI: --min-coverage) to evaluate the covered samples only")
         groups = {name: [_group_value(name, columns, i) for i in rows] for name in by}
         layout = claim_layout(
             [columns[TOKEN_CHUNKS][i] for i in rows],
