@@ -31,7 +31,7 @@ import numpy as np
 
 from much_metric.baselines.nli import nli_label_indices
 
-__all__ = ["CANONICAL_ID2LABEL", "NliCache", "NliRouter", "parse_nli_mapping"]
+__all__ = ["CANONICAL_ID2LABEL", "NliCache", "NliPairRecorder", "NliRouter", "parse_nli_mapping", "routed_nli_name"]
 
 #: Columns of :class:`NliRouter`'s output.
 CANONICAL_ID2LABEL = {0: "entailment", 1: "neutral", 2: "contradiction"}
@@ -77,6 +77,24 @@ def parse_nli_mapping(spec: str | os.PathLike | Mapping[str, str]) -> dict[str, 
     return mapping
 
 
+def routed_nli_name(mapping: Mapping[str, str]) -> str:
+    """Name of a per-language NLI mapping in signal names.
+
+    One distinct model -> its name (so the signal names are those of ``--nli-model MODEL``: ``ccp_10_8`` for
+    ``microsoft/deberta-large-mnli``, ``ccp_10_8_M`` ...). Several -> ``multi-`` + the first 6 hex digits of the
+    SHA-1 of the mapping as sorted compact JSON (``{"en": ..., "fr": ...}``): short, stable across runs and
+    machines, different for different mappings. The mapping itself is printed by ``much run`` and every sample's
+    model is in the signal file's metadata (``nli_model``).
+    """
+    import hashlib
+
+    models = set(mapping.values())
+    if len(models) == 1:
+        return next(iter(models))
+    canonical = json.dumps(dict(sorted(mapping.items())), separators=(",", ":"), ensure_ascii=False)
+    return "multi-" + hashlib.sha1(canonical.encode("utf-8")).hexdigest()[:6]
+
+
 class NliRouter:
     """One NLI model per language, seen by CCP and SAR as a single scorer (see the module docstring).
 
@@ -90,7 +108,9 @@ class NliRouter:
         ``generation_id`` -> language (the split's ``lang`` column).
     name : str, optional
         Name for signal names (its NLI suffix, see :func:`much_metric.baselines.nli.nli_signal_suffix`); default
-        ``"routed-nli"``.
+        :func:`routed_nli_name` of the language -> model-name mapping: the model's own name when every language
+        has the same model (``ccp_10_8`` for deberta-large-mnli alone), else ``multi-<6 hex>`` (``ccp_10_8_multi-
+        3fa2c1``), a digest of the mapping, so that two mappings never share a signal file.
     """
 
     routes_by_sample = True
@@ -101,7 +121,7 @@ class NliRouter:
             raise ValueError("NliRouter needs at least one language -> scorer")
         self.scorers = dict(scorers)
         self.languages = dict(languages)
-        self.name = name or "routed-nli"
+        self.name = name or routed_nli_name({language: _name(scorer) for language, scorer in self.scorers.items()})
         self._columns: dict[int, np.ndarray] = {}
         for language, scorer in self.scorers.items():
             if not hasattr(scorer, "predict_proba") or not hasattr(scorer, "id2label"):
@@ -199,6 +219,10 @@ class NliCache:
     def routes_by_sample(self) -> bool:
         return bool(getattr(self.scorer, "routes_by_sample", False))
 
+    def clear(self) -> None:
+        """Forget every stored pair (the hit / miss counts stay)."""
+        self._store.clear()
+
     def predict_proba(self, premises: Sequence[str], hypotheses: Sequence[str], *,
                       generation_ids: Sequence[str] | None = None) -> np.ndarray:
         n = len(premises)
@@ -229,3 +253,56 @@ class NliCache:
             store.popitem(last=False)
         width = len(self.scorer.id2label)
         return np.array(rows).reshape(n, width)
+
+
+class NliPairRecorder:
+    """A dry-run scorer: records the NLI pairs that computations ask for, then scores their union in one call.
+
+    Run CCP / SAR (any configurations) with the recorder as ``nli``: it answers uniform probabilities (results of
+    the dry run are meaningless and must be discarded) and remembers every distinct ``(model, premise,
+    hypothesis)``. :meth:`prefetch` then sends the union to the wrapped scorer in **one** call (one de-duplicated,
+    length-sorted, token-budget batching over every configuration's pairs) and returns an :class:`NliCache` holding
+    the answers; running the computations again with that cache scores nothing more.
+
+    ``scripts/bench_grid.py`` compares this schedule with the sequential one (configurations one after the other
+    through an :class:`NliCache`).
+    """
+
+    def __init__(self, scorer: Any) -> None:
+        self.scorer = scorer
+        self._pairs: dict[tuple, str | None] = {}
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute == "scorer":
+            raise AttributeError(attribute)
+        return getattr(self.scorer, attribute)
+
+    @property
+    def routes_by_sample(self) -> bool:
+        return bool(getattr(self.scorer, "routes_by_sample", False))
+
+    def predict_proba(self, premises: Sequence[str], hypotheses: Sequence[str], *,
+                      generation_ids: Sequence[str] | None = None) -> np.ndarray:
+        n = len(premises)
+        if len(hypotheses) != n:
+            raise ValueError(f"{n} premises but {len(hypotheses)} hypotheses")
+        routed = self.routes_by_sample
+        if routed and (generation_ids is None or len(generation_ids) != n):
+            raise ValueError("the routed NLI scorer needs the generation_id of every pair (generation_ids=...)")
+        for i in range(n):
+            key = (self.scorer.route_key(generation_ids[i]) if routed else None, premises[i], hypotheses[i])
+            self._pairs.setdefault(key, generation_ids[i] if routed else None)
+        width = len(self.scorer.id2label)
+        return np.full((n, width), 1.0 / width)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The distinct (premise, hypothesis) pairs recorded (per model when routed), in first-asked order."""
+        return [(premise, hypothesis) for _, premise, hypothesis in self._pairs]
+
+    def prefetch(self, cache: NliCache | None = None) -> NliCache:
+        """Score every recorded pair in one call of the wrapped scorer; returns the (new or given) cache."""
+        cache = NliCache(self.scorer, max_pairs=max(len(self._pairs), 1)) if cache is None else cache
+        keys = list(self._pairs)
+        kwargs = {"generation_ids": [self._pairs[key] for key in keys]} if self.routes_by_sample else {}
+        cache.predict_proba([k[1] for k in keys], [k[2] for k in keys], **kwargs)
+        return cache

@@ -152,6 +152,13 @@ def compute_signals(
         from much_metric.baselines.ktc import default_neighbours
 
         neighbours = default_neighbours(data)
+    nli_specs = [spec for spec in specs if "nli" in spec.needs]
+    if len(nli_specs) > 1:
+        # Several CCP/SAR configurations (table 7): one NLI cache, so that a pair is scored once (ccp_10_sigma's
+        # pairs are ccp_24_sigma's, SAR's and short answers' windows recur); see nli_routing.NliCache.
+        from much_metric.baselines.nli_routing import NliCache
+
+        nli = NliCache(nli)
     resources = {"tokenizer": tokenizer, "nli": nli, "neighbours": neighbours}
     for need in sorted(needed):
         if resources[need] is None:
@@ -162,7 +169,12 @@ def compute_signals(
     out = Path(out) if out is not None else None
     timings = _read_timings(out)
     runs: dict[str, SignalRun] = {}
-    for spec in tqdm(specs, desc="signals", unit="signal", disable=not progress):
+    window = None
+    for spec in tqdm(_compute_order(specs), desc="signals", unit="signal", disable=not progress):
+        if len(nli_specs) > 1 and "nli" in spec.needs and spec.params.get("sigma") != window:
+            # Windows of another sigma are other texts: keep the cache to one sigma (bounded memory).
+            window = spec.params.get("sigma")
+            nli.clear()
         name = spec.stored_name(resources)
         stored: dict[str, np.ndarray] = {}
         path = out / f"{name}.{file_format}" if out is not None else None
@@ -204,4 +216,14 @@ def compute_signals(
         stored_spec = spec if name == spec.signal else resolve(name)  # the display shows the NLI suffix
         runs[name] = SignalRun(name, stored_spec, {gid: stored[gid] for gid in arrays.generation_ids},
                                _seconds_for(record, arrays), len(todo))
-    return runs
+    order = {spec.stored_name(resources): i for i, spec in enumerate(specs)}
+    return dict(sorted(runs.items(), key=lambda item: order[item[0]]))
+
+
+def _compute_order(specs: list[BaselineSpec]) -> list[BaselineSpec]:
+    """NLI signals grouped by window (sigma), so that one sigma's shared pairs are cached together; the rest as
+    asked. Within a group the order does not change the pairs sent (the cache answers the rest)."""
+    rank = {}
+    for spec in specs:
+        rank.setdefault(spec.params.get("sigma") if "nli" in spec.needs else None, len(rank))
+    return sorted(specs, key=lambda spec: rank[spec.params.get("sigma") if "nli" in spec.needs else None])

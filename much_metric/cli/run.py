@@ -69,7 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "available)")
     parser.add_argument("--nli-model", default=None,
                         help="NLI model for CCP/SAR (hub id or folder; default microsoft/deberta-large-mnli if "
-                             "cached locally). A multilingual XNLI model suits fr/es/de better")
+                             "cached locally), or one per language: 'en=microsoft/deberta-large-mnli,fr+es+de=MODEL' "
+                             "('*=MODEL': every other language) or a JSON file {\"en\": MODEL, ...}; each sample "
+                             "is scored by its language's model (signal suffix _multi-<hash> when the models differ)")
     parser.add_argument("--no-nli", action="store_true", help="skip CCP and SAR")
     parser.add_argument("--nli-batch-size", type=_positive_int, default=None,
                         help="most NLI pairs per batch (default 256)")
@@ -179,13 +181,45 @@ def _llm_tokenizers(args: argparse.Namespace, notes: list[str]) -> tuple[Any, di
     return None, {}
 
 
-def _nli(args: argparse.Namespace, wanted: list[str] | None, notes: list[str]) -> Any:
+def _is_nli_mapping(value: str | None) -> bool:
+    """``--nli-model`` names one model per language (``lang=model,...`` or a .json file) rather than one model."""
+    return value is not None and not Path(value).is_dir() and ("=" in value or value.lower().endswith(".json"))
+
+
+def _routed_nli(args: argparse.Namespace, dataset: Any, notes: list[str]) -> Any:
+    """An NliRouter over ``--nli-model``'s mapping: each distinct model loaded once, languages from the split."""
+    from much_dataset.schema import GENERATION_ID, LANG
+    from much_metric.baselines.nli import load_nli
+    from much_metric.baselines.nli_routing import NliRouter, parse_nli_mapping
+
+    mapping = parse_nli_mapping(args.nli_model)
+    scorers = {}
+    for model in dict.fromkeys(mapping.values()):
+        try:
+            scorers[model] = load_nli(model, device=args.device, batch_size=args.nli_batch_size,
+                                      max_batch_tokens=args.nli_max_batch_tokens, local_files_only=_offline(),
+                                      progress=not args.no_progress)
+        except Exception as error:  # noqa: BLE001 - any loading failure: name the model and its languages
+            languages = "+".join(lang for lang, m in mapping.items() if m == model)
+            raise ValueError(f"cannot load the NLI model {model!r} (--nli-model, for {languages}): {error}") from error
+    languages = dict(zip(dataset[GENERATION_ID], dataset[LANG], strict=True))
+    router = NliRouter({lang: scorers[model] for lang, model in mapping.items()}, languages)
+    for gid in languages:  # fail before any NLI work when a language of the split has no model
+        router.scorer_of(gid)
+    notes.append(f"NLI model per language ({router.name}): " +
+                 ", ".join(f"{lang}={model}" for lang, model in mapping.items()))
+    return router
+
+
+def _nli(args: argparse.Namespace, wanted: list[str] | None, notes: list[str], dataset: Any = None) -> Any:
     from much_metric.baselines.nli import DEFAULT_NLI_MODEL, load_nli
     from much_metric.baselines.registry import resolve
 
     explicit = wanted is not None and any("nli" in resolve(name).needs for name in wanted)
     if args.no_nli or (wanted is not None and not explicit):
         return None
+    if _is_nli_mapping(args.nli_model):
+        return _routed_nli(args, dataset, notes)
     name = args.nli_model or DEFAULT_NLI_MODEL
     # The default model is used only if already cached: `much run` must not start a 1.6 GB download unasked.
     try:
@@ -287,7 +321,7 @@ def _run(args: argparse.Namespace) -> int:
     n_tokens = int(sum(len(t) for t in dataset.select_columns(["output_tokens"]).with_format("arrow")[:]
                        .column("output_tokens").to_pylist()))
     decoder = _decoder(dataset, single, per_config)
-    nli = _nli(args, wanted, notes)
+    nli = _nli(args, wanted, notes, dataset)
     names = wanted or list(PROBABILITY_SIGNALS) + (list(NLI_SIGNALS) if nli is not None else [])
     if any("tokenizer" in resolve(n).needs for n in names) and decoder is None:
         if wanted is not None:

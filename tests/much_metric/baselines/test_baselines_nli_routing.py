@@ -10,7 +10,13 @@ import pytest
 
 from much_metric.baselines import NliScorer, compute_signals
 from much_metric.baselines.ccp import ccp
-from much_metric.baselines.nli_routing import NliCache, NliRouter, parse_nli_mapping
+from much_metric.baselines.nli_routing import (
+    NliCache,
+    NliPairRecorder,
+    NliRouter,
+    parse_nli_mapping,
+    routed_nli_name,
+)
 from much_metric.baselines.sar import sar
 from much_metric.signals import read_signals
 from much_metric.signals._metadata import read_sample_metadata
@@ -141,7 +147,9 @@ def test_runner_records_the_model_of_each_sample(models, split, tmp_path, file_f
     router = NliRouter({"en": models[0], "fr": models[1]}, languages)
     runs = compute_signals(rows, ["ccp_5_3", "sar_3"], tokenizer=tokenizer, nli=router, out=tmp_path,
                            file_format=file_format, block_size=4, progress=False)
-    assert set(runs) == {"ccp_5_3_routed-nli", "sar_3_routed-nli"}
+    alias = routed_nli_name({"en": "tiny/en-mnli", "fr": "tiny/xnli"})
+    assert alias.startswith("multi-") and len(alias) == len("multi-") + 6
+    assert set(runs) == {f"ccp_5_3_{alias}", f"sar_3_{alias}"}
     for name in runs:
         path = tmp_path / f"{name}.{file_format}"
         metadata = read_sample_metadata(path)
@@ -149,3 +157,57 @@ def test_runner_records_the_model_of_each_sample(models, split, tmp_path, file_f
                             for gid, lang in languages.items()}
         stored = read_signals(path)[name]  # still a plain MUCH-signals file
         assert set(stored) == set(languages)
+
+
+def test_routed_nli_name_is_the_model_or_a_digest_of_the_mapping():
+    assert routed_nli_name({"en": "m", "fr": "m"}) == "m"
+    a = routed_nli_name({"en": "x/en", "fr": "x/fr"})
+    assert a == routed_nli_name({"fr": "x/fr", "en": "x/en"})  # order of the mapping does not matter
+    assert a != routed_nli_name({"en": "x/en", "fr": "x/fr", "de": "x/fr"})
+    assert NliRouter({"en": HashNli(), "fr": HashNli()}, {}).name == "HashNli"  # one model (by name)
+
+
+def test_pair_recorder_scores_the_union_of_configurations_in_one_call():
+    from much_dataset import synthetic
+    from tests.much_metric._baselines_helpers import fake_decode
+
+    rows = synthetic.make_rows(5, seed=4)
+    stub = HashNli()
+    direct = {(fn, tuple(kw.items())): fn(rows, nli=stub, tokenizer=fake_decode, **kw)
+              for fn, kw in ((ccp, {"delta": 24, "sigma": 2}), (ccp, {"delta": 10, "sigma": 3}), (sar, {"sigma": 2}))}
+    stub.calls.clear()
+    recorder = NliPairRecorder(stub)
+    for fn, kw in direct:
+        fn(rows, nli=recorder, tokenizer=fake_decode, **dict(kw))
+    assert stub.calls == []  # the dry run asks the model nothing
+    cache = recorder.prefetch()
+    assert len(stub.calls) == len(set(stub.calls)) == len(recorder.pairs()) == cache.misses  # one call, no repeat
+    for (fn, kw), expected in direct.items():
+        for a, b in zip(fn(rows, nli=cache, tokenizer=fake_decode, **dict(kw)), expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert len(stub.calls) == cache.misses  # nothing more scored
+
+
+def test_runner_shares_one_cache_between_nli_configurations():
+    from much_dataset import synthetic
+    from tests.much_metric._baselines_helpers import fake_decode
+
+    rows = synthetic.make_rows(6, seed=5)
+    stub = HashNli()
+    asked = ["ccp_10_2", "sar_3", "max_likelihood", "ccp_24_3", "ccp_24_2", "sar_2"]
+    runs = compute_signals(rows, asked, tokenizer=fake_decode, nli=stub, block_size=4, progress=False)
+    assert list(runs) == asked  # the order asked, though computed grouped by sigma
+    assert len(stub.calls) == len(set(stub.calls))  # no pair scored twice across the configurations
+    ids = [r["generation_id"] for r in rows]
+    for name, fn, kw in (("ccp_10_2", ccp, {"delta": 10, "sigma": 2}), ("ccp_24_3", ccp, {"delta": 24, "sigma": 3}),
+                         ("sar_2", sar, {"sigma": 2})):
+        expected = fn(rows, nli=HashNli(), tokenizer=fake_decode, **kw)
+        for gid, values in zip(ids, expected, strict=True):
+            np.testing.assert_array_equal(runs[name].values[gid], values)
+    # ccp_10_2's pairs are ccp_24_2's: the grid scored exactly the union of the configurations' pairs.
+    union = set()
+    for name in asked:
+        alone = HashNli()
+        compute_signals(rows, [name], tokenizer=fake_decode, nli=alone, block_size=4, progress=False)
+        union |= set(alone.calls)
+    assert set(stub.calls) == union
