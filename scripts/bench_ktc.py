@@ -1,8 +1,8 @@
 """Benchmark KTC and the neighbour counting, each against the obvious alternative in the same run.
 
 1. KTC (nu=4, tau=0.3, delta=24) on a MUCH-sized split: the embedded sample's tokens tiled to --tokens (default
-   100k, about a MUCH split), with the shipped SmolLM2 statistics: ``much_metric.baselines.ktc`` (batched eigh,
-   threads over blocks) vs a per-token loop (Python sets for the adjacency, scipy ``expm`` and ``eigvalsh``) timed
+   100k, about a MUCH split), with the shipped SmolLM2 statistics: ``much_metric.baselines.ktc`` (Taylor heat
+   kernel, one batched eigvalsh per token, threads over blocks) vs a per-token loop (Python sets for the adjacency, scipy ``expm`` and ``eigvalsh``) timed
    on --loop-tokens tokens and extrapolated.
 2. Neighbour counting on the same corpus and tokenizer (Mu-SHROOM text, SmolLM2, repeated --repeat times): batched
    Rust tokenisation + numpy counting vs a per-article ``tokenizer.encode`` + ``Counter`` loop (the reference's
