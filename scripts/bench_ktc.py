@@ -2,8 +2,8 @@
 
 1. KTC (nu=4, tau=0.3, delta=24) on a MUCH-sized split: the embedded sample's tokens tiled to --tokens (default
    100k, about a MUCH split), with the shipped SmolLM2 statistics: ``much_metric.baselines.ktc`` (Taylor heat
-   kernel, one batched eigvalsh per token, threads over blocks) vs a per-token loop (Python sets for the adjacency, scipy ``expm`` and ``eigvalsh``) timed
-   on --loop-tokens tokens and extrapolated.
+   kernel, one batched eigvalsh per token, threads over blocks) vs a per-token loop (Python sets for the
+   adjacency, scipy ``expm`` and ``eigvalsh``) timed on --loop-tokens tokens and extrapolated.
 2. Neighbour counting on the same corpus and tokenizer (Mu-SHROOM text, SmolLM2, repeated --repeat times): batched
    Rust tokenisation + numpy counting vs a per-article ``tokenizer.encode`` + ``Counter`` loop (the reference's
    structure); tokens/s and the projected time for the reference's corpus (1.5 M articles x 4 languages).
