@@ -1,9 +1,9 @@
 """Benchmark KTC and the neighbour counting, each against the obvious alternative in the same run.
 
 1. KTC (nu=4, tau=0.3, delta=24) on a MUCH-sized split: the embedded sample's tokens tiled to --tokens (default
-   100k, about a MUCH split), with the shipped SmolLM2 statistics: ``much_metric.baselines.ktc`` (batched eigh,
-   threads over blocks) vs a per-token loop (Python sets for the adjacency, scipy ``expm`` and ``eigvalsh``) timed
-   on --loop-tokens tokens and extrapolated.
+   100k, about a MUCH split), with the shipped SmolLM2 statistics: ``much_metric.baselines.ktc`` (Taylor heat
+   kernel, one batched eigvalsh per token, threads over blocks) vs a per-token loop (Python sets for the
+   adjacency, scipy ``expm`` and ``eigvalsh``) timed on --loop-tokens tokens and extrapolated.
 2. Neighbour counting on the same corpus and tokenizer (Mu-SHROOM text, SmolLM2, repeated --repeat times): batched
    Rust tokenisation + numpy counting vs a per-article ``tokenizer.encode`` + ``Counter`` loop (the reference's
    structure); tokens/s and the projected time for the reference's corpus (1.5 M articles x 4 languages).
@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +74,30 @@ def bench_ktc(n_tokens: int, loop_tokens: int) -> None:
     print(f"  per-token loop (sets, scipy):   {loop:8.2f} s  (timed on {loop_tokens:,} tokens, extrapolated)")
     print(f"  ratio: {loop / best:.1f}x")
 
+    # Where the time goes, one thread, on 4,096 tokens: the floor is the one batched eigvalsh per token.
+    from much_metric.baselines._ktc_kernels import _heat_taylor
+    from much_metric.baselines.ktc import ktc_adjacency
+
+    sorted_arrays = arrays.sorted_by_probability()
+    ids = sorted_arrays.candidate_ids[:4096, :24]
+    adjacency = ktc_adjacency(ids, stats, nu=KTC_DEFAULT.nu)
+    kernel = _heat_taylor(adjacency, KTC_DEFAULT.tau)
+    parts = {
+        "adjacency (neighbour overlaps, prefixes)": lambda: ktc_adjacency(ids, stats, nu=KTC_DEFAULT.nu),
+        "heat kernel (batched Taylor products)": lambda: [_heat_taylor(adjacency[i:i + 512], KTC_DEFAULT.tau)
+                                                          for i in range(0, 4096, 512)],
+        "eigvalsh of the normalised kernels": lambda: [np.linalg.eigvalsh(kernel[i:i + 512])
+                                                       for i in range(0, 4096, 512)],
+        "replaced: eigh (vectors) per token": lambda: [np.linalg.eigh(adjacency[i:i + 512])
+                                                     for i in range(0, 4096, 512)],
+    }
+    print("  one thread, per token (best of 3 on 4,096 tokens):")
+    for name, function in parts.items():
+        print(f"    {name:42s} {min(_time(function) for _ in range(3)) / 4096 * 1e6:6.1f} us")
+    floor = min(_time(parts["eigvalsh of the normalised kernels"]) for _ in range(3)) / 4096
+    print(f"  LAPACK floor (eigvalsh alone) for {arrays.n_tokens:,} tokens on {os.cpu_count()} cores: "
+          f"{floor * arrays.n_tokens / (os.cpu_count() or 1):.2f} s")
+
 
 def bench_counting(repeat: int) -> None:
     from much_metric.baselines.neighbour_job import encode_documents, files_source, tokenizer_vocabulary
@@ -95,21 +119,38 @@ def bench_counting(repeat: int) -> None:
             total += ids.size
         return total
 
-    def counter_loop():
-        neighbours = [Counter() for _ in range(vocab_size)]
-        for doc in docs:
-            encoded = tokenizer.encode(doc)
+    def counter_loop(encoded_docs):
+        neighbours = defaultdict(Counter)  # lazily, the cheapest form of the obvious loop
+        for encoded in encoded_docs:
             for i in range(1, len(encoded) - 1):
                 neighbours[encoded[i]][encoded[i - 1]] += 1
                 neighbours[encoded[i]][encoded[i + 1]] += 1
+        return neighbours
 
     start = time.perf_counter()
     n_tokens = ours()
     fast = time.perf_counter() - start
-    slow = _time(counter_loop)
-    print(f"  much_metric (encode_batch + numpy): {fast:7.2f} s  {n_tokens / fast:12,.0f} tokens/s")
-    print(f"  per-article encode + Counter loop:  {slow:7.2f} s  {n_tokens / slow:12,.0f} tokens/s")
+    slow = _time(lambda: counter_loop(tokenizer.encode(doc) for doc in docs))
+    print(f"  much_metric (encode_batch_fast + numpy): {fast:7.2f} s  {n_tokens / fast:12,.0f} tokens/s")
+    print(f"  per-article encode + Counter loop:       {slow:7.2f} s  {n_tokens / slow:12,.0f} tokens/s")
     print(f"  ratio: {slow / fast:.1f}x")
+
+    # The floor: tokenisation alone, each way; then counting alone on the same ids.
+    batch_encode = _time(lambda: [encode_documents(tokenizer, docs[i:i + 10_000]) for i in range(0, len(docs), 10_000)])
+    single_encode = _time(lambda: [tokenizer.encode(doc) for doc in docs])
+    encoded = [tokenizer.encode(doc) for doc in docs]
+    ids, lengths = encode_documents(tokenizer, docs)
+
+    def count_only():
+        keys, counts = count_pairs(ids, lengths, vocab_size)
+        clip_top(keys, counts, vocab_size, 64)
+
+    ours_count = min(_time(count_only) for _ in range(3))
+    loop_count = _time(lambda: counter_loop(encoded))
+    print(f"  tokenisation alone: batched {batch_encode:.2f} s, per article {single_encode:.2f} s "
+          f"({single_encode / batch_encode:.1f}x): the floor of both sides")
+    print(f"  counting alone (same ids): numpy {ours_count:.3f} s, Counter loop {loop_count:.3f} s, "
+          f"ratio {loop_count / ours_count:.1f}x")
     projected = 4 * 1_500_000 * TOKENS_PER_ARTICLE
     print(f"  projection, 1.5M articles x 4 languages at ~{TOKENS_PER_ARTICLE} tokens/article ({projected / 1e9:.1f}"
           f"G tokens), one core: {projected / (n_tokens / fast) / 3600:.1f} h (Counter loop: "

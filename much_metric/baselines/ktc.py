@@ -164,34 +164,31 @@ def ktc_adjacency(candidate_ids: Any, stats: NeighbourStats, *, nu: int, prefix_
         raise ValueError(f"token {token}: candidate ids {ids[token].tolist()} fall outside the {stats.vocab_size} ids "
                          f"of these neighbour statistics ({stats.tokenizer}): wrong tokenizer?")
     n, delta = ids.shape
-    neighbours = stats.top(nu)[ids].astype(np.int64)  # (n, delta, nu), -1 padded
-    valid = neighbours >= 0
-    sizes = valid.sum(axis=2)
-    # |N_a & N_b| with per-token bitsets: the delta * nu neighbour ids of one token get local ranks, one bit each.
-    flat = neighbours.reshape(n, delta * nu)
-    order = np.argsort(flat, axis=1, kind="stable")
-    ordered = np.take_along_axis(flat, order, axis=1)
-    new = np.ones_like(ordered, dtype=bool)
-    new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    local = np.empty_like(flat)
-    np.put_along_axis(local, order, np.cumsum(new, axis=1) - 1, axis=1)
-    local = local.reshape(n, delta, nu)
-    words = (delta * nu + 63) // 64
-    bits = np.zeros((n, delta, words), dtype=np.uint64)
-    for word in range(words):
-        in_word = valid & (local // 64 == word)
-        shifted = np.left_shift(np.uint64(1), (local % 64).astype(np.uint64))
-        bits[:, :, word] = np.bitwise_or.reduce(np.where(in_word, shifted, np.uint64(0)), axis=2)
-    overlap = np.zeros((n, delta, delta), dtype=np.int64)
-    for word in range(words):
-        overlap += np.bitwise_count(bits[:, :, None, word] & bits[:, None, :, word])
-    smaller = np.minimum(sizes[:, :, None], sizes[:, None, :])
-    adjacency = np.where(smaller > 0, 1.0 - overlap / np.maximum(smaller, 1), 1.0)
+    neighbours = stats.top(nu)[ids]  # (n, delta, nu), -1 padded; the ids of one neighbour set are distinct
+    sizes = (neighbours >= 0).sum(axis=2)
+    # |N_a & N_b| by comparing the nu x nu slot pairs (cheaper than sets or sorting for nu <= 8); padding -1 on one
+    # side and -2 on the other never matches.
+    other = np.where(neighbours >= 0, neighbours, -2)
+    overlap = np.zeros((n, delta, delta), dtype=np.int8 if nu < 128 else np.int64)
+    for k in range(neighbours.shape[2]):
+        left = neighbours[:, :, None, k]
+        for m in range(neighbours.shape[2]):
+            overlap += left == other[:, None, :, m]
+    # 1 - overlap / min(|N_a|, |N_b|) from a (nu + 1) x (nu + 1) table (1 where a set is empty): the same float
+    # division as per pair, without a division per entry.
+    width = neighbours.shape[2] + 1
+    small, count = np.meshgrid(np.arange(width), np.arange(width), indexing="ij")
+    table = np.where(small > 0, 1.0 - count / np.maximum(small, 1), 1.0).ravel()
+    sizes = sizes.astype(np.int16 if width < 128 else np.int64)
+    code = np.minimum(sizes[:, :, None], sizes[:, None, :])
+    code *= width
+    code += overlap
+    adjacency = table.take(code)
     if prefix_entail:
         rank, last = stats.prefix_ranges
         r, end = rank[ids], last[ids]
         a_prefix_of_b = (r[:, :, None] <= r[:, None, :]) & (r[:, None, :] <= end[:, :, None])
-        adjacency[a_prefix_of_b | a_prefix_of_b.transpose(0, 2, 1)] = 1.0
+        np.putmask(adjacency, a_prefix_of_b | a_prefix_of_b.transpose(0, 2, 1), 1.0)
     adjacency[:, np.arange(delta), np.arange(delta)] = 1.0
     return adjacency
 

@@ -124,7 +124,10 @@ def tokenizer_vocabulary(tokenizer: Any) -> tuple[str, ...]:
 
 def encode_documents(tokenizer: Any, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """(concatenated ids, lengths) of ``texts``, special tokens added as ``tokenizer.encode``; one Rust batch."""
-    encodings = _backend(tokenizer).encode_batch(list(texts), add_special_tokens=True)
+    backend = _backend(tokenizer)
+    # encode_batch_fast (tokenizers >= 0.21) skips the character offsets, half the tokenisation time; same ids.
+    encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
+    encodings = encode(list(texts), add_special_tokens=True)
     lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
     ids = np.fromiter(chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=int(lengths.sum()))
     return ids, lengths

@@ -83,6 +83,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tokenizer", default=None,
                         help="the generating LLM's tokenizer for every sample: hub id, folder, .gguf file or "
                              "'smollm2' (default: smollm2 for the sample, the MUCH models for orailix/MUCH)")
+    parser.add_argument("--neighbours", action="append", default=None,
+                        help="KTC's token-neighbour statistics (`much neighbours`): a .npz, a folder (one .npz per "
+                             "tokenizer for orailix/MUCH), a hub dataset id, or MODEL=PATH|HUB_ID (repeatable); "
+                             "default: the SmolLM2 statistics shipped with the sample")
     parser.add_argument("--aggregator", default="product", help="product (default), mean, max or geometric")
     parser.add_argument("--stopwords", choices=("null", "exclude"), default="null",
                         help="null (reference, default): stopword tokens score 0; exclude: removed from claims")
@@ -333,8 +337,16 @@ def _run(args: argparse.Namespace) -> int:
         segmentation_seconds, segmentation_note = _segmentation(dataset, single, per_config, progress)
     else:
         segmentation_seconds, segmentation_note = math.nan, "not measured (no generating-LLM tokenizer)"
-    runs = compute_signals(dataset, names, tokenizer=decoder, nli=nli, out=args.out, file_format=args.format,
-                           reference_window=args.reference_window, progress=progress)
+    neighbours = None
+    if any("neighbours" in resolve(n).needs for n in names):
+        from much_metric.cli.neighbours import neighbours_for_run
+
+        neighbours = neighbours_for_run(args.neighbours, dataset, notes)
+        if neighbours is None:
+            raise ValueError("KTC needs token-neighbour statistics of the generating LLM's tokenizer: pass "
+                             "--neighbours PATH|HUB_ID (see `much neighbours --help`)")
+    runs = compute_signals(dataset, names, tokenizer=decoder, nli=nli, neighbours=neighbours, out=args.out,
+                           file_format=args.format, reference_window=args.reference_window, progress=progress)
     generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids), n_tokens=n_tokens)
     order = _order(runs)
     table = evaluate_signals(dataset, {name: runs[name].values for name in order}, aggregators=(args.aggregator,),

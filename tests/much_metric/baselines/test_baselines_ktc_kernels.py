@@ -151,3 +151,30 @@ def test_bad_arrays_name_the_token():
         ktc_token_scores(np.zeros((1, 4)), a[:1], tau=0.3)
     with pytest.raises(ValueError, match="adjacency must have shape"):
         ktc_token_scores(q, a[:, :3, :3], tau=0.3)
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.05, 0.3, 2.0, 10.0, 12.4, 12.6, 40.0])
+@pytest.mark.parametrize("levels", [None, 4])
+def test_heat_taylor_path_and_eigh_fallback_match_scipy_expm(tau, levels):
+    """The heat kernel is a Taylor polynomial up to tau * delta = 300 (12.5 at delta = 24) and one eigh per token
+    beyond: both against scipy's expm, on dense random graphs (many squarings) and sparse nu = 4-like ones."""
+    rng = np.random.default_rng(int(tau * 10))
+    q, a = random_inputs(rng, 30, 24, levels=levels)
+    if levels:  # mostly 1 (no shared neighbours), as real adjacencies: a sparse similarity graph
+        a = np.where(rng.random(a.shape) < 0.8, 1.0, np.minimum(a, a.transpose(0, 2, 1)))
+        a = np.triu(a, 1) + np.triu(a, 1).transpose(0, 2, 1) + np.eye(24)
+    for normalization in NORMALIZATIONS:
+        got = ktc_token_scores(q, a, tau=tau, normalization=normalization)
+        np.testing.assert_allclose(got, straightforward(q, a, tau=tau, normalization=normalization), atol=1e-10)
+
+
+def test_heat_taylor_kernel_matches_expm():
+    from much_metric.baselines._ktc_kernels import _heat_taylor
+
+    q, a = random_inputs(np.random.default_rng(5), 20, 24, levels=8)
+    for tau in (0.1, 0.3, 1.0, 5.0):
+        got = _heat_taylor(a, tau)
+        got /= np.trace(got, axis1=1, axis2=2)[:, None, None]
+        for gi, ai in zip(got, a, strict=True):
+            want = expm(-tau * (np.diag(ai.sum(axis=0)) - ai))
+            np.testing.assert_allclose(gi, want / np.trace(want), atol=1e-14, rtol=1e-11)

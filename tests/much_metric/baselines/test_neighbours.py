@@ -177,3 +177,17 @@ def test_files_source_and_cli(tmp_path, capsys):
         parse_shard("3")
     with pytest.raises(ValueError, match="need 0 <= i < n"):
         parse_shard("4/4")
+
+
+def test_encode_documents_matches_per_document_encode():
+    """The batched (fast) Rust encoding gives each document's ids as the tokenizer's own per-document encode, on the
+    real SmolLM2 tokenizer (multilingual text, special tokens as encode adds them)."""
+    from much_metric.baselines.neighbour_job import encode_documents
+    from much_metric.models import SMOLLM2, load_tokenizer
+
+    tokenizer = load_tokenizer(SMOLLM2)
+    texts = ["Die Hauptstadt ist Berlin.", "", "¿Dónde está la estación?  L'été à Paris…", "a" * 300, "\n\n x"]
+    ids, lengths = encode_documents(tokenizer, texts)
+    want = [tokenizer.encode(text) for text in texts]
+    assert lengths.tolist() == [len(w) for w in want]
+    assert ids.tolist() == [i for w in want for i in w]
