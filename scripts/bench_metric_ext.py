@@ -27,7 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from much_metric import calibration, rejection  # noqa: E402
+from much_metric.scoring import _calibration as calibration  # noqa: E402
+from much_metric.scoring import _rejection as rejection  # noqa: E402
 from much_metric.scoring._bootstrap import bootstrap_distribution, resample_counts  # noqa: E402
 
 N_SAMPLES = 4873

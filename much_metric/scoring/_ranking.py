@@ -18,7 +18,9 @@ scikit-learn counterpart (checked by tests/much_metric/test_metrics.py):
   whose recall <= 0.20 (from the first such point in scikit-learn's decreasing-recall order to the artificial
   (0, 1) end point, with no interpolation at 0.20), divided by 0.20;
 * ``partial_average_precision_recall_20``: the corrected variant: step-wise average precision restricted to
-  recall in [0, 0.20] (the last step cut exactly at 0.20), divided by 0.20; no artificial point, no trapezoid.
+  recall in [0, 0.20] (the last step cut exactly at 0.20), divided by 0.20; no artificial point, no trapezoid;
+* ``prr`` / ``prr_50``: LM-Polygraph's prediction-rejection ratio over all rejection fractions / up to 0.5
+  (:mod:`much_metric.scoring._rejection`; ties at their expected value; claim weights count as multiplicities).
 """
 
 from __future__ import annotations
@@ -125,6 +127,22 @@ def _partial_average_precision(c: Curves) -> np.ndarray:
     return np.sum(np.diff(clipped, axis=1) * c.precision[:, 1:], axis=1) / RECALL_LIMIT
 
 
+PRR_FRACTION = 0.5
+
+
+def _prr(c: Curves) -> np.ndarray:
+    # lazy: _rejection imports this module; claim weights are bootstrap multiplicities (integers)
+    from much_metric.scoring._rejection import prr_of_curves
+
+    return prr_of_curves(c.tps, c.fps)["prr"]
+
+
+def _prr_partial(c: Curves) -> np.ndarray:
+    from much_metric.scoring._rejection import prr_of_curves
+
+    return prr_of_curves(c.tps, c.fps, max_rejection=PRR_FRACTION)["prr"]
+
+
 #: The metric table: ``score``'s dict, the CLI tables, the HTML report and the module card iterate it, in this
 #: order. Adding a metric is one entry.
 METRIC_TABLE: tuple[Metric, ...] = (
@@ -142,6 +160,11 @@ METRIC_TABLE: tuple[Metric, ...] = (
            "reference partial PR-AUC: trapezoid over PR points with recall <= 0.2 incl. (0, 1), / 0.2 (spec 11.16)"),
     Metric("partial_average_precision_recall_20", "pAP@R<=20%", _partial_average_precision,
            "corrected partial AP: step-wise AP over recall in [0, 0.2], / 0.2"),
+    Metric("prr", "PRR", _prr,
+           "prediction-rejection ratio (LM-Polygraph): area between the method's and random rejection curves over "
+           "the oracle's; 1 oracle, 0 random", needs_both_classes=True),
+    Metric("prr_50", "PRR@50%", _prr_partial,
+           "PRR with at most 50% of the claims rejected (LM-Polygraph max_rejection=0.5)", needs_both_classes=True),
 )
 #: Metric keys, in table order.
 METRICS: tuple[str, ...] = tuple(metric.key for metric in METRIC_TABLE)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from much_metric import calibration
+from much_metric.scoring import _calibration as calibration
 
 sklearn_isotonic = pytest.importorskip("sklearn.isotonic")
 sklearn_metrics = pytest.importorskip("sklearn.metrics")

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from much_metric import calibration, floors
+from much_metric.scoring import _calibration as calibration
+from much_metric.scoring import _floors as floors
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 

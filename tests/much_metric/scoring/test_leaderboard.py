@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from much_metric import leaderboard
+from much_metric.scoring import _leaderboard as leaderboard
 from much_metric.scoring._bootstrap import paired_bootstrap
 
 

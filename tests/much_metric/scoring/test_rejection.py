@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from much_metric import rejection
+from much_metric.scoring import _rejection as rejection
 from much_metric.scoring._bootstrap import resample_counts
 from much_metric.scoring._ranking import sort_claims
 
