@@ -26,7 +26,7 @@ scikit-learn counterpart (checked by tests/much_metric/test_metrics.py):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -58,6 +58,8 @@ class Curves:
     fpr: np.ndarray
     precision: np.ndarray
     predicted: np.ndarray
+    #: intermediate arrays shared by several metrics of the same batch (e.g. both PRR entries), keyed by name
+    shared: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_counts(cls, tps: np.ndarray, fps: np.ndarray) -> Curves:
@@ -71,9 +73,17 @@ class Curves:
             precision = np.where(predicted > 0, tps / np.where(predicted > 0, predicted, 1), 1.0)
         return cls(tps, fps, n_pos, n_neg, recall, fpr, precision, predicted)
 
+    def recall_steps(self) -> np.ndarray:
+        """``diff(recall)``, shape (n_replicates, n_thresholds) (computed once per batch)."""
+        if "recall_steps" not in self.shared:
+            self.shared["recall_steps"] = np.diff(self.recall, axis=1)
+        return self.shared["recall_steps"]
+
     def pr_segments(self) -> np.ndarray:
-        """Trapezoid areas between consecutive PR points, shape (n_replicates, n_thresholds)."""
-        return np.diff(self.recall, axis=1) * (self.precision[:, 1:] + self.precision[:, :-1]) / 2.0
+        """Trapezoid areas between consecutive PR points, shape (n_replicates, n_thresholds) (computed once)."""
+        if "pr_segments" not in self.shared:
+            self.shared["pr_segments"] = self.recall_steps() * (self.precision[:, 1:] + self.precision[:, :-1]) / 2.0
+        return self.shared["pr_segments"]
 
 
 @dataclass(frozen=True)
@@ -102,11 +112,11 @@ def _roc_auc(c: Curves) -> np.ndarray:
 
 
 def _pr_auc(c: Curves) -> np.ndarray:
-    return np.sum(c.pr_segments(), axis=1)
+    return c.pr_segments().sum(axis=1)
 
 
 def _average_precision(c: Curves) -> np.ndarray:
-    return np.sum(np.diff(c.recall, axis=1) * c.precision[:, 1:], axis=1)
+    return np.einsum("ij,ij->i", c.recall_steps(), c.precision[:, 1:])
 
 
 def _tpr_at_fpr(c: Curves) -> np.ndarray:
@@ -134,13 +144,13 @@ def _prr(c: Curves) -> np.ndarray:
     # lazy: _rejection imports this module; claim weights are bootstrap multiplicities (integers)
     from much_metric.scoring._rejection import prr_of_curves
 
-    return prr_of_curves(c.tps, c.fps)["prr"]
+    return prr_of_curves(c.tps, c.fps, shared=c.shared)["prr"]
 
 
 def _prr_partial(c: Curves) -> np.ndarray:
     from much_metric.scoring._rejection import prr_of_curves
 
-    return prr_of_curves(c.tps, c.fps, max_rejection=PRR_FRACTION)["prr"]
+    return prr_of_curves(c.tps, c.fps, max_rejection=PRR_FRACTION, shared=c.shared)["prr"]
 
 
 #: The metric table: ``score``'s dict, the CLI tables, the HTML report and the module card iterate it, in this

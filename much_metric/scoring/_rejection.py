@@ -59,36 +59,48 @@ def _harmonic(n_max: int) -> np.ndarray:
     return _HARMONIC
 
 
-def prr_of_curves(tps: np.ndarray, fps: np.ndarray, *, max_rejection: float = 1.0) -> dict[str, np.ndarray]:
-    """The PRR kernel on integer-valued cumulative counts (no validation; :func:`prr_from_counts` validates).
+def _blocks(tps: np.ndarray, fps: np.ndarray) -> tuple[np.ndarray, ...]:
+    n_correct = fps[:, -1]
+    n = tps[:, -1] + n_correct
+    predicted = tps + fps
+    kept = n[:, None] - predicted
+    # a threshold with zero weight in this replicate has width 0 and adds nothing: any finite slope will do
+    slope = np.diff(fps, axis=1)
+    slope /= np.maximum(np.diff(predicted, axis=1), 1.0)
+    intercept = (n_correct[:, None] - fps[:, 1:]) - slope * kept[:, 1:]
+    return n, n_correct, kept, slope, intercept
+
+
+def prr_of_curves(tps: np.ndarray, fps: np.ndarray, *, max_rejection: float = 1.0,
+                  shared: dict | None = None) -> dict[str, np.ndarray]:
+    """The PRR kernel on integer-valued float cumulative counts (no validation; :func:`prr_from_counts` validates).
 
     Works in the counts' own decreasing-uncertainty order: at threshold ``j`` the kept claims number
     ``K_j = n - tps_j - fps_j`` and the kept correct ones ``C_j = n_correct - fps_j``. Between two thresholds
     ``C`` is linear in the number kept (ties at their mean), so the block ``K_{j+1} < k <= K_j`` adds
     ``sum C(k) / k = (C_{j+1} - r K_{j+1}) (H(K_j) - H(K_{j+1})) + r (K_j - K_{j+1})`` with slope ``r``. Up to a
     rejection fraction, kept sizes below ``start = n - floor(alpha n)`` are clipped away (``K -> max(K, start)``),
-    which cuts the block holding ``start`` exactly, with no search.
+    which cuts the block holding ``start`` exactly, with no search. ``shared``: a dict in which the blocks are
+    kept for another call on the same counts (the metric table's two PRR entries).
     """
-    n_pos, n_correct = tps[:, -1:], fps[:, -1:]
-    n = n_pos + n_correct
-    kept = n - tps - fps
-    kept_correct = n_correct - fps
-    width = kept[:, :-1] - kept[:, 1:]
-    # a threshold with zero weight in this replicate has width 0 and adds nothing: any finite slope will do
-    slope = (kept_correct[:, :-1] - kept_correct[:, 1:]) / np.maximum(width, 1.0)
-    intercept = kept_correct[:, 1:] - slope * kept[:, 1:]
-    n_rejected = np.floor(max_rejection * n[:, 0])  # int(alpha * n) as LM-Polygraph, float product included
-    start = n[:, 0] - n_rejected
+    if shared is not None and "prr_blocks" in shared:
+        n, p, kept, slope, intercept = shared["prr_blocks"]
+    else:
+        n, p, kept, slope, intercept = _blocks(tps, fps)
+        if shared is not None:
+            shared["prr_blocks"] = (n, p, kept, slope, intercept)
+    n_rejected = np.floor(max_rejection * n)  # int(alpha * n) as LM-Polygraph, float product included
+    start = n - n_rejected
     harmonic = _harmonic(int(n.max()) if n.size else 0)
     if max_rejection >= 1.0:
         h = harmonic[kept.astype(np.intp)]
-        total = np.einsum("ij,ij->i", intercept, h[:, :-1] - h[:, 1:]) + n_correct[:, 0]
+        # the slope terms telescope to the correct count
+        total = np.einsum("ij,ij->i", intercept, h[:, :-1] - h[:, 1:]) + p
     else:
         clipped = np.maximum(kept, start[:, None])
         h = harmonic[clipped.astype(np.intp)]
         total = (np.einsum("ij,ij->i", intercept, h[:, :-1] - h[:, 1:])
                  + np.einsum("ij,ij->i", slope, clipped[:, :-1] - clipped[:, 1:]))
-    n, p = n[:, 0], n_correct[:, 0]
     with np.errstate(invalid="ignore", divide="ignore"):
         area = total / n_rejected
         # oracle: the correct claims are the most certain, quality min(k, p) / k

@@ -10,12 +10,28 @@
 * :func:`write_report` -- a self-contained HTML report (matplotlib, extra ``report``, imported on first use).
 """
 
-from much_metric.signals._evaluation import BREAKDOWNS, EvaluationTable, SignalResult, dataset_columns, evaluate_signals
+from much_metric.signals._evaluation import (
+    BREAKDOWNS,
+    CLAIM_SUFFIX,
+    FLOORS,
+    LABEL_CHOICES,
+    MIN_COVERAGE,
+    EvaluationTable,
+    SignalResult,
+    dataset_columns,
+    evaluate_signals,
+    ground_truth,
+)
 from much_metric.signals._files import SignalsFormatError, read_signals, write_signals
 from much_metric.signals._metadata import add_sample_metadata, read_sample_metadata
 
 __all__ = [
     "BREAKDOWNS",
+    "CLAIM_SUFFIX",
+    "FLOORS",
+    "LABEL_CHOICES",
+    "MIN_COVERAGE",
+    "ground_truth",
     "add_sample_metadata",
     "read_sample_metadata",
     "EvaluationTable",
