@@ -150,11 +150,17 @@ def _timings(scores: str) -> dict[str, Any]:
         raise ValueError(f"{file}: not valid JSON ({error})") from None
 
 
+def _runtime(seconds: float, relative: float | None) -> str:
+    """``0.017s (0.00031%)``: the measured seconds and their share of LLM generation."""
+    if relative:
+        from much_metric.baselines.runtime import format_runtime
+
+        return format_runtime(seconds, seconds / relative)
+    return f"{seconds:.3g}s"
+
+
 def _format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
     import math
-
-    def pct(value: float | None) -> str:
-        return "n/a" if value is None else f"{100 * value:.2g}%"
 
     header = ["rank", "method", board["metric"], "95% interval", "P(rank)", "lang gap (best-worst)", "runtime (rel.)"]
     rows = []
@@ -162,7 +168,7 @@ def _format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
         low, high = row["interval"]
         gap = "n/a" if math.isnan(row["lang_gap"]) else \
             f"{row['lang_gap']:.3f} ({row['lang_best']}-{row['lang_worst']})"
-        runtime = "n/a" if row["seconds"] is None else f"{row['seconds']:.1f}s ({pct(row['relative_runtime'])})"
+        runtime = "n/a" if row["seconds"] is None else _runtime(row["seconds"], row["relative_runtime"])
         rows.append([str(row["rank"]), row["method"], f"{row['value']:.3f}", f"[{low:.3f}, {high:.3f}]",
                      f"{row['rank_probability']:.2f}", gap, runtime])
     for name, value in board["floors"].items():
@@ -213,7 +219,8 @@ def _format_calibration(results: list[Any]) -> str:
 def _format_spans(spans: dict[str, Any]) -> str:
     langs = sorted({lang for m in [*spans["methods"].values(), *spans["baselines"].values()]
                     for lang in m["per_language"]})
-    header = ["method", "threshold", "IoU", "rho", *(f"IoU {lang}" for lang in langs), *(f"rho {lang}" for lang in langs)]
+    header = ["method", "threshold", "IoU", "rho", *(f"IoU {lang}" for lang in langs),
+              *(f"rho {lang}" for lang in langs)]
     rows = []
     for name, m in [*spans["methods"].items(), *((f"[{k}]", v) for k, v in spans["baselines"].items())]:
         per = m["per_language"]

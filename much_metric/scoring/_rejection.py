@@ -33,7 +33,8 @@ import numpy as np
 
 from much_metric.scoring._ranking import METRICS, SortedClaims, cumulative_counts, metrics_from_counts, sort_claims
 
-__all__ = ["prr", "prr_from_counts", "prr_of_curves", "prr_replicates", "rejection_curve", "bootstrap_prr", "bootstrap_metrics_and_prr"]
+__all__ = ["prr", "prr_from_counts", "prr_of_curves", "prr_replicates", "rejection_curve", "bootstrap_prr",
+           "bootstrap_metrics_and_prr"]
 
 
 def _check_fraction(max_rejection: float) -> None:

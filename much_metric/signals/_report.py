@@ -217,8 +217,8 @@ def _leaderboard_html(board: dict[str, Any]) -> str:
         gap = "n/a" if math.isnan(row["lang_gap"]) else \
             f"{row['lang_gap']:.3f} ({row['lang_best']}−{row['lang_worst']})"
         runtime = "n/a" if row["seconds"] is None else \
-            f"{row['seconds']:.1f}s ({100 * row['relative_runtime']:.2g}%)" if row["relative_runtime"] else \
-            f"{row['seconds']:.1f}s"
+            f"{row['seconds']:.3g}s ({100 * row['relative_runtime']:.2g}%)" if row["relative_runtime"] else \
+            f"{row['seconds']:.3g}s"
         out.append(f"<tr><td>{row['rank']}</td><td class='name'>{html.escape(row['method'])}</td>"
                    f"<td>{row['value']:.3f}</td><td>[{low:.3f}, {high:.3f}]</td><td>{row['rank_probability']:.2f}</td>"
                    f"<td>{html.escape(gap)}</td><td>{runtime}</td></tr>")
