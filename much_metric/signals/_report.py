@@ -30,7 +30,7 @@ __all__ = ["render_report", "write_report", "format_metric"]
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.85em; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.8em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; }
 th { background: #f2f2f2; } td.name { text-align: left; font-family: monospace; }
 tr.floor td { color: #666; background: #fafafa; font-style: italic; }
@@ -128,9 +128,8 @@ def _curves_figure(curves: Sequence[tuple], title: str) -> Any:
             pr_ax.fill_between(_GRID, *bands[1], color=color, alpha=0.15, linewidth=0, step="pre")
         rejection = rejection_curve(scores, positive)
         rej_ax.plot(rejection["rejection"], rejection["quality"], label=label, linewidth=1.3, color=color)
-        if k == 0:
-            rej_ax.plot(rejection["rejection"], rejection["oracle"], color="#999", linestyle=":", linewidth=1,
-                        label="oracle")
+        rej_ax.plot(rejection["rejection"], rejection["oracle"], color=color, linestyle=":", linewidth=0.8,
+                    alpha=0.7)
         rej_ax.axhline(float(rejection["random"][0]), color=color, linestyle="--", linewidth=0.8, alpha=0.7)
     roc_ax.plot([0, 1], [0, 1], color="#999", linestyle=":", linewidth=1)
     roc_ax.set(xlabel="false positive rate", ylabel="true positive rate (hallucinations found)", title="ROC",
@@ -138,7 +137,7 @@ def _curves_figure(curves: Sequence[tuple], title: str) -> Any:
     pr_ax.set(xlabel="recall (hallucinated claims)", ylabel="precision",
               title="Precision-recall (dashed: each curve's base rate)", xlim=(0, 1), ylim=(0, 1.01))
     rej_ax.set(xlabel="fraction of claims rejected (most uncertain first)", ylabel="share of correct claims kept",
-               title="Rejection (PRR; dashed: random)", xlim=(0, 1), ylim=(0, 1.01))
+               title="Rejection (PRR; dashed: random, dotted: oracle)", xlim=(0, 1), ylim=(0, 1.01))
     for ax in (roc_ax, pr_ax, rej_ax):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right" if ax is roc_ax else ("upper right" if ax is pr_ax else "lower left"))
@@ -157,10 +156,12 @@ def _reliability_figure(calibration: Sequence[Any]) -> Any:
         d = r.diagram
         filled = d["count"] > 0
         label = r.signal_name if r.aggregator in ("—", "") else f"{r.signal_name} ({r.aggregator})"
-        ax.plot(d["confidence"][filled], d["rate"][filled], marker="o", markersize=3, linewidth=1.2,
-                color=f"C{k % 10}", label=f"{label}: ECE {r.ece:.3f}")
+        ax.plot(d["confidence"][filled], d["rate"][filled], linewidth=0.8, alpha=0.6, color=f"C{k % 10}")
+        # marker area in proportion to the bin's claims: a bin of three claims should not read like one of 500
+        ax.scatter(d["confidence"][filled], d["rate"][filled], s=4 + 200 * d["count"][filled] / d["count"].sum(),
+                   color=f"C{k % 10}", alpha=0.8, label=f"{label}: ECE {r.ece:.3f}")
     ax.set(xlabel="predicted P(hallucinated) (bin mean)", ylabel="observed hallucination rate",
-           title="Reliability diagram (measured samples)", xlim=(0, 1), ylim=(0, 1))
+           title="Reliability diagram (marker area = claims in the bin)", xlim=(0, 1), ylim=(0, 1))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
