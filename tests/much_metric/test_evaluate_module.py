@@ -106,3 +106,18 @@ def test_card_example_runs(tmp_path):
                                env=env, capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert completed.stdout.splitlines()[-1].startswith("ok ")
+
+
+def test_claim_scores_path_equals_score_claims():
+    from much_metric.much_metric import MuchMetric
+    from much_metric.scoring import score_claims
+
+    chunks = [[[0], [1, 2], [3]], [[0, 1], [2]]]
+    labels = [[-1, 1, 1], [1, 1]]
+    per_chunk = [[0.9, 0.2, 0.0], [0.4, 0.0]]
+    got = MuchMetric()._compute(per_chunk, labels, token_chunks=chunks, claim_scores=True)
+    expected = score_claims(per_chunk, chunks, labels)
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert got[key] == value or (value != value and got[key] != got[key]), key  # nan == nan here
+    assert got["level"] == "claim" and got["n_claims"] == 3
