@@ -187,7 +187,7 @@ def _format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
 
 
 def _published_rows(args: argparse.Namespace, metric: str) -> list[list[str]]:
-    from much_metric.signals._published import PAPER_GENERATION_SECONDS, PAPER_TABLE7, REFERENCE_NOTEBOOK, is_much
+    from much_metric.signals import PAPER_GENERATION_SECONDS, PAPER_TABLE7, REFERENCE_NOTEBOOK, is_much
 
     if not is_much(args.data):
         return []
@@ -232,8 +232,7 @@ def _format_spans(spans: dict[str, Any]) -> str:
 
 
 def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: dict, options: dict) -> list[Any]:
-    from much_metric.signals import evaluate_signals
-    from much_metric.signals._calibrate import calibrate_table
+    from much_metric.signals import calibrate_table, evaluate_signals
 
     spec = args.calibrate_on
     try:
@@ -283,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
         table = evaluate_signals(dataset, signals, **options)
         board = calibration = spans = None
         if args.rank:
-            from much_metric.signals._rank import rank_methods
+            from much_metric.signals import rank_methods
 
             timings = _timings(args.scores)
             generation = None
@@ -303,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
             calibration = _calibration(args, dataset, table, signals, options)
         if args.spans:
             from much_metric.models import load_tokenizer
-            from much_metric.signals._spans import DEFAULT_MUSHROOM, evaluate_spans
+            from much_metric.signals import DEFAULT_MUSHROOM, evaluate_spans
 
             columns = dataset.select_columns(["lang", "prompt", "output", "output_tokens", "token_chunks"]).to_dict()
             spans = evaluate_spans(table, columns, load_tokenizer(args.tokenizer),
@@ -338,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
         print(_format_spans(spans))
     if args.json:
         from much_metric.fileio import atomic_write_bytes
-        from much_metric.signals._calibrate import calibration_json
+        from much_metric.signals import calibration_json
 
         payload = {
             "labels": table.labels, "excluded_samples": table.excluded, "n_samples": table.n_dataset_samples,
