@@ -9,7 +9,7 @@ than sibling files, so evaluate's copy in its modules cache needs nothing else c
 import datasets
 import evaluate
 
-from much_metric.scoring import score
+from much_metric.scoring import score, score_claims
 
 _CITATION = """\
 @misc{much2025,
@@ -43,6 +43,8 @@ Args:
     by (dict of str to list, optional): breakdowns, e.g. {"lang": [...]} -> result["by"]["lang"][value].
     n_bootstrap (int): bootstrap resamples of the samples for 95% intervals (default 0 = none).
     confidence_level (float), random_state (int), sample_ids (list of str): see much_metric.scoring.score.
+    claim_scores (bool): predictions hold one score per chunk (claim-level methods: P(True), judges), EOS claim
+        included; scored with much_metric.scoring.score_claims (no aggregator, no stopwords). Default False.
 Returns:
     dict: roc_auc, pr_auc, average_precision, tpr_at_fpr_10, recall_at_precision_80, partial_pr_auc_recall_20,
     partial_average_precision_recall_20, n_samples, n_claims, n_hallucinated, aggregator, stopwords
@@ -90,9 +92,14 @@ class MuchMetric(evaluate.Metric):
         confidence_level=0.95,
         random_state=0,
         sample_ids=None,
+        claim_scores=False,
     ):
         if token_chunks is None:
             raise ValueError("much_metric needs token_chunks=... (one list of claims per prediction)")
+        if claim_scores:
+            return score_claims(predictions, token_chunks, references, drop_last_chunk=drop_last_chunk, by=by,
+                                n_bootstrap=n_bootstrap, confidence_level=confidence_level,
+                                random_state=random_state, sample_ids=sample_ids)
         return score(
             predictions,
             token_chunks,

@@ -35,7 +35,7 @@ import numpy as np
 
 __all__ = [
     "MushroomFormatError", "read_jsonl", "hard_from_soft", "soft_from_hard", "item_iou", "item_cor",
-    "score", "baseline_predictions", "spearman",
+    "score", "baseline_predictions", "spearman", "token_char_ranges", "claim_char_ranges", "spans_prediction",
 ]
 
 #: Official threshold turning soft labels into hard labels (strictly greater).
@@ -265,3 +265,49 @@ def baseline_predictions(references: Iterable[Mapping[str, Any]], kind: str) -> 
         hard = [[0, n]] if kind == "mark_all" and n else []
         out.append({"id": ref["id"], "hard_labels": hard, "soft_labels": soft_from_hard(hard)})
     return out
+
+
+# --- Bridge: token / claim scores of a MUCH sample -> Mu-SHROOM span predictions --------------------------------
+
+
+def token_char_ranges(token_ends: Sequence[int]) -> np.ndarray:
+    """``(n_tokens, 2)`` character ranges ``[start, end)`` of the tokens from their cumulative end offsets
+    (``token_ends[i]`` = length of the decoded text of tokens ``0..i``)."""
+    ends = np.asarray(token_ends, dtype=np.int64)
+    if ends.ndim != 1 or np.any(np.diff(ends) < 0) or (ends.size and ends[0] < 0):
+        raise ValueError("token_ends must be non-decreasing non-negative offsets")
+    return np.stack([np.concatenate([[0], ends[:-1]]), ends], axis=1)
+
+
+def claim_char_ranges(token_ranges: np.ndarray, chunks: Sequence[Sequence[int]]) -> np.ndarray:
+    """``(n_claims, 2)`` character ranges of claims given as runs of token indices."""
+    first = np.array([chunk[0] for chunk in chunks], dtype=np.int64)
+    last = np.array([chunk[-1] for chunk in chunks], dtype=np.int64)
+    return np.stack([token_ranges[first, 0], token_ranges[last, 1]], axis=1)
+
+
+def spans_prediction(item_id: str, ranges: np.ndarray, probabilities: Sequence[float], text_len: int, *,
+                     hard: Sequence[bool] | None = None) -> dict[str, Any]:
+    """A Mu-SHROOM prediction record from scored character ranges (tokens or claims).
+
+    ``probabilities`` (in [0, 1]) become ``soft_labels`` over the ranges (clipped to the text; empty ranges
+    dropped); ``hard`` (one bool per range; default ``probability > 0.5``) marks the ranges of ``hard_labels``,
+    with touching or overlapping marked ranges merged.
+    """
+    p = np.asarray(probabilities, dtype=np.float64)
+    ranges = np.clip(np.asarray(ranges, dtype=np.int64).reshape(-1, 2), 0, text_len)
+    if p.shape != (len(ranges),):
+        raise ValueError(f"item {item_id!r}: {p.size} probabilities for {len(ranges)} ranges")
+    if np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
+        raise ValueError(f"item {item_id!r}: probabilities must lie in [0, 1]")
+    marked = p > HARD_THRESHOLD if hard is None else np.asarray(hard, dtype=bool)
+    soft = [{"start": int(a), "end": int(b), "prob": float(q)} for (a, b), q in zip(ranges, p, strict=True) if b > a]
+    merged: list[list[int]] = []
+    for (a, b), keep in zip(ranges.tolist(), marked.tolist(), strict=True):
+        if not keep or b <= a:
+            continue
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return {"id": item_id, "hard_labels": merged, "soft_labels": soft}

@@ -2,7 +2,11 @@
 
 Example::
 
-    much evaluate --data sample --scores signals.parquet --aggregator all --by lang --report report.html
+    much evaluate --data sample --scores signals/ --aggregator all --by lang --rank roc_auc --spans \\
+        --calibrate-on 0.5 --report report.html --figures figures/
+
+Every table has the floors (a seeded random score and a constant score on the same claims) as reference rows and
+each method's coverage. Signals whose name ends with ``@claim`` hold one value per chunk (claim-level methods).
 """
 
 from __future__ import annotations
@@ -29,12 +33,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--selection", choices=("all", "manual", "auto"), default="all",
         help="manual: samples both annotators labelled identically (paper's test benchmark); auto: samples "
-        "without human labels; all (default): every sample. Ground truth is always the 'labels' column.",
+        "without human labels; all (default): every sample.",
+    )
+    parser.add_argument(
+        "--labels", default="labels",
+        help="ground truth: labels (GPT-4o, the reference; default), human_labels_0, human_labels_1 or human-agreed "
+        "(both annotators' common labels); samples without it ([0] = no human label) are left out and counted",
     )
     parser.add_argument(
         "--scores", required=True,
         help="MUCH-signals file (.parquet/.jsonl: generation_id, signal_name, values) or a folder of them; "
-        "records without signal_name are named after their file",
+        "records without signal_name are named after their file; names ending with @claim: one value per chunk",
     )
     parser.add_argument("--signal", action="append", default=None, help="evaluate only this signal (repeatable)")
     parser.add_argument(
@@ -46,8 +55,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--by", action="append", default=[],
                         help="breakdown: lang, generation_config, model or temperature (repeatable)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for intervals (0 = none)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap / split / random-floor seed (default 0)")
+    parser.add_argument("--min-coverage", type=float, default=None,
+                        help="least fraction of the samples a signal must cover (default 0.95; 0 accepts any)")
+    parser.add_argument("--rank", default=None, metavar="METRIC",
+                        help="print a leaderboard by this metric (e.g. roc_auc, pr_auc, prr) with bootstrap intervals, "
+                        "rank probabilities, pairwise p-values, language gap and relative runtime")
+    parser.add_argument("--generation-time", default=None,
+                        help="LLM generation time (seconds or a JSON file from scripts/estimate_generation_time.py) "
+                        "for the leaderboard's relative runtimes (timings.json next to the signal files)")
+    parser.add_argument(
+        "--calibrate-on", default=None, metavar="SPEC",
+        help="fit an isotonic calibrator on SPEC and report ECE/Brier on the other samples: a fraction (0.5 = a "
+        "seeded half of the evaluated samples), a split (train = MUCH's auto samples) or a selection (auto, manual)",
+    )
+    parser.add_argument("--spans", action="store_true",
+                        help="Mu-SHROOM span scores (IoU, rho) per language next to mark-all / mark-none "
+                        "(the embedded sample; threshold chosen on a seeded half)")
+    parser.add_argument("--mushroom", default=None, help="Mu-SHROOM JSONL file or folder for --spans "
+                        "(default: the repository's data/mushroom)")
+    parser.add_argument("--tokenizer", default="smollm2",
+                        help="tokenizer giving the character offsets for --spans (default smollm2, the sample's)")
     parser.add_argument("--report", default=None, help="write a self-contained HTML report here")
+    parser.add_argument("--figures", default=None, help="also save the report's figures as PNG and SVG in this folder")
     parser.add_argument("--json", default=None, help="write all metrics as JSON here")
     parser.set_defaults(func=run)
 
@@ -65,71 +95,272 @@ def _aggregators(values: list[str] | None) -> list[str]:
     return chosen
 
 
-def _load_dataset(args: argparse.Namespace) -> Any:
+def _load(data: str, config: str, split: str | None, selection: str) -> Any:
     import datasets
 
     import much_dataset
 
-    loaded = much_dataset.load(args.data, config=args.config, split=args.split)
+    loaded = much_dataset.load(data, config=config, split=split)
     if isinstance(loaded, datasets.DatasetDict):
         loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
-    if args.selection != "all":
+    if selection != "all":
         from much_dataset.selection import select_samples
 
-        loaded = select_samples(loaded, manual=args.selection == "manual")
+        loaded = select_samples(loaded, manual=selection == "manual")
     return loaded
 
 
-def _format_table(table: Any) -> str:
+def _load_dataset(args: argparse.Namespace) -> Any:
+    return _load(args.data, args.config, args.split, args.selection)
+
+
+def _metric_columns() -> list[Any]:
     from much_metric.scoring import METRIC_TABLE
+
+    return list(METRIC_TABLE)
+
+
+def _format_table(table: Any) -> str:
     from much_metric.signals import format_metric
 
-    columns = [metric.key for metric in METRIC_TABLE]
-    header = ["method", "aggregator", *(metric.label for metric in METRIC_TABLE), "claims", "halluc."]
+    metrics = _metric_columns()
+    header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage"]
     rows = []
-    for result in table.results:
-        rows.append([result.signal_name, result.aggregator, *(format_metric(result.metrics, k) for k in columns),
-                     str(result.metrics["n_claims"]), str(result.metrics["n_hallucinated"])])
-        for name, groups in result.metrics.get("by", {}).items():
-            for value, metrics in groups.items():
-                rows.append([f"  {name}={value}", "", *(format_metric(metrics, k) for k in columns),
-                             str(metrics["n_claims"]), str(metrics["n_hallucinated"])])
+    for result in [*table.results, *table.floors]:
+        name = f"[{result.signal_name}]" if result.level == "floor" else result.signal_name
+        coverage = f"{result.metrics.get('coverage', 1.0):.1%}"
+        rows.append([name, result.aggregator, *(format_metric(result.metrics, m.key) for m in metrics),
+                     str(result.metrics["n_claims"]), str(result.metrics["n_hallucinated"]), coverage])
+        for group, groups in result.metrics.get("by", {}).items():
+            for value, metrics_of in groups.items():
+                rows.append([f"  {group}={value}", "", *(format_metric(metrics_of, m.key) for m in metrics),
+                             str(metrics_of["n_claims"]), str(metrics_of["n_hallucinated"]), ""])
     return text_table(rows, header)
 
 
+def _timings(scores: str) -> dict[str, Any]:
+    path = Path(scores)
+    folder = path if path.is_dir() else path.parent
+    file = folder / "timings.json"
+    if not file.is_file():
+        return {}
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{file}: not valid JSON ({error})") from None
+
+
+def _runtime(seconds: float, relative: float | None) -> str:
+    """``0.017s (0.00031%)``: the measured seconds and their share of LLM generation."""
+    if relative:
+        from much_metric.baselines.runtime import format_runtime
+
+        return format_runtime(seconds, seconds / relative)
+    return f"{seconds:.3g}s"
+
+
+def _format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
+    import math
+
+    header = ["rank", "method", board["metric"], "95% interval", "P(rank)", "lang gap (best-worst)", "runtime (rel.)"]
+    rows = []
+    for row in board["rows"]:
+        low, high = row["interval"]
+        gap = "n/a" if math.isnan(row["lang_gap"]) else \
+            f"{row['lang_gap']:.3f} ({row['lang_best']}-{row['lang_worst']})"
+        runtime = "n/a" if row["seconds"] is None else _runtime(row["seconds"], row["relative_runtime"])
+        rows.append([str(row["rank"]), row["method"], f"{row['value']:.3f}", f"[{low:.3f}, {high:.3f}]",
+                     f"{row['rank_probability']:.2f}", gap, runtime])
+    for name, value in board["floors"].items():
+        rows.append(["", f"[{name}]", f"{value:.3f}", "", "", "", ""])
+    rows.extend(published)
+    names = [row["method"] for row in board["rows"]]
+    lines = [f"leaderboard by {board['metric']} on the {board['n_samples']} samples ({board['n_claims']} claims) "
+             f"every method covers; {board['n_resamples']} paired bootstrap resamples", text_table(rows, header)]
+    if len(names) > 1:
+        p = board["p_values"]
+        short = [str(k + 1) for k in range(len(names))]
+        matrix = [[f"{k + 1}. {name}", *("—" if i == k else f"{p[k][i]:.3f}" for i in range(len(names)))]
+                  for k, name in enumerate(names)]
+        lines += ["pairwise paired-bootstrap p-values (two-sided, no difference):", text_table(matrix, ["", *short])]
+    return "\n".join(lines)
+
+
+def _published_rows(args: argparse.Namespace, metric: str) -> list[list[str]]:
+    from much_metric.signals import PAPER_GENERATION_SECONDS, PAPER_TABLE7, REFERENCE_NOTEBOOK, is_much
+
+    if not is_much(args.data):
+        return []
+    rows = []
+    column = {"roc_auc": 3, "pr_auc": 4}.get(metric)
+    for label, _, seconds, roc, pr, in3 in PAPER_TABLE7:
+        value = {3: roc, 4: pr}.get(column)
+        rows.append(["", f"[paper table {'3/7' if in3 else '7'}] {label}",
+                     "—" if value is None else f"{value:.3f}", "", "", "",
+                     f"{seconds:,.0f}s ({100 * seconds / PAPER_GENERATION_SECONDS:.3g}%)"])
+    for label, subset, roc, ppr in REFERENCE_NOTEBOOK:
+        value = {"roc_auc": roc, "partial_pr_auc_recall_20": ppr}.get(metric)
+        rows.append(["", f"[reference notebook, {subset}] {label}", "—" if value is None else f"{value:.4f}",
+                     "", "", "", ""])
+    return rows
+
+
+def _format_calibration(results: list[Any]) -> str:
+    header = ["method", "aggregator", "fit claims", "measured claims", "ECE", "95% interval", "Brier",
+              "Brier (prevalence)"]
+    rows = []
+    for r in results:
+        interval = "" if r.ece_interval is None else f"[{r.ece_interval[0]:.3f}, {r.ece_interval[1]:.3f}]"
+        rows.append([r.signal_name, r.aggregator, str(r.n_fit_claims), str(r.n_eval_claims), f"{r.ece:.3f}",
+                     interval, f"{r.brier:.3f}", f"{r.brier_prevalence:.3f}"])
+    return text_table(rows, header)
+
+
+def _format_spans(spans: dict[str, Any]) -> str:
+    langs = sorted({lang for m in [*spans["methods"].values(), *spans["baselines"].values()]
+                    for lang in m["per_language"]})
+    header = ["method", "threshold", "IoU", "rho", *(f"IoU {lang}" for lang in langs),
+              *(f"rho {lang}" for lang in langs)]
+    rows = []
+    for name, m in [*spans["methods"].items(), *((f"[{k}]", v) for k, v in spans["baselines"].items())]:
+        per = m["per_language"]
+        rows.append([name, f"{m['threshold']:.4g}" if "threshold" in m else "", f"{m['iou']:.3f}", f"{m['cor']:.3f}",
+                     *(f"{per[lang]['iou']:.3f}" if lang in per else "" for lang in langs),
+                     *(f"{per[lang]['cor']:.3f}" if lang in per else "" for lang in langs)])
+    return (f"Mu-SHROOM span scores on {spans['n_items']} items (threshold and probability map fitted on "
+            f"{spans['n_fit_items']} others)\n" + text_table(rows, header))
+
+
+def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: dict, options: dict) -> list[Any]:
+    from much_metric.signals import calibrate_table, evaluate_signals
+
+    spec = args.calibrate_on
+    try:
+        fraction = float(spec)
+    except ValueError:
+        fraction = None
+    if fraction is not None:
+        return calibrate_table(table, fit_fraction=fraction, n_bootstrap=args.bootstrap, random_state=args.seed)
+    if spec in ("auto", "manual"):
+        fit_data = _load(args.data, args.config, None, spec)
+    else:
+        if spec == "train":
+            # MUCH's train split is its "auto" samples (no human label); a test-only dataset has none
+            fit_data = _load(args.data, args.config, None, "auto")
+        else:
+            fit_data = _load(args.data, args.config, spec, "all")
+        if spec == "train" and len(fit_data) == len(dataset) and set(fit_data["generation_id"]) == set(
+                table.generation_ids):
+            raise ValueError("--calibrate-on train: this dataset has no sample outside the evaluated ones (the "
+                             "embedded sample is test only); use a fraction, e.g. --calibrate-on 0.5")
+    fit_table = evaluate_signals(fit_data, signals, **{**options, "n_bootstrap": 0, "min_coverage": 0.0,
+                                                       "by": (), "floors": False})
+    return calibrate_table(table, fit_table=fit_table, n_bootstrap=args.bootstrap, random_state=args.seed)
+
+
 def run(args: argparse.Namespace) -> int:
-    from much_metric.signals import evaluate_signals, read_signals
+    from much_metric.signals import LABEL_CHOICES, MIN_COVERAGE, evaluate_signals, read_signals
 
     try:
+        if args.labels not in LABEL_CHOICES:
+            raise ValueError(f"--labels must be one of {LABEL_CHOICES}, got {args.labels!r}")
+        if args.rank is not None:
+            from much_metric.scoring import METRICS
+
+            if args.rank not in METRICS:
+                raise ValueError(f"--rank must be one of {METRICS}, got {args.rank!r}")
+        for option in ("report", "json"):
+            target = getattr(args, option)
+            if target and not Path(target).resolve().parent.is_dir():
+                raise ValueError(f"--{option}: the folder of {target} does not exist")
         aggregators = _aggregators(args.aggregator)
         signals = read_signals(args.scores, signal_names=args.signal)
         dataset = _load_dataset(args)
-        table = evaluate_signals(
-            dataset, signals, aggregators=aggregators, stopwords=args.stopwords, by=args.by,
-            n_bootstrap=args.bootstrap, random_state=args.seed,
-        )
-    except (ValueError, KeyError, FileNotFoundError) as error:
+        options = dict(aggregators=aggregators, stopwords=args.stopwords, by=args.by, n_bootstrap=args.bootstrap,
+                       random_state=args.seed, labels=args.labels,
+                       min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage)
+        table = evaluate_signals(dataset, signals, **options)
+        board = calibration = spans = None
+        if args.rank:
+            from much_metric.signals import rank_methods
+
+            timings = _timings(args.scores)
+            generation = None
+            if timings:
+                from much_metric.baselines.runtime import generation_time
+
+                ids = set(table.generation_ids)
+                n_tokens = sum(len(t) for g, t in zip(dataset["generation_id"], dataset["output_tokens"],
+                                                      strict=True) if g in ids)
+                generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids),
+                                             n_tokens=n_tokens)
+            board = rank_methods(table, args.rank, n_resamples=max(args.bootstrap, 1), random_state=args.seed,
+                                 timings=timings, generation_seconds=generation.seconds if generation else None)
+            board["generation"] = None if generation is None else {"seconds": generation.seconds,
+                                                                    "source": generation.source}
+        if args.calibrate_on:
+            calibration = _calibration(args, dataset, table, signals, options)
+        if args.spans:
+            from much_metric.models import load_tokenizer
+            from much_metric.signals import DEFAULT_MUSHROOM, evaluate_spans
+
+            columns = dataset.select_columns(["lang", "prompt", "output", "output_tokens", "token_chunks"]).to_dict()
+            spans = evaluate_spans(table, columns, load_tokenizer(args.tokenizer),
+                                   mushroom_source=args.mushroom or DEFAULT_MUSHROOM, random_state=args.seed)
+    except (ValueError, KeyError, FileNotFoundError, OSError) as error:
         print(f"much evaluate: error: {error}", file=sys.stderr)
         return 2
-    print(f"{args.data} ({table.n_dataset_samples} samples, selection={args.selection}, stopwords={args.stopwords}"
+    print(f"{args.data} ({table.n_dataset_samples} samples with ground truth '{table.labels}', "
+          f"selection={args.selection}, stopwords={args.stopwords}"
           f"{', 95% bootstrap intervals over samples' if args.bootstrap else ''})")
+    if table.excluded:
+        print(f"note: {table.excluded} samples have no ground truth '{table.labels}' ([0] = no human label"
+              f"{' or annotators disagree' if table.labels == 'human-agreed' else ''}) and are left out")
     for name, count in table.missing.items():
         if count:
-            print(f"note: {name}: {count} samples have no values and are left out")
+            print(f"note: {name}: {count} samples have no values and are left out (coverage "
+                  f"{table.coverage[name]:.1%})")
     print(_format_table(table))
+    print("[floor: random] = seeded uniform random claim scores; [floor: constant] = one score for every claim "
+          "(PR-AUC = (1 + prevalence) / 2, AP = prevalence)")
+    if board:
+        print()
+        if board["generation"]:
+            print(f"LLM generation time: {board['generation']['seconds']:,.1f}s ({board['generation']['source']})")
+        print(_format_rank(board, _published_rows(args, args.rank)))
+    if calibration:
+        print()
+        print(f"calibration (isotonic, fitted on {args.calibrate_on}; ECE: 20 equal-width bins)")
+        print(_format_calibration(calibration))
+    if spans:
+        print()
+        print(_format_spans(spans))
     if args.json:
         from much_metric.fileio import atomic_write_bytes
+        from much_metric.signals import calibration_json
 
-        payload = [{"signal_name": r.signal_name, **jsonable(r.metrics)} for r in table.results]
-        atomic_write_bytes(Path(args.json), json.dumps(payload, indent=2).encode("utf-8"))
+        payload = {
+            "labels": table.labels, "excluded_samples": table.excluded, "n_samples": table.n_dataset_samples,
+            "coverage": table.coverage,
+            "results": [{"signal_name": r.signal_name, **r.metrics} for r in table.results],
+            "floors": [{"signal_name": r.signal_name, **r.metrics} for r in table.floors],
+        }
+        if board:
+            payload["leaderboard"] = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in board.items()}
+        if calibration:
+            payload["calibration"] = calibration_json(calibration)
+        if spans:
+            payload["spans"] = spans
+        atomic_write_bytes(Path(args.json), json.dumps(jsonable(payload), indent=2).encode("utf-8"))
     if args.report:
         from much_metric.signals import write_report
 
         try:
-            write_report(args.report, table, source=str(args.data))
+            write_report(args.report, table, source=str(args.data), leaderboard=board, calibration=calibration,
+                         spans=spans, figures=args.figures)
         except ImportError as error:  # matplotlib is an optional dependency (extra "report")
             print(f"much evaluate: error: --report needs matplotlib ({error}); pip install 'much-benchmark[report]'",
                   file=sys.stderr)
             return 2
-        print(f"report written to {args.report}")
+        print(f"report written to {args.report}" + (f" (figures in {args.figures})" if args.figures else ""))
     return 0

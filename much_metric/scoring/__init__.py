@@ -8,7 +8,12 @@ the positive class of every metric is the hallucinated claim (label -1).
 * :data:`METRIC_TABLE` -- one :class:`Metric` per reported number (key, label, function over :class:`Curves`,
   description): ``score``'s dict, the CLI tables, the HTML report and the module card iterate it;
 * :func:`bootstrap_intervals`, :func:`paired_bootstrap` -- resampling of the samples (claims move with their sample);
-* :func:`roc_curve`, :func:`pr_curve` -- curve points for figures.
+* :func:`roc_curve`, :func:`pr_curve`, :func:`rejection_curve` -- curve points for figures;
+* :func:`prr` -- prediction-rejection ratio (also the table's ``prr`` / ``prr_50`` entries);
+* :func:`fit_calibrator` (isotonic / binned) -> :class:`Calibrator`, :func:`ece`, :func:`brier`,
+  :func:`reliability_diagram`, :func:`bootstrap_ece` -- calibration of claim scores into probabilities;
+* :func:`random_baseline`, :func:`constant_baseline`, :func:`constant_expected` -- floors;
+* :func:`leaderboard`, :func:`rank_probabilities`, :func:`pairwise_p_values` -- ranking methods on the same claims.
 """
 
 from much_metric.scoring._aggregation import (
@@ -22,6 +27,10 @@ from much_metric.scoring._aggregation import (
 )
 from much_metric.scoring._api import aggregate_claims, compare, score, score_claims
 from much_metric.scoring._bootstrap import bootstrap_distribution, bootstrap_intervals, paired_bootstrap
+from much_metric.scoring._calibration import Calibrator, bootstrap_ece, brier, ece, reliability_diagram
+from much_metric.scoring._calibration import fit as fit_calibrator
+from much_metric.scoring._floors import constant_baseline, constant_expected, random_baseline
+from much_metric.scoring._leaderboard import leaderboard, pairwise_p_values, rank_probabilities
 from much_metric.scoring._ranking import (
     METRIC_TABLE,
     METRICS,
@@ -32,9 +41,24 @@ from much_metric.scoring._ranking import (
     roc_curve,
     sort_claims,
 )
+from much_metric.scoring._rejection import prr, rejection_curve
 
 __all__ = [
     "AGGREGATORS",
+    "Calibrator",
+    "bootstrap_ece",
+    "brier",
+    "constant_baseline",
+    "constant_expected",
+    "ece",
+    "fit_calibrator",
+    "leaderboard",
+    "pairwise_p_values",
+    "prr",
+    "random_baseline",
+    "rank_probabilities",
+    "rejection_curve",
+    "reliability_diagram",
     "METRICS",
     "METRIC_TABLE",
     "STOPWORD_MODES",

@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
-from much_metric.scoring._rejection import prr
 
 __all__ = ["random_scores", "random_baseline", "constant_baseline", "constant_expected"]
 
@@ -32,9 +31,7 @@ def _labels(hallucinated) -> np.ndarray:
 
 
 def _evaluate(scores: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    values = {key: float(value[0]) for key, value in curve_metrics(sort_claims(scores, labels)).items()}
-    values["prr"] = prr(scores, labels)
-    return values
+    return {key: float(value[0]) for key, value in curve_metrics(sort_claims(scores, labels)).items()}
 
 
 def random_scores(n_claims: int, *, random_state: int | None = 0) -> np.ndarray:
@@ -73,6 +70,8 @@ def constant_expected(hallucinated) -> dict[str, float]:
             partial_pr_auc_recall_20=0.0, partial_average_precision_recall_20=pi,
         )
     values["prr"] = 0.0 if 0 < pi < 1 else float("nan")
+    # up to 50% rejected: only the first point (quality = random for every order) when fewer than 4 claims
+    values["prr_50"] = 0.0 if 0 < pi < 1 and labels.size >= 4 else float("nan")
     values["ece"] = 0.0
     values["brier"] = pi * (1 - pi)
     return values

@@ -18,13 +18,15 @@ scikit-learn counterpart (checked by tests/much_metric/test_metrics.py):
   whose recall <= 0.20 (from the first such point in scikit-learn's decreasing-recall order to the artificial
   (0, 1) end point, with no interpolation at 0.20), divided by 0.20;
 * ``partial_average_precision_recall_20``: the corrected variant: step-wise average precision restricted to
-  recall in [0, 0.20] (the last step cut exactly at 0.20), divided by 0.20; no artificial point, no trapezoid.
+  recall in [0, 0.20] (the last step cut exactly at 0.20), divided by 0.20; no artificial point, no trapezoid;
+* ``prr`` / ``prr_50``: LM-Polygraph's prediction-rejection ratio over all rejection fractions / up to 0.5
+  (:mod:`much_metric.scoring._rejection`; ties at their expected value; claim weights count as multiplicities).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -56,6 +58,8 @@ class Curves:
     fpr: np.ndarray
     precision: np.ndarray
     predicted: np.ndarray
+    #: intermediate arrays shared by several metrics of the same batch (e.g. both PRR entries), keyed by name
+    shared: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_counts(cls, tps: np.ndarray, fps: np.ndarray) -> Curves:
@@ -69,9 +73,17 @@ class Curves:
             precision = np.where(predicted > 0, tps / np.where(predicted > 0, predicted, 1), 1.0)
         return cls(tps, fps, n_pos, n_neg, recall, fpr, precision, predicted)
 
+    def recall_steps(self) -> np.ndarray:
+        """``diff(recall)``, shape (n_replicates, n_thresholds) (computed once per batch)."""
+        if "recall_steps" not in self.shared:
+            self.shared["recall_steps"] = np.diff(self.recall, axis=1)
+        return self.shared["recall_steps"]
+
     def pr_segments(self) -> np.ndarray:
-        """Trapezoid areas between consecutive PR points, shape (n_replicates, n_thresholds)."""
-        return np.diff(self.recall, axis=1) * (self.precision[:, 1:] + self.precision[:, :-1]) / 2.0
+        """Trapezoid areas between consecutive PR points, shape (n_replicates, n_thresholds) (computed once)."""
+        if "pr_segments" not in self.shared:
+            self.shared["pr_segments"] = self.recall_steps() * (self.precision[:, 1:] + self.precision[:, :-1]) / 2.0
+        return self.shared["pr_segments"]
 
 
 @dataclass(frozen=True)
@@ -100,11 +112,11 @@ def _roc_auc(c: Curves) -> np.ndarray:
 
 
 def _pr_auc(c: Curves) -> np.ndarray:
-    return np.sum(c.pr_segments(), axis=1)
+    return c.pr_segments().sum(axis=1)
 
 
 def _average_precision(c: Curves) -> np.ndarray:
-    return np.sum(np.diff(c.recall, axis=1) * c.precision[:, 1:], axis=1)
+    return np.einsum("ij,ij->i", c.recall_steps(), c.precision[:, 1:])
 
 
 def _tpr_at_fpr(c: Curves) -> np.ndarray:
@@ -125,6 +137,22 @@ def _partial_average_precision(c: Curves) -> np.ndarray:
     return np.sum(np.diff(clipped, axis=1) * c.precision[:, 1:], axis=1) / RECALL_LIMIT
 
 
+PRR_FRACTION = 0.5
+
+
+def _prr(c: Curves) -> np.ndarray:
+    # lazy: _rejection imports this module; claim weights are bootstrap multiplicities (integers)
+    from much_metric.scoring._rejection import prr_of_curves
+
+    return prr_of_curves(c.tps, c.fps, shared=c.shared)["prr"]
+
+
+def _prr_partial(c: Curves) -> np.ndarray:
+    from much_metric.scoring._rejection import prr_of_curves
+
+    return prr_of_curves(c.tps, c.fps, max_rejection=PRR_FRACTION, shared=c.shared)["prr"]
+
+
 #: The metric table: ``score``'s dict, the CLI tables, the HTML report and the module card iterate it, in this
 #: order. Adding a metric is one entry.
 METRIC_TABLE: tuple[Metric, ...] = (
@@ -142,6 +170,11 @@ METRIC_TABLE: tuple[Metric, ...] = (
            "reference partial PR-AUC: trapezoid over PR points with recall <= 0.2 incl. (0, 1), / 0.2 (spec 11.16)"),
     Metric("partial_average_precision_recall_20", "pAP@R<=20%", _partial_average_precision,
            "corrected partial AP: step-wise AP over recall in [0, 0.2], / 0.2"),
+    Metric("prr", "PRR", _prr,
+           "prediction-rejection ratio (LM-Polygraph): area between the method's and random rejection curves over "
+           "the oracle's; 1 oracle, 0 random", needs_both_classes=True),
+    Metric("prr_50", "PRR@50%", _prr_partial,
+           "PRR with at most 50% of the claims rejected (LM-Polygraph max_rejection=0.5)", needs_both_classes=True),
 )
 #: Metric keys, in table order.
 METRICS: tuple[str, ...] = tuple(metric.key for metric in METRIC_TABLE)

@@ -33,7 +33,8 @@ import numpy as np
 
 from much_metric.scoring._ranking import METRICS, SortedClaims, cumulative_counts, metrics_from_counts, sort_claims
 
-__all__ = ["prr", "prr_from_counts", "prr_replicates", "rejection_curve", "bootstrap_prr", "bootstrap_metrics_and_prr"]
+__all__ = ["prr", "prr_from_counts", "prr_of_curves", "prr_replicates", "rejection_curve", "bootstrap_prr",
+           "bootstrap_metrics_and_prr"]
 
 
 def _check_fraction(max_rejection: float) -> None:
@@ -48,31 +49,72 @@ def _integer_counts(values: np.ndarray, name: str) -> np.ndarray:
     return rounded.astype(np.int64)
 
 
+_HARMONIC = np.zeros(1)
+
+
 def _harmonic(n_max: int) -> np.ndarray:
-    return np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n_max + 1))])
+    """Harmonic numbers ``H[0..n_max]`` (``H[0] = 0``), from a table grown on demand (bounded by the claim count)."""
+    global _HARMONIC
+    if _HARMONIC.size <= n_max:
+        _HARMONIC = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, max(n_max, 2 * _HARMONIC.size) + 1))])
+    return _HARMONIC
 
 
-def _partial_sums(kept: np.ndarray, correct: np.ndarray, uptos: tuple[np.ndarray, ...],
-                  harmonic: np.ndarray) -> list[np.ndarray]:
-    """``sum_{k=1}^{upto} C(k) / k`` per replicate for each ``upto``; ``kept``/``correct``: (n_rep, n_points)
-    cumulative counts in increasing-uncertainty order starting at 0, ``C`` linear between points."""
-    w0, w1 = kept[:, :-1], kept[:, 1:]
-    c0, c1 = correct[:, :-1], correct[:, 1:]
-    width = w1 - w0
+def _blocks(tps: np.ndarray, fps: np.ndarray) -> tuple[np.ndarray, ...]:
+    n_correct = fps[:, -1]
+    n = tps[:, -1] + n_correct
+    predicted = tps + fps
+    kept = n[:, None] - predicted
+    # a threshold with zero weight in this replicate has width 0 and adds nothing: any finite slope will do
+    slope = np.diff(fps, axis=1)
+    slope /= np.maximum(np.diff(predicted, axis=1), 1.0)
+    intercept = (n_correct[:, None] - fps[:, 1:]) - slope * kept[:, 1:]
+    return n, n_correct, kept, slope, intercept
+
+
+def prr_of_curves(tps: np.ndarray, fps: np.ndarray, *, max_rejection: float = 1.0,
+                  shared: dict | None = None) -> dict[str, np.ndarray]:
+    """The PRR kernel on integer-valued float cumulative counts (no validation; :func:`prr_from_counts` validates).
+
+    Works in the counts' own decreasing-uncertainty order: at threshold ``j`` the kept claims number
+    ``K_j = n - tps_j - fps_j`` and the kept correct ones ``C_j = n_correct - fps_j``. Between two thresholds
+    ``C`` is linear in the number kept (ties at their mean), so the block ``K_{j+1} < k <= K_j`` adds
+    ``sum C(k) / k = (C_{j+1} - r K_{j+1}) (H(K_j) - H(K_{j+1})) + r (K_j - K_{j+1})`` with slope ``r``. Up to a
+    rejection fraction, kept sizes below ``start = n - floor(alpha n)`` are clipped away (``K -> max(K, start)``),
+    which cuts the block holding ``start`` exactly, with no search. ``shared``: a dict in which the blocks are
+    kept for another call on the same counts (the metric table's two PRR entries).
+    """
+    if shared is not None and "prr_blocks" in shared:
+        n, p, kept, slope, intercept = shared["prr_blocks"]
+    else:
+        n, p, kept, slope, intercept = _blocks(tps, fps)
+        if shared is not None:
+            shared["prr_blocks"] = (n, p, kept, slope, intercept)
+    n_rejected = np.floor(max_rejection * n)  # int(alpha * n) as LM-Polygraph, float product included
+    start = n - n_rejected
+    harmonic = _harmonic(int(n.max()) if n.size else 0)
+    if max_rejection >= 1.0:
+        h = harmonic[kept.astype(np.intp)]
+        # the slope terms telescope to the correct count
+        total = np.einsum("ij,ij->i", intercept, h[:, :-1] - h[:, 1:]) + p
+    else:
+        clipped = np.maximum(kept, start[:, None])
+        h = harmonic[clipped.astype(np.intp)]
+        total = (np.einsum("ij,ij->i", intercept, h[:, :-1] - h[:, 1:])
+                 + np.einsum("ij,ij->i", slope, clipped[:, :-1] - clipped[:, 1:]))
     with np.errstate(invalid="ignore", divide="ignore"):
-        slope = np.where(width > 0, (c1 - c0) / np.where(width > 0, width, 1), 0.0)
-    intercept = c0 - slope * w0
-    block = intercept * (harmonic[w1] - harmonic[w0]) + (c1 - c0)
-    before = np.concatenate([np.zeros((kept.shape[0], 1)), np.cumsum(block, axis=1)], axis=1)
-    rows = np.arange(kept.shape[0])
-    out = []
-    for upto in uptos:
-        # the block holding `upto`: w0 < upto <= w1 (index 0 when upto == 0, where the partial term vanishes)
-        index = np.minimum(np.count_nonzero(w1 < upto[:, None], axis=1), w1.shape[1] - 1)
-        a, r = w0[rows, index], slope[rows, index]
-        upto_c = np.maximum(upto, a)
-        out.append(before[rows, index] + intercept[rows, index] * (harmonic[upto_c] - harmonic[a]) + r * (upto_c - a))
-    return out
+        area = total / n_rejected
+        # oracle: the correct claims are the most certain, quality min(k, p) / k
+        s = start.astype(np.intp)
+        n_int, p_int = n.astype(np.intp), p.astype(np.intp)
+        oracle_sum = np.where(start >= p, p * (harmonic[n_int] - harmonic[np.minimum(s, n_int)]),
+                              (p - start) + p * (harmonic[n_int] - harmonic[p_int]))
+        oracle = oracle_sum / n_rejected
+        random = p / n
+        prr_value = (area - random) / (oracle - random)
+    undefined = (n_rejected == 0) | np.isclose(oracle, random)
+    return {"prr": np.where(undefined, np.nan, prr_value), "area": np.where(n_rejected == 0, np.nan, area),
+            "oracle": np.where(n_rejected == 0, np.nan, oracle), "random": np.where(n > 0, random, np.nan)}
 
 
 def prr_from_counts(tps: np.ndarray, fps: np.ndarray, *, max_rejection: float = 1.0) -> dict[str, np.ndarray]:
@@ -91,35 +133,14 @@ def prr_from_counts(tps: np.ndarray, fps: np.ndarray, *, max_rejection: float = 
         ``prr``, and the areas ``area`` (method), ``oracle``, ``random``.
     """
     _check_fraction(max_rejection)
-    tps = _integer_counts(np.atleast_2d(np.asarray(tps, dtype=np.float64)), "tps")
-    fps = _integer_counts(np.atleast_2d(np.asarray(fps, dtype=np.float64)), "fps")
+    tps = _integer_counts(np.atleast_2d(np.asarray(tps, dtype=np.float64)), "tps").astype(np.float64)
+    fps = _integer_counts(np.atleast_2d(np.asarray(fps, dtype=np.float64)), "fps").astype(np.float64)
     if tps.shape != fps.shape:
         raise ValueError(f"tps and fps must have the same shape, got {tps.shape} and {fps.shape}")
     if tps.shape[1] <= 1:  # no claims
         nan = np.full(tps.shape[0], np.nan)
         return {"prr": nan, "area": nan.copy(), "oracle": nan.copy(), "random": nan.copy()}
-    n = tps[:, -1] + fps[:, -1]
-    n_correct = fps[:, -1]
-    # Kept claims (least uncertain first) = everything minus what is scored at or above the threshold.
-    kept = (n[:, None] - tps - fps)[:, ::-1]
-    kept_correct = (n_correct[:, None] - fps)[:, ::-1]
-    n_rejected = np.floor(max_rejection * n).astype(np.int64)  # int(alpha * n) as LM-Polygraph, float product included
-    start = n - n_rejected  # the curve averages the kept sizes start + 1 .. n
-    harmonic = _harmonic(int(n.max()) if n.size else 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        full, head = _partial_sums(kept, kept_correct, (n, start), harmonic)
-        total = full - head
-        area = total / n_rejected
-        # oracle: correct claims kept first, quality min(k, P) / k
-        p = n_correct
-        oracle_sum = np.where(start >= p, p * (harmonic[n] - harmonic[np.minimum(start, n)]),
-                              (p - start) + p * (harmonic[n] - harmonic[p]))
-        oracle = oracle_sum / n_rejected
-        random = p / n
-        prr_value = (area - random) / (oracle - random)
-    undefined = (n_rejected == 0) | np.isclose(oracle, random)
-    return {"prr": np.where(undefined, np.nan, prr_value), "area": np.where(n_rejected == 0, np.nan, area),
-            "oracle": np.where(n_rejected == 0, np.nan, oracle), "random": np.where(n > 0, random, np.nan)}
+    return prr_of_curves(tps, fps, max_rejection=max_rejection)
 
 
 def _inputs(claim_scores, hallucinated) -> tuple[np.ndarray, np.ndarray]:
@@ -209,12 +230,13 @@ def bootstrap_metrics_and_prr(claim_scores, hallucinated, claim_sample, n_sample
     sample_sorted = claim_sample[sorted_claims.order]
     positive = sorted_claims.positive
     rng = np.random.default_rng(random_state)
-    parts: dict[str, list[np.ndarray]] = {key: [] for key in (*METRICS, "prr")}
+    parts: dict[str, list[np.ndarray]] = {key: [] for key in METRICS}
     for done in range(0, n_resamples, batch):
         counts = resample_counts(n_samples, min(batch, n_resamples - done), rng).astype(np.float32)
         tps = cumulative_counts(counts[:, sample_sorted[positive]], sorted_claims.positives_at).astype(np.float64)
         fps = cumulative_counts(counts[:, sample_sorted[~positive]], sorted_claims.negatives_at).astype(np.float64)
         for key, value in metrics_from_counts(tps, fps).items():
             parts[key].append(value)
-        parts["prr"].append(prr_from_counts(tps, fps, max_rejection=max_rejection)["prr"])
+        if max_rejection != 1.0:  # the table's "prr" is over every rejection fraction
+            parts["prr"][-1] = prr_of_curves(tps, fps, max_rejection=max_rejection)["prr"]
     return {key: np.concatenate(value) for key, value in parts.items()}

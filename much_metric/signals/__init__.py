@@ -7,15 +7,33 @@
 * :func:`evaluate_signals` -> :class:`EvaluationTable` -- the loop behind both ``much run`` and ``much evaluate``:
   joins signals with a MUCH split by ``generation_id``, builds each claim layout once, and scores every
   (signal, aggregator) pair;
-* :func:`write_report` -- a self-contained HTML report (matplotlib, extra ``report``, imported on first use).
+* :func:`write_report` -- a self-contained HTML report (matplotlib, extra ``report``, imported on first use);
+* :func:`rank_methods` (leaderboard), :func:`calibrate_table` (ECE/Brier/reliability), :func:`evaluate_spans`
+  (Mu-SHROOM IoU/rho of claim scores), published reference numbers (:data:`PAPER_TABLE7`) -- loaded on first use.
 """
 
-from much_metric.signals._evaluation import BREAKDOWNS, EvaluationTable, SignalResult, dataset_columns, evaluate_signals
+from much_metric.signals._evaluation import (
+    BREAKDOWNS,
+    CLAIM_SUFFIX,
+    FLOORS,
+    LABEL_CHOICES,
+    MIN_COVERAGE,
+    EvaluationTable,
+    SignalResult,
+    dataset_columns,
+    evaluate_signals,
+    ground_truth,
+)
 from much_metric.signals._files import SignalsFormatError, read_signals, write_signals
 from much_metric.signals._metadata import add_sample_metadata, read_sample_metadata
 
 __all__ = [
     "BREAKDOWNS",
+    "CLAIM_SUFFIX",
+    "FLOORS",
+    "LABEL_CHOICES",
+    "MIN_COVERAGE",
+    "ground_truth",
     "add_sample_metadata",
     "read_sample_metadata",
     "EvaluationTable",
@@ -28,13 +46,34 @@ __all__ = [
     "render_report",
     "write_report",
     "write_signals",
+    "rank_methods",
+    "CalibrationResult",
+    "calibrate_table",
+    "calibration_json",
+    "DEFAULT_MUSHROOM",
+    "evaluate_spans",
+    "match_mushroom",
+    "PAPER_GENERATION_SECONDS",
+    "PAPER_TABLE7",
+    "REFERENCE_NOTEBOOK",
+    "is_much",
 ]
 
 
-def __getattr__(name: str):
-    # The report imports nothing heavy at module level, but keeping it lazy keeps `import much_metric.signals` lean.
-    if name in ("format_metric", "render_report", "write_report"):
-        from much_metric.signals import _report
+_LAZY = {
+    "format_metric": "_report", "render_report": "_report", "write_report": "_report",
+    "rank_methods": "_rank",
+    "CalibrationResult": "_calibrate", "calibrate_table": "_calibrate", "calibration_json": "_calibrate",
+    "DEFAULT_MUSHROOM": "_spans", "evaluate_spans": "_spans", "match_mushroom": "_spans",
+    "PAPER_GENERATION_SECONDS": "_published", "PAPER_TABLE7": "_published", "REFERENCE_NOTEBOOK": "_published",
+    "is_much": "_published",
+}
 
-        return getattr(_report, name)
+
+def __getattr__(name: str):
+    # Report, leaderboard, calibration and span views load on first use: `import much_metric.signals` stays lean.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"much_metric.signals.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'much_metric.signals' has no attribute {name!r}")

@@ -1,7 +1,16 @@
 """Scoring signal files against a MUCH dataset: the engine behind ``much evaluate`` and the HTML report.
 
 Joins ``{signal_name: {generation_id: token values}}`` (:func:`much_metric.signals._files.read_signals`) with the rows
-of a MUCH split by ``generation_id``, then calls :func:`much_metric.scoring.score` once per (signal, aggregator).
+of a MUCH split by ``generation_id``, then scores every (signal, aggregator) pair with
+:func:`much_metric.scoring.score_claims`, and adds the floors (a seeded random and a constant score on the same claims).
+
+* **Claim-level signals**: a signal whose name ends with :data:`CLAIM_SUFFIX` (``"@claim"``, e.g.
+  ``p_true@claim``) -- or that is named in ``claim_signals`` -- holds one value per chunk of ``token_chunks`` (EOS
+  claim included, like ``labels``) instead of one per token; it is scored as is, with no aggregator.
+* **Ground truth**: ``labels=`` names the column (:data:`LABEL_CHOICES`): ``labels`` (GPT-4o, the reference),
+  ``human_labels_0`` / ``human_labels_1`` (one annotator) or ``human-agreed`` (the annotators' common list where
+  both labelled the sample identically). Samples without that ground truth (the ``[0]`` sentinel, or annotators
+  who disagree) are left out and counted in :attr:`EvaluationTable.excluded`.
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ from much_dataset.schema import (
     GENERATION_CONFIG,
     GENERATION_ID,
     HALLUCINATED,
+    HUMAN_LABELS_0,
+    HUMAN_LABELS_1,
     LABELS,
     LANG,
     MUCH_GENERATION_CONFIGS,
@@ -33,10 +44,17 @@ from much_metric.scoring import (
     score_claims,
 )
 
-__all__ = ["BREAKDOWNS", "MIN_COVERAGE", "EvaluationTable", "SignalResult", "dataset_columns", "evaluate_signals"]
+__all__ = ["BREAKDOWNS", "CLAIM_SUFFIX", "FLOORS", "LABEL_CHOICES", "MIN_COVERAGE", "EvaluationTable", "SignalResult",
+           "dataset_columns", "evaluate_signals", "ground_truth"]
 
 #: ``--by`` choices: dataset columns, or a field of the generation config (spec 2.3).
 BREAKDOWNS = ("lang", "generation_config", "model", "temperature")
+#: ``labels=`` choices: a label column, or the labels both human annotators agree on.
+LABEL_CHOICES = (LABELS, HUMAN_LABELS_0, HUMAN_LABELS_1, "human-agreed")
+#: Signal names ending with this hold one value per chunk (claim-level methods: P(True), judges, sampling).
+CLAIM_SUFFIX = "@claim"
+#: Names of the floor rows (reference rows, not methods).
+FLOORS = ("floor: random", "floor: constant")
 
 
 @dataclass
@@ -49,18 +67,29 @@ class SignalResult:
     claim_scores: np.ndarray
     hallucinated: np.ndarray
     claim_groups: dict[str, np.ndarray] = field(default_factory=dict)
+    #: dataset row index of each claim (to match claims across signals, split samples, draw per-group curves)
+    claim_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: ``"token"`` (aggregated token scores), ``"claim"`` (claim-level input) or ``"floor"`` (reference row)
+    level: str = "token"
 
 
 @dataclass
 class EvaluationTable:
     """All (signal, aggregator) results; ``missing`` / ``coverage``: per signal, samples without values and the
-    covered fraction of the dataset's samples."""
+    covered fraction of the samples with ground truth; ``floors``: the random and constant reference rows on all
+    the samples with ground truth; ``labels``: the ground-truth choice; ``excluded``: samples without it;
+    ``generation_ids`` / ``langs``: per dataset row (``claim_rows`` index them)."""
 
     results: list[SignalResult]
     n_dataset_samples: int
     missing: dict[str, int]
     has_stopword_mask: bool
     coverage: dict[str, float] = field(default_factory=dict)
+    floors: list[SignalResult] = field(default_factory=list)
+    labels: str = LABELS
+    excluded: int = 0
+    generation_ids: list[str] = field(default_factory=list)
+    langs: list[str] = field(default_factory=list)
 
 #: Default least fraction of the dataset's samples a signal must cover (``min_coverage``).
 MIN_COVERAGE = 0.95
@@ -68,7 +97,8 @@ MIN_COVERAGE = 0.95
 
 def dataset_columns(dataset: Any) -> dict[str, list]:
     """The columns the metric needs, as Python lists (a ``datasets.Dataset`` or a sequence of row dicts)."""
-    wanted = [GENERATION_ID, GENERATION_CONFIG, LANG, OUTPUT_TOKENS, TOKEN_CHUNKS, LABELS, STOPWORD_MASK]
+    wanted = [GENERATION_ID, GENERATION_CONFIG, LANG, OUTPUT_TOKENS, TOKEN_CHUNKS, LABELS, STOPWORD_MASK,
+              HUMAN_LABELS_0, HUMAN_LABELS_1]
     if hasattr(dataset, "column_names") and hasattr(dataset, "select_columns"):
         present = [name for name in wanted if name in dataset.column_names]
         return dataset.select_columns(present).to_dict()
@@ -84,6 +114,53 @@ def _group_value(name: str, columns: Mapping[str, list], index: int) -> str:
     return str(config[name]) if config else f"unknown ({columns[GENERATION_CONFIG][index]})"
 
 
+def _labelled(value: Any) -> bool:
+    return value is not None and not (len(value) == 1 and int(value[0]) == 0)
+
+
+def ground_truth(columns: Mapping[str, list], labels: str = LABELS) -> list[list[int] | None]:
+    """Per dataset row, the chosen ground truth (one label per chunk), or None where the row has none.
+
+    ``labels``: one of :data:`LABEL_CHOICES`. A ``[0]`` sentinel means "no human label"; ``human-agreed`` keeps a
+    row only when both annotators labelled it with the same list.
+    """
+    if labels not in LABEL_CHOICES:
+        raise ValueError(f"labels must be one of {LABEL_CHOICES}, got {labels!r}")
+    needed = (HUMAN_LABELS_0, HUMAN_LABELS_1) if labels == "human-agreed" else (labels,)
+    for name in needed:
+        if name not in columns:
+            raise ValueError(f"labels={labels!r} needs the dataset's {name!r} column, which it lacks")
+    if labels == "human-agreed":
+        return [list(a) if _labelled(a) and _labelled(b) and list(a) == list(b) else None
+                for a, b in zip(columns[HUMAN_LABELS_0], columns[HUMAN_LABELS_1], strict=True)]
+    return [list(value) if _labelled(value) else None for value in columns[labels]]
+
+
+def _floor_results(columns: Mapping[str, list], rows: list[int], truth: list, by: Sequence[str],
+                   n_bootstrap: int, random_state: int | None) -> list[SignalResult]:
+    """The floors on the claims of ``rows``: seeded uniform random scores and one constant score."""
+    sample_ids = [columns[GENERATION_ID][i] for i in rows]
+    layout = claim_layout([columns[TOKEN_CHUNKS][i] for i in rows],
+                          [len(columns[OUTPUT_TOKENS][i]) for i in rows],
+                          labels=[truth[i] for i in rows], sample_ids=sample_ids)
+    hallucinated = layout.labels == HALLUCINATED
+    groups = {name: [_group_value(name, columns, i) for i in rows] for name in by}
+    claim_groups = {name: np.asarray(vals, dtype=object)[layout.claim_sample] for name, vals in groups.items()}
+    claim_rows = np.asarray(rows, dtype=np.int64)[layout.claim_sample]
+    draws = {FLOORS[0]: np.random.default_rng(random_state).random(layout.n_claims),
+             FLOORS[1]: np.zeros(layout.n_claims)}
+    out = []
+    for name, claims in draws.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MuchMetricWarning)  # single-class groups already warned for methods
+            metrics = score_claims(claims, layout, by=groups or None, n_bootstrap=n_bootstrap,
+                                   random_state=random_state)
+        metrics.pop("level")
+        metrics.update(aggregator="—", coverage=1.0)
+        out.append(SignalResult(name, "—", metrics, claims, hallucinated, claim_groups, claim_rows, "floor"))
+    return out
+
+
 def evaluate_signals(
     dataset: Any,
     signals: Mapping[str, Mapping[str, Sequence[float]]],
@@ -95,8 +172,15 @@ def evaluate_signals(
     random_state: int | None = 0,
     min_coverage: float = MIN_COVERAGE,
     source: str | None = None,
+    labels: str = LABELS,
+    claim_signals: Sequence[str] = (),
+    floors: bool = True,
 ) -> EvaluationTable:
     """Score every signal of ``signals`` on the samples of ``dataset`` it covers.
+
+    ``labels``: the ground truth (:data:`LABEL_CHOICES`; samples without it are left out and counted);
+    ``claim_signals``: names of claim-level signals besides those ending with :data:`CLAIM_SUFFIX`;
+    ``floors``: add the random and constant reference rows (``EvaluationTable.floors``).
 
     Samples without values for a signal are left out of that signal's evaluation (counted in
     ``EvaluationTable.missing``, with a warning), as in the reference. A signal covering less than ``min_coverage``
@@ -116,10 +200,17 @@ def evaluate_signals(
         if aggregator not in AGGREGATORS:
             raise ValueError(f"aggregator must be one of {AGGREGATORS}, got {aggregator!r}")
     columns = dataset_columns(dataset)
-    for needed in (GENERATION_ID, OUTPUT_TOKENS, TOKEN_CHUNKS, LABELS):
+    for needed in (GENERATION_ID, OUTPUT_TOKENS, TOKEN_CHUNKS):
         if needed not in columns:
             raise ValueError(f"the dataset lacks the {needed!r} column")
-    ids = columns[GENERATION_ID]
+    truth = ground_truth(columns, labels)
+    all_ids = columns[GENERATION_ID]
+    with_truth = [i for i, value in enumerate(truth) if value is not None]
+    if not with_truth:
+        raise ValueError(f"no sample of the dataset has ground truth labels={labels!r} (all {len(all_ids)} rows "
+                         "have the [0] 'no human label' sentinel or disagreeing annotators)")
+    index_of = {gid: i for i, gid in enumerate(all_ids)}
+    ids = [all_ids[i] for i in with_truth]
     has_mask = STOPWORD_MASK in columns
     if not has_mask:
         warnings.warn(
@@ -132,8 +223,10 @@ def evaluate_signals(
     results, missing, coverage = [], {}, {}
     # disable=None: a progress bar on a terminal only (the bootstrap makes each step take a second or more).
     progress = tqdm(total=len(signals) * len(aggregators), desc="scoring", unit="signal x aggregator", disable=None)
+    claim_level = set(claim_signals)
     for signal_name, per_sample in signals.items():
-        rows = [i for i, gid in enumerate(ids) if gid in per_sample]
+        level = "claim" if signal_name in claim_level or signal_name.endswith(CLAIM_SUFFIX) else "token"
+        rows = [index_of[gid] for gid in ids if gid in per_sample]
         missing[signal_name] = len(ids) - len(rows)
         coverage[signal_name] = len(rows) / len(ids) if ids else 0.0
         if not rows:
@@ -141,13 +234,15 @@ def evaluate_signals(
         if missing[signal_name]:
             warnings.warn(f"signal {signal_name!r}{where}: {missing[signal_name]} of {len(ids)} samples have no "
                           "values and are left out", MuchMetricWarning, stacklevel=2)
-        sample_ids = [ids[i] for i in rows]
-        values = [np.asarray(per_sample[ids[i]], dtype=np.float64) for i in rows]
+        sample_ids = [all_ids[i] for i in rows]
+        values = [np.asarray(per_sample[all_ids[i]], dtype=np.float64) for i in rows]
         for position, i in enumerate(rows):
-            if len(values[position]) != len(columns[OUTPUT_TOKENS][i]):
+            expected = len(columns[TOKEN_CHUNKS][i]) if level == "claim" else len(columns[OUTPUT_TOKENS][i])
+            if len(values[position]) != expected:
+                unit = "chunks (one value per claim, EOS claim included)" if level == "claim" else "output tokens"
                 raise ValueError(
-                    f"signal {signal_name!r}{where}, generation_id={ids[i]!r}: field 'values' has "
-                    f"{len(values[position])} entries but the sample has {len(columns[OUTPUT_TOKENS][i])} output tokens"
+                    f"signal {signal_name!r}{where}, generation_id={all_ids[i]!r}: field 'values' has "
+                    f"{len(values[position])} entries but the sample has {expected} {unit}"
                 )
         # After the per-sample checks: a wrong value list is named even in a file that covers few samples.
         if coverage[signal_name] < min_coverage:
@@ -157,21 +252,37 @@ def evaluate_signals(
         groups = {name: [_group_value(name, columns, i) for i in rows] for name in by}
         layout = claim_layout(
             [columns[TOKEN_CHUNKS][i] for i in rows],
-            [len(v) for v in values],
-            labels=[columns[LABELS][i] for i in rows],
+            [len(columns[OUTPUT_TOKENS][i]) for i in rows],
+            labels=[truth[i] for i in rows],
             stopword_mask=[columns[STOPWORD_MASK][i] for i in rows] if has_mask else None,
             sample_ids=sample_ids,
         )
-        flat, _ = flatten_scores(values, sample_ids=sample_ids)
         hallucinated = layout.labels == HALLUCINATED
         claim_groups = {name: np.asarray(vals, dtype=object)[layout.claim_sample] for name, vals in groups.items()}
+        claim_rows = np.asarray(rows, dtype=np.int64)[layout.claim_sample]
+        if level == "claim":
+            metrics = score_claims(values, layout, by=groups or None, n_bootstrap=n_bootstrap,
+                                   random_state=random_state)
+            metrics.pop("level")
+            per_chunk, _ = flatten_scores(values, sample_ids=sample_ids)
+            claims = per_chunk[layout.kept_chunks]
+            metrics.update(aggregator="—", coverage=coverage[signal_name])
+            results.append(SignalResult(signal_name, "—", metrics, claims, hallucinated, claim_groups, claim_rows,
+                                        "claim"))
+            progress.update(len(aggregators))
+            continue
+        flat, _ = flatten_scores(values, sample_ids=sample_ids)
         for aggregator in aggregators:
             claims = aggregate_flat(flat, layout, aggregator=aggregator, stopwords=stopwords)
             metrics = score_claims(claims, layout, by=groups or None, n_bootstrap=n_bootstrap,
                                    random_state=random_state)
             metrics.pop("level")
             metrics.update(aggregator=aggregator, stopwords=stopwords, coverage=coverage[signal_name])
-            results.append(SignalResult(signal_name, aggregator, metrics, claims, hallucinated, claim_groups))
+            results.append(SignalResult(signal_name, aggregator, metrics, claims, hallucinated, claim_groups,
+                                        claim_rows))
             progress.update()
     progress.close()
-    return EvaluationTable(results, len(ids), missing, has_mask, coverage)
+    floor_rows = _floor_results(columns, with_truth, truth, by, n_bootstrap, random_state) if floors else []
+    langs = [str(v) for v in columns[LANG]] if LANG in columns else ["?"] * len(all_ids)
+    return EvaluationTable(results, len(ids), missing, has_mask, coverage, floor_rows, labels,
+                           len(all_ids) - len(ids), list(all_ids), langs)

@@ -1,8 +1,11 @@
-"""Self-contained HTML report of a MUCH evaluation: metric tables with bootstrap intervals and ROC / PR figures.
+"""Self-contained HTML report of a MUCH evaluation: tables with bootstrap intervals, floors, ROC / PR / rejection
+figures with bootstrap bands, and (when computed) the leaderboard, calibration and Mu-SHROOM span sections.
 
-Figures are drawn with matplotlib's Agg backend (imported lazily) and embedded as base64 PNGs, so the page is one
-file with no external resource. Curves: one figure per aggregator comparing the methods (signals), one per method
-comparing aggregators, and one per method and breakdown (e.g. language) with one curve per group.
+Figures are drawn with matplotlib's Agg canvas (imported lazily, no pyplot state) and embedded as base64 PNGs, so
+the page is one file with no external resource; with ``figures=DIR`` each figure is also written to ``DIR`` as PNG
+and SVG. Each PR panel draws every curve's own base rate (its share of hallucinated claims) as a dashed line of
+the curve's colour: a per-language curve reads against its language's floor, not the pooled one. Bands: 95%
+percentile bands over bootstrap resamples of the samples (TPR at fixed FPR, precision at fixed recall).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import html
 import io
 import math
 import os
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,20 +23,26 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.scoring import METRIC_TABLE, METRICS, pr_curve, roc_curve
+from much_metric.scoring import METRIC_TABLE, METRICS, pr_curve, rejection_curve, roc_curve
 from much_metric.signals._evaluation import EvaluationTable, SignalResult
 
 __all__ = ["render_report", "write_report", "format_metric"]
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.8em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; }
 th { background: #f2f2f2; } td.name { text-align: left; font-family: monospace; }
-figure { display: inline-block; margin: 0.5em; } figcaption { font-size: 0.85em; color: #555; }
-.note { color: #555; font-size: 0.9em; max-width: 60em; }
+tr.floor td { color: #666; background: #fafafa; font-style: italic; }
+tr.published td { color: #555; background: #f6f8ff; }
+figure { display: inline-block; margin: 0.5em; } figcaption { font-size: 0.85em; color: #555; max-width: 60em; }
+.note { color: #555; font-size: 0.9em; max-width: 70em; }
+dl.glossary dt { font-family: monospace; font-weight: bold; } dl.glossary dd { margin: 0 0 0.4em 1.5em; }
+.scroll { overflow-x: auto; }
 """
 _SHORT = {metric.key: metric.label for metric in METRIC_TABLE}
+_GRID = np.linspace(0.0, 1.0, 101)
+_BAND_RESAMPLES = 200
 
 
 def format_metric(metrics: dict[str, Any], key: str) -> str:
@@ -42,40 +52,120 @@ def format_metric(metrics: dict[str, Any], key: str) -> str:
     interval = metrics.get("intervals", {}).get(key)
     if interval is not None:
         low, high = interval
-        text += " —" if math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
+        text += " —" if low is None or math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
     return text
 
 
-def _figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray]], title: str) -> str:
-    """ROC and PR panels for the given (label, claim_scores, hallucinated) curves; returns a base64 PNG."""
-    # A bare Figure draws with the Agg canvas without touching pyplot's global backend or figure registry.
+def _bands(scores: np.ndarray, positive: np.ndarray, rows: np.ndarray | None, seed: int = 0):
+    """95% bootstrap bands over samples: TPR at ``_GRID`` FPRs and precision at ``_GRID`` recalls."""
+    if rows is None or len(rows) != len(scores) or len(scores) < 10:
+        return None
+    _, sample = np.unique(rows, return_inverse=True)
+    n_samples = int(sample.max()) + 1
+    order = np.argsort(-scores, kind="mergesort")
+    s, y, sample = scores[order], positive[order], sample[order]
+    ends = np.append(np.flatnonzero(np.diff(s)), len(s) - 1)
+    rng = np.random.default_rng(seed)
+    tprs, precisions = [], []
+    for _ in range(_BAND_RESAMPLES):
+        weight = np.bincount(rng.integers(0, n_samples, n_samples), minlength=n_samples)[sample].astype(float)
+        tp = np.concatenate([[0.0], np.cumsum(weight * y)[ends]])
+        fp = np.concatenate([[0.0], np.cumsum(weight * ~y)[ends]])
+        if tp[-1] == 0 or fp[-1] == 0:
+            continue
+        tprs.append(np.interp(_GRID, fp / fp[-1], tp / tp[-1]))
+        predicted = tp + fp
+        precision = np.where(predicted > 0, tp / np.maximum(predicted, 1), 1.0)
+        recall = tp / tp[-1]
+        # step-wise precision at each recall level: the precision of the first threshold reaching it
+        index = np.minimum(np.searchsorted(recall, _GRID, side="left"), len(recall) - 1)
+        precisions.append(precision[index])
+    if len(tprs) < 20:
+        return None
+    return (np.percentile(tprs, [2.5, 97.5], axis=0), np.percentile(precisions, [2.5, 97.5], axis=0))
+
+
+class _Figures:
+    """Renders figures to base64 PNG for the page, and to PNG + SVG files when a folder is given."""
+
+    def __init__(self, folder: str | os.PathLike | None):
+        self.folder = Path(folder) if folder else None
+        if self.folder:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        self.names: set[str] = set()
+
+    def save(self, fig: Any, name: str) -> str:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=90)
+        if self.folder:
+            stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "figure"
+            while stem in self.names:
+                stem += "_"
+            self.names.add(stem)
+            fig.savefig(self.folder / f"{stem}.png", format="png", dpi=150)
+            fig.savefig(self.folder / f"{stem}.svg", format="svg")
+        return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _curves_figure(curves: Sequence[tuple], title: str) -> Any:
+    """ROC, PR and rejection panels for (label, claim_scores, hallucinated, claim_rows) curves."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(10, 4.2))
-    roc_ax, pr_ax = fig.subplots(1, 2)
-    for label, scores, positive in curves:
+    fig = Figure(figsize=(14, 4.4))
+    roc_ax, pr_ax, rej_ax = fig.subplots(1, 3)
+    for k, (label, scores, positive, rows) in enumerate(curves):
         if positive.all() or not positive.any():
             continue  # a single class has no curve
+        color = f"C{k % 10}"
         fpr, tpr = roc_curve(scores, positive)
         recall, precision = pr_curve(scores, positive)
-        roc_ax.plot(fpr, tpr, label=label, linewidth=1.3)
-        pr_ax.step(recall, precision, where="pre", label=label, linewidth=1.3)
+        roc_ax.plot(fpr, tpr, label=label, linewidth=1.3, color=color)
+        pr_ax.step(recall, precision, where="pre", label=label, linewidth=1.3, color=color)
+        pr_ax.axhline(float(positive.mean()), color=color, linestyle="--", linewidth=0.8, alpha=0.7)
+        bands = _bands(scores, positive, rows)
+        if bands is not None:
+            roc_ax.fill_between(_GRID, *bands[0], color=color, alpha=0.15, linewidth=0)
+            pr_ax.fill_between(_GRID, *bands[1], color=color, alpha=0.15, linewidth=0, step="pre")
+        rejection = rejection_curve(scores, positive)
+        rej_ax.plot(rejection["rejection"], rejection["quality"], label=label, linewidth=1.3, color=color)
+        rej_ax.plot(rejection["rejection"], rejection["oracle"], color=color, linestyle=":", linewidth=0.8,
+                    alpha=0.7)
+        rej_ax.axhline(float(rejection["random"][0]), color=color, linestyle="--", linewidth=0.8, alpha=0.7)
     roc_ax.plot([0, 1], [0, 1], color="#999", linestyle=":", linewidth=1)
-    if curves:
-        base_rate = float(np.mean(np.concatenate([c[2] for c in curves])))
-        pr_ax.axhline(base_rate, color="#999", linestyle=":", linewidth=1)
     roc_ax.set(xlabel="false positive rate", ylabel="true positive rate (hallucinations found)", title="ROC",
                xlim=(0, 1), ylim=(0, 1.01))
-    pr_ax.set(xlabel="recall (hallucinated claims)", ylabel="precision", title="Precision-recall",
-              xlim=(0, 1), ylim=(0, 1.01))
-    for ax in (roc_ax, pr_ax):
+    pr_ax.set(xlabel="recall (hallucinated claims)", ylabel="precision",
+              title="Precision-recall (dashed: each curve's base rate)", xlim=(0, 1), ylim=(0, 1.01))
+    rej_ax.set(xlabel="fraction of claims rejected (most uncertain first)", ylabel="share of correct claims kept",
+               title="Rejection (PRR; dashed: random, dotted: oracle)", xlim=(0, 1), ylim=(0, 1.01))
+    for ax in (roc_ax, pr_ax, rej_ax):
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower right" if ax is roc_ax else "upper right")
+        ax.legend(fontsize=7, loc="lower right" if ax is roc_ax else ("upper right" if ax is pr_ax else "lower left"))
     fig.suptitle(title)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return fig
+
+
+def _reliability_figure(calibration: Sequence[Any]) -> Any:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 5))
+    ax = fig.subplots()
+    ax.plot([0, 1], [0, 1], color="#999", linestyle=":", linewidth=1, label="perfect calibration")
+    for k, r in enumerate(calibration):
+        d = r.diagram
+        filled = d["count"] > 0
+        label = r.signal_name if r.aggregator in ("—", "") else f"{r.signal_name} ({r.aggregator})"
+        ax.plot(d["confidence"][filled], d["rate"][filled], linewidth=0.8, alpha=0.6, color=f"C{k % 10}")
+        # marker area in proportion to the bin's claims: a bin of three claims should not read like one of 500
+        ax.scatter(d["confidence"][filled], d["rate"][filled], s=4 + 200 * d["count"][filled] / d["count"].sum(),
+                   color=f"C{k % 10}", alpha=0.8, label=f"{label}: ECE {r.ece:.3f}")
+    ax.set(xlabel="predicted P(hallucinated) (bin mean)", ylabel="observed hallucination rate",
+           title="Reliability diagram (marker area = claims in the bin)", xlim=(0, 1), ylim=(0, 1))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig
 
 
 def _img(png: str, caption: str) -> str:
@@ -83,22 +173,113 @@ def _img(png: str, caption: str) -> str:
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
-def _table(rows: Sequence[tuple[str, str, dict[str, Any]]], first: str) -> str:
+def _table(rows: Sequence[tuple[str, str, dict[str, Any], str]], first: str) -> str:
     head = "".join(f"<th>{html.escape(_SHORT[k])}</th>" for k in METRICS)
-    out = [f"<table><tr><th>{first}</th><th>aggregator</th>{head}<th>samples</th><th>claims</th>"
-           "<th>hallucinated</th></tr>"]
-    for name, aggregator, metrics in rows:
+    out = [f"<div class='scroll'><table><tr><th>{first}</th><th>aggregator</th>{head}<th>samples</th><th>claims</th>"
+           "<th>hallucinated</th><th>coverage</th></tr>"]
+    for name, aggregator, metrics, kind in rows:
         cells = "".join(f"<td>{html.escape(format_metric(metrics, k))}</td>" for k in METRICS)
+        coverage = metrics.get("coverage")
         out.append(
-            f'<tr><td class="name">{html.escape(name)}</td><td>{html.escape(aggregator)}</td>{cells}'
-            f"<td>{metrics['n_samples']}</td><td>{metrics['n_claims']}</td><td>{metrics['n_hallucinated']}</td></tr>"
+            f'<tr class="{kind}"><td class="name">{html.escape(name)}</td><td>{html.escape(aggregator)}</td>{cells}'
+            f"<td>{metrics['n_samples']}</td><td>{metrics['n_claims']}</td><td>{metrics['n_hallucinated']}</td>"
+            f"<td>{'' if coverage is None else f'{coverage:.1%}'}</td></tr>"
         )
+    out.append("</table></div>")
+    return "\n".join(out)
+
+
+def _glossary() -> str:
+    items = [(m.label, m.description) for m in METRIC_TABLE]
+    items += [
+        ("[x, y]", "95% percentile bootstrap interval, resampling samples (all claims of a sample move together)"),
+        ("coverage", "share of the samples with ground truth for which the signal file has values"),
+        ("floor: random", "seeded uniform random claim scores on the same claims: what no signal at all gets"),
+        ("floor: constant", "one score for every claim: ROC-AUC 0.5, AP = prevalence, PR-AUC = (1 + prevalence)/2"),
+        ("P(rank)", "share of bootstrap resamples in which the method holds the rank it has on the full data"),
+        ("p-value", "two-sided paired-bootstrap p-value of 'no difference' between two methods"),
+        ("lang gap", "best minus worst per-language value of the ranking metric"),
+        ("ECE", "expected calibration error of P(hallucinated), 20 equal-width bins, on samples not fitted on"),
+        ("Brier", "mean squared error of P(hallucinated); '(prevalence)' = predicting the fitting set's rate"),
+        ("IoU / rho", "Mu-SHROOM character-level intersection over union / Spearman correlation of soft labels"),
+    ]
+    body = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in items)
+    return f"<h2>Glossary</h2><dl class='glossary'>{body}</dl>"
+
+
+def _leaderboard_html(board: dict[str, Any]) -> str:
+    out = [f"<h2>Leaderboard by {html.escape(_SHORT.get(board['metric'], board['metric']))}</h2>",
+           f"<p class='note'>On the {board['n_samples']} samples ({board['n_claims']} claims) every method covers; "
+           f"{board['n_resamples']} paired bootstrap resamples.</p>",
+           "<table><tr><th>rank</th><th>method</th><th>value</th><th>95% interval</th><th>P(rank)</th>"
+           "<th>lang gap (best−worst)</th><th>runtime (relative to generation)</th></tr>"]
+    for row in board["rows"]:
+        low, high = row["interval"]
+        gap = "n/a" if math.isnan(row["lang_gap"]) else \
+            f"{row['lang_gap']:.3f} ({row['lang_best']}−{row['lang_worst']})"
+        runtime = "n/a" if row["seconds"] is None else \
+            f"{row['seconds']:.3g}s ({100 * row['relative_runtime']:.2g}%)" if row["relative_runtime"] else \
+            f"{row['seconds']:.3g}s"
+        out.append(f"<tr><td>{row['rank']}</td><td class='name'>{html.escape(row['method'])}</td>"
+                   f"<td>{row['value']:.3f}</td><td>[{low:.3f}, {high:.3f}]</td><td>{row['rank_probability']:.2f}</td>"
+                   f"<td>{html.escape(gap)}</td><td>{runtime}</td></tr>")
+    for name, value in board["floors"].items():
+        out.append(f"<tr class='floor'><td></td><td class='name'>{html.escape(name)}</td><td>{value:.3f}</td>"
+                   "<td></td><td></td><td></td><td></td></tr>")
+    out.append("</table>")
+    names = [row["method"] for row in board["rows"]]
+    if len(names) > 1:
+        p = np.asarray(board["p_values"])
+        head = "".join(f"<th>{k + 1}</th>" for k in range(len(names)))
+        out.append(f"<p class='note'>Pairwise paired-bootstrap p-values</p><table><tr><th></th>{head}</tr>")
+        for k, name in enumerate(names):
+            cells = "".join("<td>—</td>" if i == k else f"<td>{p[k, i]:.3f}</td>" for i in range(len(names)))
+            out.append(f"<tr><td class='name'>{k + 1}. {html.escape(name)}</td>{cells}</tr>")
+        out.append("</table>")
+    return "\n".join(out)
+
+
+def _calibration_html(calibration: Sequence[Any], figures: _Figures) -> str:
+    out = ["<h2>Calibration</h2>", "<table><tr><th>method</th><th>aggregator</th><th>fit claims</th>"
+           "<th>measured claims</th><th>ECE</th><th>95% interval</th><th>Brier</th><th>Brier (prevalence)</th></tr>"]
+    for r in calibration:
+        interval = "" if r.ece_interval is None else f"[{r.ece_interval[0]:.3f}, {r.ece_interval[1]:.3f}]"
+        out.append(f"<tr><td class='name'>{html.escape(r.signal_name)}</td><td>{html.escape(r.aggregator)}</td>"
+                   f"<td>{r.n_fit_claims}</td><td>{r.n_eval_claims}</td><td>{r.ece:.3f}</td><td>{interval}</td>"
+                   f"<td>{r.brier:.3f}</td><td>{r.brier_prevalence:.3f}</td></tr>")
+    out.append("</table>")
+    out.append(_img(figures.save(_reliability_figure(calibration), "reliability"),
+                    "Reliability diagram of the isotonic-calibrated probabilities on the measured samples"))
+    return "\n".join(out)
+
+
+def _spans_html(spans: dict[str, Any]) -> str:
+    langs = sorted({lang for m in [*spans["methods"].values(), *spans["baselines"].values()]
+                    for lang in m["per_language"]})
+    head = "".join(f"<th>IoU {lang}</th><th>ρ {lang}</th>" for lang in langs)
+    out = ["<h2>Mu-SHROOM spans</h2>",
+           f"<p class='note'>{spans['n_items']} items scored; threshold and probability map fitted on "
+           f"{spans['n_fit_items']} other items.</p>",
+           f"<table><tr><th>method</th><th>threshold</th><th>IoU</th><th>ρ</th>{head}</tr>"]
+    rows = [*spans["methods"].items(), *((f"[{k}]", v) for k, v in spans["baselines"].items())]
+    for name, m in rows:
+        per = m["per_language"]
+        cells = "".join(f"<td>{per[lang]['iou']:.3f}</td><td>{per[lang]['cor']:.3f}</td>" if lang in per
+                        else "<td></td><td></td>" for lang in langs)
+        threshold = f"{m['threshold']:.4g}" if "threshold" in m else ""
+        kind = "floor" if name.startswith("[") or name.startswith("floor") else ""
+        out.append(f"<tr class='{kind}'><td class='name'>{html.escape(name)}</td><td>{threshold}</td>"
+                   f"<td>{m['iou']:.3f}</td><td>{m['cor']:.3f}</td>{cells}</tr>")
     out.append("</table>")
     return "\n".join(out)
 
 
-def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", source: str = "") -> str:
-    """The HTML page (a string) for an :class:`~much_metric.signals._evaluation.EvaluationTable`."""
+def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", source: str = "",
+                  leaderboard: dict[str, Any] | None = None, calibration: Sequence[Any] | None = None,
+                  spans: dict[str, Any] | None = None, figures: str | os.PathLike | None = None) -> str:
+    """The HTML page (a string) for an :class:`~much_metric.signals._evaluation.EvaluationTable`; optional
+    sections for a leaderboard, calibration results and span scores; ``figures``: folder for PNG/SVG copies."""
+    saver = _Figures(figures)
     results: list[SignalResult] = table.results
     signals = list(dict.fromkeys(r.signal_name for r in results))
     aggregators = list(dict.fromkeys(r.aggregator for r in results))
@@ -106,48 +287,69 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
              f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts.append(
-        f"<p class='note'>Data: {html.escape(source)} ({table.n_dataset_samples} samples). Generated {stamp}. "
+        f"<p class='note'>Data: {html.escape(source)} ({table.n_dataset_samples} samples with ground truth "
+        f"<code>{html.escape(table.labels)}</code>). Generated {stamp}. "
         "Positive class = hallucinated claim (label -1); scores are uncertainties (higher = more likely "
-        "hallucinated); the EOS claim is dropped. Intervals: 95% percentile bootstrap over samples. "
-        f"Stopword mask: {'used' if table.has_stopword_mask else 'absent (no stopword handling)'}.</p>"
+        "hallucinated); the EOS claim is dropped. Intervals and bands: 95% percentile bootstrap over samples. "
+        f"Stopword mask: {'used' if table.has_stopword_mask else 'absent (no stopword handling)'}. "
+        "Floor rows (grey) are reference scores on the same claims, not methods.</p>"
     )
-    missing = {k: v for k, v in table.missing.items() if v}
-    if missing:
-        items = ", ".join(f"{html.escape(k)}: {v}" for k, v in missing.items())
-        parts.append(f"<p class='note'>Samples without values, left out: {items}.</p>")
+    notes = [f"{v} {html.escape(k)}" for k, v in table.missing.items() if v]
+    if table.excluded:
+        parts.append(f"<p class='note'>{table.excluded} samples without ground truth "
+                     f"<code>{html.escape(table.labels)}</code> are left out.</p>")
+    if notes:
+        parts.append(f"<p class='note'>Samples without values, left out: {', '.join(notes)}.</p>")
     parts.append("<h2>Results</h2>")
-    parts.append(_table([(r.signal_name, r.aggregator, r.metrics) for r in results], "method"))
+    rows = [(r.signal_name, r.aggregator, r.metrics, "") for r in results]
+    rows += [(r.signal_name, r.aggregator, r.metrics, "floor") for r in table.floors]
+    parts.append(_table(rows, "method"))
+    if leaderboard:
+        parts.append(_leaderboard_html(leaderboard))
     parts.append("<h2>Methods compared</h2>")
+    floor_curves = [(r.signal_name, r.claim_scores, r.hallucinated, r.claim_rows) for r in table.floors[:1]]
     for aggregator in aggregators:
-        curves = [(r.signal_name, r.claim_scores, r.hallucinated) for r in results if r.aggregator == aggregator]
-        parts.append(_img(_figure(curves, f"aggregator: {aggregator}"), f"All methods, aggregator {aggregator}"))
+        curves = [(r.signal_name, r.claim_scores, r.hallucinated, r.claim_rows)
+                  for r in results if r.aggregator == aggregator] + floor_curves
+        parts.append(_img(saver.save(_curves_figure(curves, f"aggregator: {aggregator}"), f"methods_{aggregator}"),
+                          f"All methods, aggregator {aggregator}; shaded: 95% bootstrap bands"))
     if len(aggregators) > 1:
         parts.append("<h2>Aggregators compared</h2>")
         for signal in signals:
-            curves = [(r.aggregator, r.claim_scores, r.hallucinated) for r in results if r.signal_name == signal]
-            parts.append(_img(_figure(curves, f"method: {signal}"), f"{signal}, all aggregators"))
+            curves = [(r.aggregator, r.claim_scores, r.hallucinated, r.claim_rows)
+                      for r in results if r.signal_name == signal]
+            parts.append(_img(saver.save(_curves_figure(curves, f"method: {signal}"), f"aggregators_{signal}"),
+                              f"{signal}, all aggregators"))
     breakdowns = list(dict.fromkeys(name for r in results for name in r.claim_groups))
     for name in breakdowns:
         parts.append(f"<h2>By {html.escape(name)}</h2>")
         rows = []
-        for r in results:
+        for r in [*results, *table.floors]:
             for value, metrics in r.metrics.get("by", {}).get(name, {}).items():
-                rows.append((f"{r.signal_name} / {name}={value}", r.aggregator, metrics))
+                rows.append((f"{r.signal_name} / {name}={value}", r.aggregator, metrics,
+                             "floor" if r.level == "floor" else ""))
         parts.append(_table(rows, "method / group"))
         for r in results:
             if r.aggregator != aggregators[0]:
                 continue
             groups = r.claim_groups[name]
-            curves = [(f"{name}={value}", r.claim_scores[groups == value], r.hallucinated[groups == value])
+            curves = [(f"{name}={value}", r.claim_scores[groups == value], r.hallucinated[groups == value],
+                       r.claim_rows[groups == value] if len(r.claim_rows) else None)
                       for value in sorted(set(groups.tolist()), key=str)]
             caption = f"{r.signal_name} ({r.aggregator}) by {name}"
-            parts.append(_img(_figure(curves, caption), caption))
+            parts.append(_img(saver.save(_curves_figure(curves, caption), f"{r.signal_name}_by_{name}"),
+                              caption + "; dashed: each group's own base rate"))
+    if calibration:
+        parts.append(_calibration_html(calibration, saver))
+    if spans:
+        parts.append(_spans_html(spans))
+    parts.append(_glossary())
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
 def write_report(path: str | os.PathLike, table: EvaluationTable, **kwargs: Any) -> None:
-    """Write :func:`render_report`'s page to ``path`` atomically."""
+    """Write :func:`render_report`'s page to ``path`` atomically (figures to ``kwargs['figures']`` if given)."""
     from much_metric.fileio import atomic_write_bytes
 
     atomic_write_bytes(Path(path), render_report(table, **kwargs).encode("utf-8"))

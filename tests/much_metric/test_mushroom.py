@@ -260,3 +260,28 @@ def test_spearman_matches_scipy(a, b):
         assert np.isnan(got)
     else:
         assert got == pytest.approx(expected, abs=1e-12)
+
+
+# --- the bridge from MUCH scores to span predictions ------------------------------------------------------------
+
+
+def test_token_and_claim_char_ranges_by_hand():
+    ranges = mushroom.token_char_ranges([3, 4, 9, 9, 12])
+    np.testing.assert_array_equal(ranges, [[0, 3], [3, 4], [4, 9], [9, 9], [9, 12]])
+    np.testing.assert_array_equal(mushroom.claim_char_ranges(ranges, [[0, 1], [2, 3], [4]]), [[0, 4], [4, 9], [9, 12]])
+    with pytest.raises(ValueError, match="non-decreasing"):
+        mushroom.token_char_ranges([3, 2])
+
+
+def test_spans_prediction_merges_marked_ranges_and_scores_like_the_task():
+    ranges = np.array([[0, 4], [4, 9], [10, 12], [12, 20]])
+    prediction = mushroom.spans_prediction("x", ranges, [0.9, 0.6, 0.2, 0.7], 15)
+    assert prediction["hard_labels"] == [[0, 9], [12, 15]]  # touching ranges merged, the last clipped to the text
+    assert prediction["soft_labels"][-1] == {"start": 12, "end": 15, "prob": 0.7}
+    forced = mushroom.spans_prediction("x", ranges, [0.9, 0.6, 0.2, 0.7], 15, hard=[False, False, True, False])
+    assert forced["hard_labels"] == [[10, 12]]
+    reference = {"id": "x", "model_output_text": "a" * 15, "hard_labels": [[0, 9]]}
+    scored = mushroom.score([reference], [prediction])
+    assert scored["iou"] == pytest.approx(9 / 12)  # {0..8} vs {0..8, 12..14}
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        mushroom.spans_prediction("x", ranges, [1.5, 0, 0, 0], 15)

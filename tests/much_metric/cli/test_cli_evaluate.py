@@ -88,7 +88,7 @@ def test_table_json_and_report(loader, split, signal_file, tmp_path, capsys):
                           ["random", "max"]]
     assert "lang=fr" in printed and "model=google/gemma-3-4b-it" in printed and "model=unknown (synthetic)" in printed
 
-    metrics = json.loads(out_json.read_text())
+    metrics = json.loads(out_json.read_text())["results"]
     rows = split[0]
     expected = score([r["values"] for r in records if r["signal_name"] == "max_likelihood"],
                      [r[schema.TOKEN_CHUNKS] for r in rows], [r[schema.LABELS] for r in rows],
@@ -111,7 +111,7 @@ def test_selection_split_and_signal_filter(loader, split, signal_file, tmp_path,
     assert _main(["evaluate", "--data", "some/folder", "--split", "train", "--selection", "manual", "--scores",
                   str(path), "--signal", "max_likelihood", "--bootstrap", "0", "--json", str(out_json)]) == 0
     assert loader[-1] == ("some/folder", "all", "train")
-    (metrics,) = json.loads(out_json.read_text())
+    (metrics,) = json.loads(out_json.read_text())["results"]
     import datasets
 
     both = datasets.concatenate_datasets([split[1].select(range(100)), split[1].select(range(100, 160))])
@@ -123,7 +123,8 @@ def test_errors_exit_2_and_name_the_sample(loader, split, tmp_path, capsys):
     rows, _ = split
     bad = tmp_path / "bad.jsonl"
     write_signals(bad, [{"generation_id": rows[3][schema.GENERATION_ID], "signal_name": "short", "values": [0.5]}])
-    assert _main(["evaluate", "--data", "sample", "--scores", str(bad), "--bootstrap", "0"]) == 2
+    assert _main(["evaluate", "--data", "sample", "--scores", str(bad), "--bootstrap", "0",
+                  "--min-coverage", "0"]) == 2
     err = capsys.readouterr().err
     assert f"generation_id={rows[3][schema.GENERATION_ID]!r}" in err and "output tokens" in err
     assert _main(["evaluate", "--data", "sample", "--scores", str(tmp_path / "none.parquet")]) == 2
@@ -161,7 +162,7 @@ def test_with_the_real_loader_on_an_export_folder(monkeypatch, tmp_path, capsys)
     out_json = tmp_path / "m.json"
     assert _main(["evaluate", "--data", str(tmp_path / "export"), "--split", "test", "--scores", str(signals),
                   "--bootstrap", "0", "--json", str(out_json)]) == 0
-    (metrics,) = json.loads(out_json.read_text())
+    (metrics,) = json.loads(out_json.read_text())["results"]
     test_rows = rows[:10]
     expected = score([1 - np.asarray(r[schema.LOGITS_VALUES])[:, 0] for r in test_rows],
                      [r[schema.TOKEN_CHUNKS] for r in test_rows], [r[schema.LABELS] for r in test_rows],

@@ -11,6 +11,29 @@ from much_metric.scoring._ranking import METRICS, curve_metrics, pr_curve, roc_c
 from tests.much_metric._metric_helpers import columns, mushroom_rows
 
 
+def loop_prr(y, s, max_rejection=1.0):
+    """PRR by a loop over the number of kept claims: the expected correct count among the k most certain claims,
+    a tied group entering in proportion (hypergeometric mean), LM-Polygraph's area discretisation."""
+    y, s = np.asarray(y, bool), np.asarray(s, float)
+    n, n_correct = len(y), int(np.count_nonzero(~y))
+    values = np.unique(s)  # ascending: most certain first
+    size = np.array([np.count_nonzero(s == v) for v in values])
+    correct = np.array([np.count_nonzero((s == v) & ~y) for v in values])
+
+    def area(quality_at):
+        n_rej = int(max_rejection * n)
+        return np.mean([quality_at(k) for k in range(n, n - n_rej, -1)])
+
+    def method(k):
+        below = np.cumsum(size) - size
+        g = int(np.searchsorted(np.cumsum(size), k))  # group holding the k-th most certain claim
+        return (correct[:g].sum() + (k - below[g]) * correct[g] / size[g]) / k
+
+    a, oracle = area(method), area(lambda k: min(k, n_correct) / k)
+    random = n_correct / n
+    return (a - random) / (oracle - random)
+
+
 def sklearn_metrics(y, s):
     """Every metric from scikit-learn's curves, following the definitions of much_metric.scoring._ranking."""
     precision, recall, _ = precision_recall_curve(y, s)
@@ -29,6 +52,8 @@ def sklearn_metrics(y, s):
         "recall_at_precision_80": float(recall[:-1][qualifying].max()) if qualifying.any() else 0.0,
         "partial_pr_auc_recall_20": partial,
         "partial_average_precision_recall_20": partial_ap,
+        "prr": loop_prr(y, s),
+        "prr_50": loop_prr(y, s, 0.5) if len(y) >= 4 else float("nan"),
     }
 
 
@@ -121,7 +146,7 @@ def test_integer_weights_equal_repeated_claims(items):
         return
     expected = sklearn_metrics(y_rep, s_rep)
     for key in METRICS:
-        assert got[key] == pytest.approx(expected[key], abs=1e-9), key
+        assert got[key] == pytest.approx(expected[key], abs=1e-9, nan_ok=True), key
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,0 +1,91 @@
+"""``much evaluate --rank``: methods ranked by one metric on the claims they all cover.
+
+Every evaluated (signal, aggregator) pair is a method. They are compared on the samples every method covers (a
+paired comparison needs the same claims), with the same seeded bootstrap replicates over samples: the interval of
+each value, the probability that a method holds its rank (Mu-SHROOM appendix C) and two-sided paired-bootstrap
+p-values for every pair come from :func:`much_metric.scoring.leaderboard`. Besides: the gap between the method's
+best and worst language (point values; its own column) and the method's runtime relative to LLM generation when
+``timings`` gives its seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from much_metric.scoring import METRICS, curve_metrics, leaderboard, sort_claims
+from much_metric.signals._evaluation import EvaluationTable
+
+__all__ = ["rank_methods"]
+
+
+def _method_name(result: Any) -> str:
+    return result.signal_name if result.aggregator in ("—", "") else f"{result.signal_name} ({result.aggregator})"
+
+
+def rank_methods(table: EvaluationTable, metric: str, *, n_resamples: int = 1000, random_state: int | None = 0,
+                 timings: Mapping[str, Any] | None = None, generation_seconds: float | None = None) -> dict[str, Any]:
+    """Leaderboard of the table's methods by ``metric`` (higher is better).
+
+    Returns
+    -------
+    dict
+        ``rows`` best first: ``method``, ``value``, ``interval``, ``rank`` (1 = best), ``rank_probability``,
+        ``lang_gap`` (best minus worst language value), ``lang_best`` / ``lang_worst``, ``seconds`` and
+        ``relative_runtime`` (or None); ``p_values`` (n x n, rows order); ``n_samples`` / ``n_claims`` compared;
+        ``floors``: the floors' values on the same claims.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"--rank must be one of {METRICS}, got {metric!r}")
+    results = table.results
+    if not results:
+        raise ValueError("no method to rank")
+    common = set(results[0].claim_rows.tolist())
+    for result in results[1:]:
+        common &= set(result.claim_rows.tolist())
+    if not common:
+        raise ValueError("the methods share no sample: nothing to rank on the same claims")
+    rows = np.array(sorted(common), dtype=np.int64)
+    sample_of_row = {row: k for k, row in enumerate(rows.tolist())}
+    names, scores = [], {}
+    keep = np.isin(results[0].claim_rows, rows)
+    hallucinated = results[0].hallucinated[keep]
+    claim_rows = results[0].claim_rows[keep]
+    for result in results:
+        name = _method_name(result)
+        names.append(name)
+        scores[name] = result.claim_scores[np.isin(result.claim_rows, rows)]
+    board = leaderboard(scores, hallucinated, np.array([sample_of_row[r] for r in claim_rows.tolist()]), len(rows),
+                        metric=metric, n_resamples=n_resamples, random_state=random_state)
+    langs = np.asarray(table.langs, dtype=object)[claim_rows] if table.langs else np.full(len(claim_rows), "?")
+    lang_values = sorted(set(langs.tolist()))
+    by_name = {_method_name(r): r for r in results}
+    out_rows = []
+    for row in board["rows"]:
+        s = scores[row["method"]]
+        per_lang = {}
+        for lang in lang_values:
+            mask = langs == lang
+            per_lang[lang] = float(curve_metrics(sort_claims(s[mask], hallucinated[mask]))[metric][0])
+        finite = {k: v for k, v in per_lang.items() if np.isfinite(v)}
+        best = max(finite, key=finite.get) if finite else None
+        worst = min(finite, key=finite.get) if finite else None
+        signal = by_name[row["method"]].signal_name
+        seconds = None
+        if timings and signal in timings and isinstance(timings[signal], Mapping):
+            value = timings[signal].get("seconds")
+            seconds = float(value) if value is not None and np.isfinite(float(value)) else None
+        relative = seconds / generation_seconds if seconds is not None and generation_seconds else None
+        out_rows.append({**row, "rank": row["rank"] + 1, "per_lang": per_lang,
+                         "lang_gap": finite[best] - finite[worst] if finite else float("nan"),
+                         "lang_best": best, "lang_worst": worst, "seconds": seconds, "relative_runtime": relative})
+    floors = {}
+    for floor in table.floors:
+        mask = np.isin(floor.claim_rows, rows)
+        floors[floor.signal_name] = float(curve_metrics(sort_claims(floor.claim_scores[mask],
+                                                                    floor.hallucinated[mask]))[metric][0])
+    return {"metric": metric, "rows": out_rows, "p_values": board["p_values"],
+            "rank_probabilities": board["rank_probabilities"], "n_samples": len(rows),
+            "n_claims": int(len(hallucinated)), "n_resamples": n_resamples, "floors": floors}

@@ -1,0 +1,137 @@
+"""``much evaluate --spans``: claim scores as Mu-SHROOM span predictions, scored with the shared task's IoU and rho.
+
+The embedded sample's outputs are Mu-SHROOM test outputs (``builder import-mushroom``), re-tokenised by the
+sample's observer model: a sample row matches the Mu-SHROOM record with the same language and question whose
+``model_output_text`` (cut at ``<|im_end|>``, as the import does) starts the row's ``output`` (the import appended
+the observer's EOS text). Character offsets come from decoding the token prefixes with the sample's tokenizer
+(``token_ends[i] = len(decode(ids[:i + 1]))``, the import's own rule), so claims map to exact character ranges.
+
+Per method, the matched items are split into a seeded calibration half and an evaluation half. On the calibration
+half: the hard-label threshold that maximises the mean IoU (candidates: the claim scores' quantiles, and "mark
+nothing"), and the score -> probability map for the soft labels (the empirical CDF of the calibration claim
+scores: monotone, so rho is that of the raw scores up to ties). Reported on the evaluation half, per language,
+next to the task's mark-all and mark-none baselines on the same items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from much_metric import mushroom
+from much_metric.signals._evaluation import EvaluationTable
+
+__all__ = ["DEFAULT_MUSHROOM", "match_mushroom", "evaluate_spans"]
+
+#: The Mu-SHROOM test split shipped with the repository.
+DEFAULT_MUSHROOM = Path(__file__).resolve().parents[2] / "data" / "mushroom"
+_N_THRESHOLDS = 64
+
+
+def _records(source: str | Path) -> list[dict[str, Any]]:
+    path = Path(source)
+    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    if not files or not all(f.exists() for f in files):
+        raise FileNotFoundError(f"no Mu-SHROOM JSONL file at {path}")
+    return [record for f in files for record in mushroom.read_jsonl(f)]
+
+
+def match_mushroom(columns: Mapping[str, list], records: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Dataset row index -> its Mu-SHROOM record (rows without a match are absent)."""
+    by_question: dict[tuple[str, str], list] = {}
+    for record in records:
+        by_question.setdefault((str(record.get("lang", "")).lower(), record.get("model_input", "")), []).append(record)
+    matched = {}
+    for row, (lang, prompt, output) in enumerate(zip(columns["lang"], columns["prompt"], columns["output"],
+                                                     strict=True)):
+        for record in by_question.get((str(lang).lower(), prompt), []):
+            text = record["model_output_text"].split("<|im_end|>")[0]
+            if output.startswith(text):
+                matched[row] = record
+                break
+    return matched
+
+
+def _token_ranges(tokenizer: Any, ids: Sequence[int]) -> np.ndarray:
+    ends = [len(tokenizer.decode(list(ids[: i + 1]), skip_special_tokens=False)) for i in range(len(ids))]
+    return mushroom.token_char_ranges(ends)
+
+
+def _best_threshold(candidates: np.ndarray, items: list[tuple[dict, np.ndarray, np.ndarray]]) -> float:
+    best, best_iou = np.inf, -1.0
+    for threshold in candidates:
+        ious = []
+        for record, ranges, scores in items:
+            text_len = len(record["model_output_text"])
+            predicted = np.zeros(text_len, bool)
+            for (a, b), s in zip(np.clip(ranges, 0, text_len), scores, strict=True):
+                if s > threshold:
+                    predicted[a:b] = True
+            reference = mushroom._mask(mushroom._labels(record, text_len, "reference")[0], text_len)
+            ious.append(mushroom.item_iou(reference, predicted))
+        if np.mean(ious) > best_iou:
+            best, best_iou = float(threshold), float(np.mean(ious))
+    return best
+
+
+def evaluate_spans(table: EvaluationTable, columns: Mapping[str, list], tokenizer: Any, *,
+                   mushroom_source: str | Path = DEFAULT_MUSHROOM, fit_fraction: float = 0.5,
+                   random_state: int | None = 0) -> dict[str, Any]:
+    """Span-level scores of every method of ``table`` (see the module docstring).
+
+    ``columns``: the evaluated dataset's columns (``dataset_columns`` plus ``prompt`` and ``output``).
+    Returns ``{"n_items", "n_fit_items", "methods": {name: {"threshold", "iou", "cor", "per_language"}},
+    "baselines": {"mark_all": ..., "mark_none": ...}}`` (scores on the evaluation half).
+    """
+    records = _records(mushroom_source)
+    matched = match_mushroom(columns, records)
+    if not matched:
+        raise ValueError("no evaluated sample matches a Mu-SHROOM record (--spans needs the embedded sample or "
+                         "another import of Mu-SHROOM outputs)")
+    rows = np.array(sorted(matched), dtype=np.int64)
+    rng = np.random.default_rng(random_state)
+    fit_rows = set(rng.choice(rows, int(round(fit_fraction * len(rows))), replace=False).tolist())
+    eval_rows = [r for r in rows.tolist() if r not in fit_rows]
+    references = [matched[r] for r in eval_rows]
+    token_ranges = {r: _token_ranges(tokenizer, columns["output_tokens"][r]) for r in rows.tolist()}
+    out: dict[str, Any] = {"n_items": len(eval_rows), "n_fit_items": len(fit_rows), "methods": {}}
+    for name in ("mark_all", "mark_none"):
+        out.setdefault("baselines", {})[name] = _summary(
+            mushroom.score(references, mushroom.baseline_predictions(references, name)))
+    for result in [*table.results, *table.floors]:
+        by_row: dict[int, list[int]] = {}
+        for position, row in enumerate(result.claim_rows.tolist()):
+            by_row.setdefault(row, []).append(position)
+        items = {}
+        for row in rows.tolist():
+            if row not in by_row:
+                continue
+            chunks = columns["token_chunks"][row][: len(by_row[row])]  # kept claims: all but the EOS chunk
+            ranges = mushroom.claim_char_ranges(token_ranges[row], chunks)
+            items[row] = (matched[row], ranges, result.claim_scores[by_row[row]])
+        fit_items = [items[r] for r in items if r in fit_rows]
+        if not fit_items or not any(r in items for r in eval_rows):
+            continue
+        fit_scores = np.sort(np.concatenate([i[2] for i in fit_items]))
+        candidates = np.append(np.unique(np.quantile(fit_scores, np.linspace(0, 1, _N_THRESHOLDS))), np.inf)
+        threshold = _best_threshold(candidates, fit_items)
+        predictions, refs = [], []
+        for row in eval_rows:
+            if row not in items:
+                continue
+            record, ranges, scores = items[row]
+            probabilities = np.searchsorted(fit_scores, scores, side="right") / len(fit_scores)
+            predictions.append(mushroom.spans_prediction(record["id"], ranges, probabilities,
+                                                         len(record["model_output_text"]), hard=scores > threshold))
+            refs.append(record)
+        name = result.signal_name if result.aggregator in ("—", "") else f"{result.signal_name} ({result.aggregator})"
+        out["methods"][name] = {"threshold": threshold, **_summary(mushroom.score(refs, predictions))}
+    return out
+
+
+def _summary(scores: Mapping[str, Any]) -> dict[str, Any]:
+    return {"iou": scores["iou"], "cor": scores["cor"], "n_items": scores["n_items"],
+            "per_language": scores["per_language"]}

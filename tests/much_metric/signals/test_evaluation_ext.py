@@ -1,0 +1,153 @@
+"""evaluate_signals extensions: floors, ground-truth choice, claim-level signals, coverage; leaderboard and
+calibration of an EvaluationTable -- each against a direct computation (scikit-learn / the scoring functions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from much_dataset import schema
+from much_dataset.synthetic import make_rows
+from much_metric.scoring import aggregate_claims, ece, fit_calibrator, leaderboard, score
+from much_metric.signals._calibrate import calibrate_table, fit_rows_by_fraction
+from much_metric.signals._evaluation import evaluate_signals
+from much_metric.signals._rank import rank_methods
+
+
+@pytest.fixture(scope="module")
+def rows():
+    rows = make_rows(60, seed=7)
+    for index, row in enumerate(rows):
+        if index % 3 == 0:  # one annotator's labels differ from the GPT labels on a third of the samples
+            row[schema.HUMAN_LABELS_0] = [-v for v in row[schema.LABELS][:-1]] + [1]
+            row[schema.HUMAN_LABELS_1] = row[schema.HUMAN_LABELS_0] if index % 2 else list(row[schema.LABELS])
+        else:
+            row[schema.HUMAN_LABELS_0] = row[schema.HUMAN_LABELS_1] = [0]
+    return rows
+
+
+def _signals(rows):
+    return {
+        "max_likelihood": {r[schema.GENERATION_ID]: 1 - np.asarray(r[schema.LOGITS_VALUES])[:, 0] for r in rows},
+        "noise": {r[schema.GENERATION_ID]: np.random.default_rng(i).random(len(r[schema.OUTPUT_TOKENS]))
+                  for i, r in enumerate(rows)},
+    }
+
+
+def _claims(rows, labels_column=schema.LABELS):
+    y = np.concatenate([np.asarray(r[labels_column][:-1]) == schema.HALLUCINATED for r in rows])
+    return y
+
+
+def test_floors_are_the_seeded_random_and_constant_scores(rows):
+    table = evaluate_signals(rows, _signals(rows), n_bootstrap=0)
+    random_row, constant_row = table.floors
+    y = _claims(rows)
+    expected_scores = np.random.default_rng(0).random(len(y))
+    np.testing.assert_array_equal(random_row.claim_scores, expected_scores)
+    assert random_row.metrics["roc_auc"] == pytest.approx(roc_auc_score(y, expected_scores), abs=1e-12)
+    assert constant_row.metrics["roc_auc"] == 0.5
+    assert constant_row.metrics["average_precision"] == pytest.approx(y.mean())
+    assert constant_row.metrics["pr_auc"] == pytest.approx((1 + y.mean()) / 2)
+    assert constant_row.metrics["prr"] == pytest.approx(0.0, abs=1e-12)
+    assert evaluate_signals(rows, _signals(rows), n_bootstrap=0, floors=False).floors == []
+
+
+def test_human_labels_exclude_the_sentinel_and_are_counted(rows):
+    table = evaluate_signals(rows, _signals(rows), n_bootstrap=0, labels=schema.HUMAN_LABELS_0, floors=False)
+    labelled = [r for r in rows if r[schema.HUMAN_LABELS_0] != [0]]
+    assert table.excluded == len(rows) - len(labelled) == 40
+    assert table.n_dataset_samples == 20
+    result = next(r for r in table.results if r.signal_name == "max_likelihood")
+    direct = score([1 - np.asarray(r[schema.LOGITS_VALUES])[:, 0] for r in labelled],
+                   [r[schema.TOKEN_CHUNKS] for r in labelled], [r[schema.HUMAN_LABELS_0] for r in labelled],
+                   [r[schema.STOPWORD_MASK] for r in labelled])
+    assert result.metrics["roc_auc"] == pytest.approx(direct["roc_auc"], abs=1e-12)
+    assert result.metrics["n_claims"] == direct["n_claims"]
+
+
+def test_human_agreed_keeps_only_identical_annotations(rows):
+    table = evaluate_signals(rows, _signals(rows), n_bootstrap=0, labels="human-agreed", floors=False)
+    agreed = [r for r in rows if r[schema.HUMAN_LABELS_0] != [0]
+              and r[schema.HUMAN_LABELS_0] == r[schema.HUMAN_LABELS_1]]
+    assert table.n_dataset_samples == len(agreed) == 10 and table.excluded == 50
+    np.testing.assert_array_equal(table.results[0].hallucinated, _claims(agreed, schema.HUMAN_LABELS_0))
+    with pytest.raises(ValueError, match="labels must be one of"):
+        evaluate_signals(rows, _signals(rows), labels="gpt")
+    no_human = [{**r, schema.HUMAN_LABELS_0: [0]} for r in rows]
+    with pytest.raises(ValueError, match="no sample of the dataset has ground truth"):
+        evaluate_signals(no_human, _signals(rows), labels=schema.HUMAN_LABELS_0)
+
+
+def test_claim_level_signal_equals_the_aggregated_token_signal(rows):
+    token = _signals(rows)["max_likelihood"]
+    ids = [r[schema.GENERATION_ID] for r in rows]
+    claims = aggregate_claims([token[g] for g in ids], [r[schema.TOKEN_CHUNKS] for r in rows],
+                              [r[schema.STOPWORD_MASK] for r in rows], drop_last_chunk=False)
+    signals = {"max_likelihood": token, "ml@claim": dict(zip(ids, claims, strict=True))}
+    table = evaluate_signals(rows, signals, n_bootstrap=20, floors=False)
+    by_name = {r.signal_name: r for r in table.results}
+    assert by_name["ml@claim"].level == "claim" and by_name["ml@claim"].aggregator == "—"
+    for key in ("roc_auc", "pr_auc", "prr", "prr_50"):
+        assert by_name["ml@claim"].metrics[key] == pytest.approx(by_name["max_likelihood"].metrics[key], abs=1e-12)
+    assert by_name["ml@claim"].metrics["intervals"] == by_name["max_likelihood"].metrics["intervals"]
+    bad = {"x@claim": {ids[0]: [0.5]}}
+    with pytest.raises(ValueError, match=f"generation_id={ids[0]!r}.*chunks"):
+        evaluate_signals(rows, bad, min_coverage=0)
+
+
+def test_coverage_is_reported_and_enforced(rows):
+    signals = _signals(rows)
+    del signals["noise"][rows[0][schema.GENERATION_ID]]
+    with pytest.warns(UserWarning, match="1 of 60 samples"):
+        table = evaluate_signals(rows, signals, n_bootstrap=0)
+    assert table.coverage == {"max_likelihood": 1.0, "noise": pytest.approx(59 / 60)}
+    assert table.results[1].metrics["coverage"] == pytest.approx(59 / 60)
+    with pytest.raises(ValueError, match="below min_coverage=99%"):
+        evaluate_signals(rows, signals, n_bootstrap=0, min_coverage=0.99)
+
+
+def test_rank_methods_matches_leaderboard_and_per_language_values(rows):
+    table = evaluate_signals(rows, _signals(rows), aggregators=("product", "max"), n_bootstrap=0)
+    board = rank_methods(table, "roc_auc", n_resamples=200, random_state=3,
+                         timings={"noise": {"seconds": 2.0}}, generation_seconds=100.0)
+    scores = {f"{r.signal_name} ({r.aggregator})": r.claim_scores for r in table.results}
+    y = table.results[0].hallucinated
+    direct = leaderboard(scores, y, table.results[0].claim_rows, len(rows), metric="roc_auc", n_resamples=200,
+                         random_state=3)
+    assert [r["method"] for r in board["rows"]] == [r["method"] for r in direct["rows"]]
+    assert [r["rank"] for r in board["rows"]] == [r["rank"] + 1 for r in direct["rows"]]
+    np.testing.assert_allclose(board["p_values"], direct["p_values"])
+    langs = np.array([r[schema.LANG] for r in rows])[table.results[0].claim_rows]
+    for row in board["rows"]:
+        per = {lang: roc_auc_score(y[langs == lang], scores[row["method"]][langs == lang]) for lang in set(langs)}
+        assert row["lang_gap"] == pytest.approx(max(per.values()) - min(per.values()), abs=1e-12)
+        if row["method"].startswith("noise"):
+            assert row["relative_runtime"] == pytest.approx(0.02)
+        else:
+            assert row["seconds"] is None
+    assert set(board["floors"]) == {"floor: random", "floor: constant"}
+    with pytest.raises(ValueError, match="--rank must be one of"):
+        rank_methods(table, "accuracy")
+
+
+def test_calibration_on_a_seeded_half_equals_a_direct_fit(rows):
+    table = evaluate_signals(rows, _signals(rows), n_bootstrap=0)
+    (first, second) = calibrate_table(table, fit_fraction=0.5, n_bootstrap=50, random_state=1)
+    result = table.results[0]
+    fit_rows = fit_rows_by_fraction(result.claim_rows, 0.5, random_state=1)
+    assert len(fit_rows) == 30
+    fitted = np.isin(result.claim_rows, fit_rows)
+    calibrator = fit_calibrator(result.claim_scores[fitted], result.hallucinated[fitted])
+    p = calibrator.predict(result.claim_scores[~fitted])
+    assert first.ece == pytest.approx(ece(p, result.hallucinated[~fitted]), abs=1e-12)
+    assert first.brier == pytest.approx(np.mean((p - result.hallucinated[~fitted]) ** 2), abs=1e-12)
+    assert first.n_fit_samples == 30 and first.n_eval_samples == 30
+    assert first.ece_interval[0] <= first.ece_interval[1]
+    # fitting on another table: samples it shares with the evaluated one are not measured
+    fit_table = evaluate_signals(rows[:20], _signals(rows), n_bootstrap=0, min_coverage=0)
+    (cal, _) = calibrate_table(table, fit_table=fit_table, n_bootstrap=0)
+    assert cal.n_eval_samples == 40 and cal.ece_interval is None
+    with pytest.raises(ValueError, match="exactly one"):
+        calibrate_table(table)
