@@ -88,7 +88,8 @@ from much_dataset.synthetic import make_rows
 # Stand-in for the embedded sample (synthetic rows with the real typed features).
 ds = datasets.Dataset.from_list(make_rows(60), features=schema.features())
 much_dataset.load = lambda *args, **kwargs: datasets.DatasetDict({"test": ds})
-code = re.search(r"```python\n(.*?)```", open(sys.argv[1], encoding="utf-8").read(), re.S).group(1)
+blocks = re.findall(r"```python\n(.*?)```", open(sys.argv[1], encoding="utf-8").read(), re.S)
+code = next(block for block in blocks if "same =" in block)  # the end-to-end example
 namespace = {}
 exec(code, namespace)
 assert namespace["same"]["roc_auc"] == namespace["result"]["roc_auc"]
