@@ -359,6 +359,8 @@ def _run(args: argparse.Namespace) -> int:
         results.append({"signal_name": result.signal_name, "method": signal.spec.display,
                         "uq_seconds": signal.seconds, "segmentation_seconds": segmentation_seconds,
                         "total_seconds": total, "samples_computed": signal.n_computed, **result.metrics})
+    # Reference rows on the same claims: PR numbers read against what a random or constant score gets.
+    floors = [{"signal_name": r.signal_name, "method": f"[{r.signal_name}]", **r.metrics} for r in table.floors]
 
     first = results[0] if results else {}
     print(f"MUCH baselines on {args.data} (config={args.config}, split={args.split or 'all'}, "
@@ -375,7 +377,8 @@ def _run(args: argparse.Namespace) -> int:
     print(text_table(
         [[r["method"], format_runtime(r["segmentation_seconds"], generation.seconds),
           format_runtime(r["uq_seconds"], generation.seconds), format_runtime(r["total_seconds"], generation.seconds),
-          *(_cell(r, key) for key in _TABLE3_METRICS)] for r in results],
+          *(_cell(r, key) for key in _TABLE3_METRICS)] for r in results]
+        + [[r["method"], "", "", "", *(_cell(r, key) for key in _TABLE3_METRICS)] for r in floors],
         ["Method", "Segmentation", "UQ", "Total", *(labels[key] for key in _TABLE3_METRICS)],
     ))
     print()
@@ -383,8 +386,10 @@ def _run(args: argparse.Namespace) -> int:
         "no bootstrap"
     print(f"Operating points ({interval}):")
     others = [metric for metric in METRIC_TABLE if metric.key not in _TABLE3_METRICS]
-    print(text_table([[r["method"], *(_cell(r, metric.key) for metric in others)] for r in results],
+    print(text_table([[r["method"], *(_cell(r, metric.key) for metric in others)] for r in [*results, *floors]],
                      ["Method", *(metric.label for metric in others)]))
+    if floors:
+        print("[floor: random] = seeded uniform random claim scores; [floor: constant] = one score for every claim")
     if args.out:
         print(f"\nsignals written to {args.out}/<signal_name>.{args.format} (rerun reuses them; "
               f"`much evaluate --scores {args.out}` scores them again)")
@@ -394,6 +399,6 @@ def _run(args: argparse.Namespace) -> int:
         payload = {"data": args.data, "config": args.config, "split": args.split, "selection": args.selection,
                    "n_samples": len(ids), "n_tokens": n_tokens, "generation_seconds": generation.seconds,
                    "generation_source": generation.source, "segmentation_seconds": segmentation_seconds,
-                   "notes": notes, "results": results}
+                   "notes": notes, "results": results, "floors": floors}
         atomic_write_bytes(Path(args.json), json.dumps(jsonable(payload), indent=2).encode("utf-8"))
     return 0
