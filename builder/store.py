@@ -113,6 +113,7 @@ class JsonlStore:
         self.failures_path = self.path.with_name(self.path.name.removesuffix(".jsonl") + ".failures.jsonl")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._keys: set[str] = set()
+        self._written: set[str] = set()  # keys this store appended itself
         self._offset = 0  # bytes of the file already parsed into _keys
         with locked(self.path):
             self._repair()
@@ -197,11 +198,15 @@ class JsonlStore:
     def append(self, record: dict[str, Any]) -> bool:
         """Append one record durably, unless another process stored its key meanwhile (then returns False).
 
-        Raises ``KeyError`` if this store already knew the key before the call (a caller that did not check).
+        Raises ``KeyError`` if this store itself wrote the key before (a caller that did not check). A key that
+        another writer stored, learnt by an earlier refresh after the caller's check, returns False: that race is
+        the normal case of two overlapping runs.
         """
         key = str(record[self.key])
-        if key in self._keys:
+        if key in self._written:
             raise KeyError(f"{self.path.name}: {self.key}={key!r} is already stored")
+        if key in self._keys:
+            return False
         text = redact(json.dumps(record, ensure_ascii=False, separators=(",", ":")), patterns=False)
         line = (text + "\n").encode("utf-8")
         with locked(self.path):
@@ -214,6 +219,7 @@ class JsonlStore:
                 os.fsync(handle.fileno())
             self._offset += len(line)
         self._keys.add(key)
+        self._written.add(key)
         return True
 
     def extend(self, records: Iterable[dict[str, Any]]) -> int:

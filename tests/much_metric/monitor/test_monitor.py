@@ -184,7 +184,7 @@ def test_calibrate_precision_matches_sklearn_pr_curve(sample_monitor):
 
 @pytest.fixture()
 def cli(runs, monkeypatch, capsys):
-    from much_metric.baselines import models
+    from much_metric import models
     from much_metric.cli import main
 
     llm, _ = runs
