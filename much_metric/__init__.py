@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+from much_dataset._version import __version__ as __version__  # one version for both packages (setup.cfg reads it)
 
 # public name -> module that defines it
 _LAZY = {

