@@ -15,7 +15,7 @@ from typing import Any
 
 from much_dataset import schema
 
-__all__ = ["TEMPLATE_PATH", "BUILDER_VERSION", "card_body", "counts_table", "configs_table"]
+__all__ = ["TEMPLATE_PATH", "BUILDER_VERSION", "card_body", "card_license", "counts_table", "configs_table"]
 
 TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "dataset_card.md"
 BUILDER_VERSION = "0.1.0"
@@ -52,6 +52,8 @@ def counts_table(rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
              + " | rows | claims (EOS claim included) | hallucinated claims |",
              "|---" * (len(schema.LANGUAGES) + 4) + "|"]
     for split, split_rows in rows.items():
+        if not split_rows:  # an empty split is not in the folder: a "0" row would only read as missing data
+            continue
         per_lang = Counter(r[schema.LANG] for r in split_rows)
         claims = sum(len(r[schema.TOKEN_CHUNKS]) for r in split_rows)
         labelled = [r for r in split_rows if schema.LABELS in r]
@@ -76,6 +78,11 @@ def configs_table(configs: Sequence[Mapping[str, Any]], rows: Mapping[str, Seque
             f"{config.get('observer_model', config['model_name'])} | {config['temperature']} | {config['seed']} | "
             f"{config['top_p']} | {config['top_k']} | {config['max_new_tokens']} | {used.get(cid, 0)} |")
     return "\n".join(lines)
+
+
+def card_license(configs: Sequence[Mapping[str, Any]], *, label_judge: str) -> str | None:
+    """The card's ``license``: CC-BY-4.0 for data derived from Mu-SHROOM; None (MUCH's own, set on the hub)."""
+    return "cc-by-4.0" if label_judge == "mushroom" or any("source_model" in c for c in configs) else None
 
 
 def card_body(rows: Mapping[str, Sequence[Mapping[str, Any]]], configs: Sequence[Mapping[str, Any]], *,

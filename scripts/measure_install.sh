@@ -22,7 +22,10 @@ mkdir "$WORK/src"
 VENV_BARE="$(du -sm "$WORK/venv" | cut -f1)"
 
 start=$(date +%s.%N)
-(cd "$WORK/src" && "$WORK/venv/bin/pip" install --no-cache-dir -q "$SPEC")
+if ! (cd "$WORK/src" && "$WORK/venv/bin/pip" install --no-cache-dir -q "$SPEC" >"$WORK/pip.log" 2>&1); then
+    grep -v '^WARNING: Location' "$WORK/pip.log" >&2
+    exit 1
+fi
 end=$(date +%s.%N)
 
 SIZE_MB="$(du -sm "$WORK/venv" | cut -f1)"

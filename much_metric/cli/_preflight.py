@@ -87,7 +87,9 @@ def _check_generation_time(args: argparse.Namespace) -> None:
         # Same parser as the run itself (seconds or a JSON file); sizes are placeholders, only validity matters here.
         generation_time(value, data_source=getattr(args, "data", "") or "", n_samples=1, n_tokens=1)
     except (ValueError, OSError, KeyError, TypeError) as error:
-        raise ValueError(f"--generation-time {value}: {error}") from None
+        message = str(error)
+        raise ValueError(message if "--generation-time" in message else f"--generation-time {value}: {message}") \
+            from None
 
 
 def check_arguments(args: argparse.Namespace) -> None:

@@ -119,6 +119,7 @@ def _load_dataset(args: argparse.Namespace, tokenizers: dict[str, Any] | None) -
     import much_dataset
 
     loaded = much_dataset.load(args.data, config=args.config, split=args.split, tokenizers=tokenizers or None)
+    args.splits_used = args.split or "+".join(loaded) if isinstance(loaded, datasets.DatasetDict) else args.split
     if isinstance(loaded, datasets.DatasetDict):
         loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
     if args.selection != "all":
@@ -311,7 +312,8 @@ def _run(args: argparse.Namespace) -> int:
                         "total_seconds": total, "samples_computed": signal.n_computed, **result.metrics})
 
     first = results[0] if results else {}
-    print(f"MUCH baselines on {args.data} (config={args.config}, split={args.split or 'all'}, "
+    split_used = getattr(args, "splits_used", None) or args.split or "all"
+    print(f"MUCH baselines on {args.data} (config={args.config}, split={split_used}, "
           f"selection={args.selection}): {len(ids):,} samples, {n_tokens:,} tokens, {first.get('n_claims', 0):,} "
           f"claims ({first.get('n_hallucinated', 0):,} hallucinated); aggregator={args.aggregator}, "
           f"stopwords={args.stopwords}")
@@ -321,6 +323,9 @@ def _run(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}")
     print()
+    if wanted is None:  # the default signals are table 3's; say what is missing from it
+        skipped = [n[len("CCP and SAR skipped: "):] for n in notes if n.startswith("CCP and SAR skipped: ")]
+        print("Table 3" + (f" (CCP/SAR skipped: {skipped[0].split(';')[0]})" if skipped else "") + ":")
     labels = {metric.key: metric.label for metric in METRIC_TABLE}
     print(text_table(
         [[r["method"], format_runtime(r["segmentation_seconds"], generation.seconds),
