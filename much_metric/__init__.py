@@ -28,6 +28,7 @@ _LAZY = {
     "evaluate_signals": "much_metric.signals",
     "Baseline": "much_metric.baselines.registry",
     "load": "much_metric.evaluate_module",
+    "install_metric": "much_metric.evaluate_module",
     "EVALUATION_STOPWORDS": "much_dataset.stopwords",
     "SEGMENTER_STOPWORDS": "much_dataset.stopwords",
 }
