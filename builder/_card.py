@@ -15,7 +15,8 @@ from typing import Any
 
 from much_dataset import schema
 
-__all__ = ["TEMPLATE_PATH", "BUILDER_VERSION", "card_body", "counts_table", "configs_table"]
+__all__ = ["TEMPLATE_PATH", "BUILDER_VERSION", "card_body", "card_license", "card_title", "counts_table",
+           "configs_table"]
 
 TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "dataset_card.md"
 BUILDER_VERSION = "0.1.0"
@@ -52,6 +53,8 @@ def counts_table(rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
              + " | rows | claims (EOS claim included) | hallucinated claims |",
              "|---" * (len(schema.LANGUAGES) + 4) + "|"]
     for split, split_rows in rows.items():
+        if not split_rows:  # an empty split is not in the folder: a "0" row would only read as missing data
+            continue
         per_lang = Counter(r[schema.LANG] for r in split_rows)
         claims = sum(len(r[schema.TOKEN_CHUNKS]) for r in split_rows)
         labelled = [r for r in split_rows if schema.LABELS in r]
@@ -78,6 +81,19 @@ def configs_table(configs: Sequence[Mapping[str, Any]], rows: Mapping[str, Seque
     return "\n".join(lines)
 
 
+def card_license(configs: Sequence[Mapping[str, Any]], *, label_judge: str) -> str | None:
+    """The card's ``license``: CC-BY-4.0 for data derived from Mu-SHROOM; None (MUCH's own, set on the hub)."""
+    return "cc-by-4.0" if label_judge == "mushroom" or any("source_model" in c for c in configs) else None
+
+
+def card_title(configs: Sequence[Mapping[str, Any]], *, label_judge: str) -> str:
+    """The card's title and ``pretty_name``: a Mu-SHROOM-derived sample must not call itself MUCH."""
+    if label_judge == "mushroom" or any("source_model" in c for c in configs):
+        observers = any(c.get("observer_model") and c.get("observer_model") != c.get("source_model") for c in configs)
+        return "MUCH-format sample built from Mu-SHROOM (proxy-scored)" if observers else "Mu-SHROOM in MUCH format"
+    return "MUCH: Multilingual Claim Hallucination Benchmark"
+
+
 def card_body(rows: Mapping[str, Sequence[Mapping[str, Any]]], configs: Sequence[Mapping[str, Any]], *,
               label_judge: str, label_rule: str | None = None, template: str | None = None) -> str:
     """The card body (markdown) from the template, with real counts and configs."""
@@ -86,8 +102,8 @@ def card_body(rows: Mapping[str, Sequence[Mapping[str, Any]]], configs: Sequence
     observers = sorted({c["observer_model"] for c in configs
                         if c.get("observer_model") and c.get("observer_model") != c.get("source_model")})
     is_mushroom = label_judge == "mushroom" or any("source_model" in c for c in configs)
+    title = card_title(configs, label_judge=label_judge)
     if is_mushroom:
-        title = "MUCH-format sample built from Mu-SHROOM (proxy-scored)" if observers else "Mu-SHROOM in MUCH format"
         provenance = string.Template(PROXY_PROVENANCE).safe_substitute(
             observers=", ".join(observers) or "(the generating models themselves)",
             label_rule=_LABEL_RULES.get(label_rule or "", "span annotations"),
@@ -96,7 +112,6 @@ def card_body(rows: Mapping[str, Sequence[Mapping[str, Any]]], configs: Sequence
             "reference); labels from Mu-SHROOM's human annotations.")
         attribution = MUSHROOM_ATTRIBUTION
     else:
-        title = "MUCH: Multilingual Claim Hallucination Benchmark"
         provenance = (f"Generations sampled by the configs below; claim labels from the LLM judge `{label_judge}` "
                       "(kept only where the two judges agree), human labels on the test split.")
         attribution = MUCH_ATTRIBUTION

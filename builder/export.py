@@ -172,9 +172,10 @@ def check_loadable(folder: Path, sizes: Mapping[str, Mapping[str, int]]) -> dict
     return counts
 
 
-def export_folder(rows: Mapping[str, list], folder: Path, *, card_body: str, check: bool = True) -> dict:
+def export_folder(rows: Mapping[str, list], folder: Path, *, card_body: str, check: bool = True,
+                  license: str | None = None, pretty_name: str | None = None) -> dict:  # noqa: A002
     """Write the published folder atomically (temporary sibling folder, checked, then renamed into place)."""
-    from much_dataset.card import write_parquet_folder
+    from much_dataset.card import card_metadata, write_parquet_folder
 
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -193,7 +194,11 @@ def export_folder(rows: Mapping[str, list], folder: Path, *, card_body: str, che
             published = {split: rows[split] for split in _PUBLISHED if rows[split]}
             if not published:
                 raise ValueError("export: no train or test row to publish")
-            sizes = write_parquet_folder(published, tmp, card_body=card_body)
+            langs = {r[schema.LANG] for split_rows in published.values() for r in split_rows}
+            metadata = card_metadata(languages=[lang for lang in schema.LANGUAGES if lang in langs], license=license,
+                                     n_rows=sum(len(split_rows) for split_rows in published.values()),
+                                     **({"pretty_name": pretty_name} if pretty_name else {}))
+            sizes = write_parquet_folder(published, tmp, card_body=card_body, metadata=metadata)
             if check:
                 check_loadable(tmp, sizes)
             if folder.exists():
@@ -215,7 +220,7 @@ def _write_rows(out: Path, rows: Mapping[str, list], configs: list[dict]) -> Non
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder._card import card_body
+    from builder._card import card_body, card_license, card_title
 
     out = Path(args.out)
     rows, report = collect_rows(out, judge=args.judge, split=args.split)
@@ -225,7 +230,9 @@ def run(args: argparse.Namespace) -> int:
     _write_rows(out, rows, configs)
     body = card_body(rows, configs, label_judge=report["label_judge"], label_rule=report["label_rule"])
     folder = Path(args.folder) if args.folder else out / "much"
-    sizes = export_folder(rows, folder, card_body=body, check=not args.no_check)
+    sizes = export_folder(rows, folder, card_body=body, check=not args.no_check,
+                          license=card_license(configs, label_judge=report["label_judge"]),
+                          pretty_name=card_title(configs, label_judge=report["label_judge"]))
     print(f"export: train={len(rows['train'])} test={len(rows['test'])} trash={len(rows['trash'])} "
           f"(labels from {report['label_judge']}); {len(report['skipped'])} generations skipped")
     for reason, count in sorted(report["reasons"].items()):

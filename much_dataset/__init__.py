@@ -7,9 +7,9 @@ shards, or ``"sample"`` (the embedded sample). Heavy imports (``datasets``) happ
 from __future__ import annotations
 
 from much_dataset import schema
+from much_dataset._version import __version__
 
-__all__ = ["schema", "load"]
-__version__ = "0.1.0"
+__all__ = ["schema", "load", "__version__"]
 
 
 def __getattr__(name: str):

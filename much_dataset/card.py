@@ -20,6 +20,10 @@ with no rows gets no shard (``datasets`` cannot read an empty parquet file): the
 that language's config, and a language with no rows at all has no config. The full MUCH has every
 (language, split); this only matters for small samples.
 
+The YAML also carries the hub's descriptive metadata (:func:`card_metadata`: ``license``, ``language``,
+``pretty_name``, ``task_categories``, ``size_categories``, ``tags``) and real sizes (each split's ``num_bytes`` is the
+Arrow size of its rows, ``download_size`` the parquet bytes, as ``datasets`` records them).
+
 The YAML is produced by the ``datasets`` library's own serialisers (``MetadataConfigs``, ``DatasetInfosDict`` into a
 ``huggingface_hub.DatasetCardData``), so it is exactly what the hub and ``load_dataset`` expect.
 """
@@ -45,6 +49,7 @@ __all__ = [
     "shard_path",
     "data_files",
     "card_yaml",
+    "card_metadata",
     "render_card",
     "is_parquet_folder",
     "write_parquet_folder",
@@ -86,18 +91,52 @@ def data_files(config: str, splits: Sequence[str] = schema.SPLITS) -> list[dict[
     return [{"split": split, "path": f"{DATA_DIR}/{lang_part}/{split}-*.parquet"} for split in splits]
 
 
+def _size_category(n_rows: int) -> str:
+    """The hub's ``size_categories`` bucket of ``n_rows``."""
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n_rows < limit:
+            return name
+    return "1M<n<10M"
+
+
+def card_metadata(
+    *,
+    languages: Sequence[str] = schema.LANGUAGES,
+    n_rows: int | None = None,
+    license: str | None = None,  # noqa: A002 - the hub's key
+    pretty_name: str = "MUCH: Multilingual Claim Hallucination Benchmark",
+) -> dict:
+    """The hub's descriptive card metadata (``license`` is left out when None: the builder names it per source)."""
+    metadata: dict = {
+        "pretty_name": pretty_name,
+        "language": list(languages),
+        "task_categories": ["token-classification", "text-classification"],
+        "tags": ["hallucination-detection", "uncertainty-quantification", "claim-level", "multilingual"],
+    }
+    if n_rows is not None:
+        metadata["size_categories"] = [_size_category(n_rows)]
+    if license is not None:
+        metadata["license"] = license
+    return metadata
+
+
 def card_yaml(
     *,
     split_sizes: Mapping[str, Mapping[str, int]] | None = None,
     splits: Sequence[str] = schema.SPLITS,
     with_stopword_mask: bool = True,
     features: datasets.Features | None = None,
+    metadata: Mapping | None = None,
+    split_bytes: Mapping[str, Mapping[str, int]] | None = None,
+    download_bytes: Mapping[str, Mapping[str, int]] | None = None,
 ) -> str:
     """The YAML header (without the ``---`` fences) of a MUCH dataset card.
 
     ``split_sizes[lang][split]`` = number of rows; when given, each config's ``dataset_info.splits`` lists
     ``num_examples`` (``all`` sums the languages) and splits / configs without rows are left out (they have no
-    shard). ``features`` defaults to :func:`much_dataset.schema.features`.
+    shard). ``split_bytes[lang][split]`` (Arrow bytes) and ``download_bytes[lang][split]`` (parquet bytes) fill
+    ``num_bytes``, ``dataset_size`` and ``download_size`` the same way. ``metadata`` (:func:`card_metadata`) goes
+    first in the header. ``features`` defaults to :func:`much_dataset.schema.features`.
     """
     import datasets
     from datasets.info import DatasetInfo, DatasetInfosDict
@@ -122,9 +161,14 @@ def card_yaml(
         if split_sizes is not None:
             split_dict = datasets.SplitDict()
             for split in present:
-                split_dict.add(datasets.SplitInfo(name=split, num_examples=counts[split]))
-        infos[config] = DatasetInfo(features=features, splits=split_dict, config_name=config)
-    card_data = DatasetCardData()
+                split_dict.add(datasets.SplitInfo(name=split, num_examples=counts[split],
+                                                  num_bytes=_total(split_bytes, langs, split)))
+        infos[config] = DatasetInfo(
+            features=features, splits=split_dict, config_name=config,
+            dataset_size=sum(_total(split_bytes, langs, split) for split in present) if split_bytes else None,
+            download_size=sum(_total(download_bytes, langs, split) for split in present) if download_bytes else None,
+        )
+    card_data = DatasetCardData(**dict(metadata or {}))
     configs.to_dataset_card_data(card_data)
     infos.to_dataset_card_data(card_data)
     # MetadataConfigs sorts configs alphabetically; keep "all" first, then the schema's language order.
@@ -132,6 +176,10 @@ def card_yaml(
     card_data["configs"] = sorted(card_data["configs"], key=lambda c: order[c["config_name"]])
     card_data["dataset_info"] = sorted(card_data["dataset_info"], key=lambda c: order[c["config_name"]])
     return card_data.to_yaml()
+
+
+def _total(by_lang: Mapping[str, Mapping[str, int]] | None, langs: Sequence[str], split: str) -> int:
+    return sum(int((by_lang or {}).get(lang, {}).get(split, 0)) for lang in langs)
 
 
 def render_card(yaml_header: str, body: str = DEFAULT_CARD_BODY) -> str:
@@ -165,13 +213,15 @@ def write_parquet_folder(
     card_body: str = DEFAULT_CARD_BODY,
     validate: bool = True,
     with_stopword_mask: bool | None = None,
+    metadata: Mapping | None = None,
 ) -> dict[str, dict[str, int]]:
     """Write MUCH rows as a published folder (module docstring layout): parquet shards + ``README.md``.
 
     ``rows_by_split[split]`` is a list of rows in the hub's list-of-lists layout (or a ``pyarrow.Table``). Rows are
     validated first (:func:`much_dataset.validation.validate_table`, raising :class:`InvalidSampleError` on the first
     bad row) unless ``validate=False``. ``with_stopword_mask`` defaults to whether the first non-empty split carries
-    the column. Returns ``{lang: {split: n_rows}}``.
+    the column. ``metadata`` (:func:`card_metadata`; default: the languages with rows and the size category,
+    no license) goes into the card's YAML. Returns ``{lang: {split: n_rows}}``.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -194,6 +244,8 @@ def write_parquet_folder(
     folder = Path(folder)
     splits = [split for split in schema.SPLITS if split in tables]
     sizes: dict[str, dict[str, int]] = {lang: {} for lang in schema.LANGUAGES}
+    arrow_bytes: dict[str, dict[str, int]] = {lang: {} for lang in schema.LANGUAGES}
+    parquet_bytes: dict[str, dict[str, int]] = {lang: {} for lang in schema.LANGUAGES}
     for split in splits:
         table = tables[split]
         if validate and len(table):
@@ -209,11 +261,17 @@ def write_parquet_folder(
                 # snappy + dictionary encoding on real top-24 data, and still readable by any parquet reader.
                 pq.write_table(part, path, compression="zstd", use_dictionary=False,
                                use_byte_stream_split=[f"{schema.LOGITS_VALUES}.list.element.list.element"])
+                arrow_bytes[lang][split], parquet_bytes[lang][split] = part.nbytes, path.stat().st_size
             else:
                 path.unlink(missing_ok=True)  # a stale shard from an earlier export must not be served
         written = sum(sizes[lang][split] for lang in schema.LANGUAGES)
         if written != len(typed):
             raise ValueError(f"{len(typed) - written} {split} row(s) have a lang outside {schema.LANGUAGES}")
-    header = card_yaml(split_sizes=sizes, splits=splits, features=features)
+    if metadata is None:
+        metadata = card_metadata(
+            languages=[lang for lang in schema.LANGUAGES if any(sizes[lang].values())],
+            n_rows=sum(sum(v.values()) for v in sizes.values()))
+    header = card_yaml(split_sizes=sizes, splits=splits, features=features, metadata=metadata,
+                       split_bytes=arrow_bytes, download_bytes=parquet_bytes)
     (folder / CARD_FILENAME).write_text(render_card(header, card_body), encoding="utf-8")
     return sizes

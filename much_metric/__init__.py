@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+from much_dataset._version import __version__ as __version__  # one version for both packages (setup.cfg reads it)
 
 # public name -> module that defines it
 _LAZY = {
@@ -28,6 +28,7 @@ _LAZY = {
     "evaluate_signals": "much_metric.signals",
     "Baseline": "much_metric.baselines.registry",
     "load": "much_metric.evaluate_module",
+    "install_metric": "much_metric.evaluate_module",
     "EVALUATION_STOPWORDS": "much_dataset.stopwords",
     "SEGMENTER_STOPWORDS": "much_dataset.stopwords",
 }

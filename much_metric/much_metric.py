@@ -1,9 +1,9 @@
 """MUCH metric: claim-level hallucination detection scores from token-level uncertainties (``evaluate`` module).
 
 A thin wrapper around :func:`much_metric.scoring.score`: ``compute`` returns exactly the core's dict. Load it with
-``evaluate.load("much_metric")`` from the repository root, ``evaluate.load("/path/to/much_metric")`` from anywhere,
-or ``much_metric.load()``. The script imports the installed ``much_metric`` package (``pip install -e .``) rather
-than sibling files, so evaluate's copy in its modules cache needs nothing else copied next to it.
+``much_metric.load()``, or ``evaluate.load("much")`` from any directory once ``much install-metric`` (or a first
+``much_metric.load()``) has put this script in evaluate's module cache. The script imports the installed
+``much_metric`` package rather than sibling files, so evaluate's copy in its modules cache needs nothing else.
 """
 
 import datasets
@@ -51,7 +51,7 @@ Returns:
     (+ intervals, by).
 Examples:
     >>> import evaluate
-    >>> much = evaluate.load("much_metric")  # doctest: +SKIP
+    >>> much = evaluate.load("much")  # after `much install-metric`  # doctest: +SKIP
     >>> much.compute(predictions=[[0.9, 0.1, 0.0]], references=[[-1, 1, 1]],
     ...              token_chunks=[[[0], [1], [2]]])  # doctest: +SKIP
 """

@@ -3,28 +3,76 @@
 Each subcommand lives in ``much_metric/cli/<name>.py`` and exposes ``register(subparsers)``, which adds its
 parser and sets ``func`` (a callable taking the parsed namespace and returning an exit code). Command modules
 import their heavy dependencies inside ``func`` so that ``much --help`` stays fast.
+
+Errors: :func:`main` checks the shared arguments first (:mod:`much_metric.cli._preflight`: inputs exist, outputs
+writable, ``--generation-time`` valid, hub reachable), then turns every expected failure of a subcommand
+(:data:`EXPECTED_ERRORS`) into one line ``much <cmd>: error: <message>`` and exit code 2. ``much --traceback <cmd>``
+or ``MUCH_DEBUG=1`` re-raises instead, for developers.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-COMMANDS = ("run", "evaluate", "segment", "monitor", "neighbours")
+COMMANDS = ("run", "evaluate", "segment", "monitor", "neighbours", "install-metric")
+
+#: Failures caused by the input, the environment or a missing optional package, not by a bug.
+EXPECTED_ERRORS = (ValueError, TypeError, OSError, KeyError, ImportError)
+
+#: Optional packages -> the extra that installs them (for ImportError messages).
+_EXTRAS = {"torch": "models", "gguf": "models", "sentencepiece": "models", "matplotlib": "report",
+           "openai": "builder", "sentence_transformers": "builder", "sklearn": "builder"}
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from much_dataset._version import __version__
+
     parser = argparse.ArgumentParser(prog="much", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the full traceback of an error instead of one line (also: MUCH_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"much_metric.cli.{name}").register(subparsers)
+        importlib.import_module(f"much_metric.cli.{name.replace('-', '_')}").register(subparsers)
     return parser
+
+
+def error_message(error: BaseException) -> str:
+    """One line for an expected failure: the message, plus the extra to install for a missing package."""
+    if isinstance(error, KeyError) and error.args:
+        message = f"missing key {error.args[0]!r}"
+    else:
+        message = str(error) or type(error).__name__
+    if isinstance(error, ImportError):
+        package = (getattr(error, "name", None) or "").split(".")[0]
+        extra = _EXTRAS.get(package)
+        if extra:
+            message += f" (pip install 'much-benchmark[{extra}]')"
+    return " ".join(message.split())
+
+
+def _debug(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "traceback", False)) or os.environ.get("MUCH_DEBUG", "").lower() not in ("", "0")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        from much_metric.cli._preflight import check_arguments
+
+        check_arguments(args)
+        return int(args.func(args) or 0)
+    except EXPECTED_ERRORS as error:
+        if _debug(args):
+            raise
+        print(f"much {args.command}: error: {error_message(error)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"much {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

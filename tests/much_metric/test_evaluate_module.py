@@ -51,7 +51,7 @@ def _run(how: str, cwd: Path, inputs_path: Path, tmp_path: Path) -> dict:
     env = dict(os.environ)
     # A fresh, empty modules cache and hub cache, and no network: evaluate must copy the script itself.
     env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1",
-               HF_EVALUATE_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+               HF_EVALUATE_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO))
     script, out = tmp_path / "run.py", tmp_path / "out.json"
     script.write_text(_SCRIPT)
     completed = subprocess.run([sys.executable, str(script), how, str(inputs_path), str(out)], cwd=cwd, env=env,
@@ -130,3 +130,46 @@ def test_claim_scores_path_equals_score_claims():
     for key, value in expected.items():
         assert got[key] == value or (value != value and got[key] != got[key]), key  # nan == nan here
     assert got["level"] == "claim" and got["n_claims"] == 3
+
+
+_BY_NAME = r"""
+import json, sys, evaluate
+inputs = json.load(open(sys.argv[1]))
+module = evaluate.load("much")
+result = module.compute(predictions=inputs["scores"], references=inputs["labels"], token_chunks=inputs["chunks"],
+                        stopword_mask=inputs["mask"])
+json.dump({"result": result, "module": type(module).__module__}, open(sys.argv[2], "w"))
+"""
+
+
+def test_evaluate_load_much_from_any_directory_after_install_metric(inputs, tmp_path):
+    """`much install-metric` once, then `evaluate.load("much")` in another process, another cwd, offline."""
+    payload, inputs_path = inputs
+    env = dict(os.environ)
+    env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1",
+               HF_EVALUATE_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    installed = subprocess.run([sys.executable, "-m", "much_metric", "install-metric"], cwd=tmp_path / "a", env=env,
+                               capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    assert str(tmp_path / "modules") in installed.stdout
+    script, out = tmp_path / "by_name.py", tmp_path / "out.json"
+    script.write_text(_BY_NAME)
+    completed = subprocess.run([sys.executable, str(script), str(inputs_path), str(out)], cwd=tmp_path / "b", env=env,
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    got = json.loads(out.read_text())
+    assert got["module"].startswith("evaluate_modules.metrics.evaluate-metric--much.")
+    expected = score(payload["scores"], payload["chunks"], payload["labels"], stopword_mask=payload["mask"])
+    assert got["result"] == json.loads(json.dumps(expected))
+
+
+def test_install_metric_is_idempotent_and_rejects_paths(tmp_path):
+    from much_metric.evaluate_module import install_metric
+
+    first = install_metric(hf_modules_cache=tmp_path)
+    assert install_metric(hf_modules_cache=tmp_path) == first
+    assert first.read_bytes() == (REPO / "much_metric" / "much_metric.py").read_bytes()
+    with pytest.raises(ValueError, match="bare module name"):
+        install_metric(name="a/b", hf_modules_cache=tmp_path)

@@ -1,0 +1,124 @@
+"""Checks every ``much`` subcommand runs on its arguments before any long work (model loading, data loading).
+
+:func:`check_arguments` looks at the arguments the subcommands share by name -- input files, output paths,
+``--generation-time``, hub ids in ``--data``/``--tokenizer``/``--model`` -- so that a typo fails in a second, not
+after the tokenizer or the dataset has loaded. Every check raises ``ValueError``/``OSError`` with one line that says
+what is wrong and what to do; :func:`much_metric.cli.main` prints it as ``much <cmd>: error: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+__all__ = ["check_arguments", "hub_reachable", "looks_like_hub_id", "HUB_TIMEOUT_S"]
+
+#: Seconds to wait for the hub before failing (``datasets``/``transformers`` would retry for ~20 s).
+HUB_TIMEOUT_S = 3.0
+
+#: Arguments naming a file or folder that must exist (``-`` = stdin is allowed).
+_INPUTS = ("input",)
+#: Arguments naming a file the command writes (its folder must be creatable and writable).
+_OUTPUT_FILES = ("output", "json", "report")
+#: Arguments naming a folder the command writes into.
+_OUTPUT_FOLDERS = ("out", "figures")
+#: Arguments that may name a hub repository.
+_HUB_ARGUMENTS = ("data", "tokenizer", "model", "nli_model", "calibrate")
+#: Names that are not hub ids although they have no path separator.
+_ALIASES = ("sample", "smollm2")
+
+
+def _offline() -> bool:
+    return any(os.environ.get(name, "").lower() in ("1", "true", "yes", "on")
+               for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def looks_like_hub_id(value: str) -> bool:
+    """``owner/name`` that is not an existing path nor a packaged alias (``sample``, ``smollm2``)."""
+    if not isinstance(value, str) or value in _ALIASES or Path(value).expanduser().exists():
+        return False
+    parts = value.split("/")
+    return len(parts) == 2 and all(parts) and not value.startswith((".", "/", "~")) and "\\" not in value
+
+
+def hub_reachable(timeout: float = HUB_TIMEOUT_S) -> bool:
+    """Whether the Hugging Face hub answers an HTTP request within ``timeout`` seconds (any status counts)."""
+    import urllib.error
+    import urllib.request
+
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    try:
+        with urllib.request.urlopen(urllib.request.Request(endpoint + "/api/health", method="HEAD"),
+                                    timeout=timeout):
+            return True
+    except urllib.error.HTTPError:
+        return True  # the server answered
+    except (OSError, ValueError):
+        return False
+
+
+def _check_output_file(option: str, value: str) -> None:
+    if value in (None, "-"):
+        return
+    path = Path(value).expanduser()
+    if path.is_dir():
+        raise ValueError(f"--{option} {value}: is a folder, expected a file path")
+    _check_writable_folder(option, path.parent, value)
+
+
+def _check_writable_folder(option: str, folder: Path, value: str) -> None:
+    existing = folder.resolve()
+    while not existing.exists():  # the command creates missing folders: the first existing ancestor must be writable
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"--{option} {value}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(f"--{option} {value}: cannot write in {existing}")
+
+
+def _check_generation_time(args: argparse.Namespace) -> None:
+    value = getattr(args, "generation_time", None)
+    if value is None:
+        return
+    from much_metric.baselines.runtime import generation_time
+
+    try:
+        # Same parser as the run itself (seconds or a JSON file); sizes are placeholders, only validity matters here.
+        generation_time(value, data_source=getattr(args, "data", "") or "", n_samples=1, n_tokens=1)
+    except (ValueError, OSError, KeyError, TypeError) as error:
+        message = str(error)
+        raise ValueError(message if "--generation-time" in message else f"--generation-time {value}: {message}") \
+            from None
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Fail fast on arguments that would only fail after a long load (see the module docstring)."""
+    for name in _INPUTS:
+        value = getattr(args, name, None)
+        if value not in (None, "-") and not Path(value).expanduser().exists():
+            raise FileNotFoundError(f"--{name} {value}: no such file or folder")
+    scores = getattr(args, "scores", None)
+    if scores is not None and not looks_like_hub_id(scores) and not Path(scores).expanduser().exists():
+        raise FileNotFoundError(f"--scores {scores}: no such file or folder")
+    for name in _OUTPUT_FILES:
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            _check_output_file(name.replace("_", "-"), value)
+    for name in _OUTPUT_FOLDERS:
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            path = Path(value).expanduser()
+            if path.exists() and not path.is_dir():
+                raise ValueError(f"--{name} {value}: is a file, expected a folder")
+            _check_writable_folder(name, path, value)
+    _check_generation_time(args)
+    hub_ids = [(name, value) for name in _HUB_ARGUMENTS
+               if isinstance(value := getattr(args, name, None), str) and looks_like_hub_id(value)]
+    if hub_ids and not _offline() and not hub_reachable():
+        name, value = hub_ids[0]
+        raise ConnectionError(
+            f"--{name.replace('_', '-')} {value}: the Hugging Face hub is unreachable (no answer within "
+            f"{HUB_TIMEOUT_S:g} s). If it is already in your Hugging Face cache, rerun with HF_HUB_OFFLINE=1; "
+            "otherwise pass a local folder (e.g. a `python -m builder export` folder or a saved copy)"
+        )
