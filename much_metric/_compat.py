@@ -19,6 +19,7 @@ TESTED = {
     "nltk": ("3.9", "3.10"),  # TreebankWordTokenizer rule lists of TimedPattern (3.10) or re.Pattern (3.9)
     "transformers": ("4.", "5."),  # qualified names of the stock decode / _decode methods
     "tokenizers": ("0.",),  # Tokenizer.to_str() JSON layout of the decoder
+    "evaluate": ("0.4.",),  # evaluate.loading's module-cache writer, used to install the name "much"
 }
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from much_metric._compat import tested_version
+
 __all__ = ["load", "install_metric", "MODULE_PATH", "METRIC_NAME"]
 
 #: Folder holding ``much_metric.py``, the evaluate module script (this package's folder).
@@ -38,10 +40,15 @@ def install_metric(*, name: str = METRIC_NAME, hf_modules_cache: str | Path | No
         The installed script. Idempotent: the folder is named after the script's hash, as evaluate does, so a new
         version of the package installs next to the old one and, being the newest, is the one loaded.
     """
-    from evaluate.loading import _create_importable_file, init_dynamic_modules
-
     if not name or "/" in name or name.startswith("."):
         raise ValueError(f"name must be a bare module name such as 'much', got {name!r}")
+    if not tested_version("evaluate"):
+        # The cache writer below is evaluate's private helper: only on the versions we tested. The public path,
+        # evaluate.load(<path of this package's much_metric.py>) or much_metric.load(), works on any version.
+        raise ImportError("install_metric supports evaluate 0.4.x only; use much_metric.load() or "
+                          "evaluate.load(much_metric.evaluate_module.MODULE_PATH) instead")
+    from evaluate.loading import _create_importable_file, init_dynamic_modules
+
     dynamic_modules_path = init_dynamic_modules(hf_modules_cache=str(hf_modules_cache) if hf_modules_cache else None)
     _, digest = _create_importable_file(
         local_path=str(MODULE_PATH / "much_metric.py"), local_imports=[], additional_files=[],
@@ -59,5 +66,6 @@ def load(**kwargs: Any):
     """
     import evaluate
 
-    install_metric()
+    if tested_version("evaluate"):
+        install_metric()
     return evaluate.load(str(MODULE_PATH), **kwargs)

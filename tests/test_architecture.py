@@ -196,3 +196,16 @@ def test_decoding_gate_falls_back_to_tokenizer_decode(monkeypatch, gate_open):
     monkeypatch.setattr(decoding, "tested_version", lambda package: gate_open)
     backend = decoding.stock_backend(tokenizer)
     assert (backend is None) is (not gate_open or getattr(tokenizer, "clean_up_tokenization_spaces", True))
+
+
+def test_evaluate_gate_falls_back_to_loading_by_path(monkeypatch):
+    """On an untested evaluate, the name "much" is not installed (evaluate's private writer) but load() works."""
+    from much_metric import evaluate_module
+
+    monkeypatch.setattr(evaluate_module, "tested_version", lambda package: False)
+    with pytest.raises(ImportError, match="evaluate 0.4"):
+        evaluate_module.install_metric()
+    metric = evaluate_module.load()
+    result = metric.compute(predictions=[[0.9, 0.1, 0.0], [0.2, 0.0]], references=[[-1, 1, 1], [1, 1]],
+                            token_chunks=[[[0], [1], [2]], [[0], [1]]])
+    assert result["n_claims"] == 3 and result["roc_auc"] == 1.0

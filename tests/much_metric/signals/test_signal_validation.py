@@ -171,7 +171,7 @@ def test_much_run_with_out_gives_bit_identical_metrics(tmp_path, monkeypatch, ca
         evaluated = tmp_path / f"evaluate_{fmt}.json"
         assert main(["evaluate", "--data", "sample", "--scores", str(out), "--bootstrap", "50",
                      "--json", str(evaluated)]) == 0
-        for result in json.loads(evaluated.read_text()):
+        for result in json.loads(evaluated.read_text())["results"]:
             expected = plain[result["signal_name"]]
             for key, value in result.items():
                 if key in expected:
