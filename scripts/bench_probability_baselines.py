@@ -38,7 +38,7 @@ def _loops():
     """signal name -> per-token function(token, ids, probs), from the tests' straightforward implementations."""
     from scipy.stats import entropy
 
-    from tests.much_metric import test_baselines_probability_more as t
+    from tests.much_metric.baselines import test_baselines_probability_more as t
 
     return {
         "token_likelihood": lambda token, ids, probs: 1 - probs[list(ids).index(token)],

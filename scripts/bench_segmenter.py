@@ -35,7 +35,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def _reference():
     """much-segmenter 0.3.0 reading the vendored stopword lists (nothing downloaded)."""
     data = Path(tempfile.mkdtemp(prefix="bench-nltk-"))
-    shutil.copytree(ROOT / "much_metric" / "data" / "stopwords", data / "corpora" / "stopwords")
+    shutil.copytree(ROOT / "much_dataset" / "data" / "stopwords", data / "corpora" / "stopwords")
     os.environ["NLTK_DATA"] = str(data)
     import nltk
 

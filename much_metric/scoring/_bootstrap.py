@@ -25,7 +25,7 @@ from much_metric.scoring._ranking import (
 __all__ = ["resample_counts", "bootstrap_distribution", "bootstrap_intervals", "paired_bootstrap"]
 
 # Replicates x claims per batch: bounds the memory of the weight matrices to a few tens of MB.
-_BATCH_CELLS = 500_000
+_BATCH_CELLS = 2_000_000
 
 
 def _check(n_resamples: int, confidence_level: float) -> None:

@@ -70,7 +70,8 @@ class Curves:
             predicted = tps + fps
             # Where a replicate predicts nothing (column 0, or leading thresholds whose claims all have weight 0)
             # the point duplicates scikit-learn's artificial (recall 0, precision 1) point, so it adds no area.
-            precision = np.where(predicted > 0, tps / np.where(predicted > 0, predicted, 1), 1.0)
+            precision = np.ones_like(tps)
+            np.divide(tps, predicted, out=precision, where=predicted > 0)
         return cls(tps, fps, n_pos, n_neg, recall, fpr, precision, predicted)
 
     def recall_steps(self) -> np.ndarray:

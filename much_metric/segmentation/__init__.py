@@ -65,9 +65,11 @@ def segment(
         raise TypeError(f"generation must be a str, got {type(generation).__name__}")
     if compat not in COMPAT_VERSIONS:
         raise ValueError(f"compat must be one of {COMPAT_VERSIONS}, got {compat!r}")
-    # One rule set: the batch engine on this one text where it is exact, the per-text rules otherwise.
-    found = claims_many([generation], tokenizer, [token_ids], compat)[0]
-    return found if found is not None else _segment_one(generation, tokenizer, token_ids, compat)
+    # One rule set, two schedules: the batch engine (segment_many) and this per-text path call the same named rule
+    # functions (claim_starts, assign_tokens, token ends, joins_previous_claim). For a single text the per-text
+    # schedule is used: the batch engine's numpy set-up costs 3-10x more than the work on one text
+    # (scripts/bench_segmenter.py), and both are checked for identical output on every parity row.
+    return _segment_one(generation, tokenizer, token_ids, compat)
 
 
 def _segment_one(generation: str, tokenizer, token_ids: Sequence[int] | None, compat: str) -> list[list[int]]:
