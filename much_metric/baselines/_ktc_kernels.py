@@ -48,20 +48,25 @@ def _check_options(tau: Any, kernel: Any, normalization: Any, alpha: Any) -> tup
     return float(tau), float(alpha)
 
 
-def _check_arrays(probabilities: Any, adjacency: Any) -> tuple[np.ndarray, np.ndarray]:
+def _check_probabilities(probabilities: Any) -> np.ndarray:
     q = np.asarray(probabilities, dtype=np.float64)
-    a = np.asarray(adjacency, dtype=np.float64)
     if q.ndim != 2 or q.shape[1] < 2:
         raise ValueError(f"probabilities must have shape (n_tokens, delta) with delta >= 2, got {q.shape}")
-    if a.shape != (q.shape[0], q.shape[1], q.shape[1]):
-        raise ValueError(f"adjacency must have shape (n_tokens, delta, delta) = {(q.shape[0], q.shape[1], q.shape[1])}"
-                         f", got {a.shape}")
     bad = ~np.isfinite(q) | (q < 0) | (q > 1)
     if bad.any():
         token, column = np.argwhere(bad)[0]
         raise ValueError(f"token {token}: probabilities[{token}, {column}] = {q[token, column]} is not in [0, 1]")
     if (bad := np.flatnonzero(q.sum(axis=1) <= 0)).size:
         raise ValueError(f"token {bad[0]}: all {q.shape[1]} candidate probabilities are 0; KTC is undefined")
+    return q
+
+
+def _check_arrays(probabilities: Any, adjacency: Any) -> tuple[np.ndarray, np.ndarray]:
+    q = _check_probabilities(probabilities)
+    a = np.asarray(adjacency, dtype=np.float64)
+    if a.shape != (q.shape[0], q.shape[1], q.shape[1]):
+        raise ValueError(f"adjacency must have shape (n_tokens, delta, delta) = {(q.shape[0], q.shape[1], q.shape[1])}"
+                         f", got {a.shape}")
     if not np.isfinite(a).all():
         raise ValueError(f"token {np.argwhere(~np.isfinite(a))[0][0]}: adjacency holds a non-finite value")
     asymmetric = np.abs(a - a.transpose(0, 2, 1)).max(axis=(1, 2)) > 1e-9 if a.size else np.zeros(0, bool)
@@ -74,13 +79,12 @@ def _check_arrays(probabilities: Any, adjacency: Any) -> tuple[np.ndarray, np.nd
 
 
 def _kernel(a: np.ndarray, kernel: str, tau: float) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
-    """``(K, eigenvalues of K, eigenvectors of K or None)`` with trace(K) = 1; K is None when only its eigenvalues
-    are cheap to give (the caller builds it from the eigenvectors when it needs it)."""
+    """``(K, eigenvalues of K, eigenvectors of K or None)``; K is None when only its eigenvalues are cheap to give
+    (the caller builds it from the eigenvectors when it needs it). The eigenvalues sum to 1; K is only known to have
+    a positive trace (the caller divides where the scale matters: only ``comb`` mixes K with another matrix)."""
     if kernel == "heat":
         if tau * a.shape[1] <= _TAYLOR_MAX_TAU_DELTA:
-            k = _heat_taylor(a, tau)
-            k /= np.trace(k, axis1=1, axis2=2)[:, None, None]
-            return k, np.empty(0), None
+            return _heat_taylor(a, tau), np.empty(0), None
         laplacian = -a
         idx = np.arange(a.shape[1])
         laplacian[:, idx, idx] += a.sum(axis=1)  # column sums, as the reference (A is symmetric anyway)
@@ -95,13 +99,12 @@ def _kernel(a: np.ndarray, kernel: str, tau: float) -> tuple[np.ndarray | None, 
         w = np.maximum(w, EPSILON)
         return None, w / w.sum(axis=1, keepdims=True), v
     if kernel == "square":
-        k = a @ a
-    else:  # augm: shift the diagonal by the most negative eigenvalue (at most -EPSILON)
-        shift = np.minimum(np.linalg.eigvalsh(a)[:, 0], -EPSILON)
-        k = a.copy()
-        idx = np.arange(a.shape[1])
-        k[:, idx, idx] -= shift[:, None]
-    k /= np.trace(k, axis1=1, axis2=2)[:, None, None]
+        return a @ a, np.empty(0), None
+    # augm: shift the diagonal by the most negative eigenvalue (at most -EPSILON)
+    shift = np.minimum(np.linalg.eigvalsh(a)[:, 0], -EPSILON)
+    k = a.copy()
+    idx = np.arange(a.shape[1])
+    k[:, idx, idx] -= shift[:, None]
     return k, np.empty(0), None
 
 
@@ -158,18 +161,22 @@ def _scores(q: np.ndarray, a: np.ndarray, *, tau: float, kernel: str, normalizat
         return _entropy(eigenvalues, q.shape[1])  # eigenvalues of K are known: no second decomposition
     if k is None:
         k = (vectors * eigenvalues[:, None, :]) @ vectors.transpose(0, 2, 1)
+    # k is a fresh array from here on: scaled in place. Its own trace only matters for "comb"; for "scale" and
+    # "none" the final division by the trace absorbs it.
     if normalization == "scale":
         root = np.sqrt(q)
-        k = root[:, :, None] * k * root[:, None, :]
+        k *= root[:, :, None]
+        k *= root[:, None, :]
     elif normalization == "comb":
         # The code's weights (alpha on the probabilities); the reference's docstring states the reverse.
-        k = (1.0 - alpha) * k
+        k *= ((1.0 - alpha) / np.trace(k, axis1=1, axis2=2))[:, None, None]
         idx = np.arange(q.shape[1])
         k[:, idx, idx] += alpha * q
     trace = np.trace(k, axis1=1, axis2=2)
     if (bad := np.flatnonzero(~(trace > 0))).size:
         raise ValueError(f"token {bad[0]}: the normalised kernel has trace {trace[bad[0]]}; KTC is undefined")
-    return _entropy(np.linalg.eigvalsh(k / trace[:, None, None]), q.shape[1])
+    k /= trace[:, None, None]
+    return _entropy(np.linalg.eigvalsh(k), q.shape[1])
 
 
 def ktc_token_scores(
@@ -218,6 +225,24 @@ def ktc_token_scores(
     """
     tau, alpha = _check_options(tau, kernel, normalization, alpha)
     q, a = _check_arrays(probabilities, adjacency)
+    return _chunked_scores(q, a, tau=tau, kernel=kernel, normalization=normalization, alpha=alpha)
+
+
+def ktc_scores_of_built_adjacency(probabilities: Any, adjacency: np.ndarray, *, tau: float, kernel: str,
+                                  normalization: str, alpha: float) -> np.ndarray:
+    """:func:`ktc_token_scores` for an adjacency that :func:`much_metric.baselines.ktc.ktc_adjacency` just built
+    (float64, symmetric, unit diagonal by construction): the options and probabilities are checked, the adjacency's
+    three full passes of checks are skipped."""
+    tau, alpha = _check_options(tau, kernel, normalization, alpha)
+    q = _check_probabilities(probabilities)
+    if adjacency.dtype != np.float64 or adjacency.shape != (q.shape[0], q.shape[1], q.shape[1]):
+        raise ValueError(f"adjacency must be float64 of shape {(q.shape[0], q.shape[1], q.shape[1])}, got "
+                         f"{adjacency.dtype} {adjacency.shape}")
+    return _chunked_scores(q, adjacency, tau=tau, kernel=kernel, normalization=normalization, alpha=alpha)
+
+
+def _chunked_scores(q: np.ndarray, a: np.ndarray, *, tau: float, kernel: str, normalization: str,
+                    alpha: float) -> np.ndarray:
     out = np.empty(q.shape[0])
     for start in range(0, q.shape[0], _CHUNK):
         part = slice(start, start + _CHUNK)

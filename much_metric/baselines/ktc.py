@@ -35,7 +35,11 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._ktc_kernels import KERNELS, NORMALIZATIONS, ktc_token_scores
+from much_metric.baselines._ktc_kernels import (
+    KERNELS,
+    NORMALIZATIONS,
+    ktc_scores_of_built_adjacency,
+)
 from much_metric.baselines.neighbours import NeighbourStats, PerSampleNeighbours, load_neighbours
 from much_metric.baselines.registry import Baseline
 
@@ -166,14 +170,7 @@ def ktc_adjacency(candidate_ids: Any, stats: NeighbourStats, *, nu: int, prefix_
     n, delta = ids.shape
     neighbours = stats.top(nu)[ids]  # (n, delta, nu), -1 padded; the ids of one neighbour set are distinct
     sizes = (neighbours >= 0).sum(axis=2)
-    # |N_a & N_b| by comparing the nu x nu slot pairs (cheaper than sets or sorting for nu <= 8); padding -1 on one
-    # side and -2 on the other never matches.
-    other = np.where(neighbours >= 0, neighbours, -2)
-    overlap = np.zeros((n, delta, delta), dtype=np.int8 if nu < 128 else np.int64)
-    for k in range(neighbours.shape[2]):
-        left = neighbours[:, :, None, k]
-        for m in range(neighbours.shape[2]):
-            overlap += left == other[:, None, :, m]
+    overlap = _overlap_counts(neighbours)
     # 1 - overlap / min(|N_a|, |N_b|) from a (nu + 1) x (nu + 1) table (1 where a set is empty): the same float
     # division as per pair, without a division per entry.
     width = neighbours.shape[2] + 1
@@ -191,6 +188,33 @@ def ktc_adjacency(candidate_ids: Any, stats: NeighbourStats, *, nu: int, prefix_
         np.putmask(adjacency, a_prefix_of_b | a_prefix_of_b.transpose(0, 2, 1), 1.0)
     adjacency[:, np.arange(delta), np.arange(delta)] = 1.0
     return adjacency
+
+
+def _overlap_counts(neighbours: np.ndarray) -> np.ndarray:
+    """``|N_a & N_b|`` for every candidate pair of every token, from ``(n, delta, nu)`` -1 padded neighbour ids.
+
+    Compares the nu x nu slot pairs (cheaper than sets or sorting for small nu). Padding -1 on one side and -2 (or
+    -3 for the filler slots) on the other never matches. Because the ids of one set are distinct, slot ``k`` of
+    ``N_a`` matches at most one slot of ``N_b``: for nu <= 8 the nu match flags of a pair, padded to 4 or 8 bytes,
+    are read as one integer whose non-zero-ness is that slot's contribution.
+    """
+    n, delta, nu = neighbours.shape
+    other = np.where(neighbours >= 0, neighbours, -2)
+    overlap = np.zeros((n, delta, delta), dtype=np.int8 if nu < 128 else np.int64)
+    word = np.uint32 if nu <= 4 else np.uint64 if nu <= 8 else None
+    if word is None:
+        for k in range(nu):
+            left = neighbours[:, :, None, k]
+            for m in range(nu):
+                overlap += left == other[:, None, :, m]
+        return overlap
+    width = np.dtype(word).itemsize
+    if nu < width:
+        other = np.concatenate([other, np.full((n, delta, width - nu), -3, dtype=other.dtype)], axis=2)
+    for k in range(nu):
+        flags = neighbours[:, :, None, None, k] == other[:, None, :, :]  # (n, delta, delta, width), contiguous
+        overlap += flags.view(word)[..., 0] != 0
+    return overlap
 
 
 def _check_stats(stats: Any, config: KTCConfig, reference: bool) -> NeighbourStats:
@@ -243,9 +267,9 @@ def _ktc_flat(arrays: TokenArrays, config: KTCConfig, neighbours: Any, *, refere
         try:
             adjacency = ktc_adjacency(arrays.candidate_ids[part, : config.delta], stats, nu=config.nu,
                                       prefix_entail=config.prefix_entail)
-            return ktc_token_scores(arrays.probabilities[part, : config.delta], adjacency, tau=config.tau,
-                                    kernel=config.kernel_method, normalization=config.normalization_method,
-                                    alpha=config.alpha)
+            return ktc_scores_of_built_adjacency(arrays.probabilities[part, : config.delta], adjacency,
+                                                 tau=config.tau, kernel=config.kernel_method,
+                                                 normalization=config.normalization_method, alpha=config.alpha)
         except ValueError as error:
             text = str(error)
             if text.startswith("token "):  # name the sample instead of the block's token index

@@ -112,10 +112,23 @@ def test_adjacency_matches_per_pair_on_real_statistics():
     stats = default_neighbours("sample")
     arrays = token_arrays(much_dataset.load("sample", split="test").select(range(20)))
     ids = arrays.candidate_ids[:150]
-    for nu in (1, 4, 8):
+    for nu in (1, 3, 4, 5, 8):
         for prefix in (True, False):
             np.testing.assert_array_equal(ktc_adjacency(ids, stats, nu=nu, prefix_entail=prefix),
                                           per_pair_adjacency(ids, stats, nu, prefix))
+
+
+@pytest.mark.parametrize("nu", [2, 4, 6, 8, 9, 12])
+def test_adjacency_matches_per_pair_on_random_statistics(nu):
+    # Small id range and uneven set sizes: many shared neighbours and padded slots, on both the packed-flag path
+    # (nu <= 8) and the slot-by-slot path (nu > 8).
+    rng = np.random.default_rng(nu)
+    neighbour_lists = {token: rng.choice(30, size=rng.integers(0, nu + 1), replace=False).tolist()
+                       for token in range(40)}
+    stats = _hand_stats([f"w{token}" for token in range(40)], neighbour_lists, keep=nu)
+    ids = np.stack([rng.choice(40, size=10, replace=False) for _ in range(60)])
+    np.testing.assert_array_equal(ktc_adjacency(ids, stats, nu=nu, prefix_entail=False),
+                                  per_pair_adjacency(ids, stats, nu, False))
 
 
 def test_ktc_on_the_sample_matches_straightforward():
