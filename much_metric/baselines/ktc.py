@@ -135,6 +135,16 @@ def register_config(config: KTCConfig) -> str:
     return config.signal_name
 
 
+def _config_label(params: Any) -> str:
+    """``KTC-4-0.3`` (the ``ktc_nu{nu}_tau{tau}`` label) for a config that differs from the defaults only in nu and
+    tau, else ``KTC <config id>``."""
+    config_id = str(params["config_id"])
+    config = _KNOWN.get(config_id)
+    if config is not None and KTCConfig(nu=config.nu, tau=config.tau) == config:
+        return f"KTC-{config.nu}-{config.tau:g}"
+    return f"KTC {config_id}"
+
+
 def _config_of(config_id: str) -> KTCConfig:
     if config_id not in _KNOWN:
         raise ValueError(f"unknown KTC config id {config_id!r}: the reference's 55 configs are known; register "
@@ -365,7 +375,7 @@ BASELINES = (
         description="KTC with nu neighbours and diffusion time tau, other fields at their defaults",
     ),
     Baseline(
-        name="ktc_{config_id}", compute=_compute_config, display="KTC {config_id}", needs=("neighbours",),
+        name="ktc_{config_id}", compute=_compute_config, display=_config_label, needs=("neighbours",),
         params={"config_id": r"[A-Za-z0-9_-]{22}"}, order=62, defaults=(),
         check=lambda params: _config_of(str(params["config_id"])) and None,
         description="KTC by the reference's config id (the 55 published configs, or register_config)",

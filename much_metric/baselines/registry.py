@@ -71,8 +71,9 @@ class Baseline:
         :class:`much_metric.baselines.TokenArrays` (sample offsets, sampled token ids, top-K candidate ids and
         probabilities); ``params`` are the fields of the name; ``resources`` are those of ``needs``.
         Higher = more uncertain.
-    display : str, optional
-        Table label, may use the fields (``"Token Entropy-{delta}"``); defaults to the name.
+    display : str or callable, optional
+        Table label, may use the fields (``"Token Entropy-{delta}"``), or a function of the fields returning the
+        label; defaults to the name.
     needs : tuple of str
         Among :data:`RESOURCES`.
     description : str
@@ -97,7 +98,7 @@ class Baseline:
 
     name: str
     compute: Callable[..., Any]
-    display: str | None = None
+    display: str | Callable[[Mapping[str, Any]], str] | None = None
     needs: tuple[str, ...] = ()
     description: str = ""
     params: Mapping[str, str] = field(default_factory=dict)
@@ -146,6 +147,8 @@ class Baseline:
 
     def label(self, params: Mapping[str, Any]) -> str:
         """The table label of one instance (``Token Entropy-24``)."""
+        if callable(self.display):
+            return self.display(params)
         return (self.display or self.name).format(**params)
 
 

@@ -12,7 +12,10 @@ the LLM generation time, ROC-AUC and PR-AUC (product aggregator by default) -- t
 Signals (``--signals``, reference names): by default the probability baselines of table 3 (max_likelihood,
 token_likelihood, token_entropy_24) plus CCP (ccp_10_8) and SAR (sar_8) when an NLI model is available: the one
 given with ``--nli-model`` (downloaded if needed), else ``microsoft/deberta-large-mnli`` if it is already in the
-local Hugging Face cache. Offline and uncached, CCP/SAR are skipped with a note. CCP/SAR and the segmentation time
+local Hugging Face cache. Offline and uncached, CCP/SAR are skipped with a note. KTC (``ktc``: nu=4, tau=0.3, the
+reference's best "auto" config) joins the defaults when token-neighbour statistics are at hand: shipped with the
+embedded sample (the output names their corpus), or given with ``--neighbours``; otherwise it is skipped with a
+note. CCP/SAR and the segmentation time
 need the generating LLM's tokenizer: SmolLM2's (packaged) for the sample, the four MUCH
 models' from the hub for orailix/MUCH, or ``--tokenizer``.
 
@@ -36,6 +39,8 @@ from much_metric.cli._text import jsonable, text_table
 
 #: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
 _TABLE3_METRICS = ("roc_auc", "pr_auc")
+#: The KTC signal of the defaults (the reference's best "auto" config, nu=4, tau=0.3).
+DEFAULT_KTC_SIGNAL = "ktc"
 
 
 def _positive_int(text: str) -> int:
@@ -334,10 +339,18 @@ def _run(args: argparse.Namespace) -> int:
         segmentation_seconds, segmentation_note = _segmentation(dataset, single, per_config, progress)
     else:
         segmentation_seconds, segmentation_note = math.nan, "not measured (no generating-LLM tokenizer)"
-    neighbours = None
-    if any("neighbours" in resolve(n).needs for n in names):
-        from much_metric.cli.neighbours import neighbours_for_run
+    from much_metric.cli.neighbours import neighbours_for_run
 
+    neighbours = None
+    if wanted is None:
+        # KTC joins the defaults where its statistics need no download: shipped for the sample, or --neighbours.
+        neighbours = neighbours_for_run(args.neighbours, dataset, notes)
+        if neighbours is not None:
+            names.append(DEFAULT_KTC_SIGNAL)
+        else:
+            notes.append("KTC skipped: no token-neighbour statistics for this data; pass --neighbours PATH|HUB_ID "
+                         "(see `much neighbours --help`)")
+    if neighbours is None and any("neighbours" in resolve(n).needs for n in names):
         neighbours = neighbours_for_run(args.neighbours, dataset, notes)
         if neighbours is None:
             raise ValueError("KTC needs token-neighbour statistics of the generating LLM's tokenizer: pass "

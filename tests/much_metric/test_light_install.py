@@ -48,6 +48,7 @@ def test_much_run_on_the_sample_without_the_gpu_stack(tmp_path):
     out = completed.stdout
     assert "606/606 samples segment exactly as their token_chunks" in out  # the packaged tokenizer was used
     assert "Token Entropy-24" in out and "split=test," in out
+    assert any(line.startswith("KTC-4-0.3 ") for line in out.splitlines())  # KTC needs numpy only
 
 
 def test_packaged_tokenizer_matches_the_gguf():

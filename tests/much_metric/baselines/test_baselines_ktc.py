@@ -16,6 +16,7 @@ from much_metric.baselines.ktc import (
     default_neighbours,
     ktc,
     ktc_adjacency,
+    register_config,
 )
 from much_metric.baselines.neighbours import NeighbourStats, count_pairs, stats_from_counts
 
@@ -65,6 +66,13 @@ def test_signal_names_resolve():
     assert spec.params == {"config_id": "-BxpeIdeewY39PPMVyflfQ"}
     with pytest.raises(ValueError, match="unknown KTC config id"):
         resolve("ktc_AAAAAAAAAAAAAAAAAAAAAA")
+
+
+def test_table_labels_read_nu_and_tau_where_they_say_it_all():
+    assert resolve(KTC_DEFAULT.signal_name).display == "KTC-4-0.3"  # what `much run` prints for `ktc`
+    assert resolve("ktc_nu3_tau0.2").display == resolve(KTCConfig(nu=3, tau=0.2).signal_name).display == "KTC-3-0.2"
+    other = KTCConfig(kernel_method="clip", normalization_method="none", nu=5)
+    assert resolve(register_config(other)).display == f"KTC {other.id}"  # other fields changed: the id says which
 
 
 def _hand_stats(vocabulary, neighbour_lists, keep=4, position=0):

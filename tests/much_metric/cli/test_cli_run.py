@@ -135,6 +135,8 @@ def test_default_run_offline_skips_nli_with_a_note(workspace, capsys, monkeypatc
     assert "CCP and SAR skipped" in printed
     rows = [line for line in printed.splitlines() if line.startswith(("CCP", "SAR", "Token Entropy"))]
     assert rows and all(row.startswith("Token Entropy") for row in rows)  # no CCP/SAR row
+    assert "KTC skipped: no token-neighbour statistics for this data" in printed  # none shipped for this data
+    assert not any(line.startswith("KTC") for line in printed.splitlines())
 
 
 @pytest.mark.parametrize(
@@ -173,5 +175,8 @@ def test_run_on_the_embedded_sample(capsys, monkeypatch):
     assert "samples segment exactly as their token_chunks" in printed  # segmentation was timed with SmolLM2's tokenizer
     assert "CCP and SAR skipped" in printed  # offline: the default NLI model is not cached
     assert "split=test," in printed  # the split the sample has, not "all"
+    # KTC is a default where its statistics ship: the sample's, with the corpus they come from.
+    assert "KTC neighbour statistics (shipped with the sample): SmolLM2-135M-Instruct: Mu-SHROOM" in printed
+    assert sum(line.startswith("KTC-4-0.3 ") for line in printed.splitlines()) == 2  # table 3 and operating points
     assert "\nTable 3 (CCP/SAR skipped: the NLI model" in printed
 
