@@ -12,6 +12,7 @@ Example::
 
     much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --json
     much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --calibrate sample --target-fpr 0.1
+    much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --method ktc   # shipped SmolLM2 statistics
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 #: The MUCH chat's system prompt (spec 4.3; builder/_llm.py SYSTEM_PROMPT + BRIEF_SUFFIX).
 SYSTEM_PROMPT = ("You are a helpful assistant. Always answer questions directly. Your answers should be very concise "
@@ -33,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", required=True, help="smollm2 (offline), a hub id, a model folder or a .gguf file")
     parser.add_argument("--prompt", required=True, help="the question")
     parser.add_argument("--method", default="token_entropy_24",
-                        help="a baseline that needs only the probabilities (default token_entropy_24)")
+                        help="a baseline that needs only the probabilities, or KTC (`ktc`, with --neighbours; "
+                             "shipped for smollm2) (default token_entropy_24)")
     parser.add_argument("--aggregator", default="product", choices=("product", "mean", "max", "geometric"))
     parser.add_argument("--threshold", type=float, default=None,
                         help="flag claims whose score is >= this (default 0.5 unless --calibrate)")
@@ -41,6 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="pick the threshold on labelled data (\"sample\", a hub id or an export folder)")
     parser.add_argument("--target-fpr", type=float, default=None, help="with --calibrate (default 0.10)")
     parser.add_argument("--target-precision", type=float, default=None, help="with --calibrate, instead of FPR")
+    parser.add_argument("--neighbours", default=None, metavar="PATH|HUB_ID",
+                        help="KTC's token-neighbour statistics of the model's tokenizer (`much neighbours`); "
+                             "shipped for smollm2")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--temperature", type=float, default=None, help="sample at this temperature (default greedy)")
     parser.add_argument("--seed", type=int, default=1234)
@@ -65,6 +71,25 @@ def _input_ids(tokenizer, prompt: str, *, raw: bool):
     return torch.tensor([tokenizer.encode(text, add_special_tokens=False)])
 
 
+def _neighbours(args: argparse.Namespace) -> Any:
+    """KTC's statistics: ``--neighbours``, else the shipped SmolLM2 ones for ``--model smollm2``; None when the
+    method needs none (or none is known: ``online_spec`` then says what to pass)."""
+    from much_metric.baselines import load_neighbours
+    from much_metric.baselines.ktc import SAMPLE_NEIGHBOURS
+    from much_metric.baselines.registry import resolve
+
+    if "neighbours" not in resolve(args.method).needs:
+        return None
+    if args.neighbours is not None:
+        return load_neighbours(args.neighbours)
+    if args.model == "smollm2" and SAMPLE_NEIGHBOURS.is_file():
+        stats = load_neighbours(SAMPLE_NEIGHBOURS)
+        print(f"KTC neighbour statistics (shipped, SmolLM2 tokenizer): {stats.describe()}", file=sys.stderr)
+        return stats
+    raise ValueError(f"method {args.method!r} needs the token-neighbour statistics of {args.model}'s tokenizer: pass "
+                     "--neighbours PATH|HUB_ID (see `much neighbours --help`)")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1:
         return _fail(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
@@ -78,13 +103,15 @@ def run(args: argparse.Namespace) -> int:
         from much_metric.models import load_causal_lm
         from much_metric.monitor import ClaimMonitor, online_spec
 
-        online_spec(args.method, 24)  # a bad --method fails before the model loads
+        resources = {"neighbours": _neighbours(args)}
+        online_spec(args.method, 24, resources)  # a bad --method fails before the model loads
         try:
             model, tokenizer = load_causal_lm(args.model, device=args.device)
         except Exception as error:  # noqa: BLE001 -- missing files, offline hub, unknown id: one message
             raise ValueError(f"--model {args.model!r} could not be loaded: {type(error).__name__}: {error}") from None
         threshold = 0.5 if args.threshold is None and args.calibrate is None else args.threshold
-        monitor = ClaimMonitor(tokenizer, args.method, aggregator=args.aggregator, threshold=threshold)
+        monitor = ClaimMonitor(tokenizer, args.method, aggregator=args.aggregator, threshold=threshold,
+                               neighbours=resources["neighbours"])
         if args.calibrate is not None:
             import much_dataset
 

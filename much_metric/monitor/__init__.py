@@ -12,8 +12,10 @@ stopword rule and aggregator (spec 9.2-9.3) and flags it against a threshold. To
 * anything else -- :meth:`ClaimMonitor.push` / :meth:`ClaimMonitor.finish`.
 
 Which baselines can run online: every registered baseline whose ``needs`` is empty (it reads only the sampled ids
-and the candidate probabilities: Token Likelihood, Max Likelihood, Token Entropy, and whatever is registered later
-through :mod:`much_metric.baselines.registry`). The baseline is run on the arrays of all tokens generated so far each
+and the candidate probabilities: Token Likelihood, Max Likelihood, Token Entropy, the other probability baselines,
+and whatever is registered later through :mod:`much_metric.baselines.registry`), and those that need only static
+data besides: KTC with its token-neighbour statistics (``neighbours=``, the generating tokenizer's). Baselines that
+need a model (CCP and SAR's NLI) are refused. The baseline is run on the arrays of all tokens generated so far each
 time a claim closes, so a *causal* baseline (token ``i``'s score depends on tokens ``<= i``) gives exactly its
 offline scores; the per-token ones above are causal.
 
@@ -106,21 +108,36 @@ class Calibration:
                 f"{self.n_flagged}/{self.n_claims} claims flagged")
 
 
-def online_spec(method: str, width: int):
-    """Resolve ``method`` in the baseline registry and check it can score online on ``width`` candidates."""
+#: What an online baseline may need besides the probabilities: static data, no model.
+_ONLINE_RESOURCES = ("neighbours",)
+
+
+def online_spec(method: str, width: int, resources: dict[str, Any] | None = None):
+    """Resolve ``method`` in the baseline registry and check it can score online on ``width`` candidates.
+
+    ``resources`` holds what the method needs besides the probabilities, among ``("neighbours",)`` (KTC's
+    token-neighbour statistics); ``None`` checks only the name and whether it could run online at all.
+    """
     from much_metric.baselines import TokenArrays
     from much_metric.baselines.registry import resolve
 
     spec = resolve(method)
-    if spec.needs:
-        raise ValueError(f"method {method!r} needs {', '.join(spec.needs)}: only baselines that need nothing but the "
-                         "probabilities can score online")
+    model_needs = [need for need in spec.needs if need not in _ONLINE_RESOURCES]
+    if model_needs:
+        raise ValueError(f"method {method!r} needs {', '.join(model_needs)}: only baselines that need nothing but the "
+                         "probabilities (and static data such as KTC's neighbour statistics) can score online")
+    if resources is None:
+        return spec
+    missing = [need for need in spec.needs if resources.get(need) is None]
+    if missing:
+        raise ValueError(f"method {method!r} needs {', '.join(missing)}: pass neighbours= (the generating "
+                         "tokenizer's statistics, see `much neighbours`)")
     # A dry run on one token with `width` candidates: a parameter the candidates cannot support (token_entropy_24
     # on an endpoint's 20 alternatives) fails here, before any generation.
     probabilities = np.linspace(0.5, 0.01, width)[None, :]
     dummy = TokenArrays(["dry-run"], np.array([0, 1]), np.array([0]), np.arange(width)[None, :], probabilities)
     try:
-        spec.compute(dummy, {}, {})
+        spec.compute(dummy, resources, {})
     except ValueError as error:
         raise ValueError(f"method {method!r} cannot score {width} candidates per token: {error}") from error
     return spec
@@ -144,6 +161,9 @@ class ClaimMonitor:
         Segmenter version (0.3.0 emits each claim one claim late, see ``IncrementalSegmenter``).
     top_k : int, keyword-only, default 24
         Candidates captured per token (24 as MUCH; an OpenAI endpoint gives at most 20).
+    neighbours : NeighbourStats, path or hub id, keyword-only, optional
+        KTC's token-neighbour statistics of this tokenizer (``much_metric.baselines.load_neighbours``); needed by
+        ``ktc*`` methods only. Their vocabulary size must be the tokenizer's.
 
     Examples
     --------
@@ -154,7 +174,7 @@ class ClaimMonitor:
 
     def __init__(self, tokenizer, method: str = "token_entropy_24", *, aggregator: str = "product",
                  stopwords: str = "null", threshold: float | None = None, compat: str = "0.3.0",
-                 top_k: int = TOP_K) -> None:
+                 top_k: int = TOP_K, neighbours: Any = None) -> None:
         from much_metric.segmentation import IncrementalSegmenter
 
         if aggregator not in _AGGREGATORS:
@@ -170,7 +190,8 @@ class ClaimMonitor:
         self.threshold = self._check_threshold(threshold)
         self.compat = compat
         self.top_k = top_k
-        self._spec = online_spec(self.method, top_k)
+        self._resources = {"neighbours": self._check_neighbours(neighbours, tokenizer)}
+        self._spec = online_spec(self.method, top_k, self._resources)
         self._eos_ids = IncrementalSegmenter(tokenizer, compat=compat).eos_ids
         self._stop_cache: dict[int, bool] = {}  # bounded by the vocabulary
         self.last_output: Any = None  # what the last HF generate call returned
@@ -186,6 +207,18 @@ class ClaimMonitor:
             self._segmenter.push(token_id)
         self._segmenter.finish()
         self.reset()
+
+    @staticmethod
+    def _check_neighbours(neighbours: Any, tokenizer: Any) -> Any:
+        if neighbours is None:
+            return None
+        from much_metric.baselines import NeighbourStats, load_neighbours
+
+        stats = neighbours if isinstance(neighbours, NeighbourStats) else load_neighbours(neighbours)
+        if stats.vocab_size != len(tokenizer):
+            raise ValueError(f"neighbour statistics of {stats.tokenizer} cover {stats.vocab_size} ids, this tokenizer "
+                             f"has {len(tokenizer)}: statistics of another tokenizer?")
+        return stats
 
     @staticmethod
     def _check_threshold(threshold: float | None) -> float | None:
@@ -284,7 +317,7 @@ class ClaimMonitor:
         started = time.perf_counter()
         end = closed[-1][-1] + 1
         if end > len(self._scores):
-            self._scores = self._spec.compute(self._arrays(end), {}, {})
+            self._scores = self._spec.compute(self._arrays(end), self._resources, {})
         out = []
         for indices in closed:
             first, last = indices[0], indices[-1]

@@ -68,7 +68,7 @@ def calibrate(monitor, data: Any, *, target_fpr: float | None = None, target_pre
     if missing:
         raise ValueError(f"calibration data lacks column(s) {missing}: it must be a labelled MUCH split or export")
     arrays = token_arrays(data)
-    flat = monitor._spec.compute(arrays, {}, {})
+    flat = monitor._spec.compute(arrays, monitor._resources, {})
     mask = data[STOPWORD_MASK] if STOPWORD_MASK in columns else None
     if mask is None:
         from much_dataset.stopwords import stopword_mask

@@ -80,6 +80,30 @@ def test_scores_equal_the_offline_baseline_for_every_probability_only_method(run
         assert claims[-1].eos and not claims[-1].flagged and claims[-1].token_ids == [llm.tokenizer.eos_token_id]
 
 
+def test_ktc_online_equals_offline_ktc_with_the_same_statistics(runs):
+    from much_metric.baselines import token_arrays
+    from much_metric.baselines.ktc import KTC_DEFAULT, SAMPLE_NEIGHBOURS, ktc, load_neighbours
+    from much_metric.monitor import ClaimMonitor
+
+    llm, results = runs
+    stats = load_neighbours(SAMPLE_NEIGHBOURS)
+    for _, monitor, claims, _, _ in results:
+        ids, probs = monitor.candidates()
+        replay = ClaimMonitor(llm.tokenizer, "ktc", threshold=0.5, neighbours=SAMPLE_NEIGHBOURS)
+        online = [c for i, t in enumerate(monitor.token_ids) for c in replay.push(t, ids[i], probs[i])]
+        online += replay.finish()
+        assert [c.token_indices for c in online] == [c.token_indices for c in claims]
+        (offline,) = ktc(token_arrays(_rows(monitor)), KTC_DEFAULT, neighbours=stats)
+        np.testing.assert_array_equal(np.concatenate([c.token_scores for c in online]), offline)
+    with pytest.raises(ValueError, match="needs neighbours: pass neighbours="):
+        ClaimMonitor(llm.tokenizer, "ktc")
+    small = load_neighbours(SAMPLE_NEIGHBOURS)
+    small = type(small)(small.neighbours[:100], small.counts[:100], small.vocabulary[:100], small.position,
+                        small.tokenizer, small.corpus, small.n_tokens)
+    with pytest.raises(ValueError, match="cover 100 ids, this tokenizer has 49152"):
+        ClaimMonitor(llm.tokenizer, "ktc", neighbours=small)
+
+
 def test_claims_arrive_while_generating(runs):
     import torch
 
@@ -217,5 +241,9 @@ def test_cli_text_marks_flagged_claims_and_errors_exit_2(cli):
     assert "claims flagged" in err
     code, _, err = cli("--prompt", "x", "--method", "ccp_10_8")
     assert code == 2 and err.startswith("much monitor: error: method 'ccp_10_8' needs")
+    code, out, err = cli("--prompt", "Who wrote Les Misérables?", "--max-new-tokens", "40", "--method", "ktc",
+                         "--json")
+    assert code == 0 and "KTC neighbour statistics (shipped, SmolLM2 tokenizer)" in err
+    assert [json.loads(line)["token_indices"] for line in out.splitlines()] == [c.token_indices for c in greedy]
     code, _, err = cli("--prompt", "x", "--max-new-tokens", "0")
     assert code == 2 and "much monitor: error: --max-new-tokens" in err
