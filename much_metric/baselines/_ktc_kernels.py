@@ -129,18 +129,31 @@ def _heat_taylor(a: np.ndarray, tau: float) -> np.ndarray:
     big = shift > _TAYLOR_NORM
     halvings[big] = np.ceil(np.log2(shift[big] / _TAYLOR_NORM)).astype(np.int64)
     out = np.empty_like(x)
-    eye = np.eye(delta)
-    for s in np.unique(halvings):
-        rows = np.flatnonzero(halvings == s)
-        y = x[rows] / 2.0 ** s
-        y2 = y @ y
-        y3 = y2 @ y
-        y4 = y2 @ y2
-        c = _TAYLOR_COEFFICIENTS
-        part = [c[4 * j] * eye + c[4 * j + 1] * y + c[4 * j + 2] * y2 + c[4 * j + 3] * y3 for j in range(3)]
-        e = part[2] + c[12] * y4
-        e = part[1] + y4 @ e
-        e = part[0] + y4 @ e
+    c = _TAYLOR_COEFFICIENTS
+    # Weights of y, y^2, y^3 in the three Paterson-Stockmeyer parts (one pass builds all three); their identity terms
+    # are added on the diagonal only.
+    weights = np.array([[c[4 * j + 1], c[4 * j + 2], c[4 * j + 3]] for j in range(3)])
+    groups = np.unique(halvings)
+    for s in groups:
+        rows = np.flatnonzero(halvings == s) if len(groups) > 1 else slice(None)
+        y = x[rows]  # a copy, or x itself (no longer needed) when every token has the same s
+        if s:
+            y *= 0.5 ** s
+        powers = np.empty((3, *y.shape))
+        powers[0] = y
+        np.matmul(y, y, out=powers[1])
+        np.matmul(powers[1], y, out=powers[2])
+        y4 = powers[1] @ powers[1]
+        # einsum's own loop, not BLAS: a threaded BLAS call inside our worker threads oversubscribes the cores.
+        parts = np.einsum("jk,k...->j...", weights, powers, optimize=False)
+        for j in range(3):
+            parts[j][:, idx, idx] += c[4 * j]
+        e = parts[2]
+        e += c[12] * y4
+        e = y4 @ e
+        e += parts[1]
+        e = y4 @ e
+        e += parts[0]
         for _ in range(s):
             e = e @ e
         out[rows] = e
