@@ -53,7 +53,7 @@ def calibrate(monitor, data: Any, *, target_fpr: float | None = None, target_pre
               drop_last_chunk: bool = True):
     """See :meth:`much_metric.monitor.ClaimMonitor.calibrate`."""
     from much_metric.baselines import token_arrays
-    from much_metric.monitor import Calibration
+    from much_metric.monitor._records import Calibration
     from much_metric.scoring import aggregate_claims
 
     if target_fpr is not None and target_precision is not None:

@@ -31,6 +31,7 @@ from much_metric.scoring._aggregation import (
     flatten_scores,
 )
 from much_metric.scoring._bootstrap import bootstrap_intervals, paired_bootstrap
+from much_metric.scoring._checks import check_bootstrap, check_finite_claims, check_sample_ids, group_values
 from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
 
 __all__ = [
@@ -59,7 +60,7 @@ def _layout_and_scores(
     sample_ids: Sequence[str] | None,
 ) -> tuple[np.ndarray, ClaimLayout]:
     flat, offsets = flatten_scores(token_scores, confidence=confidence, sample_ids=sample_ids)
-    _check_sample_ids(sample_ids, len(offsets) - 1)
+    check_sample_ids(sample_ids, len(offsets) - 1)
     if isinstance(token_chunks, ClaimLayout):
         layout = token_chunks
         if layout.n_samples != len(offsets) - 1 or not np.array_equal(layout.token_offsets, offsets):
@@ -163,63 +164,6 @@ def _metrics_of(
     return result
 
 
-def _group_values(by: Mapping[str, Sequence[Any]], n_samples: int) -> dict[str, tuple[list[str], np.ndarray]]:
-    """Per breakdown: (group keys, group index of each sample). Every sample lands in exactly one group: values
-    that print alike (``1`` and ``"1"``) or that are missing (None, NaN) are errors, not silently merged or lost."""
-    if not isinstance(by, Mapping):
-        raise TypeError("by must map a breakdown name (e.g. 'lang') to one value per sample")
-    groups = {}
-    for name, values in by.items():
-        if isinstance(values, str | bytes) or not hasattr(values, "__len__"):
-            raise TypeError(f"by[{name!r}] must be a sequence with one value per sample, got {type(values).__name__}")
-        values = list(values)
-        if len(values) != n_samples:
-            raise ValueError(f"by[{name!r}] has {len(values)} values but there are {n_samples} samples")
-        keys: dict[str, Any] = {}  # printed key -> first value seen; insertion order = group position
-        position: dict[str, int] = {}
-        index = np.empty(n_samples, dtype=np.int64)
-        for sample, value in enumerate(values):
-            if value is None or (isinstance(value, float | np.floating) and np.isnan(value)):
-                raise ValueError(f"by[{name!r}]: sample #{sample} has no value ({value!r}); every sample must "
-                                 "belong to a group")
-            try:
-                hash(value)
-            except TypeError:
-                raise TypeError(f"by[{name!r}]: sample #{sample} has an unhashable value of type "
-                                f"{type(value).__name__}; use strings or numbers") from None
-            key = str(value)
-            if key in keys and keys[key] != value:
-                raise ValueError(f"by[{name!r}]: the values {keys[key]!r} and {value!r} (sample #{sample}) would "
-                                 f"both be reported as group {key!r}; use one type per breakdown")
-            if key not in keys:
-                keys[key], position[key] = value, len(position)
-            index[sample] = position[key]
-        names = list(keys)
-        order = sorted(range(len(names)), key=names.__getitem__)
-        rank = np.empty(len(names), dtype=np.int64)
-        rank[order] = np.arange(len(names))
-        groups[name] = ([names[k] for k in order], rank[index])
-    return groups
-
-
-def _check_sample_ids(sample_ids: Sequence[str] | None, n_samples: int) -> None:
-    if sample_ids is not None and len(sample_ids) != n_samples:
-        raise ValueError(f"sample_ids has {len(sample_ids)} ids but there are {n_samples} samples")
-
-
-def _check_bootstrap(n_bootstrap: Any) -> None:
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int | np.integer) or n_bootstrap < 0:
-        raise ValueError(f"n_bootstrap must be a non-negative integer, got {n_bootstrap!r}")
-
-
-def _check_finite_claims(claims: np.ndarray, layout: ClaimLayout, what: str) -> None:
-    bad = np.flatnonzero(~np.isfinite(claims))
-    if bad.size:
-        sample = int(layout.claim_sample[bad[0]])
-        raise ValueError(f"sample {layout.name(sample)}: {what} gives a non-finite claim score ({claims[bad[0]]}); "
-                         "check the token scores' range (product/geometric expect [0, 1]; huge values overflow)")
-
-
 def _score_layout(
     claims: np.ndarray,
     layout: ClaimLayout,
@@ -230,7 +174,7 @@ def _score_layout(
     random_state: int | None,
 ) -> dict[str, Any]:
     """Metrics (and breakdowns) of flat claim scores laid out as ``layout``'s evaluated claims."""
-    groups = _group_values(by, layout.n_samples) if by is not None else {}
+    groups = group_values(by, layout.n_samples) if by is not None else {}
     hallucinated = layout.labels == HALLUCINATED
     options = dict(n_bootstrap=n_bootstrap, confidence_level=confidence_level, random_state=random_state)
     result = _metrics_of(claims, hallucinated, layout.claim_sample, layout.n_samples, group="all samples", **options)
@@ -301,13 +245,13 @@ def score(
             raise ValueError("score() needs labels: pass them, or build the ClaimLayout with labels=")
     elif labels is None:
         raise ValueError("score() needs labels (one per chunk, -1 hallucinated / +1 correct)")
-    _check_bootstrap(n_bootstrap)
+    check_bootstrap(n_bootstrap)
     flat, layout = _layout_and_scores(
         token_scores, token_chunks, labels, stopword_mask,
         drop_last_chunk=drop_last_chunk, confidence=confidence, sample_ids=sample_ids,
     )
     claims = aggregate_flat(flat, layout, aggregator=aggregator, stopwords=stopwords)
-    _check_finite_claims(claims, layout, f"the {aggregator!r} aggregator")
+    check_finite_claims(claims, layout, f"the {aggregator!r} aggregator")
     result = _score_layout(claims, layout, by, n_bootstrap=n_bootstrap, confidence_level=confidence_level,
                            random_state=random_state)
     result.update(aggregator=aggregator, stopwords=stopwords)
@@ -344,7 +288,7 @@ def score_claims(
     dict
         The same keys as :func:`score` (without ``aggregator`` / ``stopwords``), and ``level="claim"``.
     """
-    _check_bootstrap(n_bootstrap)
+    check_bootstrap(n_bootstrap)
     if isinstance(token_chunks, ClaimLayout):
         layout = token_chunks
         if labels is not None:
@@ -371,7 +315,7 @@ def score_claims(
             raise ValueError(f"sample {layout.name(bad)}: claim_scores has {int(np.diff(offsets)[bad])} values but "
                              f"token_chunks has {int(n_chunks[bad])} chunks (one score per chunk, EOS claim included)")
         claims = per_chunk[layout.kept_chunks]
-    _check_finite_claims(claims, layout, "claim_scores")
+    check_finite_claims(claims, layout, "claim_scores")
     result = _score_layout(claims, layout, by, n_bootstrap=n_bootstrap, confidence_level=confidence_level,
                            random_state=random_state)
     result["level"] = "claim"
@@ -399,7 +343,7 @@ def compare(
     interval of the difference over ``n_bootstrap`` paired resamples of the samples) and ``p_value`` (two-sided
     bootstrap p-value of no difference, see :func:`much_metric.scoring._bootstrap.paired_bootstrap`).
     """
-    _check_bootstrap(n_bootstrap)
+    check_bootstrap(n_bootstrap)
     flat_a, layout = _layout_and_scores(
         token_scores_a, token_chunks, labels, stopword_mask,
         drop_last_chunk=drop_last_chunk, confidence=False, sample_ids=sample_ids,
@@ -414,8 +358,8 @@ def compare(
                          f"token_scores_a and the chunks have {int(lengths_a[bad])}")
     claims_a = aggregate_flat(flat_a, layout, aggregator=aggregator, stopwords=stopwords)
     claims_b = aggregate_flat(flat_b, layout, aggregator=aggregator, stopwords=stopwords)
-    _check_finite_claims(claims_a, layout, "token_scores_a")
-    _check_finite_claims(claims_b, layout, "token_scores_b")
+    check_finite_claims(claims_a, layout, "token_scores_a")
+    check_finite_claims(claims_b, layout, "token_scores_b")
     return paired_bootstrap(
         claims_a, claims_b, layout.labels == HALLUCINATED, layout.claim_sample, layout.n_samples,
         n_resamples=n_bootstrap, confidence_level=confidence_level, random_state=random_state,
