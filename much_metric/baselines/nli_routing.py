@@ -187,7 +187,23 @@ def _name(scorer: Any) -> str:
     return str(getattr(scorer, "name", None) or type(scorer).__name__)
 
 
-class NliCache:
+class _ScorerProxy:
+    """Behaves like the wrapped ``scorer``: id2label, name, model_of ... are the scorer's (subclasses set
+    ``self.scorer`` and replace ``predict_proba``)."""
+
+    scorer: Any
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute == "scorer":  # not set yet (during unpickling): no recursion
+            raise AttributeError(attribute)
+        return getattr(self.scorer, attribute)
+
+    @property
+    def routes_by_sample(self) -> bool:
+        return bool(getattr(self.scorer, "routes_by_sample", False))
+
+
+class NliCache(_ScorerProxy):
     """Remembers ``(model, premise, hypothesis) -> class probabilities`` within a run; behaves like the scorer.
 
     Parameters
@@ -208,16 +224,6 @@ class NliCache:
         self._store: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self.hits = 0
         self.misses = 0
-
-    def __getattr__(self, attribute: str) -> Any:
-        # id2label, name, routes_by_sample, model_of ... are the wrapped scorer's.
-        if attribute == "scorer":
-            raise AttributeError(attribute)
-        return getattr(self.scorer, attribute)
-
-    @property
-    def routes_by_sample(self) -> bool:
-        return bool(getattr(self.scorer, "routes_by_sample", False))
 
     def clear(self) -> None:
         """Forget every stored pair (the hit / miss counts stay)."""
@@ -255,7 +261,7 @@ class NliCache:
         return np.array(rows).reshape(n, width)
 
 
-class NliPairRecorder:
+class NliPairRecorder(_ScorerProxy):
     """A dry-run scorer: records the NLI pairs that computations ask for, then scores their union in one call.
 
     Run CCP / SAR (any configurations) with the recorder as ``nli``: it answers uniform probabilities (results of
@@ -271,15 +277,6 @@ class NliPairRecorder:
     def __init__(self, scorer: Any) -> None:
         self.scorer = scorer
         self._pairs: dict[tuple, str | None] = {}
-
-    def __getattr__(self, attribute: str) -> Any:
-        if attribute == "scorer":
-            raise AttributeError(attribute)
-        return getattr(self.scorer, attribute)
-
-    @property
-    def routes_by_sample(self) -> bool:
-        return bool(getattr(self.scorer, "routes_by_sample", False))
 
     def predict_proba(self, premises: Sequence[str], hypotheses: Sequence[str], *,
                       generation_ids: Sequence[str] | None = None) -> np.ndarray:

@@ -73,7 +73,7 @@ def test_unknown_model_and_bad_type():
 
 
 def test_missing_package_gives_the_install_hint(monkeypatch):
-    monkeypatch.setattr(offline_tokenizers, "_package_dir", lambda package: None)
+    monkeypatch.setattr(offline_tokenizers, "package_dir", lambda package: None)
     tokenizer, reason = offline_tokenizer(MINISTRAL)
     assert tokenizer is None and "pip install mistral-common" in reason
     tokenizer, reason = offline_tokenizer(LLAMA_MODELS[0])
