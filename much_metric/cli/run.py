@@ -44,8 +44,6 @@ from much_metric.cli._text import jsonable, text_table
 
 #: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
 _TABLE3_METRICS = ("roc_auc", "pr_auc")
-#: The KTC signal of the defaults (the reference's best "auto" config, nu=4, tau=0.3).
-DEFAULT_KTC_SIGNAL = "ktc"
 
 
 def _positive_int(text: str) -> int:
@@ -182,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
     import time
 
     from much_dataset.schema import GENERATION_ID, HUB_REPO_ID
-    from much_metric.baselines.registry import resolve
+    from much_metric.baselines.registry import available, resolve
     from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS, compute_signals
     from much_metric.baselines.runtime import format_runtime, generation_time
     from much_metric.scoring import AGGREGATORS, METRIC_TABLE
@@ -220,10 +218,12 @@ def _run(args: argparse.Namespace) -> int:
 
     neighbours = None
     if wanted is None:
-        # KTC joins the defaults where its statistics need no download: shipped for the sample, or --neighbours.
+        # The baselines that need only token-neighbour statistics (KTC) join the defaults where the statistics need
+        # no download: shipped for the sample, or --neighbours.
         neighbours = neighbours_for_run(args.neighbours, dataset, notes)
         if neighbours is not None:
-            names.append(DEFAULT_KTC_SIGNAL)
+            names += [name for baseline in available().values() if set(baseline.needs) == {"neighbours"}
+                      for name in baseline.defaults]
         else:
             notes.append("KTC skipped: no token-neighbour statistics for this data; pass --neighbours PATH|HUB_ID "
                          "(see `much neighbours --help`)")

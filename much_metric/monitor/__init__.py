@@ -46,7 +46,7 @@ def online_spec(method: str, width: int, resources: dict[str, Any] | None = None
     """Resolve ``method`` in the baseline registry and check it can score online on ``width`` candidates.
 
     ``resources`` holds what the method needs besides the probabilities, among ``("neighbours",)`` (KTC's
-    token-neighbour statistics); ``None`` checks only the name and whether it could run online at all.
+    token-neighbour statistics).
     """
     from much_metric.baselines import TokenArrays
     from much_metric.baselines.registry import resolve
@@ -56,8 +56,7 @@ def online_spec(method: str, width: int, resources: dict[str, Any] | None = None
     if model_needs:
         raise ValueError(f"method {method!r} needs {', '.join(model_needs)}: only baselines that need nothing but the "
                          "probabilities (and static data such as KTC's neighbour statistics) can score online")
-    if resources is None:
-        return spec
+    resources = resources or {}
     missing = [need for need in spec.needs if resources.get(need) is None]
     if missing:
         raise ValueError(f"method {method!r} needs {', '.join(missing)}: pass neighbours= (the generating "
