@@ -77,9 +77,13 @@ def top_candidates_from_probabilities(probs: Any, chosen: Any, *, top_k: int = s
     if not extend:
         return ids, values, ranks, chosen_probs.tolist()
     for row in torch.nonzero(~found).flatten().tolist():
+        # The head stays topk's (so an extended row starts exactly like its extend=False row, even through exact
+        # ties, which topk and a stable sort may order differently); the tail is the stable sort of the rest.
         row_probs, row_ids = torch.sort(probs[row], descending=True, stable=True)
-        position = int(torch.nonzero(row_ids == chosen[row]).flatten()[0])
-        ranks[row] = max(position, top_k)
-        ids[row] = row_ids[: ranks[row] + 1].tolist()
-        values[row] = row_probs[: ranks[row] + 1].tolist()
+        outside = ~torch.isin(row_ids, head_ids[row])
+        tail_ids, tail_probs = row_ids[outside], row_probs[outside]
+        tail_length = int(torch.nonzero(tail_ids == chosen[row]).flatten()[0]) + 1
+        ranks[row] = top_k + tail_length - 1
+        ids[row] = ids[row] + tail_ids[:tail_length].tolist()
+        values[row] = values[row] + tail_probs[:tail_length].tolist()
     return ids, values, ranks, chosen_probs.tolist()

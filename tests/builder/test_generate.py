@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from builder import _llm
@@ -27,27 +27,29 @@ QUESTIONS = [
 ]
 
 
-def _reference_top(logits: np.ndarray, chosen: np.ndarray, temperature: float):
-    """Straightforward spec 4.5: softmax(logits / T) in float64, full argsort, keep max(24, rank + 1)."""
+def _reference_probabilities(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(logits / T) over the full vocabulary, in float64 (the straightforward version of the capture)."""
     scaled = logits.astype(np.float64) / temperature
     probs = np.exp(scaled - scaled.max(axis=1, keepdims=True))
-    probs /= probs.sum(axis=1, keepdims=True)
-    out = []
-    for row, token in zip(probs, chosen, strict=True):
-        order = np.argsort(-row, kind="stable")
-        rank = int(np.flatnonzero(order == token)[0])
-        keep = max(24, rank + 1)
-        out.append((order[:keep], row[order[:keep]], rank))
-    return out
+    return probs / probs.sum(axis=1, keepdims=True)
+
+
+# Two logits one float32 ulp apart can get equal float32 probabilities (or swap after the division by T), so
+# their order in the float32 capture is a tie order, not an error. The comparison therefore checks the capture's
+# ids through the float64 probabilities they point to: same values in the same order, up to float32 resolution.
+# (seed 245, row 5: logits -1.6438863 and -1.6438860 swap at every temperature.)
+_NEAR_TIE_RTOL = 2e-5
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.sampled_from([0.7, 1.0, 1.3]), st.integers(1, 6))
+@example(245, 0.7, 6)
+@example(820, 0.7, 6)
 def test_top_candidates_matches_a_straightforward_implementation(seed, temperature, n):
     import torch
 
     rng = np.random.default_rng(seed)
-    logits = rng.normal(0, 3, size=(n, 300)).astype(np.float32)  # continuous: no ties
+    logits = rng.normal(0, 3, size=(n, 300)).astype(np.float32)  # continuous: near-ties only, no exact ties
     chosen = rng.integers(0, 300, size=n)
     chosen[0] = int(np.argmax(logits[0]))  # one top-1 token, the others anywhere (often below rank 24)
     ids, probs, ranks, chosen_probs = _llm.top_candidates(torch.from_numpy(logits), torch.from_numpy(chosen),
@@ -55,16 +57,22 @@ def test_top_candidates_matches_a_straightforward_implementation(seed, temperatu
     head_ids, head_probs, head_ranks, head_chosen = _llm.top_candidates(
         torch.from_numpy(logits), torch.from_numpy(chosen), temperature=temperature, extend=False)
     assert head_chosen == chosen_probs
-    for row, (ref_ids, ref_probs, ref_rank) in enumerate(_reference_top(logits, chosen, temperature)):
-        assert ranks[row] == ref_rank
-        assert ids[row] == ref_ids.tolist()
-        np.testing.assert_allclose(probs[row], ref_probs, rtol=2e-5, atol=1e-7)
-        assert len(ids[row]) == max(24, ref_rank + 1) and chosen[row] in ids[row]
+    reference = _reference_probabilities(logits, temperature)
+    for row in range(n):
+        ref_sorted = np.sort(reference[row])[::-1]
+        # The rank may move inside a group of near-tied probabilities, never beyond it.
+        tied_with_chosen = np.isclose(ref_sorted, reference[row, chosen[row]], rtol=_NEAR_TIE_RTOL, atol=0)
+        assert tied_with_chosen[ranks[row]]
+        assert len(ids[row]) == max(24, ranks[row] + 1) and ids[row][ranks[row]] == chosen[row]
+        assert len(set(ids[row])) == len(ids[row])
+        np.testing.assert_allclose(reference[row, ids[row]], ref_sorted[: len(ids[row])], rtol=_NEAR_TIE_RTOL,
+                                   atol=1e-7)
+        np.testing.assert_allclose(probs[row], ref_sorted[: len(ids[row])], rtol=_NEAR_TIE_RTOL, atol=1e-7)
         assert all(a >= b for a, b in zip(probs[row], probs[row][1:], strict=False))
-        assert chosen_probs[row] == probs[row][ref_rank]
+        assert chosen_probs[row] == probs[row][ranks[row]]
         # extend=False: the same head, never a tail; the rank is exact in the head and >= 24 outside it.
         assert head_ids[row] == ids[row][:24] and head_probs[row] == probs[row][:24]
-        assert head_ranks[row] == ref_rank if ref_rank < 24 else head_ranks[row] >= 24
+        assert head_ranks[row] == ranks[row] if ranks[row] < 24 else head_ranks[row] >= 24
 
 
 def test_chat_messages_are_the_papers():
