@@ -38,8 +38,14 @@ from pathlib import Path
 import datasets
 import pyarrow as pa
 import pyarrow.compute as pc
-from datasets.builder import Key
 from datasets.table import table_cast
+
+try:  # datasets >= 4.5 types the keys of _generate_tables; 4.0 (the lowest supported) takes any key
+    from datasets.builder import Key as _TableKey
+except ImportError:  # pragma: no cover -- exercised by scripts/check_lower_bounds.sh
+
+    def _TableKey(original_shard_id: int, item_or_batch_id: int) -> tuple[int, int]:  # noqa: N802
+        return original_shard_id, item_or_batch_id
 
 from much_dataset import schema
 from much_dataset.card import ALL_CONFIG
@@ -149,7 +155,7 @@ class MuchBuilder(datasets.ArrowBasedBuilder):
             generators.append(datasets.SplitGenerator(name=split, gen_kwargs={"path": str(path)}))
         return generators
 
-    def _generate_tables(self, path: str) -> Iterator[tuple[Key, pa.Table]]:
+    def _generate_tables(self, path: str) -> Iterator[tuple[object, pa.Table]]:
         from much_dataset._local import integral_table
 
         table = integral_table(read_rows_jsonl(Path(path)), path)
@@ -171,7 +177,7 @@ class MuchBuilder(datasets.ArrowBasedBuilder):
             table = table.filter(~bad)
         if self.config.lang is not None:
             table = table.filter(pc.equal(table[schema.LANG], self.config.lang))
-        yield Key(0, 0), table_cast(table.select(columns), self.info.features.arrow_schema)
+        yield _TableKey(0, 0), table_cast(table.select(columns), self.info.features.arrow_schema)
 
 
 def _hub_arrow_schema(with_stopword_mask: bool) -> pa.Schema:
