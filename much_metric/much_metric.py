@@ -44,7 +44,8 @@ Args:
     n_bootstrap (int): bootstrap resamples of the samples for 95% intervals (default 0 = none).
     confidence_level (float), random_state (int), sample_ids (list of str): see much_metric.scoring.score.
     claim_scores (bool): predictions hold one score per chunk (claim-level methods: P(True), judges), EOS claim
-        included; scored with much_metric.scoring.score_claims (no aggregator, no stopwords). Default False.
+        included; scored with much_metric.scoring.score_claims. ``confidence`` applies (1 - p per claim); the
+        token-level options (aggregator, stopwords, stopword_mask) are an error in this mode. Default False.
 Returns:
     dict: roc_auc, pr_auc, average_precision, tpr_at_fpr_10, recall_at_precision_80, partial_pr_auc_recall_20,
     partial_average_precision_recall_20, n_samples, n_claims, n_hallucinated, aggregator, stopwords
@@ -83,8 +84,8 @@ class MuchMetric(evaluate.Metric):
         references,
         token_chunks=None,
         stopword_mask=None,
-        aggregator="product",
-        stopwords="null",
+        aggregator=None,
+        stopwords=None,
         drop_last_chunk=True,
         confidence=False,
         by=None,
@@ -97,16 +98,22 @@ class MuchMetric(evaluate.Metric):
         if token_chunks is None:
             raise ValueError("much_metric needs token_chunks=... (one list of claims per prediction)")
         if claim_scores:
-            return score_claims(predictions, token_chunks, references, drop_last_chunk=drop_last_chunk, by=by,
-                                n_bootstrap=n_bootstrap, confidence_level=confidence_level,
-                                random_state=random_state, sample_ids=sample_ids)
+            token_level = {"aggregator": aggregator, "stopwords": stopwords, "stopword_mask": stopword_mask}
+            given = [name for name, value in token_level.items() if value is not None]
+            if given:
+                raise ValueError(f"much_metric: {', '.join(given)} only apply to token scores; with claim_scores=True "
+                                 "the predictions are already one score per claim (nothing is aggregated), so "
+                                 "leave them out")
+            return score_claims(predictions, token_chunks, references, drop_last_chunk=drop_last_chunk,
+                                confidence=confidence, by=by, n_bootstrap=n_bootstrap,
+                                confidence_level=confidence_level, random_state=random_state, sample_ids=sample_ids)
         return score(
             predictions,
             token_chunks,
             references,
             stopword_mask=stopword_mask,
-            aggregator=aggregator,
-            stopwords=stopwords,
+            aggregator="product" if aggregator is None else aggregator,
+            stopwords="null" if stopwords is None else stopwords,
             drop_last_chunk=drop_last_chunk,
             confidence=confidence,
             by=by,

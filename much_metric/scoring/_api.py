@@ -258,12 +258,23 @@ def score(
     return result
 
 
+def _flat_confidences_to_uncertainties(claims: np.ndarray, layout: ClaimLayout) -> np.ndarray:
+    """``1 - p`` of flat claim confidences laid out as ``layout``'s evaluated claims (each in [0, 1])."""
+    outside = np.flatnonzero(~((claims >= 0) & (claims <= 1)) & np.isfinite(claims))
+    if outside.size:
+        sample = int(layout.claim_sample[outside[0]])
+        raise ValueError(f"sample {layout.name(sample)}: with confidence=True, 'claim_scores' must be probabilities "
+                         f"in [0, 1], got {claims[outside[0]]}")
+    return 1.0 - claims
+
+
 def score_claims(
     claim_scores: Any,
     token_chunks: Any,
     labels: Any = None,
     *,
     drop_last_chunk: bool = True,
+    confidence: bool = False,
     by: Mapping[str, Sequence[Any]] | None = None,
     n_bootstrap: int = 0,
     confidence_level: float = 0.95,
@@ -280,6 +291,10 @@ def score_claims(
         ``token_chunks``, a flat array over the layout's evaluated claims is accepted too.
     token_chunks : sequence of length n_samples of lists of int lists, or ClaimLayout
         The claims (only their number per sample is used, and their labels).
+    confidence : bool, default False
+        ``claim_scores`` are confidences in [0, 1] (e.g. P(True)): they are converted to uncertainties ``1 - p``
+        (values outside [0, 1] are an error). Token-level options (aggregator, stopword handling) do not exist here:
+        the claims are scored as given.
     labels, drop_last_chunk, by, n_bootstrap, confidence_level, random_state, sample_ids
         As in :func:`score`.
 
@@ -304,8 +319,10 @@ def score_claims(
     if isinstance(claim_scores, np.ndarray) and claim_scores.ndim == 1 and len(claim_scores) == layout.n_claims \
             and isinstance(token_chunks, ClaimLayout):
         claims = np.asarray(claim_scores, dtype=np.float64)
+        if confidence:
+            claims = _flat_confidences_to_uncertainties(claims, layout)
     else:
-        per_chunk, offsets = flatten_scores(claim_scores, sample_ids=layout.sample_ids)
+        per_chunk, offsets = flatten_scores(claim_scores, confidence=confidence, sample_ids=layout.sample_ids)
         n_chunks = np.diff(layout.chunk_offsets)
         if len(offsets) - 1 != layout.n_samples:
             raise ValueError(f"claim_scores has {len(offsets) - 1} samples but token_chunks has {layout.n_samples}")
@@ -332,6 +349,7 @@ def compare(
     aggregator: str = "product",
     stopwords: str = "null",
     drop_last_chunk: bool = True,
+    confidence: bool = False,
     n_bootstrap: int = 1000,
     confidence_level: float = 0.95,
     random_state: int | None = 0,
@@ -341,14 +359,16 @@ def compare(
 
     Returns, per metric of :data:`METRICS`, ``a``, ``b``, ``difference`` (a - b), ``interval`` (percentile
     interval of the difference over ``n_bootstrap`` paired resamples of the samples) and ``p_value`` (two-sided
-    bootstrap p-value of no difference, see :func:`much_metric.scoring._bootstrap.paired_bootstrap`).
+    bootstrap p-value of no difference, see :func:`much_metric.scoring._bootstrap.paired_bootstrap`). Both
+    methods' scores are of one kind: ``confidence=True`` converts both to ``1 - p``; the other options are as in
+    :func:`score`.
     """
     check_bootstrap(n_bootstrap)
     flat_a, layout = _layout_and_scores(
         token_scores_a, token_chunks, labels, stopword_mask,
-        drop_last_chunk=drop_last_chunk, confidence=False, sample_ids=sample_ids,
+        drop_last_chunk=drop_last_chunk, confidence=confidence, sample_ids=sample_ids,
     )
-    flat_b, offsets_b = flatten_scores(token_scores_b, sample_ids=sample_ids)
+    flat_b, offsets_b = flatten_scores(token_scores_b, confidence=confidence, sample_ids=sample_ids)
     if len(offsets_b) - 1 != layout.n_samples or not np.array_equal(offsets_b, layout.token_offsets):
         lengths_a, lengths_b = np.diff(layout.token_offsets), np.diff(offsets_b)
         if len(lengths_b) != len(lengths_a):

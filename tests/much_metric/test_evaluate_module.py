@@ -173,3 +173,56 @@ def test_install_metric_is_idempotent_and_rejects_paths(tmp_path):
     assert first.read_bytes() == (REPO / "much_metric" / "much_metric.py").read_bytes()
     with pytest.raises(ValueError, match="bare module name"):
         install_metric(name="a/b", hf_modules_cache=tmp_path)
+
+
+_CLAIM_MODE = r"""
+import json, sys, evaluate
+module = evaluate.load(sys.argv[1])
+# P(True)-style confidences: the hallucinated claims (label -1) get the lowest confidence, so as uncertainties
+# (1 - p) they rank first: ROC-AUC 1.0 is right; read as uncertainties directly it would be 0.0.
+chunks = [[[0], [1, 2], [3]], [[0, 1], [2], [3]], [[0], [1]]]
+labels = [[-1, 1, 1], [1, -1, 1], [1, 1]]
+confidences = [[0.1, 0.8, 0.5], [0.9, 0.2, 0.5], [0.7, 0.5]]
+out = {"confidence": module.compute(predictions=confidences, references=labels, token_chunks=chunks,
+                                    claim_scores=True, confidence=True)["roc_auc"],
+       "raw": module.compute(predictions=confidences, references=labels, token_chunks=chunks,
+                             claim_scores=True)["roc_auc"],
+       "errors": {}}
+masks = [[False] * 4, [False] * 4, [False] * 2]
+for name, value in (("aggregator", "nonsense"), ("aggregator", "max"), ("stopwords", "exclude"),
+                    ("stopword_mask", masks)):
+    try:
+        module.compute(predictions=confidences, references=labels, token_chunks=chunks, claim_scores=True,
+                       **{name: value})
+        out["errors"][name + "=" + str(value)[:8]] = None
+    except ValueError as error:
+        out["errors"][name + "=" + str(value)[:8]] = str(error)
+try:
+    module.compute(predictions=[[0.1, 0.2]], references=[[-1, 1]], token_chunks=[[[0], [1]]], aggregator="nonsense")
+    out["token_nonsense"] = None
+except ValueError as error:
+    out["token_nonsense"] = str(error)
+json.dump(out, open(sys.argv[2], "w"))
+"""
+
+
+def test_claim_mode_through_evaluate_load_honours_confidence_and_rejects_token_options(tmp_path):
+    """``evaluate.load(<this package's module folder>)`` in a fresh process and modules cache, offline: in claim
+    mode the confidence option is applied (ROC-AUC 1.0 where 1.0 is right) and token-level options are errors."""
+    env = dict(os.environ)
+    env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1",
+               HF_EVALUATE_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO))
+    script, out = tmp_path / "claims.py", tmp_path / "out.json"
+    script.write_text(_CLAIM_MODE)
+    completed = subprocess.run([sys.executable, str(script), str(REPO / "much_metric"), str(out)], cwd=tmp_path,
+                               env=env, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    got = json.loads(out.read_text())
+    assert got["confidence"] == 1.0
+    assert got["raw"] == 0.0
+    assert set(got["errors"]) == {"aggregator=nonsense", "aggregator=max", "stopwords=exclude",
+                                  "stopword_mask=[[False,"}
+    for option, message in got["errors"].items():
+        assert message is not None, f"{option} was accepted in claim mode"
+        assert option.split("=")[0] in message and "claim_scores=True" in message, message
+    assert got["token_nonsense"] is not None and "aggregator must be one of" in got["token_nonsense"]
