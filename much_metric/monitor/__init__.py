@@ -299,13 +299,13 @@ class ClaimMonitor:
 
     # -- thresholds ---------------------------------------------------------------------------------------------------
 
-    def calibrate(self, data: Any, *, target_fpr: float | None = None, target_precision: float | None = None,
+    def calibrate(self, dataset: Any, *, target_fpr: float | None = None, target_precision: float | None = None,
                   drop_last_chunk: bool = True) -> Calibration:
         """Pick the flagging threshold on labelled data and set it; return what it achieves there.
 
         Parameters
         ----------
-        data : datasets.Dataset or list of rows
+        dataset : datasets.Dataset or list of rows
             A MUCH split or any labelled export (``output_tokens``, ``logits_token_ids``, ``logits_values``,
             ``token_chunks``, ``labels``, ``stopword_mask``), e.g. ``much_dataset.load("sample", split="test")``.
             Its token scores come from this monitor's method, its claim scores from its aggregator and stopword
@@ -325,7 +325,7 @@ class ClaimMonitor:
         """
         from much_metric.monitor._calibration import calibrate
 
-        result = calibrate(self, data, target_fpr=target_fpr, target_precision=target_precision,
+        result = calibrate(self, dataset, target_fpr=target_fpr, target_precision=target_precision,
                            drop_last_chunk=drop_last_chunk)
         self.threshold = result.threshold
         return result
