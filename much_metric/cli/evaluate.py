@@ -240,7 +240,7 @@ def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: di
     except ValueError:
         fraction = None
     if fraction is not None:
-        return calibrate_table(table, fit_fraction=fraction, bootstrap=_bootstrap(args))
+        return calibrate_table(table, fit_fraction=fraction, bootstrap=_bootstrap(args), split_seed=args.seed)
     if spec in ("auto", "manual"):
         fit_data = _load(args.data, args.config, None, spec)
     else:
@@ -255,7 +255,7 @@ def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: di
                              "embedded sample is test only); use a fraction, e.g. --calibrate-on 0.5")
     fit_table = evaluate_signals(fit_data, signals, **{**options, "bootstrap": None, "min_coverage": 0.0,
                                                        "by": (), "floors": False})
-    return calibrate_table(table, fit_table=fit_table, bootstrap=_bootstrap(args))
+    return calibrate_table(table, fit_table=fit_table, bootstrap=_bootstrap(args), split_seed=args.seed)
 
 
 def _bootstrap(args: argparse.Namespace, *, at_least: int = 0):
@@ -285,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
         signals = read_signals(args.scores, signal_names=args.signal)
         dataset = _load_dataset(args)
         options = dict(aggregators=aggregators, stopword_handling=args.stopwords, by=args.by,
-                       bootstrap=_bootstrap(args), labels=args.labels,
+                       bootstrap=_bootstrap(args), floor_seed=args.seed, labels=args.labels,
                        min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage)
         table = evaluate_signals(dataset, signals, **options)
         board = calibration = spans = None

@@ -237,7 +237,7 @@ def _run(args: argparse.Namespace) -> int:
     generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids), n_tokens=n_tokens)
     order = _order(runs)
     table = evaluate_signals(dataset, {name: runs[name].values for name in order}, aggregators=(args.aggregator,),
-                             stopword_handling=args.stopwords, min_coverage=1.0,
+                             stopword_handling=args.stopwords, min_coverage=1.0, floor_seed=args.seed,
                              bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.seed)
                              if args.bootstrap else None)
     results = []

@@ -53,13 +53,16 @@ def fit_rows_by_fraction(rows: np.ndarray, fraction: float, *, random_state: int
 
 def calibrate_table(evaluated: EvaluationTable, *, fit_table: EvaluationTable | None = None,
                     fit_fraction: float | None = None, method: str = "isotonic",
-                    bootstrap: Bootstrap | None = Bootstrap()) -> list[CalibrationResult]:
+                    bootstrap: Bootstrap | None = Bootstrap(),
+                    split_seed: int | None = None) -> list[CalibrationResult]:
     """Calibrate every method of ``evaluated``: fit on ``fit_table``'s claims of the same (signal, aggregator), or
     on a seeded ``fit_fraction`` of ``evaluated``'s samples; measure on the other samples of ``evaluated``.
-    ``bootstrap``: resampling of the ECE interval (``None``: none); its seed also draws the ``fit_fraction``."""
+    ``bootstrap``: resampling of the ECE interval (``None``: none); ``split_seed``: seed of the ``fit_fraction``
+    draw (default: the bootstrap's ``random_state``, 0 without bootstrap)."""
     if bootstrap is not None and not isinstance(bootstrap, Bootstrap):
         raise TypeError(f"bootstrap must be a much_metric.scoring.Bootstrap or None, got {bootstrap!r}")
-    random_state = bootstrap.random_state if bootstrap is not None else 0
+    if split_seed is None:
+        split_seed = bootstrap.random_state if bootstrap is not None else 0
     if (fit_table is None) == (fit_fraction is None):
         raise ValueError("give exactly one of fit_table and fit_fraction")
     fit_by_key = {}
@@ -77,7 +80,7 @@ def calibrate_table(evaluated: EvaluationTable, *, fit_table: EvaluationTable | 
             ids = np.asarray(evaluated.generation_ids, dtype=object)[result.claim_rows]
             measured = ~np.isin(ids, list(fit_ids))
         else:
-            fit_rows = fit_rows_by_fraction(result.claim_rows, fit_fraction, random_state=random_state)
+            fit_rows = fit_rows_by_fraction(result.claim_rows, fit_fraction, random_state=split_seed)
             in_fit = np.isin(result.claim_rows, fit_rows)
             fit_scores, fit_y = result.claim_scores[in_fit], result.hallucinated[in_fit]
             n_fit_samples = len(fit_rows)
@@ -93,7 +96,7 @@ def calibrate_table(evaluated: EvaluationTable, *, fit_table: EvaluationTable | 
         interval = None
         if bootstrap is not None:
             replicates = bootstrap_ece(p, y, sample, len(distinct), n_resamples=bootstrap.n_resamples,
-                                       random_state=random_state)
+                                       random_state=bootstrap.random_state)
             finite = replicates[np.isfinite(replicates)]
             if finite.size:
                 alpha = (1.0 - bootstrap.confidence_level) / 2.0

@@ -54,6 +54,17 @@ def test_floors_are_the_seeded_random_and_constant_scores(rows):
     assert evaluate_signals(rows, _signals(rows), bootstrap=None, floors=False).floors == []
 
 
+def test_floor_seed_is_honoured_with_and_without_bootstrap(rows):
+    """--seed must reach the random floor even with --bootstrap 0 (no silently ignored option)."""
+    y = _claims(rows)
+    seeded = np.random.default_rng(7).random(len(y))
+    no_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=None, floor_seed=7).floors[0]
+    np.testing.assert_array_equal(no_bootstrap.claim_scores, seeded)
+    with_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=Bootstrap(n_resamples=5, random_state=7))
+    from_bootstrap = with_bootstrap.floors[0]
+    np.testing.assert_array_equal(from_bootstrap.claim_scores, seeded)
+
+
 def test_human_labels_exclude_the_sentinel_and_are_counted(rows):
     table = evaluate_signals(rows, _signals(rows), bootstrap=None, labels=schema.HUMAN_LABELS_0, floors=False)
     labelled = [r for r in rows if r[schema.HUMAN_LABELS_0] != [0]]
@@ -149,5 +160,8 @@ def test_calibration_on_a_seeded_half_equals_a_direct_fit(rows):
     fit_table = evaluate_signals(rows[:20], _signals(rows), bootstrap=None, min_coverage=0)
     (cal, _) = calibrate_table(table, fit_table=fit_table, bootstrap=None)
     assert cal.n_eval_samples == 40 and cal.ece_interval is None
+    # without bootstrap the fitting half is still the one split_seed draws
+    (no_interval, _) = calibrate_table(table, fit_fraction=0.5, bootstrap=None, split_seed=1)
+    assert no_interval.ece == first.ece and no_interval.ece_interval is None
     with pytest.raises(ValueError, match="exactly one"):
         calibrate_table(table)
