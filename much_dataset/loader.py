@@ -80,6 +80,24 @@ def load(
     cache_dir : ``datasets`` cache folder (default: the library's); used for hub ids and ``rows/`` folders (keyed on
         the files' content), not for local parquet folders (read without a cache).
     revision : hub revision (hub ids only).
+
+    Examples
+    --------
+    The embedded sample (Mu-SHROOM texts re-scored by a small model, shipped with the package; no network):
+
+    >>> import much_dataset
+    >>> test = much_dataset.load("sample", split="test")
+    >>> len(test), sorted(set(test["lang"]))
+    (606, ['de', 'en', 'es', 'fr'])
+    >>> row = test[0]
+    >>> len(row["token_chunks"]) == len(row["labels"])    # one label per claim, EOS claim included
+    True
+    >>> len(row["logits_values"]) == len(row["output_tokens"]), len(row["logits_values"][0])
+    (True, 24)
+    >>> much_dataset.load("sample", "fr", split="test").num_rows < len(test)
+    True
+    >>> sorted(much_dataset.load("sample"))                # split=None: a DatasetDict
+    ['test']
     """
     if config not in CONFIG_NAMES:
         raise ValueError(f"config must be one of {CONFIG_NAMES}, got {config!r}")

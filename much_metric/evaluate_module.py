@@ -1,4 +1,4 @@
-"""The MUCH ``evaluate`` module: ``much_metric.load()`` and the ``evaluate.load("much")`` name.
+"""The MUCH ``evaluate`` module: ``much_metric.load_metric()`` and the ``evaluate.load("much")`` name.
 
 ``evaluate.load(name)`` resolves a bare name in this order: a local ``./name/name.py``, the hub module
 ``evaluate-metric/name``, then evaluate's module cache (``$HF_MODULES_CACHE/evaluate_modules/metrics/
@@ -6,7 +6,7 @@ evaluate-metric--name/<hash>/name.py``, the copy a previous hub load left). :fun
 metric script shipped in this package into that cache under the name ``much``, with evaluate's own function, so
 that ``evaluate.load("much")`` works from any directory and offline (there is no ``evaluate-metric/much`` on the
 hub; online, evaluate asks the hub first, gets a 404 and falls back to the cache). ``much install-metric`` runs it;
-:func:`load` runs it on first use.
+:func:`load_metric` runs it on first use.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from much_metric._compat import tested_version
 
-__all__ = ["load", "install_metric", "MODULE_PATH", "METRIC_NAME"]
+__all__ = ["load_metric", "install_metric", "MODULE_PATH", "METRIC_NAME"]
 
 #: Folder holding ``much_metric.py``, the evaluate module script (this package's folder).
 MODULE_PATH = Path(__file__).resolve().parent
@@ -44,8 +44,8 @@ def install_metric(*, name: str = METRIC_NAME, hf_modules_cache: str | Path | No
         raise ValueError(f"name must be a bare module name such as 'much', got {name!r}")
     if not tested_version("evaluate"):
         # The cache writer below is evaluate's private helper: only on the versions we tested. The public path,
-        # evaluate.load(<path of this package's much_metric.py>) or much_metric.load(), works on any version.
-        raise ImportError("install_metric supports evaluate 0.4.x only; use much_metric.load() or "
+        # evaluate.load(<path of this package's much_metric.py>) or much_metric.load_metric(), works on any version.
+        raise ImportError("install_metric supports evaluate 0.4.x only; use much_metric.load_metric() or "
                           "evaluate.load(much_metric.evaluate_module.MODULE_PATH) instead")
     from evaluate.loading import _create_importable_file, init_dynamic_modules
 
@@ -58,7 +58,7 @@ def install_metric(*, name: str = METRIC_NAME, hf_modules_cache: str | Path | No
     return Path(dynamic_modules_path, "metrics", f"evaluate-metric--{name}", digest, f"{name}.py")
 
 
-def load(**kwargs: Any):
+def load_metric(**kwargs: Any):
     """``evaluate.load`` of the MUCH metric script shipped in this package (works offline, from any directory).
 
     Also installs the ``evaluate.load("much")`` name (:func:`install_metric`) on first use. Keyword arguments

@@ -1,9 +1,10 @@
 """MUCH metric: claim-level hallucination detection scores from token-level uncertainties (``evaluate`` module).
 
-A thin wrapper around :func:`much_metric.scoring.score`: ``compute`` returns exactly the core's dict. Load it with
-``much_metric.load()``, or ``evaluate.load("much")`` from any directory once ``much install-metric`` (or a first
-``much_metric.load()``) has put this script in evaluate's module cache. The script imports the installed
-``much_metric`` package rather than sibling files, so evaluate's copy in its modules cache needs nothing else.
+A thin wrapper around :func:`much_metric.scoring.score`: ``compute`` returns exactly the core's result as a dict
+(``ScoreResult.to_dict()``). Load it with ``much_metric.load_metric()``, or ``evaluate.load("much")`` from any
+directory once ``much install-metric`` (or a first ``much_metric.load_metric()``) has put this script in evaluate's
+module cache. The script imports the installed ``much_metric`` package rather than sibling files, so evaluate's copy
+in its modules cache needs nothing else.
 """
 
 import datasets
@@ -31,29 +32,35 @@ correct) with ROC-AUC, PR-AUC (trapezoid, as the reference), average precision, 
 _KWARGS_DESCRIPTION = """
 Args:
     predictions (list of list of float): per sample, one uncertainty per output token (EOS included),
-        higher = more likely hallucinated. With ``confidence=True``: confidences p in [0, 1], converted to 1 - p.
+        higher = more likely hallucinated. With ``score_type="confidence"``: confidences p in [0, 1], scored as 1 - p.
     references (list of list of int): per sample, one label per chunk (EOS claim included): -1 hallucinated,
         +1 correct.
     token_chunks (list of list of list of int): per sample, the claims as runs of consecutive token indices.
     stopword_mask (list of list of bool, optional): per token, whether it is a stopword.
     aggregator (str): "product" (default, 1 - prod(1 - s)), "mean", "max" or "geometric".
-    stopwords (str): "null" (default, reference: stopword tokens score 0) or "exclude" (removed from the claim).
+    stopword_handling (str): "null" (default, reference: stopword tokens score 0) or "exclude" (removed from the
+        claim).
     drop_last_chunk (bool): drop the EOS claim (default True).
-    confidence (bool): predictions are confidences (default False).
+    score_type (str): "uncertainty" (default) or "confidence" (predictions are confidences, scored as 1 - p).
     by (dict of str to list, optional): breakdowns, e.g. {"lang": [...]} -> result["by"]["lang"][value].
-    n_bootstrap (int): bootstrap resamples of the samples for 95% intervals (default 0 = none).
-    confidence_level (float), random_state (int), sample_ids (list of str): see much_metric.scoring.score.
+    bootstrap (much_metric.scoring.Bootstrap, optional): resampling of the samples for percentile intervals
+        (default None = no intervals).
+    generation_ids (list of str, optional): named in error messages.
     claim_scores (bool): predictions hold one score per chunk (claim-level methods: P(True), judges), EOS claim
-        included; scored with much_metric.scoring.score_claims (no aggregator, no stopwords). Default False.
+        included; scored with much_metric.scoring.score_claims. ``score_type`` applies (1 - p per claim); the
+        token-level options (aggregator, stopword_handling, stopword_mask) are an error in this mode. Default False.
 Returns:
-    dict: roc_auc, pr_auc, average_precision, tpr_at_fpr_10, recall_at_precision_80, partial_pr_auc_recall_20,
-    partial_average_precision_recall_20, n_samples, n_claims, n_hallucinated, aggregator, stopwords
-    (+ intervals, by).
+    dict: ``much_metric.scoring.score(...).to_dict()``: every metric of much_metric.scoring.METRIC_TABLE
+    (roc_auc, pr_auc, average_precision, tpr_at_fpr_10, recall_at_precision_80, partial_pr_auc_recall_20,
+    partial_average_precision_recall_20, prr, prr_50), n_samples, n_claims, n_hallucinated, aggregator and
+    stopword_handling (token mode) or level="claim" (claim mode), plus intervals and by when asked.
 Examples:
-    >>> import evaluate
-    >>> much = evaluate.load("much")  # after `much install-metric`  # doctest: +SKIP
-    >>> much.compute(predictions=[[0.9, 0.1, 0.0]], references=[[-1, 1, 1]],
-    ...              token_chunks=[[[0], [1], [2]]])  # doctest: +SKIP
+    >>> import much_metric
+    >>> much = much_metric.load_metric()
+    >>> result = much.compute(predictions=[[0.9, 0.1, 0.0], [0.2, 0.8, 0.0]], references=[[-1, 1, 1], [1, -1, 1]],
+    ...                       token_chunks=[[[0], [1], [2]], [[0], [1], [2]]])
+    >>> result["roc_auc"]
+    1.0
 """
 
 
@@ -83,35 +90,38 @@ class MuchMetric(evaluate.Metric):
         references,
         token_chunks=None,
         stopword_mask=None,
-        aggregator="product",
-        stopwords="null",
+        aggregator=None,
+        stopword_handling=None,
         drop_last_chunk=True,
-        confidence=False,
+        score_type="uncertainty",
         by=None,
-        n_bootstrap=0,
-        confidence_level=0.95,
-        random_state=0,
-        sample_ids=None,
+        bootstrap=None,
+        generation_ids=None,
         claim_scores=False,
     ):
         if token_chunks is None:
             raise ValueError("much_metric needs token_chunks=... (one list of claims per prediction)")
         if claim_scores:
-            return score_claims(predictions, token_chunks, references, drop_last_chunk=drop_last_chunk, by=by,
-                                n_bootstrap=n_bootstrap, confidence_level=confidence_level,
-                                random_state=random_state, sample_ids=sample_ids)
+            token_level = {"aggregator": aggregator, "stopword_handling": stopword_handling,
+                           "stopword_mask": stopword_mask}
+            given = [name for name, value in token_level.items() if value is not None]
+            if given:
+                raise ValueError(f"much_metric: {', '.join(given)} only apply to token scores; with claim_scores=True "
+                                 "the predictions are already one score per claim (nothing is aggregated), so "
+                                 "leave them out")
+            return score_claims(predictions, token_chunks, references, drop_last_chunk=drop_last_chunk,
+                                score_type=score_type, by=by, bootstrap=bootstrap,
+                                generation_ids=generation_ids).to_dict()
         return score(
             predictions,
             token_chunks,
             references,
-            stopword_mask=stopword_mask,
-            aggregator=aggregator,
-            stopwords=stopwords,
+            stopword_mask,
+            aggregator="product" if aggregator is None else aggregator,
+            stopword_handling="null" if stopword_handling is None else stopword_handling,
             drop_last_chunk=drop_last_chunk,
-            confidence=confidence,
+            score_type=score_type,
             by=by,
-            n_bootstrap=n_bootstrap,
-            confidence_level=confidence_level,
-            random_state=random_state,
-            sample_ids=sample_ids,
-        )
+            bootstrap=bootstrap,
+            generation_ids=generation_ids,
+        ).to_dict()

@@ -1,6 +1,6 @@
 """Every test gets private ``datasets`` and ``evaluate`` (module, metric) caches: the user's ~/.cache/huggingface is
 never read or written (a fixture named ``much`` built by one test must not be what ``load_dataset("much")`` returns to
-the user later; ``much_metric.load()`` must not install the metric into the user's module cache).
+the user later; ``much_metric.load_metric()`` must not install the metric into the user's module cache).
 tests/test_user_caches.py checks it."""
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ def test_the_public_names_of_before_the_split_still_import():
     from much_metric.baselines import ccp, max_likelihood, sar, token_entropy, token_likelihood  # noqa: F401
 
     for name in ("score", "segment", "segment_many", "IncrementalSegmenter", "aggregate_claims", "compare",
-                 "select_samples", "read_signals", "write_signals", "load"):
+                 "select_samples", "read_signals", "write_signals", "load_metric"):
         assert callable(getattr(much_metric, name)), name
 
 
@@ -199,13 +199,13 @@ def test_decoding_gate_falls_back_to_tokenizer_decode(monkeypatch, gate_open):
 
 
 def test_evaluate_gate_falls_back_to_loading_by_path(monkeypatch):
-    """On an untested evaluate, the name "much" is not installed (evaluate's private writer) but load() works."""
+    """On an untested evaluate, the name "much" is not installed (evaluate's private writer) but load_metric() works."""
     from much_metric import evaluate_module
 
     monkeypatch.setattr(evaluate_module, "tested_version", lambda package: False)
     with pytest.raises(ImportError, match="evaluate 0.4"):
         evaluate_module.install_metric()
-    metric = evaluate_module.load()
+    metric = evaluate_module.load_metric()
     result = metric.compute(predictions=[[0.9, 0.1, 0.0], [0.2, 0.0]], references=[[-1, 1, 1], [1, 1]],
                             token_chunks=[[[0], [1], [2]], [[0], [1]]])
     assert result["n_claims"] == 3 and result["roc_auc"] == 1.0

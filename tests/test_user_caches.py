@@ -1,7 +1,7 @@
 """The test suite leaves the user's Hugging Face caches alone (~/.cache/huggingface, i.e. HF_HOME).
 
 A representative part of the suite -- building dataset folders and loading them with ``datasets``, loading the
-embedded sample, ``much run`` on it, ``much_metric.load()`` -- runs in a child pytest whose HOME is a fresh
+embedded sample, ``much run`` on it, ``much_metric.load_metric()`` -- runs in a child pytest whose HOME is a fresh
 temporary folder and whose environment names no Hugging Face cache, so that every default points into that HOME.
 Afterwards that HOME must hold no Hugging Face cache: tests/conftest.py's private caches took every write.
 """
@@ -33,7 +33,7 @@ def test_loads_metric_and_sample_in_process():
     import much_dataset
     import much_metric
 
-    metric = much_metric.load()
+    metric = much_metric.load_metric()
     data = much_dataset.load("sample", split="test").select(range(20))
     result = metric.compute(predictions=[[0.5] * len(t) for t in data["output_tokens"]], references=data["labels"],
                             token_chunks=data["token_chunks"])

@@ -159,12 +159,12 @@ def _from_rows(rows: Sequence[Mapping[str, Any]]):
     return ids, np.asarray(lengths, dtype=np.int64), flat, pack(LOGITS_TOKEN_IDS), pack(LOGITS_VALUES)
 
 
-def token_arrays(data: Any) -> TokenArrays:
+def token_arrays(dataset: Any) -> TokenArrays:
     """Concatenate a split's ``output_tokens``, ``logits_token_ids`` and ``logits_values``.
 
     Parameters
     ----------
-    data : datasets.Dataset, pyarrow.Table, sequence of row mappings, or TokenArrays
+    dataset : datasets.Dataset, pyarrow.Table, sequence of row mappings, or TokenArrays
         A MUCH split (needs ``generation_id``, ``output_tokens``, ``logits_token_ids``, ``logits_values``).
         A ``TokenArrays`` is returned unchanged.
 
@@ -179,23 +179,23 @@ def token_arrays(data: Any) -> TokenArrays:
         count that differs from the number of output tokens, a row without ``K`` candidates (all rows need the
         same K), or probabilities outside [0, 1] / not finite.
     """
-    if isinstance(data, TokenArrays):
-        return data
-    if hasattr(data, "with_format") and hasattr(data, "column_names"):  # datasets.Dataset
-        missing = [name for name in _COLUMNS if name not in data.column_names]
+    if isinstance(dataset, TokenArrays):
+        return dataset
+    if hasattr(dataset, "with_format") and hasattr(dataset, "column_names"):  # datasets.Dataset
+        missing = [name for name in _COLUMNS if name not in dataset.column_names]
         if missing:
             raise ValueError(f"the dataset lacks column(s) {missing}")
         # The "arrow" format honours .select()/.filter() index mappings; the buffers are not copied otherwise.
-        parts = _from_arrow(data.select_columns(list(_COLUMNS)).with_format("arrow")[:])
-    elif hasattr(data, "column_names") and hasattr(data, "column"):  # pyarrow.Table
-        missing = [name for name in _COLUMNS if name not in data.column_names]
+        parts = _from_arrow(dataset.select_columns(list(_COLUMNS)).with_format("arrow")[:])
+    elif hasattr(dataset, "column_names") and hasattr(dataset, "column"):  # pyarrow.Table
+        missing = [name for name in _COLUMNS if name not in dataset.column_names]
         if missing:
             raise ValueError(f"the table lacks column(s) {missing}")
-        parts = _from_arrow(data)
-    elif isinstance(data, Sequence) and not isinstance(data, str | bytes):
-        parts = _from_rows(data)
+        parts = _from_arrow(dataset)
+    elif isinstance(dataset, Sequence) and not isinstance(dataset, str | bytes):
+        parts = _from_rows(dataset)
     else:
-        raise TypeError(f"expected a datasets.Dataset, a pyarrow.Table or a list of rows, got {type(data).__name__}")
+        raise TypeError(f"expected a datasets.Dataset, a pyarrow.Table or a list of rows, got {type(dataset).__name__}")
     ids, lengths, tokens, (id_rows, id_widths, id_values), (p_rows, p_widths, p_values) = parts
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 

@@ -58,7 +58,7 @@ def _boosted_flat(arrays: TokenArrays) -> np.ndarray:
     return np.clip(1.0 - boosted, 0.0, 1.0)  # float32 rows can sum to 1 + 1e-7
 
 
-def boosted_prob(data: Any) -> list[np.ndarray]:
+def boosted_prob(dataset: Any) -> list[np.ndarray]:
     """``1 - BoostedProb`` per token (formula and approximation in the module docstring).
 
     The sampled token must be among the stored candidates (always in MUCH); otherwise ValueError names it.
@@ -68,7 +68,7 @@ def boosted_prob(data: Any) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_boosted_flat(arrays))
 
 

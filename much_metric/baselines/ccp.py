@@ -142,7 +142,7 @@ def _ccp_flat(
 
 
 def ccp(
-    data: Any,
+    dataset: Any,
     *,
     nli: Any,
     tokenizer: Any,
@@ -154,7 +154,7 @@ def ccp(
 
     Parameters
     ----------
-    data : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
+    dataset : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
         A MUCH split (``output_tokens``, ``logits_token_ids``, ``logits_values``).
     nli : str, NliScorer, or object with ``id2label`` and ``predict_proba(premises, hypotheses)``
         The NLI model; a string is loaded with :func:`much_metric.baselines.nli.load_nli` (the paper's is
@@ -176,7 +176,7 @@ def ccp(
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     values = _ccp_flat(arrays, nli=resolve_nli(nli), decode=tokenizer, delta=delta, sigma=sigma,
                        reference_window=reference_window)
     return arrays.split(values)

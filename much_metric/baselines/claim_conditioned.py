@@ -83,7 +83,7 @@ def _surface_flat(arrays: TokenArrays, *, delta: int = 10, tokenizer: Any) -> np
     return flat
 
 
-def ccp_no_nli(data: Any, *, delta: int = 10) -> list[np.ndarray]:
+def ccp_no_nli(dataset: Any, *, delta: int = 10) -> list[np.ndarray]:
     """``1 - p(t) / (mass of the top delta, t included)`` per token: CCP with every alternative a contradiction.
 
     Returns
@@ -91,11 +91,11 @@ def ccp_no_nli(data: Any, *, delta: int = 10) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain; >= ``ccp(..., delta=delta)`` for any NLI model.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_no_nli_flat(arrays, delta=delta))
 
 
-def ccp_surface(data: Any, *, tokenizer: Any, delta: int = 10) -> list[np.ndarray]:
+def ccp_surface(dataset: Any, *, tokenizer: Any, delta: int = 10) -> list[np.ndarray]:
     """CCP with entailment = same decoded text as the sampled token up to case and surrounding whitespace.
 
     Parameters
@@ -108,7 +108,7 @@ def ccp_surface(data: Any, *, tokenizer: Any, delta: int = 10) -> list[np.ndarra
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_surface_flat(arrays, delta=delta, tokenizer=tokenizer))
 
 

@@ -300,12 +300,12 @@ def _ktc_flat(arrays: TokenArrays, config: KTCConfig, neighbours: Any, *, refere
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def ktc(data: Any, config: KTCConfig | None = None, *, neighbours: Any, reference: bool = False) -> list[np.ndarray]:
+def ktc(dataset: Any, config: KTCConfig | None = None, *, neighbours: Any, reference: bool = False) -> list[np.ndarray]:
     """KTC token scores of a split.
 
     Parameters
     ----------
-    data : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
+    dataset : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
     config : KTCConfig, optional
         Default :data:`KTC_DEFAULT` (nu=4, tau=0.3).
     neighbours : NeighbourStats, PerSampleNeighbours, path or hub id
@@ -319,25 +319,25 @@ def ktc(data: Any, config: KTCConfig | None = None, *, neighbours: Any, referenc
         Values in [0, 1]; higher = more uncertain.
     """
     config = KTC_DEFAULT if config is None else config
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_ktc_flat(arrays, config, neighbours, reference=reference))
 
 
-def default_neighbours(data: Any) -> NeighbourStats | None:
-    """The shipped SmolLM2 statistics when ``data`` is the embedded sample (``"sample"`` or a split whose
+def default_neighbours(dataset: Any) -> NeighbourStats | None:
+    """The shipped SmolLM2 statistics when ``dataset`` is the embedded sample (``"sample"`` or a split whose
     ``generation_config`` values are all the sample's), else None."""
     if not SAMPLE_NEIGHBOURS.is_file():
         return None
     stats = NeighbourStats.from_file(SAMPLE_NEIGHBOURS)
-    if isinstance(data, str):
-        return stats if data == "sample" else None
+    if isinstance(dataset, str):
+        return stats if dataset == "sample" else None
     configs = set(stats.meta.get("generation_configs", ()))
     column = None
-    if hasattr(data, "column_names") and "generation_config" in data.column_names:
-        column = data["generation_config"]
+    if hasattr(dataset, "column_names") and "generation_config" in dataset.column_names:
+        column = dataset["generation_config"]
         column = column.to_pylist() if hasattr(column, "to_pylist") else list(column)
-    elif isinstance(data, list) and data and all(isinstance(row, dict) for row in data):
-        column = [row.get("generation_config") for row in data]
+    elif isinstance(dataset, list) and dataset and all(isinstance(row, dict) for row in dataset):
+        column = [row.get("generation_config") for row in dataset]
     if column and configs and set(column) <= configs:
         return stats
     return None

@@ -26,7 +26,7 @@ def _margin_flat(arrays: TokenArrays) -> np.ndarray:
     return 1.0 - (top[:, 0] - top[:, 1])
 
 
-def probability_margin(data: Any) -> list[np.ndarray]:
+def probability_margin(dataset: Any) -> list[np.ndarray]:
     """``1 - (p_1 - p_2)`` per token, p_1 >= p_2 the two largest stored probabilities.
 
     Returns
@@ -34,7 +34,7 @@ def probability_margin(data: Any) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_margin_flat(arrays))
 
 

@@ -33,7 +33,7 @@ def _nll_flat(arrays: TokenArrays) -> np.ndarray:
     return -np.log(np.maximum(p, NLL_FLOOR))
 
 
-def token_nll(data: Any) -> list[np.ndarray]:
+def token_nll(dataset: Any) -> list[np.ndarray]:
     """``-log p(sampled token)`` per token (see the module docstring for the clipping rules).
 
     Returns
@@ -41,7 +41,7 @@ def token_nll(data: Any) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, -log(NLL_FLOOR)], higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_nll_flat(arrays))
 
 

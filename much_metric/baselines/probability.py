@@ -98,12 +98,12 @@ def _token_entropy_flat(arrays: TokenArrays, *, delta: int = 24) -> np.ndarray:
     return -plogp.sum(axis=1) / np.log(delta)
 
 
-def sampled_token_probability(data: Any, *, missing: str = "raise") -> list[np.ndarray]:
+def sampled_token_probability(dataset: Any, *, missing: str = "raise") -> list[np.ndarray]:
     """Probability of the generated token at each step (a confidence: higher = more certain).
 
     Parameters
     ----------
-    data : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
+    dataset : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
         A MUCH split (``output_tokens``, ``logits_token_ids``, ``logits_values``).
     missing : {"raise", "nan"}, default "raise"
         The sampled token is always among the 24 candidates in MUCH. Elsewhere (another producer, a truncated
@@ -114,11 +114,11 @@ def sampled_token_probability(data: Any, *, missing: str = "raise") -> list[np.n
     -------
     list of length n_samples of ndarray of shape (n_tokens_i,)
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_sampled_probability_flat(arrays, missing=missing))
 
 
-def token_likelihood(data: Any, *, missing: str = "raise") -> list[np.ndarray]:
+def token_likelihood(dataset: Any, *, missing: str = "raise") -> list[np.ndarray]:
     """Token Likelihood (Guerreiro et al., 2023): ``1 - p(sampled token)``; reference name ``token_likelihood``.
 
     Parameters and missing-token rule as in :func:`sampled_token_probability`.
@@ -128,11 +128,11 @@ def token_likelihood(data: Any, *, missing: str = "raise") -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_token_likelihood_flat(arrays, missing=missing))
 
 
-def max_likelihood(data: Any) -> list[np.ndarray]:
+def max_likelihood(dataset: Any) -> list[np.ndarray]:
     """Max Likelihood (Aichberger et al., 2024): ``1 - max_c p(c)`` over the stored candidates (= 1 - top-1 p).
 
     Reference name ``max_likelihood``. Does not depend on which token was sampled.
@@ -142,11 +142,11 @@ def max_likelihood(data: Any) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_max_likelihood_flat(arrays))
 
 
-def token_entropy(data: Any, *, delta: int = 24) -> list[np.ndarray]:
+def token_entropy(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
     """Token Entropy (Malinin and Gales, 2021) of the ``delta`` most likely candidates, normalised.
 
     The ``delta`` largest probabilities are renormalised to sum to 1; the score is their Shannon entropy in nats
@@ -155,7 +155,7 @@ def token_entropy(data: Any, *, delta: int = 24) -> list[np.ndarray]:
 
     Parameters
     ----------
-    data : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
+    dataset : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
     delta : int, default 24
         In ``[2, K]`` with K the number of stored candidates (24 in MUCH).
 
@@ -164,7 +164,7 @@ def token_entropy(data: Any, *, delta: int = 24) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1]: 0 = all mass on one candidate, 1 = uniform over the ``delta``; higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_token_entropy_flat(arrays, delta=delta))
 
 

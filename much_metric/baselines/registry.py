@@ -94,6 +94,29 @@ class Baseline:
     check : callable, optional
         ``check(params)`` raises ``ValueError`` for parameters out of range; called when a name is resolved, so a
         bad ``--signals`` fails before any work.
+
+    Examples
+    --------
+    A method with one parameter ``k``, scored on the embedded sample (offline). Registering it (:func:`register`
+    in a notebook, ``BASELINES = (...)`` in a file of this package, or a ``much.baselines`` entry point) makes
+    ``much run --signals top_gap_2`` work; here it is only called:
+
+    >>> import much_dataset
+    >>> from much_metric import score
+    >>> from much_metric.baselines import Baseline, token_arrays
+    >>> def top_gap(arrays, *, k):
+    ...     # 1 - (p1 - pk): the top candidate barely ahead of the k-th one = uncertain
+    ...     p = arrays.probabilities                     # (N_tokens, 24), by decreasing probability
+    ...     return 1.0 - (p[:, 0] - p[:, k - 1])         # one score per token, higher = more uncertain
+    >>> gap = Baseline(name="top_gap_{k}", compute=top_gap, display="Top gap-{k}", description="1 - (p1 - pk)")
+    >>> gap.match("top_gap_2"), gap.label({"k": 2}), gap.match("token_entropy_24")
+    ({'k': 2}, 'Top gap-2', None)
+    >>> data = much_dataset.load("sample", split="test")
+    >>> arrays = token_arrays(data)
+    >>> token_scores = arrays.split(gap.compute(arrays, k=2))
+    >>> result = score(token_scores, data["token_chunks"], data["labels"], data["stopword_mask"])
+    >>> result.n_claims, 0.5 < result.roc_auc < 1.0
+    (10320, True)
     """
 
     name: str

@@ -51,12 +51,12 @@ def _renyi_flat(arrays: TokenArrays, *, alpha: float, delta: int) -> np.ndarray:
     return entropy / np.log(delta)
 
 
-def renyi_entropy(data: Any, *, alpha: float = 2.0, delta: int = 24) -> list[np.ndarray]:
+def renyi_entropy(dataset: Any, *, alpha: float = 2.0, delta: int = 24) -> list[np.ndarray]:
     """Normalised Rényi entropy of order ``alpha`` of the top-``delta`` candidates (formula in the module docstring).
 
     Parameters
     ----------
-    data : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
+    dataset : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
     alpha : float >= 0 or inf, default 2.0
     delta : int in [2, K], default 24
 
@@ -65,7 +65,7 @@ def renyi_entropy(data: Any, *, alpha: float = 2.0, delta: int = 24) -> list[np.
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_renyi_flat(arrays, alpha=alpha, delta=delta))
 
 

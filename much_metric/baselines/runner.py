@@ -88,7 +88,7 @@ def _seconds_for(record: dict[str, Any], arrays: TokenArrays) -> float:
 
 
 def compute_signals(
-    data: Any,
+    dataset: Any,
     signals: Sequence[str],
     *,
     tokenizer: Any = None,
@@ -104,7 +104,7 @@ def compute_signals(
 
     Parameters
     ----------
-    data : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
+    dataset : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
         A MUCH split.
     signals : sequence of str
         Reference names, e.g. ``["token_likelihood", "max_likelihood", "token_entropy_24", "ccp_10_8", "sar_8"]``.
@@ -151,7 +151,7 @@ def compute_signals(
     if "neighbours" in needed and neighbours is None:  # the embedded sample ships its SmolLM2 statistics
         from much_metric.baselines.ktc import default_neighbours
 
-        neighbours = default_neighbours(data)
+        neighbours = default_neighbours(dataset)
     nli_specs = [spec for spec in specs if "nli" in spec.needs]
     if len(nli_specs) > 1:
         # Several CCP/SAR configurations (table 7): one NLI cache, so that a pair is scored once (ccp_10_sigma's
@@ -165,7 +165,7 @@ def compute_signals(
             users = ", ".join(spec.signal for spec in specs if need in spec.needs)
             raise ValueError(f"{users} need {_NEED_TEXT[need]} ({need}=...)")
     options = {"reference_window": reference_window}
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     out = Path(out) if out is not None else None
     timings = _read_timings(out)
     runs: dict[str, SignalRun] = {}

@@ -130,7 +130,7 @@ def format_runtime(seconds: float, generation_seconds: float) -> str:
     return f"{_compact(seconds, 's')} ({_compact(100.0 * seconds / generation_seconds, '%')})"
 
 
-def time_segmentation(data: Any, tokenizer: Any, *, compat: str = "0.3.0", progress: bool = True,
+def time_segmentation(dataset: Any, tokenizer: Any, *, compat: str = "0.3.0", progress: bool = True,
                       batch_size: int = 1024) -> tuple[float, int]:
     """Wall time of segmenting every output of a split into claims with :func:`much_metric.segmentation.segment_many`.
 
@@ -144,11 +144,11 @@ def time_segmentation(data: Any, tokenizer: Any, *, compat: str = "0.3.0", progr
     from much_metric.segmentation import SegmenterInputError, prepare, segment_many
 
     prepare()  # imports nltk and compiles its rules: a one-off cost of the process, not of segmenting
-    if hasattr(data, "select_columns"):
-        columns = data.select_columns([GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS]).to_dict()
+    if hasattr(dataset, "select_columns"):
+        columns = dataset.select_columns([GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS]).to_dict()
         ids, outputs, tokens, chunks = (columns[key] for key in (GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS))
     else:
-        rows = list(data)
+        rows = list(dataset)
         ids, outputs, tokens, chunks = ([row.get(key) for row in rows]
                                         for key in (GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS))
     agree = 0

@@ -70,7 +70,7 @@ def _sar_flat(arrays: TokenArrays, *, nli: Any, decode: Any, sigma: int, referen
 
 
 def sar(
-    data: Any,
+    dataset: Any,
     *,
     nli: Any,
     tokenizer: Any,
@@ -81,7 +81,7 @@ def sar(
 
     Parameters
     ----------
-    data : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
+    dataset : datasets.Dataset, pyarrow.Table, list of rows or TokenArrays
         A MUCH split (``output_tokens``, ``logits_token_ids``, ``logits_values``). The sampled token must be among
         the stored candidates (always true in MUCH); otherwise a ValueError names the sample and token.
     nli : str, NliScorer, or object with ``id2label`` and ``predict_proba(premises, hypotheses)``
@@ -98,7 +98,7 @@ def sar(
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     values = _sar_flat(arrays, nli=resolve_nli(nli), decode=tokenizer, sigma=sigma,
                        reference_window=reference_window)
     return arrays.split(values)

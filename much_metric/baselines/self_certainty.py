@@ -37,7 +37,7 @@ def _self_certainty_flat(arrays: TokenArrays, *, delta: int = 24) -> np.ndarray:
     return np.minimum(q.shape[1] * np.exp(mean_log), 1.0)  # AM-GM: <= 1, up to rounding
 
 
-def self_certainty(data: Any, *, delta: int = 24) -> list[np.ndarray]:
+def self_certainty(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
     """``exp(-KL(U_delta || q)) = delta * geometric_mean(q)`` per token, ``q`` the top-``delta`` renormalised.
 
     Returns
@@ -45,7 +45,7 @@ def self_certainty(data: Any, *, delta: int = 24) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_self_certainty_flat(arrays, delta=delta))
 
 

@@ -35,7 +35,7 @@ def _tail_entropy_flat(arrays: TokenArrays, *, delta: int = 24) -> np.ndarray:
     return -(xlogx(top).sum(axis=1) + xlogx(rest)) / np.log(delta + 1)
 
 
-def tail_entropy(data: Any, *, delta: int = 24) -> list[np.ndarray]:
+def tail_entropy(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
     """Entropy of ``(p_1, ..., p_delta, 1 - sum p)`` / ``ln(delta + 1)`` per token (see the module docstring).
 
     Returns
@@ -43,7 +43,7 @@ def tail_entropy(data: Any, *, delta: int = 24) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
+    arrays = token_arrays(dataset)
     return arrays.split(_tail_entropy_flat(arrays, delta=delta))
 
 

@@ -240,7 +240,7 @@ def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: di
     except ValueError:
         fraction = None
     if fraction is not None:
-        return calibrate_table(table, fit_fraction=fraction, n_bootstrap=args.bootstrap, random_state=args.seed)
+        return calibrate_table(table, fit_fraction=fraction, bootstrap=_bootstrap(args), split_seed=args.seed)
     if spec in ("auto", "manual"):
         fit_data = _load(args.data, args.config, None, spec)
     else:
@@ -253,9 +253,17 @@ def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: di
                 table.generation_ids):
             raise ValueError("--calibrate-on train: this dataset has no sample outside the evaluated ones (the "
                              "embedded sample is test only); use a fraction, e.g. --calibrate-on 0.5")
-    fit_table = evaluate_signals(fit_data, signals, **{**options, "n_bootstrap": 0, "min_coverage": 0.0,
+    fit_table = evaluate_signals(fit_data, signals, **{**options, "bootstrap": None, "min_coverage": 0.0,
                                                        "by": (), "floors": False})
-    return calibrate_table(table, fit_table=fit_table, n_bootstrap=args.bootstrap, random_state=args.seed)
+    return calibrate_table(table, fit_table=fit_table, bootstrap=_bootstrap(args), split_seed=args.seed)
+
+
+def _bootstrap(args: argparse.Namespace, *, at_least: int = 0):
+    """``--bootstrap N --seed S`` as a :class:`much_metric.scoring.Bootstrap` (None for 0 resamples)."""
+    from much_metric.scoring import Bootstrap
+
+    n_resamples = max(args.bootstrap, at_least)
+    return Bootstrap(n_resamples=n_resamples, random_state=args.seed) if n_resamples else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -276,8 +284,8 @@ def run(args: argparse.Namespace) -> int:
         aggregators = _aggregators(args.aggregator)
         signals = read_signals(args.scores, signal_names=args.signal)
         dataset = _load_dataset(args)
-        options = dict(aggregators=aggregators, stopwords=args.stopwords, by=args.by, n_bootstrap=args.bootstrap,
-                       random_state=args.seed, labels=args.labels,
+        options = dict(aggregators=aggregators, stopword_handling=args.stopwords, by=args.by,
+                       bootstrap=_bootstrap(args), floor_seed=args.seed, labels=args.labels,
                        min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage)
         table = evaluate_signals(dataset, signals, **options)
         board = calibration = spans = None
@@ -294,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
                                                       strict=True) if g in ids)
                 generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids),
                                              n_tokens=n_tokens)
-            board = rank_methods(table, args.rank, n_resamples=max(args.bootstrap, 1), random_state=args.seed,
+            board = rank_methods(table, args.rank, bootstrap=_bootstrap(args, at_least=1),
                                  timings=timings, generation_seconds=generation.seconds if generation else None)
             board["generation"] = None if generation is None else {"seconds": generation.seconds,
                                                                     "source": generation.source}

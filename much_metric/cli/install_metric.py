@@ -2,7 +2,7 @@
 
 Copies the metric script of the installed package into evaluate's module cache (``$HF_MODULES_CACHE``, default
 ``~/.cache/huggingface/modules``), where ``evaluate.load`` looks for modules it cannot find locally or on the hub.
-``much_metric.load()`` does the same on first use. Rerun after upgrading the package.
+``much_metric.load_metric()`` does the same on first use. Rerun after upgrading the package.
 """
 
 from __future__ import annotations

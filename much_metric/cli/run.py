@@ -183,7 +183,7 @@ def _run(args: argparse.Namespace) -> int:
     from much_metric.baselines.registry import available, resolve
     from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS, compute_signals
     from much_metric.baselines.runtime import format_runtime, generation_time
-    from much_metric.scoring import AGGREGATORS, METRIC_TABLE
+    from much_metric.scoring import AGGREGATORS, METRIC_TABLE, Bootstrap
     from much_metric.signals import evaluate_signals
 
     if args.aggregator not in AGGREGATORS:
@@ -237,8 +237,9 @@ def _run(args: argparse.Namespace) -> int:
     generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids), n_tokens=n_tokens)
     order = _order(runs)
     table = evaluate_signals(dataset, {name: runs[name].values for name in order}, aggregators=(args.aggregator,),
-                             stopwords=args.stopwords, n_bootstrap=args.bootstrap, random_state=args.seed,
-                             min_coverage=1.0)
+                             stopword_handling=args.stopwords, min_coverage=1.0, floor_seed=args.seed,
+                             bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.seed)
+                             if args.bootstrap else None)
     results = []
     for result in table.results:
         signal = runs[result.signal_name]

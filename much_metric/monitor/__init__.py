@@ -82,7 +82,7 @@ class ClaimMonitor:
     method : str, default "token_entropy_24"
         A signal name of the baseline registry whose baseline needs nothing but the probabilities.
     aggregator : {"product", "mean", "max", "geometric"}, keyword-only, default "product"
-    stopwords : {"null", "exclude"}, keyword-only, default "null"
+    stopword_handling : {"null", "exclude"}, keyword-only, default "null"
         The metric's stopword rule (see :func:`much_metric.aggregate_claims`).
     threshold : float, optional
         Flag claims with ``score >= threshold``; set by :meth:`calibrate` too.
@@ -102,20 +102,20 @@ class ClaimMonitor:
     """
 
     def __init__(self, tokenizer, method: str = "token_entropy_24", *, aggregator: str = "product",
-                 stopwords: str = "null", threshold: float | None = None, compat: str = "0.3.0",
+                 stopword_handling: str = "null", threshold: float | None = None, compat: str = "0.3.0",
                  top_k: int = TOP_K, neighbours: Any = None) -> None:
         from much_metric.segmentation import IncrementalSegmenter
 
         if aggregator not in _AGGREGATORS:
             raise ValueError(f"aggregator must be one of {_AGGREGATORS}, got {aggregator!r}")
-        if stopwords not in ("null", "exclude"):
-            raise ValueError(f"stopwords must be 'null' or 'exclude', got {stopwords!r}")
+        if stopword_handling not in ("null", "exclude"):
+            raise ValueError(f"stopword_handling must be 'null' or 'exclude', got {stopword_handling!r}")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
         self.tokenizer = tokenizer
         self.method = str(method)
         self.aggregator = aggregator
-        self.stopwords = stopwords
+        self.stopword_handling = stopword_handling
         self.threshold = self._check_threshold(threshold)
         self.compat = compat
         self.top_k = top_k
@@ -254,7 +254,7 @@ class ClaimMonitor:
             scores = self._scores[first : last + 1].copy()
             stop = np.fromiter((self._is_stopword(t) for t in ids), dtype=bool, count=len(ids))
             (value,), = aggregate_claims([scores], [[list(range(len(ids)))]], [stop], aggregator=self.aggregator,
-                                         stopwords=self.stopwords, drop_last_chunk=False)
+                                         stopword_handling=self.stopword_handling, drop_last_chunk=False)
             text = self._segmenter.text_of(first, last)  # decoded text the segmenter already maintains
             eos = all(t in self._eos_ids for t in ids)
             flagged = self.threshold is not None and not eos and float(value) >= self.threshold
@@ -299,13 +299,13 @@ class ClaimMonitor:
 
     # -- thresholds ---------------------------------------------------------------------------------------------------
 
-    def calibrate(self, data: Any, *, target_fpr: float | None = None, target_precision: float | None = None,
+    def calibrate(self, dataset: Any, *, target_fpr: float | None = None, target_precision: float | None = None,
                   drop_last_chunk: bool = True) -> Calibration:
         """Pick the flagging threshold on labelled data and set it; return what it achieves there.
 
         Parameters
         ----------
-        data : datasets.Dataset or list of rows
+        dataset : datasets.Dataset or list of rows
             A MUCH split or any labelled export (``output_tokens``, ``logits_token_ids``, ``logits_values``,
             ``token_chunks``, ``labels``, ``stopword_mask``), e.g. ``much_dataset.load("sample", split="test")``.
             Its token scores come from this monitor's method, its claim scores from its aggregator and stopword
@@ -325,7 +325,7 @@ class ClaimMonitor:
         """
         from much_metric.monitor._calibration import calibrate
 
-        result = calibrate(self, data, target_fpr=target_fpr, target_precision=target_precision,
+        result = calibrate(self, dataset, target_fpr=target_fpr, target_precision=target_precision,
                            drop_last_chunk=drop_last_chunk)
         self.threshold = result.threshold
         return result

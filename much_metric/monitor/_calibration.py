@@ -75,8 +75,8 @@ def calibrate(monitor, data: Any, *, target_fpr: float | None = None, target_pre
 
         mask = arrays.split(stopword_mask(arrays.output_tokens, monitor.tokenizer))
     claim_scores = aggregate_claims(arrays.split(flat), data[TOKEN_CHUNKS], mask, aggregator=monitor.aggregator,
-                                    stopwords=monitor.stopwords, drop_last_chunk=drop_last_chunk,
-                                    sample_ids=arrays.generation_ids)
+                                    stopword_handling=monitor.stopword_handling, drop_last_chunk=drop_last_chunk,
+                                    generation_ids=arrays.generation_ids)
     labels = data[LABELS]
     kept = [np.asarray(row, dtype=np.int64)[: len(scores)] for row, scores in zip(labels, claim_scores, strict=True)]
     scores = np.concatenate(claim_scores) if claim_scores else np.zeros(0)

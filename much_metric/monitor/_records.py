@@ -27,7 +27,7 @@ class MonitoredClaim:
     token_scores : ndarray of shape (n,)
         The baseline's score of each token (higher = more uncertain), before the stopword rule.
     stopword : ndarray of shape (n,), bool
-        Tokens whose score the stopword rule nulls (``stopwords="null"``) or excludes (spec 9.2).
+        Tokens whose score the stopword rule nulls (``stopword_handling="null"``) or excludes (spec 9.2).
     score : float
         The aggregated claim uncertainty, as :func:`much_metric.aggregate_claims` computes it.
     flagged : bool

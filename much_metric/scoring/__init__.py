@@ -3,12 +3,15 @@
 numpy only. Sign conventions: token and claim scores are **uncertainties** (higher = more likely hallucinated);
 the positive class of every metric is the hallucinated claim (label -1).
 
-* :func:`score`, :func:`aggregate_claims`, :func:`compare` -- the public metric;
+* :func:`score` (-> :class:`ScoreResult`), :func:`score_claims`, :func:`aggregate_claims`, :func:`compare` -- the
+  public metric;
 * :func:`claim_layout` / :class:`ClaimLayout` -- claims as flat index arrays, validated once and reusable;
 * :data:`METRIC_TABLE` -- one :class:`Metric` per reported number (key, label, function over :class:`Curves`,
   description): ``score``'s dict, the CLI tables, the HTML report and the module card iterate it;
+* :class:`Bootstrap` -- the resampling options (count, level, seed), passed as ``bootstrap=``;
 * :func:`bootstrap_intervals`, :func:`paired_bootstrap` -- resampling of the samples (claims move with their sample);
-* :func:`roc_curve`, :func:`pr_curve`, :func:`rejection_curve` -- curve points for figures;
+* :func:`roc_curve`, :func:`pr_curve` (``(precision, recall, thresholds)`` as scikit-learn's
+  ``precision_recall_curve``), :func:`rejection_curve` -- curve points for figures;
 * :func:`prr` -- prediction-rejection ratio (also the table's ``prr`` / ``prr_50`` entries);
 * :func:`fit_calibrator` (isotonic / binned) -> :class:`Calibrator`, :func:`ece`, :func:`brier`,
   :func:`reliability_diagram`, :func:`bootstrap_ece` -- calibration of claim scores into probabilities;
@@ -18,6 +21,7 @@ the positive class of every metric is the hallucinated claim (label -1).
 
 from much_metric.scoring._aggregation import (
     AGGREGATORS,
+    SCORE_TYPES,
     STOPWORD_MODES,
     ClaimLayout,
     MuchMetricWarning,
@@ -26,7 +30,7 @@ from much_metric.scoring._aggregation import (
     flatten_scores,
 )
 from much_metric.scoring._api import aggregate_claims, compare, score, score_claims
-from much_metric.scoring._bootstrap import bootstrap_distribution, bootstrap_intervals, paired_bootstrap
+from much_metric.scoring._bootstrap import Bootstrap, bootstrap_distribution, bootstrap_intervals, paired_bootstrap
 from much_metric.scoring._calibration import Calibrator, bootstrap_ece, brier, ece, reliability_diagram
 from much_metric.scoring._calibration import fit as fit_calibrator
 from much_metric.scoring._floors import constant_baseline, constant_expected, random_baseline
@@ -42,9 +46,11 @@ from much_metric.scoring._ranking import (
     sort_claims,
 )
 from much_metric.scoring._rejection import prr, rejection_curve
+from much_metric.scoring._result import ScoreResult
 
 __all__ = [
     "AGGREGATORS",
+    "Bootstrap",
     "Calibrator",
     "bootstrap_ece",
     "brier",
@@ -61,7 +67,9 @@ __all__ = [
     "reliability_diagram",
     "METRICS",
     "METRIC_TABLE",
+    "SCORE_TYPES",
     "STOPWORD_MODES",
+    "ScoreResult",
     "ClaimLayout",
     "Curves",
     "Metric",

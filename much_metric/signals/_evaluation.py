@@ -18,7 +18,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from much_dataset.schema import (
 )
 from much_metric.scoring import (
     AGGREGATORS,
+    Bootstrap,
     MuchMetricWarning,
     aggregate_flat,
     claim_layout,
@@ -57,7 +58,7 @@ CLAIM_SUFFIX = "@claim"
 FLOORS = ("floor: random", "floor: constant")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SignalResult:
     """Metrics of one (signal, aggregator) pair, and the claim scores the report draws its curves from."""
 
@@ -73,7 +74,7 @@ class SignalResult:
     level: str = "token"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class EvaluationTable:
     """All (signal, aggregator) results; ``missing`` / ``coverage``: per signal, samples without values and the
     covered fraction of the samples with ground truth; ``floors``: the random and constant reference rows on all
@@ -137,12 +138,12 @@ def ground_truth(columns: Mapping[str, list], labels: str = LABELS) -> list[list
 
 
 def _floor_results(columns: Mapping[str, list], rows: list[int], truth: list, by: Sequence[str],
-                   n_bootstrap: int, random_state: int | None) -> list[SignalResult]:
+                   bootstrap: Bootstrap | None, random_state: int | None) -> list[SignalResult]:
     """The floors on the claims of ``rows``: seeded uniform random scores and one constant score."""
-    sample_ids = [columns[GENERATION_ID][i] for i in rows]
+    generation_ids = [columns[GENERATION_ID][i] for i in rows]
     layout = claim_layout([columns[TOKEN_CHUNKS][i] for i in rows],
                           [len(columns[OUTPUT_TOKENS][i]) for i in rows],
-                          labels=[truth[i] for i in rows], sample_ids=sample_ids)
+                          labels=[truth[i] for i in rows], generation_ids=generation_ids)
     hallucinated = layout.labels == HALLUCINATED
     groups = {name: [_group_value(name, columns, i) for i in rows] for name in by}
     claim_groups = {name: np.asarray(vals, dtype=object)[layout.claim_sample] for name, vals in groups.items()}
@@ -153,11 +154,12 @@ def _floor_results(columns: Mapping[str, list], rows: list[int], truth: list, by
     for name, claims in draws.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MuchMetricWarning)  # single-class groups already warned for methods
-            metrics = score_claims(claims, layout, by=groups or None, n_bootstrap=n_bootstrap,
-                                   random_state=random_state)
+            metrics = score_claims(claims, layout, by=groups or None, bootstrap=bootstrap).to_dict()
         metrics.pop("level")
         metrics.update(aggregator="—", coverage=1.0)
-        out.append(SignalResult(name, "—", metrics, claims, hallucinated, claim_groups, claim_rows, "floor"))
+        out.append(SignalResult(signal_name=name, aggregator="—", metrics=metrics, claim_scores=claims,
+                                hallucinated=hallucinated, claim_groups=claim_groups, claim_rows=claim_rows,
+                                level="floor"))
     return out
 
 
@@ -166,21 +168,24 @@ def evaluate_signals(
     signals: Mapping[str, Mapping[str, Sequence[float]]],
     *,
     aggregators: Sequence[str] = ("product",),
-    stopwords: str = "null",
+    stopword_handling: Literal["null", "exclude"] = "null",
     by: Sequence[str] = (),
-    n_bootstrap: int = 1000,
-    random_state: int | None = 0,
+    bootstrap: Bootstrap | None = Bootstrap(),
     min_coverage: float = MIN_COVERAGE,
     source: str | None = None,
     labels: str = LABELS,
     claim_signals: Sequence[str] = (),
     floors: bool = True,
+    floor_seed: int | None = None,
 ) -> EvaluationTable:
     """Score every signal of ``signals`` on the samples of ``dataset`` it covers.
 
     ``labels``: the ground truth (:data:`LABEL_CHOICES`; samples without it are left out and counted);
     ``claim_signals``: names of claim-level signals besides those ending with :data:`CLAIM_SUFFIX`;
-    ``floors``: add the random and constant reference rows (``EvaluationTable.floors``).
+    ``floors``: add the random and constant reference rows (``EvaluationTable.floors``); ``floor_seed``: seed of
+    the random floor's scores (default: the bootstrap's ``random_state``, 0 without bootstrap); ``bootstrap``: the
+    resampling of the intervals (``None``: no intervals);
+    ``stopword_handling``: as in :func:`much_metric.score`.
 
     Samples without values for a signal are left out of that signal's evaluation (counted in
     ``EvaluationTable.missing``, with a warning), as in the reference. A signal covering less than ``min_coverage``
@@ -234,7 +239,7 @@ def evaluate_signals(
         if missing[signal_name]:
             warnings.warn(f"signal {signal_name!r}{where}: {missing[signal_name]} of {len(ids)} samples have no "
                           "values and are left out", MuchMetricWarning, stacklevel=2)
-        sample_ids = [all_ids[i] for i in rows]
+        generation_ids = [all_ids[i] for i in rows]
         values = [np.asarray(per_sample[all_ids[i]], dtype=np.float64) for i in rows]
         for position, i in enumerate(rows):
             expected = len(columns[TOKEN_CHUNKS][i]) if level == "claim" else len(columns[OUTPUT_TOKENS][i])
@@ -255,34 +260,37 @@ def evaluate_signals(
             [len(columns[OUTPUT_TOKENS][i]) for i in rows],
             labels=[truth[i] for i in rows],
             stopword_mask=[columns[STOPWORD_MASK][i] for i in rows] if has_mask else None,
-            sample_ids=sample_ids,
+            generation_ids=generation_ids,
         )
         hallucinated = layout.labels == HALLUCINATED
         claim_groups = {name: np.asarray(vals, dtype=object)[layout.claim_sample] for name, vals in groups.items()}
         claim_rows = np.asarray(rows, dtype=np.int64)[layout.claim_sample]
         if level == "claim":
-            metrics = score_claims(values, layout, by=groups or None, n_bootstrap=n_bootstrap,
-                                   random_state=random_state)
+            metrics = score_claims(values, layout, by=groups or None, bootstrap=bootstrap).to_dict()
             metrics.pop("level")
-            per_chunk, _ = flatten_scores(values, sample_ids=sample_ids)
+            per_chunk, _ = flatten_scores(values, generation_ids=generation_ids)
             claims = per_chunk[layout.kept_chunks]
             metrics.update(aggregator="—", coverage=coverage[signal_name])
-            results.append(SignalResult(signal_name, "—", metrics, claims, hallucinated, claim_groups, claim_rows,
-                                        "claim"))
+            results.append(SignalResult(signal_name=signal_name, aggregator="—", metrics=metrics, claim_scores=claims,
+                                        hallucinated=hallucinated, claim_groups=claim_groups, claim_rows=claim_rows,
+                                        level="claim"))
             progress.update(len(aggregators))
             continue
-        flat, _ = flatten_scores(values, sample_ids=sample_ids)
+        flat, _ = flatten_scores(values, generation_ids=generation_ids)
         for aggregator in aggregators:
-            claims = aggregate_flat(flat, layout, aggregator=aggregator, stopwords=stopwords)
-            metrics = score_claims(claims, layout, by=groups or None, n_bootstrap=n_bootstrap,
-                                   random_state=random_state)
+            claims = aggregate_flat(flat, layout, aggregator=aggregator, stopword_handling=stopword_handling)
+            metrics = score_claims(claims, layout, by=groups or None, bootstrap=bootstrap).to_dict()
             metrics.pop("level")
-            metrics.update(aggregator=aggregator, stopwords=stopwords, coverage=coverage[signal_name])
-            results.append(SignalResult(signal_name, aggregator, metrics, claims, hallucinated, claim_groups,
-                                        claim_rows))
+            metrics.update(aggregator=aggregator, stopword_handling=stopword_handling, coverage=coverage[signal_name])
+            results.append(SignalResult(signal_name=signal_name, aggregator=aggregator, metrics=metrics,
+                                        claim_scores=claims, hallucinated=hallucinated, claim_groups=claim_groups,
+                                        claim_rows=claim_rows))
             progress.update()
     progress.close()
-    floor_rows = _floor_results(columns, with_truth, truth, by, n_bootstrap, random_state) if floors else []
+    if floor_seed is None:
+        floor_seed = bootstrap.random_state if bootstrap is not None else 0
+    floor_rows = _floor_results(columns, with_truth, truth, by, bootstrap, floor_seed) if floors else []
     langs = [str(v) for v in columns[LANG]] if LANG in columns else ["?"] * len(all_ids)
-    return EvaluationTable(results, len(ids), missing, has_mask, coverage, floor_rows, labels,
-                           len(all_ids) - len(ids), list(all_ids), langs)
+    return EvaluationTable(results=results, n_dataset_samples=len(ids), missing=missing, has_stopword_mask=has_mask,
+                           coverage=coverage, floors=floor_rows, labels=labels, excluded=len(all_ids) - len(ids),
+                           generation_ids=list(all_ids), langs=langs)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.scoring import METRICS, curve_metrics, leaderboard, sort_claims
+from much_metric.scoring import METRICS, Bootstrap, curve_metrics, leaderboard, sort_claims
 from much_metric.signals._evaluation import EvaluationTable
 
 __all__ = ["rank_methods"]
@@ -25,9 +25,10 @@ def _method_name(result: Any) -> str:
     return result.signal_name if result.aggregator in ("—", "") else f"{result.signal_name} ({result.aggregator})"
 
 
-def rank_methods(table: EvaluationTable, metric: str, *, n_resamples: int = 1000, random_state: int | None = 0,
+def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap = Bootstrap(),
                  timings: Mapping[str, Any] | None = None, generation_seconds: float | None = None) -> dict[str, Any]:
-    """Leaderboard of the table's methods by ``metric`` (higher is better).
+    """Leaderboard of the table's methods by ``metric`` (higher is better), with paired bootstrap resamples of the
+    common samples (``bootstrap``: count, interval level, seed).
 
     Returns
     -------
@@ -58,7 +59,7 @@ def rank_methods(table: EvaluationTable, metric: str, *, n_resamples: int = 1000
         names.append(name)
         scores[name] = result.claim_scores[np.isin(result.claim_rows, rows)]
     board = leaderboard(scores, hallucinated, np.array([sample_of_row[r] for r in claim_rows.tolist()]), len(rows),
-                        metric=metric, n_resamples=n_resamples, random_state=random_state)
+                        metric=metric, bootstrap=bootstrap)
     langs = np.asarray(table.langs, dtype=object)[claim_rows] if table.langs else np.full(len(claim_rows), "?")
     lang_values = sorted(set(langs.tolist()))
     by_name = {_method_name(r): r for r in results}
@@ -88,4 +89,4 @@ def rank_methods(table: EvaluationTable, metric: str, *, n_resamples: int = 1000
                                                                     floor.hallucinated[mask]))[metric][0])
     return {"metric": metric, "rows": out_rows, "p_values": board["p_values"],
             "rank_probabilities": board["rank_probabilities"], "n_samples": len(rows),
-            "n_claims": int(len(hallucinated)), "n_resamples": n_resamples, "floors": floors}
+            "n_claims": int(len(hallucinated)), "n_resamples": bootstrap.n_resamples, "floors": floors}

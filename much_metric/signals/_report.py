@@ -118,9 +118,9 @@ def _curves_figure(curves: Sequence[tuple], title: str) -> Any:
             continue  # a single class has no curve
         color = f"C{k % 10}"
         fpr, tpr = roc_curve(scores, positive)
-        recall, precision = pr_curve(scores, positive)
+        precision, recall, _ = pr_curve(scores, positive)
         roc_ax.plot(fpr, tpr, label=label, linewidth=1.3, color=color)
-        pr_ax.step(recall, precision, where="pre", label=label, linewidth=1.3, color=color)
+        pr_ax.step(recall[::-1], precision[::-1], where="pre", label=label, linewidth=1.3, color=color)
         pr_ax.axhline(float(positive.mean()), color=color, linestyle="--", linewidth=0.8, alpha=0.7)
         bands = _bands(scores, positive, rows)
         if bands is not None:

@@ -12,15 +12,16 @@ from much_dataset import schema
 MUSHROOM = Path(__file__).resolve().parents[2] / "data" / "mushroom"
 
 
-def loop_aggregate(scores, chunks, mask=None, *, aggregator="product", stopwords="null", drop_last_chunk=True):
+def loop_aggregate(scores, chunks, mask=None, *, aggregator="product", stopword_handling="null",
+                   drop_last_chunk=True):
     """Straightforward per-claim Python loop implementing the spec formulas (the reference's structure)."""
     scores = [float(s) for s in scores]
-    if mask is not None and stopwords == "null":
+    if mask is not None and stopword_handling == "null":
         scores = [0.0 if m else s for s, m in zip(scores, mask, strict=True)]
     out = []
     for chunk in chunks[:-1] if drop_last_chunk else chunks:
         values = scores[chunk[0] : chunk[-1] + 1]
-        if mask is not None and stopwords == "exclude":
+        if mask is not None and stopword_handling == "exclude":
             kept = [s for s, m in zip(values, mask[chunk[0] : chunk[-1] + 1], strict=True) if not m]
             values = kept or values
         n = len(values)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from much_dataset import schema
+from much_metric.scoring import Bootstrap
 from much_metric.scoring._api import score
 from tests.much_metric._metric_helpers import columns, mushroom_rows
 
@@ -17,6 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 _SCRIPT = r"""
 import json, sys, evaluate
 import much_metric
+from much_metric.scoring import Bootstrap
 how, inputs_path, out_path = sys.argv[1:4]
 inputs = json.load(open(inputs_path))
 if how == "name":
@@ -24,12 +26,13 @@ if how == "name":
 elif how == "path":
     module = evaluate.load(inputs["module_path"])
 else:
-    module = much_metric.load()
+    module = much_metric.load_metric()
 results = {}
 for aggregator in ("product", "geometric"):
     results[aggregator] = module.compute(
         predictions=inputs["scores"], references=inputs["labels"], token_chunks=inputs["chunks"],
-        stopword_mask=inputs["mask"], aggregator=aggregator, by={"lang": inputs["lang"]}, n_bootstrap=20,
+        stopword_mask=inputs["mask"], aggregator=aggregator, by={"lang": inputs["lang"]},
+        bootstrap=Bootstrap(n_resamples=20),
     )
 json.dump({"results": results, "module": type(module).__module__}, open(out_path, "w"))
 """
@@ -69,15 +72,16 @@ def test_loads_from_fresh_cache_and_equals_core(inputs, tmp_path, how):
     assert got["module"].startswith("evaluate_modules.metrics.much_metric.")
     for aggregator, result in got["results"].items():
         expected = score(payload["scores"], payload["chunks"], payload["labels"], stopword_mask=payload["mask"],
-                         aggregator=aggregator, by={"lang": payload["lang"]}, n_bootstrap=20)
-        assert result == json.loads(json.dumps(expected))
+                         aggregator=aggregator, by={"lang": payload["lang"]}, bootstrap=Bootstrap(n_resamples=20))
+        assert result == json.loads(json.dumps(expected.to_dict()))
     copied = list((tmp_path / "modules").rglob("*.py"))
     assert any(p.name == "much_metric.py" for p in copied)
 
 
 def test_card_and_metric_info():
     card = (REPO / "much_metric" / "README.md").read_text(encoding="utf-8")
-    for needed in ("EOS", "higher", "stopwords", 'much_dataset.load("sample")', "evaluate.load", "-1"):
+    for needed in ("EOS", "higher", "stopword_handling", 'much_dataset.load("sample")', "evaluate.load", "-1",
+                   "score_type", "Bootstrap", "load_metric"):
         assert needed in card, needed
 
 
@@ -92,8 +96,8 @@ blocks = re.findall(r"```python\n(.*?)```", open(sys.argv[1], encoding="utf-8").
 code = next(block for block in blocks if "same =" in block)  # the end-to-end example
 namespace = {}
 exec(code, namespace)
-assert namespace["same"]["roc_auc"] == namespace["result"]["roc_auc"]
-print("ok", namespace["result"]["roc_auc"])
+assert namespace["same"]["roc_auc"] == namespace["result"].roc_auc
+print("ok", namespace["result"].roc_auc)
 """
 
 
@@ -125,7 +129,7 @@ def test_claim_scores_path_equals_score_claims():
     labels = [[-1, 1, 1], [1, 1]]
     per_chunk = [[0.9, 0.2, 0.0], [0.4, 0.0]]
     got = MuchMetric()._compute(per_chunk, labels, token_chunks=chunks, claim_scores=True)
-    expected = score_claims(per_chunk, chunks, labels)
+    expected = score_claims(per_chunk, chunks, labels).to_dict()
     assert got.keys() == expected.keys()
     for key, value in expected.items():
         assert got[key] == value or (value != value and got[key] != got[key]), key  # nan == nan here
@@ -162,7 +166,7 @@ def test_evaluate_load_much_from_any_directory_after_install_metric(inputs, tmp_
     got = json.loads(out.read_text())
     assert got["module"].startswith("evaluate_modules.metrics.evaluate-metric--much.")
     expected = score(payload["scores"], payload["chunks"], payload["labels"], stopword_mask=payload["mask"])
-    assert got["result"] == json.loads(json.dumps(expected))
+    assert got["result"] == json.loads(json.dumps(expected.to_dict()))
 
 
 def test_install_metric_is_idempotent_and_rejects_paths(tmp_path):
@@ -173,3 +177,56 @@ def test_install_metric_is_idempotent_and_rejects_paths(tmp_path):
     assert first.read_bytes() == (REPO / "much_metric" / "much_metric.py").read_bytes()
     with pytest.raises(ValueError, match="bare module name"):
         install_metric(name="a/b", hf_modules_cache=tmp_path)
+
+
+_CLAIM_MODE = r"""
+import json, sys, evaluate
+module = evaluate.load(sys.argv[1])
+# P(True)-style confidences: the hallucinated claims (label -1) get the lowest confidence, so as uncertainties
+# (1 - p) they rank first: ROC-AUC 1.0 is right; read as uncertainties directly it would be 0.0.
+chunks = [[[0], [1, 2], [3]], [[0, 1], [2], [3]], [[0], [1]]]
+labels = [[-1, 1, 1], [1, -1, 1], [1, 1]]
+confidences = [[0.1, 0.8, 0.5], [0.9, 0.2, 0.5], [0.7, 0.5]]
+out = {"confidence": module.compute(predictions=confidences, references=labels, token_chunks=chunks,
+                                    claim_scores=True, score_type="confidence")["roc_auc"],
+       "raw": module.compute(predictions=confidences, references=labels, token_chunks=chunks,
+                             claim_scores=True)["roc_auc"],
+       "errors": {}}
+masks = [[False] * 4, [False] * 4, [False] * 2]
+for name, value in (("aggregator", "nonsense"), ("aggregator", "max"), ("stopword_handling", "exclude"),
+                    ("stopword_mask", masks)):
+    try:
+        module.compute(predictions=confidences, references=labels, token_chunks=chunks, claim_scores=True,
+                       **{name: value})
+        out["errors"][name + "=" + str(value)[:8]] = None
+    except ValueError as error:
+        out["errors"][name + "=" + str(value)[:8]] = str(error)
+try:
+    module.compute(predictions=[[0.1, 0.2]], references=[[-1, 1]], token_chunks=[[[0], [1]]], aggregator="nonsense")
+    out["token_nonsense"] = None
+except ValueError as error:
+    out["token_nonsense"] = str(error)
+json.dump(out, open(sys.argv[2], "w"))
+"""
+
+
+def test_claim_mode_through_evaluate_load_honours_confidence_and_rejects_token_options(tmp_path):
+    """``evaluate.load(<this package's module folder>)`` in a fresh process and modules cache, offline: in claim
+    mode the confidence option is applied (ROC-AUC 1.0 where 1.0 is right) and token-level options are errors."""
+    env = dict(os.environ)
+    env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1",
+               HF_EVALUATE_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO))
+    script, out = tmp_path / "claims.py", tmp_path / "out.json"
+    script.write_text(_CLAIM_MODE)
+    completed = subprocess.run([sys.executable, str(script), str(REPO / "much_metric"), str(out)], cwd=tmp_path,
+                               env=env, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    got = json.loads(out.read_text())
+    assert got["confidence"] == 1.0
+    assert got["raw"] == 0.0
+    assert set(got["errors"]) == {"aggregator=nonsense", "aggregator=max", "stopword_handling=exclude",
+                                  "stopword_mask=[[False,"}
+    for option, message in got["errors"].items():
+        assert message is not None, f"{option} was accepted in claim mode"
+        assert option.split("=")[0] in message and "claim_scores=True" in message, message
+    assert got["token_nonsense"] is not None and "aggregator must be one of" in got["token_nonsense"]

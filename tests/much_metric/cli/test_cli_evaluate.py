@@ -14,6 +14,7 @@ import much_dataset
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
 from much_metric.cli import evaluate as evaluate_command
+from much_metric.scoring import Bootstrap
 from much_metric.scoring._api import score, select_samples
 from much_metric.signals._files import write_signals
 
@@ -93,7 +94,7 @@ def test_table_json_and_report(loader, split, signal_file, tmp_path, capsys):
     expected = score([r["values"] for r in records if r["signal_name"] == "max_likelihood"],
                      [r[schema.TOKEN_CHUNKS] for r in rows], [r[schema.LABELS] for r in rows],
                      stopword_mask=[r[schema.STOPWORD_MASK] for r in rows], aggregator="max",
-                     by={"lang": [r[schema.LANG] for r in rows]}, n_bootstrap=50)
+                     by={"lang": [r[schema.LANG] for r in rows]}, bootstrap=Bootstrap(n_resamples=50)).to_dict()
     got = next(m for m in metrics if m["signal_name"] == "max_likelihood" and m["aggregator"] == "max")
     for key in ("roc_auc", "pr_auc", "tpr_at_fpr_10", "n_claims"):
         assert got[key] == pytest.approx(expected[key], rel=1e-6)
@@ -166,6 +167,6 @@ def test_with_the_real_loader_on_an_export_folder(monkeypatch, tmp_path, capsys)
     test_rows = rows[:10]
     expected = score([1 - np.asarray(r[schema.LOGITS_VALUES])[:, 0] for r in test_rows],
                      [r[schema.TOKEN_CHUNKS] for r in test_rows], [r[schema.LABELS] for r in test_rows],
-                     stopword_mask=[r[schema.STOPWORD_MASK] for r in test_rows])
+                     stopword_mask=[r[schema.STOPWORD_MASK] for r in test_rows]).to_dict()
     assert metrics["n_samples"] == 10 and metrics["n_claims"] == expected["n_claims"]
     assert metrics["roc_auc"] == pytest.approx(expected["roc_auc"], abs=1e-6)

@@ -90,7 +90,8 @@ def test_probability_baselines_table_json_and_resume(workspace, capsys, monkeypa
     for name, values in (("max_likelihood", max_likelihood(ordered)), ("token_entropy_24", token_entropy(ordered))):
         values = [v.astype(np.float32).astype(np.float64) for v in values]
         expected = score(values, [r[schema.TOKEN_CHUNKS] for r in ordered], [r[schema.LABELS] for r in ordered],
-                         stopword_mask=[by_id[r[schema.GENERATION_ID]][schema.STOPWORD_MASK] for r in ordered])
+                         stopword_mask=[by_id[r[schema.GENERATION_ID]][schema.STOPWORD_MASK] for r in ordered]
+                         ).to_dict()
         assert results[name]["roc_auc"] == pytest.approx(expected["roc_auc"])
         assert results[name]["pr_auc"] == pytest.approx(expected["pr_auc"])
         assert results[name]["n_claims"] == expected["n_claims"]

@@ -32,11 +32,12 @@ def mushroom():
 @pytest.mark.parametrize("stopwords", ["null", "exclude"])
 def test_matches_per_claim_loop_on_real_mushroom_text(mushroom, aggregator, stopwords):
     got = aggregate_claims(mushroom["scores"], mushroom[schema.TOKEN_CHUNKS],
-                           stopword_mask=mushroom[schema.STOPWORD_MASK], aggregator=aggregator, stopwords=stopwords)
+                           stopword_mask=mushroom[schema.STOPWORD_MASK], aggregator=aggregator,
+                           stopword_handling=stopwords)
     assert len(got) == len(mushroom["scores"]) > 500
     for scores, chunks, mask, claims in zip(mushroom["scores"], mushroom[schema.TOKEN_CHUNKS],
                                             mushroom[schema.STOPWORD_MASK], got, strict=True):
-        expected = loop_aggregate(scores, chunks, mask, aggregator=aggregator, stopwords=stopwords)
+        expected = loop_aggregate(scores, chunks, mask, aggregator=aggregator, stopword_handling=stopwords)
         np.testing.assert_allclose(claims, expected, rtol=1e-12, atol=1e-12)
 
 
@@ -61,14 +62,14 @@ def test_null_stopwords_score_all_stopword_claim_zero():
     mean_null = aggregate_claims([[0.9, 0.5, 0.0]], [[[0, 1], [2]]], stopword_mask=[[True, False, False]],
                                  aggregator="mean")[0]
     mean_excl = aggregate_claims([[0.9, 0.5, 0.0]], [[[0, 1], [2]]], stopword_mask=[[True, False, False]],
-                                 aggregator="mean", stopwords="exclude")[0]
+                                 aggregator="mean", stopword_handling="exclude")[0]
     np.testing.assert_allclose(mean_null, [0.25])  # nulled token still counts in n
     np.testing.assert_allclose(mean_excl, [0.5])  # excluded token does not
 
 
 def test_exclude_falls_back_to_all_tokens_of_an_all_stopword_claim():
     got = aggregate_claims([[0.2, 0.4, 0.1]], [[[0, 1], [2]]], stopword_mask=[[True, True, False]],
-                           aggregator="max", stopwords="exclude")[0]
+                           aggregator="max", stopword_handling="exclude")[0]
     np.testing.assert_allclose(got, [0.4])
 
 
@@ -76,11 +77,12 @@ def test_confidence_converts_probabilities(synthetic):
     scores, chunks, mask = synthetic
     probabilities = [[1.0 - s for s in row] for row in scores]
     direct = aggregate_claims(scores, chunks, stopword_mask=mask)
-    converted = aggregate_claims(probabilities, chunks, stopword_mask=mask, confidence=True)
+    converted = aggregate_claims(probabilities, chunks, stopword_mask=mask, score_type="confidence")
     for a, b in zip(direct, converted, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-12)
     with pytest.raises(ValueError, match=r"generation_id='g1'.*\[0, 1\]"):
-        aggregate_claims([[0.5, 0.5], [1.5, 0.2]], [[[0], [1]], [[0], [1]]], confidence=True, sample_ids=["g0", "g1"])
+        aggregate_claims([[0.5, 0.5], [1.5, 0.2]], [[[0], [1]], [[0], [1]]], score_type="confidence",
+                         generation_ids=["g0", "g1"])
 
 
 def test_accepts_numpy_arrow_and_datasets_columns(synthetic):
@@ -129,7 +131,7 @@ def test_product_and_geometric_warn_outside_unit_interval():
 )
 def test_invalid_inputs_name_the_sample(scores, chunks, mask, pattern):
     with pytest.raises(ValueError, match=pattern):
-        aggregate_claims(scores, chunks, stopword_mask=mask, sample_ids=["s0"])
+        aggregate_claims(scores, chunks, stopword_mask=mask, generation_ids=["s0"])
 
 
 def test_length_disagreement_between_fields():
@@ -139,8 +141,8 @@ def test_length_disagreement_between_fields():
         aggregate_claims([[0.1], [0.2]], [[[0]], [[0]]], stopword_mask=[[True]])
     with pytest.raises(ValueError, match="aggregator must be one of"):
         aggregate_claims([[0.1]], [[[0]]], aggregator="median")
-    with pytest.raises(ValueError, match="stopwords must be one of"):
-        aggregate_claims([[0.1]], [[[0]]], stopwords="drop")
+    with pytest.raises(ValueError, match="stopword_handling must be one of"):
+        aggregate_claims([[0.1]], [[[0]]], stopword_handling="drop")
 
 
 def test_layout_reuse_and_eos_only_samples(synthetic):
@@ -174,7 +176,7 @@ def _samples(draw):
 def test_aggregator_order_and_range(samples, stopwords):
     scores, chunks, masks = samples
     got = {a: np.concatenate(aggregate_claims(scores, chunks, stopword_mask=masks, aggregator=a,
-                                              stopwords=stopwords)) for a in AGGREGATORS}
+                                              stopword_handling=stopwords)) for a in AGGREGATORS}
     tol = 1e-12
     assert (got["product"] >= got["max"] - tol).all()  # noisy-OR dominates every single token
     assert (got["max"] >= got["mean"] - tol).all()
@@ -182,5 +184,5 @@ def test_aggregator_order_and_range(samples, stopwords):
     assert (got["geometric"] <= got["product"] + tol).all()
     for a in AGGREGATORS:
         expected = [v for s, c, m in zip(scores, chunks, masks, strict=True)
-                    for v in loop_aggregate(s, c, m, aggregator=a, stopwords=stopwords)]
+                    for v in loop_aggregate(s, c, m, aggregator=a, stopword_handling=stopwords)]
         np.testing.assert_allclose(got[a], expected, rtol=1e-9, atol=1e-12)

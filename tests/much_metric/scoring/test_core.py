@@ -10,6 +10,7 @@ from sklearn.metrics import auc, average_precision_score, precision_recall_curve
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
+from much_metric.scoring import Bootstrap
 from much_metric.scoring._aggregation import MuchMetricWarning, claim_layout
 from much_metric.scoring._api import METRICS, aggregate_claims, compare, score, select_samples
 from tests.much_metric._metric_helpers import columns, loop_aggregate, mushroom_rows
@@ -37,37 +38,40 @@ def test_score_matches_loop_plus_sklearn(data, aggregator):
                    stopword_mask=data[schema.STOPWORD_MASK], aggregator=aggregator)
     y, s = _loop_pipeline(data, aggregator)
     precision, recall, _ = precision_recall_curve(y, s)
-    assert result["roc_auc"] == pytest.approx(roc_auc_score(y, s), abs=1e-10)
-    assert result["pr_auc"] == pytest.approx(auc(recall, precision), abs=1e-10)
-    assert result["average_precision"] == pytest.approx(average_precision_score(y, s), abs=1e-10)
-    assert result["n_samples"] == len(data["scores"])
-    assert result["n_claims"] == len(y) and result["n_hallucinated"] == int(y.sum())
-    assert result["aggregator"] == aggregator and result["stopwords"] == "null"
-    assert "intervals" not in result and "by" not in result
+    assert result.roc_auc == pytest.approx(roc_auc_score(y, s), abs=1e-10)
+    assert result.pr_auc == pytest.approx(auc(recall, precision), abs=1e-10)
+    assert result.average_precision == pytest.approx(average_precision_score(y, s), abs=1e-10)
+    assert result.n_samples == len(data["scores"])
+    assert result.n_claims == len(y) and result.n_hallucinated == int(y.sum())
+    assert result.aggregator == aggregator and result.stopword_handling == "null" and result.level == "token"
+    assert result.intervals is None and result.by is None
 
 
 def test_breakdown_equals_scoring_each_group_alone(data):
     result = score(data["scores"], data[schema.TOKEN_CHUNKS], data[schema.LABELS],
-                   stopword_mask=data[schema.STOPWORD_MASK], by={"lang": data[schema.LANG]}, n_bootstrap=50)
-    assert sorted(result["by"]["lang"]) == ["de", "en", "es", "fr"]
-    for lang, group in result["by"]["lang"].items():
+                   stopword_mask=data[schema.STOPWORD_MASK], by={"lang": data[schema.LANG]},
+                   bootstrap=Bootstrap(n_resamples=50))
+    assert sorted(result.by["lang"]) == ["de", "en", "es", "fr"]
+    for lang, group in result.by["lang"].items():
         members = [i for i, value in enumerate(data[schema.LANG]) if value == lang]
         alone = score([data["scores"][i] for i in members], [data[schema.TOKEN_CHUNKS][i] for i in members],
                       [data[schema.LABELS][i] for i in members],
-                      stopword_mask=[data[schema.STOPWORD_MASK][i] for i in members], n_bootstrap=50)
+                      stopword_mask=[data[schema.STOPWORD_MASK][i] for i in members],
+                      bootstrap=Bootstrap(n_resamples=50))
         for key in (*METRICS, "n_samples", "n_claims", "n_hallucinated"):
-            assert group[key] == pytest.approx(alone[key], nan_ok=True), (lang, key)
-        assert group["intervals"] == alone["intervals"]  # same seed, same resampling of the group's samples
+            assert getattr(group, key) == pytest.approx(getattr(alone, key), nan_ok=True), (lang, key)
+        assert group.intervals == alone.intervals  # same seed, same resampling of the group's samples
 
 
 def test_intervals_for_every_metric(data):
-    result = score(data["scores"], data[schema.TOKEN_CHUNKS], data[schema.LABELS], n_bootstrap=200, random_state=3)
-    assert set(result["intervals"]) == set(METRICS)
+    result = score(data["scores"], data[schema.TOKEN_CHUNKS], data[schema.LABELS],
+                   bootstrap=Bootstrap(n_resamples=200, random_state=3))
+    assert set(result.intervals) == set(METRICS)
     for key in METRICS:
-        low, high = result["intervals"][key]
+        low, high = result.intervals[key]
         assert low <= high
-    low, high = result["intervals"]["roc_auc"]
-    assert low < result["roc_auc"] < high
+    low, high = result.intervals["roc_auc"]
+    assert low < result.roc_auc < high
 
 
 def test_single_class_group_is_nan_with_a_warning():
@@ -76,22 +80,22 @@ def test_single_class_group_is_nan_with_a_warning():
     labels = [[-1, 1, 1], [1, -1, 1], [1, 1, 1]]
     with pytest.warns(MuchMetricWarning, match="lang=fr: no hallucinated claim among 2 claims of 1 samples"):
         result = score(scores, chunks, labels, by={"lang": ["en", "en", "fr"]})
-    assert np.isnan(result["by"]["lang"]["fr"]["roc_auc"])
-    assert result["by"]["lang"]["en"]["roc_auc"] == 1.0
+    assert np.isnan(result.by["lang"]["fr"].roc_auc)
+    assert result.by["lang"]["en"].roc_auc == 1.0
 
 
 def test_label_validation_names_the_sample():
     scores, chunks = [[0.1, 0.2, 0.0]], [[[0], [1], [2]]]
     with pytest.raises(ValueError, match=r"generation_id='abc'.*-1 \(hallucinated\) or 1 \(correct\), got 0"):
-        score(scores, chunks, [[0, 1, 1]], sample_ids=["abc"])
+        score(scores, chunks, [[0, 1, 1]], generation_ids=["abc"])
     with pytest.raises(ValueError, match=r"generation_id='abc'.*'labels' has 2 entries but 'token_chunks' has 3"):
-        score(scores, chunks, [[1, 1]], sample_ids=["abc"])
+        score(scores, chunks, [[1, 1]], generation_ids=["abc"])
     with pytest.raises(ValueError, match="labels' has 2 samples"):
         score(scores, chunks, [[1, 1, 1], [1, 1, 1]])
     with pytest.raises(ValueError, match="needs labels"):
         score(scores, chunks, None)
-    with pytest.raises(ValueError, match="n_bootstrap"):
-        score(scores, chunks, [[-1, 1, 1]], n_bootstrap=-1)
+    with pytest.raises(TypeError, match=r"bootstrap must be a much_metric.scoring.Bootstrap or None, got -1"):
+        score(scores, chunks, [[-1, 1, 1]], bootstrap=-1)
     with pytest.raises(ValueError, match=r"by\['lang'\] has 2 values"):
         score(scores, chunks, [[-1, 1, 1]], by={"lang": ["en", "fr"]})
 
@@ -106,7 +110,7 @@ def test_layout_with_labels_and_drop_last_chunk(data):
     with pytest.raises(ValueError, match="token counts"):
         score(data["scores"][1:], layout, None)
     keep_eos = score(data["scores"], data[schema.TOKEN_CHUNKS], data[schema.LABELS], drop_last_chunk=False)
-    assert keep_eos["n_claims"] == direct["n_claims"] + len(data["scores"])
+    assert keep_eos.n_claims == direct.n_claims + len(data["scores"])
 
 
 def test_compare_is_consistent_with_score(data):
@@ -120,11 +124,12 @@ def test_compare_is_consistent_with_score(data):
             if label == schema.HALLUCINATED and rng.random() < 0.5:
                 scores[chunk] = np.maximum(scores[chunk], 0.99)
         good.append(scores)
-    result = compare(good, noisy, data[schema.TOKEN_CHUNKS], data[schema.LABELS], n_bootstrap=200)
+    result = compare(good, noisy, data[schema.TOKEN_CHUNKS], data[schema.LABELS], bootstrap=Bootstrap(n_resamples=200))
     a = score(good, data[schema.TOKEN_CHUNKS], data[schema.LABELS])
     b = score(noisy, data[schema.TOKEN_CHUNKS], data[schema.LABELS])
     for key in METRICS:
-        assert result[key]["a"] == pytest.approx(a[key]) and result[key]["b"] == pytest.approx(b[key])
+        assert result[key]["a"] == pytest.approx(a.metrics[key])
+        assert result[key]["b"] == pytest.approx(b.metrics[key])
     assert result["roc_auc"]["interval"][0] > 0 and result["roc_auc"]["p_value"] < 0.05
 
 
@@ -134,7 +139,7 @@ def test_aggregate_and_score_agree(data):
     y = np.concatenate([np.asarray(labels[:-1]) == -1 for labels in data[schema.LABELS]])
     result = score(data["scores"], data[schema.TOKEN_CHUNKS], data[schema.LABELS],
                    stopword_mask=data[schema.STOPWORD_MASK], aggregator="max")
-    assert result["roc_auc"] == pytest.approx(roc_auc_score(y, np.concatenate(claims)))
+    assert result.roc_auc == pytest.approx(roc_auc_score(y, np.concatenate(claims)))
 
 
 def _rows():
@@ -180,4 +185,4 @@ def test_max_aggregator_metrics_invariant_under_increasing_token_transforms(seed
         a = score(scores, chunks, labels, aggregator="max")
         b = score([f(s) for s in scores], chunks, labels, aggregator="max")
     for key in METRICS:
-        assert b[key] == pytest.approx(a[key], abs=1e-12, nan_ok=True), key
+        assert b.metrics[key] == pytest.approx(a.metrics[key], abs=1e-12, nan_ok=True), key

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from much_metric.scoring import Bootstrap
 from much_metric.scoring import _leaderboard as leaderboard
 from much_metric.scoring._bootstrap import paired_bootstrap
 
@@ -44,7 +45,7 @@ def _methods(seed=0, n_samples=200):
 def test_leaderboard_orders_methods_and_matches_paired_bootstrap():
     scores, hallucinated, claim_sample, n_samples = _methods()
     board = leaderboard.leaderboard(scores, hallucinated, claim_sample, n_samples, metric="roc_auc",
-                                    n_resamples=300, random_state=5)
+                                    bootstrap=Bootstrap(n_resamples=300, random_state=5))
     names = [row["method"] for row in board["rows"]]
     assert names[0] == "strong"
     assert board["rows"][0]["rank"] == 0 and board["rows"][0]["rank_probability"] == 1.0

@@ -119,10 +119,29 @@ def test_curves_for_plots_match_sklearn(mushroom_claims):
     sk_fpr, sk_tpr, _ = sk_roc_curve(y, s, drop_intermediate=False)
     np.testing.assert_allclose(fpr, sk_fpr)
     np.testing.assert_allclose(tpr, sk_tpr)
-    recall, precision = pr_curve(s, y)
-    sk_precision, sk_recall, _ = precision_recall_curve(y, s)
-    np.testing.assert_allclose(recall, sk_recall[::-1])
-    np.testing.assert_allclose(precision, sk_precision[::-1])
+    precision, recall, thresholds = pr_curve(s, y)
+    sk_precision, sk_recall, sk_thresholds = precision_recall_curve(y, s)
+    np.testing.assert_array_equal(precision, sk_precision)
+    np.testing.assert_array_equal(recall, sk_recall)
+    np.testing.assert_array_equal(thresholds, sk_thresholds)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.booleans()), min_size=1, max_size=30))
+def test_pr_curve_equals_sklearn_precision_recall_curve(items):
+    """Differential: same arrays, same order, same lengths as scikit-learn (ties, one class, a single claim)."""
+    import warnings
+
+    s = np.array([i[0] / 3 for i in items], float)
+    y = np.array([i[1] for i in items], bool)
+    got = pr_curve(s, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sklearn warns when no claim is hallucinated
+        expected = precision_recall_curve(y, s)
+    assert len(got) == 3
+    for ours, theirs in zip(got, expected, strict=True):
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-15)
 
 
 @settings(max_examples=80, deadline=None)

@@ -15,7 +15,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from much_metric.scoring import MuchMetricWarning, aggregate_claims, claim_layout, compare, score, score_claims
+from much_metric.scoring import (
+    Bootstrap,
+    MuchMetricWarning,
+    aggregate_claims,
+    claim_layout,
+    compare,
+    score,
+    score_claims,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 IDS = ["gen-a", "gen-b", "gen-c"]
@@ -41,25 +49,25 @@ def _named(message: str, index: int) -> None:
 def test_one_extra_score_per_sample_raises(where):
     # A kept BOS or prompt token ("prepend") or a stray trailing score ("append"): every claim would be shifted.
     scores = [[0.5, *s] if where == "prepend" else [*s, 0.5] for s in SCORES]
-    message = _raises("token scores", score, scores, CHUNKS, LABELS, sample_ids=IDS)
+    message = _raises("token scores", score, scores, CHUNKS, LABELS, generation_ids=IDS)
     _named(message, 0)
     assert "covers 4 tokens" in message
 
 
 def test_an_extra_score_in_one_sample_names_that_sample():
     scores = [SCORES[0], SCORES[1], [*SCORES[2], 0.3]]
-    _named(_raises("5 token scores but 'token_chunks' covers 4", score, scores, CHUNKS, LABELS, sample_ids=IDS), 2)
+    _named(_raises("5 token scores but 'token_chunks' covers 4", score, scores, CHUNKS, LABELS, generation_ids=IDS), 2)
 
 
 def test_a_missing_score_raises():
     scores = [SCORES[0], SCORES[1][:-1], SCORES[2]]
     # The EOS chunk [5] now points past the scores.
-    _named(_raises("refers to token 5, out of range", score, scores, CHUNKS, LABELS, sample_ids=IDS), 1)
+    _named(_raises("refers to token 5, out of range", score, scores, CHUNKS, LABELS, generation_ids=IDS), 1)
 
 
 def test_chunks_shifted_by_one_raise():
     shifted = [[[i + 1 for i in chunk] for chunk in chunks] for chunks in CHUNKS]
-    _named(_raises("token_chunks", score, [[0.5, *s] for s in SCORES], shifted, LABELS, sample_ids=IDS), 0)
+    _named(_raises("token_chunks", score, [[0.5, *s] for s in SCORES], shifted, LABELS, generation_ids=IDS), 0)
 
 
 @pytest.mark.parametrize(
@@ -77,14 +85,14 @@ def test_chunks_shifted_by_one_raise():
 def test_chunks_must_cover_every_token_once_in_order(chunks, match):
     labels = [[1] * (len(chunks) - 1) + [1], *LABELS[1:]]
     labels[0][0] = -1
-    _named(_raises(match, score, SCORES, [chunks, *CHUNKS[1:]], labels, sample_ids=IDS), 0)
+    _named(_raises(match, score, SCORES, [chunks, *CHUNKS[1:]], labels, generation_ids=IDS), 0)
 
 
 def test_the_checks_hold_for_claim_layout_and_aggregate_claims_too():
     bad = [[[0, 1], [1, 2], [3]], *CHUNKS[1:]]
-    _raises("overlap", claim_layout, bad, [4, 6, 4], sample_ids=IDS)
-    _raises("overlap", aggregate_claims, SCORES, bad, sample_ids=IDS)
-    _raises("overlap", score_claims, [[0.1, 0.2, 0.3], [0.1] * 4, [0.1] * 2], bad, LABELS, sample_ids=IDS)
+    _raises("overlap", claim_layout, bad, [4, 6, 4], generation_ids=IDS)
+    _raises("overlap", aggregate_claims, SCORES, bad, generation_ids=IDS)
+    _raises("overlap", score_claims, [[0.1, 0.2, 0.3], [0.1] * 4, [0.1] * 2], bad, LABELS, generation_ids=IDS)
 
 
 # -- non-integral indices and labels ---------------------------------------------------------------------------
@@ -96,7 +104,7 @@ def test_float_chunk_index_is_rejected_not_truncated(kind):
         chunks = [[np.asarray(c, dtype=np.float64) for c in sample] for sample in chunks]
     elif kind == "arrow":
         chunks = pa.array(chunks, type=pa.list_(pa.list_(pa.float64())))
-    _named(_raises(r"non-integral token index 2\.9", score, SCORES, chunks, LABELS, sample_ids=IDS), 0)
+    _named(_raises(r"non-integral token index 2\.9", score, SCORES, chunks, LABELS, generation_ids=IDS), 0)
 
 
 def test_integral_float_chunk_indices_are_accepted():
@@ -107,7 +115,7 @@ def test_integral_float_chunk_indices_are_accepted():
 @pytest.mark.parametrize("label", [1.5, 0.5, 0, 2, float("nan")])
 def test_labels_other_than_minus_one_and_one_are_rejected(label):
     labels = [LABELS[0], [1, label, 1, 1], LABELS[2]]
-    _named(_raises("'labels' must be -1", score, SCORES, CHUNKS, labels, sample_ids=IDS), 1)
+    _named(_raises("'labels' must be -1", score, SCORES, CHUNKS, labels, generation_ids=IDS), 1)
     _raises("'labels' must be -1", score_claims, [[0.1, 0.2, 0.3], [0.1] * 4, [0.1] * 2], CHUNKS, labels)
 
 
@@ -156,41 +164,67 @@ def test_by_unhashable_value_is_a_clear_type_error():
 def test_by_keeps_every_sample_in_one_group():
     with pytest.warns(MuchMetricWarning):  # one-class groups
         result = score(SCORES, CHUNKS, LABELS, by={"x": [1, 2, 1], "y": ["a", "b", "c"]})
-    for groups in result["by"].values():
-        assert sum(g["n_samples"] for g in groups.values()) == 3
-        assert sum(g["n_claims"] for g in groups.values()) == result["n_claims"]
-    assert list(result["by"]["x"]) == ["1", "2"]
+    for groups in result.by.values():
+        assert sum(g.n_samples for g in groups.values()) == 3
+        assert sum(g.n_claims for g in groups.values()) == result.n_claims
+    assert list(result.by["x"]) == ["1", "2"]
 
 
 # -- options -----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("n_bootstrap", [True, False, -1, 2.0, "10"])
-def test_n_bootstrap_must_be_an_integer(n_bootstrap):
-    _raises("n_bootstrap must be a non-negative integer", score, SCORES, CHUNKS, LABELS, n_bootstrap=n_bootstrap)
-    _raises("n_bootstrap must be a non-negative integer", score_claims, [[0.1, 0.2, 0.3], [0.1] * 4, [0.1] * 2],
-            CHUNKS, LABELS, n_bootstrap=n_bootstrap)
-    _raises("n_bootstrap must be a non-negative integer", compare, SCORES, SCORES, CHUNKS, LABELS,
-            n_bootstrap=n_bootstrap)
+@pytest.mark.parametrize("bootstrap", [True, False, -1, 2.0, "10", 10, {"n_resamples": 10}])
+def test_bootstrap_must_be_a_bootstrap(bootstrap):
+    claims = [[0.1, 0.2, 0.3], [0.1] * 4, [0.1] * 2]
+    for call, args in ((score, (SCORES, CHUNKS, LABELS)), (score_claims, (claims, CHUNKS, LABELS)),
+                       (compare, (SCORES, SCORES, CHUNKS, LABELS))):
+        with pytest.raises(TypeError, match="bootstrap must be a much_metric.scoring.Bootstrap") as info:
+            call(*args, bootstrap=bootstrap)
+        if bootstrap == 10:
+            assert "bootstrap=Bootstrap(n_resamples=10)" in str(info.value)
+    with pytest.raises(TypeError, match="bootstrap must be a much_metric.scoring.Bootstrap, got None"):
+        compare(SCORES, SCORES, CHUNKS, LABELS, bootstrap=None)  # a comparison needs resamples
 
 
-def test_short_sample_ids_is_a_value_error_not_an_index_error():
+@pytest.mark.parametrize(("options", "match"), [
+    ({"n_resamples": 0}, "n_resamples must be a positive integer, got 0 .no bootstrap: pass bootstrap=None"),
+    ({"n_resamples": True}, "n_resamples must be a positive integer"),
+    ({"n_resamples": 2.0}, "n_resamples must be a positive integer"),
+    ({"confidence_level": 1.0}, "confidence_level must be in"),
+    ({"confidence_level": "0.9"}, "confidence_level must be in"),
+])
+def test_bootstrap_options_are_checked_when_built(options, match):
+    with pytest.raises(ValueError, match=match):
+        Bootstrap(**options)
+
+
+def test_bootstrap_is_frozen_and_its_seed_typed():
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Bootstrap().n_resamples = 5
+    with pytest.raises(TypeError, match="random_state must be an int or None"):
+        Bootstrap(random_state=1.5)
+    assert Bootstrap(random_state=None).random_state is None
+
+
+def test_short_generation_ids_is_a_value_error_not_an_index_error():
     short = IDS[:2]
-    _raises("sample_ids has 2 ids but there are 3 samples", score, SCORES, CHUNKS, LABELS, sample_ids=short)
-    _raises("sample_ids has 2 ids but there are 3 samples", aggregate_claims, SCORES, CHUNKS, sample_ids=short)
-    _raises("sample_ids has 2 ids but there are 3 samples", score_claims,
-            [[0.1, 0.2, 0.3], [0.1] * 4, [0.1] * 2], CHUNKS, LABELS, sample_ids=short)
-    _raises("sample_ids has 2 ids but there are 3 samples", claim_layout, CHUNKS, [4, 6, 4], sample_ids=short)
+    _raises("generation_ids has 2 ids but there are 3 samples", score, SCORES, CHUNKS, LABELS, generation_ids=short)
+    _raises("generation_ids has 2 ids but there are 3 samples", aggregate_claims, SCORES, CHUNKS, generation_ids=short)
+    _raises("generation_ids has 2 ids but there are 3 samples", score_claims,
+            [[0.1, 0.2, 0.3], [0.1] * 4, [0.1] * 2], CHUNKS, LABELS, generation_ids=short)
+    _raises("generation_ids has 2 ids but there are 3 samples", claim_layout, CHUNKS, [4, 6, 4], generation_ids=short)
     # Even when another error is found first, naming a sample past the short list is no IndexError.
-    _raises("sample #2", score, [*SCORES[:2], [0.1, float("inf"), 0.2, 0.3]], CHUNKS, LABELS, sample_ids=short)
+    _raises("sample #2", score, [*SCORES[:2], [0.1, float("inf"), 0.2, 0.3]], CHUNKS, LABELS, generation_ids=short)
 
 
 def test_compare_with_a_short_second_method_blames_that_method():
     message = _raises("token_scores_b has 2 samples but token_scores_a has 3", compare, SCORES, SCORES[:2], CHUNKS,
-                      LABELS, n_bootstrap=10)
+                      LABELS, bootstrap=Bootstrap(n_resamples=10))
     assert "ClaimLayout" not in message
     shorter = [SCORES[0], SCORES[1][:-1], SCORES[2]]
     message = _raises("token_scores_b has 5 scores but token_scores_a and the chunks have 6", compare, SCORES,
-                      shorter, CHUNKS, LABELS, n_bootstrap=10, sample_ids=IDS)
+                      shorter, CHUNKS, LABELS, bootstrap=Bootstrap(n_resamples=10), generation_ids=IDS)
     _named(message, 1)
 
 
@@ -198,12 +232,12 @@ def test_compare_with_a_short_second_method_blames_that_method():
 
 def test_non_finite_token_scores_name_sample_and_token():
     scores = [SCORES[0], [0.3, 0.8, np.nan, 0.1, 0.4, 0.05], SCORES[2]]
-    _named(_raises("non-finite value .* at token 2", score, scores, CHUNKS, LABELS, sample_ids=IDS), 1)
+    _named(_raises("non-finite value .* at token 2", score, scores, CHUNKS, LABELS, generation_ids=IDS), 1)
 
 
 def test_non_finite_claim_scores_raise():
     claims = [[0.1, np.inf, 0.3], [0.1] * 4, [0.1] * 2]
-    _raises("non-finite", score_claims, claims, CHUNKS, LABELS, sample_ids=IDS)
+    _raises("non-finite", score_claims, claims, CHUNKS, LABELS, generation_ids=IDS)
 
 
 def test_huge_scores_with_mean_rank_correctly():
@@ -216,7 +250,7 @@ def test_huge_scores_with_mean_rank_correctly():
         np.testing.assert_allclose(got, want, rtol=1e-15)
     result = score(scores, CHUNKS, LABELS, aggregator="mean")
     # Claims (score, hallucinated): (big, yes), (big, no), (big, no), (0, yes), (big / 2, no), (2, yes).
-    assert result["roc_auc"] == pytest.approx((0.5 + 0.5 + 1) / 9)
+    assert result.roc_auc == pytest.approx((0.5 + 0.5 + 1) / 9)
 
 
 def test_ordinary_mean_keeps_the_plain_sum_over_n():
@@ -231,5 +265,5 @@ def test_huge_scores_with_product_raise_instead_of_ranking_nan():
     big = np.finfo(np.float64).max / 2
     scores = [[big, big, 0.5, 0.0], *SCORES[1:]]
     with pytest.warns(MuchMetricWarning, match="assumes token uncertainties in"):
-        message = _raises("non-finite claim score", score, scores, CHUNKS, LABELS, sample_ids=IDS)
+        message = _raises("non-finite claim score", score, scores, CHUNKS, LABELS, generation_ids=IDS)
     _named(message, 0)

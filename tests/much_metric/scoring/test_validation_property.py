@@ -88,7 +88,7 @@ def test_one_defect_in_one_sample_raises_naming_it(inputs, defect, data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MuchMetricWarning)
         with pytest.raises(ValueError) as info:
-            score(scores, chunks, labels, sample_ids=ids)
+            score(scores, chunks, labels, generation_ids=ids)
     assert f"#{sample} (generation_id='gen-{sample}')" in str(info.value), (defect, str(info.value))
 
 
@@ -98,7 +98,8 @@ def test_valid_inputs_never_raise(inputs, aggregator):
     scores, chunks, labels = inputs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MuchMetricWarning)  # a single class among the claims: nan metrics
-        result = score(scores, chunks, labels, aggregator=aggregator, sample_ids=[f"g{i}" for i in range(len(scores))])
-    assert result["n_samples"] == len(scores)
-    assert result["n_claims"] == sum(len(c) - 1 for c in chunks)
-    assert result["n_hallucinated"] == sum(lab[:-1].count(-1) for lab in labels)
+        result = score(scores, chunks, labels, aggregator=aggregator,
+                       generation_ids=[f"g{i}" for i in range(len(scores))])
+    assert result.n_samples == len(scores)
+    assert result.n_claims == sum(len(c) - 1 for c in chunks)
+    assert result.n_hallucinated == sum(lab[:-1].count(-1) for lab in labels)

@@ -9,7 +9,7 @@ from sklearn.metrics import roc_auc_score
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
-from much_metric.scoring import aggregate_claims, ece, fit_calibrator, leaderboard, score
+from much_metric.scoring import Bootstrap, aggregate_claims, ece, fit_calibrator, leaderboard, score
 from much_metric.signals._calibrate import calibrate_table, fit_rows_by_fraction
 from much_metric.signals._evaluation import evaluate_signals
 from much_metric.signals._rank import rank_methods
@@ -41,7 +41,7 @@ def _claims(rows, labels_column=schema.LABELS):
 
 
 def test_floors_are_the_seeded_random_and_constant_scores(rows):
-    table = evaluate_signals(rows, _signals(rows), n_bootstrap=0)
+    table = evaluate_signals(rows, _signals(rows), bootstrap=None)
     random_row, constant_row = table.floors
     y = _claims(rows)
     expected_scores = np.random.default_rng(0).random(len(y))
@@ -51,11 +51,22 @@ def test_floors_are_the_seeded_random_and_constant_scores(rows):
     assert constant_row.metrics["average_precision"] == pytest.approx(y.mean())
     assert constant_row.metrics["pr_auc"] == pytest.approx((1 + y.mean()) / 2)
     assert constant_row.metrics["prr"] == pytest.approx(0.0, abs=1e-12)
-    assert evaluate_signals(rows, _signals(rows), n_bootstrap=0, floors=False).floors == []
+    assert evaluate_signals(rows, _signals(rows), bootstrap=None, floors=False).floors == []
+
+
+def test_floor_seed_is_honoured_with_and_without_bootstrap(rows):
+    """--seed must reach the random floor even with --bootstrap 0 (no silently ignored option)."""
+    y = _claims(rows)
+    seeded = np.random.default_rng(7).random(len(y))
+    no_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=None, floor_seed=7).floors[0]
+    np.testing.assert_array_equal(no_bootstrap.claim_scores, seeded)
+    with_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=Bootstrap(n_resamples=5, random_state=7))
+    from_bootstrap = with_bootstrap.floors[0]
+    np.testing.assert_array_equal(from_bootstrap.claim_scores, seeded)
 
 
 def test_human_labels_exclude_the_sentinel_and_are_counted(rows):
-    table = evaluate_signals(rows, _signals(rows), n_bootstrap=0, labels=schema.HUMAN_LABELS_0, floors=False)
+    table = evaluate_signals(rows, _signals(rows), bootstrap=None, labels=schema.HUMAN_LABELS_0, floors=False)
     labelled = [r for r in rows if r[schema.HUMAN_LABELS_0] != [0]]
     assert table.excluded == len(rows) - len(labelled) == 40
     assert table.n_dataset_samples == 20
@@ -63,12 +74,12 @@ def test_human_labels_exclude_the_sentinel_and_are_counted(rows):
     direct = score([1 - np.asarray(r[schema.LOGITS_VALUES])[:, 0] for r in labelled],
                    [r[schema.TOKEN_CHUNKS] for r in labelled], [r[schema.HUMAN_LABELS_0] for r in labelled],
                    [r[schema.STOPWORD_MASK] for r in labelled])
-    assert result.metrics["roc_auc"] == pytest.approx(direct["roc_auc"], abs=1e-12)
-    assert result.metrics["n_claims"] == direct["n_claims"]
+    assert result.metrics["roc_auc"] == pytest.approx(direct.roc_auc, abs=1e-12)
+    assert result.metrics["n_claims"] == direct.n_claims
 
 
 def test_human_agreed_keeps_only_identical_annotations(rows):
-    table = evaluate_signals(rows, _signals(rows), n_bootstrap=0, labels="human-agreed", floors=False)
+    table = evaluate_signals(rows, _signals(rows), bootstrap=None, labels="human-agreed", floors=False)
     agreed = [r for r in rows if r[schema.HUMAN_LABELS_0] != [0]
               and r[schema.HUMAN_LABELS_0] == r[schema.HUMAN_LABELS_1]]
     assert table.n_dataset_samples == len(agreed) == 10 and table.excluded == 50
@@ -86,7 +97,7 @@ def test_claim_level_signal_equals_the_aggregated_token_signal(rows):
     claims = aggregate_claims([token[g] for g in ids], [r[schema.TOKEN_CHUNKS] for r in rows],
                               [r[schema.STOPWORD_MASK] for r in rows], drop_last_chunk=False)
     signals = {"max_likelihood": token, "ml@claim": dict(zip(ids, claims, strict=True))}
-    table = evaluate_signals(rows, signals, n_bootstrap=20, floors=False)
+    table = evaluate_signals(rows, signals, bootstrap=Bootstrap(n_resamples=20), floors=False)
     by_name = {r.signal_name: r for r in table.results}
     assert by_name["ml@claim"].level == "claim" and by_name["ml@claim"].aggregator == "—"
     for key in ("roc_auc", "pr_auc", "prr", "prr_50"):
@@ -101,21 +112,21 @@ def test_coverage_is_reported_and_enforced(rows):
     signals = _signals(rows)
     del signals["noise"][rows[0][schema.GENERATION_ID]]
     with pytest.warns(UserWarning, match="1 of 60 samples"):
-        table = evaluate_signals(rows, signals, n_bootstrap=0)
+        table = evaluate_signals(rows, signals, bootstrap=None)
     assert table.coverage == {"max_likelihood": 1.0, "noise": pytest.approx(59 / 60)}
     assert table.results[1].metrics["coverage"] == pytest.approx(59 / 60)
     with pytest.raises(ValueError, match="below min_coverage=99%"):
-        evaluate_signals(rows, signals, n_bootstrap=0, min_coverage=0.99)
+        evaluate_signals(rows, signals, bootstrap=None, min_coverage=0.99)
 
 
 def test_rank_methods_matches_leaderboard_and_per_language_values(rows):
-    table = evaluate_signals(rows, _signals(rows), aggregators=("product", "max"), n_bootstrap=0)
-    board = rank_methods(table, "roc_auc", n_resamples=200, random_state=3,
+    table = evaluate_signals(rows, _signals(rows), aggregators=("product", "max"), bootstrap=None)
+    board = rank_methods(table, "roc_auc", bootstrap=Bootstrap(n_resamples=200, random_state=3),
                          timings={"noise": {"seconds": 2.0}}, generation_seconds=100.0)
     scores = {f"{r.signal_name} ({r.aggregator})": r.claim_scores for r in table.results}
     y = table.results[0].hallucinated
-    direct = leaderboard(scores, y, table.results[0].claim_rows, len(rows), metric="roc_auc", n_resamples=200,
-                         random_state=3)
+    direct = leaderboard(scores, y, table.results[0].claim_rows, len(rows), metric="roc_auc",
+                         bootstrap=Bootstrap(n_resamples=200, random_state=3))
     assert [r["method"] for r in board["rows"]] == [r["method"] for r in direct["rows"]]
     assert [r["rank"] for r in board["rows"]] == [r["rank"] + 1 for r in direct["rows"]]
     np.testing.assert_allclose(board["p_values"], direct["p_values"])
@@ -133,8 +144,8 @@ def test_rank_methods_matches_leaderboard_and_per_language_values(rows):
 
 
 def test_calibration_on_a_seeded_half_equals_a_direct_fit(rows):
-    table = evaluate_signals(rows, _signals(rows), n_bootstrap=0)
-    (first, second) = calibrate_table(table, fit_fraction=0.5, n_bootstrap=50, random_state=1)
+    table = evaluate_signals(rows, _signals(rows), bootstrap=None)
+    (first, second) = calibrate_table(table, fit_fraction=0.5, bootstrap=Bootstrap(n_resamples=50, random_state=1))
     result = table.results[0]
     fit_rows = fit_rows_by_fraction(result.claim_rows, 0.5, random_state=1)
     assert len(fit_rows) == 30
@@ -146,8 +157,11 @@ def test_calibration_on_a_seeded_half_equals_a_direct_fit(rows):
     assert first.n_fit_samples == 30 and first.n_eval_samples == 30
     assert first.ece_interval[0] <= first.ece_interval[1]
     # fitting on another table: samples it shares with the evaluated one are not measured
-    fit_table = evaluate_signals(rows[:20], _signals(rows), n_bootstrap=0, min_coverage=0)
-    (cal, _) = calibrate_table(table, fit_table=fit_table, n_bootstrap=0)
+    fit_table = evaluate_signals(rows[:20], _signals(rows), bootstrap=None, min_coverage=0)
+    (cal, _) = calibrate_table(table, fit_table=fit_table, bootstrap=None)
     assert cal.n_eval_samples == 40 and cal.ece_interval is None
+    # without bootstrap the fitting half is still the one split_seed draws
+    (no_interval, _) = calibrate_table(table, fit_fraction=0.5, bootstrap=None, split_seed=1)
+    assert no_interval.ece == first.ece and no_interval.ece_interval is None
     with pytest.raises(ValueError, match="exactly one"):
         calibrate_table(table)

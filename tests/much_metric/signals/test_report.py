@@ -8,6 +8,7 @@ import pytest
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
+from much_metric.scoring import Bootstrap
 from much_metric.signals._evaluation import evaluate_signals
 from much_metric.signals._report import format_metric, render_report, write_report
 
@@ -25,7 +26,8 @@ def table():
                    for i, r in enumerate(rows)},
     }
     with pytest.warns(UserWarning, match="lang=de: no hallucinated claim"):
-        return evaluate_signals(rows, signals, aggregators=("product", "mean"), by=("lang",), n_bootstrap=30)
+        return evaluate_signals(rows, signals, aggregators=("product", "mean"), by=("lang",),
+                                bootstrap=Bootstrap(n_resamples=30))
 
 
 def _pngs(page):

@@ -109,7 +109,7 @@ def _signal(rows, keep):
 
 def test_partial_coverage_warns_in_the_api(rows):
     with pytest.warns(MuchMetricWarning, match=r"signal 'x' \(f\.jsonl\): 4 of 40 samples have no values"):
-        table = evaluate_signals(rows, _signal(rows, 36), n_bootstrap=0, min_coverage=0.9, source="f.jsonl")
+        table = evaluate_signals(rows, _signal(rows, 36), bootstrap=None, min_coverage=0.9, source="f.jsonl")
     assert table.coverage == {"x": 0.9}
     assert table.missing == {"x": 4}
     assert table.results[0].metrics["coverage"] == 0.9
@@ -118,16 +118,16 @@ def test_partial_coverage_warns_in_the_api(rows):
 
 def test_coverage_below_the_threshold_raises(rows):
     with pytest.raises(ValueError, match=r"covers 5 of the dataset's 40 samples \(12\.5%\), below min_coverage=95%"):
-        evaluate_signals(rows, _signal(rows, 5), n_bootstrap=0, source="f.jsonl")
+        evaluate_signals(rows, _signal(rows, 5), bootstrap=None, source="f.jsonl")
     with pytest.raises(ValueError, match="below min_coverage"):
-        evaluate_signals(rows, _signal(rows, 37), n_bootstrap=0)  # 92.5% < the default 95%
+        evaluate_signals(rows, _signal(rows, 37), bootstrap=None)  # 92.5% < the default 95%
     with pytest.warns(MuchMetricWarning, match="35 of 40 samples have no values"):
-        table = evaluate_signals(rows, _signal(rows, 5), n_bootstrap=0, min_coverage=0)  # accepted on request
+        table = evaluate_signals(rows, _signal(rows, 5), bootstrap=None, min_coverage=0)  # accepted on request
     assert table.coverage == {"x": 5 / 40}
 
 
 def test_full_coverage_is_reported_without_warning(rows, recwarn):
-    table = evaluate_signals(rows, _signal(rows, 40), n_bootstrap=0)
+    table = evaluate_signals(rows, _signal(rows, 40), bootstrap=None)
     assert table.coverage == {"x": 1.0} and table.results[0].metrics["coverage"] == 1.0
     assert not [w for w in recwarn if "have no values" in str(w.message)]
 
@@ -135,12 +135,12 @@ def test_full_coverage_is_reported_without_warning(rows, recwarn):
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "0.9", None])
 def test_min_coverage_must_be_a_fraction(rows, bad):
     with pytest.raises(ValueError, match="min_coverage must be a fraction"):
-        evaluate_signals(rows, _signal(rows, 40), n_bootstrap=0, min_coverage=bad)
+        evaluate_signals(rows, _signal(rows, 40), bootstrap=None, min_coverage=bad)
 
 
 def test_no_signal_at_all_is_an_error(rows):
     with pytest.raises(ValueError, match=r"no signal to evaluate \(f\.jsonl\)"):
-        evaluate_signals(rows, {}, n_bootstrap=0, source="f.jsonl")
+        evaluate_signals(rows, {}, bootstrap=None, source="f.jsonl")
 
 
 # -- much run --out keeps the numbers of much run ----------------------------------------------------------------
