@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays
-from much_metric.baselines.probability import _check_delta, _top_delta, sampled_rank
+from much_metric.baselines.methods.probability import _check_delta, _top_delta, sampled_rank
 
 __all__ = ["memo", "rank_of_sampled", "renormalised_top", "sampled_probability_or_floor", "sorted_arrays", "xlogx"]
 

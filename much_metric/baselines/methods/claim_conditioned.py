@@ -1,7 +1,7 @@
 """Claim-conditioned probability without an NLI model (variants of CCP, Fadeeva et al., 2024).
 
-CCP (:mod:`much_metric.baselines.ccp`) asks an NLI model, for each of the top-``delta`` candidates ``c`` of a token,
-whether replacing the sampled token ``t`` by ``c`` keeps the meaning (entailment, mass ``E``), changes it
+CCP (:mod:`much_metric.baselines.methods.ccp`) asks an NLI model, for each of the top-``delta`` candidates ``c``
+of a token, whether replacing the sampled token ``t`` by ``c`` keeps the meaning (entailment, mass ``E``), changes it
 (contradiction, mass ``C``) or neither; ``CCP = 1 - E / (E + C)``. LM-Polygraph's claim-level CCP additionally
 treats function words as entailment. Two model-free variants replace the NLI decision:
 
@@ -26,7 +26,7 @@ from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
 from much_metric.baselines._topk import rank_of_sampled, sorted_arrays
 from much_metric.baselines.context import decode_groups, decode_ids
-from much_metric.baselines.probability import _check_delta, sampled_rank
+from much_metric.baselines.methods.probability import _check_delta, sampled_rank
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["ccp_no_nli", "ccp_surface"]
@@ -101,7 +101,7 @@ def ccp_surface(data: Any, *, tokenizer: Any, delta: int = 10) -> list[np.ndarra
     Parameters
     ----------
     tokenizer : tokenizer, callable or PerSampleDecoder
-        The generating LLM's tokenizer (as for :func:`much_metric.baselines.ccp.ccp`).
+        The generating LLM's tokenizer (as for :func:`much_metric.baselines.methods.ccp.ccp`).
 
     Returns
     -------

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines.probability import _top_delta
+from much_metric.baselines.methods.probability import _top_delta
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["probability_margin"]

@@ -19,7 +19,7 @@ import numpy as np
 from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
 from much_metric.baselines._topk import renormalised_top, xlogx
-from much_metric.baselines.probability import _check_delta
+from much_metric.baselines.methods.probability import _check_delta
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["renyi_entropy"]

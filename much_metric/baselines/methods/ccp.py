@@ -22,6 +22,7 @@ import numpy as np
 from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
 from much_metric.baselines.context import Decoder, context_windows, decode_groups, decode_ids
+from much_metric.baselines.methods.probability import _check_delta, sampled_rank
 from much_metric.baselines.nli import (
     NLI_SUFFIX_PATTERN,
     checked_signal_name,
@@ -29,7 +30,6 @@ from much_metric.baselines.nli import (
     nli_signal_suffix,
     resolve_nli,
 )
-from much_metric.baselines.probability import _check_delta, sampled_rank
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["ccp", "ccp_signal_name", "ccp_pairs"]

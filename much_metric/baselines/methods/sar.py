@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines.ccp import _pair_generation_ids, _run_nli
 from much_metric.baselines.context import Decoder, context_windows, decode_groups, decode_ids
+from much_metric.baselines.methods.ccp import _pair_generation_ids, _run_nli
+from much_metric.baselines.methods.probability import _sampled_probability_flat
 from much_metric.baselines.nli import (
     NLI_SUFFIX_PATTERN,
     checked_signal_name,
@@ -25,7 +26,6 @@ from much_metric.baselines.nli import (
     nli_signal_suffix,
     resolve_nli,
 )
-from much_metric.baselines.probability import _sampled_probability_flat
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["sar", "sar_signal_name", "sar_pairs"]
@@ -85,7 +85,7 @@ def sar(
         A MUCH split (``output_tokens``, ``logits_token_ids``, ``logits_values``). The sampled token must be among
         the stored candidates (always true in MUCH); otherwise a ValueError names the sample and token.
     nli : str, NliScorer, or object with ``id2label`` and ``predict_proba(premises, hypotheses)``
-        As in :func:`much_metric.baselines.ccp.ccp`; P(entailment) is the softmax column named entailment.
+        As in :func:`much_metric.baselines.methods.ccp.ccp`; P(entailment) is the softmax column named entailment.
     tokenizer : tokenizer, callable or PerSampleDecoder
         The generating LLM's tokenizer, a batch decode function, or a per-sample mapping (as in CCP).
     sigma : int, default 8

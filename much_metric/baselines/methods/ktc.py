@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 #: The statistics shipped for the embedded sample (SmolLM2 tokenizer), see ``NOTES``/README for their corpus.
-SAMPLE_NEIGHBOURS = Path(__file__).resolve().parents[1] / "data" / "neighbours" / "smollm2.npz"
+SAMPLE_NEIGHBOURS = Path(__file__).resolve().parents[2] / "data" / "neighbours" / "smollm2.npz"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +148,7 @@ def _config_label(params: Any) -> str:
 def _config_of(config_id: str) -> KTCConfig:
     if config_id not in _KNOWN:
         raise ValueError(f"unknown KTC config id {config_id!r}: the reference's 55 configs are known; register "
-                         "another with much_metric.baselines.ktc.register_config(KTCConfig(...))")
+                         "another with much_metric.baselines.methods.ktc.register_config(KTCConfig(...))")
     return _KNOWN[config_id]
 
 
