@@ -16,6 +16,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -23,8 +24,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["locked", "hold", "atomic_write_bytes", "atomic_write_text", "locked_tempdir", "clean_stale"]
+__all__ = ["locked", "hold", "atomic_write_bytes", "atomic_write_text", "locked_tempdir", "clean_stale", "clean_owned",
+           "TEMP_SUFFIX"]
 
+#: The random part ``tempfile`` adds to a temporary's name (``mkstemp``/``mkdtemp``: 8 characters of this set).
+TEMP_SUFFIX = r"[a-z0-9_]{8}"
 #: A temporary younger than this is never removed: its writer may be between creating it and locking it.
 STALE_AFTER_S = 30.0
 
@@ -131,6 +135,34 @@ def clean_stale(folder: str | os.PathLike, *, now: float | None = None, quiet: b
             if now - entry.stat().st_mtime < STALE_AFTER_S or not _is_free(entry):
                 continue
         except FileNotFoundError:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        cleaned.append(entry)
+    if cleaned and not quiet:
+        print(f"builder: removed {len(cleaned)} leftover(s) of killed runs in {folder}: "
+              + ", ".join(p.name for p in cleaned), file=sys.stderr)
+    return cleaned
+
+
+def clean_owned(folder: str | os.PathLike, pattern: re.Pattern[str], *, quiet: bool = False) -> list[Path]:
+    """Remove the temporaries in ``folder`` whose whole name matches ``pattern`` and whose lock is free, whatever
+    their age.
+
+    Call it only while holding the lock that every creator of such names holds from before it creates one until it
+    renames or removes it (the export holds its folder's lock around its ``.much.XXXXXXXX`` folder and its
+    ``rows/.<split>.jsonl.XXXXXXXX.tmp`` files). Then no live writer can be between creating a temporary and locking
+    it, so :func:`clean_stale`'s age rule (which left the leftovers of runs killed less than
+    :data:`STALE_AFTER_S` ago) is not needed; the lock check stays as a second guard.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    cleaned = []
+    for entry in sorted(folder.iterdir()):
+        if entry.is_symlink() or not pattern.fullmatch(entry.name) or not _is_free(entry):
             continue
         if entry.is_dir():
             shutil.rmtree(entry, ignore_errors=True)
