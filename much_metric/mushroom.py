@@ -36,6 +36,7 @@ import numpy as np
 __all__ = [
     "MushroomFormatError", "read_jsonl", "hard_from_soft", "soft_from_hard", "item_iou", "item_cor",
     "score", "baseline_predictions", "spearman", "token_char_ranges", "claim_char_ranges", "spans_prediction",
+    "span_mask", "record_spans",
 ]
 
 #: Official threshold turning soft labels into hard labels (strictly greater).
@@ -122,7 +123,9 @@ def soft_from_hard(hard_labels: Iterable[Sequence[int]]) -> list[dict[str, Any]]
     return [{"start": int(start), "end": int(end), "prob": 1.0} for start, end in hard_labels]
 
 
-def _labels(record: Mapping[str, Any], text_len: int, where: str):
+def record_spans(record: Mapping[str, Any], text_len: int, where: str) -> tuple[list, list]:
+    """(hard spans ``[(start, end)]``, soft spans ``[(start, end, prob)]``) of a Mu-SHROOM record, checked
+    against the text length; the missing kind is derived from the other as the official scorer does."""
     has_hard, has_soft = record.get("hard_labels") is not None, record.get("soft_labels") is not None
     if not has_hard and not has_soft:
         raise MushroomFormatError(f"{where}: neither hard_labels nor soft_labels")
@@ -135,10 +138,13 @@ def _labels(record: Mapping[str, Any], text_len: int, where: str):
     return hard, soft
 
 
-def _mask(spans: Iterable[tuple[int, ...]], text_len: int) -> np.ndarray:
-    mask = np.zeros(text_len, dtype=bool)
+def span_mask(n_chars: int, spans: Iterable[Sequence[int]], *, inclusive_end: bool = False) -> np.ndarray:
+    """Boolean mask (n_chars,): the characters covered by ``spans`` (``[start, end)`` pairs, or ``[start, end]``
+    with ``inclusive_end``; bounds below 0 count as 0)."""
+    mask = np.zeros(n_chars, dtype=bool)
+    extra = 1 if inclusive_end else 0
     for span in spans:
-        mask[span[0]:span[1]] = True
+        mask[max(int(span[0]), 0): max(int(span[1]) + extra, 0)] = True
     return mask
 
 
@@ -239,11 +245,11 @@ def score(references: Iterable[Mapping[str, Any]], predictions: Iterable[Mapping
         if not text:
             raise MushroomFormatError(f"{where}: empty model_output_text (correlation undefined)")
         text_len = len(text)
-        ref_hard, ref_soft = _labels(ref, text_len, where)
-        pred_hard, pred_soft = _labels(preds[item_id], text_len, _where(preds[item_id], "prediction"))
+        ref_hard, ref_soft = record_spans(ref, text_len, where)
+        pred_hard, pred_soft = record_spans(preds[item_id], text_len, _where(preds[item_id], "prediction"))
         ids.append(item_id)
         langs.append(_language(ref))
-        ious.append(item_iou(_mask(ref_hard, text_len), _mask(pred_hard, text_len)))
+        ious.append(item_iou(span_mask(text_len, ref_hard), span_mask(text_len, pred_hard)))
         cors.append(item_cor(_paint(ref_soft, text_len), _paint(pred_soft, text_len)))
     iou, cor, lang_array = np.asarray(ious), np.asarray(cors), np.asarray(langs)
     per_language = {

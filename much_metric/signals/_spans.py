@@ -70,7 +70,7 @@ def _best_threshold(candidates: np.ndarray, items: list[tuple[dict, np.ndarray, 
             for (a, b), s in zip(np.clip(ranges, 0, text_len), scores, strict=True):
                 if s > threshold:
                     predicted[a:b] = True
-            reference = mushroom._mask(mushroom._labels(record, text_len, "reference")[0], text_len)
+            reference = mushroom.span_mask(text_len, mushroom.record_spans(record, text_len, "reference")[0])
             ious.append(mushroom.item_iou(reference, predicted))
         if np.mean(ious) > best_iou:
             best, best_iou = float(threshold), float(np.mean(ious))

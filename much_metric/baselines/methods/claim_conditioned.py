@@ -24,9 +24,8 @@ import numpy as np
 
 from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._topk import rank_of_sampled, sorted_arrays
+from much_metric.baselines._topk import check_delta, rank_of_sampled, sampled_rank, sorted_arrays
 from much_metric.baselines.context import decode_groups, decode_ids
-from much_metric.baselines.methods.probability import _check_delta, sampled_rank
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["ccp_no_nli", "ccp_surface"]
@@ -35,7 +34,7 @@ __all__ = ["ccp_no_nli", "ccp_surface"]
 def _candidates(arrays: TokenArrays, delta: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(candidate ids (N, delta + 1), their probabilities, valid mask): the top delta plus the sampled token appended
     (probability 0 and invalid when it already is in the top delta), as CCP builds them."""
-    delta = _check_delta(delta, arrays.probabilities.shape[1])
+    delta = check_delta(delta, arrays.probabilities.shape[1])
     rank = sampled_rank(arrays)
     rows = np.arange(arrays.n_tokens)
     outside = rank >= delta
@@ -53,7 +52,7 @@ def _ratio(arrays: TokenArrays, entail: np.ndarray, total: np.ndarray) -> np.nda
 
 
 def _no_nli_flat(arrays: TokenArrays, *, delta: int = 10) -> np.ndarray:
-    delta = _check_delta(delta, arrays.probabilities.shape[1])
+    delta = check_delta(delta, arrays.probabilities.shape[1])
     arrays = sorted_arrays(arrays)
     rank = rank_of_sampled(arrays)
     sampled = arrays.probabilities[np.arange(arrays.n_tokens), rank]
@@ -113,7 +112,7 @@ def ccp_surface(data: Any, *, tokenizer: Any, delta: int = 10) -> list[np.ndarra
 
 
 def _check(params: dict[str, Any]) -> None:
-    _check_delta(params["delta"], TOP_K)
+    check_delta(params["delta"], TOP_K)
 
 
 BASELINES = (

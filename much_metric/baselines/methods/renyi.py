@@ -18,8 +18,7 @@ import numpy as np
 
 from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._topk import renormalised_top, xlogx
-from much_metric.baselines.methods.probability import _check_delta
+from much_metric.baselines._topk import check_delta, renormalised_top, xlogx
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["renyi_entropy"]
@@ -71,7 +70,7 @@ def renyi_entropy(data: Any, *, alpha: float = 2.0, delta: int = 24) -> list[np.
 
 def _check(params: dict[str, Any]) -> None:
     _check_alpha(params["alpha"])
-    _check_delta(params["delta"], TOP_K)
+    check_delta(params["delta"], TOP_K)
 
 
 BASELINES = (

@@ -23,8 +23,7 @@ import numpy as np
 
 from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._topk import renormalised_top
-from much_metric.baselines.methods.probability import _check_delta
+from much_metric.baselines._topk import check_delta, renormalised_top
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["self_certainty"]
@@ -52,7 +51,7 @@ def self_certainty(data: Any, *, delta: int = 24) -> list[np.ndarray]:
 BASELINES = (
     Baseline(
         name="self_certainty_{delta}", compute=_self_certainty_flat, display="Self-Certainty-{delta}", order=53,
-        defaults=("self_certainty_24",), check=lambda params: _check_delta(params["delta"], TOP_K),
+        defaults=("self_certainty_24",), check=lambda params: check_delta(params["delta"], TOP_K),
         description="exp(-KL(uniform || top-delta renormalised)) (self-certainty, Kang et al. 2025, on the top delta)",
     ),
 )
