@@ -5,7 +5,8 @@ SIGKILL. That gives two guarantees used across the builder:
 
 * :func:`locked` serialises the writers of one output file (``scripts/slurm_generate.sbatch`` runs several tasks
   appending to one ``generations.jsonl``; two ``annotate`` runs may overlap on one folder);
-* a temporary (``.<file>.*.tmp`` of :func:`atomic_write_bytes`, the export's ``.much.*`` folder) is locked by its
+* a temporary (``.<file>.*.tmp`` of :func:`atomic_write_bytes`, the one writer of
+  :mod:`much_metric.fileio`, the export's ``.much.*`` folder) is locked by its
   writer while it exists, so :func:`clean_stale` removes exactly the ones whose writer is gone -- never one that a
   live process is still writing.
 """
@@ -23,6 +24,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from much_metric.fileio import atomic_write_bytes, atomic_write_text
 
 __all__ = ["locked", "hold", "atomic_write_bytes", "atomic_write_text", "locked_tempdir", "clean_stale", "clean_owned",
            "TEMP_SUFFIX"]
@@ -57,31 +60,6 @@ def hold(path: str | os.PathLike) -> int:
     fd = os.open(path, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_EX)
     return fd
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically; the temporary is locked while it exists (see :func:`clean_stale`)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600 files; give what a plain open() would
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-            os.replace(tmp, path)  # still locked: a cleaner never sees an unlocked temporary of a live writer
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8) atomically."""
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 @contextlib.contextmanager

@@ -25,9 +25,8 @@ module raises a :class:`MushroomFormatError` (a ``ValueError``) naming the recor
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ import numpy as np
 __all__ = [
     "MushroomFormatError", "read_jsonl", "hard_from_soft", "soft_from_hard", "item_iou", "item_cor",
     "score", "baseline_predictions", "spearman", "token_char_ranges", "claim_char_ranges", "spans_prediction",
-    "span_mask", "record_spans",
+    "span_mask", "record_spans", "read_records", "output_text",
 ]
 
 #: Official threshold turning soft labels into hard labels (strictly greater).
@@ -51,15 +50,29 @@ class MushroomFormatError(ValueError):
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Records of a Mu-SHROOM JSONL file (one JSON object a line; blank lines skipped)."""
-    records = []
-    with open(path, encoding="utf-8") as stream:
-        for number, line in enumerate(stream, 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise MushroomFormatError(f"{path}:{number}: not a JSON object: {error}") from None
-    return records
+    from much_dataset.jsonl import read_jsonl as read_lines
+
+    return [record for _, record in read_lines(path, error=MushroomFormatError, what="not a JSON object")]
+
+
+def read_records(sources: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
+    """Mu-SHROOM records from JSONL files or folders (a folder: its ``*.jsonl`` files, sorted), in a stable order.
+
+    Raises ``FileNotFoundError`` for a source that is neither a file nor a folder with a ``*.jsonl`` file.
+    """
+    for source in sources:
+        path = Path(source)
+        files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+        if not files or not all(f.is_file() for f in files):
+            raise FileNotFoundError(f"no Mu-SHROOM JSONL file at {path}")
+        for file in files:
+            yield from read_jsonl(file)
+
+
+def output_text(record: Mapping[str, Any]) -> str:
+    """A record's ``model_output_text`` cut at the first ``<|im_end|>`` (some models' outputs, occiglot-de-en's,
+    carry the chat template's end marker inside the text)."""
+    return record["model_output_text"].split("<|im_end|>")[0]
 
 
 def _where(record: Mapping[str, Any], source: str) -> str:

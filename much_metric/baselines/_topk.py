@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import LOGITS_TOKEN_IDS, OUTPUT_TOKENS
+from much_dataset.schema import LOGITS_TOKEN_IDS, OUTPUT_TOKENS, TOP_K
 from much_metric.baselines._arrays import TokenArrays
 
-__all__ = ["MISSING_RULES", "check_delta", "check_missing", "memo", "rank_of_sampled", "renormalised_top",
-           "sampled_probability", "sampled_probability_or_floor", "sampled_rank", "sorted_arrays", "top_delta", "xlogx"]
+__all__ = ["MISSING_RULES", "check_delta", "check_delta_param", "check_missing", "memo", "rank_of_sampled",
+           "renormalised_top", "sampled_probability", "sampled_probability_or_floor", "sampled_rank", "sorted_arrays",
+           "top_delta", "xlogx"]
 
 
 #: What to do when a sampled token is not among its stored candidates: ``"raise"`` or ``"nan"``.
@@ -61,6 +62,11 @@ def check_delta(delta: Any, width: int) -> int:
     if isinstance(delta, bool) or not isinstance(delta, int | np.integer) or not 2 <= delta <= width:
         raise ValueError(f"delta must be an integer in [2, {width}] (the number of stored candidates), got {delta!r}")
     return int(delta)
+
+
+def check_delta_param(params: dict[str, Any]) -> None:
+    """``Baseline.check`` of a name with a ``{delta}`` field: ``delta`` in [2, 24] (MUCH's stored candidates)."""
+    check_delta(params["delta"], TOP_K)
 
 
 def top_delta(probabilities: np.ndarray, delta: int) -> np.ndarray:

@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._topk import check_delta, sampled_rank
+from much_metric.baselines._topk import check_delta, check_delta_param, sampled_rank
 from much_metric.baselines.context import Decoder, context_windows, decode_groups, decode_ids
 from much_metric.baselines.nli import (
     NLI_SUFFIX_PATTERN,
@@ -182,7 +181,7 @@ BASELINES = (
         name="ccp_{delta}_{sigma}{suffix}", compute=_ccp_compute, display="CCP-{delta}-{sigma}{suffix}",
         needs=("tokenizer", "nli"), params={"suffix": NLI_SUFFIX_PATTERN}, defaults=("ccp_10_8",),
         options=("reference_window",), signal_name=_ccp_name, order=10,
-        check=lambda params: check_delta(params["delta"], TOP_K),
+        check=check_delta_param,
         description="claim-conditioned probability over the top-delta candidates, NLI on sigma-token windows "
                     "(Fadeeva et al. 2024; spec 8)",
     ),

@@ -22,9 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import TOP_K
-from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._topk import check_delta, rank_of_sampled, sampled_rank, sorted_arrays
+from much_metric.baselines._arrays import TokenArrays, per_sample
+from much_metric.baselines._topk import check_delta, check_delta_param, rank_of_sampled, sampled_rank, sorted_arrays
 from much_metric.baselines.context import decode_groups, decode_ids
 from much_metric.baselines.registry import Baseline
 
@@ -90,8 +89,7 @@ def ccp_no_nli(data: Any, *, delta: int = 10) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain; >= ``ccp(..., delta=delta)`` for any NLI model.
     """
-    arrays = token_arrays(data)
-    return arrays.split(_no_nli_flat(arrays, delta=delta))
+    return per_sample(_no_nli_flat, data, delta=delta)
 
 
 def ccp_surface(data: Any, *, tokenizer: Any, delta: int = 10) -> list[np.ndarray]:
@@ -107,23 +105,18 @@ def ccp_surface(data: Any, *, tokenizer: Any, delta: int = 10) -> list[np.ndarra
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
-    return arrays.split(_surface_flat(arrays, delta=delta, tokenizer=tokenizer))
-
-
-def _check(params: dict[str, Any]) -> None:
-    check_delta(params["delta"], TOP_K)
+    return per_sample(_surface_flat, data, delta=delta, tokenizer=tokenizer)
 
 
 BASELINES = (
     Baseline(
         name="ccp_no_nli_{delta}", compute=_no_nli_flat, display="CCP-no-NLI-{delta}", order=11,
-        defaults=("ccp_no_nli_10", "ccp_no_nli_24"), check=_check,
+        defaults=("ccp_no_nli_10", "ccp_no_nli_24"), check=check_delta_param,
         description="CCP with every other candidate a contradiction: 1 - p(t) / top-delta mass (upper bound of CCP)",
     ),
     Baseline(
         name="ccp_surface_{delta}", compute=_surface_flat, display="CCP-surface-{delta}", order=12,
-        needs=("tokenizer",), defaults=("ccp_surface_10",), check=_check,
+        needs=("tokenizer",), defaults=("ccp_surface_10",), check=check_delta_param,
         description="CCP with entailment = same decoded text as the sampled token (case/space-insensitive)",
     ),
 )

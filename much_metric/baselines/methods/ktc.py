@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._ktc_kernels import (
     KERNELS,
     NORMALIZATIONS,
@@ -319,8 +319,7 @@ def ktc(data: Any, config: KTCConfig | None = None, *, neighbours: Any, referenc
         Values in [0, 1]; higher = more uncertain.
     """
     config = KTC_DEFAULT if config is None else config
-    arrays = token_arrays(data)
-    return arrays.split(_ktc_flat(arrays, config, neighbours, reference=reference))
+    return per_sample(_ktc_flat, data, config, neighbours, reference=reference)
 
 
 def default_neighbours(data: Any) -> NeighbourStats | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._topk import top_delta
 from much_metric.baselines.registry import Baseline
 
@@ -34,8 +34,7 @@ def probability_margin(data: Any) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
-    return arrays.split(_margin_flat(arrays))
+    return per_sample(_margin_flat, data)
 
 
 BASELINES = (

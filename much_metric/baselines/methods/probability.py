@@ -14,9 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import TOP_K
-from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._topk import MISSING_RULES, check_delta, sampled_probability, top_delta
+from much_metric.baselines._arrays import TokenArrays, per_sample
+from much_metric.baselines._topk import MISSING_RULES, check_delta, check_delta_param, sampled_probability, top_delta
 from much_metric.baselines.registry import Baseline
 
 __all__ = [
@@ -66,8 +65,7 @@ def sampled_token_probability(data: Any, *, missing: str = "raise") -> list[np.n
     -------
     list of length n_samples of ndarray of shape (n_tokens_i,)
     """
-    arrays = token_arrays(data)
-    return arrays.split(sampled_probability(arrays, missing=missing))
+    return per_sample(sampled_probability, data, missing=missing)
 
 
 def token_likelihood(data: Any, *, missing: str = "raise") -> list[np.ndarray]:
@@ -80,8 +78,7 @@ def token_likelihood(data: Any, *, missing: str = "raise") -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
-    return arrays.split(_token_likelihood_flat(arrays, missing=missing))
+    return per_sample(_token_likelihood_flat, data, missing=missing)
 
 
 def max_likelihood(data: Any) -> list[np.ndarray]:
@@ -94,8 +91,7 @@ def max_likelihood(data: Any) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
-    return arrays.split(_max_likelihood_flat(arrays))
+    return per_sample(_max_likelihood_flat, data)
 
 
 def token_entropy(data: Any, *, delta: int = 24) -> list[np.ndarray]:
@@ -116,8 +112,7 @@ def token_entropy(data: Any, *, delta: int = 24) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1]: 0 = all mass on one candidate, 1 = uniform over the ``delta``; higher = more uncertain.
     """
-    arrays = token_arrays(data)
-    return arrays.split(_token_entropy_flat(arrays, delta=delta))
+    return per_sample(_token_entropy_flat, data, delta=delta)
 
 
 BASELINES = (
@@ -131,7 +126,7 @@ BASELINES = (
     ),
     Baseline(
         name="token_entropy_{delta}", compute=_token_entropy_flat, display="Token Entropy-{delta}", order=50,
-        defaults=("token_entropy_24",), check=lambda params: check_delta(params["delta"], TOP_K),
+        defaults=("token_entropy_24",), check=check_delta_param,
         description="entropy of the top-delta probabilities renormalised, / ln(delta) (paper section 5, spec 8)",
     ),
 )

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.schema import TOP_K
-from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._topk import check_delta, renormalised_top, xlogx
 from much_metric.baselines.registry import Baseline
 
@@ -64,8 +64,7 @@ def renyi_entropy(data: Any, *, alpha: float = 2.0, delta: int = 24) -> list[np.
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
-    return arrays.split(_renyi_flat(arrays, alpha=alpha, delta=delta))
+    return per_sample(_renyi_flat, data, alpha=alpha, delta=delta)
 
 
 def _check(params: dict[str, Any]) -> None:

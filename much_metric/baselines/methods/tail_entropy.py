@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import TOP_K
-from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._topk import check_delta, top_delta, xlogx
+from much_metric.baselines._arrays import TokenArrays, per_sample
+from much_metric.baselines._topk import check_delta, check_delta_param, top_delta, xlogx
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["tail_entropy"]
@@ -42,14 +41,13 @@ def tail_entropy(data: Any, *, delta: int = 24) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(data)
-    return arrays.split(_tail_entropy_flat(arrays, delta=delta))
+    return per_sample(_tail_entropy_flat, data, delta=delta)
 
 
 BASELINES = (
     Baseline(
         name="tail_entropy_{delta}", compute=_tail_entropy_flat, display="Tail Entropy-{delta}", order=51,
-        defaults=("tail_entropy_24",), check=lambda params: check_delta(params["delta"], TOP_K),
+        defaults=("tail_entropy_24",), check=check_delta_param,
         description="entropy of the top-delta probabilities plus the rest of the vocabulary as one outcome, "
                     "/ ln(delta+1) (lower bound of the full entropy)",
     ),
