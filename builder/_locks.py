@@ -114,15 +114,21 @@ def clean_stale(folder: str | os.PathLike, *, now: float | None = None, quiet: b
                 continue
         except FileNotFoundError:
             continue
+        cleaned.append(entry)
+    return _remove(folder, cleaned, quiet=quiet)
+
+
+def _remove(folder: Path, entries: list[Path], *, quiet: bool) -> list[Path]:
+    """Remove the leftovers ``entries`` of ``folder`` (files or folders) and say so unless ``quiet``."""
+    for entry in entries:
         if entry.is_dir():
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink(missing_ok=True)
-        cleaned.append(entry)
-    if cleaned and not quiet:
-        print(f"builder: removed {len(cleaned)} leftover(s) of killed runs in {folder}: "
-              + ", ".join(p.name for p in cleaned), file=sys.stderr)
-    return cleaned
+    if entries and not quiet:
+        print(f"builder: removed {len(entries)} leftover(s) of killed runs in {folder}: "
+              + ", ".join(p.name for p in entries), file=sys.stderr)
+    return entries
 
 
 def clean_owned(folder: str | os.PathLike, pattern: re.Pattern[str], *, quiet: bool = False) -> list[Path]:
@@ -142,12 +148,5 @@ def clean_owned(folder: str | os.PathLike, pattern: re.Pattern[str], *, quiet: b
     for entry in sorted(folder.iterdir()):
         if entry.is_symlink() or not pattern.fullmatch(entry.name) or not _is_free(entry):
             continue
-        if entry.is_dir():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
         cleaned.append(entry)
-    if cleaned and not quiet:
-        print(f"builder: removed {len(cleaned)} leftover(s) of killed runs in {folder}: "
-              + ", ".join(p.name for p in cleaned), file=sys.stderr)
-    return cleaned
+    return _remove(folder, cleaned, quiet=quiet)

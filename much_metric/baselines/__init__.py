@@ -23,9 +23,7 @@ is first accessed. So a plugin may import :class:`Baseline` from here while it i
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from much_metric._lazy import lazy_attributes
 from much_metric.baselines.registry import Baseline, available, register, resolve, signal_groups, unregister
 
 #: Public name -> the module defining it, imported on first access.
@@ -53,14 +51,4 @@ _LAZY = {
 __all__ = ["Baseline", "available", "register", "resolve", "signal_groups", "unregister", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
