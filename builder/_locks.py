@@ -5,7 +5,8 @@ SIGKILL. That gives two guarantees used across the builder:
 
 * :func:`locked` serialises the writers of one output file (``scripts/slurm_generate.sbatch`` runs several tasks
   appending to one ``generations.jsonl``; two ``annotate`` runs may overlap on one folder);
-* a temporary (``.<file>.*.tmp`` of :func:`atomic_write_bytes`, the export's ``.much.*`` folder) is locked by its
+* a temporary (``.<file>.*.tmp`` of :func:`atomic_write_bytes`, the one writer of
+  :mod:`much_metric.fileio`, the export's ``.much.*`` folder) is locked by its
   writer while it exists, so :func:`clean_stale` removes exactly the ones whose writer is gone -- never one that a
   live process is still writing.
 """
@@ -16,6 +17,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -23,8 +25,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["locked", "hold", "atomic_write_bytes", "atomic_write_text", "locked_tempdir", "clean_stale"]
+from much_metric.fileio import atomic_write_bytes, atomic_write_text
 
+__all__ = ["locked", "hold", "atomic_write_bytes", "atomic_write_text", "locked_tempdir", "clean_stale", "clean_owned",
+           "TEMP_SUFFIX"]
+
+#: The random part ``tempfile`` adds to a temporary's name (``mkstemp``/``mkdtemp``: 8 characters of this set).
+TEMP_SUFFIX = r"[a-z0-9_]{8}"
 #: A temporary younger than this is never removed: its writer may be between creating it and locking it.
 STALE_AFTER_S = 30.0
 
@@ -53,31 +60,6 @@ def hold(path: str | os.PathLike) -> int:
     fd = os.open(path, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_EX)
     return fd
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically; the temporary is locked while it exists (see :func:`clean_stale`)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600 files; give what a plain open() would
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-            os.replace(tmp, path)  # still locked: a cleaner never sees an unlocked temporary of a live writer
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8) atomically."""
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 @contextlib.contextmanager
@@ -132,12 +114,39 @@ def clean_stale(folder: str | os.PathLike, *, now: float | None = None, quiet: b
                 continue
         except FileNotFoundError:
             continue
+        cleaned.append(entry)
+    return _remove(folder, cleaned, quiet=quiet)
+
+
+def _remove(folder: Path, entries: list[Path], *, quiet: bool) -> list[Path]:
+    """Remove the leftovers ``entries`` of ``folder`` (files or folders) and say so unless ``quiet``."""
+    for entry in entries:
         if entry.is_dir():
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink(missing_ok=True)
+    if entries and not quiet:
+        print(f"builder: removed {len(entries)} leftover(s) of killed runs in {folder}: "
+              + ", ".join(p.name for p in entries), file=sys.stderr)
+    return entries
+
+
+def clean_owned(folder: str | os.PathLike, pattern: re.Pattern[str], *, quiet: bool = False) -> list[Path]:
+    """Remove the temporaries in ``folder`` whose whole name matches ``pattern`` and whose lock is free, whatever
+    their age.
+
+    Call it only while holding the lock that every creator of such names holds from before it creates one until it
+    renames or removes it (the export holds its folder's lock around its ``.much.XXXXXXXX`` folder and its
+    ``rows/.<split>.jsonl.XXXXXXXX.tmp`` files). Then no live writer can be between creating a temporary and locking
+    it, so :func:`clean_stale`'s age rule (which left the leftovers of runs killed less than
+    :data:`STALE_AFTER_S` ago) is not needed; the lock check stays as a second guard.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    cleaned = []
+    for entry in sorted(folder.iterdir()):
+        if entry.is_symlink() or not pattern.fullmatch(entry.name) or not _is_free(entry):
+            continue
         cleaned.append(entry)
-    if cleaned and not quiet:
-        print(f"builder: removed {len(cleaned)} leftover(s) of killed runs in {folder}: "
-              + ", ".join(p.name for p in cleaned), file=sys.stderr)
-    return cleaned
+    return _remove(folder, cleaned, quiet=quiet)

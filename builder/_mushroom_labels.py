@@ -18,6 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from much_dataset import schema
+from much_metric import mushroom
+from much_metric.mushroom import span_mask
 
 __all__ = ["RULES", "claim_char_ranges", "span_mask", "claim_labels", "claim_max_soft", "hallucinated_mask"]
 
@@ -25,21 +27,10 @@ RULES = ("reference", "hard")
 
 
 def claim_char_ranges(token_ends: Sequence[int], chunks: Sequence[Sequence[int]]) -> np.ndarray:
-    """``(n_claims, 2)`` character ranges ``[start, end)`` of the claims; ``token_ends[i]`` = end of token ``i``."""
+    """``(n_claims, 2)`` character ranges ``[start, end)`` of the claims; ``token_ends[i]`` = end of token ``i``
+    (used as given, not checked to be non-decreasing)."""
     ends = np.asarray(token_ends, dtype=np.int64)
-    starts = np.concatenate([[0], ends[:-1]])
-    first = np.array([chunk[0] for chunk in chunks], dtype=np.int64)
-    last = np.array([chunk[-1] for chunk in chunks], dtype=np.int64)
-    return np.stack([starts[first], ends[last]], axis=1)
-
-
-def span_mask(n_chars: int, spans: Sequence[Sequence[int]], *, inclusive_end: bool = False) -> np.ndarray:
-    """Boolean mask of length ``n_chars``: characters covered by ``spans`` (``[start, end)`` pairs)."""
-    mask = np.zeros(n_chars, dtype=bool)
-    extra = 1 if inclusive_end else 0
-    for start, end in spans:
-        mask[max(int(start), 0): max(int(end) + extra, 0)] = True
-    return mask
+    return mushroom.claim_char_ranges(np.stack([np.concatenate([[0], ends[:-1]]), ends], axis=1), chunks)
 
 
 def _covered(ranges: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -173,7 +173,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eos-ids", type=int, nargs="+", default=None, help="EOS ids for the no-EOS pre-check")
 
 
-class _Decoders:
+class Decoders:
     """One decoder per generating model, loaded on first use (``--tokenizer`` overrides them all)."""
 
     def __init__(self, tokenizer: str | None, configs: Mapping[str, Mapping[str, Any]]) -> None:
@@ -222,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
     infoboxes = {r["wiki_url"]: r.get("infobox") or {} for r in read_jsonl(out / "wiki.jsonl")}
     stores = {key: JsonlStore(out / f"labels.{key}.jsonl") for _, key in judges}
     resolver = EosResolver(eos_ids=args.eos_ids, tokenizer=args.tokenizer, configs=configs)
-    decoders = _Decoders(args.tokenizer, configs)
+    decoders = Decoders(args.tokenizer, configs)
 
     ids = sorted(set(generations) & set(segments))
     todo, skipped = [], 0

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from builder._locks import clean_stale, locked, locked_tempdir
+from builder._locks import TEMP_SUFFIX, clean_owned, clean_stale, locked, locked_tempdir
 from builder.errors import BuilderError, require_input
 from builder.store import JsonlStore, atomic_write_text, read_jsonl
 from much_dataset import schema
@@ -188,6 +189,8 @@ def export_folder(rows: Mapping[str, list], folder: Path, *, card_body: str, che
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 old.rename(folder)
+        # Every '.much.XXXXXXXX' folder is created under this lock: the ones left are dead exports' (any age).
+        clean_owned(folder.parent, re.compile(rf"\.{re.escape(folder.name)}\.{TEMP_SUFFIX}"))
         clean_stale(folder.parent)
         with locked_tempdir(folder.parent, f".{folder.name}.") as tmp:
             # Only non-empty splits are declared: a card whose data_files glob matches nothing breaks the hub viewer.
@@ -212,6 +215,15 @@ def export_folder(rows: Mapping[str, list], folder: Path, *, card_body: str, che
 
 
 def _write_rows(out: Path, rows: Mapping[str, list], configs: list[dict]) -> None:
+    """Write ``rows/<split>.jsonl`` and ``rows/configs.jsonl`` under the lock of ``rows/`` (one export at a time),
+    first removing the temporaries of killed exports (``.<file>.XXXXXXXX.tmp``, created under the same lock)."""
+    with locked(out / "rows"):
+        names = "|".join(re.escape(f"{name}.jsonl") for name in (*ALL_SPLITS, "configs"))
+        clean_owned(out / "rows", re.compile(rf"\.(?:{names})\.{TEMP_SUFFIX}\.tmp"))
+        _write_rows_locked(out, rows, configs)
+
+
+def _write_rows_locked(out: Path, rows: Mapping[str, list], configs: list[dict]) -> None:
     for split in ALL_SPLITS:
         text = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows[split])
         atomic_write_text(out / "rows" / f"{split}.jsonl", text)

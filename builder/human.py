@@ -124,7 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, *, input_fn: Callable[[str], str] = input,
         print_fn: Callable[[str], None] = print) -> int:
-    from builder.annotate import _Decoders
+    from builder.annotate import Decoders
 
     out = Path(args.out)
     configs = {r[GENERATION_CONFIG]: r for r in read_jsonl(out / "configs.jsonl")}
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace, *, input_fn: Callable[[str], str] = input,
     print_fn(prompt.GUIDELINES)
     print_fn(f"{args.annotator}: {len(selected)} samples selected for {args.lang!r} "
              f"({len(selected) - len(pending)} already done, {len(pending)} to go)")
-    decoders = _Decoders(args.tokenizer, configs)
+    decoders = Decoders(args.tokenizer, configs)
     for index, gid in enumerate(pending, start=len(selected) - len(pending) + 1):
         generation = generations[gid]
         chunks = segments[gid]["token_chunks"]

@@ -32,6 +32,7 @@ from builder.generate import generation_id
 from builder.questions import DEFAULT_SOURCE, read_mushroom
 from builder.store import JsonlStore, Shard
 from much_dataset import schema
+from much_metric import mushroom
 
 __all__ = ["add_arguments", "run", "teacher_force", "OUT_OF_TOP"]
 
@@ -78,7 +79,7 @@ def _prompt(tokenizer, source_model: str, question: str, *, proxy: bool) -> str:
 
 
 def _output_text(row: dict[str, Any], eos_text: str, *, proxy: bool) -> str:
-    text = row["model_output_text"].split("<|im_end|>")[0]  # occiglot-de-en outputs carry the marker (spec 7.1)
+    text = mushroom.output_text(row)
     if not proxy and "pythia" in row["model_id"].lower():
         return text  # the reference appends no EOS for Pythia
     return text + eos_text

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.configs import question_id
-from builder.store import JsonlStore, read_jsonl
+from builder.store import JsonlStore
 from much_dataset import schema
 
 __all__ = ["add_arguments", "run", "read_mushroom", "questions_from_rows", "DEFAULT_SOURCE"]
@@ -31,13 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_mushroom(sources: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
     """Mu-SHROOM rows from JSONL files or folders (folders: their ``*.jsonl``, sorted), in a stable order."""
-    for source in sources:
-        path = Path(source)
-        files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
-        if not files or not all(f.is_file() for f in files):
-            raise FileNotFoundError(f"no Mu-SHROOM JSONL file at {path}")
-        for file in files:
-            yield from read_jsonl(file)
+    from much_metric.mushroom import read_records
+
+    yield from read_records(sources)
 
 
 def _read_hub() -> Iterator[dict[str, Any]]:  # pragma: no cover - needs the network

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from much_dataset import schema
+from much_dataset._arrow import list_array, list_lengths
 from much_dataset.card import ALL_CONFIG, data_files
-from much_dataset.validation import InvalidFileError, _lengths, _list_array
+from much_dataset.validation import InvalidFileError
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -67,10 +68,10 @@ def integral_table(table: pa.Table, path: str | Path) -> pa.Table:
     for name in INTEGER_COLUMNS:
         if name not in table.column_names:
             continue
-        array = _list_array(table[name])
+        array = list_array(table[name])
         owners = np.arange(len(array))
         while pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
-            owners = np.repeat(owners, _lengths(array))
+            owners = np.repeat(owners, list_lengths(array))
             array = array.flatten()
         if not pa.types.is_floating(array.type):
             continue

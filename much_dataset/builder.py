@@ -227,16 +227,6 @@ def read_rows_jsonl(path: Path) -> pa.Table:
 
 
 def _read_python(path: Path) -> list[dict]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number + 1}: not valid JSON ({error})") from error
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{number + 1}: expected a JSON object, got {type(row).__name__}")
-            rows.append(row)
-    return rows
+    from much_dataset.jsonl import read_jsonl
+
+    return [row for _, row in read_jsonl(path, objects=True)]

@@ -287,7 +287,7 @@ def fill_stopword_mask(
     import datasets
     import pyarrow as pa
 
-    from much_dataset.validation import _lengths, _list_array, _numpy
+    from much_dataset._arrow import flat_numpy, list_array, list_lengths
     from much_dataset.vocab_stopwords import has_table, stopword_masks
 
     table = _arrow(dataset)
@@ -300,9 +300,9 @@ def fill_stopword_mask(
     if len(missing) == len(distinct):
         return dataset
 
-    tokens_array = _list_array(table[schema.OUTPUT_TOKENS])
-    lengths = _lengths(tokens_array)
-    tokens = _numpy(tokens_array.flatten(), np.int64)
+    tokens_array = list_array(table[schema.OUTPUT_TOKENS])
+    lengths = list_lengths(tokens_array)
+    tokens = flat_numpy(tokens_array.flatten(), np.int64)
     token_config = np.repeat(configs, lengths)
     mask = stopword_masks(tokens, token_config, chosen, lengths=lengths,
                           generation_ids=table[schema.GENERATION_ID].to_pylist())
@@ -328,21 +328,21 @@ def to_numpy(dataset: datasets.Dataset, columns: list[str] | None = None) -> dic
     """
     import pyarrow as pa
 
-    from much_dataset.validation import _lengths, _list_array
+    from much_dataset._arrow import list_array, list_lengths
 
     table = _arrow(dataset)
     names = list(table.column_names if columns is None else columns)
     result: dict[str, Any] = {}
     for name in names:
-        array = _list_array(table[name])
+        array = list_array(table[name])
         if not (pa.types.is_list(array.type) or pa.types.is_large_list(array.type)):
             result[name] = array.to_numpy(zero_copy_only=False)
             continue
         nulls = array.is_null().to_numpy(zero_copy_only=False)
-        lengths = _lengths(array)
+        lengths = list_lengths(array)
         inner = array.flatten()
         if pa.types.is_list(inner.type) or pa.types.is_large_list(inner.type):
-            inner_lengths = _lengths(inner)
+            inner_lengths = list_lengths(inner)
             values = inner.flatten().to_numpy(zero_copy_only=False)
             width = int(inner_lengths[0]) if len(inner_lengths) else 0
             if len(inner_lengths) and width > 0 and np.all(inner_lengths == width):

@@ -34,6 +34,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from much_dataset import schema
+from much_dataset._arrow import flat_numpy as _numpy
+from much_dataset._arrow import list_array as _list_array
+from much_dataset._arrow import list_lengths as _lengths
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -84,28 +87,9 @@ class Problem:
 # Flattening helpers: a list column -> per-row lengths (nulls count as 0) + flat values.
 
 
-def _list_array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    import pyarrow as pa
-
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if isinstance(array, pa.ExtensionArray):  # datasets' Array2D: its storage is list<list<...>>
-        array = array.storage
-    return array
-
-
-def _lengths(array: pa.Array) -> np.ndarray:
-    import pyarrow.compute as pc
-
-    return pc.list_value_length(array).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
 def _flatten(array: pa.Array) -> pa.Array:
     # ListArray.flatten honours slicing offsets and skips null slots (whose length we count as 0).
     return array.flatten()
-
-
-def _numpy(array: pa.Array, dtype) -> np.ndarray:
-    return array.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
 
 
 def _starts(lengths: np.ndarray) -> np.ndarray:

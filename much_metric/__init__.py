@@ -9,9 +9,8 @@ the positive class of every metric is the hallucinated claim (label -1).
 
 from __future__ import annotations
 
-import importlib
-
-from much_dataset._version import __version__ as __version__  # one version for both packages (setup.cfg reads it)
+from much_dataset._version import __version__ as __version__
+from much_metric._lazy import lazy_attributes  # one version for both packages (setup.cfg reads it)
 
 # public name -> module that defines it
 _LAZY = {
@@ -39,14 +38,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'much_metric' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

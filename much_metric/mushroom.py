@@ -25,9 +25,8 @@ module raises a :class:`MushroomFormatError` (a ``ValueError``) naming the recor
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ import numpy as np
 __all__ = [
     "MushroomFormatError", "read_jsonl", "hard_from_soft", "soft_from_hard", "item_iou", "item_cor",
     "score", "baseline_predictions", "spearman", "token_char_ranges", "claim_char_ranges", "spans_prediction",
+    "span_mask", "record_spans", "read_records", "output_text",
 ]
 
 #: Official threshold turning soft labels into hard labels (strictly greater).
@@ -50,15 +50,29 @@ class MushroomFormatError(ValueError):
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Records of a Mu-SHROOM JSONL file (one JSON object a line; blank lines skipped)."""
-    records = []
-    with open(path, encoding="utf-8") as stream:
-        for number, line in enumerate(stream, 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise MushroomFormatError(f"{path}:{number}: not a JSON object: {error}") from None
-    return records
+    from much_dataset.jsonl import read_jsonl as read_lines
+
+    return [record for _, record in read_lines(path, error=MushroomFormatError, what="not a JSON object")]
+
+
+def read_records(sources: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
+    """Mu-SHROOM records from JSONL files or folders (a folder: its ``*.jsonl`` files, sorted), in a stable order.
+
+    Raises ``FileNotFoundError`` for a source that is neither a file nor a folder with a ``*.jsonl`` file.
+    """
+    for source in sources:
+        path = Path(source)
+        files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+        if not files or not all(f.is_file() for f in files):
+            raise FileNotFoundError(f"no Mu-SHROOM JSONL file at {path}")
+        for file in files:
+            yield from read_jsonl(file)
+
+
+def output_text(record: Mapping[str, Any]) -> str:
+    """A record's ``model_output_text`` cut at the first ``<|im_end|>`` (some models' outputs, occiglot-de-en's,
+    carry the chat template's end marker inside the text)."""
+    return record["model_output_text"].split("<|im_end|>")[0]
 
 
 def _where(record: Mapping[str, Any], source: str) -> str:
@@ -122,7 +136,9 @@ def soft_from_hard(hard_labels: Iterable[Sequence[int]]) -> list[dict[str, Any]]
     return [{"start": int(start), "end": int(end), "prob": 1.0} for start, end in hard_labels]
 
 
-def _labels(record: Mapping[str, Any], text_len: int, where: str):
+def record_spans(record: Mapping[str, Any], text_len: int, where: str) -> tuple[list, list]:
+    """(hard spans ``[(start, end)]``, soft spans ``[(start, end, prob)]``) of a Mu-SHROOM record, checked
+    against the text length; the missing kind is derived from the other as the official scorer does."""
     has_hard, has_soft = record.get("hard_labels") is not None, record.get("soft_labels") is not None
     if not has_hard and not has_soft:
         raise MushroomFormatError(f"{where}: neither hard_labels nor soft_labels")
@@ -135,10 +151,13 @@ def _labels(record: Mapping[str, Any], text_len: int, where: str):
     return hard, soft
 
 
-def _mask(spans: Iterable[tuple[int, ...]], text_len: int) -> np.ndarray:
-    mask = np.zeros(text_len, dtype=bool)
+def span_mask(n_chars: int, spans: Iterable[Sequence[int]], *, inclusive_end: bool = False) -> np.ndarray:
+    """Boolean mask (n_chars,): the characters covered by ``spans`` (``[start, end)`` pairs, or ``[start, end]``
+    with ``inclusive_end``; bounds below 0 count as 0)."""
+    mask = np.zeros(n_chars, dtype=bool)
+    extra = 1 if inclusive_end else 0
     for span in spans:
-        mask[span[0]:span[1]] = True
+        mask[max(int(span[0]), 0): max(int(span[1]) + extra, 0)] = True
     return mask
 
 
@@ -239,11 +258,11 @@ def score(references: Iterable[Mapping[str, Any]], predictions: Iterable[Mapping
         if not text:
             raise MushroomFormatError(f"{where}: empty model_output_text (correlation undefined)")
         text_len = len(text)
-        ref_hard, ref_soft = _labels(ref, text_len, where)
-        pred_hard, pred_soft = _labels(preds[item_id], text_len, _where(preds[item_id], "prediction"))
+        ref_hard, ref_soft = record_spans(ref, text_len, where)
+        pred_hard, pred_soft = record_spans(preds[item_id], text_len, _where(preds[item_id], "prediction"))
         ids.append(item_id)
         langs.append(_language(ref))
-        ious.append(item_iou(_mask(ref_hard, text_len), _mask(pred_hard, text_len)))
+        ious.append(item_iou(span_mask(text_len, ref_hard), span_mask(text_len, pred_hard)))
         cors.append(item_cor(_paint(ref_soft, text_len), _paint(pred_soft, text_len)))
     iou, cor, lang_array = np.asarray(ious), np.asarray(cors), np.asarray(langs)
     per_language = {

@@ -57,10 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     from bench_baselines import _rows, _tiny_nli
 
     from much_metric.baselines import NliScorer, token_arrays
-    from much_metric.baselines.ccp import ccp
+    from much_metric.baselines.methods.ccp import ccp
+    from much_metric.baselines.methods.sar import sar
     from much_metric.baselines.nli import token_budget_batches
     from much_metric.baselines.nli_routing import NliCache, NliPairRecorder
-    from much_metric.baselines.sar import sar
 
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.threads == 1 else time.perf_counter

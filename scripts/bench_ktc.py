@@ -1,7 +1,7 @@
 """Benchmark KTC and the neighbour counting, each against the obvious alternative in the same run.
 
 1. KTC (nu=4, tau=0.3, delta=24) on a MUCH-sized split: the embedded sample's tokens tiled to --tokens (default
-   100k, about a MUCH split), with the shipped SmolLM2 statistics: ``much_metric.baselines.ktc`` (Taylor heat
+   100k, about a MUCH split), with the shipped SmolLM2 statistics: ``much_metric.baselines.methods.ktc`` (Taylor heat
    kernel, one batched eigvalsh per token, threads over blocks) vs a per-token loop (Python sets for the
    adjacency, scipy ``expm`` and ``eigvalsh``) timed on --loop-tokens tokens and extrapolated.
 2. Neighbour counting on the same corpus and tokenizer (Mu-SHROOM text, SmolLM2, repeated --repeat times): batched
@@ -34,7 +34,7 @@ def bench_ktc(n_tokens: int, loop_tokens: int) -> None:
 
     import much_dataset
     from much_metric.baselines import token_arrays
-    from much_metric.baselines.ktc import KTC_DEFAULT, _ktc_flat, default_neighbours
+    from much_metric.baselines.methods.ktc import KTC_DEFAULT, _ktc_flat, default_neighbours
 
     stats = default_neighbours("sample")
     base = token_arrays(much_dataset.load("sample", split="test"))
@@ -77,7 +77,7 @@ def bench_ktc(n_tokens: int, loop_tokens: int) -> None:
 
     # Where the time goes, one thread, on 4,096 tokens: the floor is the one batched eigvalsh per token.
     from much_metric.baselines._ktc_kernels import _heat_taylor
-    from much_metric.baselines.ktc import ktc_adjacency
+    from much_metric.baselines.methods.ktc import ktc_adjacency
 
     sorted_arrays = arrays.sorted_by_probability()
     ids = sorted_arrays.candidate_ids[:4096, :24]

@@ -8,7 +8,7 @@ ARCHITECTURE (random weights, no download), ours in float16 and bfloat16 vs the 
 * Split: MUCH-sized (default 4,873 answers, ~24.5 tokens each, ~119k tokens as MUCH): Mu-SHROOM answers of the four
   languages (Llama-3 tokens), each cut to a random length at a random offset, cycled; random sorted top-24
   probabilities with the sampled token among them.
-* Ours: :func:`much_metric.baselines.ccp.ccp` / :func:`~much_metric.baselines.sar.sar` with an
+* Ours: :func:`much_metric.baselines.methods.ccp.ccp` / :func:`~much_metric.baselines.methods.sar.sar` with an
   :class:`~much_metric.baselines.nli.NliScorer` in float16 and in bfloat16 (all pairs of the split, de-duplicated,
   length-sorted, token-budget batches).
 * Reference structure, float32 as the reference loads its models: CCP = one padded batch per token (its <= 10
@@ -142,9 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from much_metric.baselines import NliScorer, token_arrays
-    from much_metric.baselines.ccp import ccp
+    from much_metric.baselines.methods.ccp import ccp
+    from much_metric.baselines.methods.sar import sar
     from much_metric.baselines.runtime import PAPER_GENERATION_SECONDS, PAPER_N_SAMPLES
-    from much_metric.baselines.sar import sar
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     n_samples = args.samples or (6 if args.small else PAPER_N_SAMPLES)

@@ -23,7 +23,7 @@ CORPUS = ("Mu-SHROOM test split (SemEval-2025 Task 3, Helsinki-NLP/mu-shroom, CC
 
 def main() -> None:
     import much_dataset
-    from much_metric.baselines.ktc import SAMPLE_NEIGHBOURS
+    from much_metric.baselines.methods.ktc import SAMPLE_NEIGHBOURS
     from much_metric.baselines.neighbour_job import count_shard, files_source, reduce_shards
     from much_metric.models import SMOLLM2, load_tokenizer
 

@@ -64,6 +64,103 @@ def test_no_module_imports_another_stage_private_module():
     assert offenders == []
 
 
+def _module_file(name: str) -> Path | None:
+    """The file of one of our modules (``much_metric.scoring._api``), or None when ``name`` is not a module of ours."""
+    if name.split(".")[0] not in PACKAGES:
+        return None
+    base = REPO.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_name_uses(path: Path, tree: ast.AST) -> list[tuple[str, int, str]]:
+    """``from x import _name`` and ``x._name`` where ``x`` is another module of ours and ``_name`` is not a module
+    (private modules are governed by the stage rule above): a helper that other modules use needs a public name."""
+    own = _module_of(path)
+    package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+    modules: dict[str, str] = {}  # local name -> module it is bound to
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _module_file(alias.name):
+                    modules[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            source = node.module or ""
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                source = ".".join([*base, *([source] if source else [])])
+            if source == own or _module_file(source) is None:
+                continue
+            for alias in node.names:
+                if _module_file(f"{source}.{alias.name}"):
+                    modules[alias.asname or alias.name] = f"{source}.{alias.name}"
+                elif _private(alias.name):
+                    found.append((str(path.relative_to(REPO)), node.lineno, f"from {source} import {alias.name}"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr) and not _module_file(
+                f"{modules.get(ast.unparse(node.value), ast.unparse(node.value))}.{node.attr}"):
+            target = modules.get(ast.unparse(node.value)) or (
+                ast.unparse(node.value) if _module_file(ast.unparse(node.value)) else None)
+            if target is not None and target != own:
+                found.append((str(path.relative_to(REPO)), node.lineno, f"{target}.{node.attr}"))
+    return found
+
+
+def test_library_code_uses_no_other_module_private_names():
+    """Library code (not tests: a test may reach into the module it tests) never imports or reads another module's
+    ``_private`` names."""
+    offenders = [hit for package in PACKAGES for path, tree in _modules(package)
+                 for hit in private_name_uses(path, tree)]
+    assert offenders == []
+
+
+def test_the_private_name_check_catches_both_forms(tmp_path):
+    code = ("from much_metric.baselines.methods.probability import _check_delta, token_entropy\n"
+            "import much_metric.scoring._api as api\n"
+            "from much_metric.scoring import _calibration\n"
+            "from much_metric import _compat\n"
+            "import builder._locks\n"
+            "api._check_inputs\n_calibration._fit_isotonic\nbuilder._locks._is_free\n_compat.tested_version\n"
+            "self._private\n")
+    path = REPO / "much_metric" / "example_module.py"
+    hits = [hit[2] for hit in private_name_uses(path, ast.parse(code))]
+    assert hits == ["from much_metric.baselines.methods.probability import _check_delta",
+                    "much_metric.scoring._api._check_inputs", "much_metric.scoring._calibration._fit_isotonic",
+                    "builder._locks._is_free"]
+
+
+def test_stage_packages_are_imported_through_their_declared_surface():
+    """``from much_metric.<stage> import name`` in another stage names only what the stage's ``__all__`` lists."""
+    import importlib
+
+    offenders = []
+    for package in PACKAGES:
+        for path, tree in _modules(package):
+            own = _stage_of(path)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                        and node.module.startswith("much_metric.") and node.module.split(".")[1] in STAGES \
+                        and node.module.count(".") == 1 and node.module.split(".")[1] != own:
+                    module = importlib.import_module(node.module)
+                    public = getattr(module, "__all__", None)  # without __all__: every name not starting with _
+                    offenders += [(str(path.relative_to(REPO)), node.module, alias.name) for alias in node.names
+                                  if (alias.name not in public if public is not None else _private(alias.name))
+                                  and not _module_file(f"{node.module}.{alias.name}")]
+    assert offenders == []
+
+
 _GLOBAL_SWITCHES = {
     ("gc", "disable"), ("gc", "enable"), ("gc", "freeze"), ("matplotlib", "use"), ("logging", "basicConfig"),
     ("sys", "setrecursionlimit"), ("torch", "set_num_threads"),

@@ -7,71 +7,48 @@
   with the generating LLM's tokenizer; NLI runs batched and de-duplicated over the split (:class:`NliScorer`);
 * :class:`Baseline` and the registry (:func:`available`, :func:`resolve`, :func:`register`): every method is one
   ``Baseline`` (built-ins define ``BASELINES`` in their module; plugins declare an entry point in the group
-  ``much.baselines``), see :mod:`much_metric.baselines.registry`;
+  ``much.baselines``), see :mod:`much_metric.baselines.registry`; the
+  built-in methods live in :mod:`much_metric.baselines.methods`, one module each;
 * :func:`compute_signals` -- several signals by reference name (``token_entropy_24``, ``ccp_10_8`` ...), timed,
   written resumably as MUCH-signals files; :mod:`much_metric.baselines.runtime` puts times relative to LLM
   generation, as in table 3.
 
 Every function takes a ``datasets.Dataset`` split (e.g. ``much_dataset.load("sample", split="test")``), a pyarrow
 table, a list of row dicts, or :class:`TokenArrays`, and returns a list of per-sample float arrays.
+
+Importing this package imports the registry and nothing else: the method modules and the plugins' entry points are
+imported on the first use of the registry (:func:`available`, :func:`resolve`, ...), and each function below when it
+is first accessed. So a plugin may import :class:`Baseline` from here while it is itself being discovered.
 """
 
-from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._ktc_kernels import ktc_token_scores
-from much_metric.baselines.ccp import ccp, ccp_signal_name
-from much_metric.baselines.context import PerSampleDecoder
-from much_metric.baselines.ktc import KTCConfig, default_neighbours, ktc, ktc_adjacency
-from much_metric.baselines.neighbours import NeighbourStats, PerSampleNeighbours, load_neighbours
-from much_metric.baselines.nli import DEFAULT_NLI_MODEL, NliScorer, load_nli, nli_label_indices
-from much_metric.baselines.probability import max_likelihood, sampled_token_probability, token_entropy, token_likelihood
-from much_metric.baselines.registry import (
-    Baseline,
-    BaselineSpec,
-    available,
-    expand_signals,
-    register,
-    resolve,
-    signal_groups,
-    unregister,
-)
-from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS, TABLE3_SIGNALS, SignalRun, compute_signals
-from much_metric.baselines.sar import sar, sar_signal_name
+from __future__ import annotations
 
-__all__ = [
-    "Baseline",
-    "BaselineSpec",
-    "available",
-    "expand_signals",
-    "register",
-    "resolve",
-    "signal_groups",
-    "unregister",
-    "DEFAULT_NLI_MODEL",
-    "KTCConfig",
-    "NeighbourStats",
-    "PerSampleNeighbours",
-    "default_neighbours",
-    "ktc",
-    "ktc_adjacency",
-    "ktc_token_scores",
-    "load_neighbours",
-    "NLI_SIGNALS",
-    "PROBABILITY_SIGNALS",
-    "TABLE3_SIGNALS",
-    "NliScorer",
-    "PerSampleDecoder",
-    "SignalRun",
-    "TokenArrays",
-    "ccp",
-    "ccp_signal_name",
-    "compute_signals",
-    "load_nli",
-    "max_likelihood",
-    "nli_label_indices",
-    "sampled_token_probability",
-    "sar",
-    "sar_signal_name",
-    "token_arrays",
-    "token_entropy",
-    "token_likelihood",
-]
+from much_metric._lazy import lazy_attributes
+from much_metric.baselines.registry import Baseline, available, register, resolve, signal_groups, unregister
+
+#: Public name -> the module defining it, imported on first access.
+_LAZY = {
+    "TokenArrays": "much_metric.baselines._arrays",
+    "token_arrays": "much_metric.baselines._arrays",
+    "SignalRun": "much_metric.baselines.runner",
+    "compute_signals": "much_metric.baselines.runner",
+    "token_likelihood": "much_metric.baselines.methods.probability",
+    "max_likelihood": "much_metric.baselines.methods.probability",
+    "token_entropy": "much_metric.baselines.methods.probability",
+    "ccp": "much_metric.baselines.methods.ccp",
+    "sar": "much_metric.baselines.methods.sar",
+    "ktc": "much_metric.baselines.methods.ktc",
+    "KTCConfig": "much_metric.baselines.methods.ktc",
+    "NeighbourStats": "much_metric.baselines.neighbours",
+    "PerSampleNeighbours": "much_metric.baselines.neighbours",
+    "load_neighbours": "much_metric.baselines.neighbours",
+    "DEFAULT_NLI_MODEL": "much_metric.baselines.nli",
+    "NliScorer": "much_metric.baselines.nli",
+    "load_nli": "much_metric.baselines.nli",
+    "PerSampleDecoder": "much_metric.baselines.context",
+}
+
+__all__ = ["Baseline", "available", "register", "resolve", "signal_groups", "unregister", *_LAZY]
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

@@ -9,7 +9,7 @@ buffers; lists of row dicts are accepted too (one ``np.asarray`` per row).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from much_dataset.schema import GENERATION_ID, LOGITS_TOKEN_IDS, LOGITS_VALUES, OUTPUT_TOKENS, TOP_K
 
-__all__ = ["TokenArrays", "token_arrays"]
+__all__ = ["TokenArrays", "per_sample", "token_arrays"]
 
 _COLUMNS = (GENERATION_ID, OUTPUT_TOKENS, LOGITS_TOKEN_IDS, LOGITS_VALUES)
 
@@ -223,3 +223,10 @@ def token_arrays(dataset: Any) -> TokenArrays:
         raise ValueError(f"{arrays.where(int(token))}: field {LOGITS_VALUES!r} holds {probabilities[token, column]}, "
                          "not a probability in [0, 1] (MUCH stores probabilities, despite the name)")
     return arrays
+
+
+def per_sample(compute: Callable[..., np.ndarray], data: Any, *args: Any, **params: Any) -> list[np.ndarray]:
+    """What every method's public function does: ``compute(arrays, *args, **params)`` (flat scores over the split's
+    concatenated tokens, shape (N_tokens,)) on ``token_arrays(data)``, split into one array per sample."""
+    arrays = token_arrays(data)
+    return arrays.split(compute(arrays, *args, **params))

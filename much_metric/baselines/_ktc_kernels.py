@@ -209,7 +209,7 @@ def ktc_token_scores(
         Candidate probabilities ``q``, by decreasing probability, **not** renormalised (MUCH's ``logits_values``).
     adjacency : array-like of shape (n_tokens, delta, delta)
         Symmetric, unit diagonal; entry (a, b) is how much candidates a and b do *not* contradict each other
-        (see :func:`much_metric.baselines.ktc.ktc_adjacency`).
+        (see :func:`much_metric.baselines.methods.ktc.ktc_adjacency`).
     tau : float
         Diffusion time of the heat kernel (>= 0; unused by the other kernels).
     kernel : {"heat", "square", "augm", "clip"}, default "heat"
@@ -243,7 +243,7 @@ def ktc_token_scores(
 
 def ktc_scores_of_built_adjacency(probabilities: Any, adjacency: np.ndarray, *, tau: float, kernel: str,
                                   normalization: str, alpha: float) -> np.ndarray:
-    """:func:`ktc_token_scores` for an adjacency that :func:`much_metric.baselines.ktc.ktc_adjacency` just built
+    """:func:`ktc_token_scores` for an adjacency that :func:`much_metric.baselines.methods.ktc.ktc_adjacency` just built
     (float64, symmetric, unit diagonal by construction): the options and probabilities are checked, the adjacency's
     three full passes of checks are skipped."""
     tau, alpha = _check_options(tau, kernel, normalization, alpha)

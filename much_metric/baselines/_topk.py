@@ -12,10 +12,70 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.schema import LOGITS_TOKEN_IDS, OUTPUT_TOKENS, TOP_K
 from much_metric.baselines._arrays import TokenArrays
-from much_metric.baselines.probability import _check_delta, _top_delta, sampled_rank
 
-__all__ = ["memo", "rank_of_sampled", "renormalised_top", "sampled_probability_or_floor", "sorted_arrays", "xlogx"]
+__all__ = ["MISSING_RULES", "check_delta", "check_delta_param", "check_missing", "memo", "rank_of_sampled",
+           "renormalised_top", "sampled_probability", "sampled_probability_or_floor", "sampled_rank", "sorted_arrays",
+           "top_delta", "xlogx"]
+
+
+#: What to do when a sampled token is not among its stored candidates: ``"raise"`` or ``"nan"``.
+MISSING_RULES = ("raise", "nan")
+
+
+def check_missing(missing: str) -> None:
+    """ValueError unless ``missing`` is one of :data:`MISSING_RULES`."""
+    if missing not in MISSING_RULES:
+        raise ValueError(f"missing must be one of {MISSING_RULES}, got {missing!r}")
+
+
+def sampled_rank(arrays: TokenArrays, *, missing: str = "raise") -> np.ndarray:
+    """Column of each sampled token among its candidates, shape (N_tokens,); -1 where absent (``missing="nan"``).
+
+    If a candidate id occurs twice in a row (never in MUCH), the first occurrence (highest probability) is used.
+    """
+    check_missing(missing)
+    match = arrays.candidate_ids == arrays.output_tokens[:, None]
+    found = match.any(axis=1)
+    rank = np.where(found, match.argmax(axis=1), -1)
+    if missing == "raise" and not found.all():
+        token = int(np.flatnonzero(~found)[0])
+        raise ValueError(
+            f"{arrays.where(token)}: the sampled token id {int(arrays.output_tokens[token])} ({OUTPUT_TOKENS!r}) is "
+            f"not among the {arrays.candidate_ids.shape[1]} stored candidates ({LOGITS_TOKEN_IDS!r}); pass "
+            "missing='nan' to score such tokens nan"
+        )
+    return rank
+
+
+def sampled_probability(arrays: TokenArrays, *, missing: str = "raise") -> np.ndarray:
+    """The sampled token's probability, shape (N_tokens,); nan where it is not a stored candidate
+    (``missing="nan"``)."""
+    rank = sampled_rank(arrays, missing=missing)
+    probability = arrays.probabilities[np.arange(arrays.n_tokens), np.maximum(rank, 0)]
+    return np.where(rank >= 0, probability, np.nan)
+
+
+def check_delta(delta: Any, width: int) -> int:
+    """``delta`` as an int in [2, ``width``] (the number of stored candidates), else ValueError."""
+    if isinstance(delta, bool) or not isinstance(delta, int | np.integer) or not 2 <= delta <= width:
+        raise ValueError(f"delta must be an integer in [2, {width}] (the number of stored candidates), got {delta!r}")
+    return int(delta)
+
+
+def check_delta_param(params: dict[str, Any]) -> None:
+    """``Baseline.check`` of a name with a ``{delta}`` field: ``delta`` in [2, 24] (MUCH's stored candidates)."""
+    check_delta(params["delta"], TOP_K)
+
+
+def top_delta(probabilities: np.ndarray, delta: int) -> np.ndarray:
+    """The ``delta`` largest probabilities of each row, shape (N, delta)."""
+    if delta == probabilities.shape[1]:
+        return probabilities
+    if probabilities.shape[0] and np.all(probabilities[:, :-1] >= probabilities[:, 1:]):
+        return probabilities[:, :delta]  # MUCH rows are sorted: the cheap path
+    return -np.sort(-probabilities, axis=1)[:, :delta]
 
 
 #: Derived arrays of the few most recent TokenArrays (id -> (weak reference, {key: value})). Several baselines of
@@ -60,12 +120,12 @@ def renormalised_top(arrays: TokenArrays, delta: int) -> np.ndarray:
 
     Raises ValueError naming the sample and token when a row's top-``delta`` mass is 0.
     """
-    delta = _check_delta(delta, arrays.probabilities.shape[1])
+    delta = check_delta(delta, arrays.probabilities.shape[1])
     return memo(arrays, f"q{delta}", lambda: _renormalised_top(arrays, delta))
 
 
 def _renormalised_top(arrays: TokenArrays, delta: int) -> np.ndarray:
-    top = _top_delta(arrays.probabilities, delta)
+    top = top_delta(arrays.probabilities, delta)
     total = top.sum(axis=1, keepdims=True)
     if (empty := np.flatnonzero(total[:, 0] <= 0)).size:
         raise ValueError(f"{arrays.where(int(empty[0]))}: the top-{delta} probabilities sum to 0")

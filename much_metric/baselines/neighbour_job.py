@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.jsonl import read_jsonl
 from much_metric.baselines.neighbours import NeighbourStats, clip_top, count_pairs, merge_counts, stats_from_counts
 
 __all__ = [
@@ -86,18 +87,15 @@ def files_source(paths: Sequence[str | Path], *, jsonl_fields: Sequence[str] = (
 
     def documents() -> Iterator[str]:
         for path in paths:
-            with path.open(encoding="utf-8") as handle:
-                for number, line in enumerate(handle, 1):
-                    if not line.strip():
-                        continue
-                    if path.suffix != ".jsonl":
-                        yield line.rstrip("\n")
-                        continue
-                    record = json.loads(line)
-                    for name in jsonl_fields:
-                        if not isinstance(record.get(name), str):
-                            raise ValueError(f"{path}:{number}: field {name!r} is missing or not a string")
-                        yield record[name]
+            if path.suffix != ".jsonl":
+                with path.open(encoding="utf-8") as handle:
+                    yield from (line.rstrip("\n") for line in handle if line.strip())
+                continue
+            for number, record in read_jsonl(path, objects=True):
+                for name in jsonl_fields:
+                    if not isinstance(record.get(name), str):
+                        raise ValueError(f"{path}:{number}: field {name!r} is missing or not a string")
+                    yield record[name]
 
     label = ", ".join(p.name for p in paths) + (f" (fields {', '.join(jsonl_fields)})" if jsonl_fields else "")
     return Source(label, documents)

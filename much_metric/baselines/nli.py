@@ -35,6 +35,8 @@ from much_metric.baselines._pair_encoding import (
 )
 
 __all__ = [
+    "pair_generation_ids",
+    "run_nli",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_MAX_BATCH_TOKENS",
     "DEFAULT_NLI_MODEL",
@@ -278,6 +280,25 @@ class NliScorer:
                 logits = self.model(**self._batch_tensors(encoded, rows)).logits
                 out[rows] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
         return out[inverse]
+
+
+def pair_generation_ids(arrays: Any, token_rows: np.ndarray) -> list[str]:
+    """The generation_id of each pair, from the flat token each pair belongs to (for per-language NLI routing)."""
+    sample = np.searchsorted(arrays.offsets, token_rows, side="right") - 1
+    return [arrays.generation_ids[s] for s in sample.tolist()]
+
+
+def run_nli(nli: Any, premises: list[str], hypotheses: list[str], n_labels: int,
+            generation_ids: list[str] | None = None) -> np.ndarray:
+    """NLI class probabilities (n_pairs, n_labels) of (premise, hypothesis) pairs, shape checked."""
+    if not premises:
+        return np.zeros((0, n_labels))
+    # A scorer that routes by sample (NliRouter, maybe behind an NliCache) is told each pair's generation_id.
+    kwargs = {"generation_ids": generation_ids} if getattr(nli, "routes_by_sample", False) else {}
+    probabilities = np.asarray(nli.predict_proba(premises, hypotheses, **kwargs))
+    if probabilities.shape != (len(premises), n_labels):
+        raise ValueError(f"the NLI model returned shape {probabilities.shape}, expected ({len(premises)}, {n_labels})")
+    return probabilities
 
 
 def load_nli(

@@ -4,8 +4,8 @@ A baseline turns a MUCH split into one score per output token (EOS included), **
 runner (:func:`much_metric.baselines.compute_signals`), ``much run --signals``, its help text, the result tables and
 the signal files read this registry and nothing else, so adding a method touches one place:
 
-* **built-in**: a public module of :mod:`much_metric.baselines` that defines ``BASELINES = (Baseline(...), ...)``
-  (found by listing the package, no central list to edit);
+* **built-in**: a module of :mod:`much_metric.baselines.methods` that defines ``BASELINES = (Baseline(...), ...)``
+  (found by listing that package, no central list to edit);
 * **third-party**: a package that declares an entry point in the group ``much.baselines`` whose object is a
   :class:`Baseline` (or a sequence of them)::
 
@@ -26,6 +26,7 @@ import importlib
 import importlib.metadata
 import pkgutil
 import re
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +36,9 @@ import numpy as np
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "METHODS_PACKAGE",
     "RESOURCES",
+    "TABLE_GROUPS",
     "Baseline",
     "BaselineSpec",
     "available",
@@ -47,6 +50,8 @@ __all__ = [
     "unregister",
 ]
 
+#: The package whose modules define the built-in baselines (``BASELINES = (...)``), imported on first use.
+METHODS_PACKAGE = "much_metric.baselines.methods"
 #: Entry-point group of third-party baselines.
 ENTRY_POINT_GROUP = "much.baselines"
 #: What a baseline may need, passed to ``compute`` as keyword arguments of these names: the generating LLM's
@@ -231,6 +236,16 @@ def _convert(text: str) -> Any:
     return text
 
 
+def _initializing(module: str) -> bool:
+    """Whether ``module`` (or a parent package) is being imported right now (a partially initialised module)."""
+    parts = module.split(".")
+    for end in range(1, len(parts) + 1):
+        spec = getattr(sys.modules.get(".".join(parts[:end])), "__spec__", None)
+        if getattr(spec, "_initializing", False):
+            return True
+    return False
+
+
 class _Registry:
     """Built-ins (listed from the package), entry points and run-time registrations, loaded on first use."""
 
@@ -238,31 +253,46 @@ class _Registry:
         self._baselines: dict[str, Baseline] = {}
         self._origin: dict[str, str] = {}
         self._broken: dict[str, str] = {}
+        self._pending: list[importlib.metadata.EntryPoint] = []
         self._loaded = False
 
     def _load(self) -> None:
+        """Import the built-in method modules and the entry points, once (on the first use of the registry, never
+        when :mod:`much_metric.baselines` is imported)."""
         if self._loaded:
+            if self._pending:
+                pending, self._pending = self._pending, []
+                for entry_point in pending:
+                    self._load_entry_point(entry_point)
             return
         self._loaded = True
-        package = importlib.import_module("much_metric.baselines")
+        package = importlib.import_module(METHODS_PACKAGE)
         for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            if module.name.startswith("_") or module.name == "registry":
+            if module.name.startswith("_"):
                 continue
-            for baseline in getattr(importlib.import_module(f"{package.__name__}.{module.name}"), "BASELINES", ()):
-                self.add(baseline, origin=f"much_metric.baselines.{module.name}")
+            for baseline in getattr(importlib.import_module(f"{METHODS_PACKAGE}.{module.name}"), "BASELINES", ()):
+                self.add(baseline, origin=f"{METHODS_PACKAGE}.{module.name}")
         for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            origin = f"entry point {entry_point.name!r} ({entry_point.value})"
-            try:
-                loaded = entry_point.load()
-            except Exception as error:  # noqa: BLE001 - recorded and raised when the plugin's signal is asked for
-                self._broken[entry_point.name] = f"{origin} failed to load: {type(error).__name__}: {error}"
+            self._load_entry_point(entry_point)
+
+    def _load_entry_point(self, entry_point: importlib.metadata.EntryPoint) -> None:
+        origin = f"entry point {entry_point.name!r} ({entry_point.value})"
+        try:
+            loaded = entry_point.load()
+        except Exception as error:  # noqa: BLE001 - recorded and raised when the plugin's signal is asked for
+            if _initializing(entry_point.module):
+                # The plugin's own module is being imported and asked the registry for something at import time:
+                # not broken, only not finished. Loaded again on the next use of the registry.
+                self._pending.append(entry_point)
+                return
+            self._broken[entry_point.name] = f"{origin} failed to load: {type(error).__name__}: {error}"
+            return
+        items = loaded if isinstance(loaded, Iterable) and not isinstance(loaded, Baseline) else [loaded]
+        for item in items:
+            if not isinstance(item, Baseline):
+                self._broken[entry_point.name] = f"{origin} is a {type(item).__name__}, not a Baseline"
                 continue
-            items = loaded if isinstance(loaded, Iterable) and not isinstance(loaded, Baseline) else [loaded]
-            for item in items:
-                if not isinstance(item, Baseline):
-                    self._broken[entry_point.name] = f"{origin} is a {type(item).__name__}, not a Baseline"
-                    continue
-                self.add(item, origin=origin)
+            self.add(item, origin=origin)
 
     def add(self, baseline: Baseline, *, origin: str, replace: bool = False) -> None:
         if not isinstance(baseline, Baseline):
@@ -351,7 +381,7 @@ def resolve(signal: str) -> BaselineSpec:
 
 
 #: Named groups of signals: the rows of the paper's tables 3 and 7.
-_TABLE_GROUPS: dict[str, tuple[str, ...]] = {
+TABLE_GROUPS: dict[str, tuple[str, ...]] = {
     "table3": ("ccp_10_8", "sar_8", "max_likelihood", "token_likelihood", "token_entropy_24"),
     "table7": (*(f"ccp_{d}_{s}" for d in (24, 10) for s in (8, 5, 3)), "sar_8", "sar_5", "sar_3",
                "token_entropy_24", "token_entropy_10", "token_entropy_5", "max_likelihood", "token_likelihood"),
@@ -363,7 +393,7 @@ def signal_groups() -> dict[str, tuple[str, ...]]:
     (the defaults of the baselines that need no model)."""
     baselines = _REGISTRY.all().values()
     return {
-        **_TABLE_GROUPS,
+        **TABLE_GROUPS,
         "all": tuple(name for b in baselines for name in b.defaults),
         "all-probability": tuple(name for b in baselines if not b.needs for name in b.defaults),
     }

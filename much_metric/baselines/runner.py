@@ -22,24 +22,28 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines.registry import BaselineSpec, resolve, signal_groups
+from much_metric.baselines.registry import TABLE_GROUPS, BaselineSpec, resolve
 
 __all__ = [
     "TABLE3_SIGNALS",
-    "PROBABILITY_SIGNALS",
-    "NLI_SIGNALS",
     "SignalRun",
     "compute_signals",
     "TIMINGS_FILE",
 ]
 
 #: Table 3 of the paper: CCP (delta 10, sigma 8), SAR (sigma 8), Max Likelihood, Token Likelihood, Token Entropy 24.
-TABLE3_SIGNALS = signal_groups()["table3"]
-#: The probability baselines of table 3 (no model needed).
-PROBABILITY_SIGNALS = tuple(name for name in TABLE3_SIGNALS if not resolve(name).needs)
-#: The NLI baselines of table 3.
-NLI_SIGNALS = tuple(name for name in TABLE3_SIGNALS if "nli" in resolve(name).needs)
+TABLE3_SIGNALS = TABLE_GROUPS["table3"]
 TIMINGS_FILE = "timings.json"
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """``PROBABILITY_SIGNALS`` (table 3's baselines that need no model) and ``NLI_SIGNALS`` (those that need an NLI
+    model), computed from the registry when first asked for, so that importing this module discovers nothing."""
+    if name == "PROBABILITY_SIGNALS":
+        return tuple(signal for signal in TABLE3_SIGNALS if not resolve(signal).needs)
+    if name == "NLI_SIGNALS":
+        return tuple(signal for signal in TABLE3_SIGNALS if "nli" in resolve(signal).needs)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -114,7 +118,7 @@ def compute_signals(
         The generating LLM's tokenizer (or one per sample); needed by baselines whose ``needs`` has "tokenizer"
         (CCP, SAR).
     nli : str or NliScorer-like, optional
-        Needed for CCP and SAR (see :func:`much_metric.baselines.ccp.ccp`).
+        Needed for CCP and SAR (see :func:`much_metric.baselines.methods.ccp.ccp`).
     neighbours : optional
         Token-neighbour statistics, for baselines that need them (KTC).
     out : str or path, optional
@@ -149,7 +153,7 @@ def compute_signals(
 
         nli = resolve_nli(nli)
     if "neighbours" in needed and neighbours is None:  # the embedded sample ships its SmolLM2 statistics
-        from much_metric.baselines.ktc import default_neighbours
+        from much_metric.baselines.methods.ktc import default_neighbours
 
         neighbours = default_neighbours(dataset)
     nli_specs = [spec for spec in specs if "nli" in spec.needs]

@@ -75,7 +75,7 @@ def _neighbours(args: argparse.Namespace) -> Any:
     """KTC's statistics: ``--neighbours``, else the shipped SmolLM2 ones for ``--model smollm2``; None when the
     method needs none (or none is known: ``online_spec`` then says what to pass)."""
     from much_metric.baselines import load_neighbours
-    from much_metric.baselines.ktc import SAMPLE_NEIGHBOURS
+    from much_metric.baselines.methods.ktc import SAMPLE_NEIGHBOURS
     from much_metric.baselines.registry import resolve
 
     if "neighbours" not in resolve(args.method).needs:

@@ -112,7 +112,8 @@ def neighbours_for_run(values: list[str] | None, dataset: Any, notes: list[str])
     from pathlib import Path
 
     from much_dataset.schema import MUCH_GENERATION_CONFIGS
-    from much_metric.baselines import PerSampleNeighbours, default_neighbours, load_neighbours
+    from much_metric.baselines import PerSampleNeighbours, load_neighbours
+    from much_metric.baselines.methods.ktc import default_neighbours
 
     if not values:
         stats = default_neighbours(dataset)

@@ -59,21 +59,16 @@ def load_tokenizer(path: str, *, eos_token: str | None = None):
 
 
 def _records(path: str):
-    with open(path, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not valid JSON ({error})") from None
-            if not isinstance(record, dict) or not isinstance(record.get(GENERATION_ID), str):
-                raise ValueError(f"{path}:{line_number}: missing string field {GENERATION_ID!r}")
-            try:
-                _check_fields(record)
-            except ValueError as error:
-                raise ValueError(f"{path}:{line_number}: {error}") from None
-            yield record
+    from much_dataset.jsonl import read_jsonl
+
+    for line_number, record in read_jsonl(path):
+        if not isinstance(record, dict) or not isinstance(record.get(GENERATION_ID), str):
+            raise ValueError(f"{path}:{line_number}: missing string field {GENERATION_ID!r}")
+        try:
+            _check_fields(record)
+        except ValueError as error:
+            raise ValueError(f"{path}:{line_number}: {error}") from None
+        yield record
 
 
 def _check_fields(record: dict) -> None:

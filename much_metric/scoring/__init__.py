@@ -17,6 +17,10 @@ the positive class of every metric is the hallucinated claim (label -1).
   :func:`reliability_diagram`, :func:`bootstrap_ece` -- calibration of claim scores into probabilities;
 * :func:`random_baseline`, :func:`constant_baseline`, :func:`constant_expected` -- floors;
 * :func:`leaderboard`, :func:`rank_probabilities`, :func:`pairwise_p_values` -- ranking methods on the same claims.
+
+``__all__`` is what a user calls. The flat building blocks that the toolkit's own evaluation loop, ranking and
+report use (``aggregate_flat``, ``flatten_scores``, ``bootstrap_distribution``, ``curve_metrics``, ``sort_claims``)
+are in :mod:`much_metric.scoring.engine`.
 """
 
 from much_metric.scoring._aggregation import (
@@ -25,26 +29,15 @@ from much_metric.scoring._aggregation import (
     STOPWORD_MODES,
     ClaimLayout,
     MuchMetricWarning,
-    aggregate_flat,
     claim_layout,
-    flatten_scores,
 )
 from much_metric.scoring._api import aggregate_claims, compare, score, score_claims
-from much_metric.scoring._bootstrap import Bootstrap, bootstrap_distribution, bootstrap_intervals, paired_bootstrap
+from much_metric.scoring._bootstrap import Bootstrap, bootstrap_intervals, paired_bootstrap
 from much_metric.scoring._calibration import Calibrator, bootstrap_ece, brier, ece, reliability_diagram
 from much_metric.scoring._calibration import fit as fit_calibrator
 from much_metric.scoring._floors import constant_baseline, constant_expected, random_baseline
 from much_metric.scoring._leaderboard import leaderboard, pairwise_p_values, rank_probabilities
-from much_metric.scoring._ranking import (
-    METRIC_TABLE,
-    METRICS,
-    Curves,
-    Metric,
-    curve_metrics,
-    pr_curve,
-    roc_curve,
-    sort_claims,
-)
+from much_metric.scoring._ranking import METRIC_TABLE, METRICS, Curves, Metric, pr_curve, roc_curve
 from much_metric.scoring._rejection import prr, rejection_curve
 from much_metric.scoring._result import ScoreResult
 
@@ -75,17 +68,12 @@ __all__ = [
     "Metric",
     "MuchMetricWarning",
     "aggregate_claims",
-    "aggregate_flat",
-    "bootstrap_distribution",
     "bootstrap_intervals",
     "claim_layout",
     "compare",
-    "curve_metrics",
-    "flatten_scores",
     "paired_bootstrap",
     "pr_curve",
     "roc_curve",
     "score",
     "score_claims",
-    "sort_claims",
 ]

@@ -35,15 +35,8 @@ from much_dataset.schema import (
     STOPWORD_MASK,
     TOKEN_CHUNKS,
 )
-from much_metric.scoring import (
-    AGGREGATORS,
-    Bootstrap,
-    MuchMetricWarning,
-    aggregate_flat,
-    claim_layout,
-    flatten_scores,
-    score_claims,
-)
+from much_metric.scoring import AGGREGATORS, Bootstrap, MuchMetricWarning, claim_layout, score_claims
+from much_metric.scoring.engine import aggregate_flat, flatten_scores
 
 __all__ = ["BREAKDOWNS", "CLAIM_SUFFIX", "FLOORS", "LABEL_CHOICES", "MIN_COVERAGE", "EvaluationTable", "SignalResult",
            "dataset_columns", "evaluate_signals", "ground_truth"]

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.jsonl import parse_jsonl_lines
 from much_dataset.schema import GENERATION_ID, SIGNAL_COLUMNS
 from much_metric.fileio import atomic_write_bytes
 
@@ -102,13 +103,8 @@ def _read_jsonl(path: Path) -> list[tuple[str, str, np.ndarray]]:
     records = []
     # One decode of the whole file (no per-line cost); an error names the line. split("\n") as text-mode reading
     # does; a trailing "\r" is JSON whitespace.
-    for number, line in enumerate(_decode(path).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise SignalsFormatError(f"{path}:{number}: not a JSON object ({error})") from error
+    for number, record in parse_jsonl_lines(_decode(path).split("\n"), path, error=SignalsFormatError,
+                                            what="not a JSON object"):
         if isinstance(record, dict) and _SIGNAL_NAME not in record:
             record[_SIGNAL_NAME] = path.stem  # a user's own scores: the file names the method
         records.append(_check_record(record, f"{path}:{number}"))

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from much_dataset.jsonl import read_jsonl
 from much_dataset.schema import GENERATION_ID
 from much_metric.fileio import atomic_write_bytes
 
@@ -39,11 +40,9 @@ def read_sample_metadata(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         raw = (pq.read_schema(path).metadata or {}).get(PARQUET_KEY)
         return json.loads(raw) if raw else {}
     out: dict[str, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            record = json.loads(line)
-            if isinstance(record.get(_FIELD), dict):
-                out.setdefault(record[GENERATION_ID], {}).update(record[_FIELD])
+    for _, record in read_jsonl(path):
+        if isinstance(record.get(_FIELD), dict):
+            out.setdefault(record[GENERATION_ID], {}).update(record[_FIELD])
     return out
 
 
@@ -66,10 +65,8 @@ def add_sample_metadata(path: str | os.PathLike, metadata: Mapping[str, Mapping[
         atomic_write_bytes(path, buffer.getvalue())
         return
     lines = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            record = json.loads(line)
-            if record.get(GENERATION_ID) in merged:
-                record[_FIELD] = merged[record[GENERATION_ID]]
-            lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+    for _, record in read_jsonl(path):
+        if record.get(GENERATION_ID) in merged:
+            record[_FIELD] = merged[record[GENERATION_ID]]
+        lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
     atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8") if lines else b"")

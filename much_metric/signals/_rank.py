@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.scoring import METRICS, Bootstrap, curve_metrics, leaderboard, sort_claims
+from much_metric.scoring import METRICS, Bootstrap, leaderboard
+from much_metric.scoring.engine import curve_metrics, sort_claims
 from much_metric.signals._evaluation import EvaluationTable
 
 __all__ = ["rank_methods"]

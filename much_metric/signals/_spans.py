@@ -32,11 +32,7 @@ _N_THRESHOLDS = 64
 
 
 def _records(source: str | Path) -> list[dict[str, Any]]:
-    path = Path(source)
-    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
-    if not files or not all(f.exists() for f in files):
-        raise FileNotFoundError(f"no Mu-SHROOM JSONL file at {path}")
-    return [record for f in files for record in mushroom.read_jsonl(f)]
+    return list(mushroom.read_records([source]))
 
 
 def match_mushroom(columns: Mapping[str, list], records: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -48,8 +44,7 @@ def match_mushroom(columns: Mapping[str, list], records: Sequence[Mapping[str, A
     for row, (lang, prompt, output) in enumerate(zip(columns["lang"], columns["prompt"], columns["output"],
                                                      strict=True)):
         for record in by_question.get((str(lang).lower(), prompt), []):
-            text = record["model_output_text"].split("<|im_end|>")[0]
-            if output.startswith(text):
+            if output.startswith(mushroom.output_text(record)):
                 matched[row] = record
                 break
     return matched
@@ -70,7 +65,7 @@ def _best_threshold(candidates: np.ndarray, items: list[tuple[dict, np.ndarray, 
             for (a, b), s in zip(np.clip(ranges, 0, text_len), scores, strict=True):
                 if s > threshold:
                     predicted[a:b] = True
-            reference = mushroom._mask(mushroom._labels(record, text_len, "reference")[0], text_len)
+            reference = mushroom.span_mask(text_len, mushroom.record_spans(record, text_len, "reference")[0])
             ious.append(mushroom.item_iou(reference, predicted))
         if np.mean(ious) > best_iou:
             best, best_iou = float(threshold), float(np.mean(ious))

@@ -31,7 +31,7 @@ def _gpt41_truth(model, segments):
 
 def test_part2_pipeline_end_to_end(tmp_path, monkeypatch):
     from much_dataset.loader import load
-    from much_metric.baselines.probability import token_likelihood
+    from much_metric.baselines.methods.probability import token_likelihood
     from much_metric.scoring._api import score
 
     out = tmp_path

@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from much_dataset import schema, synthetic
-from much_metric.baselines import NliScorer, ccp, ccp_signal_name, sar, sar_signal_name
+from much_metric.baselines import NliScorer, ccp, sar
 from much_metric.baselines._arrays import token_arrays
 from much_metric.baselines.context import PerSampleDecoder, context_windows
+from much_metric.baselines.methods.ccp import ccp_signal_name
+from much_metric.baselines.methods.sar import sar_signal_name
 from tests.much_metric._baselines_helpers import (
     HashNli,
     fake_decode,

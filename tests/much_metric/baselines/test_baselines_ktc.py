@@ -8,7 +8,7 @@ import pytest
 
 import much_dataset
 from much_metric.baselines import compute_signals, resolve, token_arrays
-from much_metric.baselines.ktc import (
+from much_metric.baselines.methods.ktc import (
     KTC_DEFAULT,
     KTC_NAMED_CONFIGS,
     KTC_REFERENCE_CONFIGS,

@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from much_metric.baselines import NliScorer, nli_label_indices
+from much_metric.baselines import NliScorer
 from much_metric.baselines._arrays import token_arrays
 from much_metric.baselines._pair_encoding import PairTemplate, plain_encode, template_encode
-from much_metric.baselines.ccp import ccp_pairs
-from much_metric.baselines.nli import nli_signal_suffix, resolve_nli, token_budget_batches
+from much_metric.baselines.methods.ccp import ccp_pairs
+from much_metric.baselines.nli import nli_label_indices, nli_signal_suffix, resolve_nli, token_budget_batches
 from tests.much_metric._baselines_helpers import LABELS_3, MUSHROOM, mushroom_rows, one_torch_thread, tiny_nli_parts
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from much_metric.baselines import NliScorer, compute_signals
-from much_metric.baselines.ccp import ccp
+from much_metric.baselines.methods.ccp import ccp
+from much_metric.baselines.methods.sar import sar
 from much_metric.baselines.nli_routing import (
     NliCache,
     NliPairRecorder,
@@ -17,7 +18,6 @@ from much_metric.baselines.nli_routing import (
     parse_nli_mapping,
     routed_nli_name,
 )
-from much_metric.baselines.sar import sar
 from much_metric.signals import read_signals
 from much_metric.signals._metadata import read_sample_metadata
 from tests.much_metric._baselines_helpers import HashNli, mushroom_rows, one_torch_thread, tiny_nli_parts

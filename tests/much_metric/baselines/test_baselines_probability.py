@@ -15,11 +15,11 @@ from scipy.stats import entropy
 from much_dataset import schema, synthetic
 from much_metric.baselines import (
     max_likelihood,
-    sampled_token_probability,
     token_arrays,
     token_entropy,
     token_likelihood,
 )
+from much_metric.baselines.methods.probability import sampled_token_probability
 
 
 def _row(gid, tokens, ids, probs):

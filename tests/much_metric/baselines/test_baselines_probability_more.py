@@ -14,14 +14,14 @@ from scipy.stats import entropy
 
 from much_dataset import schema, synthetic
 from much_metric.baselines import registry, token_entropy, token_likelihood
-from much_metric.baselines.boosted_prob import boosted_prob
-from much_metric.baselines.ccp import ccp
-from much_metric.baselines.claim_conditioned import ccp_no_nli, ccp_surface
-from much_metric.baselines.margin import probability_margin
-from much_metric.baselines.nll import NLL_FLOOR, token_nll
-from much_metric.baselines.renyi import renyi_entropy
-from much_metric.baselines.self_certainty import self_certainty
-from much_metric.baselines.tail_entropy import tail_entropy
+from much_metric.baselines.methods.boosted_prob import boosted_prob
+from much_metric.baselines.methods.ccp import ccp
+from much_metric.baselines.methods.claim_conditioned import ccp_no_nli, ccp_surface
+from much_metric.baselines.methods.margin import probability_margin
+from much_metric.baselines.methods.nll import NLL_FLOOR, token_nll
+from much_metric.baselines.methods.renyi import renyi_entropy
+from much_metric.baselines.methods.self_certainty import self_certainty
+from much_metric.baselines.methods.tail_entropy import tail_entropy
 from tests.much_metric._baselines_helpers import HashNli, fake_decode
 
 

@@ -71,3 +71,80 @@ def test_a_plugin_that_fails_to_load_is_reported_when_asked_for(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert "ERR" in out.stdout and "no_such_module" in out.stdout and "broken_method" in out.stdout
+
+
+def _python(code: str, site: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+_RUN_TOP2_GAP = (
+    "import numpy as np\n"
+    "from much_dataset import synthetic\n"
+    "from much_metric.baselines import available, resolve, token_arrays\n"
+    "assert 'top2_gap' in available(), sorted(available())\n"
+    "arrays = token_arrays(synthetic.make_rows(3, seed=1))\n"
+    "scores = resolve('top2_gap').compute(arrays, {}, {})\n"
+    "top = -np.sort(-arrays.probabilities, axis=1)\n"
+    "np.testing.assert_allclose(scores, 1.0 - (top[:, 0] - top[:, 1]))\n"
+    "print('OK', len(scores))\n"
+)
+
+
+@pytest.mark.parametrize("first", ["much_plugin_example", "much_metric.baselines", "much_metric"])
+def test_an_installed_plugin_works_whichever_is_imported_first(plugin_site, first):
+    """The README's plugin imports ``Baseline`` from ``much_metric.baselines``; importing the plugin before the
+    package used to load the registry in the middle of the plugin's own import ("partially initialized module")."""
+    result = _python(f"import {first}\n" + _RUN_TOP2_GAP, plugin_site)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("OK ")
+
+
+def test_a_plugin_that_uses_the_registry_while_it_is_imported_is_not_marked_broken(tmp_path_factory):
+    """A plugin whose module asks the registry for something at import time triggers discovery while it is being
+    imported: its own entry point is retried on the next use of the registry, not recorded as broken."""
+    source = tmp_path_factory.mktemp("eager_plugin_src")
+    (source / "eager_plugin").mkdir()
+    (source / "eager_plugin" / "__init__.py").write_text(
+        "from much_metric.baselines import Baseline, available\n\n"
+        "KNOWN_AT_IMPORT = sorted(available())\n\n"
+        "def _ones(arrays):\n    import numpy as np\n    return np.ones(arrays.n_tokens)\n\n"
+        "ONES = Baseline(name='eager_ones', compute=_ones, description='constant 1 (test plugin)')\n")
+    (source / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "eager-plugin"\nversion = "0.1.0"\n\n'
+        '[project.entry-points."much.baselines"]\neager_ones = "eager_plugin:ONES"\n')
+    site = tmp_path_factory.mktemp("eager_plugin_site")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
+         "--target", str(site), str(source)],
+        check=True, cwd=tmp_path_factory.mktemp("eager_plugin_build"),
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+    code = ("import eager_plugin\n"
+            "from much_metric.baselines import available, resolve\n"
+            "assert 'token_entropy_{delta}' in eager_plugin.KNOWN_AT_IMPORT\n"
+            "assert 'eager_ones' in available()\n"
+            "print('OK', resolve('eager_ones').signal)\n")
+    result = _python(code, site)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "OK eager_ones"
+
+
+def test_importing_the_baselines_package_discovers_nothing():
+    """Importing ``much_metric.baselines`` imports the registry only: no method module, no entry point, no numpy-heavy
+    helper; the methods are imported on the first use of the registry or of a function."""
+    code = ("import sys\n"
+            "import much_metric.baselines as b\n"
+            "print(sorted(m for m in sys.modules if m.startswith('much_metric.baselines')))\n"
+            "b.token_entropy\n"
+            "print('much_metric.baselines.methods.probability' in sys.modules, "
+            "'much_metric.baselines.methods.ccp' in sys.modules)\n"
+            "b.available()\n"
+            "print('much_metric.baselines.methods.ccp' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    assert lines[0] == "['much_metric.baselines', 'much_metric.baselines.registry']"
+    assert lines[1:] == ["True False", "True"]

@@ -10,13 +10,13 @@ from much_metric.baselines import (
     Baseline,
     available,
     compute_signals,
-    expand_signals,
     register,
     resolve,
     signal_groups,
     token_arrays,
     unregister,
 )
+from much_metric.baselines.registry import expand_signals
 
 
 def test_builtins_are_listed_in_table3_order():

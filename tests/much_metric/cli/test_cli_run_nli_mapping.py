@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from much_dataset import schema
-from much_metric.baselines.ccp import ccp
+from much_metric.baselines.methods.ccp import ccp
+from much_metric.baselines.methods.sar import sar
 from much_metric.baselines.nli import load_nli
 from much_metric.baselines.nli_routing import routed_nli_name
-from much_metric.baselines.sar import sar
 from much_metric.models import load_tokenizer
 from much_metric.signals import read_sample_metadata, read_signals
 from tests.much_metric._baselines_helpers import one_torch_thread, tiny_nli_parts

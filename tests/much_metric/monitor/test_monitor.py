@@ -82,7 +82,7 @@ def test_scores_equal_the_offline_baseline_for_every_probability_only_method(run
 
 def test_ktc_online_equals_offline_ktc_with_the_same_statistics(runs):
     from much_metric.baselines import token_arrays
-    from much_metric.baselines.ktc import KTC_DEFAULT, SAMPLE_NEIGHBOURS, ktc, load_neighbours
+    from much_metric.baselines.methods.ktc import KTC_DEFAULT, SAMPLE_NEIGHBOURS, ktc, load_neighbours
     from much_metric.monitor import ClaimMonitor
 
     llm, results = runs

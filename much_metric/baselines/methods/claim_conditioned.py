@@ -1,7 +1,7 @@
 """Claim-conditioned probability without an NLI model (variants of CCP, Fadeeva et al., 2024).
 
-CCP (:mod:`much_metric.baselines.ccp`) asks an NLI model, for each of the top-``delta`` candidates ``c`` of a token,
-whether replacing the sampled token ``t`` by ``c`` keeps the meaning (entailment, mass ``E``), changes it
+CCP (:mod:`much_metric.baselines.methods.ccp`) asks an NLI model, for each of the top-``delta`` candidates ``c``
+of a token, whether replacing the sampled token ``t`` by ``c`` keeps the meaning (entailment, mass ``E``), changes it
 (contradiction, mass ``C``) or neither; ``CCP = 1 - E / (E + C)``. LM-Polygraph's claim-level CCP additionally
 treats function words as entailment. Two model-free variants replace the NLI decision:
 
@@ -22,11 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import TOP_K
-from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._topk import rank_of_sampled, sorted_arrays
+from much_metric.baselines._arrays import TokenArrays, per_sample
+from much_metric.baselines._topk import check_delta, check_delta_param, rank_of_sampled, sampled_rank, sorted_arrays
 from much_metric.baselines.context import decode_groups, decode_ids
-from much_metric.baselines.probability import _check_delta, sampled_rank
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["ccp_no_nli", "ccp_surface"]
@@ -35,7 +33,7 @@ __all__ = ["ccp_no_nli", "ccp_surface"]
 def _candidates(arrays: TokenArrays, delta: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(candidate ids (N, delta + 1), their probabilities, valid mask): the top delta plus the sampled token appended
     (probability 0 and invalid when it already is in the top delta), as CCP builds them."""
-    delta = _check_delta(delta, arrays.probabilities.shape[1])
+    delta = check_delta(delta, arrays.probabilities.shape[1])
     rank = sampled_rank(arrays)
     rows = np.arange(arrays.n_tokens)
     outside = rank >= delta
@@ -53,7 +51,7 @@ def _ratio(arrays: TokenArrays, entail: np.ndarray, total: np.ndarray) -> np.nda
 
 
 def _no_nli_flat(arrays: TokenArrays, *, delta: int = 10) -> np.ndarray:
-    delta = _check_delta(delta, arrays.probabilities.shape[1])
+    delta = check_delta(delta, arrays.probabilities.shape[1])
     arrays = sorted_arrays(arrays)
     rank = rank_of_sampled(arrays)
     sampled = arrays.probabilities[np.arange(arrays.n_tokens), rank]
@@ -91,8 +89,7 @@ def ccp_no_nli(dataset: Any, *, delta: int = 10) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain; >= ``ccp(..., delta=delta)`` for any NLI model.
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_no_nli_flat(arrays, delta=delta))
+    return per_sample(_no_nli_flat, dataset, delta=delta)
 
 
 def ccp_surface(dataset: Any, *, tokenizer: Any, delta: int = 10) -> list[np.ndarray]:
@@ -101,30 +98,25 @@ def ccp_surface(dataset: Any, *, tokenizer: Any, delta: int = 10) -> list[np.nda
     Parameters
     ----------
     tokenizer : tokenizer, callable or PerSampleDecoder
-        The generating LLM's tokenizer (as for :func:`much_metric.baselines.ccp.ccp`).
+        The generating LLM's tokenizer (as for :func:`much_metric.baselines.methods.ccp.ccp`).
 
     Returns
     -------
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_surface_flat(arrays, delta=delta, tokenizer=tokenizer))
-
-
-def _check(params: dict[str, Any]) -> None:
-    _check_delta(params["delta"], TOP_K)
+    return per_sample(_surface_flat, dataset, delta=delta, tokenizer=tokenizer)
 
 
 BASELINES = (
     Baseline(
         name="ccp_no_nli_{delta}", compute=_no_nli_flat, display="CCP-no-NLI-{delta}", order=11,
-        defaults=("ccp_no_nli_10", "ccp_no_nli_24"), check=_check,
+        defaults=("ccp_no_nli_10", "ccp_no_nli_24"), check=check_delta_param,
         description="CCP with every other candidate a contradiction: 1 - p(t) / top-delta mass (upper bound of CCP)",
     ),
     Baseline(
         name="ccp_surface_{delta}", compute=_surface_flat, display="CCP-surface-{delta}", order=12,
-        needs=("tokenizer",), defaults=("ccp_surface_10",), check=_check,
+        needs=("tokenizer",), defaults=("ccp_surface_10",), check=check_delta_param,
         description="CCP with entailment = same decoded text as the sampled token (case/space-insensitive)",
     ),
 )

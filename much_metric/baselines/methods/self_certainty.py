@@ -21,10 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import TOP_K
-from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._topk import renormalised_top
-from much_metric.baselines.probability import _check_delta
+from much_metric.baselines._arrays import TokenArrays, per_sample
+from much_metric.baselines._topk import check_delta_param, renormalised_top
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["self_certainty"]
@@ -45,14 +43,13 @@ def self_certainty(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_self_certainty_flat(arrays, delta=delta))
+    return per_sample(_self_certainty_flat, dataset, delta=delta)
 
 
 BASELINES = (
     Baseline(
         name="self_certainty_{delta}", compute=_self_certainty_flat, display="Self-Certainty-{delta}", order=53,
-        defaults=("self_certainty_24",), check=lambda params: _check_delta(params["delta"], TOP_K),
+        defaults=("self_certainty_24",), check=check_delta_param,
         description="exp(-KL(uniform || top-delta renormalised)) (self-certainty, Kang et al. 2025, on the top delta)",
     ),
 )

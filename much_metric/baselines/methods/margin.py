@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines.probability import _top_delta
+from much_metric.baselines._arrays import TokenArrays, per_sample
+from much_metric.baselines._topk import top_delta
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["probability_margin"]
@@ -22,7 +22,7 @@ __all__ = ["probability_margin"]
 def _margin_flat(arrays: TokenArrays) -> np.ndarray:
     if arrays.probabilities.shape[1] < 2:
         raise ValueError("the probability margin needs at least 2 stored candidates per token")
-    top = _top_delta(arrays.probabilities, 2)
+    top = top_delta(arrays.probabilities, 2)
     return 1.0 - (top[:, 0] - top[:, 1])
 
 
@@ -34,8 +34,7 @@ def probability_margin(dataset: Any) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_margin_flat(arrays))
+    return per_sample(_margin_flat, dataset)
 
 
 BASELINES = (

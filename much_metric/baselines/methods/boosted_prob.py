@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._topk import rank_of_sampled, sorted_arrays
 from much_metric.baselines.registry import Baseline
 
@@ -68,8 +68,7 @@ def boosted_prob(dataset: Any) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_boosted_flat(arrays))
+    return per_sample(_boosted_flat, dataset)
 
 
 BASELINES = (

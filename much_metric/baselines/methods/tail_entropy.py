@@ -19,18 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import TOP_K
-from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._topk import xlogx
-from much_metric.baselines.probability import _check_delta, _top_delta
+from much_metric.baselines._arrays import TokenArrays, per_sample
+from much_metric.baselines._topk import check_delta, check_delta_param, top_delta, xlogx
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["tail_entropy"]
 
 
 def _tail_entropy_flat(arrays: TokenArrays, *, delta: int = 24) -> np.ndarray:
-    delta = _check_delta(delta, arrays.probabilities.shape[1])
-    top = _top_delta(arrays.probabilities, delta)
+    delta = check_delta(delta, arrays.probabilities.shape[1])
+    top = top_delta(arrays.probabilities, delta)
     rest = np.clip(1.0 - top.sum(axis=1), 0.0, 1.0)  # float32 rows can sum to 1 + 1e-7
     return -(xlogx(top).sum(axis=1) + xlogx(rest)) / np.log(delta + 1)
 
@@ -43,14 +41,13 @@ def tail_entropy(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_tail_entropy_flat(arrays, delta=delta))
+    return per_sample(_tail_entropy_flat, dataset, delta=delta)
 
 
 BASELINES = (
     Baseline(
         name="tail_entropy_{delta}", compute=_tail_entropy_flat, display="Tail Entropy-{delta}", order=51,
-        defaults=("tail_entropy_24",), check=lambda params: _check_delta(params["delta"], TOP_K),
+        defaults=("tail_entropy_24",), check=check_delta_param,
         description="entropy of the top-delta probabilities plus the rest of the vocabulary as one outcome, "
                     "/ ln(delta+1) (lower bound of the full entropy)",
     ),

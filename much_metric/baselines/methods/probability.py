@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import LOGITS_TOKEN_IDS, OUTPUT_TOKENS, TOP_K
-from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines._arrays import TokenArrays, per_sample
+from much_metric.baselines._topk import MISSING_RULES, check_delta, check_delta_param, sampled_probability, top_delta
 from much_metric.baselines.registry import Baseline
 
 __all__ = [
@@ -26,42 +26,8 @@ __all__ = [
     "token_entropy",
 ]
 
-#: What to do when a sampled token is not among its stored candidates: ``"raise"`` or ``"nan"``.
-MISSING_RULES = ("raise", "nan")
-
-
-def _check_missing(missing: str) -> None:
-    if missing not in MISSING_RULES:
-        raise ValueError(f"missing must be one of {MISSING_RULES}, got {missing!r}")
-
-
-def sampled_rank(arrays: TokenArrays, *, missing: str = "raise") -> np.ndarray:
-    """Column of each sampled token among its candidates, shape (N_tokens,); -1 where absent (``missing="nan"``).
-
-    If a candidate id occurs twice in a row (never in MUCH), the first occurrence (highest probability) is used.
-    """
-    _check_missing(missing)
-    match = arrays.candidate_ids == arrays.output_tokens[:, None]
-    found = match.any(axis=1)
-    rank = np.where(found, match.argmax(axis=1), -1)
-    if missing == "raise" and not found.all():
-        token = int(np.flatnonzero(~found)[0])
-        raise ValueError(
-            f"{arrays.where(token)}: the sampled token id {int(arrays.output_tokens[token])} ({OUTPUT_TOKENS!r}) is "
-            f"not among the {arrays.candidate_ids.shape[1]} stored candidates ({LOGITS_TOKEN_IDS!r}); pass "
-            "missing='nan' to score such tokens nan"
-        )
-    return rank
-
-
-def _sampled_probability_flat(arrays: TokenArrays, *, missing: str = "raise") -> np.ndarray:
-    rank = sampled_rank(arrays, missing=missing)
-    probability = arrays.probabilities[np.arange(arrays.n_tokens), np.maximum(rank, 0)]
-    return np.where(rank >= 0, probability, np.nan)
-
-
 def _token_likelihood_flat(arrays: TokenArrays, *, missing: str = "raise") -> np.ndarray:
-    return 1.0 - _sampled_probability_flat(arrays, missing=missing)
+    return 1.0 - sampled_probability(arrays, missing=missing)
 
 
 def _max_likelihood_flat(arrays: TokenArrays) -> np.ndarray:
@@ -69,24 +35,9 @@ def _max_likelihood_flat(arrays: TokenArrays) -> np.ndarray:
     return 1.0 - arrays.probabilities.max(axis=1)
 
 
-def _check_delta(delta: Any, width: int) -> int:
-    if isinstance(delta, bool) or not isinstance(delta, int | np.integer) or not 2 <= delta <= width:
-        raise ValueError(f"delta must be an integer in [2, {width}] (the number of stored candidates), got {delta!r}")
-    return int(delta)
-
-
-def _top_delta(probabilities: np.ndarray, delta: int) -> np.ndarray:
-    """The ``delta`` largest probabilities of each row, shape (N, delta)."""
-    if delta == probabilities.shape[1]:
-        return probabilities
-    if probabilities.shape[0] and np.all(probabilities[:, :-1] >= probabilities[:, 1:]):
-        return probabilities[:, :delta]  # MUCH rows are sorted: the cheap path
-    return -np.sort(-probabilities, axis=1)[:, :delta]
-
-
 def _token_entropy_flat(arrays: TokenArrays, *, delta: int = 24) -> np.ndarray:
-    delta = _check_delta(delta, arrays.probabilities.shape[1])
-    top = _top_delta(arrays.probabilities, delta)
+    delta = check_delta(delta, arrays.probabilities.shape[1])
+    top = top_delta(arrays.probabilities, delta)
     total = top.sum(axis=1, keepdims=True)
     if (empty := np.flatnonzero(total[:, 0] <= 0)).size:
         raise ValueError(f"{arrays.where(int(empty[0]))}: the top-{delta} probabilities sum to 0; entropy undefined")
@@ -114,8 +65,7 @@ def sampled_token_probability(dataset: Any, *, missing: str = "raise") -> list[n
     -------
     list of length n_samples of ndarray of shape (n_tokens_i,)
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_sampled_probability_flat(arrays, missing=missing))
+    return per_sample(sampled_probability, dataset, missing=missing)
 
 
 def token_likelihood(dataset: Any, *, missing: str = "raise") -> list[np.ndarray]:
@@ -128,8 +78,7 @@ def token_likelihood(dataset: Any, *, missing: str = "raise") -> list[np.ndarray
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_token_likelihood_flat(arrays, missing=missing))
+    return per_sample(_token_likelihood_flat, dataset, missing=missing)
 
 
 def max_likelihood(dataset: Any) -> list[np.ndarray]:
@@ -142,8 +91,7 @@ def max_likelihood(dataset: Any) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_max_likelihood_flat(arrays))
+    return per_sample(_max_likelihood_flat, dataset)
 
 
 def token_entropy(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
@@ -164,8 +112,7 @@ def token_entropy(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1]: 0 = all mass on one candidate, 1 = uniform over the ``delta``; higher = more uncertain.
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_token_entropy_flat(arrays, delta=delta))
+    return per_sample(_token_entropy_flat, dataset, delta=delta)
 
 
 BASELINES = (
@@ -179,7 +126,7 @@ BASELINES = (
     ),
     Baseline(
         name="token_entropy_{delta}", compute=_token_entropy_flat, display="Token Entropy-{delta}", order=50,
-        defaults=("token_entropy_24",), check=lambda params: _check_delta(params["delta"], TOP_K),
+        defaults=("token_entropy_24",), check=check_delta_param,
         description="entropy of the top-delta probabilities renormalised, / ln(delta) (paper section 5, spec 8)",
     ),
 )

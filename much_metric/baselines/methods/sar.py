@@ -16,16 +16,17 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines.ccp import _pair_generation_ids, _run_nli
+from much_metric.baselines._topk import sampled_probability
 from much_metric.baselines.context import Decoder, context_windows, decode_groups, decode_ids
 from much_metric.baselines.nli import (
     NLI_SUFFIX_PATTERN,
     checked_signal_name,
     nli_label_indices,
     nli_signal_suffix,
+    pair_generation_ids,
     resolve_nli,
+    run_nli,
 )
-from much_metric.baselines.probability import _sampled_probability_flat
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["sar", "sar_signal_name", "sar_pairs"]
@@ -47,14 +48,14 @@ def sar_pairs(arrays: TokenArrays, decode: Decoder, *, sigma: int, reference_win
 
 def _sar_flat(arrays: TokenArrays, *, nli: Any, decode: Any, sigma: int, reference_window: bool) -> np.ndarray:
     labels = nli_label_indices(nli.id2label)
-    p_sampled = _sampled_probability_flat(arrays)
+    p_sampled = sampled_probability(arrays)
     groups = [(samples, part, sar_pairs(part, decoder, sigma=sigma, reference_window=reference_window))
               for samples, part, decoder in decode_groups(arrays, decode)]
     premises = [p for _, _, (premise, _) in groups for p in premise]
     hypotheses = [h for _, _, (_, hypothesis) in groups for h in hypothesis]
-    pair_ids = [g for _, part, _ in groups for g in 2 * _pair_generation_ids(part, np.arange(part.n_tokens))] \
+    pair_ids = [g for _, part, _ in groups for g in 2 * pair_generation_ids(part, np.arange(part.n_tokens))] \
         if getattr(nli, "routes_by_sample", False) else None
-    entail = _run_nli(nli, premises, hypotheses, labels.n_labels, pair_ids)[:, labels.entailment]
+    entail = run_nli(nli, premises, hypotheses, labels.n_labels, pair_ids)[:, labels.entailment]
     relevance = np.empty(arrays.n_tokens)
     start = 0
     for samples, part, _ in groups:
@@ -85,7 +86,7 @@ def sar(
         A MUCH split (``output_tokens``, ``logits_token_ids``, ``logits_values``). The sampled token must be among
         the stored candidates (always true in MUCH); otherwise a ValueError names the sample and token.
     nli : str, NliScorer, or object with ``id2label`` and ``predict_proba(premises, hypotheses)``
-        As in :func:`much_metric.baselines.ccp.ccp`; P(entailment) is the softmax column named entailment.
+        As in :func:`much_metric.baselines.methods.ccp.ccp`; P(entailment) is the softmax column named entailment.
     tokenizer : tokenizer, callable or PerSampleDecoder
         The generating LLM's tokenizer, a batch decode function, or a per-sample mapping (as in CCP).
     sigma : int, default 8

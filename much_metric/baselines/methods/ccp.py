@@ -19,17 +19,18 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines._topk import check_delta, check_delta_param, sampled_rank
 from much_metric.baselines.context import Decoder, context_windows, decode_groups, decode_ids
 from much_metric.baselines.nli import (
     NLI_SUFFIX_PATTERN,
     checked_signal_name,
     nli_label_indices,
     nli_signal_suffix,
+    pair_generation_ids,
     resolve_nli,
+    run_nli,
 )
-from much_metric.baselines.probability import _check_delta, sampled_rank
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["ccp", "ccp_signal_name", "ccp_pairs"]
@@ -54,7 +55,7 @@ def ccp_pairs(
         of each NLI pair; ``premises`` / ``hypotheses``: lists of n_pairs strings.
     """
     arrays = arrays.sorted_by_probability()
-    delta = _check_delta(delta, arrays.probabilities.shape[1])
+    delta = check_delta(delta, arrays.probabilities.shape[1])
     n = arrays.n_tokens
     rank = sampled_rank(arrays)
     rows = np.arange(n)
@@ -101,24 +102,6 @@ def _ccp_from_classes(arrays: TokenArrays, work: dict[str, Any], classes: np.nda
     return 1.0 - e / (e + c)
 
 
-def _pair_generation_ids(arrays: TokenArrays, token_rows: np.ndarray) -> list[str]:
-    """The generation_id of each pair, from the flat token each pair belongs to (for per-language NLI routing)."""
-    sample = np.searchsorted(arrays.offsets, token_rows, side="right") - 1
-    return [arrays.generation_ids[s] for s in sample.tolist()]
-
-
-def _run_nli(nli: Any, premises: list[str], hypotheses: list[str], n_labels: int,
-             generation_ids: list[str] | None = None) -> np.ndarray:
-    if not premises:
-        return np.zeros((0, n_labels))
-    # A scorer that routes by sample (NliRouter, maybe behind an NliCache) is told each pair's generation_id.
-    kwargs = {"generation_ids": generation_ids} if getattr(nli, "routes_by_sample", False) else {}
-    probabilities = np.asarray(nli.predict_proba(premises, hypotheses, **kwargs))
-    if probabilities.shape != (len(premises), n_labels):
-        raise ValueError(f"the NLI model returned shape {probabilities.shape}, expected ({len(premises)}, {n_labels})")
-    return probabilities
-
-
 def _ccp_flat(
     arrays: TokenArrays, *, nli: Any, decode: Any, delta: int, sigma: int, reference_window: bool
 ) -> np.ndarray:
@@ -128,9 +111,9 @@ def _ccp_flat(
     # One NLI call for the whole split (all tokenizer groups): de-duplication and batching see every pair.
     premises = [p for _, _, work in groups for p in work["premises"]]
     hypotheses = [h for _, _, work in groups for h in work["hypotheses"]]
-    pair_ids = [g for _, part, work in groups for g in _pair_generation_ids(part, work["pair_rows"])] \
+    pair_ids = [g for _, part, work in groups for g in pair_generation_ids(part, work["pair_rows"])] \
         if getattr(nli, "routes_by_sample", False) else None
-    classes = _run_nli(nli, premises, hypotheses, labels.n_labels, pair_ids).argmax(axis=1)
+    classes = run_nli(nli, premises, hypotheses, labels.n_labels, pair_ids).argmax(axis=1)
     bounds = np.cumsum([0] + [len(work["premises"]) for _, _, work in groups])
     flat = np.empty(arrays.n_tokens)
     for (samples, part, work), start, end in zip(groups, bounds[:-1], bounds[1:], strict=True):
@@ -198,7 +181,7 @@ BASELINES = (
         name="ccp_{delta}_{sigma}{suffix}", compute=_ccp_compute, display="CCP-{delta}-{sigma}{suffix}",
         needs=("tokenizer", "nli"), params={"suffix": NLI_SUFFIX_PATTERN}, defaults=("ccp_10_8",),
         options=("reference_window",), signal_name=_ccp_name, order=10,
-        check=lambda params: _check_delta(params["delta"], TOP_K),
+        check=check_delta_param,
         description="claim-conditioned probability over the top-delta candidates, NLI on sigma-token windows "
                     "(Fadeeva et al. 2024; spec 8)",
     ),

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from much_dataset.schema import TOP_K
-from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines._topk import renormalised_top, xlogx
-from much_metric.baselines.probability import _check_delta
+from much_metric.baselines._arrays import TokenArrays, per_sample
+from much_metric.baselines._topk import check_delta, renormalised_top, xlogx
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["renyi_entropy"]
@@ -65,13 +64,12 @@ def renyi_entropy(dataset: Any, *, alpha: float = 2.0, delta: int = 24) -> list[
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, 1], higher = more uncertain.
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_renyi_flat(arrays, alpha=alpha, delta=delta))
+    return per_sample(_renyi_flat, dataset, alpha=alpha, delta=delta)
 
 
 def _check(params: dict[str, Any]) -> None:
     _check_alpha(params["alpha"])
-    _check_delta(params["delta"], TOP_K)
+    check_delta(params["delta"], TOP_K)
 
 
 BASELINES = (

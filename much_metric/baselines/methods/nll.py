@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._topk import sampled_probability_or_floor
 from much_metric.baselines.registry import Baseline
 
@@ -41,8 +41,7 @@ def token_nll(dataset: Any) -> list[np.ndarray]:
     list of length n_samples of ndarray of shape (n_tokens_i,)
         Values in [0, -log(NLL_FLOOR)], higher = more uncertain.
     """
-    arrays = token_arrays(dataset)
-    return arrays.split(_nll_flat(arrays))
+    return per_sample(_nll_flat, dataset)
 
 
 BASELINES = (

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.baselines._arrays import TokenArrays, token_arrays
+from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._ktc_kernels import (
     KERNELS,
     NORMALIZATIONS,
@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 #: The statistics shipped for the embedded sample (SmolLM2 tokenizer), see ``NOTES``/README for their corpus.
-SAMPLE_NEIGHBOURS = Path(__file__).resolve().parents[1] / "data" / "neighbours" / "smollm2.npz"
+SAMPLE_NEIGHBOURS = Path(__file__).resolve().parents[2] / "data" / "neighbours" / "smollm2.npz"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +148,7 @@ def _config_label(params: Any) -> str:
 def _config_of(config_id: str) -> KTCConfig:
     if config_id not in _KNOWN:
         raise ValueError(f"unknown KTC config id {config_id!r}: the reference's 55 configs are known; register "
-                         "another with much_metric.baselines.ktc.register_config(KTCConfig(...))")
+                         "another with much_metric.baselines.methods.ktc.register_config(KTCConfig(...))")
     return _KNOWN[config_id]
 
 
@@ -319,8 +319,7 @@ def ktc(dataset: Any, config: KTCConfig | None = None, *, neighbours: Any, refer
         Values in [0, 1]; higher = more uncertain.
     """
     config = KTC_DEFAULT if config is None else config
-    arrays = token_arrays(dataset)
-    return arrays.split(_ktc_flat(arrays, config, neighbours, reference=reference))
+    return per_sample(_ktc_flat, dataset, config, neighbours, reference=reference)
 
 
 def default_neighbours(dataset: Any) -> NeighbourStats | None:

@@ -1,0 +1,14 @@
+"""Building blocks of the metric that the toolkit's other stages use (the evaluation loop behind ``much run`` and
+``much evaluate``, the ranking, the report): flat aggregation over a validated claim layout, bootstrap replicates,
+the metrics of sorted claims.
+
+Not the user API (that is :mod:`much_metric.scoring`'s ``__all__``): these take the validated flat arrays that
+:func:`much_metric.scoring.claim_layout` and :func:`flatten_scores` produce and check little themselves.
+"""
+
+from much_metric.scoring._aggregation import STOPWORD_MODES, aggregate_flat, flatten_scores
+from much_metric.scoring._bootstrap import bootstrap_distribution
+from much_metric.scoring._ranking import curve_metrics, sort_claims
+
+__all__ = ["STOPWORD_MODES", "aggregate_flat", "bootstrap_distribution", "curve_metrics", "flatten_scores",
+           "sort_claims"]
