@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from much_dataset.schema import TOP_K
+from much_metric.monitor._openai import IncompleteStreamError
 from much_metric.monitor._records import Calibration, MonitoredClaim
 
-__all__ = ["ClaimMonitor", "MonitoredClaim", "Calibration", "online_spec"]
+__all__ = ["ClaimMonitor", "MonitoredClaim", "Calibration", "IncompleteStreamError", "online_spec"]
 
 _AGGREGATORS = ("product", "mean", "max", "geometric")
 
@@ -291,6 +292,8 @@ class ClaimMonitor:
     def stream_openai(self, chunks: Iterable[Any]) -> Iterator[MonitoredClaim]:
         """Yield claims from the chunks of an OpenAI-compatible chat/completions stream with ``logprobs``.
 
+        Raises :class:`IncompleteStreamError` (a ``ValueError``) after the last claim it could yield when the stream
+        ends before the answer (no ``finish_reason``, no ``data: [DONE]``), holds no token, or is not a stream.
         See :func:`much_metric.monitor._openai.claims_from_stream`.
         """
         from much_metric.monitor._openai import claims_from_stream
