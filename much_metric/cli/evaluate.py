@@ -162,22 +162,31 @@ def _runtime(seconds: float, relative: float | None) -> str:
 def _format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
     import math
 
-    header = ["rank", "method", board["metric"], "95% interval", "P(rank)", "lang gap (best-worst)", "runtime (rel.)"]
+    from much_metric.signals import MIN_RANK_RESAMPLES
+
+    resampled = bool(board["n_resamples"])
+    header = ["rank", "method", board["metric"], *(["95% interval", "P(rank)"] if resampled else []),
+              "lang gap (best-worst)", "runtime (rel.)"]
     rows = []
     for row in board["rows"]:
-        low, high = row["interval"]
         gap = "n/a" if math.isnan(row["lang_gap"]) else \
             f"{row['lang_gap']:.3f} ({row['lang_best']}-{row['lang_worst']})"
         runtime = "n/a" if row["seconds"] is None else _runtime(row["seconds"], row["relative_runtime"])
-        rows.append([str(row["rank"]), row["method"], f"{row['value']:.3f}", f"[{low:.3f}, {high:.3f}]",
-                     f"{row['rank_probability']:.2f}", gap, runtime])
+        random_columns = []
+        if resampled:
+            low, high = row["interval"]
+            random_columns = [f"[{low:.3f}, {high:.3f}]", f"{row['rank_probability']:.2f}"]
+        rows.append([str(row["rank"]), row["method"], f"{row['value']:.3f}", *random_columns, gap, runtime])
     for name, value in board["floors"].items():
-        rows.append(["", f"[{name}]", f"{value:.3f}", "", "", "", ""])
-    rows.extend(published)
+        rows.append(["", f"[{name}]", f"{value:.3f}", *([""] * (len(header) - 3))])
+    rows.extend(row if resampled else [*row[:3], *row[5:]] for row in published)
     names = [row["method"] for row in board["rows"]]
+    what = (f"{board['n_resamples']} paired bootstrap resamples" if resampled else
+            f"no bootstrap (--bootstrap 0): ranked by the point values; no interval, P(rank) or p-value, which need "
+            f"at least {MIN_RANK_RESAMPLES} resamples (--bootstrap {MIN_RANK_RESAMPLES})")
     lines = [f"leaderboard by {board['metric']} on the {board['n_samples']} samples ({board['n_claims']} claims) "
-             f"every method covers; {board['n_resamples']} paired bootstrap resamples", text_table(rows, header)]
-    if len(names) > 1:
+             f"every method covers; {what}", text_table(rows, header)]
+    if len(names) > 1 and resampled:
         p = board["p_values"]
         short = [str(k + 1) for k in range(len(names))]
         matrix = [[f"{k + 1}. {name}", *("—" if i == k else f"{p[k][i]:.3f}" for i in range(len(names)))]
@@ -264,6 +273,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.labels not in LABEL_CHOICES:
             raise ValueError(f"--labels must be one of {LABEL_CHOICES}, got {args.labels!r}")
+        from much_metric.signals._rank import check_resamples
+
+        check_resamples(args.bootstrap, "--bootstrap")
         if args.rank is not None:
             from much_metric.scoring import METRICS
 
@@ -294,7 +306,7 @@ def run(args: argparse.Namespace) -> int:
                                                       strict=True) if g in ids)
                 generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids),
                                              n_tokens=n_tokens)
-            board = rank_methods(table, args.rank, n_resamples=max(args.bootstrap, 1), random_state=args.seed,
+            board = rank_methods(table, args.rank, n_resamples=args.bootstrap, random_state=args.seed,
                                  timings=timings, generation_seconds=generation.seconds if generation else None)
             board["generation"] = None if generation is None else {"seconds": generation.seconds,
                                                                     "source": generation.source}
