@@ -273,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.labels not in LABEL_CHOICES:
             raise ValueError(f"--labels must be one of {LABEL_CHOICES}, got {args.labels!r}")
-        from much_metric.signals._rank import check_resamples
+        from much_metric.signals import check_resamples
 
         check_resamples(args.bootstrap, "--bootstrap")
         if args.rank is not None:
@@ -328,6 +328,11 @@ def run(args: argparse.Namespace) -> int:
     if table.excluded:
         print(f"note: {table.excluded} samples have no ground truth '{table.labels}' ([0] = no human label"
               f"{' or annotators disagree' if table.labels == 'human-agreed' else ''}) and are left out")
+    for name, strangers in table.unknown.items():
+        if strangers:
+            more = f" (and {len(strangers) - 10} more)" if len(strangers) > 10 else ""
+            print(f"note: {name}: {len(strangers)} generation_ids of the signal file are not in the dataset and are "
+                  f"ignored: {', '.join(repr(g) for g in strangers[:10])}{more}")
     for name, count in table.missing.items():
         if count:
             print(f"note: {name}: {count} samples have no values and are left out (coverage "
