@@ -149,6 +149,10 @@ def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
                 if token_id is None:
                     raise ValueError(f"stream chunk {number}, token {position} ({entry.get('token')!r}): no id of "
                                      "the tokenizer spells these bytes; is it the served model's tokenizer?")
+                where = f"stream chunk {number}, token {position} ({entry.get('token')!r})"
+                _check_logprob(entry, where)
+                for alternative in entry.get("top_logprobs") or []:
+                    _check_logprob(alternative, where)
                 alternatives = sorted(entry.get("top_logprobs") or [], key=lambda e: -float(e["logprob"]))
                 ids, probs = [], []
                 for alternative in alternatives[: monitor.top_k]:
@@ -170,6 +174,17 @@ def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
                                     "or the connection stopped half-way and the answer is incomplete (the claims "
                                     "yielded so far are valid; monitor.finish() closes the rest)")
     yield from monitor.finish()
+
+
+def _check_logprob(entry: dict[str, Any], where: str) -> None:
+    """A log-probability is <= 0 (up to the rounding tolerance of the stored probabilities); NaN is refused."""
+    from much_dataset.validation import PROBABILITY_SUM_TOLERANCE
+
+    value = float(entry["logprob"])
+    if not value <= math.log1p(PROBABILITY_SUM_TOLERANCE):
+        raise ValueError(f"{where}: log-probability {value!r} of {entry.get('token')!r} is not a log-probability "
+                         f"(probability {math.exp(value) if value == value else value} > 1; log-probabilities are "
+                         "<= 0): is the server sending logits or scores?")
 
 
 @functools.lru_cache(maxsize=4)

@@ -187,3 +187,31 @@ def test_a_silent_server_is_timed_out_by_the_same_deadline():
         with pytest.raises(IncompleteStreamError, match="deadline"):
             list(_monitor().stream_openai(_stream(server, timeout=1.0)))
         assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(("where", "logprob"), [("sampled", 0.5), ("alternative", 0.5), ("sampled", float("nan"))])
+def test_stream_log_probabilities_above_0_are_refused(where, logprob):
+    ids = _ids()
+    chunks = [_chunk(t) for t in ids] + [_final()]
+    entry = chunks[3]["choices"][0]["logprobs"]["content"][0]
+    if where == "sampled":
+        entry["logprob"] = logprob
+        entry["top_logprobs"] = []
+    else:
+        entry["top_logprobs"] = [{"token": "token_id:5", "logprob": logprob}, *entry["top_logprobs"]]
+    with pytest.raises(ValueError, match=r"chunk 3, token 3.*log-probability .* is not a log-probability"):
+        list(_monitor().stream_openai(chunks))
+
+
+def test_push_refuses_values_that_are_not_probabilities():
+    from much_metric.monitor import ClaimMonitor
+
+    monitor = ClaimMonitor(_tokenizer(), "max_likelihood", top_k=4)
+    token = _ids()[0]
+    with pytest.raises(ValueError, match=r"token 0: candidate probabilities sum to 1\.8"):
+        monitor.push(token, [token, 1, 2], [0.9, 0.6, 0.3])
+    for bad in (1.5, -0.1, float("nan")):
+        with pytest.raises(ValueError, match="token 0: candidate probability .* not in"):
+            monitor.push(token, [token, 1], [bad, 0.0])
+    assert monitor.token_ids == []  # nothing was pushed
+    monitor.push(token, [token, 1], [1.0 + 5e-5, 0.0])  # float rounding within the tolerance is fine
