@@ -144,10 +144,9 @@ def _timings(scores: str) -> dict[str, Any]:
     file = folder / "timings.json"
     if not file.is_file():
         return {}
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{file}: not valid JSON ({error})") from None
+    from much_metric.baselines.runtime import read_timings
+
+    return read_timings(file)
 
 
 def _runtime(seconds: float, relative: float | None) -> str:
@@ -287,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(f"--{option}: the folder of {target} does not exist")
         aggregators = _aggregators(args.aggregator)
         signals = read_signals(args.scores, signal_names=args.signal)
+        timings = _timings(args.scores) if args.rank else {}  # checked before the data is loaded
         dataset = _load_dataset(args)
         options = dict(aggregators=aggregators, stopwords=args.stopwords, by=args.by, n_bootstrap=args.bootstrap,
                        random_state=args.seed, labels=args.labels,
@@ -296,7 +296,6 @@ def run(args: argparse.Namespace) -> int:
         if args.rank:
             from much_metric.signals import rank_methods
 
-            timings = _timings(args.scores)
             generation = None
             if timings:
                 from much_metric.baselines.runtime import generation_time
