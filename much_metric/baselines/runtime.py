@@ -50,13 +50,18 @@ class GenerationTime:
 
 def _is_number(value: Any) -> bool:
     """A real JSON number (int or float, not a bool), finite."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond float64
+        return False
 
 
 def _json_object(path: Path, what: str) -> dict[str, Any]:
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError, an integer past Python's digit limit
         raise ValueError(f"{path}: not valid JSON ({error}); {what}") from None
     if not isinstance(record, dict):
         raise ValueError(f"{path}: a JSON {type(record).__name__}, not an object; {what}")

@@ -23,6 +23,7 @@ def _write(tmp_path, payload, name="timings.json"):
     ({"ml": {"seconds": "0.5"}}, r"signal 'ml': field 'seconds' is '0\.5' \(str\)"),
     ({"ml": {"seconds": None}}, r"field 'seconds' is None"),
     ({"ml": {"seconds": 1e400}}, r"field 'seconds' is inf"),
+    ('{"ml": {"seconds": 1' + "0" * 400 + "}}", r"field 'seconds' is 1000"),  # an int beyond float64
     ({"ml": {"seconds": 1.0, "n_samples": -1}}, r"field 'n_samples' is -1"),
     ({"ml": {"seconds": 1.0, "n_tokens": 2.5}}, r"field 'n_tokens' is 2\.5"),
     ({"ml": 0.5}, r"signal 'ml': a float, not an object"),
@@ -30,6 +31,7 @@ def _write(tmp_path, payload, name="timings.json"):
     ([{"seconds": 1}], r"a JSON list, not an object"),
     ('"x"', r"a JSON str, not an object"),
     ("{not json", r"not valid JSON"),
+    ('{"ml": {"seconds": 1' + "0" * 5000 + "}}", r"not valid JSON"),  # past Python's int-parsing limit
 ])
 def test_bad_timings_are_named(tmp_path, payload, message):
     path = _write(tmp_path, payload)
