@@ -59,7 +59,7 @@ def _recover(line: str) -> tuple[dict[str, Any], str] | None:
     while position != -1:
         try:
             record = json.loads(line[position:])
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, or an integer past Python's digit limit
             position = line.find("{", position + 1)
             continue
         return (record, line[position:]) if isinstance(record, dict) else None
@@ -76,7 +76,7 @@ def _parse(data: bytes, path: str | os.PathLike) -> tuple[list[tuple[dict[str, A
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as error:
+        except ValueError as error:  # JSONDecodeError, or an integer past Python's digit limit
             if number == len(lines):  # no newline after it: the process died while writing this record
                 torn.append(number)
                 continue

@@ -19,6 +19,7 @@ AFTER = '{"generation_id": "b"}\n'
     ("42", "a JSON int, not an object"),
     ('"text"', "a JSON str, not an object"),
     ("null", "a JSON NoneType, not an object"),
+    ('{"generation_id": "c", "n": 1' + "0" * 5000 + "}", "not JSON"),  # past Python's int-parsing limit
 ])
 def test_a_line_that_is_not_a_record_is_named(tmp_path, line, what):
     path = tmp_path / "x.jsonl"
