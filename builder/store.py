@@ -13,6 +13,9 @@ A step writes its results with a :class:`JsonlStore`: one JSON object per line, 
   record's line is repaired the same way: the whole record after it is kept, the fragment dropped with a warning --
   the later rows are never lost and a torn line never stops the later steps.
 * Secrets (API keys, ``Authorization`` values) are masked in every record written (:mod:`builder._redact`).
+* A line that no kill leaves -- garbage, a JSON value that is not an object, a record without its key -- is not
+  guessed at: reading the file raises :class:`CorruptLineError` (a :class:`~builder.errors.BuilderError`) naming the
+  file and the line and saying how to repair, and the file is left as it is.
 * Per-item failures go to a sibling ``<name>.failures.jsonl`` (same locking) with their reason instead of stopping
   the run; a later success for the same key supersedes the failure.
 
@@ -35,8 +38,19 @@ from typing import Any
 
 from builder._locks import atomic_write_bytes, atomic_write_text, locked
 from builder._redact import redact
+from builder.errors import BuilderError
 
-__all__ = ["JsonlStore", "Shard", "atomic_write_bytes", "atomic_write_text", "read_jsonl", "parse_jsonl"]
+__all__ = ["CorruptLineError", "JsonlStore", "Shard", "atomic_write_bytes", "atomic_write_text", "read_jsonl",
+           "parse_jsonl"]
+
+
+class CorruptLineError(BuilderError):
+    """A line of a builder artifact that is not a record (and not what a killed writer leaves)."""
+
+
+def _corrupt(path: str | os.PathLike, number: int, what: str) -> CorruptLineError:
+    return CorruptLineError(f"{path}:{number}: {what}; delete that line (the step redoes its item on the next run) or "
+                            "fix it by hand -- it was not written by an interrupted builder step")
 
 
 def _recover(line: str) -> tuple[dict[str, Any], str] | None:
@@ -45,32 +59,36 @@ def _recover(line: str) -> tuple[dict[str, Any], str] | None:
     while position != -1:
         try:
             record = json.loads(line[position:])
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, or an integer past Python's digit limit
             position = line.find("{", position + 1)
             continue
         return (record, line[position:]) if isinstance(record, dict) else None
     return None
 
 
-def _parse(data: bytes, path: str | os.PathLike) -> tuple[list[tuple[dict[str, Any], str]], list[int]]:
-    records: list[tuple[dict[str, Any], str]] = []
+def _parse(data: bytes, path: str | os.PathLike) -> tuple[list[tuple[dict[str, Any], str, int]], list[int]]:
+    """``[(record, its text, its line number)]`` and the numbers of the torn lines."""
+    records: list[tuple[dict[str, Any], str, int]] = []
     torn: list[int] = []
     lines = data.decode("utf-8", errors="replace").split("\n")
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            records.append((json.loads(line), line))
-            continue
-        except json.JSONDecodeError as error:
+            record = json.loads(line)
+        except ValueError as error:  # JSONDecodeError, or an integer past Python's digit limit
             if number == len(lines):  # no newline after it: the process died while writing this record
                 torn.append(number)
                 continue
             recovered = _recover(line)
             if recovered is None:
-                raise ValueError(f"{path}:{number}: corrupt JSONL record ({error})") from error
-        torn.append(number)
-        records.append(recovered)
+                raise _corrupt(path, number, f"corrupt JSONL record, not JSON ({error})") from None
+            torn.append(number)
+            records.append((*recovered, number))
+            continue
+        if not isinstance(record, dict):
+            raise _corrupt(path, number, f"a JSON {type(record).__name__}, not an object (each line is one record)")
+        records.append((record, line, number))
     return records, torn
 
 
@@ -82,7 +100,7 @@ def parse_jsonl(data: bytes, path: str | os.PathLike) -> tuple[list[dict[str, An
     fragment dropped. Any other unparsable line raises ``ValueError`` naming the file and the line.
     """
     records, torn = _parse(data, path)
-    return [record for record, _ in records], torn
+    return [record for record, _, _ in records], torn
 
 
 def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
@@ -126,7 +144,9 @@ class JsonlStore:
         data = self.path.read_bytes()
         records, torn = _parse(data, self.path)
         unique: dict[str, str] = {}
-        for record, text in records:
+        for record, text, number in records:
+            if self.key not in record:
+                raise _corrupt(self.path, number, f"the record has no {self.key!r} (the key of this file)")
             unique.setdefault(str(record[self.key]), text)
         if not torn and len(unique) == len(records):
             return
@@ -163,7 +183,10 @@ class JsonlStore:
                 raise ValueError("torn tail")  # under the lock, so its writer is dead
             for line in complete.splitlines():
                 if line.strip():
-                    keys.append(str(json.loads(line)[self.key]))
+                    record = json.loads(line)
+                    if not isinstance(record, dict) or self.key not in record:
+                        raise ValueError("not a record")  # _repair names the line
+                    keys.append(str(record[self.key]))
         except ValueError:  # JSONDecodeError too
             self._repair()
             self._refresh_all()

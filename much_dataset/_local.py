@@ -6,6 +6,12 @@ hundred MB, so reading the shards into memory on each load costs about what the 
 stale. Each file is read on its own, so a truncated or foreign file is reported by path, and integer columns stored
 as floats (``labels`` 1.5, ids 7.5) are refused with the file, the column and the row -- instead of being truncated by
 a cast or surfacing as a generic ``DatasetGenerationError``.
+
+The shards of one split must agree: a shard lacking a column the others have (``stopword_mask``) or a MUCH column is
+refused with its path; a shard written with plain pyarrow types (``list<list<double>>`` instead of the schema's
+``Array2D`` of float32, int64 ids) is converted to the schema's types when nothing is lost (integers in range,
+floats within float32's range, rounded to the nearest float32 as the hub's own cast does) and refused with its path
+and column otherwise; a split whose shards hold no row at all is an error, not an empty dataset.
 """
 
 from __future__ import annotations
@@ -111,6 +117,81 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
     return pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="permissive")
 
 
+def _schema_types() -> dict[str, pa.DataType]:
+    """The schema's Arrow storage type of every MUCH column (``Array2D`` -> its ``list<list<...>>`` storage)."""
+    import pyarrow as pa
+
+    types = {}
+    for field in schema.features().arrow_schema:
+        kind = field.type
+        types[field.name] = kind.storage_type if isinstance(kind, pa.ExtensionType) else kind
+    return types
+
+
+def _leaves(column: pa.ChunkedArray) -> pa.Array:
+    import pyarrow as pa
+
+    array = list_array(column)
+    while pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+        array = array.flatten()
+    return array
+
+
+def _to_schema_types(table: pa.Table, path: Path, targets: dict[str, pa.DataType]) -> tuple[pa.Table, bool]:
+    """``table`` with its MUCH columns in the schema's storage types; True when a value had to be cast."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cast_any = False
+    for index, name in enumerate(table.column_names):
+        target = targets.get(name)
+        if target is None:
+            continue
+        column = table[name]
+        if isinstance(column.type, pa.ExtensionType):
+            column = pa.chunked_array([chunk.storage for chunk in column.chunks], type=column.type.storage_type)
+        if column.type != target:
+            try:
+                converted = column.cast(target, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+                raise InvalidFileError(path, f"type {column.type} does not convert to the schema's {target} without "
+                                       f"loss ({error}); rewrite the shard with the schema's types",
+                                       column=name) from None
+            before, after = _leaves(column), _leaves(converted)
+            if pa.types.is_floating(after.type) and pc.sum(pc.is_inf(after)).as_py() != pc.sum(
+                    pc.is_inf(before)).as_py():
+                leaf = np.dtype(after.type.to_pandas_dtype()).name
+                raise InvalidFileError(path, f"a value of type {column.type} overflows {leaf} (the schema's "
+                                       f"{target}); rewrite the shard with the schema's types", column=name)
+            column, cast_any = converted, True
+        table = table.set_column(index, pa.field(name, column.type), column)
+    return table, cast_any
+
+
+def _merge_shards(shards: list[tuple[Path, pa.Table]], split: str) -> pa.Table:
+    """One table of a split's shards, each defect named with its shard's path (see the module docstring)."""
+    targets = _schema_types()
+    union = set().union(*(table.column_names for _, table in shards))
+    for path, table in shards:
+        missing = [name for name in schema.HUB_COLUMNS if name not in table.column_names]
+        if missing:
+            raise InvalidFileError(path, f"the shard lacks the MUCH column(s) {missing}", column=missing[0])
+        lacking = sorted(name for name in union - set(table.column_names) if name in targets)
+        if lacking:
+            other = next(p for p, t in shards if lacking[0] in t.column_names)
+            raise InvalidFileError(path, f"the shard lacks column(s) {lacking} that other shards of split {split!r} "
+                                   f"have (e.g. {other}): every shard of a split needs the same columns (rewrite "
+                                   "it, e.g. with `python -m builder export`)", column=lacking[0])
+    if not any(table.num_rows for _, table in shards):
+        raise InvalidFileError(shards[0][0], f"no row in any of the {len(shards)} shard(s) of split {split!r} "
+                               "(empty files: a failed export or download?)")
+    converted = [_to_schema_types(table, path, targets) for path, table in shards]
+    first = shards[0][1].schema
+    if not any(cast for _, cast in converted) and all(table.schema.equals(first) for _, table in shards):
+        return _concat([table for _, table in shards])  # the usual case: shards written alike, metadata kept
+    return _concat([table for table, _ in converted])
+
+
 def read_parquet_folder(
     folder: str | Path, config: str, split: str | None, *, published: bool,
 ) -> datasets.Dataset | datasets.DatasetDict:
@@ -131,7 +212,7 @@ def read_parquet_folder(
                                 f"(splits found: {sorted(files)})")
     parts = {}
     for name in wanted:
-        table = _concat([_read_file(path) for path in files[name]])
+        table = _merge_shards([(path, _read_file(path)) for path in files[name]], name)
         if not published and config != ALL_CONFIG and schema.LANG in table.column_names:
             table = table.filter(pc.equal(table[schema.LANG], config))
         parts[name] = datasets.Dataset(table, split=datasets.NamedSplit(name))

@@ -37,7 +37,7 @@ def parse_jsonl_lines(lines: Iterable[str], source: str | os.PathLike, *, error:
             continue
         try:
             value = json.loads(line)
-        except json.JSONDecodeError as decode_error:
+        except ValueError as decode_error:  # JSONDecodeError, or an integer past Python's digit limit
             raise error(f"{source}:{number}: {what} ({decode_error})") from None
         if objects and not isinstance(value, dict):
             raise error(f"{source}:{number}: expected a JSON object, got {type(value).__name__}")

@@ -14,6 +14,9 @@ What is checked, per row (the ``field`` of the error in brackets):
   more candidates exist only before the builder's filter step (``generations.jsonl``); pass ``top_k=None`` there to
   only require ids and values rows of equal, non-zero length;
 * probabilities finite, in [0, 1] and sorted in decreasing order within each row (ties allowed) [logits_values];
+* each row's stored probabilities sum to at most ``1 + PROBABILITY_SUM_TOLERANCE`` (1e-4): they are the top-k of
+  one distribution over the vocabulary, so their sum cannot exceed 1 except by rounding (float32 storage and a
+  float32 softmax give at most about 1e-6; the embedded sample's largest excess is 1.7e-7) [logits_values];
 * the sampled token ``output_tokens[i]`` is among ``logits_token_ids[i]`` [output_tokens]. MUCH guarantees it (rows
   where it was not are filtered out, spec 4.5), so by default it is an error; ``check_sampled_token=False`` skips it;
 * ``token_chunks`` non-empty chunks whose concatenation is exactly ``0, 1, ..., n_tokens - 1`` (contiguous,
@@ -42,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
 __all__ = ["InvalidFileError", "InvalidSampleError", "Problem", "validate_table", "validate_rows", "invalid_rows",
-           "rows_to_table"]
+           "rows_to_table", "PROBABILITY_SUM_TOLERANCE"]
 
 _ON_ERROR = ("raise", "drop")
 _LIST_COLUMNS = (
@@ -207,6 +210,10 @@ def _check_nulls(table: pa.Table, found: _Collector) -> None:
         found.add_mask(nulls, name, lambda _row: "missing (null)")
 
 
+#: How far above 1 the stored top-k probabilities of one token may sum (rounding of float32 values).
+PROBABILITY_SUM_TOLERANCE = 1e-4
+
+
 def _check_tokens(table: pa.Table, found: _Collector, *, top_k: int | None, check_sampled_token: bool) -> None:
     tokens = _list_array(table[schema.OUTPUT_TOKENS])
     n_tokens = _lengths(tokens)
@@ -264,6 +271,10 @@ def _check_tokens(table: pa.Table, found: _Collector, *, top_k: int | None, chec
     report(token_has_bad, schema.LOGITS_VALUES, lambda t: "probability NaN, infinite, negative or > 1")
     report(token_rising & ~token_has_bad, schema.LOGITS_VALUES,
            lambda t: "probabilities not sorted in decreasing order")
+    sums = np.bincount(value_token, weights=np.where(bad_value, 0.0, values), minlength=len(n_values))
+    report((sums > 1.0 + PROBABILITY_SUM_TOLERANCE) & ~token_has_bad, schema.LOGITS_VALUES,
+           lambda t: f"probabilities sum to {sums[t]:.6g} > 1 + {PROBABILITY_SUM_TOLERANCE:g} (the stored top "
+           "candidates of one distribution: not probabilities?)")
 
     if check_sampled_token:
         sampled = _numpy(_flatten(_list_array(subset[schema.OUTPUT_TOKENS])), np.int64)

@@ -5,7 +5,10 @@ into blocks of ``block_size`` documents, numbered in corpus order. A block is to
 (``tokenizers``' ``encode_batch``), counted with :func:`much_metric.baselines.neighbours.count_pairs`, clipped to the
 ``keep`` most frequent neighbours of each target (bounded memory and disk) and written atomically to
 ``<out>/blocks/``. Block ``b`` of source ``s`` belongs to shard ``(s + b) % n``; a shard skips the blocks it finds on
-disk, so a killed run continues where it stopped. The reduce step sums the block files in block order: its result
+disk, so a killed run continues where it stopped. A block file is named by its position and a digest of its
+documents' text (``s000-b0000003-<sha256 prefix>.npz``): a corpus file edited between runs in the same folder has
+its changed blocks recounted (and the stale ones removed), never reused by name; shards that read different corpora
+are refused at the reduce step. The reduce step sums the block files in block order: its result
 depends only on the blocks, never on how they were spread over shards, so ``--shard i/n`` + reduce gives the same
 bytes as one unsharded run.
 
@@ -16,6 +19,7 @@ counts of rare neighbours approximate (a neighbour outside a block's top ``keep`
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import zipfile
@@ -155,6 +159,34 @@ def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     atomic_write_bytes(path, buffer.getvalue())
 
 
+def _block_digest(texts: Sequence[str]) -> str:
+    """A digest of a block's documents (each length-prefixed, so document boundaries count)."""
+    digest = hashlib.sha256()
+    for text in texts:
+        data = text.encode("utf-8", errors="surrogatepass")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()[:16]
+
+
+def _block_path(blocks_dir: Path, s: int, b: int, digest: str) -> Path:
+    return blocks_dir / f"s{s:03d}-b{b:07d}-{digest}.npz"
+
+
+def _remove_stale(blocks_dir: Path, s: int, shard: tuple[int, int], current: dict[int, Path]) -> None:
+    """Delete the block files of source ``s`` that ``shard`` owns and that are not ``current`` (an older corpus's)."""
+    index, total = shard
+    if not blocks_dir.is_dir():
+        return
+    for path in blocks_dir.glob(f"s{s:03d}-b*.npz"):
+        try:
+            b = int(path.name[len(f"s{s:03d}-b"):].split("-")[0].split(".")[0])
+        except ValueError:
+            continue
+        if (s + b) % total == index and current.get(b) != path:
+            path.unlink(missing_ok=True)
+
+
 def _manifest(out: Path, params: dict[str, Any]) -> None:
     path = out / "manifest.json"
     if path.exists():
@@ -196,17 +228,21 @@ def count_shard(
     _manifest(out, {"tokenizer": tokenizer_name, "vocab_size": len(vocabulary), "sources": [s.label for s in sources],
                     "block_size": block_size, "keep": keep, "position": position})
     blocks_dir = out / "blocks"
-    n_blocks, done, skipped = {}, 0, 0
+    n_blocks, digests, done, skipped = {}, {}, 0, 0
     for s, source in enumerate(sources):
         documents = iter(source.documents())
         b = 0
         bar = tqdm(desc=source.label[:40], unit="block", disable=not progress)
+        current: dict[int, Path] = {}
         while True:
             texts = list(islice(documents, block_size))
             if not texts:
                 break
-            path = blocks_dir / f"s{s:03d}-b{b:07d}.npz"
+            digest = _block_digest(texts)
+            digests.setdefault(source.label, []).append(digest)
+            path = _block_path(blocks_dir, s, b, digest)
             if (s + b) % total == index:
+                current[b] = path
                 if path.exists():
                     skipped += 1
                 else:
@@ -220,11 +256,14 @@ def count_shard(
             b += 1
         bar.close()
         n_blocks[source.label] = b
+        # This shard's blocks of an older corpus (changed content, or past the end of a shorter source).
+        _remove_stale(blocks_dir, s, shard, current)
     summary = {"shard": f"{index}/{total}", "blocks": n_blocks, "counted": done, "skipped": skipped}
     from much_metric.fileio import atomic_write_bytes
 
+    marker = {"n_shards": total, "blocks": n_blocks, "digests": digests}
     atomic_write_bytes(out / "shards" / f"{index}-of-{total}.json",
-                       (json.dumps({"n_shards": total, "blocks": n_blocks}, sort_keys=True) + "\n").encode("utf-8"))
+                       (json.dumps(marker, sort_keys=True) + "\n").encode("utf-8"))
     return summary
 
 
@@ -244,16 +283,19 @@ def reduce_shards(out: str | Path, tokenizer: Any, *, top: int = 8, corpus: str 
     found = {int(p.name.split("-of-")[0]) for p in markers if p.name.endswith(f"-of-{total}.json")}
     if missing := sorted(set(range(total)) - found):
         raise ValueError(f"{out}: shards {missing} of {total} have not finished")
-    if any(r["blocks"] != records[0]["blocks"] for r in records):
-        raise ValueError(f"{out}: shards disagree on the number of blocks per source (the corpus changed?)")
+    if any("digests" not in r for r in records):
+        raise ValueError(f"{out}: shard markers of an older version without block digests: re-run every shard")
+    if any(r["blocks"] != records[0]["blocks"] or r["digests"] != records[0]["digests"] for r in records):
+        raise ValueError(f"{out}: shards read different documents (the corpus changed between shards?): re-run "
+                         "every shard on the same corpus")
     vocab_size, keep = manifest["vocab_size"], manifest["keep"]
     if top > keep:
         raise ValueError(f"top={top} is more than the {keep} neighbours kept per block")
     keys, counts = np.zeros(0, np.int64), np.zeros(0, np.int64)
     n_tokens = n_documents = 0
     for s, label in enumerate(manifest["sources"]):
-        for b in range(records[0]["blocks"][label]):
-            path = out / "blocks" / f"s{s:03d}-b{b:07d}.npz"
+        for b, digest in enumerate(records[0]["digests"].get(label, [])):
+            path = _block_path(out / "blocks", s, b, digest)
             if not path.exists():
                 raise ValueError(f"{out}: block {path.name} is missing (re-run its shard)")
             with np.load(path, allow_pickle=False) as block:

@@ -66,7 +66,9 @@ class SignalRun:
 def _read_timings(out: Path | None) -> dict[str, Any]:
     if out is None or not (out / TIMINGS_FILE).exists():
         return {}
-    return json.loads((out / TIMINGS_FILE).read_text(encoding="utf-8"))
+    from much_metric.baselines.runtime import read_timings
+
+    return read_timings(out / TIMINGS_FILE)
 
 
 def _write_timings(out: Path, timings: dict[str, Any]) -> None:

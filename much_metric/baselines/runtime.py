@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_TOKENS_PER_SECOND",
     "GenerationTime",
     "generation_time",
+    "read_timings",
     "format_runtime",
     "time_segmentation",
 ]
@@ -47,15 +48,63 @@ class GenerationTime:
     source: str
 
 
-def _from_file(path: Path, n_samples: int, n_tokens: int) -> GenerationTime:
+def _is_number(value: Any) -> bool:
+    """A real JSON number (int or float, not a bool), finite."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond float64
+        return False
+
+
+def _json_object(path: Path, what: str) -> dict[str, Any]:
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not a JSON file written by scripts/estimate_generation_time.py ({error})") from None
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError, an integer past Python's digit limit
+        raise ValueError(f"{path}: not valid JSON ({error}); {what}") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}: a JSON {type(record).__name__}, not an object; {what}")
+    return record
+
+
+def read_timings(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Read a ``timings.json`` (``much run --out`` writes it): ``{signal: {"seconds": s, "n_samples": n, ...}}``.
+
+    ``seconds`` must be a finite number >= 0 (not a boolean, not a string), ``n_samples`` / ``n_tokens`` (optional)
+    integers >= 0; other fields are kept as they are. Anything else raises ``ValueError`` naming the file, the
+    signal and the field. Returns the records with ``seconds`` as float.
+    """
+    path = Path(path)
+    shape = 'expected {"<signal>": {"seconds": <number>, ...}, ...} as `much run --out` writes it'
+    timings = _json_object(path, shape)
+    out = {}
+    for name, record in timings.items():
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}: signal {name!r}: a {type(record).__name__}, not an object; {shape}")
+        if "seconds" not in record:
+            raise ValueError(f"{path}: signal {name!r}: no field 'seconds'; {shape}")
+        seconds = record["seconds"]
+        if not _is_number(seconds) or seconds < 0:
+            raise ValueError(f"{path}: signal {name!r}: field 'seconds' is {seconds!r} ({type(seconds).__name__}); "
+                             "need a finite number of seconds >= 0")
+        for field in ("n_samples", "n_tokens"):
+            count = record.get(field, 0)
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise ValueError(f"{path}: signal {name!r}: field {field!r} is {count!r} ({type(count).__name__}); "
+                                 "need an integer >= 0")
+        out[name] = {**record, "seconds": float(seconds)}
+    return out
+
+
+def _from_file(path: Path, n_samples: int, n_tokens: int) -> GenerationTime:
+    record = _json_object(path, "expected a JSON object written by scripts/estimate_generation_time.py")
     mode = record.get("extrapolate", "tokens")
+    if mode not in ("tokens", "questions"):
+        raise ValueError(f"{path}: field 'extrapolate' must be 'tokens' or 'questions', got {mode!r}")
     key = "seconds_per_token" if mode == "tokens" else "seconds_per_question"
     rate = record.get(key)
-    if not isinstance(rate, int | float) or not rate > 0:
+    if not _is_number(rate) or not rate > 0:
         raise ValueError(f"{path}: field {key!r} must be a positive number (extrapolate={mode!r}), got {rate!r}")
     count = n_tokens if mode == "tokens" else n_samples
     unit = "output token" if mode == "tokens" else "question"
@@ -88,10 +137,9 @@ def generation_time(
     from much_dataset.schema import HUB_REPO_ID
 
     if value is not None and not isinstance(value, str | Path):
-        seconds = float(value)
-        if not seconds > 0 or math.isinf(seconds):
+        if not _is_number(value) or not value > 0:
             raise ValueError(f"generation time must be a positive number of seconds, got {value!r}")
-        return GenerationTime(seconds, "given")
+        return GenerationTime(float(value), "given")
     if isinstance(value, str | Path):
         path = Path(value)
         if path.is_file():

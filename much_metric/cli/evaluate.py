@@ -144,10 +144,9 @@ def _timings(scores: str) -> dict[str, Any]:
     file = folder / "timings.json"
     if not file.is_file():
         return {}
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{file}: not valid JSON ({error})") from None
+    from much_metric.baselines.runtime import read_timings
+
+    return read_timings(file)
 
 
 def _runtime(seconds: float, relative: float | None) -> str:
@@ -162,22 +161,31 @@ def _runtime(seconds: float, relative: float | None) -> str:
 def _format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
     import math
 
-    header = ["rank", "method", board["metric"], "95% interval", "P(rank)", "lang gap (best-worst)", "runtime (rel.)"]
+    from much_metric.signals import MIN_RANK_RESAMPLES
+
+    resampled = bool(board["n_resamples"])
+    header = ["rank", "method", board["metric"], *(["95% interval", "P(rank)"] if resampled else []),
+              "lang gap (best-worst)", "runtime (rel.)"]
     rows = []
     for row in board["rows"]:
-        low, high = row["interval"]
         gap = "n/a" if math.isnan(row["lang_gap"]) else \
             f"{row['lang_gap']:.3f} ({row['lang_best']}-{row['lang_worst']})"
         runtime = "n/a" if row["seconds"] is None else _runtime(row["seconds"], row["relative_runtime"])
-        rows.append([str(row["rank"]), row["method"], f"{row['value']:.3f}", f"[{low:.3f}, {high:.3f}]",
-                     f"{row['rank_probability']:.2f}", gap, runtime])
+        random_columns = []
+        if resampled:
+            low, high = row["interval"]
+            random_columns = [f"[{low:.3f}, {high:.3f}]", f"{row['rank_probability']:.2f}"]
+        rows.append([str(row["rank"]), row["method"], f"{row['value']:.3f}", *random_columns, gap, runtime])
     for name, value in board["floors"].items():
-        rows.append(["", f"[{name}]", f"{value:.3f}", "", "", "", ""])
-    rows.extend(published)
+        rows.append(["", f"[{name}]", f"{value:.3f}", *([""] * (len(header) - 3))])
+    rows.extend(row if resampled else [*row[:3], *row[5:]] for row in published)
     names = [row["method"] for row in board["rows"]]
+    what = (f"{board['n_resamples']} paired bootstrap resamples" if resampled else
+            f"no bootstrap (--bootstrap 0): ranked by the point values; no interval, P(rank) or p-value, which need "
+            f"at least {MIN_RANK_RESAMPLES} resamples (--bootstrap {MIN_RANK_RESAMPLES})")
     lines = [f"leaderboard by {board['metric']} on the {board['n_samples']} samples ({board['n_claims']} claims) "
-             f"every method covers; {board['n_resamples']} paired bootstrap resamples", text_table(rows, header)]
-    if len(names) > 1:
+             f"every method covers; {what}", text_table(rows, header)]
+    if len(names) > 1 and resampled:
         p = board["p_values"]
         short = [str(k + 1) for k in range(len(names))]
         matrix = [[f"{k + 1}. {name}", *("—" if i == k else f"{p[k][i]:.3f}" for i in range(len(names)))]
@@ -258,12 +266,11 @@ def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: di
     return calibrate_table(table, fit_table=fit_table, bootstrap=_bootstrap(args), split_seed=args.seed)
 
 
-def _bootstrap(args: argparse.Namespace, *, at_least: int = 0):
+def _bootstrap(args: argparse.Namespace):
     """``--bootstrap N --seed S`` as a :class:`much_metric.scoring.Bootstrap` (None for 0 resamples)."""
     from much_metric.scoring import Bootstrap
 
-    n_resamples = max(args.bootstrap, at_least)
-    return Bootstrap(n_resamples=n_resamples, random_state=args.seed) if n_resamples else None
+    return Bootstrap(n_resamples=args.bootstrap, random_state=args.seed) if args.bootstrap else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -272,6 +279,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.labels not in LABEL_CHOICES:
             raise ValueError(f"--labels must be one of {LABEL_CHOICES}, got {args.labels!r}")
+        from much_metric.signals import check_resamples
+
+        check_resamples(args.bootstrap, "--bootstrap")
         if args.rank is not None:
             from much_metric.scoring import METRICS
 
@@ -283,6 +293,7 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(f"--{option}: the folder of {target} does not exist")
         aggregators = _aggregators(args.aggregator)
         signals = read_signals(args.scores, signal_names=args.signal)
+        timings = _timings(args.scores) if args.rank else {}  # checked before the data is loaded
         dataset = _load_dataset(args)
         options = dict(aggregators=aggregators, stopword_handling=args.stopwords, by=args.by,
                        bootstrap=_bootstrap(args), floor_seed=args.seed, labels=args.labels,
@@ -292,7 +303,6 @@ def run(args: argparse.Namespace) -> int:
         if args.rank:
             from much_metric.signals import rank_methods
 
-            timings = _timings(args.scores)
             generation = None
             if timings:
                 from much_metric.baselines.runtime import generation_time
@@ -302,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
                                                       strict=True) if g in ids)
                 generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids),
                                              n_tokens=n_tokens)
-            board = rank_methods(table, args.rank, bootstrap=_bootstrap(args, at_least=1),
+            board = rank_methods(table, args.rank, bootstrap=_bootstrap(args),
                                  timings=timings, generation_seconds=generation.seconds if generation else None)
             board["generation"] = None if generation is None else {"seconds": generation.seconds,
                                                                     "source": generation.source}
@@ -324,6 +334,11 @@ def run(args: argparse.Namespace) -> int:
     if table.excluded:
         print(f"note: {table.excluded} samples have no ground truth '{table.labels}' ([0] = no human label"
               f"{' or annotators disagree' if table.labels == 'human-agreed' else ''}) and are left out")
+    for name, strangers in table.unknown.items():
+        if strangers:
+            more = f" (and {len(strangers) - 10} more)" if len(strangers) > 10 else ""
+            print(f"note: {name}: {len(strangers)} generation_ids of the signal file are not in the dataset and are "
+                  f"ignored: {', '.join(repr(g) for g in strangers[:10])}{more}")
     for name, count in table.missing.items():
         if count:
             print(f"note: {name}: {count} samples have no values and are left out (coverage "

@@ -2,7 +2,9 @@
 
 Writes one JSON line per generation: ``{"generation_id": ..., "token_chunks": [[0, 1, 2], [3], ...]}``, identical
 to much-segmenter (``--compat 0.2.1`` reproduces the MUCH data, 0.3.0 the current release). ``output_tokens`` are
-the ids the model generated; when a record has none, the output is tokenized with offsets instead.
+the ids the model generated; when a record has none, the output is tokenized with offsets instead. Given ids must
+be in the tokenizer's vocabulary and decode to exactly ``output`` (same characters in the same order, not only the
+same length). ``--input -`` reads the JSONL from standard input.
 
 Example::
 
@@ -29,7 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--input", required=True, help=f"JSONL with {GENERATION_ID}, {OUTPUT}, {OUTPUT_TOKENS}")
+    parser.add_argument("--input", required=True,
+                        help=f"JSONL with {GENERATION_ID}, {OUTPUT}, {OUTPUT_TOKENS} ('-' = standard input)")
     parser.add_argument(
         "--tokenizer", required=True,
         help="the generating LLM's tokenizer: 'smollm2' (the sample's, packaged), a tokenizer.json file, a tokenizer "
@@ -59,16 +62,20 @@ def load_tokenizer(path: str, *, eos_token: str | None = None):
 
 
 def _records(path: str):
-    from much_dataset.jsonl import read_jsonl
+    import contextlib
 
-    for line_number, record in read_jsonl(path):
-        if not isinstance(record, dict) or not isinstance(record.get(GENERATION_ID), str):
-            raise ValueError(f"{path}:{line_number}: missing string field {GENERATION_ID!r}")
-        try:
-            _check_fields(record)
-        except ValueError as error:
-            raise ValueError(f"{path}:{line_number}: {error}") from None
-        yield record
+    from much_dataset.jsonl import parse_jsonl_lines
+
+    name = "<stdin>" if path == "-" else path
+    with contextlib.nullcontext(sys.stdin) if path == "-" else open(path, encoding="utf-8") as handle:
+        for line_number, record in parse_jsonl_lines(handle, name):
+            if not isinstance(record, dict) or not isinstance(record.get(GENERATION_ID), str):
+                raise ValueError(f"{name}:{line_number}: missing string field {GENERATION_ID!r}")
+            try:
+                _check_fields(record)
+            except ValueError as error:
+                raise ValueError(f"{name}:{line_number}: {error}") from None
+            yield record
 
 
 def _check_fields(record: dict) -> None:
@@ -79,8 +86,33 @@ def _check_fields(record: dict) -> None:
             f"generation {generation_id!r}: field {OUTPUT!r} must be a string, got {type(output).__name__}"
         )
     tokens = record.get(OUTPUT_TOKENS)
-    if tokens is not None and (not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens)):
+    if tokens is None:
+        return
+    if not isinstance(tokens, list):
         raise ValueError(f"generation {generation_id!r}: field {OUTPUT_TOKENS!r} must be a list of token ids")
+    _check_ids(generation_id, tokens, None)
+
+
+def _check_ids(generation_id: str, tokens: list, vocabulary_size: int | None) -> None:
+    """Token ids are ints (not bools) in ``[0, vocabulary_size)`` (``[0, inf)`` before the tokenizer is known)."""
+    top = float("inf") if vocabulary_size is None else vocabulary_size
+    for position, token in enumerate(tokens):
+        if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < top:
+            limit = "" if vocabulary_size is None else f" < {vocabulary_size} (the tokenizer's vocabulary)"
+            raise ValueError(f"generation {generation_id!r}: field {OUTPUT_TOKENS!r}: token {position} is "
+                             f"{token!r}; token ids are integers >= 0{limit}")
+
+
+def _check_content(generation_id: str, output: str, tokens: list[int], tokenizer) -> None:
+    """The ids decode to ``output`` itself: equal length is not enough (ids in another order have it too)."""
+    decoded = tokenizer.decode(tokens)
+    if decoded == output:
+        return
+    first = next((k for k, (a, b) in enumerate(zip(decoded, output, strict=False)) if a != b),
+                 min(len(decoded), len(output)))
+    raise ValueError(f"generation {generation_id!r}: field {OUTPUT_TOKENS!r}: the tokens decode to a different text "
+                     f"than {OUTPUT!r} (first difference at character {first}: {decoded[first:first + 12]!r} vs "
+                     f"{output[first:first + 12]!r}): ids out of order, or of another generation or tokenizer")
 
 
 def segment_record(record: dict, tokenizer, *, compat: str) -> dict:
@@ -89,11 +121,19 @@ def segment_record(record: dict, tokenizer, *, compat: str) -> dict:
 
     _check_fields(record)
     generation_id, output, tokens = record[GENERATION_ID], record[OUTPUT], record.get(OUTPUT_TOKENS)
+    if tokens is not None:
+        try:
+            size = len(tokenizer)
+        except TypeError:  # a tokenizer object without a length: the decoder checks ids itself
+            size = None
+        _check_ids(generation_id, tokens, size)
     try:
         chunks = segment(output, tokenizer, tokens, compat=compat)
     except ValueError as error:
         field = OUTPUT_TOKENS if tokens is not None else OUTPUT
         raise ValueError(f"generation {generation_id!r}: field {field!r}: {error}") from error
+    if tokens is not None:
+        _check_content(generation_id, output, tokens, tokenizer)
     return {GENERATION_ID: generation_id, TOKEN_CHUNKS: chunks}
 
 

@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from much_dataset.schema import TOP_K
+from much_metric.monitor._openai import IncompleteStreamError
 from much_metric.monitor._records import Calibration, MonitoredClaim
 
-__all__ = ["ClaimMonitor", "MonitoredClaim", "Calibration", "online_spec"]
+__all__ = ["ClaimMonitor", "MonitoredClaim", "Calibration", "IncompleteStreamError", "online_spec"]
 
 _AGGREGATORS = ("product", "mean", "max", "geometric")
 
@@ -70,6 +71,23 @@ def online_spec(method: str, width: int, resources: dict[str, Any] | None = None
     except ValueError as error:
         raise ValueError(f"method {method!r} cannot score {width} candidates per token: {error}") from error
     return spec
+
+
+def _check_probabilities(token: int, candidate_probs: Sequence[float]) -> None:
+    """Refuse values that are not the top candidates of one distribution: each in [0, 1], summing to at most 1
+    (both up to ``PROBABILITY_SUM_TOLERANCE``, float rounding)."""
+    from much_dataset.validation import PROBABILITY_SUM_TOLERANCE as tolerance
+
+    probs = np.asarray(candidate_probs, dtype=np.float64)
+    inside = (probs >= 0) & (probs <= 1 + tolerance)  # False for NaN
+    if not inside.all():
+        position = int(np.flatnonzero(~inside)[0])
+        raise ValueError(f"token {token}: candidate probability {probs[position]!r} at position {position} not in "
+                         "[0, 1]: pass probabilities (not logits or log-probabilities)")
+    total = float(probs.sum())
+    if total > 1 + tolerance:
+        raise ValueError(f"token {token}: candidate probabilities sum to {total:.6g} > 1 + {tolerance:g}: they "
+                         "must be the top candidates of one distribution (probabilities, not scores)")
 
 
 class ClaimMonitor:
@@ -197,6 +215,7 @@ class ClaimMonitor:
         if len(candidate_ids) != len(candidate_probs) or not len(candidate_ids):
             raise ValueError(f"token {len(self._ids)}: {len(candidate_ids)} candidate ids but "
                              f"{len(candidate_probs)} probabilities (need the same, non-zero count)")
+        _check_probabilities(len(self._ids), candidate_probs)
         self._ids.append(int(token_id))
         self._cand_ids.append(candidate_ids)
         self._cand_probs.append(candidate_probs)
@@ -291,6 +310,8 @@ class ClaimMonitor:
     def stream_openai(self, chunks: Iterable[Any]) -> Iterator[MonitoredClaim]:
         """Yield claims from the chunks of an OpenAI-compatible chat/completions stream with ``logprobs``.
 
+        Raises :class:`IncompleteStreamError` (a ``ValueError``) after the last claim it could yield when the stream
+        ends before the answer (no ``finish_reason``, no ``data: [DONE]``), holds no token, or is not a stream.
         See :func:`much_metric.monitor._openai.claims_from_stream`.
         """
         from much_metric.monitor._openai import claims_from_stream

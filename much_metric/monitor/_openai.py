@@ -25,6 +25,15 @@ server sends no bytes) are looked up in a table built once from the tokenizer's 
 such as ``Ġthe`` mapped back to bytes; SentencePiece ``▁`` and ``<0xNN>`` pieces likewise). When several ids spell
 the same bytes the first non-special id wins; a sampled token that maps to no id is an error, an alternative that
 maps to none keeps its probability with id -1 (Max Likelihood and Token Entropy do not use ids).
+
+Incomplete answers
+------------------
+An answer is complete when its choice carries a ``finish_reason`` (``stop``, ``length`` ...) and, read by
+:func:`stream_chat_completion`, when the stream ends with ``data: [DONE]``. A stream that ends before (the server or
+the connection died half-way), one without any token, or a non-streaming ``chat.completion`` answer raises
+:class:`IncompleteStreamError`; the claims yielded before it stay valid, but the answer is not complete. The
+``timeout`` of :func:`stream_chat_completion` is one deadline for the whole answer: keep-alive comments
+(``: ping`` lines) do not extend it.
 """
 
 from __future__ import annotations
@@ -33,10 +42,16 @@ import functools
 import json
 import math
 import re
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-__all__ = ["token_bytes_table", "token_to_id", "claims_from_stream", "stream_chat_completion"]
+__all__ = ["IncompleteStreamError", "token_bytes_table", "token_to_id", "claims_from_stream",
+           "stream_chat_completion"]
+
+class IncompleteStreamError(ValueError):
+    """The stream did not deliver a complete answer: cut half-way, empty, not a stream, or past its deadline."""
+
 
 _TOKEN_ID = re.compile(r"token_id:(\d+)")
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -112,13 +127,19 @@ def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
     table = _table(monitor.tokenizer)
     monitor.reset()
     position = 0
+    finish_reason = None
     for number, raw_chunk in enumerate(chunks):
         chunk = _as_dict(raw_chunk)
         if chunk.get("error"):
             raise ValueError(f"stream chunk {number}: the server sent an error: {chunk['error']}")
+        if chunk.get("object") == "chat.completion" or any("message" in c for c in chunk.get("choices") or []):
+            raise IncompleteStreamError(f"stream chunk {number}: the server's answer is not a stream (a "
+                                        "chat.completion with a message, not chat.completion.chunk deltas): request "
+                                        "stream=True from a server that supports it")
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) != 0:
                 raise ValueError(f"stream chunk {number}: choice {choice.get('index')}; monitor one choice (n=1)")
+            finish_reason = choice.get("finish_reason") or finish_reason
             content = (choice.get("logprobs") or {}).get("content") or []
             if not content and (choice.get("delta") or {}).get("content"):
                 raise ValueError(f"stream chunk {number}: text without logprobs; request logprobs=true and "
@@ -128,6 +149,10 @@ def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
                 if token_id is None:
                     raise ValueError(f"stream chunk {number}, token {position} ({entry.get('token')!r}): no id of "
                                      "the tokenizer spells these bytes; is it the served model's tokenizer?")
+                where = f"stream chunk {number}, token {position} ({entry.get('token')!r})"
+                _check_logprob(entry, where)
+                for alternative in entry.get("top_logprobs") or []:
+                    _check_logprob(alternative, where)
                 alternatives = sorted(entry.get("top_logprobs") or [], key=lambda e: -float(e["logprob"]))
                 ids, probs = [], []
                 for alternative in alternatives[: monitor.top_k]:
@@ -141,8 +166,25 @@ def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
                     probs.append(math.exp(float(entry["logprob"])))
                 position += 1
                 yield from monitor.push(token_id, ids, probs)
-    if monitor.token_ids:
-        yield from monitor.finish()
+    if not position:
+        raise IncompleteStreamError("the stream held no token: the server sent no generated token with logprobs "
+                                    "(an empty answer cannot be monitored)")
+    if finish_reason is None:
+        raise IncompleteStreamError(f"the stream ended without a finish_reason after {position} tokens: the server "
+                                    "or the connection stopped half-way and the answer is incomplete (the claims "
+                                    "yielded so far are valid; monitor.finish() closes the rest)")
+    yield from monitor.finish()
+
+
+def _check_logprob(entry: dict[str, Any], where: str) -> None:
+    """A log-probability is <= 0 (up to the rounding tolerance of the stored probabilities); NaN is refused."""
+    from much_dataset.validation import PROBABILITY_SUM_TOLERANCE
+
+    value = float(entry["logprob"])
+    if not value <= math.log1p(PROBABILITY_SUM_TOLERANCE):
+        raise ValueError(f"{where}: log-probability {value!r} of {entry.get('token')!r} is not a log-probability "
+                         f"(probability {math.exp(value) if value == value else value} > 1; log-probabilities are "
+                         "<= 0): is the server sending logits or scores?")
 
 
 @functools.lru_cache(maxsize=4)
@@ -163,11 +205,21 @@ def stream_chat_completion(base_url: str, model: str, messages: list[dict[str, s
 
     Standard library only (``urllib``); ``options`` (``max_tokens``, ``temperature``, ``seed`` ...) go into the
     request body. Pass the chunks to :meth:`ClaimMonitor.stream_openai`.
+
+    ``timeout`` (seconds) is one deadline for the whole answer, from the request to ``data: [DONE]``: keep-alive
+    comments do not extend it.
+
+    Raises
+    ------
+    IncompleteStreamError
+        The stream ended without ``data: [DONE]``, the answer is not a stream, or the deadline passed.
     """
     import urllib.request
 
     if not 0 <= int(top_logprobs) <= 20:
         raise ValueError(f"top_logprobs must be in [0, 20] (the OpenAI API's cap), got {top_logprobs!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     body = {"model": model, "messages": messages, "stream": True, "logprobs": True,
             "top_logprobs": int(top_logprobs), **options}
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -175,12 +227,60 @@ def stream_chat_completion(base_url: str, model: str, messages: list[dict[str, s
         headers["Authorization"] = f"Bearer {api_key}"
     request = urllib.request.Request(base_url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
                                      headers=headers, method="POST")
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        for line in response:
-            line = line.decode("utf-8").strip()
-            if not line.startswith("data:"):
-                continue
-            data = line[len("data:"):].strip()
-            if data == "[DONE]":
-                return
-            yield json.loads(data)
+    deadline = time.monotonic() + timeout
+    tokens = 0
+    other: list[str] = []  # non-SSE lines: a plain JSON answer when the server ignored stream=True
+
+    def late() -> IncompleteStreamError:
+        return IncompleteStreamError(f"no complete answer within the {timeout:g}s deadline ({tokens} tokens "
+                                     "received; keep-alive comments do not extend it): raise timeout= or check the "
+                                     "server")
+
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            sock = _response_socket(response)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise late()
+                if sock is not None:
+                    sock.settimeout(remaining)
+                line = response.readline()
+                if not line:
+                    break
+                line = line.decode("utf-8", errors="replace").strip()
+                if not line.startswith("data:"):
+                    if line and not line.startswith(":") and len(other) < 1000:
+                        other.append(line)
+                    continue
+                data = line[len("data:"):].strip()
+                if data == "[DONE]":
+                    return
+                try:
+                    chunk = json.loads(data)
+                except ValueError:
+                    raise IncompleteStreamError(f"the stream from {base_url} sent an event that is not JSON after "
+                                                f"{tokens} tokens: {data[:80]!r}") from None
+                choices = chunk.get("choices") if isinstance(chunk, dict) else None
+                for choice in choices if isinstance(choices, list) else []:
+                    tokens += len(((choice or {}).get("logprobs") or {}).get("content") or [])
+                yield chunk
+    except TimeoutError:
+        raise late() from None
+    if other:
+        try:
+            answer = json.loads("\n".join(other))
+        except ValueError:
+            answer = None
+        if isinstance(answer, dict):
+            yield answer  # claims_from_stream names a chat.completion or an error
+    held = f"after {tokens} tokens" if tokens else "with no token"
+    raise IncompleteStreamError(f"the stream from {base_url} ended without data: [DONE] {held}: the server or the "
+                                "connection stopped half-way and the answer is incomplete")
+
+
+def _response_socket(response: Any) -> Any:
+    """The socket under an ``http.client`` response (to bound each read by the time left), or None."""
+    raw = getattr(getattr(response, "fp", None), "raw", None)
+    sock = getattr(raw, "_sock", None)
+    return sock if hasattr(sock, "settimeout") else None

@@ -47,6 +47,8 @@ __all__ = [
     "write_report",
     "write_signals",
     "rank_methods",
+    "MIN_RANK_RESAMPLES",
+    "check_resamples",
     "CalibrationResult",
     "calibrate_table",
     "calibration_json",
@@ -62,7 +64,7 @@ __all__ = [
 
 _LAZY = {
     "format_metric": "_report", "render_report": "_report", "write_report": "_report",
-    "rank_methods": "_rank",
+    "rank_methods": "_rank", "MIN_RANK_RESAMPLES": "_rank", "check_resamples": "_rank",
     "CalibrationResult": "_calibrate", "calibrate_table": "_calibrate", "calibration_json": "_calibrate",
     "DEFAULT_MUSHROOM": "_spans", "evaluate_spans": "_spans", "match_mushroom": "_spans",
     "PAPER_GENERATION_SECONDS": "_published", "PAPER_TABLE7": "_published", "REFERENCE_NOTEBOOK": "_published",

@@ -72,7 +72,8 @@ class EvaluationTable:
     """All (signal, aggregator) results; ``missing`` / ``coverage``: per signal, samples without values and the
     covered fraction of the samples with ground truth; ``floors``: the random and constant reference rows on all
     the samples with ground truth; ``labels``: the ground-truth choice; ``excluded``: samples without it;
-    ``generation_ids`` / ``langs``: per dataset row (``claim_rows`` index them)."""
+    ``generation_ids`` / ``langs``: per dataset row (``claim_rows`` index them); ``unknown``: per signal, the
+    generation_ids it has values for that the dataset does not hold (ignored), in the signal's order."""
 
     results: list[SignalResult]
     n_dataset_samples: int
@@ -84,6 +85,13 @@ class EvaluationTable:
     excluded: int = 0
     generation_ids: list[str] = field(default_factory=list)
     langs: list[str] = field(default_factory=list)
+    unknown: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _format_ids(ids: Sequence[str], *, limit: int = 10) -> str:
+    """``'a', 'b', ... (and N more)``: the first ``limit`` ids of a list for a one-line message."""
+    shown = ", ".join(repr(i) for i in ids[:limit])
+    return shown + (f" (and {len(ids) - limit} more)" if len(ids) > limit else "")
 
 #: Default least fraction of the dataset's samples a signal must cover (``min_coverage``).
 MIN_COVERAGE = 0.95
@@ -218,13 +226,18 @@ def evaluate_signals(
         )
     from tqdm.auto import tqdm
 
-    results, missing, coverage = [], {}, {}
+    results, missing, coverage, unknown = [], {}, {}, {}
     # disable=None: a progress bar on a terminal only (the bootstrap makes each step take a second or more).
     progress = tqdm(total=len(signals) * len(aggregators), desc="scoring", unit="signal x aggregator", disable=None)
     claim_level = set(claim_signals)
     for signal_name, per_sample in signals.items():
         level = "claim" if signal_name in claim_level or signal_name.endswith(CLAIM_SUFFIX) else "token"
         rows = [index_of[gid] for gid in ids if gid in per_sample]
+        unknown[signal_name] = [gid for gid in per_sample if gid not in index_of]
+        if unknown[signal_name]:
+            warnings.warn(f"signal {signal_name!r}{where}: {len(unknown[signal_name])} generation_id(s) are not in "
+                          f"the dataset and are ignored: {_format_ids(unknown[signal_name])} (values of another "
+                          "split or another dataset?)", MuchMetricWarning, stacklevel=2)
         missing[signal_name] = len(ids) - len(rows)
         coverage[signal_name] = len(rows) / len(ids) if ids else 0.0
         if not rows:
@@ -286,4 +299,4 @@ def evaluate_signals(
     langs = [str(v) for v in columns[LANG]] if LANG in columns else ["?"] * len(all_ids)
     return EvaluationTable(results=results, n_dataset_samples=len(ids), missing=missing, has_stopword_mask=has_mask,
                            coverage=coverage, floors=floor_rows, labels=labels, excluded=len(all_ids) - len(ids),
-                           generation_ids=list(all_ids), langs=langs)
+                           generation_ids=list(all_ids), langs=langs, unknown=unknown)

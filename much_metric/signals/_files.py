@@ -68,24 +68,56 @@ def _check_record(record: Any, where: str) -> tuple[str, str, np.ndarray]:
         raise SignalsFormatError(
             f"{where} ({GENERATION_ID}={generation_id!r}): field {_SIGNAL_NAME!r} must be a non-empty string"
         )
-    try:
-        values = np.asarray(record[_VALUES], dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise SignalsFormatError(
-            f"{GENERATION_ID}={generation_id!r}, signal {signal_name!r}: field {_VALUES!r} is not a list of numbers"
-        ) from error
+    label = f"{where} ({GENERATION_ID}={generation_id!r}, signal {signal_name!r})"
+    values = _numbers(record[_VALUES], label)
     if values.ndim != 1 or values.size == 0:
         raise SignalsFormatError(
-            f"{GENERATION_ID}={generation_id!r}, signal {signal_name!r}: field {_VALUES!r} must be a non-empty 1-D "
-            f"list (one value per output token), got shape {values.shape}"
+            f"{label}: field {_VALUES!r} must be a non-empty 1-D list (one value per output token), got shape "
+            f"{values.shape}"
         )
     if not np.isfinite(values).all():
         position = int(np.flatnonzero(~np.isfinite(values))[0])
         raise SignalsFormatError(
-            f"{GENERATION_ID}={generation_id!r}, signal {signal_name!r}: field {_VALUES!r} has a non-finite value "
-            f"({values[position]}) at token {position}"
+            f"{label}: field {_VALUES!r} has a non-finite value ({values[position]}) at token {position}"
         )
     return generation_id, signal_name, values
+
+
+_FLOAT64_MAX = int(np.finfo(np.float64).max)
+_NEED = "need a list of real numbers (JSON ints or floats), one per output token"
+
+
+def _numbers(raw: Any, label: str) -> np.ndarray:
+    """``raw`` as a float64 array when it holds only real numbers (ints, floats; never bools, strings, dates)."""
+    if not isinstance(raw, list | tuple | np.ndarray):
+        if isinstance(raw, str | bytes | Mapping) or np.ndim(raw) == 0:
+            raise SignalsFormatError(f"{label}: field {_VALUES!r} is a {type(raw).__name__} ({_short(raw)}); {_NEED}")
+        raw = np.asarray(raw)
+    if isinstance(raw, np.ndarray):
+        if raw.dtype == object:
+            raw = raw.tolist()
+        elif raw.dtype.kind not in "iuf":
+            raise SignalsFormatError(f"{label}: field {_VALUES!r} holds {raw.dtype} values; {_NEED}")
+        else:
+            return raw.astype(np.float64, copy=False)
+    # Types are checked on the set of element types (one C-level pass), not element by element.
+    wrong = {kind for kind in set(map(type, raw))
+             if not issubclass(kind, int | float | np.integer | np.floating) or issubclass(kind, bool | np.bool_)}
+    if wrong:
+        position = next(i for i, value in enumerate(raw) if type(value) in wrong)
+        raise SignalsFormatError(f"{label}: field {_VALUES!r} has a {type(raw[position]).__name__} at token "
+                                 f"{position} ({_short(raw[position])}); {_NEED}")
+    try:
+        return np.asarray(raw, dtype=np.float64)
+    except OverflowError:
+        position = next(i for i, value in enumerate(raw) if isinstance(value, int) and abs(value) > _FLOAT64_MAX)
+        raise SignalsFormatError(f"{label}: field {_VALUES!r} has an integer too large for a float64 at token "
+                                 f"{position} ({len(str(raw[position]))} digits)") from None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _decode(path: Path) -> str:
@@ -123,11 +155,14 @@ def _read_parquet(path: Path) -> list[tuple[str, str, np.ndarray]]:
     if missing:
         raise SignalsFormatError(f"{path}: parquet signal file lacks column(s) {missing}")
     ids = table.column(GENERATION_ID).to_pylist()
+    _check_values_type(path, table.schema.field(_VALUES).type, ids)
     if _SIGNAL_NAME in table.column_names:
         names = table.column(_SIGNAL_NAME).to_pylist()
     else:
         names = [path.stem] * len(ids)  # a user's own scores: the file names the method
     column = table.column(_VALUES).combine_chunks()
+    if pa.types.is_fixed_size_list(column.type):
+        column = column.cast(pa.list_(column.type.value_type))
     # One flat buffer + offsets instead of a Python list per row: 10x faster on hub-sized files.
     offsets = np.asarray(column.offsets)
     flat = np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
@@ -141,6 +176,19 @@ def _read_parquet(path: Path) -> list[tuple[str, str, np.ndarray]]:
         records.append(_check_record({GENERATION_ID: generation_id, _SIGNAL_NAME: name, _VALUES: values},
                                      f"{path}: row {row}"))
     return records
+
+
+def _check_values_type(path: Path, kind: Any, ids: list[Any]) -> None:
+    """Refuse a parquet ``values`` column that is not a list of ints or floats per row (strings, timestamps, bools,
+    nested lists, a scalar column)."""
+    import pyarrow as pa
+
+    is_list = pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
+    if is_list and (pa.types.is_integer(kind.value_type) or pa.types.is_floating(kind.value_type)):
+        return
+    first = f"row 0 ({GENERATION_ID}={ids[0]!r})" if ids else "every row"
+    raise SignalsFormatError(f"{path}: {first}: column {_VALUES!r} has type {kind}; need a list of real numbers per "
+                             "row (list<double>, list<float> or list<int...>), one per output token")
 
 
 def _read_records(path: Path) -> list[tuple[str, str, np.ndarray]]:

@@ -6,6 +6,10 @@ each value, the probability that a method holds its rank (Mu-SHROOM appendix C) 
 p-values for every pair come from :func:`much_metric.scoring.leaderboard`. Besides: the gap between the method's
 best and worst language (point values; its own column) and the method's runtime relative to LLM generation when
 ``timings`` gives its seconds.
+
+Without enough resamples nothing random is reported: ``bootstrap=None`` ranks by the point values alone (no
+interval, rank probability or p-value), and 1 to ``MIN_RANK_RESAMPLES - 1`` resamples are refused (see
+:data:`RESAMPLES_REASON`).
 """
 
 from __future__ import annotations
@@ -19,17 +23,49 @@ from much_metric.scoring import METRICS, Bootstrap, leaderboard
 from much_metric.scoring.engine import curve_metrics, sort_claims
 from much_metric.signals._evaluation import EvaluationTable
 
-__all__ = ["rank_methods"]
+__all__ = ["MIN_RANK_RESAMPLES", "RESAMPLES_REASON", "rank_methods"]
+
+#: Fewest bootstrap resamples behind a 95 % interval, a rank probability or a p-value.
+MIN_RANK_RESAMPLES = 40
+#: Why: said by every message that refuses fewer.
+RESAMPLES_REASON = ("a 95% percentile interval needs at least one resample in each 2.5% tail (1 / 0.025 = 40 "
+                    "resamples; with fewer its bounds are the extreme replicates), and with B resamples no paired "
+                    "p-value can fall below 2/B")
+
+
+def check_resamples(n_resamples: Any, option: str = "n_resamples") -> int:
+    """``n_resamples`` when it is 0 (no bootstrap) or at least :data:`MIN_RANK_RESAMPLES`; ValueError otherwise."""
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) or not (
+            n_resamples == 0 or n_resamples >= MIN_RANK_RESAMPLES):
+        raise ValueError(f"{option} must be 0 (no intervals) or at least {MIN_RANK_RESAMPLES}, got {n_resamples!r}: "
+                         f"{RESAMPLES_REASON}")
+    return int(n_resamples)
 
 
 def _method_name(result: Any) -> str:
     return result.signal_name if result.aggregator in ("—", "") else f"{result.signal_name} ({result.aggregator})"
 
 
-def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap = Bootstrap(),
+def _point_board(scores: dict[str, np.ndarray], hallucinated: np.ndarray, metric: str) -> dict[str, Any]:
+    """The leaderboard's ranking by point values alone (competition ranks, nan last), nothing random."""
+    names = list(scores)
+    point = np.array([curve_metrics(sort_claims(scores[n], hallucinated))[metric][0] for n in names])
+    key = np.where(np.isnan(point), -np.inf, point)
+    competition = np.sum(key[None, :] > key[:, None], axis=1)  # methods strictly better
+    order = np.argsort(competition, kind="stable")
+    rows = [{"method": names[i], "value": float(point[i]), "interval": None, "rank": int(competition[i]),
+             "rank_probability": None} for i in order]
+    return {"rows": rows, "rank_probabilities": None, "p_values": None}
+
+
+def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | None = Bootstrap(),
                  timings: Mapping[str, Any] | None = None, generation_seconds: float | None = None) -> dict[str, Any]:
     """Leaderboard of the table's methods by ``metric`` (higher is better), with paired bootstrap resamples of the
     common samples (``bootstrap``: count, interval level, seed).
+
+    ``bootstrap=None`` ranks by the point values alone (``interval``, ``rank_probability``, ``p_values`` and
+    ``rank_probabilities`` are then None); otherwise ``bootstrap.n_resamples`` is at least
+    :data:`MIN_RANK_RESAMPLES`.
 
     Returns
     -------
@@ -41,6 +77,8 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap = 
     """
     if metric not in METRICS:
         raise ValueError(f"--rank must be one of {METRICS}, got {metric!r}")
+    if bootstrap is not None:
+        check_resamples(bootstrap.n_resamples, "bootstrap.n_resamples")
     results = table.results
     if not results:
         raise ValueError("no method to rank")
@@ -59,8 +97,11 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap = 
         name = _method_name(result)
         names.append(name)
         scores[name] = result.claim_scores[np.isin(result.claim_rows, rows)]
-    board = leaderboard(scores, hallucinated, np.array([sample_of_row[r] for r in claim_rows.tolist()]), len(rows),
-                        metric=metric, bootstrap=bootstrap)
+    if bootstrap is not None:
+        board = leaderboard(scores, hallucinated, np.array([sample_of_row[r] for r in claim_rows.tolist()]),
+                            len(rows), metric=metric, bootstrap=bootstrap)
+    else:
+        board = _point_board(scores, hallucinated, metric)
     langs = np.asarray(table.langs, dtype=object)[claim_rows] if table.langs else np.full(len(claim_rows), "?")
     lang_values = sorted(set(langs.tolist()))
     by_name = {_method_name(r): r for r in results}
@@ -90,4 +131,5 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap = 
                                                                     floor.hallucinated[mask]))[metric][0])
     return {"metric": metric, "rows": out_rows, "p_values": board["p_values"],
             "rank_probabilities": board["rank_probabilities"], "n_samples": len(rows),
-            "n_claims": int(len(hallucinated)), "n_resamples": bootstrap.n_resamples, "floors": floors}
+            "n_claims": int(len(hallucinated)), "n_resamples": bootstrap.n_resamples if bootstrap else 0,
+            "floors": floors}

@@ -207,28 +207,37 @@ def _glossary() -> str:
     return f"<h2>Glossary</h2><dl class='glossary'>{body}</dl>"
 
 
+def _random_cells(low: float, high: float, rank_probability: float | None) -> str:
+    if rank_probability is None:
+        return "<td>—</td><td>—</td>"
+    return f"<td>[{low:.3f}, {high:.3f}]</td><td>{rank_probability:.2f}</td>"
+
+
 def _leaderboard_html(board: dict[str, Any]) -> str:
+    resampled = bool(board["n_resamples"])
+    what = (f"{board['n_resamples']} paired bootstrap resamples" if resampled else
+            "no bootstrap: ranked by the point values, without interval, P(rank) or p-value")
     out = [f"<h2>Leaderboard by {html.escape(_SHORT.get(board['metric'], board['metric']))}</h2>",
            f"<p class='note'>On the {board['n_samples']} samples ({board['n_claims']} claims) every method covers; "
-           f"{board['n_resamples']} paired bootstrap resamples.</p>",
+           f"{what}.</p>",
            "<table><tr><th>rank</th><th>method</th><th>value</th><th>95% interval</th><th>P(rank)</th>"
            "<th>lang gap (best−worst)</th><th>runtime (relative to generation)</th></tr>"]
     for row in board["rows"]:
-        low, high = row["interval"]
+        low, high = row["interval"] or (math.nan, math.nan)
         gap = "n/a" if math.isnan(row["lang_gap"]) else \
             f"{row['lang_gap']:.3f} ({row['lang_best']}−{row['lang_worst']})"
         runtime = "n/a" if row["seconds"] is None else \
             f"{row['seconds']:.3g}s ({100 * row['relative_runtime']:.2g}%)" if row["relative_runtime"] else \
             f"{row['seconds']:.3g}s"
         out.append(f"<tr><td>{row['rank']}</td><td class='name'>{html.escape(row['method'])}</td>"
-                   f"<td>{row['value']:.3f}</td><td>[{low:.3f}, {high:.3f}]</td><td>{row['rank_probability']:.2f}</td>"
+                   f"<td>{row['value']:.3f}</td>{_random_cells(low, high, row['rank_probability'])}"
                    f"<td>{html.escape(gap)}</td><td>{runtime}</td></tr>")
     for name, value in board["floors"].items():
         out.append(f"<tr class='floor'><td></td><td class='name'>{html.escape(name)}</td><td>{value:.3f}</td>"
                    "<td></td><td></td><td></td><td></td></tr>")
     out.append("</table>")
     names = [row["method"] for row in board["rows"]]
-    if len(names) > 1:
+    if len(names) > 1 and resampled:
         p = np.asarray(board["p_values"])
         head = "".join(f"<th>{k + 1}</th>" for k in range(len(names)))
         out.append(f"<p class='note'>Pairwise paired-bootstrap p-values</p><table><tr><th></th>{head}</tr>")

@@ -62,6 +62,10 @@ CORRUPTIONS: list[tuple[str, str, Callable[[dict], None]]] = [
     ("probability above 1", S.LOGITS_VALUES, lambda r: r[S.LOGITS_VALUES][0].__setitem__(0, 1.5)),
     ("infinite probability", S.LOGITS_VALUES, lambda r: r[S.LOGITS_VALUES][0].__setitem__(0, math.inf)),
     ("unsorted probabilities", S.LOGITS_VALUES, _swap_first_two_distinct),
+    # each value in [0, 1] and sorted, but 24 x 0.9 = 21.6: not a probability distribution's top 24
+    ("top-24 sum 21.6", S.LOGITS_VALUES, lambda r: r[S.LOGITS_VALUES].__setitem__(1, [0.9] * schema.TOP_K)),
+    ("top-24 sum just above the tolerance", S.LOGITS_VALUES,  # 1 + 2.2e-4 > 1 + 1e-4
+     lambda r: r[S.LOGITS_VALUES].__setitem__(0, [0.5, 0.5] + [1e-5] * (schema.TOP_K - 2))),
     ("sampled token not a candidate", S.OUTPUT_TOKENS, _non_member_token),
     ("chunks out of order", S.TOKEN_CHUNKS, _swap_chunks),
     ("token missing from chunks", S.TOKEN_CHUNKS, lambda r: r[S.TOKEN_CHUNKS][0].pop()),
@@ -118,6 +122,8 @@ def _naive_row_is_bad(row: dict, top_k: int) -> bool:
         return True
     for token, ids, values in zip(tokens, row[S.LOGITS_TOKEN_IDS], row[S.LOGITS_VALUES], strict=True):
         if len(ids) != top_k or len(values) != top_k or token not in ids:
+            return True
+        if math.fsum(values) > 1.0 + 1e-4:  # the stored top-k of a distribution sums to at most 1
             return True
         for position, value in enumerate(values):
             if not (0.0 <= value <= 1.0):  # also False for NaN

@@ -97,7 +97,7 @@ def test_nested_mapping_input_round_trips(tmp_path):
     [
         ({"generation_id": "x1", "signal_name": "s", "values": [0.1, float("nan")]}, r"'x1'.*non-finite.*token 1"),
         ({"generation_id": "x1", "signal_name": "s", "values": []}, r"'x1'.*non-empty 1-D"),
-        ({"generation_id": "x1", "signal_name": "s", "values": ["a"]}, r"'x1'.*not a list of numbers"),
+        ({"generation_id": "x1", "signal_name": "s", "values": ["a"]}, r"'x1'.*a str at token 0.*real numbers"),
         ({"generation_id": "x1", "signal_name": "", "values": [0.1]}, r"'x1'.*signal_name"),
         ({"generation_id": "", "signal_name": "s", "values": [0.1]}, r"generation_id.*non-empty string"),
         ({"generation_id": "x1", "values": [0.1]}, r"lacks field\(s\) \['signal_name'\]"),
