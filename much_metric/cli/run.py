@@ -98,7 +98,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--aggregator", default="product", help="product (default), mean, max or geometric")
     parser.add_argument("--stopwords", choices=("null", "exclude"), default="null",
                         help="null (reference, default): stopword tokens score 0; exclude: removed from claims")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for intervals (0 = none)")
+    parser.add_argument("--bootstrap", type=int, default=1000,
+                        help="bootstrap resamples for intervals: 0 = none, else at least 40")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--out", default=None,
                         help="folder for the signal files (<name>.parquet) and timings.json; a rerun reuses them")
@@ -184,12 +185,11 @@ def _run(args: argparse.Namespace) -> int:
     from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS, compute_signals
     from much_metric.baselines.runtime import format_runtime, generation_time
     from much_metric.scoring import AGGREGATORS, METRIC_TABLE, Bootstrap
-    from much_metric.signals import evaluate_signals
+    from much_metric.signals import check_resamples, evaluate_signals
 
     if args.aggregator not in AGGREGATORS:
         raise ValueError(f"--aggregator must be one of {AGGREGATORS}, got {args.aggregator!r}")
-    if args.bootstrap < 0:
-        raise ValueError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+    check_resamples(args.bootstrap, "--bootstrap")  # 1-39 resamples give no honest 95 % interval
     progress = not args.no_progress
     notes: list[str] = []
     wanted = _signal_names(args.signals)

@@ -72,7 +72,7 @@ def test_probability_baselines_table_json_and_resume(workspace, capsys, monkeypa
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     root, rows = workspace
     out, report = root / "signals", root / "report.json"
-    argv = ["run", "--data", str(root / "data"), "--bootstrap", "30", "--out", str(out), "--json", str(report),
+    argv = ["run", "--data", str(root / "data"), "--bootstrap", "40", "--out", str(out), "--json", str(report),
             "--generation-time", "50", "--no-progress", "--no-nli"]
     assert _much(argv) == 0
     printed = capsys.readouterr().out
@@ -145,6 +145,8 @@ def test_default_run_offline_skips_nli_with_a_note(workspace, capsys, monkeypatc
     [
         (["--signals", "entropy_24"], "unknown signal 'entropy_24'"),
         (["--aggregator", "median"], "--aggregator must be one of"),
+        (["--bootstrap", "39"], "--bootstrap must be 0 (no intervals) or at least 40"),
+        (["--bootstrap", "-1"], "--bootstrap must be 0 (no intervals) or at least 40"),
         (["--generation-time", "soon"], "neither a number of seconds nor a file"),
         (["--signals", "ccp_10_8", "--tokenizer", "smollm2", "--nli-model", "/nonexistent/nli"],
          "cannot load the NLI model"),

@@ -39,7 +39,7 @@ def _much_dataset() -> dict[str, list[str]]:
 def test_sample_run_prints_ktc_with_its_corpus_and_matches_the_library(tmp_path, capsys):
     out = tmp_path / "signals"
     report = tmp_path / "table.json"
-    assert main(["run", "--data", "sample", "--split", "test", "--signals", "ktc", "--bootstrap", "20",
+    assert main(["run", "--data", "sample", "--split", "test", "--signals", "ktc", "--bootstrap", "40",
                  "--no-progress", "--out", str(out), "--format", "jsonl", "--json", str(report)]) == 0
     text = capsys.readouterr().out
     assert "KTC neighbour statistics (shipped with the sample): SmolLM2-135M-Instruct: Mu-SHROOM test split" in text
