@@ -1,0 +1,41 @@
+"""A newcomer's first commands fail in about a second, naming the fix (no hub retries, no long work first)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import much_dataset
+from much_metric.cli import main
+
+
+@pytest.fixture
+def no_data_loading(monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("data loaded before the arguments were checked")
+
+    monkeypatch.setattr(much_dataset, "load", forbidden)
+
+
+@pytest.fixture
+def unreachable_hub(monkeypatch):
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://10.255.255.1")  # would hang: the rule must not even probe it
+
+
+@pytest.mark.parametrize("command", ["run", "evaluate"])
+@pytest.mark.parametrize("data", ["nonexistent_folder", "./nonexistent_folder", "a/b/c", "~/nonexistent_much"])
+def test_data_that_is_not_a_folder_nor_a_hub_id_fails_at_once(command, data, tmp_path, capsys, monkeypatch,
+                                                               no_data_loading, unreachable_hub):
+    monkeypatch.chdir(tmp_path)
+    scores = tmp_path / "s.jsonl"
+    scores.write_text("")
+    argv = [command, "--data", data] + (["--scores", str(scores)] if command == "evaluate" else [])
+    started = time.perf_counter()
+    assert main(argv) == 2
+    assert time.perf_counter() - started < 5
+    err = capsys.readouterr().err
+    assert err.startswith(f"much {command}: error: --data {data}: no such folder"), err
+    assert "owner/name" in err and err.count("\n") == 1
