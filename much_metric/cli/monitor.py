@@ -143,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
         monitor = ClaimMonitor(tokenizer, args.method, aggregator=args.aggregator, threshold=threshold,
                                neighbours=resources["neighbours"])
         if args.calibrate is not None:
-            result = monitor.calibrate(calibration_data, target_fpr=args.target_fpr, target_precision=args.target_precision)
+            result = monitor.calibrate(calibration_data, target_fpr=args.target_fpr,
+                                       target_precision=args.target_precision)
             print(f"calibrated on {args.calibrate}: {result}", file=sys.stderr)
         input_ids = _input_ids(tokenizer, args.prompt, raw=args.raw).to(args.device)
         sampling = {"do_sample": False}
