@@ -66,3 +66,25 @@ def test_empty_artifact_is_one_line_exit_2(tmp_path, capsys):
     code = main(["export", "--out", str(tmp_path)])
     assert code == 2
     _one_error_line(capsys.readouterr().err, "export")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_export_folder_follows_the_umask(tmp_path, umask):
+    """``much/`` and everything in it get the modes a plain mkdir/open give under the umask (mkdtemp gives 0700)."""
+    import os
+    import stat
+
+    from tests.builder.test_export import _artifacts
+
+    _artifacts(tmp_path)
+    previous = os.umask(umask)
+    try:
+        assert main(["export", "--out", str(tmp_path)]) == 0
+    finally:
+        os.umask(previous)
+    folder = tmp_path / "much"
+    paths = [folder, *folder.rglob("*")]
+    assert len(paths) > 3
+    for path in paths:
+        expected = (0o777 if path.is_dir() else 0o666) & ~umask
+        assert stat.S_IMODE(path.stat().st_mode) == expected, path
