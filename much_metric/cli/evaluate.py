@@ -273,6 +273,13 @@ def run(args: argparse.Namespace) -> int:
             target = getattr(args, option)
             if target and not Path(target).resolve().parent.is_dir():
                 raise ValueError(f"--{option}: the folder of {target} does not exist")
+        if args.spans:  # before any long work: the default folder exists only in a clone of the repository
+            from much_metric.signals import DEFAULT_MUSHROOM, MUSHROOM_HINT
+
+            mushroom = Path(args.mushroom).expanduser() if args.mushroom else DEFAULT_MUSHROOM
+            if not (mushroom.is_file() or any(mushroom.glob("*.jsonl"))):
+                raise FileNotFoundError(f"--spans: no Mu-SHROOM JSONL file at {mushroom}"
+                                        f"{MUSHROOM_HINT if not args.mushroom else ''}")
         aggregators = _aggregators(args.aggregator)
         signals = read_signals(args.scores, signal_names=args.signal)
         dataset = _load_dataset(args)

@@ -39,3 +39,28 @@ def test_data_that_is_not_a_folder_nor_a_hub_id_fails_at_once(command, data, tmp
     err = capsys.readouterr().err
     assert err.startswith(f"much {command}: error: --data {data}: no such folder"), err
     assert "owner/name" in err and err.count("\n") == 1
+
+
+def test_spans_without_the_mushroom_files_says_how_to_get_them(tmp_path, capsys, monkeypatch, no_data_loading):
+    """After `pip install .` the repository's data/mushroom is absent: the message names --mushroom and the files."""
+    from much_metric.signals import _spans
+
+    monkeypatch.setattr(_spans, "DEFAULT_MUSHROOM", tmp_path / "site-packages" / "data" / "mushroom")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    scores = tmp_path / "s.jsonl"
+    scores.write_text("")
+    started = time.perf_counter()
+    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--spans"]) == 2
+    assert time.perf_counter() - started < 5
+    err = capsys.readouterr().err
+    assert err.startswith("much evaluate: error: --spans: no Mu-SHROOM JSONL file at") and err.count("\n") == 1
+    assert "--mushroom FOLDER" in err and "mushroom.<lang>-tst.v1.extra.jsonl" in err
+    assert "Helsinki-NLP/mu-shroom" in err
+
+
+def test_spans_with_a_missing_mushroom_option_fails_before_loading(tmp_path, capsys, no_data_loading):
+    scores = tmp_path / "s.jsonl"
+    scores.write_text("")
+    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--spans",
+                 "--mushroom", str(tmp_path / "nope")]) == 2
+    assert "no Mu-SHROOM JSONL file" in capsys.readouterr().err
