@@ -109,6 +109,16 @@ def _check_generation_time(args: argparse.Namespace) -> None:
             from None
 
 
+def _check_report_packages(args: argparse.Namespace) -> None:
+    """``--report``/``--figures`` draw with matplotlib: missing, it fails now, not after the whole evaluation."""
+    import importlib.util
+
+    for name in ("report", "figures"):
+        if getattr(args, name, None) and importlib.util.find_spec("matplotlib") is None:
+            raise ModuleNotFoundError(f"--{name} draws its figures with matplotlib, which is not installed",
+                                      name="matplotlib")
+
+
 def check_arguments(args: argparse.Namespace) -> None:
     """Fail fast on arguments that would only fail after a long load (see the module docstring)."""
     for name in _INPUTS:
@@ -130,6 +140,7 @@ def check_arguments(args: argparse.Namespace) -> None:
                 raise ValueError(f"--{name} {value}: is a file, expected a folder")
             _check_writable_folder(name, path, value)
     _check_generation_time(args)
+    _check_report_packages(args)
     for name in _DATA_ARGUMENTS:
         _check_data(name, getattr(args, name, None))
     hub_ids = [(name, value) for name in _HUB_ARGUMENTS

@@ -117,6 +117,19 @@ def _signal_names(values: list[str] | None) -> list[str] | None:
     return None if values is None else expand_signals(values)
 
 
+def _check_packages(wanted: list[str] | None, resolve: Any) -> None:
+    """Signals asked by name whose method needs torch (the NLI-based ones) fail before any loading or network when
+    torch is not installed, naming the extra (:func:`much_metric.cli.error_message` adds the pip command)."""
+    import importlib.util
+
+    if not wanted or importlib.util.find_spec("torch") is not None:
+        return
+    needing = [name for name in wanted if "nli" in resolve(name).needs]
+    if needing:
+        raise ModuleNotFoundError(f"--signals {', '.join(needing)}: needs an NLI model, which needs torch (the "
+                                  "`models` extra is not installed)", name="torch")
+
+
 def _signals_help() -> str:
     """The registered baselines for ``much run --help`` (built-ins and entry-point plugins)."""
     from much_metric.baselines.registry import available, signal_groups
@@ -193,6 +206,7 @@ def _run(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     notes: list[str] = []
     wanted = _signal_names(args.signals)
+    _check_packages(wanted, resolve)
     single, per_config = llm_tokenizers(args, notes)
     start = time.perf_counter()
     dataset = _load_dataset(args, per_config if args.data == HUB_REPO_ID else None)

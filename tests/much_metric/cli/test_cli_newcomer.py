@@ -64,3 +64,41 @@ def test_spans_with_a_missing_mushroom_option_fails_before_loading(tmp_path, cap
     assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--spans",
                  "--mushroom", str(tmp_path / "nope")]) == 2
     assert "no Mu-SHROOM JSONL file" in capsys.readouterr().err
+
+
+@pytest.fixture
+def without(monkeypatch):
+    """Make packages look uninstalled to ``importlib.util.find_spec`` (how the checks look for them)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def hide(*packages):
+        monkeypatch.setattr(importlib.util, "find_spec",
+                            lambda name, *a, **k: None if name.split(".")[0] in packages else real(name, *a, **k))
+
+    return hide
+
+
+def test_nli_signal_without_torch_names_the_models_extra_before_any_loading(tmp_path, capsys, monkeypatch, without,
+                                                                            no_data_loading, unreachable_hub):
+    from much_metric.cli import run
+
+    monkeypatch.setattr(run, "llm_tokenizers", lambda *a: pytest.fail("tokenizers loaded first"))
+    without("torch")
+    started = time.perf_counter()
+    assert main(["run", "--data", "sample", "--signals", "ccp_10_8"]) == 2
+    assert time.perf_counter() - started < 5
+    err = capsys.readouterr().err
+    assert err.startswith("much run: error: --signals ccp_10_8: needs an NLI model") and err.count("\n") == 1
+    assert "pip install 'much-benchmark[models]'" in err
+
+
+def test_report_without_matplotlib_fails_before_the_evaluation(tmp_path, capsys, without, no_data_loading):
+    without("matplotlib")
+    scores = tmp_path / "s.jsonl"
+    scores.write_text("")
+    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--report", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("much evaluate: error: --report draws its figures with matplotlib") and err.count("\n") == 1
+    assert "pip install 'much-benchmark[report]'" in err
