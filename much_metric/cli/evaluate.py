@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from much_metric.cli._text import jsonable, text_table
+from much_metric.cli._text import data_title, jsonable, text_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -317,6 +317,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, KeyError, FileNotFoundError, OSError) as error:
         print(f"much evaluate: error: {error}", file=sys.stderr)
         return 2
+    if args.data == "sample":
+        print(data_title(args.data, "Evaluation"))
     print(f"{args.data} ({table.n_dataset_samples} samples with ground truth '{table.labels}', "
           f"selection={args.selection}, stopwords={args.stopwords}"
           f"{', 95% bootstrap intervals over samples' if args.bootstrap else ''})")
@@ -363,7 +365,8 @@ def run(args: argparse.Namespace) -> int:
         from much_metric.signals import write_report
 
         try:
-            write_report(args.report, table, source=str(args.data), leaderboard=board, calibration=calibration,
+            write_report(args.report, table, title=data_title(args.data, "Evaluation"), source=str(args.data),
+                         leaderboard=board, calibration=calibration,
                          spans=spans, figures=args.figures)
         except ImportError as error:  # matplotlib is an optional dependency (extra "report")
             print(f"much evaluate: error: --report needs matplotlib ({error}); pip install 'much-benchmark[report]'",

@@ -40,7 +40,7 @@ from much_metric.cli._run_resources import (
     nli_for_run,
     segmentation_time,
 )
-from much_metric.cli._text import jsonable, text_table
+from much_metric.cli._text import data_title, jsonable, text_table
 
 #: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
 _TABLE3_METRICS = ("roc_auc", "pr_auc")
@@ -265,7 +265,7 @@ def _run(args: argparse.Namespace) -> int:
 
     first = results[0] if results else {}
     split_used = getattr(args, "splits_used", None) or args.split or "all"
-    print(f"MUCH baselines on {args.data} (config={args.config}, split={split_used}, "
+    print(f"{data_title(args.data, 'Baselines')} (config={args.config}, split={split_used}, "
           f"selection={args.selection}): {len(ids):,} samples, {n_tokens:,} tokens, {first.get('n_claims', 0):,} "
           f"claims ({first.get('n_hallucinated', 0):,} hallucinated); aggregator={args.aggregator}, "
           f"stopwords={args.stopwords}")
@@ -277,7 +277,9 @@ def _run(args: argparse.Namespace) -> int:
     print()
     if wanted is None:  # the default signals are table 3's; say what is missing from it
         skipped = [n[len("CCP and SAR skipped: "):] for n in notes if n.startswith("CCP and SAR skipped: ")]
-        print("Table 3" + (f" (CCP/SAR skipped: {skipped[0].split(';')[0]})" if skipped else "") + ":")
+        title = "Table 3's methods (Mu-SHROOM sample, proxy model: not the paper's numbers)" \
+            if args.data == "sample" else "Table 3"
+        print(title + (f" (CCP/SAR skipped: {skipped[0].split(';')[0]})" if skipped else "") + ":")
     labels = {metric.key: metric.label for metric in METRIC_TABLE}
     print(text_table(
         [[r["method"], format_runtime(r["segmentation_seconds"], generation.seconds),

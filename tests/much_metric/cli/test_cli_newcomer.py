@@ -102,3 +102,26 @@ def test_report_without_matplotlib_fails_before_the_evaluation(tmp_path, capsys,
     err = capsys.readouterr().err
     assert err.startswith("much evaluate: error: --report draws its figures with matplotlib") and err.count("\n") == 1
     assert "pip install 'much-benchmark[report]'" in err
+
+
+def test_sample_outputs_say_they_are_not_much(tmp_path, capsys, monkeypatch):
+    """Header and report title of `much evaluate --data sample` say it is Mu-SHROOM scored with a proxy model."""
+    import numpy as np
+
+    from much_metric.signals import write_signals
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rows = much_dataset.load("sample", split="test")
+    scores = tmp_path / "ml.jsonl"
+    write_signals(scores, [{"generation_id": g, "signal_name": "max_likelihood",
+                            "values": (1 - np.asarray(v)[:, 0]).tolist()}
+                           for g, v in zip(rows["generation_id"], rows["logits_values"], strict=True)])
+    report = tmp_path / "r.html"
+    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--bootstrap", "0",
+                 "--report", str(report)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("Evaluation on the embedded sample: Mu-SHROOM outputs scored with a small proxy model")
+    assert "not MUCH" in first
+    page = report.read_text()
+    assert "<h1>Evaluation on the embedded sample: Mu-SHROOM outputs scored with a small proxy model" in page
+    assert "MUCH evaluation" not in page
