@@ -179,5 +179,6 @@ def test_run_on_the_embedded_sample(capsys, monkeypatch):
     # KTC is a default where its statistics ship: the sample's, with the corpus they come from.
     assert "KTC neighbour statistics (shipped with the sample): SmolLM2-135M-Instruct: Mu-SHROOM" in printed
     assert sum(line.startswith("KTC-4-0.3 ") for line in printed.splitlines()) == 2  # table 3 and operating points
-    assert "\nTable 3's methods (Mu-SHROOM sample, proxy model: not the paper's numbers) (CCP/SAR skipped: the NLI model" in printed
+    assert ("\nTable 3's methods (Mu-SHROOM sample, proxy model: not the paper's numbers) (CCP/SAR skipped: "
+            "the NLI model") in printed
 
