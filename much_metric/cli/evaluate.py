@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from much_metric.cli._text import data_title, jsonable, text_table
+from much_metric.cli._text import FLOOR_NOTE, data_title, jsonable, text_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -330,8 +330,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {name}: {count} samples have no values and are left out (coverage "
                   f"{table.coverage[name]:.1%})")
     print(_format_table(table))
-    print("[floor: random] = seeded uniform random claim scores; [floor: constant] = one score for every claim "
-          "(PR-AUC = (1 + prevalence) / 2, AP = prevalence)")
+    print(FLOOR_NOTE)
     if board:
         print()
         if board["generation"]:

@@ -40,7 +40,7 @@ from much_metric.cli._run_resources import (
     nli_for_run,
     segmentation_time,
 )
-from much_metric.cli._text import data_title, jsonable, text_table
+from much_metric.cli._text import FLOOR_NOTE, data_title, jsonable, text_table
 
 #: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
 _TABLE3_METRICS = ("roc_auc", "pr_auc")
@@ -296,7 +296,7 @@ def _run(args: argparse.Namespace) -> int:
     print(text_table([[r["method"], *(_cell(r, metric.key) for metric in others)] for r in [*results, *floors]],
                      ["Method", *(metric.label for metric in others)]))
     if floors:
-        print("[floor: random] = seeded uniform random claim scores; [floor: constant] = one score for every claim")
+        print(FLOOR_NOTE)
     if args.out:
         print(f"\nsignals written to {args.out}/<signal_name>.{args.format} (rerun reuses them; "
               f"`much evaluate --scores {args.out}` scores them again)")

@@ -195,7 +195,8 @@ def _glossary() -> str:
         ("[x, y]", "95% percentile bootstrap interval, resampling samples (all claims of a sample move together)"),
         ("coverage", "share of the samples with ground truth for which the signal file has values"),
         ("floor: random", "seeded uniform random claim scores on the same claims: what no signal at all gets"),
-        ("floor: constant", "one score for every claim: ROC-AUC 0.5, AP = prevalence, PR-AUC = (1 + prevalence)/2"),
+        ("floor: constant", "one score for every claim: ROC-AUC 0.5, AP = prevalence, PR-AUC = (1 + prevalence)/2 "
+                            "(the reference's trapezoid PR-AUC joins recall 0, precision 1 to recall 1, prevalence)"),
         ("P(rank)", "share of bootstrap resamples in which the method holds the rank it has on the full data"),
         ("p-value", "two-sided paired-bootstrap p-value of 'no difference' between two methods"),
         ("lang gap", "best minus worst per-language value of the ranking metric"),

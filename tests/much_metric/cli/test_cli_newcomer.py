@@ -125,3 +125,19 @@ def test_sample_outputs_say_they_are_not_much(tmp_path, capsys, monkeypatch):
     page = report.read_text()
     assert "<h1>Evaluation on the embedded sample: Mu-SHROOM outputs scored with a small proxy model" in page
     assert "MUCH evaluation" not in page
+
+
+def test_constant_floor_pr_auc_is_explained_and_matches_the_formula():
+    """The printed legend states (1 + prevalence) / 2; check it is what the metric gives for a constant score."""
+    import numpy as np
+
+    from much_metric.cli._text import FLOOR_NOTE
+    from much_metric.scoring import score
+
+    assert "(1 + prevalence) / 2" in FLOOR_NOTE and "trapezoid" in FLOOR_NOTE
+    rng = np.random.default_rng(0)
+    labels = [[int(x) for x in rng.choice([1, -1], size=5, p=[0.7, 0.3])] for _ in range(40)]
+    chunks = [[[i] for i in range(5)] for _ in labels]
+    result = score([np.full(5, 0.5) for _ in labels], chunks, labels)
+    prevalence = result["n_hallucinated"] / result["n_claims"]  # over the claims the metric scores
+    assert result["pr_auc"] == pytest.approx((1 + prevalence) / 2, abs=1e-9)
