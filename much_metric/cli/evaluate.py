@@ -121,13 +121,14 @@ def _metric_columns() -> list[Any]:
 
 
 def _format_table(table: Any) -> str:
+    from much_metric.baselines.registry import display_name
     from much_metric.signals import format_metric
 
     metrics = _metric_columns()
     header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage"]
     rows = []
     for result in [*table.results, *table.floors]:
-        name = f"[{result.signal_name}]" if result.level == "floor" else result.signal_name
+        name = f"[{result.signal_name}]" if result.level == "floor" else display_name(result.signal_name)
         coverage = f"{result.metrics.get('coverage', 1.0):.1%}"
         rows.append([name, result.aggregator, *(format_metric(result.metrics, m.key) for m in metrics),
                      str(result.metrics["n_claims"]), str(result.metrics["n_hallucinated"]), coverage])
@@ -162,6 +163,8 @@ def _runtime(seconds: float, relative: float | None) -> str:
 def _format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
     import math
 
+    from much_metric.baselines.registry import display_method
+
     header = ["rank", "method", board["metric"], "95% interval", "P(rank)", "lang gap (best-worst)", "runtime (rel.)"]
     rows = []
     for row in board["rows"]:
@@ -169,12 +172,12 @@ def _format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
         gap = "n/a" if math.isnan(row["lang_gap"]) else \
             f"{row['lang_gap']:.3f} ({row['lang_best']}-{row['lang_worst']})"
         runtime = "n/a" if row["seconds"] is None else _runtime(row["seconds"], row["relative_runtime"])
-        rows.append([str(row["rank"]), row["method"], f"{row['value']:.3f}", f"[{low:.3f}, {high:.3f}]",
+        rows.append([str(row["rank"]), display_method(row["method"]), f"{row['value']:.3f}", f"[{low:.3f}, {high:.3f}]",
                      f"{row['rank_probability']:.2f}", gap, runtime])
     for name, value in board["floors"].items():
         rows.append(["", f"[{name}]", f"{value:.3f}", "", "", "", ""])
     rows.extend(published)
-    names = [row["method"] for row in board["rows"]]
+    names = [display_method(row["method"]) for row in board["rows"]]
     lines = [f"leaderboard by {board['metric']} on the {board['n_samples']} samples ({board['n_claims']} claims) "
              f"every method covers; {board['n_resamples']} paired bootstrap resamples", text_table(rows, header)]
     if len(names) > 1:

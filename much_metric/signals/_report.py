@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from much_metric.baselines.registry import display_method, display_name
 from much_metric.scoring import METRIC_TABLE, METRICS, pr_curve, rejection_curve, roc_curve
 from much_metric.signals._evaluation import EvaluationTable, SignalResult
 
@@ -155,7 +156,8 @@ def _reliability_figure(calibration: Sequence[Any]) -> Any:
     for k, r in enumerate(calibration):
         d = r.diagram
         filled = d["count"] > 0
-        label = r.signal_name if r.aggregator in ("—", "") else f"{r.signal_name} ({r.aggregator})"
+        name = display_name(r.signal_name)
+        label = name if r.aggregator in ("—", "") else f"{name} ({r.aggregator})"
         ax.plot(d["confidence"][filled], d["rate"][filled], linewidth=0.8, alpha=0.6, color=f"C{k % 10}")
         # marker area in proportion to the bin's claims: a bin of three claims should not read like one of 500
         ax.scatter(d["confidence"][filled], d["rate"][filled], s=4 + 200 * d["count"][filled] / d["count"].sum(),
@@ -221,7 +223,7 @@ def _leaderboard_html(board: dict[str, Any]) -> str:
         runtime = "n/a" if row["seconds"] is None else \
             f"{row['seconds']:.3g}s ({100 * row['relative_runtime']:.2g}%)" if row["relative_runtime"] else \
             f"{row['seconds']:.3g}s"
-        out.append(f"<tr><td>{row['rank']}</td><td class='name'>{html.escape(row['method'])}</td>"
+        out.append(f"<tr><td>{row['rank']}</td><td class='name'>{html.escape(display_method(row['method']))}</td>"
                    f"<td>{row['value']:.3f}</td><td>[{low:.3f}, {high:.3f}]</td><td>{row['rank_probability']:.2f}</td>"
                    f"<td>{html.escape(gap)}</td><td>{runtime}</td></tr>")
     for name, value in board["floors"].items():
@@ -245,7 +247,8 @@ def _calibration_html(calibration: Sequence[Any], figures: _Figures) -> str:
            "<th>measured claims</th><th>ECE</th><th>95% interval</th><th>Brier</th><th>Brier (prevalence)</th></tr>"]
     for r in calibration:
         interval = "" if r.ece_interval is None else f"[{r.ece_interval[0]:.3f}, {r.ece_interval[1]:.3f}]"
-        out.append(f"<tr><td class='name'>{html.escape(r.signal_name)}</td><td>{html.escape(r.aggregator)}</td>"
+        out.append(f"<tr><td class='name'>{html.escape(display_name(r.signal_name))}</td>"
+                   f"<td>{html.escape(r.aggregator)}</td>"
                    f"<td>{r.n_fit_claims}</td><td>{r.n_eval_claims}</td><td>{r.ece:.3f}</td><td>{interval}</td>"
                    f"<td>{r.brier:.3f}</td><td>{r.brier_prevalence:.3f}</td></tr>")
     out.append("</table>")
@@ -302,7 +305,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     if notes:
         parts.append(f"<p class='note'>Samples without values, left out: {', '.join(notes)}.</p>")
     parts.append("<h2>Results</h2>")
-    rows = [(r.signal_name, r.aggregator, r.metrics, "") for r in results]
+    rows = [(display_name(r.signal_name), r.aggregator, r.metrics, "") for r in results]
     rows += [(r.signal_name, r.aggregator, r.metrics, "floor") for r in table.floors]
     parts.append(_table(rows, "method"))
     if leaderboard:
@@ -310,7 +313,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     parts.append("<h2>Methods compared</h2>")
     floor_curves = [(r.signal_name, r.claim_scores, r.hallucinated, r.claim_rows) for r in table.floors[:1]]
     for aggregator in aggregators:
-        curves = [(r.signal_name, r.claim_scores, r.hallucinated, r.claim_rows)
+        curves = [(display_name(r.signal_name), r.claim_scores, r.hallucinated, r.claim_rows)
                   for r in results if r.aggregator == aggregator] + floor_curves
         parts.append(_img(saver.save(_curves_figure(curves, f"aggregator: {aggregator}"), f"methods_{aggregator}"),
                           f"All methods, aggregator {aggregator}; shaded: 95% bootstrap bands"))
@@ -319,15 +322,16 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
         for signal in signals:
             curves = [(r.aggregator, r.claim_scores, r.hallucinated, r.claim_rows)
                       for r in results if r.signal_name == signal]
-            parts.append(_img(saver.save(_curves_figure(curves, f"method: {signal}"), f"aggregators_{signal}"),
-                              f"{signal}, all aggregators"))
+            label = display_name(signal)
+            parts.append(_img(saver.save(_curves_figure(curves, f"method: {label}"), f"aggregators_{signal}"),
+                              f"{label}, all aggregators"))
     breakdowns = list(dict.fromkeys(name for r in results for name in r.claim_groups))
     for name in breakdowns:
         parts.append(f"<h2>By {html.escape(name)}</h2>")
         rows = []
         for r in [*results, *table.floors]:
             for value, metrics in r.metrics.get("by", {}).get(name, {}).items():
-                rows.append((f"{r.signal_name} / {name}={value}", r.aggregator, metrics,
+                rows.append((f"{display_name(r.signal_name)} / {name}={value}", r.aggregator, metrics,
                              "floor" if r.level == "floor" else ""))
         parts.append(_table(rows, "method / group"))
         for r in results:
@@ -337,7 +341,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
             curves = [(f"{name}={value}", r.claim_scores[groups == value], r.hallucinated[groups == value],
                        r.claim_rows[groups == value] if len(r.claim_rows) else None)
                       for value in sorted(set(groups.tolist()), key=str)]
-            caption = f"{r.signal_name} ({r.aggregator}) by {name}"
+            caption = f"{display_name(r.signal_name)} ({r.aggregator}) by {name}"
             parts.append(_img(saver.save(_curves_figure(curves, caption), f"{r.signal_name}_by_{name}"),
                               caption + "; dashed: each group's own base rate"))
     if calibration:

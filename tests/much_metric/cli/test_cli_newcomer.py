@@ -141,3 +141,14 @@ def test_constant_floor_pr_auc_is_explained_and_matches_the_formula():
     result = score([np.full(5, 0.5) for _ in labels], chunks, labels)
     prevalence = result["n_hallucinated"] / result["n_claims"]  # over the claims the metric scores
     assert result["pr_auc"] == pytest.approx((1 + prevalence) / 2, abs=1e-9)
+
+
+def test_ktc_has_one_label_in_run_evaluate_and_the_report():
+    from much_metric.baselines.ktc import KTC_DEFAULT
+    from much_metric.baselines.registry import display_method, display_name, resolve
+
+    stored = KTC_DEFAULT.signal_name  # what `much run` writes (ktc_RYxmoyp1awYParfCjjxgnQ)
+    assert display_name(stored) == display_name("ktc_nu4_tau0.3") == "KTC-4-0.3"
+    assert display_name(stored) == resolve("ktc_nu4_tau0.3").display  # the label `much run` prints
+    assert display_method(f"{stored} (product)") == "KTC-4-0.3 (product)"
+    assert display_name("my_plugin_signal") == "my_plugin_signal"  # unknown names stay as they are
