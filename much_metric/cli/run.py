@@ -117,6 +117,18 @@ def _signal_names(values: list[str] | None) -> list[str] | None:
     return None if values is None else expand_signals(values)
 
 
+def _outside_unit_interval(values: dict[str, Any]) -> bool:
+    """Whether any finite score of a signal lies outside [0, 1]."""
+    import numpy as np
+
+    for array in values.values():
+        array = np.asarray(array, dtype=np.float64)
+        finite = array[np.isfinite(array)]
+        if finite.size and (finite.min() < 0 or finite.max() > 1):
+            return True
+    return False
+
+
 def _check_packages(wanted: list[str] | None, resolve: Any) -> None:
     """Signals asked by name whose method needs torch (the NLI-based ones) fail before any loading or network when
     torch is not installed, naming the extra (:func:`much_metric.cli.error_message` adds the pip command)."""
@@ -250,6 +262,14 @@ def _run(args: argparse.Namespace) -> int:
                            file_format=args.format, reference_window=args.reference_window, progress=progress)
     generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids), n_tokens=n_tokens)
     order = _order(runs)
+    if args.aggregator in ("product", "geometric"):
+        # The product multiplies 1 - s: a signal with scores outside [0, 1] (NLL = -log p) gives meaningless claim
+        # scores under it, so its row is left out with a note saying how to see it, not printed as a number.
+        outside = [name for name in order if _outside_unit_interval(runs[name].values)]
+        for name in outside:
+            notes.append(f"{runs[name].spec.display} left out: its token scores lie outside [0, 1], which the "
+                         f"{args.aggregator} aggregator needs; run it with --aggregator mean (or max)")
+        order = [name for name in order if name not in outside]
     table = evaluate_signals(dataset, {name: runs[name].values for name in order}, aggregators=(args.aggregator,),
                              stopwords=args.stopwords, n_bootstrap=args.bootstrap, random_state=args.seed,
                              min_coverage=1.0)

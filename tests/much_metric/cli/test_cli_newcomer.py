@@ -152,3 +152,16 @@ def test_ktc_has_one_label_in_run_evaluate_and_the_report():
     assert display_name(stored) == resolve("ktc_nu4_tau0.3").display  # the label `much run` prints
     assert display_method(f"{stored} (product)") == "KTC-4-0.3 (product)"
     assert display_name("my_plugin_signal") == "my_plugin_signal"  # unknown names stay as they are
+
+
+def test_all_probability_leaves_nll_out_under_the_product_aggregator(capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["run", "--data", "sample", "--signals", "all-probability", "--bootstrap", "0", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert not any(line.startswith("NLL ") for line in printed.splitlines())
+    assert "note: NLL left out: its token scores lie outside [0, 1]" in printed and "--aggregator mean" in printed
+    assert any(line.startswith("Max Likelihood ") for line in printed.splitlines())
+    assert main(["run", "--data", "sample", "--signals", "nll", "--aggregator", "mean", "--bootstrap", "0",
+                 "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert sum(line.startswith("NLL ") for line in printed.splitlines()) == 2  # both tables
