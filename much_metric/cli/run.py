@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from much_metric.cli._run_resources import (
+    RunNotes,
     decoder_for,
     llm_tokenizers,
     nli_for_run,
@@ -216,7 +217,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.bootstrap < 0:
         raise ValueError(f"--bootstrap must be >= 0, got {args.bootstrap}")
     progress = not args.no_progress
-    notes: list[str] = []
+    notes = RunNotes()
     wanted = _signal_names(args.signals)
     _check_packages(wanted, resolve)
     single, per_config = llm_tokenizers(args, notes)
@@ -235,7 +236,7 @@ def _run(args: argparse.Namespace) -> int:
             users = ", ".join(n for n in names if "tokenizer" in resolve(n).needs)
             raise ValueError(f"{users} need the generating LLM's tokenizer for every sample: pass --tokenizer")
         names = [n for n in names if "tokenizer" not in resolve(n).needs]
-        notes.append("CCP and SAR skipped: no generating-LLM tokenizer for every sample")
+        notes.skip_nli("no generating-LLM tokenizer for every sample")
     if single is not None or per_config:
         segmentation_seconds, segmentation_note = segmentation_time(dataset, single, per_config, progress)
     else:
@@ -296,10 +297,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print()
     if wanted is None:  # the default signals are table 3's; say what is missing from it
-        skipped = [n[len("CCP and SAR skipped: "):] for n in notes if n.startswith("CCP and SAR skipped: ")]
         title = "Table 3's methods (Mu-SHROOM sample, proxy model: not the paper's numbers)" \
             if args.data == "sample" else "Table 3"
-        print(title + (f" (CCP/SAR skipped: {skipped[0].split(';')[0]})" if skipped else "") + ":")
+        print(title + (f" (CCP/SAR skipped: {notes.nli_skipped})" if notes.nli_skipped else "") + ":")
     labels = {metric.key: metric.label for metric in METRIC_TABLE}
     print(text_table(
         [[r["method"], format_runtime(r["segmentation_seconds"], generation.seconds),
