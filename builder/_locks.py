@@ -64,8 +64,15 @@ def hold(path: str | os.PathLike) -> int:
 
 @contextlib.contextmanager
 def locked_tempdir(parent: Path, prefix: str) -> Iterator[Path]:
-    """A new folder ``parent/<prefix>XXXX`` locked for the ``with`` block (removed on error, kept on success)."""
+    """A new folder ``parent/<prefix>XXXX`` locked for the ``with`` block (removed on error, kept on success).
+
+    Its mode is what a plain ``mkdir`` gives under the process umask (``mkdtemp`` makes it 0700), since a kept folder
+    is renamed into place as a published output that others may need to read.
+    """
     tmp = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
     fd = hold(tmp)
     try:
         yield tmp

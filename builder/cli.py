@@ -5,13 +5,16 @@ options (``--out``, ``--shard``) are added here so every step spells them the sa
 dependencies inside ``run``.
 
 Steps and their helpers raise exceptions (:class:`builder.errors.BuilderError` for a step that cannot run as asked);
-this entry point alone turns them into ``builder <step>: error: ...`` on stderr and exit code 2.
+this entry point alone turns them into ``builder <step>: error: ...`` on stderr and exit code 2. Any other exception
+(a bad ``--shard``, a corrupt artifact, a missing package) gets the same one line and exit code 2 as ``much`` gives;
+``python -m builder --traceback <step>`` (or ``MUCH_DEBUG=1``) re-raises it with its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -36,6 +39,8 @@ STEPS: dict[str, str] = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m builder", description="Regenerate the MUCH dataset.")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the full traceback of an error instead of one line (also: MUCH_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="step", required=True)
     for step, module_name in STEPS.items():
         try:
@@ -64,8 +69,24 @@ def main(argv: list[str] | None = None) -> int:
             clean_stale(folder)
         return int(args.func(args) or 0)
     except BuilderError as error:
-        print(f"builder {args.step}: error: {error}", file=sys.stderr)
+        if _debug(args):
+            raise
+        print(f"builder {args.step}: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"builder {args.step}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # noqa: BLE001 - same contract as `much`: one line, exit 2, --traceback for more
+        if _debug(args):
+            raise
+        message = " ".join((str(error) or type(error).__name__).split())
+        print(f"builder {args.step}: error: {type(error).__name__}: {message} (--traceback for details)",
+              file=sys.stderr)
+        return 2
+
+
+def _debug(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "traceback", False)) or os.environ.get("MUCH_DEBUG", "").lower() not in ("", "0")
 
 
 if __name__ == "__main__":

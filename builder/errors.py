@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BuilderError", "AuthenticationError", "require_input"]
+__all__ = ["BuilderError", "AuthenticationError", "StepStopped", "load_or_stop", "require_input"]
 
 
 class BuilderError(ValueError):
@@ -23,3 +23,20 @@ def require_input(path: str | Path, *, made_by: str) -> Path:
         where = "" if path.parent.is_dir() else f" (the folder {path.parent} does not exist: check --out)"
         raise BuilderError(f"missing input {path}{where}; run `python -m builder {made_by}` first")
     return path
+
+
+class StepStopped(BuilderError):
+    """A failure that is not about one item (the model, the tokenizer, the output folder): the step stops at once
+    instead of recording the same failure for every item."""
+
+
+def load_or_stop(loader, source: str, /, **kwargs):
+    """``loader(source, **kwargs)``; any failure becomes :class:`StepStopped` naming ``source``.
+
+    Loading a model or tokenizer happens once per source, not per item: if it fails, every item using it would fail
+    the same way, so recording each as a per-item failure (and exiting 0) hides the real problem.
+    """
+    try:
+        return loader(source, **kwargs)
+    except Exception as error:  # noqa: BLE001 - re-raised as one clear step failure
+        raise StepStopped(f"cannot load {source!r}: {type(error).__name__}: {error}") from error

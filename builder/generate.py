@@ -151,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from builder._llm import load_model
+    from builder.errors import load_or_stop
 
     out = Path(args.out)
     if args.batch_size < 1:
@@ -165,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
           f"{len(questions) - len(todo)} done, {len(todo)} to go")
     if not todo:
         return 0
-    llm = load_model(args.model, device=args.device, dtype=args.dtype)
+    llm = load_or_stop(load_model, args.model, device=args.device, dtype=args.dtype)
     n_tokens, started, failed = 0, time.perf_counter(), 0
     with tqdm(total=len(todo), desc=f"generate {config.id}", unit="q") as bar:
         for start in range(0, len(todo), args.batch_size):

@@ -193,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from builder._llm import load_model
+    from builder.errors import load_or_stop
 
     if args.threads:
         import torch
@@ -217,10 +218,11 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     for row in tqdm(todo, desc="import-mushroom", unit="row"):
         source = args.observer or MUSHROOM_MODEL_MAP.get(row["model_id"], row["model_id"])
+        if source not in loaded:
+            loaded.clear()  # one model in memory at a time
+            # Not about the row: a model that cannot load stops the step (every row would fail the same way).
+            loaded[source] = load_or_stop(load_model, source, device=args.device, dtype=args.dtype)
         try:
-            if source not in loaded:
-                loaded.clear()  # one model in memory at a time
-                loaded[source] = load_model(source, device=args.device, dtype=args.dtype)
             config, generation, segments, labels = process_row(
                 loaded[source], row, observer_name=observer_name, rule=args.labels, threshold=args.soft_threshold,
                 compat=args.compat, out_of_top=args.out_of_top)

@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from builder.errors import require_input
+from builder.errors import StepStopped, load_or_stop, require_input
 from builder.store import JsonlStore, Shard
 from much_dataset import schema
 
@@ -78,8 +78,11 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(f"config {generation[schema.GENERATION_CONFIG]!r} is not in configs.jsonl; "
                                  "pass --tokenizer")
             if source not in tokenizers:
-                tokenizers[source] = load_tokenizer(source)
+                # Not about the item: a tokenizer that cannot load stops the step.
+                tokenizers[source] = load_or_stop(load_tokenizer, source)
             record = segment_record(generation, tokenizers[source], compat=args.compat)
+        except StepStopped:
+            raise
         except Exception as error:  # noqa: BLE001 - recorded per item, the run goes on
             store.record_failure(gid, f"{type(error).__name__}: {error}")
             failed += 1

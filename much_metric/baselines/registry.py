@@ -42,6 +42,8 @@ __all__ = [
     "Baseline",
     "BaselineSpec",
     "available",
+    "display_method",
+    "display_name",
     "expand_signals",
     "get",
     "register",
@@ -378,6 +380,21 @@ def resolve(signal: str) -> BaselineSpec:
         except ValueError as error:
             raise ValueError(f"signal {signal!r}: {error}") from error
     return BaselineSpec(signal, baseline, params)
+
+
+def display_name(signal: str) -> str:
+    """The one table label of a signal name, as stored or as asked (``ktc_RYxmoyp1awYParfCjjxgnQ`` and
+    ``ktc_nu4_tau0.3`` -> ``KTC-4-0.3``); the name itself when no registered baseline matches it."""
+    try:
+        return resolve(signal).display
+    except (ValueError, KeyError):
+        return str(signal)
+
+
+def display_method(method: str) -> str:
+    """:func:`display_name` of a ranked method written ``"<signal name> (<aggregator>)"`` (the aggregator kept)."""
+    name, separator, rest = str(method).partition(" (")
+    return display_name(name) + separator + rest
 
 
 #: Named groups of signals: the rows of the paper's tables 3 and 7.

@@ -61,6 +61,20 @@ def _debug(args: argparse.Namespace) -> bool:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        return _run(args)
+    finally:
+        # Objects of a failed load (a parquet reader or dataset scanner held by the exception's frames, often in
+        # reference cycles) would otherwise be freed only at interpreter teardown, after Arrow's thread pools and
+        # memory pools are gone: their worker threads then abort the process ("terminate called without an active
+        # exception", exit 134) after the error line was printed. Collecting them here, while Arrow is alive,
+        # joins those threads and keeps the exit code.
+        import gc
+
+        gc.collect()
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
         from much_metric.cli._preflight import check_arguments
 
         check_arguments(args)

@@ -25,6 +25,8 @@ _OUTPUT_FILES = ("output", "json", "report")
 _OUTPUT_FOLDERS = ("out", "figures")
 #: Arguments that may name a hub repository.
 _HUB_ARGUMENTS = ("data", "tokenizer", "model", "nli_model", "calibrate")
+#: Arguments naming a dataset: the packaged ``sample``, an existing local folder/file, or a hub id ``owner/name``.
+_DATA_ARGUMENTS = ("data", "calibrate")
 #: Names that are not hub ids although they have no path separator.
 _ALIASES = ("sample", "smollm2")
 
@@ -40,6 +42,21 @@ def looks_like_hub_id(value: str) -> bool:
         return False
     parts = value.split("/")
     return len(parts) == 2 and all(parts) and not value.startswith((".", "/", "~")) and "\\" not in value
+
+
+def _check_data(option: str, value: object) -> None:
+    """The rule for a dataset argument: ``sample``, an existing path, or exactly ``owner/name`` (a hub id).
+
+    Anything else (``nonexistent_folder``, ``./nonexistent_folder``, ``a/b/c``) is a local path that does not exist:
+    it fails at once with "no such folder" instead of being sent to the hub (which would retry for ~20 s).
+    """
+    if not isinstance(value, str) or value in _ALIASES or Path(value).expanduser().exists():
+        return
+    if looks_like_hub_id(value):
+        return
+    raise FileNotFoundError(
+        f"--{option} {value}: no such folder (a dataset is 'sample', an existing local folder, or a hub id "
+        "written owner/name such as orailix/MUCH)")
 
 
 def hub_reachable(timeout: float = HUB_TIMEOUT_S) -> bool:
@@ -92,6 +109,16 @@ def _check_generation_time(args: argparse.Namespace) -> None:
             from None
 
 
+def _check_report_packages(args: argparse.Namespace) -> None:
+    """``--report``/``--figures`` draw with matplotlib: missing, it fails now, not after the whole evaluation."""
+    import importlib.util
+
+    for name in ("report", "figures"):
+        if getattr(args, name, None) and importlib.util.find_spec("matplotlib") is None:
+            raise ModuleNotFoundError(f"--{name} draws its figures with matplotlib, which is not installed",
+                                      name="matplotlib")
+
+
 def check_arguments(args: argparse.Namespace) -> None:
     """Fail fast on arguments that would only fail after a long load (see the module docstring)."""
     for name in _INPUTS:
@@ -113,6 +140,9 @@ def check_arguments(args: argparse.Namespace) -> None:
                 raise ValueError(f"--{name} {value}: is a file, expected a folder")
             _check_writable_folder(name, path, value)
     _check_generation_time(args)
+    _check_report_packages(args)
+    for name in _DATA_ARGUMENTS:
+        _check_data(name, getattr(args, name, None))
     hub_ids = [(name, value) for name in _HUB_ARGUMENTS
                if isinstance(value := getattr(args, name, None), str) and looks_like_hub_id(value)]
     if hub_ids and not _offline() and not hub_reachable():

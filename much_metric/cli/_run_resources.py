@@ -10,7 +10,21 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["decoder_for", "hub_offline", "llm_tokenizers", "nli_for_run", "segmentation_time"]
+__all__ = ["RunNotes", "decoder_for", "hub_offline", "llm_tokenizers", "nli_for_run", "segmentation_time"]
+
+
+class RunNotes(list):
+    """The ``note:`` lines of ``much run`` (strings), plus the facts the output needs again, kept as data so that
+    nothing is parsed back out of a message: ``nli_skipped`` is the short reason CCP and SAR did not run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nli_skipped: str | None = None
+
+    def skip_nli(self, reason: str, detail: str = "") -> None:
+        """Record that the NLI-based baselines (CCP, SAR) are skipped, and the note saying why."""
+        self.nli_skipped = reason
+        self.append(f"CCP and SAR skipped: {reason}{detail}")
 
 
 def hub_offline() -> bool:
@@ -87,7 +101,7 @@ def _routed_nli(args: argparse.Namespace, dataset: Any, notes: list[str]) -> Any
     return router
 
 
-def nli_for_run(args: argparse.Namespace, wanted: list[str] | None, notes: list[str], dataset: Any = None) -> Any:
+def nli_for_run(args: argparse.Namespace, wanted: list[str] | None, notes: RunNotes, dataset: Any = None) -> Any:
     from much_metric.baselines.nli import DEFAULT_NLI_MODEL, load_nli
     from much_metric.baselines.registry import resolve
 
@@ -106,8 +120,8 @@ def nli_for_run(args: argparse.Namespace, wanted: list[str] | None, notes: list[
     except Exception as error:  # noqa: BLE001 - any loading failure means "no NLI model"
         if args.nli_model or explicit:
             raise ValueError(f"cannot load the NLI model {name!r}: {error}") from error
-        notes.append(f"CCP and SAR skipped: the NLI model {name} is not in the local Hugging Face cache (offline?); "
-                     "pass --nli-model NAME to download or use one")
+        notes.skip_nli(f"the NLI model {name} is not in the local Hugging Face cache (offline?)",
+                       "; pass --nli-model NAME to download or use one")
         return None
 
 

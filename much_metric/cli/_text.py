@@ -6,6 +6,26 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+#: What the embedded sample is, said wherever its numbers are printed: they are not MUCH's.
+SAMPLE_DESCRIPTION = ("the embedded sample: Mu-SHROOM outputs scored with a small proxy model (SmolLM2-135M-Instruct), "
+                      "not MUCH; numbers are not comparable with the paper's")
+
+
+#: The floors' legend: why the constant floor's PR-AUC is high (the reference's trapezoid PR-AUC draws a segment
+#: from (recall 0, precision 1) to (recall 1, precision = prevalence) for a score that ties every claim).
+FLOOR_NOTE = ("[floor: random] = seeded uniform random claim scores; [floor: constant] = one score for every claim: "
+              "ROC-AUC 0.5, AP = prevalence, and PR-AUC = (1 + prevalence) / 2 because the reference's trapezoid "
+              "PR-AUC joins (recall 0, precision 1) to (recall 1, prevalence) -- a high PR-AUC is read against it")
+
+
+def data_title(data: str, what: str) -> str:
+    """``what`` on ``data`` for a header or a report title, saying plainly when ``data`` is the embedded sample."""
+    from much_metric.signals import is_much
+
+    if str(data) == "sample":
+        return f"{what} on {SAMPLE_DESCRIPTION}"
+    return f"{'MUCH ' + what.lower() if is_much(data) else what} on {data}"
+
 
 def text_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
     """Left-aligned columns separated by two spaces, with a dashed rule under the header."""

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from much_metric.cli._text import jsonable, text_table
+from much_metric.cli._text import FLOOR_NOTE, data_title, jsonable, text_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -121,13 +121,14 @@ def _metric_columns() -> list[Any]:
 
 
 def _format_table(table: Any) -> str:
+    from much_metric.baselines.registry import display_name
     from much_metric.signals import format_metric
 
     metrics = _metric_columns()
     header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage"]
     rows = []
     for result in [*table.results, *table.floors]:
-        name = f"[{result.signal_name}]" if result.level == "floor" else result.signal_name
+        name = f"[{result.signal_name}]" if result.level == "floor" else display_name(result.signal_name)
         coverage = f"{result.metrics.get('coverage', 1.0):.1%}"
         rows.append([name, result.aggregator, *(format_metric(result.metrics, m.key) for m in metrics),
                      str(result.metrics["n_claims"]), str(result.metrics["n_hallucinated"]), coverage])
@@ -161,6 +162,7 @@ def _runtime(seconds: float, relative: float | None) -> str:
 def _format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
     import math
 
+    from much_metric.baselines.registry import display_method
     from much_metric.signals import MIN_RANK_RESAMPLES
 
     resampled = bool(board["n_resamples"])
@@ -175,11 +177,12 @@ def _format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
         if resampled:
             low, high = row["interval"]
             random_columns = [f"[{low:.3f}, {high:.3f}]", f"{row['rank_probability']:.2f}"]
-        rows.append([str(row["rank"]), row["method"], f"{row['value']:.3f}", *random_columns, gap, runtime])
+        rows.append([str(row["rank"]), display_method(row["method"]), f"{row['value']:.3f}", *random_columns, gap,
+                     runtime])
     for name, value in board["floors"].items():
         rows.append(["", f"[{name}]", f"{value:.3f}", *([""] * (len(header) - 3))])
     rows.extend(row if resampled else [*row[:3], *row[5:]] for row in published)
-    names = [row["method"] for row in board["rows"]]
+    names = [display_method(row["method"]) for row in board["rows"]]
     what = (f"{board['n_resamples']} paired bootstrap resamples" if resampled else
             f"no bootstrap (--bootstrap 0): ranked by the point values; no interval, P(rank) or p-value, which need "
             f"at least {MIN_RANK_RESAMPLES} resamples (--bootstrap {MIN_RANK_RESAMPLES})")
@@ -291,6 +294,13 @@ def run(args: argparse.Namespace) -> int:
             target = getattr(args, option)
             if target and not Path(target).resolve().parent.is_dir():
                 raise ValueError(f"--{option}: the folder of {target} does not exist")
+        if args.spans:  # before any long work: the default folder exists only in a clone of the repository
+            from much_metric.signals import DEFAULT_MUSHROOM, MUSHROOM_HINT
+
+            mushroom = Path(args.mushroom).expanduser() if args.mushroom else DEFAULT_MUSHROOM
+            if not (mushroom.is_file() or any(mushroom.glob("*.jsonl"))):
+                raise FileNotFoundError(f"--spans: no Mu-SHROOM JSONL file at {mushroom}"
+                                        f"{MUSHROOM_HINT if not args.mushroom else ''}")
         aggregators = _aggregators(args.aggregator)
         signals = read_signals(args.scores, signal_names=args.signal)
         timings = _timings(args.scores) if args.rank else {}  # checked before the data is loaded
@@ -328,6 +338,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, KeyError, FileNotFoundError, OSError) as error:
         print(f"much evaluate: error: {error}", file=sys.stderr)
         return 2
+    if args.data == "sample":
+        print(data_title(args.data, "Evaluation"))
     print(f"{args.data} ({table.n_dataset_samples} samples with ground truth '{table.labels}', "
           f"selection={args.selection}, stopwords={args.stopwords}"
           f"{', 95% bootstrap intervals over samples' if args.bootstrap else ''})")
@@ -344,8 +356,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {name}: {count} samples have no values and are left out (coverage "
                   f"{table.coverage[name]:.1%})")
     print(_format_table(table))
-    print("[floor: random] = seeded uniform random claim scores; [floor: constant] = one score for every claim "
-          "(PR-AUC = (1 + prevalence) / 2, AP = prevalence)")
+    print(FLOOR_NOTE)
     if board:
         print()
         if board["generation"]:
@@ -379,7 +390,8 @@ def run(args: argparse.Namespace) -> int:
         from much_metric.signals import write_report
 
         try:
-            write_report(args.report, table, source=str(args.data), leaderboard=board, calibration=calibration,
+            write_report(args.report, table, title=data_title(args.data, "Evaluation"), source=str(args.data),
+                         leaderboard=board, calibration=calibration,
                          spans=spans, figures=args.figures)
         except ImportError as error:  # matplotlib is an optional dependency (extra "report")
             print(f"much evaluate: error: --report needs matplotlib ({error}); pip install 'much-benchmark[report]'",

@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--threshold", type=float, default=None,
                         help="flag claims whose score is >= this (default 0.5 unless --calibrate)")
     parser.add_argument("--calibrate", default=None, metavar="DATA",
-                        help="pick the threshold on labelled data (\"sample\", a hub id or an export folder)")
+                        help="pick the threshold on labelled data (\"sample\", a hub id or an export folder: "
+                             "its test split, else all its splits)")
     parser.add_argument("--target-fpr", type=float, default=None, help="with --calibrate (default 0.10)")
     parser.add_argument("--target-precision", type=float, default=None, help="with --calibrate, instead of FPR")
     parser.add_argument("--neighbours", default=None, metavar="PATH|HUB_ID",
@@ -90,6 +91,23 @@ def _neighbours(args: argparse.Namespace) -> Any:
                      "--neighbours PATH|HUB_ID (see `much neighbours --help`)")
 
 
+def _calibration_data(source: str) -> Any:
+    """The labelled rows to calibrate on: the ``test`` split of ``sample`` or of a folder/hub dataset with splits
+    (the human-labelled one), else its only split, else every split together."""
+    import much_dataset
+
+    data = much_dataset.load(source, split="test" if source == "sample" else None)
+    if not hasattr(data, "keys"):  # one split already
+        return data
+    if "test" in data:
+        return data["test"]
+    if len(data) == 1:
+        return next(iter(data.values()))
+    from datasets import concatenate_datasets
+
+    return concatenate_datasets([data[name] for name in sorted(data)])
+
+
 def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1:
         return _fail(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
@@ -99,12 +117,24 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--target-fpr / --target-precision need --calibrate DATA")
     if args.calibrate is not None and args.threshold is not None:
         return _fail("give --threshold or --calibrate, not both")
+    import math
+
+    if args.threshold is not None and not math.isfinite(args.threshold):
+        return _fail(f"--threshold must be a finite number, got {args.threshold}")
+    if args.target_fpr is not None and args.target_precision is not None:
+        return _fail("give --target-fpr or --target-precision, not both")
+    if args.target_fpr is not None and not 0 <= args.target_fpr <= 1:
+        return _fail(f"--target-fpr must be in [0, 1], got {args.target_fpr}")
+    if args.target_precision is not None and not 0 < args.target_precision <= 1:
+        return _fail(f"--target-precision must be in (0, 1], got {args.target_precision}")
     try:
         from much_metric.models import load_causal_lm
         from much_metric.monitor import ClaimMonitor, online_spec
 
         resources = {"neighbours": _neighbours(args)}
         online_spec(args.method, 24, resources)  # a bad --method fails before the model loads
+        # The calibration data load before the model: a bad folder fails in seconds, not after the model.
+        calibration_data = None if args.calibrate is None else _calibration_data(args.calibrate)
         try:
             model, tokenizer = load_causal_lm(args.model, device=args.device)
         except Exception as error:  # noqa: BLE001 -- missing files, offline hub, unknown id: one message
@@ -113,10 +143,8 @@ def run(args: argparse.Namespace) -> int:
         monitor = ClaimMonitor(tokenizer, args.method, aggregator=args.aggregator, threshold=threshold,
                                neighbours=resources["neighbours"])
         if args.calibrate is not None:
-            import much_dataset
-
-            data = much_dataset.load(args.calibrate, split="test" if args.calibrate == "sample" else None)
-            result = monitor.calibrate(data, target_fpr=args.target_fpr, target_precision=args.target_precision)
+            result = monitor.calibrate(calibration_data, target_fpr=args.target_fpr,
+                                       target_precision=args.target_precision)
             print(f"calibrated on {args.calibrate}: {result}", file=sys.stderr)
         input_ids = _input_ids(tokenizer, args.prompt, raw=args.raw).to(args.device)
         sampling = {"do_sample": False}

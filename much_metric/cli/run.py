@@ -35,12 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from much_metric.cli._run_resources import (
+    RunNotes,
     decoder_for,
     llm_tokenizers,
     nli_for_run,
     segmentation_time,
 )
-from much_metric.cli._text import jsonable, text_table
+from much_metric.cli._text import FLOOR_NOTE, data_title, jsonable, text_table
 
 #: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
 _TABLE3_METRICS = ("roc_auc", "pr_auc")
@@ -118,6 +119,31 @@ def _signal_names(values: list[str] | None) -> list[str] | None:
     return None if values is None else expand_signals(values)
 
 
+def _outside_unit_interval(values: dict[str, Any]) -> bool:
+    """Whether any finite score of a signal lies outside [0, 1]."""
+    import numpy as np
+
+    for array in values.values():
+        array = np.asarray(array, dtype=np.float64)
+        finite = array[np.isfinite(array)]
+        if finite.size and (finite.min() < 0 or finite.max() > 1):
+            return True
+    return False
+
+
+def _check_packages(wanted: list[str] | None, resolve: Any) -> None:
+    """Signals asked by name whose method needs torch (the NLI-based ones) fail before any loading or network when
+    torch is not installed, naming the extra (:func:`much_metric.cli.error_message` adds the pip command)."""
+    import importlib.util
+
+    if not wanted or importlib.util.find_spec("torch") is not None:
+        return
+    needing = [name for name in wanted if "nli" in resolve(name).needs]
+    if needing:
+        raise ModuleNotFoundError(f"--signals {', '.join(needing)}: needs an NLI model, which needs torch (the "
+                                  "`models` extra is not installed)", name="torch")
+
+
 def _signals_help() -> str:
     """The registered baselines for ``much run --help`` (built-ins and entry-point plugins)."""
     from much_metric.baselines.registry import available, signal_groups
@@ -191,8 +217,9 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--aggregator must be one of {AGGREGATORS}, got {args.aggregator!r}")
     check_resamples(args.bootstrap, "--bootstrap")  # 1-39 resamples give no honest 95 % interval
     progress = not args.no_progress
-    notes: list[str] = []
+    notes = RunNotes()
     wanted = _signal_names(args.signals)
+    _check_packages(wanted, resolve)
     single, per_config = llm_tokenizers(args, notes)
     start = time.perf_counter()
     dataset = _load_dataset(args, per_config if args.data == HUB_REPO_ID else None)
@@ -209,7 +236,7 @@ def _run(args: argparse.Namespace) -> int:
             users = ", ".join(n for n in names if "tokenizer" in resolve(n).needs)
             raise ValueError(f"{users} need the generating LLM's tokenizer for every sample: pass --tokenizer")
         names = [n for n in names if "tokenizer" not in resolve(n).needs]
-        notes.append("CCP and SAR skipped: no generating-LLM tokenizer for every sample")
+        notes.skip_nli("no generating-LLM tokenizer for every sample")
     if single is not None or per_config:
         segmentation_seconds, segmentation_note = segmentation_time(dataset, single, per_config, progress)
     else:
@@ -236,6 +263,14 @@ def _run(args: argparse.Namespace) -> int:
                            file_format=args.format, reference_window=args.reference_window, progress=progress)
     generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids), n_tokens=n_tokens)
     order = _order(runs)
+    if args.aggregator in ("product", "geometric"):
+        # The product multiplies 1 - s: a signal with scores outside [0, 1] (NLL = -log p) gives meaningless claim
+        # scores under it, so its row is left out with a note saying how to see it, not printed as a number.
+        outside = [name for name in order if _outside_unit_interval(runs[name].values)]
+        for name in outside:
+            notes.append(f"{runs[name].spec.display} left out: its token scores lie outside [0, 1], which the "
+                         f"{args.aggregator} aggregator needs; run it with --aggregator mean (or max)")
+        order = [name for name in order if name not in outside]
     table = evaluate_signals(dataset, {name: runs[name].values for name in order}, aggregators=(args.aggregator,),
                              stopword_handling=args.stopwords, min_coverage=1.0, floor_seed=args.seed,
                              bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.seed)
@@ -252,7 +287,7 @@ def _run(args: argparse.Namespace) -> int:
 
     first = results[0] if results else {}
     split_used = getattr(args, "splits_used", None) or args.split or "all"
-    print(f"MUCH baselines on {args.data} (config={args.config}, split={split_used}, "
+    print(f"{data_title(args.data, 'Baselines')} (config={args.config}, split={split_used}, "
           f"selection={args.selection}): {len(ids):,} samples, {n_tokens:,} tokens, {first.get('n_claims', 0):,} "
           f"claims ({first.get('n_hallucinated', 0):,} hallucinated); aggregator={args.aggregator}, "
           f"stopwords={args.stopwords}")
@@ -263,8 +298,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print()
     if wanted is None:  # the default signals are table 3's; say what is missing from it
-        skipped = [n[len("CCP and SAR skipped: "):] for n in notes if n.startswith("CCP and SAR skipped: ")]
-        print("Table 3" + (f" (CCP/SAR skipped: {skipped[0].split(';')[0]})" if skipped else "") + ":")
+        title = "Table 3's methods (Mu-SHROOM sample, proxy model: not the paper's numbers)" \
+            if args.data == "sample" else "Table 3"
+        print(title + (f" (CCP/SAR skipped: {notes.nli_skipped})" if notes.nli_skipped else "") + ":")
     labels = {metric.key: metric.label for metric in METRIC_TABLE}
     print(text_table(
         [[r["method"], format_runtime(r["segmentation_seconds"], generation.seconds),
@@ -281,7 +317,7 @@ def _run(args: argparse.Namespace) -> int:
     print(text_table([[r["method"], *(_cell(r, metric.key) for metric in others)] for r in [*results, *floors]],
                      ["Method", *(metric.label for metric in others)]))
     if floors:
-        print("[floor: random] = seeded uniform random claim scores; [floor: constant] = one score for every claim")
+        print(FLOOR_NOTE)
     if args.out:
         print(f"\nsignals written to {args.out}/<signal_name>.{args.format} (rerun reuses them; "
               f"`much evaluate --scores {args.out}` scores them again)")

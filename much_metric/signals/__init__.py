@@ -53,6 +53,7 @@ __all__ = [
     "calibrate_table",
     "calibration_json",
     "DEFAULT_MUSHROOM",
+    "MUSHROOM_HINT",
     "evaluate_spans",
     "match_mushroom",
     "PAPER_GENERATION_SECONDS",
@@ -66,7 +67,7 @@ _LAZY = {
     "format_metric": "_report", "render_report": "_report", "write_report": "_report",
     "rank_methods": "_rank", "MIN_RANK_RESAMPLES": "_rank", "check_resamples": "_rank",
     "CalibrationResult": "_calibrate", "calibrate_table": "_calibrate", "calibration_json": "_calibrate",
-    "DEFAULT_MUSHROOM": "_spans", "evaluate_spans": "_spans", "match_mushroom": "_spans",
+    "DEFAULT_MUSHROOM": "_spans", "MUSHROOM_HINT": "_spans", "evaluate_spans": "_spans", "match_mushroom": "_spans",
     "PAPER_GENERATION_SECONDS": "_published", "PAPER_TABLE7": "_published", "REFERENCE_NOTEBOOK": "_published",
     "is_much": "_published",
 }

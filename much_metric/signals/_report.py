@@ -23,15 +23,18 @@ from typing import Any
 
 import numpy as np
 
+from much_metric.baselines.registry import display_method, display_name
 from much_metric.scoring import METRIC_TABLE, METRICS, pr_curve, rejection_curve, roc_curve
 from much_metric.signals._evaluation import EvaluationTable, SignalResult
 
 __all__ = ["render_report", "write_report", "format_metric"]
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 1em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.8em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.4em; text-align: right; white-space: nowrap; }
+th { white-space: normal; overflow-wrap: break-word; max-width: 6em; hyphens: auto; vertical-align: bottom; }
+td .ci { color: #666; font-size: 0.85em; }
 th { background: #f2f2f2; } td.name { text-align: left; font-family: monospace; }
 tr.floor td { color: #666; background: #fafafa; font-style: italic; }
 tr.published td { color: #555; background: #f6f8ff; }
@@ -41,6 +44,8 @@ dl.glossary dt { font-family: monospace; font-weight: bold; } dl.glossary dd { m
 .scroll { overflow-x: auto; }
 """
 _SHORT = {metric.key: metric.label for metric in METRIC_TABLE}
+#: Reliability-diagram bins with fewer claims are drawn grey and hollow, and not joined by the line.
+SPARSE_BIN_CLAIMS = 10
 _GRID = np.linspace(0.0, 1.0, 101)
 _BAND_RESAMPLES = 200
 
@@ -136,7 +141,8 @@ def _curves_figure(curves: Sequence[tuple], title: str) -> Any:
                xlim=(0, 1), ylim=(0, 1.01))
     pr_ax.set(xlabel="recall (hallucinated claims)", ylabel="precision",
               title="Precision-recall (dashed: each curve's base rate)", xlim=(0, 1), ylim=(0, 1.01))
-    rej_ax.set(xlabel="fraction of claims rejected (most uncertain first)", ylabel="share of correct claims kept",
+    rej_ax.set(xlabel="fraction of claims rejected (most uncertain first)",
+               ylabel="accuracy of the kept claims (correct kept / kept)",
                title="Rejection (PRR; dashed: random, dotted: oracle)", xlim=(0, 1), ylim=(0, 1.01))
     for ax in (roc_ax, pr_ax, rej_ax):
         ax.grid(alpha=0.3)
@@ -155,13 +161,27 @@ def _reliability_figure(calibration: Sequence[Any]) -> Any:
     for k, r in enumerate(calibration):
         d = r.diagram
         filled = d["count"] > 0
-        label = r.signal_name if r.aggregator in ("—", "") else f"{r.signal_name} ({r.aggregator})"
-        ax.plot(d["confidence"][filled], d["rate"][filled], linewidth=0.8, alpha=0.6, color=f"C{k % 10}")
+        dense = d["count"] >= SPARSE_BIN_CLAIMS
+        sparse = filled & ~dense
+        name = display_name(r.signal_name)
+        label = name if r.aggregator in ("—", "") else f"{name} ({r.aggregator})"
+        color = f"C{k % 10}"
+        # The line joins only bins with enough claims: a bin of three claims must not draw a spike.
+        ax.plot(d["confidence"][dense], d["rate"][dense], linewidth=0.8, alpha=0.6, color=color)
         # marker area in proportion to the bin's claims: a bin of three claims should not read like one of 500
-        ax.scatter(d["confidence"][filled], d["rate"][filled], s=4 + 200 * d["count"][filled] / d["count"].sum(),
-                   color=f"C{k % 10}", alpha=0.8, label=f"{label}: ECE {r.ece:.3f}")
+        sizes = 4 + 200 * d["count"] / max(d["count"].sum(), 1)
+        ax.scatter(d["confidence"][dense], d["rate"][dense], s=sizes[dense], color=color, alpha=0.8,
+                   label=f"{label}: ECE {r.ece:.3f}")
+        ax.scatter(d["confidence"][sparse], d["rate"][sparse], s=sizes[sparse], facecolors="none",
+                   edgecolors="#aaa", linewidths=0.8)
+        for x, y, n, few in zip(d["confidence"][filled], d["rate"][filled], d["count"][filled], sparse[filled],
+                                strict=True):
+            ax.annotate(str(int(n)), (x, y), textcoords="offset points", xytext=(3, 3), fontsize=5,
+                        color="#aaa" if few else color)
     ax.set(xlabel="predicted P(hallucinated) (bin mean)", ylabel="observed hallucination rate",
-           title="Reliability diagram (marker area = claims in the bin)", xlim=(0, 1), ylim=(0, 1))
+           title=f"Reliability diagram\n(numbers: claims per bin; grey, hollow: < {SPARSE_BIN_CLAIMS} claims, "
+                 "not joined)",
+           xlim=(0, 1), ylim=(0, 1))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
@@ -173,12 +193,21 @@ def _img(png: str, caption: str) -> str:
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
+def _value_cell(text: str) -> str:
+    """A metric cell: the value, and its interval on a second line (keeps the main tables within ~1400 px)."""
+    value, separator, interval = text.partition(" [")
+    if not separator:
+        return html.escape(text)
+    return f"{html.escape(value)}<br><span class='ci'>[{html.escape(interval)}</span>"
+
+
 def _table(rows: Sequence[tuple[str, str, dict[str, Any], str]], first: str) -> str:
     head = "".join(f"<th>{html.escape(_SHORT[k])}</th>" for k in METRICS)
-    out = [f"<div class='scroll'><table><tr><th>{first}</th><th>aggregator</th>{head}<th>samples</th><th>claims</th>"
-           "<th>hallucinated</th><th>coverage</th></tr>"]
+    out = [f"<div class='scroll'><table><tr><th>{first}</th><th style='max-width: none'>aggregator</th>{head}"
+           "<th>samples</th><th>claims</th>"
+           "<th>halluc.</th><th>cover.</th></tr>"]
     for name, aggregator, metrics, kind in rows:
-        cells = "".join(f"<td>{html.escape(format_metric(metrics, k))}</td>" for k in METRICS)
+        cells = "".join(f"<td>{_value_cell(format_metric(metrics, k))}</td>" for k in METRICS)
         coverage = metrics.get("coverage")
         out.append(
             f'<tr class="{kind}"><td class="name">{html.escape(name)}</td><td>{html.escape(aggregator)}</td>{cells}'
@@ -195,7 +224,8 @@ def _glossary() -> str:
         ("[x, y]", "95% percentile bootstrap interval, resampling samples (all claims of a sample move together)"),
         ("coverage", "share of the samples with ground truth for which the signal file has values"),
         ("floor: random", "seeded uniform random claim scores on the same claims: what no signal at all gets"),
-        ("floor: constant", "one score for every claim: ROC-AUC 0.5, AP = prevalence, PR-AUC = (1 + prevalence)/2"),
+        ("floor: constant", "one score for every claim: ROC-AUC 0.5, AP = prevalence, PR-AUC = (1 + prevalence)/2 "
+                            "(the reference's trapezoid PR-AUC joins recall 0, precision 1 to recall 1, prevalence)"),
         ("P(rank)", "share of bootstrap resamples in which the method holds the rank it has on the full data"),
         ("p-value", "two-sided paired-bootstrap p-value of 'no difference' between two methods"),
         ("lang gap", "best minus worst per-language value of the ranking metric"),
@@ -229,7 +259,7 @@ def _leaderboard_html(board: dict[str, Any]) -> str:
         runtime = "n/a" if row["seconds"] is None else \
             f"{row['seconds']:.3g}s ({100 * row['relative_runtime']:.2g}%)" if row["relative_runtime"] else \
             f"{row['seconds']:.3g}s"
-        out.append(f"<tr><td>{row['rank']}</td><td class='name'>{html.escape(row['method'])}</td>"
+        out.append(f"<tr><td>{row['rank']}</td><td class='name'>{html.escape(display_method(row['method']))}</td>"
                    f"<td>{row['value']:.3f}</td>{_random_cells(low, high, row['rank_probability'])}"
                    f"<td>{html.escape(gap)}</td><td>{runtime}</td></tr>")
     for name, value in board["floors"].items():
@@ -243,7 +273,7 @@ def _leaderboard_html(board: dict[str, Any]) -> str:
         out.append(f"<p class='note'>Pairwise paired-bootstrap p-values</p><table><tr><th></th>{head}</tr>")
         for k, name in enumerate(names):
             cells = "".join("<td>—</td>" if i == k else f"<td>{p[k, i]:.3f}</td>" for i in range(len(names)))
-            out.append(f"<tr><td class='name'>{k + 1}. {html.escape(name)}</td>{cells}</tr>")
+            out.append(f"<tr><td class='name'>{k + 1}. {html.escape(display_method(name))}</td>{cells}</tr>")
         out.append("</table>")
     return "\n".join(out)
 
@@ -253,7 +283,8 @@ def _calibration_html(calibration: Sequence[Any], figures: _Figures) -> str:
            "<th>measured claims</th><th>ECE</th><th>95% interval</th><th>Brier</th><th>Brier (prevalence)</th></tr>"]
     for r in calibration:
         interval = "" if r.ece_interval is None else f"[{r.ece_interval[0]:.3f}, {r.ece_interval[1]:.3f}]"
-        out.append(f"<tr><td class='name'>{html.escape(r.signal_name)}</td><td>{html.escape(r.aggregator)}</td>"
+        out.append(f"<tr><td class='name'>{html.escape(display_name(r.signal_name))}</td>"
+                   f"<td>{html.escape(r.aggregator)}</td>"
                    f"<td>{r.n_fit_claims}</td><td>{r.n_eval_claims}</td><td>{r.ece:.3f}</td><td>{interval}</td>"
                    f"<td>{r.brier:.3f}</td><td>{r.brier_prevalence:.3f}</td></tr>")
     out.append("</table>")
@@ -310,7 +341,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     if notes:
         parts.append(f"<p class='note'>Samples without values, left out: {', '.join(notes)}.</p>")
     parts.append("<h2>Results</h2>")
-    rows = [(r.signal_name, r.aggregator, r.metrics, "") for r in results]
+    rows = [(display_name(r.signal_name), r.aggregator, r.metrics, "") for r in results]
     rows += [(r.signal_name, r.aggregator, r.metrics, "floor") for r in table.floors]
     parts.append(_table(rows, "method"))
     if leaderboard:
@@ -318,7 +349,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     parts.append("<h2>Methods compared</h2>")
     floor_curves = [(r.signal_name, r.claim_scores, r.hallucinated, r.claim_rows) for r in table.floors[:1]]
     for aggregator in aggregators:
-        curves = [(r.signal_name, r.claim_scores, r.hallucinated, r.claim_rows)
+        curves = [(display_name(r.signal_name), r.claim_scores, r.hallucinated, r.claim_rows)
                   for r in results if r.aggregator == aggregator] + floor_curves
         parts.append(_img(saver.save(_curves_figure(curves, f"aggregator: {aggregator}"), f"methods_{aggregator}"),
                           f"All methods, aggregator {aggregator}; shaded: 95% bootstrap bands"))
@@ -327,15 +358,16 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
         for signal in signals:
             curves = [(r.aggregator, r.claim_scores, r.hallucinated, r.claim_rows)
                       for r in results if r.signal_name == signal]
-            parts.append(_img(saver.save(_curves_figure(curves, f"method: {signal}"), f"aggregators_{signal}"),
-                              f"{signal}, all aggregators"))
+            label = display_name(signal)
+            parts.append(_img(saver.save(_curves_figure(curves, f"method: {label}"), f"aggregators_{signal}"),
+                              f"{label}, all aggregators"))
     breakdowns = list(dict.fromkeys(name for r in results for name in r.claim_groups))
     for name in breakdowns:
         parts.append(f"<h2>By {html.escape(name)}</h2>")
         rows = []
         for r in [*results, *table.floors]:
             for value, metrics in r.metrics.get("by", {}).get(name, {}).items():
-                rows.append((f"{r.signal_name} / {name}={value}", r.aggregator, metrics,
+                rows.append((f"{display_name(r.signal_name)} / {name}={value}", r.aggregator, metrics,
                              "floor" if r.level == "floor" else ""))
         parts.append(_table(rows, "method / group"))
         for r in results:
@@ -345,7 +377,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
             curves = [(f"{name}={value}", r.claim_scores[groups == value], r.hallucinated[groups == value],
                        r.claim_rows[groups == value] if len(r.claim_rows) else None)
                       for value in sorted(set(groups.tolist()), key=str)]
-            caption = f"{r.signal_name} ({r.aggregator}) by {name}"
+            caption = f"{display_name(r.signal_name)} ({r.aggregator}) by {name}"
             parts.append(_img(saver.save(_curves_figure(curves, caption), f"{r.signal_name}_by_{name}"),
                               caption + "; dashed: each group's own base rate"))
     if calibration:

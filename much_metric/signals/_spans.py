@@ -24,15 +24,22 @@ import numpy as np
 from much_metric import mushroom
 from much_metric.signals._evaluation import EvaluationTable
 
-__all__ = ["DEFAULT_MUSHROOM", "match_mushroom", "evaluate_spans"]
+__all__ = ["DEFAULT_MUSHROOM", "MUSHROOM_HINT", "match_mushroom", "evaluate_spans"]
 
 #: The Mu-SHROOM test split shipped with the repository.
 DEFAULT_MUSHROOM = Path(__file__).resolve().parents[2] / "data" / "mushroom"
 _N_THRESHOLDS = 64
+#: How to get the Mu-SHROOM files when the default (a repository folder, not installed by pip) is absent.
+MUSHROOM_HINT = ("; the Mu-SHROOM test files are not installed by pip: pass --mushroom FOLDER, a folder with the "
+                 "Mu-SHROOM test files mushroom.<lang>-tst.v1.extra.jsonl (data/mushroom in a clone of this "
+                 "toolkit's repository, or the test split of the hub dataset Helsinki-NLP/mu-shroom)")
 
 
 def _records(source: str | Path) -> list[dict[str, Any]]:
-    return list(mushroom.read_records([source]))
+    path = Path(source)
+    if not (path.is_dir() and any(path.glob("*.jsonl"))) and not path.is_file():
+        raise FileNotFoundError(f"no Mu-SHROOM JSONL file at {path}{MUSHROOM_HINT if path == DEFAULT_MUSHROOM else ''}")
+    return list(mushroom.read_records([path]))
 
 
 def match_mushroom(columns: Mapping[str, list], records: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:

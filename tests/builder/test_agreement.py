@@ -63,4 +63,4 @@ def test_agreement_step_pairs_consensus_and_scope(tmp_path, capsys):
     assert main(["agreement", "--out", str(tmp_path), "--annotators", "gpt-4o", "an0"]) == 0
     assert json.loads((tmp_path / "agreement.json").read_text())["pairs"][0]["samples"] == 3
     with pytest.raises(FileNotFoundError, match="an7"):
-        main(["agreement", "--out", str(tmp_path), "--annotators", "an0", "an7"])
+        main(["--traceback", "agreement", "--out", str(tmp_path), "--annotators", "an0", "an7"])

@@ -130,8 +130,9 @@ def test_a_bad_row_names_the_sample_and_keeps_the_old_folder(tmp_path):
     labels[0][schema.LABELS] = labels[0][schema.LABELS] + [1]  # one label too many
     _write(tmp_path / "labels.gpt-4o.jsonl", labels)
     _write(tmp_path / "labels.gpt-4.1.jsonl", [dict(r, judge="gpt-4.1") for r in labels])
+    assert main(["export", "--out", str(tmp_path)]) == 2  # one line, exit 2 (the builder's error contract)
     with pytest.raises(InvalidSampleError) as error:
-        main(["export", "--out", str(tmp_path)])
+        main(["--traceback", "export", "--out", str(tmp_path)])
     assert error.value.generation_id == bad_id and error.value.field == "labels"
     assert (tmp_path / "much" / "README.md").read_bytes() == before
     # no temporary folder left (the empty lock file .much.lock stays by design: locks must outlive their holders)

@@ -153,4 +153,4 @@ def test_filter_step_names_labels_that_do_not_match_the_claims(tmp_path):
     _labels(tmp_path, "gpt-4o", {"gen00": [1, 1]})
     _labels(tmp_path, "gpt-4.1", {})
     with pytest.raises(ValueError, match="labels.gpt-4o.jsonl: generation_id='gen00': field 'labels' has 2"):
-        main(["filter", "--out", str(tmp_path)])
+        main(["--traceback", "filter", "--out", str(tmp_path)])

@@ -56,4 +56,4 @@ def test_real_mushroom_files(tmp_path):
 
 def test_missing_source_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no Mu-SHROOM JSONL"):
-        main(["questions", "--out", str(tmp_path), "--source", str(tmp_path / "nope")])
+        main(["--traceback", "questions", "--out", str(tmp_path), "--source", str(tmp_path / "nope")])

@@ -174,12 +174,14 @@ def test_run_on_the_embedded_sample(capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # SmolLM2's tokenizer ships with the package: nothing to install
     assert _much(["run", "--data", "sample", "--bootstrap", "50", "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert "MUCH baselines on sample" in printed and "Token Entropy-24" in printed
+    assert "Baselines on the embedded sample: Mu-SHROOM outputs scored with a small proxy model" in printed
+    assert "Token Entropy-24" in printed and "not the paper's numbers" in printed
     assert "samples segment exactly as their token_chunks" in printed  # segmentation was timed with SmolLM2's tokenizer
     assert "CCP and SAR skipped" in printed  # offline: the default NLI model is not cached
     assert "split=test," in printed  # the split the sample has, not "all"
     # KTC is a default where its statistics ship: the sample's, with the corpus they come from.
     assert "KTC neighbour statistics (shipped with the sample): SmolLM2-135M-Instruct: Mu-SHROOM" in printed
     assert sum(line.startswith("KTC-4-0.3 ") for line in printed.splitlines()) == 2  # table 3 and operating points
-    assert "\nTable 3 (CCP/SAR skipped: the NLI model" in printed
+    assert ("\nTable 3's methods (Mu-SHROOM sample, proxy model: not the paper's numbers) (CCP/SAR skipped: "
+            "the NLI model") in printed
 

@@ -9,6 +9,7 @@ import pytest
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
 from much_metric.scoring import Bootstrap
+from much_metric.signals import _report
 from much_metric.signals._evaluation import evaluate_signals
 from much_metric.signals._report import format_metric, render_report, write_report
 
@@ -47,9 +48,9 @@ def test_page_is_self_contained_with_figures_and_intervals(table):
         assert width > 500 and height > 200
     assert not re.search(r'(src|href)="(http|//)', page)  # nothing fetched from elsewhere
     assert "max&lt;likelihood&gt;" in page and "max<likelihood>" not in page
-    assert "lang=de" in page and re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", page)
+    assert "lang=de" in page and re.search(r"\d\.\d{3}<br><span class='ci'>\[\d\.\d{3}, \d\.\d{3}\]", page)
     product = next(r for r in table.results if r.signal_name == "random" and r.aggregator == "product")
-    assert format_metric(product.metrics, "roc_auc") in page
+    assert _report._value_cell(format_metric(product.metrics, "roc_auc")) in page
 
 
 def test_single_aggregator_has_no_aggregator_section(table, tmp_path):
