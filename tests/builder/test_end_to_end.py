@@ -1,5 +1,5 @@
 """End to end on CPU: questions -> generate (SmolLM2, 2 temperatures) -> segment -> labels fixture -> export ->
-datasets.load_dataset(folder) -> much_metric.scoring._api.score.
+datasets.load_dataset(folder) -> much_metric.scoring.score.
 
 Labels come from a fixture (two judges that agree except on one generation, an1 on two) until the annotation steps
 of builder part 2 are used here; the fixture only needs the JSONL contract of builder/README.md.
@@ -52,7 +52,7 @@ def _fixture_labels(out, generations, segments):
 def test_pipeline_end_to_end(tmp_path, monkeypatch):
     import datasets
 
-    from much_metric.scoring._api import score
+    from much_metric.scoring import score
 
     llm = _smollm.smollm2()
     # Load the model once for the whole test, and reuse its tokenizer in `segment` (loading a tokenizer from the
@@ -102,7 +102,7 @@ def test_pipeline_end_to_end(tmp_path, monkeypatch):
         token_scores.append(1.0 - values[np.arange(len(tokens)), sampled])  # token likelihood baseline
     result = score(token_scores, data[schema.TOKEN_CHUNKS], data[schema.LABELS],
                    stopword_mask=data[schema.STOPWORD_MASK])
-    assert result["n_samples"] == len(kept)
-    assert result["n_claims"] == sum(len(r[schema.TOKEN_CHUNKS]) - 1 for r in kept)
-    if 0 < result["n_hallucinated"] < result["n_claims"]:
-        assert 0.0 <= result["roc_auc"] <= 1.0
+    assert result.n_samples == len(kept)
+    assert result.n_claims == sum(len(r[schema.TOKEN_CHUNKS]) - 1 for r in kept)
+    if 0 < result.n_hallucinated < result.n_claims:
+        assert 0.0 <= result.roc_auc <= 1.0

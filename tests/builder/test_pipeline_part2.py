@@ -32,7 +32,7 @@ def _gpt41_truth(model, segments):
 def test_part2_pipeline_end_to_end(tmp_path, monkeypatch):
     from much_dataset.loader import load
     from much_metric.baselines.methods.probability import token_likelihood
-    from much_metric.scoring._api import score
+    from much_metric.scoring import score
 
     out = tmp_path
     tokenizer_json = str(assets.llama3_tokenizer_json())
@@ -85,5 +85,5 @@ def test_part2_pipeline_end_to_end(tmp_path, monkeypatch):
     assert any(-1 in row[:-1] for row in labels)  # the "Sydney" claim is hallucinated
     scores = token_likelihood(train)
     result = score(scores, train["token_chunks"], labels, aggregator="max")
-    assert result["n_samples"] == 2 and result["n_hallucinated"] >= 1
-    assert 0.0 <= result["roc_auc"] <= 1.0 and np.isfinite(result["roc_auc"])
+    assert result.n_samples == 2 and result.n_hallucinated >= 1
+    assert 0.0 <= result.roc_auc <= 1.0 and np.isfinite(result.roc_auc)
