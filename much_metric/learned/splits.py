@@ -142,7 +142,7 @@ def check_disjoint(info: RowInfo, parts: Mapping[str, np.ndarray]) -> None:
                                   (GENERATION_ID, info.generation_id)):
                 shared = np.intersect1d(values[a].astype(str), values[b].astype(str))
                 if shared.size:
-                    raise LeakageError(f"{field} {shared[0]!r} is in both the {first} and the {second} part "
+                    raise LeakageError(f"{field} {str(shared[0])!r} is in both the {first} and the {second} part "
                                        f"({shared.size} shared); a split must keep questions and generations on one "
                                        "side")
 
@@ -211,7 +211,7 @@ def make_folds(info: RowInfo, protocol: str, *, validation_fraction: float = 0.1
         raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction!r}")
     ids, counts = np.unique(info.generation_id.astype(str), return_counts=True)
     if (counts > 1).any():
-        raise ValueError(f"{GENERATION_ID} {ids[counts > 1][0]!r} occurs {counts[counts > 1][0]} times: a dataset "
+        raise ValueError(f"{GENERATION_ID} {str(ids[counts > 1][0])!r} occurs {counts[counts > 1][0]} times: a dataset "
                          "with duplicated rows would put the same generation on both sides of a split")
     folds = []
     for index, (name, pool, test) in enumerate(PROTOCOLS[protocol](info)):
