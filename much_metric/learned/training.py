@@ -29,7 +29,7 @@ __all__ = ["train_detector", "DEFAULTS"]
 
 #: Default hyper-parameters per detector kind.
 DEFAULTS = {
-    "linear": {"learning_rate": 0.05, "batch_size": 256, "max_epochs": 60, "patience": 6, "hidden": 0},
+    "linear": {"learning_rate": 0.02, "batch_size": 64, "max_epochs": 60, "patience": 5, "hidden": 0},
     "sequence": {"learning_rate": 0.005, "batch_size": 32, "max_epochs": 15, "patience": 3, "hidden": 32},
 }
 _STATE_JSON, _STATE_WEIGHTS = "state.json", "state.safetensors"
