@@ -20,6 +20,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from much_metric.learned.splits import PROTOCOLS
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -28,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--data", default="sample", help="'sample' (default, offline), orailix/MUCH, or a folder")
     parser.add_argument("--config", default="all", help="dataset config: all, en, fr, es or de (default: all)")
-    parser.add_argument("--protocol", default="leave-one-language-out",
+    parser.add_argument("--protocol", default="leave-one-language-out", choices=tuple(PROTOCOLS),
                         help="auto-to-manual, leave-one-language-out (default) or leave-one-model-out")
     parser.add_argument("--fold", default=None, help="only this fold's held-out value (e.g. de)")
     parser.add_argument("--detector", choices=("linear", "sequence"), default="linear")
@@ -83,6 +85,13 @@ def held_out_scores(dataset: Any, folder: Path) -> dict[str, dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     from much_metric.learned import make_folds, row_info, train_detector
+
+    if not 0.0 < args.validation_fraction < 1.0:  # before the data loads
+        raise ValueError(f"--validation-fraction must be in (0, 1), got {args.validation_fraction}")
+    for option in ("max_epochs", "patience", "batch_size"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            raise ValueError(f"--{option.replace('_', '-')} must be a positive integer, got {value}")
 
     dataset, origin = load_with_origin(args.data, args.config)
     folds = make_folds(row_info(dataset, origin=origin), args.protocol, validation_fraction=args.validation_fraction,
