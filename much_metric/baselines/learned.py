@@ -54,6 +54,20 @@ def _detector(path: str):
     return _CACHE[key]
 
 
+def _display(params: dict[str, Any]) -> str:
+    """``Learned (<folder name>; <protocol> <fold>)``: every table row names the protocol that trained it."""
+    import json
+
+    folder = Path(str(params["path"])).expanduser()
+    try:
+        protocol = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("protocol") or {}
+    except (OSError, ValueError, AttributeError):
+        protocol = {}
+    name = folder.resolve().name if str(params["path"]) else "detector"
+    trained = " ".join(str(protocol[key]) for key in ("name", "fold") if protocol.get(key))
+    return f"Learned ({name}; {trained})" if trained else f"Learned ({name})"
+
+
 def _check(params: dict[str, Any]) -> None:
     from much_metric.learned.detector import CONFIG_FILE
 
@@ -74,7 +88,7 @@ def _stored_only(arrays: Any, *, name: Any) -> Any:
 BASELINES = (
     Baseline(
         name="learned:{path}", compute=_compute, params={"path": r".+"}, order=200, check=_check,
-        display=lambda params: f"Learned ({Path(str(params['path']).rstrip('/')).name})",
+        display=_display,
         signal_name=lambda name, params, resources: stored_name(str(params["path"])),
         description="a detector trained with `much train` (folder: safetensors weights + config.json)",
     ),
