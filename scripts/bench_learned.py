@@ -16,9 +16,9 @@
    token-level logistic regression on the same features; linear inference (target < 0.5 s) against Max Likelihood;
    the sequence detector's time per epoch and in total.
 3. **Monitor**: ``scripts/bench_monitor.py --method learned:<sequence detector>`` (live SmolLM2 generation on CPU):
-   the share of generation time the detector adds (target <= 2 %), with ``--monitor``.
+   the share of generation time the detector adds (target <= 2 %); ``--no-monitor`` skips it.
 
-    python scripts/bench_learned.py [--threads 2] [--monitor] [--out benchmarks/learned.txt]
+    python scripts/bench_learned.py [--threads 1] [--no-monitor] [--out benchmarks/learned.txt]
 """
 
 from __future__ import annotations
@@ -247,8 +247,8 @@ def main() -> None:
                         help="torch CPU threads (default 1: least noise on a shared box of 2 cores)")
     parser.add_argument("--skip-table", action="store_true")
     parser.add_argument("--skip-speed", action="store_true")
-    parser.add_argument("--monitor", action="store_true", help="also run bench_monitor.py with the sequence detector")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "learned.txt"))
+    parser.add_argument("--no-monitor", action="store_true", help="skip bench_monitor.py with the sequence detector")
+    parser.add_argument("--out", default=None, help="also write the output to this file (run_benchmarks.sh tees it)")
     args = parser.parse_args()
     import torch
 
@@ -259,9 +259,10 @@ def main() -> None:
         folder = None if args.skip_table else table(workdir)
         if not args.skip_speed:
             speed(workdir)
-        if args.monitor and folder is not None:
+        if not args.no_monitor and folder is not None:
             monitor(folder)
-    Path(args.out).write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    if args.out:
+        Path(args.out).write_text("\n".join(LINES) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
