@@ -147,6 +147,19 @@ def table(workdir: Path) -> Path:
         say(f"  {method}: mean ROC-AUC difference to the fold's best baseline {np.mean(differences):+.3f}; 95% "
             f"interval above 0 in {wins} of {len(rows)} folds, below 0 in {losses}")
     say()
+    say("Score level per held-out language (mean claim score, product aggregator) against its hallucinated share:")
+    from much_metric.scoring import aggregate_claims
+
+    for fold in folds:
+        part = dataset.select(fold.test)
+        chunks, labels, masks = _columns(part)
+        share = np.mean([label == -1 for row in labels for label in row[:-1]])
+        levels = {m: np.mean(np.concatenate(aggregate_claims([held_out[m][i] for i in fold.test], chunks, masks)))
+                  for m in ("linear", "sequence")}
+        levels["max_likelihood"] = np.mean(np.concatenate(aggregate_claims([baselines["max_likelihood"][i]
+                                                                            for i in fold.test], chunks, masks)))
+        say(f"  {fold.name}: hallucinated {share:.3f}; " + ", ".join(f"{m} {v:.3f}" for m, v in levels.items()))
+    say()
     # Pooled over the folds: every sample once, scored by the detector that did not see its language.
     say("Pooled: the four folds' held-out scores concatenated. Each fold has its own detector, whose score level on an "
         "unseen language is not calibrated against the other folds' detectors, while a baseline is one function "
@@ -253,7 +266,8 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    say(f"bench_learned.py, torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs visible")
+    say(f"bench_learned.py, torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs visible, "
+        f"load average {os.getloadavg()[0]:.2f} at start")
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         folder = None if args.skip_table else table(workdir)
