@@ -139,7 +139,7 @@ class Baseline:
     order: float = 100.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z][\w{}.-]*", self.name):
+        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z][\w{}.:-]*", self.name):
             raise ValueError(f"Baseline name must be a signal name or pattern like 'token_entropy_{{delta}}', got "
                              f"{self.name!r}")
         if not callable(self.compute):

@@ -1,0 +1,128 @@
+"""torch parts of the detectors (imported only when training or running the sequence detector).
+
+* :func:`claim_loss` -- the metric's token-to-claim aggregation made differentiable, and the binary cross-entropy of
+  the claim uncertainties against the claim labels (1 = hallucinated). It mirrors
+  :func:`much_metric.scoring.aggregate_flat` term by term, so what is optimised is what ``much run`` measures:
+
+  - ``product``: ``u_c = 1 - prod_t (1 - s_t)``; computed in log space, ``log(1 - s_t) = -softplus(z_t)`` for a
+    token logit ``z_t`` (``s_t = sigmoid(z_t)``), and ``log u_c = log(1 - exp(sum_t log(1 - s_t)))``;
+  - ``mean``: ``u_c = sum_t s_t / n_c``; ``max``: ``u_c = max_t s_t``;
+  - ``geometric``: ``u_c = 1 - (prod_t (1 - s_t) + 1e-5) ** (1 / n_c)``;
+  - stopwords ``"null"``: stopword tokens score 0 (a factor 1 in the product) but count in ``n_c``; ``"exclude"``:
+    they leave the claim unless the claim has nothing else.
+
+* :class:`LinearDetector` -- ``z_t = w . x_t + b`` on the standardised features of :func:`token_features`
+  (logistic regression on token-probability features, as Quevedo et al. 2024, "Detecting hallucinations in large
+  language model generation: a token probability approach"; with the WEPR rank-wise entropy terms among the
+  features the learned weights are WEPR's per-rank weights, arXiv 2509.04492). Trained on claim labels through the
+  aggregator instead of token labels, which MUCH does not have.
+* :class:`SequenceDetector` -- a one-layer causal GRU over the per-token top-24 vectors of
+  :func:`sequence_inputs`, then a linear read-out per token: HALT (arXiv 2602.02888) reads the top-20
+  log-probabilities of each step with a small recurrent model and predicts one answer-level label; LOS-Net (AAAI
+  2026) uses a small transformer over the top-k distribution sequence. Here the read-out is per token (one score
+  per output token, higher = more uncertain) and the loss is on MUCH's claims through the aggregator; the GRU is
+  unidirectional, so token ``t``'s score depends on tokens ``<= t`` only and the monitor gives the offline scores.
+
+Parameters are initialised from a ``numpy`` generator (no global torch seed is touched).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from much_metric.learned._data import Batch
+
+GEOMETRIC_EPS = 1e-5
+
+
+def _init(module: nn.Module, rng: np.random.Generator) -> None:
+    with torch.no_grad():
+        for parameter in module.parameters():
+            bound = 1.0 / np.sqrt(parameter.shape[-1]) if parameter.ndim > 1 else 0.0
+            values = rng.uniform(-bound, bound, size=tuple(parameter.shape)) if bound else np.zeros(parameter.shape)
+            parameter.copy_(torch.from_numpy(values.astype(np.float32)))
+
+
+class LinearDetector(nn.Module):
+    def __init__(self, n_inputs: int, *, rng: np.random.Generator) -> None:
+        super().__init__()
+        self.linear = nn.Linear(n_inputs, 1)
+        _init(self, rng)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        """(B, T, D) -> token logits (B, T)."""
+        return self.linear(inputs).squeeze(-1)
+
+
+class SequenceDetector(nn.Module):
+    def __init__(self, n_inputs: int, *, hidden: int = 32, rng: np.random.Generator) -> None:
+        super().__init__()
+        self.gru = nn.GRU(n_inputs, hidden, batch_first=True)
+        self.read_out = nn.Linear(hidden, 1)
+        _init(self, rng)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        states, _ = self.gru(inputs)
+        return self.read_out(states).squeeze(-1)
+
+
+MODELS = {"linear": LinearDetector, "sequence": SequenceDetector}
+
+
+def build(kind: str, n_inputs: int, *, seed: int, hidden: int = 32) -> nn.Module:
+    rng = np.random.default_rng(seed)
+    if kind == "sequence":
+        return SequenceDetector(n_inputs, hidden=hidden, rng=rng)
+    return LinearDetector(n_inputs, rng=rng)
+
+
+def _segment_sum(values: torch.Tensor, segment: torch.Tensor, n: int) -> torch.Tensor:
+    return torch.zeros(n, dtype=values.dtype).index_add(0, segment, values)
+
+
+def claim_uncertainty(logits: torch.Tensor, batch: Batch, *, aggregator: str, stopword_handling: str
+                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Claim uncertainties ``u_c`` (n_claims,) and, for the product aggregator, ``log(1 - u_c)`` (else None)."""
+    z = logits.reshape(-1)[torch.from_numpy(batch.positions)]
+    claim_of = torch.from_numpy(batch.claim_of)
+    n_claims = len(batch.lengths)
+    lengths = torch.from_numpy(batch.lengths.astype(np.float32))
+    zero = torch.zeros(len(z), dtype=torch.bool) if batch.stopword is None else torch.from_numpy(batch.stopword)
+    if stopword_handling == "exclude" and batch.stopword is not None:
+        content = _segment_sum((~zero).float(), claim_of, n_claims)
+        keep = ~zero | (content == 0)[claim_of]
+        z, claim_of = z[keep], claim_of[keep]
+        lengths = torch.where(content == 0, lengths, content)
+        zero = torch.zeros(len(z), dtype=torch.bool)
+    log_survival_token = torch.where(zero, torch.zeros_like(z), -nn.functional.softplus(z))  # log(1 - s_t)
+    score = torch.where(zero, torch.zeros_like(z), torch.sigmoid(z))
+    if aggregator == "mean":
+        return _segment_sum(score, claim_of, n_claims) / lengths, None
+    if aggregator == "max":
+        return torch.zeros(n_claims).scatter_reduce(0, claim_of, score, reduce="amax", include_self=False), None
+    log_survival = _segment_sum(log_survival_token, claim_of, n_claims)
+    if aggregator == "product":
+        return -torch.expm1(log_survival), log_survival
+    return 1.0 - torch.pow(torch.exp(log_survival) + GEOMETRIC_EPS, 1.0 / lengths), None
+
+
+def claim_loss(logits: torch.Tensor, batch: Batch, *, aggregator: str, stopword_handling: str) -> torch.Tensor:
+    """Mean binary cross-entropy of the claim uncertainties against the labels (1 = hallucinated)."""
+    uncertainty, log_certain = claim_uncertainty(logits, batch, aggregator=aggregator,
+                                                 stopword_handling=stopword_handling)
+    target = torch.from_numpy(batch.target)
+    if log_certain is not None:  # product: exact log-space BCE, stable when a claim has many tokens
+        log_certain = torch.clamp(log_certain, max=-1e-7)
+        log_uncertain = torch.log(-torch.expm1(log_certain))
+        return -(target * log_uncertain + (1.0 - target) * log_certain).mean()
+    uncertainty = torch.clamp(uncertainty, 1e-7, 1.0 - 1e-7)
+    return nn.functional.binary_cross_entropy(uncertainty, target)
+
+
+def token_logits(model: nn.Module, batch: Batch) -> np.ndarray:
+    """Flat token logits of a batch, in sample then token order (padding dropped)."""
+    with torch.no_grad():
+        logits = model(torch.from_numpy(batch.inputs))
+    return logits.numpy()[batch.mask]

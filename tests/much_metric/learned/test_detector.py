@@ -1,0 +1,169 @@
+"""Detector folders (safetensors + JSON, no pickle), the learned:<folder> baseline, `much train` / `much run`, and
+the live monitor running a learned detector."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("safetensors")
+
+import much_dataset  # noqa: E402
+from much_metric.baselines import resolve, token_arrays  # noqa: E402
+from much_metric.learned import load_detector, make_folds, row_info, train_detector  # noqa: E402
+from tests.much_metric.learned._synthetic import planted_rows  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return much_dataset.load("sample", split="test")
+
+
+@pytest.fixture(scope="module")
+def detectors(tmp_path_factory, sample):
+    """A linear and a small sequence detector trained for 2 epochs on the sample's leave-one-language-out fold 'de'."""
+    fold = make_folds(row_info(sample), "leave-one-language-out", only="de")[0]
+    folder = tmp_path_factory.mktemp("detectors")
+    out = {}
+    for kind in ("linear", "sequence"):
+        out[kind] = train_detector(sample.select(fold.train), sample.select(fold.validation), folder / kind,
+                                   detector=kind, max_epochs=2, hidden=8, progress=False,
+                                   protocol={"name": "leave-one-language-out", "fold": fold.name, "data": "sample"})
+    return out, fold
+
+
+def test_folder_holds_json_safetensors_and_a_card_never_a_pickle(detectors):
+    found, _ = detectors
+    for kind, detector in found.items():
+        files = sorted(p.relative_to(detector.folder).as_posix() for p in detector.folder.rglob("*") if p.is_file())
+        assert files == ["card.md", "checkpoint/state.json", "checkpoint/state.safetensors", "config.json",
+                         "weights.safetensors"]
+        for path in detector.folder.rglob("*"):
+            if path.is_file():
+                assert not path.read_bytes().startswith(b"\x80"), f"{path} looks like a pickle"
+        config = json.loads((detector.folder / "config.json").read_text())
+        assert config["format"] == "much-learned-detector" and config["detector"] == kind
+        assert config["aggregator"] == "product" and config["protocol"]["fold"] == "lang=de"
+        assert len(config["training_data"]["fingerprint"]) == 64
+        card = (detector.folder / "card.md").read_text()
+        assert f"ROC-AUC {config['validation']['roc_auc']:.4f}" in card and "leave-one-language-out" in card
+
+
+def test_loaded_detector_scores_as_trained(detectors, sample):
+    found, fold = detectors
+    test = sample.select(fold.test[:20])
+    for detector in found.values():
+        loaded = load_detector(detector.folder)
+        scores = loaded.token_scores(test)
+        assert scores.shape == (token_arrays(test).n_tokens,) and ((scores > 0) & (scores < 1)).all()
+        np.testing.assert_array_equal(scores, detector.token_scores(test))
+
+
+def test_numpy_linear_inference_equals_the_torch_model(detectors, sample):
+    import torch
+
+    from much_metric.learned import _data, _torch
+    from much_metric.learned.features import token_features
+
+    detector = detectors[0]["linear"]
+    test = sample.select(range(10))
+    model = _torch.build("linear", 30, seed=0)
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in detector.weights.items() if k.startswith("linear.")})
+    prepared = _data.prepare(test, token_features(test), detector.weights["input_mean"], detector.weights["input_std"])
+    expected = _torch.token_logits(model, _data.batch(prepared, np.arange(10)))
+    np.testing.assert_allclose(detector.token_logits(test), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_sequence_scores_are_causal(detectors, sample):
+    detector = detectors[0]["sequence"]
+    row = sample[0]
+    full = detector.token_scores([row])
+    cut = 7
+    prefix = {**row, "output_tokens": row["output_tokens"][:cut], "logits_token_ids": row["logits_token_ids"][:cut],
+              "logits_values": row["logits_values"][:cut]}
+    np.testing.assert_allclose(detector.token_scores([prefix]), full[:cut], rtol=1e-5, atol=1e-6)
+
+
+def test_bad_folders_are_refused_naming_the_file(tmp_path, detectors):
+    with pytest.raises(FileNotFoundError, match="not a learned detector folder"):
+        load_detector(tmp_path)
+    source = detectors[0]["linear"].folder
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "weights.safetensors").write_bytes((source / "weights.safetensors").read_bytes())
+    (bad / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="config.json: not valid JSON"):
+        load_detector(bad)
+    config = json.loads((source / "config.json").read_text())
+    (bad / "config.json").write_text(json.dumps({**config, "inputs": config["inputs"][:-1]}))
+    with pytest.raises(ValueError, match="'inputs' differ"):
+        load_detector(bad)
+    (bad / "config.json").write_text(json.dumps(config))
+    (bad / "weights.safetensors").write_bytes(b"\x80\x04garbage")
+    with pytest.raises(ValueError, match="weights.safetensors: not a readable safetensors file"):
+        load_detector(bad)
+
+
+def test_registry_resolves_learned_folders(detectors, sample):
+    from much_metric.baselines.methods.learned import stored_name
+
+    detector = detectors[0]["linear"]
+    spec = resolve(f"learned:{detector.folder}")
+    rows = sample.select(range(5))
+    np.testing.assert_array_equal(spec.compute(token_arrays(rows), {}, {}), detector.token_scores(rows))
+    name = spec.stored_name({})
+    assert name == stored_name(str(detector.folder)) and name.startswith("learned_linear-") and "/" not in name
+    assert resolve(name).display == f"Learned ({name[len('learned_'):]})"
+    assert stored_name(str(detectors[0]["sequence"].folder)) != name
+    with pytest.raises(ValueError, match="not a learned detector folder"):
+        resolve("learned:/no/such/folder")
+    with pytest.raises(ValueError, match="compute them with --signals learned:"):
+        resolve(name).compute(token_arrays(rows), {}, {})
+
+
+def test_much_train_then_much_run_on_the_sample(tmp_path, capsys):
+    from much_metric.cli import main
+
+    out = tmp_path / "linear-fr"
+    assert main(["train", "--data", "sample", "--protocol", "leave-one-language-out", "--fold", "fr",
+                 "--detector", "linear", "--out", str(out), "--max-epochs", "2", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "leave-one-language-out [lang=fr] held-out test" in printed and "Max Likelihood ROC-AUC" in printed
+    assert main(["run", "--data", "sample", "--config", "fr", "--signals", f"learned:{out},max_likelihood",
+                 "--bootstrap", "0", "--no-progress", "--out", str(tmp_path / "signals")]) == 0
+    printed = capsys.readouterr().out
+    assert "Learned (linear-fr-" in printed and "Max Likelihood" in printed
+    assert len(list((tmp_path / "signals").glob("learned_linear-fr-*.parquet"))) == 1
+    assert main(["train", "--data", "sample", "--protocol", "auto-to-manual", "--out", str(tmp_path / "x")]) == 2
+    assert "test-only" in capsys.readouterr().err
+
+
+def test_monitor_runs_a_learned_detector_online_with_the_offline_scores(detectors, sample):
+    from much_dataset.stopwords import stopword_mask
+    from much_metric import aggregate_claims
+    from much_metric.models import load_tokenizer
+    from much_metric.monitor import ClaimMonitor
+
+    tokenizer = load_tokenizer("smollm2")
+    for kind, detector in detectors[0].items():
+        row = sample[3]
+        monitor = ClaimMonitor(tokenizer, f"learned:{detector.folder}", threshold=0.5)
+        online = [c for i, t in enumerate(row["output_tokens"])
+                  for c in monitor.push(t, row["logits_token_ids"][i], row["logits_values"][i])]
+        online += monitor.finish()
+        offline = detector.token_scores([row])
+        assert [c.token_indices for c in online] == row["token_chunks"]
+        np.testing.assert_allclose(np.concatenate([c.token_scores for c in online]), offline, rtol=1e-5, atol=1e-6,
+                                   err_msg=kind)
+        mask = stopword_mask(row["output_tokens"], tokenizer)
+        expected = aggregate_claims([offline], [row["token_chunks"]], [mask], drop_last_chunk=False)[0]
+        np.testing.assert_allclose([c.score for c in online], expected, rtol=1e-5, atol=1e-6, err_msg=kind)
+
+
+def test_training_rows_from_synthetic_data_score_everywhere(tmp_path):
+    detector = train_detector(planted_rows(20, seed=60), planted_rows(8, seed=61), tmp_path / "d", max_epochs=1,
+                              progress=False)
+    assert np.isfinite(detector.token_scores(planted_rows(3, seed=62))).all()
