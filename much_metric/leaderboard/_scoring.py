@@ -1,0 +1,178 @@
+"""Re-scoring a submission with the toolkit's own evaluation: the submitted numbers are never read.
+
+:class:`EvaluationData` loads the evaluation split once (the embedded sample by default, ``orailix/MUCH`` or a local
+folder). :func:`score_submission` runs :func:`much_metric.signals.evaluate_signals` (one value per output token,
+or per chunk for ``@claim`` signals; coverage at least :data:`much_metric.signals.MIN_COVERAGE`; finite values)
+with the product aggregator, every metric of :data:`much_metric.scoring.METRIC_TABLE` with seeded bootstrap
+intervals, and breakdowns by language and generating model (and the ``manual`` selection when the data has human
+labels). :func:`rank_rows` ranks every accepted row on the claims all of them cover with
+:func:`much_metric.signals.rank_methods` (P(rank), language gap).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from much_metric.leaderboard._archive import ParsedSubmission, SubmissionRejected
+
+__all__ = ["EvaluationData", "score_submission", "rank_rows", "jsonable", "BREAKDOWNS"]
+
+#: Breakdowns computed for every row (the table's filters).
+BREAKDOWNS = ("lang", "model")
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON types (numpy scalars/arrays converted, nan/inf -> None)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass
+class EvaluationData:
+    """The evaluation split and what the table needs of it, loaded once.
+
+    Parameters
+    ----------
+    source : str
+        ``"sample"`` (default: the embedded sample, offline), ``"orailix/MUCH"`` or a local folder.
+    n_resamples : int
+        Bootstrap resamples for the intervals and P(rank) (1000 on a public board).
+    """
+
+    source: str = "sample"
+    n_resamples: int = 1000
+    dataset: Any = field(default=None, repr=False)
+    manual: Any = field(default=None, repr=False)
+    generation_seconds: float | None = None
+    langs: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.n_resamples, int) or self.n_resamples < 1:
+            raise ValueError(f"n_resamples must be a positive integer, got {self.n_resamples!r}")
+        if self.dataset is None:
+            import datasets
+
+            import much_dataset
+
+            loaded = much_dataset.load(self.source)
+            if isinstance(loaded, datasets.DatasetDict):
+                loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
+            self.dataset = loaded
+        columns = self.dataset.column_names
+        if "human_labels_0" in columns and self.manual is None:
+            from much_dataset.selection import select_samples
+
+            manual = select_samples(self.dataset, manual=True)
+            self.manual = manual if len(manual) else None
+        from much_dataset.schema import MUCH_GENERATION_CONFIGS
+
+        self.langs = tuple(sorted(set(self.dataset["lang"])))
+        self.models = tuple(sorted({str(MUCH_GENERATION_CONFIGS.get(c, {}).get("model", f"unknown ({c})"))
+                                    for c in self.dataset["generation_config"]}))
+        if self.generation_seconds is None:
+            from much_metric.baselines.runtime import generation_time
+
+            n_tokens = sum(len(t) for t in self.dataset["output_tokens"])
+            self.generation_seconds = generation_time(None, data_source=self.source, n_samples=len(self.dataset),
+                                                      n_tokens=n_tokens).seconds
+
+
+def _strip(metrics: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in metrics.items() if k not in ("by",)}
+
+
+def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Score every signal of a parsed submission against ``data``.
+
+    Returns
+    -------
+    rows : dict
+        ``{signal: {"overall": metrics, "by": {"lang": {...}, "model": {...}}, "selection": {"manual": ...},
+        "seconds": float or None, "relative_runtime": float or None, "level": "token" | "claim"}}`` (JSON types).
+    arrays : dict
+        ``{signal: {"claim_scores", "hallucinated", "claim_rows"}}``: the claim arrays (ranking, figures).
+
+    Raises
+    ------
+    SubmissionRejected
+        When a signal does not line up with the evaluation data (unknown sample, wrong number of values, coverage
+        under the threshold): the toolkit's message, as is.
+    """
+    import warnings
+
+    from much_metric.signals import MIN_COVERAGE, evaluate_signals
+
+    options = dict(aggregators=("product",), n_bootstrap=data.n_resamples, random_state=0, floors=False)
+    known = set(data.dataset["generation_id"])
+    for name, per_sample in submission.signals.items():
+        unknown = [gid for gid in per_sample if gid not in known]
+        if unknown:
+            raise SubmissionRejected(f"signal {name!r}: {len(unknown)} generation_id(s) not in the evaluation data "
+                                     f"{data.source!r}, e.g. {unknown[0][:80]!r}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # missing samples: counted in coverage, checked by min_coverage
+            table = evaluate_signals(data.dataset, submission.signals, by=BREAKDOWNS, min_coverage=MIN_COVERAGE,
+                                     **options)
+            manual = None
+            if data.manual is not None:
+                manual = evaluate_signals(data.manual, submission.signals, min_coverage=0.0, **options)
+    except (ValueError, KeyError, TypeError) as error:
+        raise SubmissionRejected(f"does not match the evaluation data: {error}") from None
+    rows, arrays = {}, {}
+    for result in table.results:
+        name = result.signal_name
+        seconds = submission.timings.get(name, {}).get("seconds")
+        rows[name] = jsonable({
+            "overall": _strip(result.metrics), "by": result.metrics.get("by", {}),
+            "selection": {} if manual is None else {"manual": _strip(next(r.metrics for r in manual.results
+                                                                          if r.signal_name == name))},
+            "coverage": table.coverage.get(name, 1.0), "level": result.level, "seconds": seconds,
+            "relative_runtime": None if seconds is None or not data.generation_seconds
+            else seconds / data.generation_seconds,
+        })
+        arrays[name] = {"claim_scores": np.asarray(result.claim_scores, np.float64),
+                        "hallucinated": np.asarray(result.hallucinated, bool),
+                        "claim_rows": np.asarray(result.claim_rows, np.int64)}
+    return rows, arrays
+
+
+def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: EvaluationData, *, metric: str = "roc_auc"
+              ) -> dict[str, dict[str, Any]]:
+    """P(rank), rank, interval and language gap of every row by ``metric`` on the claims all rows cover.
+
+    ``keys`` name the rows (unique); ``arrays`` are their claim arrays (:func:`score_submission`). Returns
+    ``{key: {"rank", "rank_probability", "lang_gap", "lang_best", "lang_worst"}}`` plus ``"_meta"`` (samples and
+    claims compared, resamples).
+    """
+    from much_metric.signals import EvaluationTable, SignalResult, rank_methods
+
+    if not keys:
+        return {}
+    results = [SignalResult(signal_name=key, aggregator="", metrics={}, claim_scores=a["claim_scores"],
+                            hallucinated=a["hallucinated"], claim_rows=a["claim_rows"])
+               for key, a in zip(keys, arrays, strict=True)]
+    table = EvaluationTable(results=results, n_dataset_samples=len(data.dataset), missing={},
+                            has_stopword_mask=True, langs=list(data.dataset["lang"]))
+    board = rank_methods(table, metric, n_resamples=data.n_resamples, random_state=0)
+    out: dict[str, dict[str, Any]] = {
+        row["method"]: jsonable({"rank": row["rank"], "rank_probability": row["rank_probability"],
+                                 "lang_gap": row["lang_gap"], "lang_best": row["lang_best"],
+                                 "lang_worst": row["lang_worst"]}) for row in board["rows"]}
+    out["_meta"] = {"n_samples": board["n_samples"], "n_claims": board["n_claims"],
+                    "n_resamples": board["n_resamples"], "metric": metric}
+    return out
