@@ -25,6 +25,7 @@ import json
 import re
 import stat
 import tempfile
+import threading
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -37,6 +38,8 @@ SIGNAL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+@-]{0,79}$")
 _SIGNAL_SUFFIXES = (".parquet", ".jsonl")
 _JSON_FILES = ("timings.json", "hardware.json")
 _ALLOWED_METADATA = {b"ARROW:schema", b"pandas"}
+#: ``warnings.catch_warnings`` changes process-wide state: threads take this lock around it.
+WARNINGS_LOCK = threading.Lock()
 
 
 class SubmissionRejected(ValueError):
@@ -274,7 +277,7 @@ def _parse_signals(signal_files: dict[str, bytes], limits: Limits) -> dict[str, 
         for name, blob in signal_files.items():
             (Path(folder) / name).write_bytes(blob)
         try:
-            with warnings.catch_warnings():
+            with WARNINGS_LOCK, warnings.catch_warnings():
                 warnings.simplefilter("error")  # a duplicated record is a broken submission, not a warning
                 signals = read_signals(folder)
         except (ValueError, KeyError, OSError, UserWarning) as error:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.leaderboard._archive import ParsedSubmission, SubmissionRejected
+from much_metric.leaderboard._archive import WARNINGS_LOCK, ParsedSubmission, SubmissionRejected
 
 __all__ = ["EvaluationData", "score_submission", "rank_rows", "jsonable", "BREAKDOWNS"]
 
@@ -114,7 +114,7 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tupl
     """
     import warnings
 
-    from much_metric.signals import MIN_COVERAGE, evaluate_signals
+    from much_metric.signals import CLAIM_SUFFIX, MIN_COVERAGE, evaluate_signals
 
     options = dict(aggregators=("product",), n_bootstrap=data.n_resamples, random_state=0, floors=False)
     known = set(data.dataset["generation_id"])
@@ -123,8 +123,16 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tupl
         if unknown:
             raise SubmissionRejected(f"signal {name!r}: {len(unknown)} generation_id(s) not in the evaluation data "
                                      f"{data.source!r}, e.g. {unknown[0][:80]!r}")
+    for name, per_sample in submission.signals.items():
+        if name.endswith(CLAIM_SUFFIX):
+            continue
+        for gid, values in per_sample.items():
+            if values.min() < 0 or values.max() > 1:
+                raise SubmissionRejected(f"signal {name!r}, generation_id={gid!r}: token values must lie in [0, 1] "
+                                         "(the product aggregator multiplies 1 - value); rescale them, or submit one "
+                                         f"value per claim under a name ending with {CLAIM_SUFFIX!r}")
     try:
-        with warnings.catch_warnings():
+        with WARNINGS_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # missing samples: counted in coverage, checked by min_coverage
             table = evaluate_signals(data.dataset, submission.signals, by=BREAKDOWNS, min_coverage=MIN_COVERAGE,
                                      **options)

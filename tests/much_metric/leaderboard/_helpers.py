@@ -23,7 +23,7 @@ def sample_signal(seed: int | None = None) -> dict[str, dict[str, np.ndarray]]:
     for gid in dataset["generation_id"]:
         v = values[gid]
         v = np.asarray(v, dtype=np.float64)
-        out[gid] = v if rng is None else v + rng.uniform(0, 0.05, size=v.shape)
+        out[gid] = v if rng is None else np.clip(v + rng.uniform(-0.1, 0.1, size=v.shape), 0, 1)
     return {"max_likelihood": out}
 
 

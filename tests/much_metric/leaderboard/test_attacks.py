@@ -211,3 +211,8 @@ def test_read_archive_keeps_timings_and_hardware(signals):
     with pytest.raises(SubmissionRejected, match="timings.json: 'my_method' needs a finite number"):
         read_archive(make_zip({"m.jsonl": jsonl_bytes(signals),
                                "timings.json": json.dumps({"my_method": {"seconds": -1}}).encode()}))
+
+
+def test_token_values_outside_zero_one(tmp_path, evaluation, signals):
+    scaled = {"m": {gid: v * 10 for gid, v in signals["max_likelihood"].items()}}
+    _refused(tmp_path, evaluation, make_zip({"m.jsonl": jsonl_bytes(scaled)}), r"token values must lie in \[0, 1\]")
