@@ -150,6 +150,7 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tupl
             "selection": {} if manual is None else {"manual": _strip(next(r.metrics for r in manual.results
                                                                           if r.signal_name == name))},
             "coverage": table.coverage.get(name, 1.0), "level": result.level, "seconds": seconds,
+            "hardware": submission.hardware,
             "relative_runtime": None if seconds is None or not data.generation_seconds
             else seconds / data.generation_seconds,
         })
