@@ -12,6 +12,7 @@
 """
 
 from much_metric.leaderboard._archive import Limits, ParsedSubmission, SubmissionRejected, read_archive
+from much_metric.leaderboard._hub import HubError, HubMirror
 from much_metric.leaderboard._scoring import EvaluationData, rank_rows, score_submission
 from much_metric.leaderboard._service import BASELINES, NEEDS, RANK_METRIC, Leaderboard, Outcome, validate_form
 from much_metric.leaderboard._store import Store, archive_id
@@ -21,6 +22,8 @@ __all__ = [
     "NEEDS",
     "RANK_METRIC",
     "EvaluationData",
+    "HubError",
+    "HubMirror",
     "Leaderboard",
     "Limits",
     "Outcome",

@@ -158,10 +158,13 @@ class Leaderboard:
         if self.mirror is None:
             return
         for key in [submission] if submission else self.store.unsynced():
+            entry = self.store.get(key)
+            if entry is None or entry["synced"] or entry["status"] != "accepted":
+                continue
             try:
                 self.mirror.push(self.store, key)
             except Exception as error:  # noqa: BLE001 -- a mirror outage must not lose the local entry
-                _log.warning("mirroring %s failed, will retry: %s", key[:12], error)
+                _log.warning("mirroring %s failed, will retry at the next sync: %s", key[:12], error)
             else:
                 self.store.mark_synced(key)
 

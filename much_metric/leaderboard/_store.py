@@ -85,8 +85,10 @@ class Store:
     def archive_path(self, submission: str) -> Path:
         return self.folder / "archives" / f"{submission}.zip"
 
-    def add_pending(self, data: bytes, form: dict[str, Any], *, kind: str = "submission") -> tuple[str, bool]:
-        """Store the archive and a pending row; returns ``(id, created)`` (``created`` False: already known)."""
+    def add_pending(self, data: bytes, form: dict[str, Any], *, kind: str = "submission", synced: bool = False
+                    ) -> tuple[str, bool]:
+        """Store the archive and a pending row; returns ``(id, created)`` (``created`` False: already known).
+        ``synced``: the entry came from the hub mirror (not pushed again)."""
         submission = archive_id(data)
         if self.get(submission) is not None:
             return submission, False
@@ -94,8 +96,9 @@ class Store:
         if not path.is_file():
             atomic_write_bytes(path, bytes(data))
         with self._write() as db:
-            cursor = db.execute("INSERT OR IGNORE INTO submissions (id, status, kind, form, submitted) VALUES "
-                                "(?, 'pending', ?, ?, ?)", (submission, kind, json.dumps(form), time.time()))
+            cursor = db.execute("INSERT OR IGNORE INTO submissions (id, status, kind, form, submitted, synced) VALUES "
+                                "(?, 'pending', ?, ?, ?, ?)", (submission, kind, json.dumps(form), time.time(),
+                                                               int(synced)))
             created = cursor.rowcount == 1
         return submission, created
 
