@@ -7,10 +7,12 @@
   evaluation (never the submitted numbers) and P(rank) across rows;
 * :class:`Leaderboard` -- submit / recover / seed built-in baselines / mirror to a hub dataset repository
   (:class:`HubMirror`);
-* :func:`table_rows` / :func:`render_table` -- the main table; :func:`build_app` -- the Gradio app (extra
-  ``leaderboard``, imported on first use).
+* :func:`table_rows` / :func:`render_table` -- the main table; :func:`build_app` / :func:`create_server` -- the
+  Gradio app (extra ``leaderboard``; gradio is imported on first use); :func:`start` / :func:`serve` -- what
+  ``much leaderboard serve`` and the Space's ``app.py`` run.
 """
 
+from much_metric.leaderboard._app import build_app, create_server, serve, start
 from much_metric.leaderboard._archive import Limits, ParsedSubmission, SubmissionRejected, read_archive
 from much_metric.leaderboard._hub import HubError, HubMirror
 from much_metric.leaderboard._scoring import EvaluationData, rank_rows, score_submission
@@ -31,6 +33,10 @@ __all__ = [
     "Store",
     "SubmissionRejected",
     "archive_id",
+    "build_app",
+    "create_server",
+    "serve",
+    "start",
     "rank_rows",
     "read_archive",
     "score_submission",
