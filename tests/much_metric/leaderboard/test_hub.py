@@ -100,3 +100,17 @@ def test_tampered_archive_on_the_hub_is_skipped(tmp_path, hub, evaluation, signa
     files[f"submissions/{outcome.submission}/archive.zip"] = valid_archive(signals, timings=9.0)
     fresh = Leaderboard(tmp_path / "b", data=evaluation, mirror=_mirror(hub))
     assert fresh.mirror.pull(fresh.store) == [] and not fresh.store.submissions()
+
+
+def test_start_restores_a_space_from_the_hub(tmp_path, hub, evaluation, signals, monkeypatch):
+    from much_metric.leaderboard import start
+
+    board = Leaderboard(tmp_path / "a", data=evaluation, mirror=_mirror(hub))
+    outcome = board.submit(valid_archive(signals), {"method": "persisted"})
+    monkeypatch.setenv("HF_TOKEN", GOOD_TOKEN)  # as a Space secret: never passed as an argument
+    restored = start(tmp_path / "fresh-disk", n_resamples=50, baselines=False, hub_repo="me/much-leaderboard",
+                     endpoint=hub.endpoint)
+    [row] = restored.store.rows()
+    assert row["submission"] == outcome.submission and row["form"]["method"] == "persisted"
+    assert row["metrics"] == board.store.rows()[0]["metrics"]
+    assert len(hub.commits) == 1

@@ -1,0 +1,91 @@
+"""The server over HTTP on 127.0.0.1: 20 concurrent POST /api/submit, the CLI, the Space entry's settings."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from much_metric.leaderboard import Leaderboard, archive_id
+from tests.much_metric.leaderboard._helpers import make_zip, sample_signal, valid_archive
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _post(url: str, archive: bytes, method: str) -> dict:
+    boundary = uuid.uuid4().hex
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"method\"\r\n\r\n{method}\r\n"
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"archive\"; filename=\"a.zip\"\r\n"
+            "Content-Type: application/zip\r\n\r\n").encode() + archive + f"\r\n--{boundary}--\r\n".encode()
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    with urllib.request.urlopen(request, timeout=300) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory, evaluation):
+    for module in ("gradio", "uvicorn"):
+        if importlib.util.find_spec(module) is None:
+            if os.environ.get("MUCH_REQUIRE_BROWSER") == "1":
+                pytest.fail(f"MUCH_REQUIRE_BROWSER=1 but {module} is not installed")
+            pytest.skip(f"{module} is not installed (extra 'leaderboard')")
+    import uvicorn
+
+    from much_metric.leaderboard import create_server
+
+    board = Leaderboard(tmp_path_factory.mktemp("http") / "store", data=evaluation, max_parallel=2)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_server(board), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
+        time.sleep(0.1)
+    yield board, f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+def test_twenty_concurrent_http_submissions(http_server):
+    board, url = http_server
+    distinct = [valid_archive(sample_signal(seed=10 + k), name=f"http_{k}") for k in range(6)]
+    evil = [make_zip({"/abs.jsonl": b"{}"}), make_zip({"x.pkl": b"\x80\x04."})]
+    requests = [*distinct, *distinct, *distinct[:4], *evil, *evil]
+    assert len(requests) == 20
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        answers = list(pool.map(lambda a: _post(f"{url}/api/submit", a, "m"), requests))
+    assert [a["status"] for a in answers].count("rejected") == 4
+    assert all(a["message"] for a in answers)
+    accepted = {a["submission"] for a in answers if a["status"] == "accepted"}
+    assert accepted == {archive_id(a) for a in distinct}
+    assert all(a["submission"] in accepted for a in answers if a["status"] == "duplicate")
+    assert sorted(s["id"] for s in board.store.submissions()) == sorted(accepted)
+    assert not board.store.pending() and len(board.store.rows()) == 6
+
+
+def test_cli_check_seeds_the_sample_board(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "much_metric", "leaderboard", "serve", "--store", str(tmp_path / "s"),
+               "--bootstrap", "20", "--check"]
+    first = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert "3 rows in" in first.stdout
+    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert "3 rows in" in again.stdout  # a restart seeds nothing twice
+    bad = subprocess.run([*command, "--port", "0"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("much leaderboard: error: --port must be in 1..65535")
