@@ -18,6 +18,7 @@ from much_metric.leaderboard._hub import HubError, HubMirror
 from much_metric.leaderboard._scoring import EvaluationData, rank_rows, score_submission
 from much_metric.leaderboard._service import BASELINES, NEEDS, RANK_METRIC, Leaderboard, Outcome, validate_form
 from much_metric.leaderboard._store import Store, archive_id
+from much_metric.leaderboard._table import published_html, render_submission, render_table, subsets, table_rows
 
 __all__ = [
     "BASELINES",
@@ -37,7 +38,12 @@ __all__ = [
     "create_server",
     "serve",
     "start",
+    "published_html",
     "rank_rows",
+    "render_submission",
+    "render_table",
+    "subsets",
+    "table_rows",
     "read_archive",
     "score_submission",
     "validate_form",

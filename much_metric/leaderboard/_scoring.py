@@ -4,9 +4,10 @@
 folder). :func:`score_submission` runs :func:`much_metric.signals.evaluate_signals` (one value per output token,
 or per chunk for ``@claim`` signals; coverage at least :data:`much_metric.signals.MIN_COVERAGE`; finite values)
 with the product aggregator, every metric of :data:`much_metric.scoring.METRIC_TABLE` with seeded bootstrap
-intervals, and breakdowns by language and generating model (and the ``manual`` selection when the data has human
-labels). :func:`rank_rows` ranks every accepted row on the claims all of them cover with
-:func:`much_metric.signals.rank_methods` (P(rank), language gap).
+intervals, on the whole data and on each language's and each generating model's samples alone (the evaluation
+``much evaluate --config fr`` runs; a group holding every sample reuses the overall values), and on the ``manual``
+selection when the data has human labels. :func:`rank_rows` ranks every accepted row on the claims all of them
+cover with :func:`much_metric.signals.rank_methods` (P(rank), language gap).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class EvaluationData:
     generation_seconds: float | None = None
     langs: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.n_resamples, int) or self.n_resamples < 1:
@@ -80,9 +82,19 @@ class EvaluationData:
             self.manual = manual if len(manual) else None
         from much_dataset.schema import MUCH_GENERATION_CONFIGS
 
-        self.langs = tuple(sorted(set(self.dataset["lang"])))
-        self.models = tuple(sorted({str(MUCH_GENERATION_CONFIGS.get(c, {}).get("model", f"unknown ({c})"))
-                                    for c in self.dataset["generation_config"]}))
+        values = {"lang": [str(v) for v in self.dataset["lang"]],
+                  "model": [str(MUCH_GENERATION_CONFIGS.get(c, {}).get("model", f"unknown ({c})"))
+                            for c in self.dataset["generation_config"]]}
+        self.langs = tuple(sorted(set(values["lang"])))
+        self.models = tuple(sorted(set(values["model"])))
+        # one sub-dataset per language / model (what `much evaluate --config fr` evaluates); None = the whole data
+        self.groups = {}
+        for breakdown, per_row in values.items():
+            indices: dict[str, list[int]] = {}
+            for row, value in enumerate(per_row):
+                indices.setdefault(value, []).append(row)
+            self.groups[breakdown] = {value: None if len(rows) == len(per_row) else self.dataset.select(rows)
+                                      for value, rows in sorted(indices.items())}
         if self.generation_seconds is None:
             from much_metric.baselines.runtime import generation_time
 
@@ -93,6 +105,16 @@ class EvaluationData:
 
 def _strip(metrics: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metrics.items() if k not in ("by",)}
+
+
+def _evaluate_group(subset: Any, signals: dict, options: dict) -> dict[str, dict[str, Any]]:
+    from much_metric.signals import evaluate_signals
+
+    try:
+        table = evaluate_signals(subset, signals, min_coverage=0.0, **options)
+    except ValueError:  # e.g. no value for any sample of a small group: the group is left blank for this row
+        return {}
+    return {r.signal_name: _strip(r.metrics) for r in table.results}
 
 
 def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tuple[dict[str, dict], dict[str, dict]]:
@@ -134,8 +156,15 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tupl
     try:
         with WARNINGS_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # missing samples: counted in coverage, checked by min_coverage
-            table = evaluate_signals(data.dataset, submission.signals, by=BREAKDOWNS, min_coverage=MIN_COVERAGE,
-                                     **options)
+            table = evaluate_signals(data.dataset, submission.signals, min_coverage=MIN_COVERAGE, **options)
+            overall = {r.signal_name: _strip(r.metrics) for r in table.results}
+            by: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in overall}
+            for breakdown, groups in data.groups.items():
+                for value, subset in groups.items():
+                    found = overall if subset is None else _evaluate_group(subset, submission.signals, options)
+                    for name in overall:
+                        if name in found:
+                            by[name].setdefault(breakdown, {})[value] = found[name]
             manual = None
             if data.manual is not None:
                 manual = evaluate_signals(data.manual, submission.signals, min_coverage=0.0, **options)
@@ -146,7 +175,7 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tupl
         name = result.signal_name
         seconds = submission.timings.get(name, {}).get("seconds")
         rows[name] = jsonable({
-            "overall": _strip(result.metrics), "by": result.metrics.get("by", {}),
+            "overall": overall[name], "by": by[name],
             "selection": {} if manual is None else {"manual": _strip(next(r.metrics for r in manual.results
                                                                           if r.signal_name == name))},
             "coverage": table.coverage.get(name, 1.0), "level": result.level, "seconds": seconds,

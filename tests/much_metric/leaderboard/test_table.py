@@ -6,8 +6,14 @@ import re
 
 import pytest
 
-from much_metric.leaderboard import Leaderboard
-from much_metric.leaderboard._table import published_html, render_submission, render_table, subsets, table_rows
+from much_metric.leaderboard import (
+    Leaderboard,
+    published_html,
+    render_submission,
+    render_table,
+    subsets,
+    table_rows,
+)
 from tests.much_metric.leaderboard._helpers import sample_signal, valid_archive
 
 SCRIPT = '<script>alert("x")</script><img src=x onerror=alert(1)>'
