@@ -93,16 +93,20 @@ class Leaderboard:
         submissions are mirrored there; failures are logged and retried by :meth:`sync`.
     max_parallel : int
         Submissions scored at the same time.
+    background_ranking : bool
+        Recompute P(rank) in a background thread after each accepted submission (default: the submitter does not
+        wait for it; the table shows "…" meanwhile). False: before :meth:`submit` returns.
     """
 
     def __init__(self, folder: str | Path, *, data: EvaluationData | None = None, limits: Limits = DEFAULT_LIMITS,
-                 mirror: Any = None, max_parallel: int = 1) -> None:
+                 mirror: Any = None, max_parallel: int = 1, background_ranking: bool = True) -> None:
         self.store = Store(folder)
         self.data = data if data is not None else EvaluationData()
         self.limits = limits
         self.mirror = mirror
         self._slots = threading.BoundedSemaphore(max_parallel)
         self._rank_lock = threading.Lock()
+        self.background_ranking = background_ranking
 
     # -- submissions -----------------------------------------------------------------------------------------
     def submit(self, archive: bytes, form: dict[str, Any], *, kind: str = "submission") -> Outcome:
@@ -133,7 +137,7 @@ class Leaderboard:
                 _log.exception("scoring %s failed; left pending", submission[:12])
                 raise
             self.store.accept(submission, rows, arrays)
-        self.refresh_ranking()
+        self._schedule_ranking()
         self.sync(submission)
         return Outcome("accepted", f"accepted: {len(rows)} signal(s) re-scored on {self.data.source}", submission,
                        sorted(rows))
@@ -200,10 +204,23 @@ class Leaderboard:
         return outcomes
 
     # -- ranking ---------------------------------------------------------------------------------------------
-    def refresh_ranking(self) -> None:
-        """Recompute P(rank) when the accepted set changed (one thread at a time; the others skip)."""
+    def _schedule_ranking(self) -> None:
+        if self.background_ranking:
+            threading.Thread(target=self._ranking_job, daemon=True, name="much-leaderboard-ranking").start()
+        else:
+            self.refresh_ranking()
+
+    def _ranking_job(self) -> None:
+        try:
+            self.refresh_ranking(wait=False)
+        except Exception:  # noqa: BLE001 -- a background job logs; the next submission or start retries
+            _log.exception("recomputing the ranking failed; the table shows the previous one")
+
+    def refresh_ranking(self, *, wait: bool = True) -> None:
+        """Recompute P(rank) when the accepted set changed. ``wait=False``: return at once if another thread is
+        computing it (that thread re-checks the accepted set when it is done)."""
         while True:
-            if not self._rank_lock.acquire(blocking=False):
+            if not self._rank_lock.acquire(blocking=wait):
                 return  # the thread holding the lock re-checks the version after releasing it
             try:
                 version = self.store.version()

@@ -37,6 +37,7 @@ def test_twenty_concurrent_submissions_none_lost_none_duplicated(tmp_path, evalu
     assert not store.pending() and len(store.rows()) == 8
     assert sorted(p.stem for p in (tmp_path / "store" / "archives").iterdir()) == sorted(accepted)
     # the ranking covers every accepted row once the submissions have returned
+    board.refresh_ranking()  # waits for the background computation
     ranking = board.ranking()
     assert {k for k in ranking if k != "_meta"} == {f"{r['submission']}/{r['signal']}" for r in store.rows()}
 
@@ -106,6 +107,7 @@ def test_ranking_matches_rank_methods_on_the_same_signals(tmp_path, evaluation, 
     noisy = sample_signal(seed=3)
     board.submit(valid_archive(signals, name="a"), {"method": "a"})
     board.submit(valid_archive(noisy, name="b"), {"method": "b"})
+    board.refresh_ranking()  # waits for the background computation
     ranking = board.ranking()
     table = evaluate_signals(evaluation.dataset, {"a": signals["max_likelihood"], "b": noisy["max_likelihood"]},
                              n_bootstrap=0, floors=False)

@@ -26,6 +26,7 @@ def board(tmp_path_factory, evaluation, signals):
     form = {"method": SCRIPT, "link": "https://example.org/?a=1&b=<x>", "needs": ["sampling"]}
     assert board.submit(valid_archive(signals, name="clean"), form).status == "accepted"
     assert board.submit(valid_archive(sample_signal(seed=1), name="noisy"), {"method": "noisy"}).status == "accepted"
+    board.refresh_ranking()
     return board
 
 
