@@ -37,12 +37,12 @@ def run(args: argparse.Namespace) -> int:
 
     from much_metric.leaderboard import serve, start
 
-    if not args.check and importlib.util.find_spec("gradio") is None:
-        raise ImportError("much leaderboard serve needs gradio", name="gradio")
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be in 1..65535, got {args.port}")
     if args.bootstrap < 1:
         raise ValueError(f"--bootstrap must be a positive integer, got {args.bootstrap}")
+    if not args.check and importlib.util.find_spec("gradio") is None:
+        raise ImportError("much leaderboard serve needs gradio", name="gradio")
     board = start(args.store, data=args.data, n_resamples=args.bootstrap, baselines=not args.no_baselines,
                   hub_repo=args.hub_repo, endpoint=args.endpoint)
     print(f"much leaderboard: {len(board.store.rows())} rows in {args.store} (evaluation data: {args.data})")

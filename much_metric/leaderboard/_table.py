@@ -166,15 +166,13 @@ def published_html() -> str:
 
 
 def _figure_png(arrays: dict[str, np.ndarray]) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: no process-wide backend or figure registry
 
     from much_metric.scoring import pr_curve, rejection_curve, roc_curve
 
     scores, positive = arrays["claim_scores"], arrays["hallucinated"].astype(bool)
-    figure, axes = plt.subplots(1, 3, figsize=(12, 3.8))
+    figure = Figure(figsize=(12, 3.8))
+    axes = figure.subplots(1, 3)
     fpr, tpr = roc_curve(scores, positive)
     axes[0].plot(fpr, tpr)
     axes[0].plot([0, 1], [0, 1], "--", color="grey")
@@ -191,7 +189,6 @@ def _figure_png(arrays: dict[str, np.ndarray]) -> str:
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=90)
-    plt.close(figure)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 

@@ -57,6 +57,7 @@ def test_version_is_the_one_version(capsys):
         (["monitor", "--model", "{tmp}/missing.gguf", "--prompt", "hi"], "missing.gguf"),
         (["neighbours", "--tokenizer", "{tmp}/missing.json", "--out", "{tmp}/n"], "missing.json"),
         (["install-metric", "--name", "a/b"], "bare module name"),
+        (["leaderboard", "serve", "--port", "0"], "--port must be in 1..65535"),
     ],
 )
 def test_every_subcommand_fails_in_one_line(argv, message, tmp_path, capsys, monkeypatch, no_data_loading):
@@ -71,7 +72,7 @@ def test_every_subcommand_fails_in_one_line(argv, message, tmp_path, capsys, mon
 
 
 def test_every_command_is_covered_above():
-    assert set(COMMANDS) == {"run", "evaluate", "segment", "monitor", "neighbours", "install-metric"}
+    assert set(COMMANDS) == {"run", "evaluate", "segment", "monitor", "neighbours", "install-metric", "leaderboard"}
 
 
 def test_unreachable_hub_fails_before_loading_with_what_to_do(tmp_path, capsys, unreachable_hub, no_data_loading):

@@ -89,3 +89,17 @@ def test_cli_check_seeds_the_sample_board(tmp_path):
     assert "3 rows in" in again.stdout  # a restart seeds nothing twice
     bad = subprocess.run([*command, "--port", "0"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("much leaderboard: error: --port must be in 1..65535")
+
+
+def test_serve_without_gradio_names_the_extra(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    from much_metric.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gradio" else real(name, *a))
+    assert main(["leaderboard", "serve", "--store", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert err == "much leaderboard: error: much leaderboard serve needs gradio (pip install " \
+                  "'much-benchmark[leaderboard]')\n"
+    assert not (tmp_path / "s").exists()  # refused before anything is created
