@@ -5,9 +5,9 @@ On synthetic data shaped like MUCH (much_dataset.synthetic, 4,873 samples, NOT M
 1. **re-scoring a submission**: a zip with one signal (one value per token for every sample, JSONL and parquet)
    goes through what the server does -- :func:`much_metric.leaderboard.read_archive` (every safety check, the
    toolkit's reader) and :func:`much_metric.leaderboard.score_submission` (every metric of ``METRIC_TABLE`` with
-   1,000 bootstrap resamples, overall and per language and generating model) -- next to the toolkit's plain
-   ``evaluate_signals`` on the same signal without breakdowns (what ``much evaluate`` computes), and the ratio to
-   the 5 s target;
+   1,000 bootstrap resamples, overall and per language, generating model and manual/auto selection) -- next to
+   the toolkit's plain ``evaluate_signals`` on the same signal without breakdowns (what ``much evaluate``
+   computes), and the ratio to the 5 s target;
 2. **the main page**: a store holding 200 rows (copies of the scored row under 200 archive ids), timed from the
    store read to the HTML string the app sends (store rows + cached ranking -> ``table_rows`` -> ``render_table``),
    for the overall view and a language filter, and the ratio to the 1 s target.
@@ -60,6 +60,9 @@ def synthetic_data():
     for index, row in enumerate(rows):
         row["lang"] = langs[index % 4]
         row["generation_config"] = configs[index % len(configs)]
+        # as MUCH: 200 samples with both annotators' labels (manual selection), the others without (auto)
+        human = list(row["labels"]) if index < 200 else [0]
+        row["human_labels_0"], row["human_labels_1"] = human, list(human)
     dataset = datasets.Dataset.from_list(rows)
     return EvaluationData("synthetic", n_resamples=1000, dataset=dataset, generation_seconds=2758.0), rows
 
@@ -97,7 +100,8 @@ def main() -> None:
 
     n_tokens = sum(len(r["output_tokens"]) for r in rows)
     say(f"input: {N_SAMPLES} samples, {n_tokens} tokens (synthetic, MUCH-sized; NOT MUCH data), "
-        f"{len(data.langs)} languages, {len(data.models)} generating models; {os.cpu_count()} CPU cores visible, "
+        f"{len(data.langs)} languages, {len(data.models)} generating models, selections {data.selections}; "
+        f"{os.cpu_count()} CPU cores visible, "
         f"load average {os.getloadavg()[0]:.1f} at start")
     scored = None
     for kind in ("parquet", "jsonl"):

@@ -71,7 +71,7 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
     """The Gradio Blocks of the leaderboard (gradio imported here)."""
     import gradio as gr
 
-    choices = subsets(board.data.langs, board.data.models, manual=board.data.manual is not None)
+    choices = subsets(board.data.langs, board.data.models, board.data.selections)
     labels = [label for label, _ in metric_choices()]
     with gr.Blocks(title=title, analytics_enabled=False) as demo:
         gr.Markdown(f"# {title}\nEvery row is re-scored on this server from the submitted signals with the MUCH "
@@ -81,7 +81,7 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
         with gr.Tabs(selected="board") as tabs:
             with gr.Tab("Leaderboard", id="board"):
                 with gr.Row():
-                    subset = gr.Dropdown(choices, value="all", label="subset (language / generating model)",
+                    subset = gr.Dropdown(choices, value="all", label="subset (language / generating model / selection)",
                                          elem_id="subset-filter")
                     sort = gr.Dropdown(labels, value=labels[0], label="sort by", elem_id="sort-by")
                     kinds = gr.CheckboxGroup(list(_KINDS), value=list(_KINDS), label="rows", elem_id="kinds")

@@ -4,10 +4,11 @@
 folder). :func:`score_submission` runs :func:`much_metric.signals.evaluate_signals` (one value per output token,
 or per chunk for ``@claim`` signals; coverage at least :data:`much_metric.signals.MIN_COVERAGE`; finite values)
 with the product aggregator, every metric of :data:`much_metric.scoring.METRIC_TABLE` with seeded bootstrap
-intervals, on the whole data and on each language's and each generating model's samples alone (the evaluation
-``much evaluate --config fr`` runs; a group holding every sample reuses the overall values), and on the ``manual``
-selection when the data has human labels. :func:`rank_rows` ranks every accepted row on the claims all of them
-cover with :func:`much_metric.signals.rank_methods` (P(rank), language gap).
+intervals, on the whole data and on each language's, each generating model's and (when the data has human labels)
+the ``manual`` and ``auto`` selections' samples alone (the evaluation ``much evaluate --config fr`` or
+``--selection manual`` runs; a group holding every sample reuses the overall values). :func:`rank_rows` ranks
+every accepted row on the claims all of them cover with :func:`much_metric.signals.rank_methods` (P(rank),
+language gap).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class EvaluationData:
     source: str = "sample"
     n_resamples: int = 1000
     dataset: Any = field(default=None, repr=False)
-    manual: Any = field(default=None, repr=False)
+    selections: tuple[str, ...] = ()
     generation_seconds: float | None = None
     langs: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
@@ -74,19 +75,22 @@ class EvaluationData:
             if isinstance(loaded, datasets.DatasetDict):
                 loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
             self.dataset = loaded
-        columns = self.dataset.column_names
-        if "human_labels_0" in columns and self.manual is None:
-            from much_dataset.selection import select_samples
-
-            manual = select_samples(self.dataset, manual=True)
-            self.manual = manual if len(manual) else None
         from much_dataset.schema import MUCH_GENERATION_CONFIGS
 
         values = {"lang": [str(v) for v in self.dataset["lang"]],
                   "model": [str(MUCH_GENERATION_CONFIGS.get(c, {}).get("model", f"unknown ({c})"))
                             for c in self.dataset["generation_config"]]}
+        if "human_labels_0" in self.dataset.column_names:
+            from much_dataset.selection import select_samples
+
+            manual = set(select_samples(self.dataset, manual=True)["generation_id"])
+            auto = set(select_samples(self.dataset, manual=False)["generation_id"])
+            if manual:  # the sample has no human label at all: no selection filter
+                values["selection"] = ["manual" if g in manual else "auto" if g in auto else "disagreed"
+                                       for g in self.dataset["generation_id"]]
         self.langs = tuple(sorted(set(values["lang"])))
         self.models = tuple(sorted(set(values["model"])))
+        self.selections = tuple(v for v in ("manual", "auto") if v in set(values.get("selection", ())))
         # one sub-dataset per language / model (what `much evaluate --config fr` evaluates); None = the whole data
         self.groups = {}
         for breakdown, per_row in values.items():
@@ -94,7 +98,7 @@ class EvaluationData:
             for row, value in enumerate(per_row):
                 indices.setdefault(value, []).append(row)
             self.groups[breakdown] = {value: None if len(rows) == len(per_row) else self.dataset.select(rows)
-                                      for value, rows in sorted(indices.items())}
+                                      for value, rows in sorted(indices.items()) if value != "disagreed"}
         if self.generation_seconds is None:
             from much_metric.baselines.runtime import generation_time
 
@@ -123,7 +127,7 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tupl
     Returns
     -------
     rows : dict
-        ``{signal: {"overall": metrics, "by": {"lang": {...}, "model": {...}}, "selection": {"manual": ...},
+        ``{signal: {"overall": metrics, "by": {"lang": {...}, "model": {...}, "selection": {"manual", "auto"}},
         "seconds": float or None, "relative_runtime": float or None, "level": "token" | "claim"}}`` (JSON types).
     arrays : dict
         ``{signal: {"claim_scores", "hallucinated", "claim_rows"}}``: the claim arrays (ranking, figures).
@@ -165,9 +169,6 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tupl
                     for name in overall:
                         if name in found:
                             by[name].setdefault(breakdown, {})[value] = found[name]
-            manual = None
-            if data.manual is not None:
-                manual = evaluate_signals(data.manual, submission.signals, min_coverage=0.0, **options)
     except (ValueError, KeyError, TypeError) as error:
         raise SubmissionRejected(f"does not match the evaluation data: {error}") from None
     rows, arrays = {}, {}
@@ -176,8 +177,6 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tupl
         seconds = submission.timings.get(name, {}).get("seconds")
         rows[name] = jsonable({
             "overall": overall[name], "by": by[name],
-            "selection": {} if manual is None else {"manual": _strip(next(r.metrics for r in manual.results
-                                                                          if r.signal_name == name))},
             "coverage": table.coverage.get(name, 1.0), "level": result.level, "seconds": seconds,
             "hardware": submission.hardware,
             "relative_runtime": None if seconds is None or not data.generation_seconds

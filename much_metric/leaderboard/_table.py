@@ -5,7 +5,7 @@ before it reaches a page; links are only rendered for ``http(s)`` URLs. The tabl
 the cached ranking only (no scoring at render time): 200 rows render in milliseconds.
 
 Subsets (the filters): ``all``, ``lang=<code>`` (the claims of one language), ``model=<name>`` (one generating
-model) and ``selection=manual`` (the paper's human-checked samples, when the data has them); each row then shows
+model) and ``selection=manual`` / ``auto`` (when the data has human labels); each row then shows
 its metrics on that subset, with the subset's bootstrap intervals.
 """
 
@@ -31,10 +31,10 @@ def metric_choices() -> list[tuple[str, str]]:
     return [(m.label, m.key) for m in METRIC_TABLE]
 
 
-def subsets(langs: Sequence[str], models: Sequence[str], *, manual: bool = False) -> list[str]:
-    """The filter values: ``all``, ``lang=..``, ``model=..`` (and ``selection=manual``)."""
+def subsets(langs: Sequence[str], models: Sequence[str], selections: Sequence[str] = ()) -> list[str]:
+    """The filter values: ``all``, ``lang=..``, ``model=..``, ``selection=..`` (manual / auto)."""
     return ["all", *(f"lang={lang}" for lang in langs), *(f"model={m}" for m in models),
-            *(["selection=manual"] if manual else [])]
+            *(f"selection={s}" for s in selections)]
 
 
 def _metrics_of(row: dict[str, Any], subset: str) -> dict[str, Any] | None:
@@ -42,8 +42,6 @@ def _metrics_of(row: dict[str, Any], subset: str) -> dict[str, Any] | None:
     if subset == "all":
         return metrics["overall"]
     group, _, value = subset.partition("=")
-    if group == "selection":
-        return metrics.get("selection", {}).get(value)
     return metrics.get("by", {}).get(group, {}).get(value)
 
 

@@ -127,7 +127,7 @@ def test_browse_submit_sort_filter_open_and_reject(server, page, tmp_path):
     assert methods == [r["form"]["method"] for r in stored]
 
     # filter by language: the table shows the French values
-    _choose(page, "subset (language / generating model)", "lang=fr")
+    _choose(page, "subset (language / generating model / selection)", "lang=fr")
     best_fr = max(board.store.rows(), key=lambda r: r["metrics"]["by"]["lang"]["fr"]["prr"])
     expected = f"{best_fr['metrics']['by']['lang']['fr']['roc_auc']:.3f}"
     page.wait_for_function(

@@ -97,3 +97,25 @@ def test_submission_page_has_figures_and_refuses_bad_ids(board):
 def test_published_rows_are_labelled():
     page = published_html()
     assert "not re-scored on this server" in page and "CCP-10-8" in page
+
+
+def test_selection_filter_on_data_with_human_labels(tmp_path, signals):
+    import much_dataset
+    from much_dataset.selection import select_samples
+    from much_metric.leaderboard import EvaluationData
+    from much_metric.signals import evaluate_signals
+
+    sample = much_dataset.load("sample", split="test")
+    labelled = sample.map(lambda row, i: {"human_labels_0": row["labels"] if i < 100 else [0],
+                                          "human_labels_1": row["labels"] if i < 100 else [0]}, with_indices=True)
+    data = EvaluationData("sample-with-human-labels", n_resamples=20, dataset=labelled)
+    assert data.selections == ("manual", "auto")
+    assert subsets(data.langs, data.models, data.selections)[-2:] == ["selection=manual", "selection=auto"]
+    board = Leaderboard(tmp_path / "store", data=data, background_ranking=False)
+    assert board.submit(valid_archive(signals), {"method": "m"}).status == "accepted"
+    manual = table_rows(board.store.rows(), board.ranking(), subset="selection=manual")[0]["metrics"]
+    auto = table_rows(board.store.rows(), board.ranking(), subset="selection=auto")[0]["metrics"]
+    assert (manual["n_samples"], auto["n_samples"]) == (100, 506)
+    direct = evaluate_signals(select_samples(labelled, manual=True), {"my_method": signals["max_likelihood"]},
+                              n_bootstrap=0, min_coverage=0.0)
+    assert manual["roc_auc"] == pytest.approx(direct.results[0].metrics["roc_auc"], abs=1e-12)
