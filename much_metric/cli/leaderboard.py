@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
                   hub_repo=args.hub_repo, endpoint=args.endpoint)
     print(f"much leaderboard: {len(board.store.rows())} rows in {args.store} (evaluation data: {args.data})")
     if args.check:
+        board.join()  # the built-in baselines' breakdown intervals and the ranking
         return 0
     print(f"much leaderboard: serving on http://{args.host}:{args.port}/ (Ctrl+C stops)", flush=True)
     serve(board, host=args.host, port=args.port)

@@ -165,7 +165,7 @@ def start(folder: str | os.PathLike, *, data: str = "sample", n_resamples: int =
     from much_metric.leaderboard._scoring import EvaluationData
 
     mirror = HubMirror(hub_repo, token=token, endpoint=endpoint) if hub_repo else None
-    board = Leaderboard(folder, data=EvaluationData(data, n_resamples=n_resamples), mirror=mirror)
+    board = Leaderboard(folder, data=EvaluationData(data, n_resamples=n_resamples), mirror=mirror, background=True)
     if mirror is not None:
         mirror.pull(board.store)
     board.recover()

@@ -21,7 +21,7 @@ import numpy as np
 
 from much_metric.leaderboard._archive import WARNINGS_LOCK, ParsedSubmission, SubmissionRejected
 
-__all__ = ["EvaluationData", "score_submission", "rank_rows", "jsonable", "BREAKDOWNS"]
+__all__ = ["EvaluationData", "score_submission", "score_breakdowns", "rank_rows", "jsonable", "BREAKDOWNS"]
 
 #: Breakdowns computed for every row (the table's filters).
 BREAKDOWNS = ("lang", "model")
@@ -121,8 +121,43 @@ def _evaluate_group(subset: Any, signals: dict, options: dict) -> dict[str, dict
     return {r.signal_name: _strip(r.metrics) for r in table.results}
 
 
-def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tuple[dict[str, dict], dict[str, dict]]:
+def _breakdowns(submission: ParsedSubmission, data: EvaluationData, overall: dict[str, dict], options: dict
+                ) -> dict[str, dict[str, dict[str, Any]]]:
+    by: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in overall}
+    for breakdown, groups in data.groups.items():
+        for value, subset in groups.items():
+            found = overall if subset is None else _evaluate_group(subset, submission.signals, options)
+            for name in overall:
+                if name in found:
+                    by[name].setdefault(breakdown, {})[value] = found[name]
+    return by
+
+
+def score_breakdowns(submission: ParsedSubmission, data: EvaluationData) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every signal's breakdown metrics with their bootstrap intervals: ``{signal: {"lang": {"fr": metrics, ...},
+    ...}}`` (the second phase after :func:`score_submission` with ``breakdown_intervals=False``)."""
+    import warnings
+
+    from much_metric.signals import MIN_COVERAGE, evaluate_signals
+
+    options = dict(aggregators=("product",), n_bootstrap=data.n_resamples, random_state=0, floors=False)
+    with WARNINGS_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = evaluate_signals(data.dataset, submission.signals, min_coverage=MIN_COVERAGE,
+                                 **{**options, "n_bootstrap": 0})
+        overall = {r.signal_name: _strip(r.metrics) for r in table.results}
+        by = _breakdowns(submission, data, overall, options)
+    # a group holding every sample reuses the overall values: those need the intervals too
+    return {name: {b: {v: m for v, m in groups.items() if "intervals" in m or data.groups[b][v] is not None}
+                   for b, groups in per.items()} for name, per in jsonable(by).items()}
+
+
+def score_submission(submission: ParsedSubmission, data: EvaluationData, *, breakdown_intervals: bool = True
+                     ) -> tuple[dict[str, dict], dict[str, dict]]:
     """Score every signal of a parsed submission against ``data``.
+
+    ``breakdown_intervals=False``: the overall metrics get their intervals, the per-language / model / selection
+    values are point values only (``intervals_pending`` is True; :func:`score_breakdowns` completes them later).
 
     Returns
     -------
@@ -162,13 +197,8 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tupl
             warnings.simplefilter("ignore")  # missing samples: counted in coverage, checked by min_coverage
             table = evaluate_signals(data.dataset, submission.signals, min_coverage=MIN_COVERAGE, **options)
             overall = {r.signal_name: _strip(r.metrics) for r in table.results}
-            by: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in overall}
-            for breakdown, groups in data.groups.items():
-                for value, subset in groups.items():
-                    found = overall if subset is None else _evaluate_group(subset, submission.signals, options)
-                    for name in overall:
-                        if name in found:
-                            by[name].setdefault(breakdown, {})[value] = found[name]
+            group_options = options if breakdown_intervals else {**options, "n_bootstrap": 0}
+            by = _breakdowns(submission, data, overall, group_options)
     except (ValueError, KeyError, TypeError) as error:
         raise SubmissionRejected(f"does not match the evaluation data: {error}") from None
     rows, arrays = {}, {}
@@ -178,7 +208,7 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData) -> tupl
         rows[name] = jsonable({
             "overall": overall[name], "by": by[name],
             "coverage": table.coverage.get(name, 1.0), "level": result.level, "seconds": seconds,
-            "hardware": submission.hardware,
+            "hardware": submission.hardware, "intervals_pending": not breakdown_intervals,
             "relative_runtime": None if seconds is None or not data.generation_seconds
             else seconds / data.generation_seconds,
         })

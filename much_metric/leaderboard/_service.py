@@ -93,20 +93,24 @@ class Leaderboard:
         submissions are mirrored there; failures are logged and retried by :meth:`sync`.
     max_parallel : int
         Submissions scored at the same time.
-    background_ranking : bool
-        Recompute P(rank) in a background thread after each accepted submission (default: the submitter does not
-        wait for it; the table shows "…" meanwhile). False: before :meth:`submit` returns.
+    background : bool
+        False (default): :meth:`submit` returns when everything is computed. True (the server): it returns once the
+        row is scored with its overall intervals and the breakdown point values; the breakdown intervals and P(rank)
+        are computed by a background thread (the table shows them when ready; a restart completes what a stopped
+        process left, :meth:`recover`). :meth:`join` waits for the background work.
     """
 
     def __init__(self, folder: str | Path, *, data: EvaluationData | None = None, limits: Limits = DEFAULT_LIMITS,
-                 mirror: Any = None, max_parallel: int = 1, background_ranking: bool = True) -> None:
+                 mirror: Any = None, max_parallel: int = 1, background: bool = False) -> None:
         self.store = Store(folder)
         self.data = data if data is not None else EvaluationData()
         self.limits = limits
         self.mirror = mirror
         self._slots = threading.BoundedSemaphore(max_parallel)
         self._rank_lock = threading.Lock()
-        self.background_ranking = background_ranking
+        self._complete_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self.background = background
 
     # -- submissions -----------------------------------------------------------------------------------------
     def submit(self, archive: bytes, form: dict[str, Any], *, kind: str = "submission") -> Outcome:
@@ -128,7 +132,7 @@ class Leaderboard:
             if not self.store.claim(submission):
                 return Outcome("duplicate", "this archive is already scored", submission)
             try:
-                rows, arrays = score_submission(parsed, self.data)
+                rows, arrays = score_submission(parsed, self.data, breakdown_intervals=not self.background)
             except SubmissionRejected as error:
                 self.store.discard(submission)
                 return Outcome("rejected", f"rejected: {error}")
@@ -137,7 +141,7 @@ class Leaderboard:
                 _log.exception("scoring %s failed; left pending", submission[:12])
                 raise
             self.store.accept(submission, rows, arrays)
-        self._schedule_ranking()
+        self._after_accept(submission)
         self.sync(submission)
         return Outcome("accepted", f"accepted: {len(rows)} signal(s) re-scored on {self.data.source}", submission,
                        sorted(rows))
@@ -154,7 +158,11 @@ class Leaderboard:
                 outcomes.append(Outcome("rejected", f"rejected: {error}"))
                 continue
             outcomes.append(self._score(submission, parsed))
-        self.refresh_ranking()
+        if self.background:
+            self._after_accept(None)
+        else:
+            self.complete_intervals()
+            self.refresh_ranking()
         return outcomes
 
     def sync(self, submission: str | None = None) -> None:
@@ -204,17 +212,38 @@ class Leaderboard:
         return outcomes
 
     # -- ranking ---------------------------------------------------------------------------------------------
-    def _schedule_ranking(self) -> None:
-        if self.background_ranking:
-            threading.Thread(target=self._ranking_job, daemon=True, name="much-leaderboard-ranking").start()
-        else:
+    def _after_accept(self, submission: str | None) -> None:
+        if not self.background:
             self.refresh_ranking()
+            return
+        thread = threading.Thread(target=self._background_job, args=(submission,), daemon=True,
+                                  name="much-leaderboard-background")
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
 
-    def _ranking_job(self) -> None:
+    def _background_job(self, submission: str | None) -> None:
         try:
+            self.complete_intervals(submission)
             self.refresh_ranking(wait=False)
         except Exception:  # noqa: BLE001 -- a background job logs; the next submission or start retries
-            _log.exception("recomputing the ranking failed; the table shows the previous one")
+            _log.exception("background work after %s failed; retried at the next start",
+                           (submission or "start")[:12])
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the background work started so far."""
+        for thread in list(self._threads):
+            thread.join(timeout)
+
+    def complete_intervals(self, submission: str | None = None) -> None:
+        """Compute the breakdown intervals of one submission (or of every one still lacking them)."""
+        from much_metric.leaderboard._scoring import score_breakdowns
+
+        for key in [submission] if submission else self.store.incomplete():
+            with self._complete_lock:
+                if key not in self.store.incomplete():
+                    continue
+                parsed = read_archive(self.store.archive_path(key).read_bytes(), limits=self.limits)
+                self.store.complete_breakdowns(key, score_breakdowns(parsed, self.data))
 
     def refresh_ranking(self, *, wait: bool = True) -> None:
         """Recompute P(rank) when the accepted set changed. ``wait=False``: return at once if another thread is

@@ -125,6 +125,26 @@ class Store:
                            (submission, signal, json.dumps(metrics)))
             db.execute("UPDATE submissions SET status = 'accepted', scored = ? WHERE id = ?", (time.time(), submission))
 
+    def complete_breakdowns(self, submission: str, by: dict[str, dict[str, dict[str, Any]]]) -> None:
+        """Merge breakdown metrics with intervals into the stored rows and clear ``intervals_pending``."""
+        with self._write() as db:
+            for signal, groups in by.items():
+                row = db.execute("SELECT metrics FROM rows WHERE submission = ? AND signal = ?",
+                                 (submission, signal)).fetchone()
+                if row is None:
+                    continue
+                metrics = json.loads(row["metrics"])
+                for breakdown, values in groups.items():
+                    metrics.setdefault("by", {}).setdefault(breakdown, {}).update(values)
+                metrics["intervals_pending"] = False
+                db.execute("UPDATE rows SET metrics = ? WHERE submission = ? AND signal = ?",
+                           (json.dumps(metrics), submission, signal))
+
+    def incomplete(self) -> list[str]:
+        """Accepted submissions whose breakdown intervals are still to compute (oldest first)."""
+        return sorted({r["submission"] for r in self.rows() if r["metrics"].get("intervals_pending")},
+                      key=lambda s: self.get(s)["submitted"])
+
     def discard(self, submission: str) -> None:
         """Remove a submission that failed validation against the evaluation data: nothing of it stays."""
         with self._write() as db:

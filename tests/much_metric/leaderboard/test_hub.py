@@ -110,6 +110,7 @@ def test_start_restores_a_space_from_the_hub(tmp_path, hub, evaluation, signals,
     monkeypatch.setenv("HF_TOKEN", GOOD_TOKEN)  # as a Space secret: never passed as an argument
     restored = start(tmp_path / "fresh-disk", n_resamples=50, baselines=False, hub_repo="me/much-leaderboard",
                      endpoint=hub.endpoint)
+    restored.join()  # the server scores breakdown intervals in the background
     [row] = restored.store.rows()
     assert row["submission"] == outcome.submission and row["form"]["method"] == "persisted"
     assert row["metrics"] == board.store.rows()[0]["metrics"]

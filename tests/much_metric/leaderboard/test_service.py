@@ -22,9 +22,10 @@ def test_twenty_concurrent_submissions_none_lost_none_duplicated(tmp_path, evalu
     # 20 requests: 8 distinct archives, 8 of them sent a second time at once, 2 malicious, 2 with the same archive
     requests = [*distinct, *distinct, *bad, distinct[0], distinct[1]]
     assert len(requests) == 20
-    board = Leaderboard(tmp_path / "store", data=evaluation, max_parallel=2)
+    board = Leaderboard(tmp_path / "store", data=evaluation, max_parallel=2, background=True)  # as the server
     with ThreadPoolExecutor(max_workers=20) as pool:
         outcomes = list(pool.map(lambda a: board.submit(a, {"method": "m"}), requests))
+    board.join()
     assert all(o.status in ("accepted", "duplicate", "rejected") and o.message for o in outcomes)
     assert sum(o.status == "rejected" for o in outcomes) == 2
     assert sum(o.status == "accepted" for o in outcomes) == 8
@@ -36,8 +37,10 @@ def test_twenty_concurrent_submissions_none_lost_none_duplicated(tmp_path, evalu
     assert sorted(s["id"] for s in store.submissions()) == sorted(accepted)
     assert not store.pending() and len(store.rows()) == 8
     assert sorted(p.stem for p in (tmp_path / "store" / "archives").iterdir()) == sorted(accepted)
-    # the ranking covers every accepted row once the submissions have returned
-    board.refresh_ranking()  # waits for the background computation
+    # once the background work is done: every breakdown has its intervals, the ranking covers every row
+    assert not store.incomplete()
+    assert all("intervals" in m for r in store.rows() for groups in r["metrics"]["by"].values()
+               for m in groups.values())
     ranking = board.ranking()
     assert {k for k in ranking if k != "_meta"} == {f"{r['submission']}/{r['signal']}" for r in store.rows()}
 
@@ -107,7 +110,6 @@ def test_ranking_matches_rank_methods_on_the_same_signals(tmp_path, evaluation, 
     noisy = sample_signal(seed=3)
     board.submit(valid_archive(signals, name="a"), {"method": "a"})
     board.submit(valid_archive(noisy, name="b"), {"method": "b"})
-    board.refresh_ranking()  # waits for the background computation
     ranking = board.ranking()
     table = evaluate_signals(evaluation.dataset, {"a": signals["max_likelihood"], "b": noisy["max_likelihood"]},
                              n_bootstrap=0, floors=False)
@@ -117,3 +119,20 @@ def test_ranking_matches_rank_methods_on_the_same_signals(tmp_path, evaluation, 
         name = row["method"].split(" (")[0]
         assert by_signal[name]["rank"] == row["rank"]
         assert abs(by_signal[name]["rank_probability"] - row["rank_probability"]) < 1e-12
+
+
+def test_background_intervals_left_undone_are_completed_at_restart(tmp_path, evaluation, signals):
+    archive = valid_archive(signals)
+    stopped = Leaderboard(tmp_path / "store", data=evaluation, background=True)
+    stopped._after_accept = lambda submission: None  # the process stops before its background work runs
+    outcome = stopped.submit(archive, {"method": "m"})
+    assert outcome.status == "accepted" and stopped.store.incomplete() == [outcome.submission]
+    [row] = stopped.store.rows()
+    assert "intervals" not in row["metrics"]["by"]["lang"]["fr"] and "intervals" in row["metrics"]["overall"]
+    restarted = Leaderboard(tmp_path / "store", data=evaluation)
+    assert restarted.recover() == [] and not restarted.store.incomplete()
+    reference = Leaderboard(tmp_path / "reference", data=evaluation)
+    assert reference.submit(archive, {"method": "m"}).status == "accepted"
+    completed, expected = restarted.store.rows()[0]["metrics"], reference.store.rows()[0]["metrics"]
+    assert completed["by"] == expected["by"] and completed["overall"] == expected["overall"]
+    assert not completed["intervals_pending"] and restarted.ranking()

@@ -111,7 +111,7 @@ def test_selection_filter_on_data_with_human_labels(tmp_path, signals):
     data = EvaluationData("sample-with-human-labels", n_resamples=20, dataset=labelled)
     assert data.selections == ("manual", "auto")
     assert subsets(data.langs, data.models, data.selections)[-2:] == ["selection=manual", "selection=auto"]
-    board = Leaderboard(tmp_path / "store", data=data, background_ranking=False)
+    board = Leaderboard(tmp_path / "store", data=data)
     assert board.submit(valid_archive(signals), {"method": "m"}).status == "accepted"
     manual = table_rows(board.store.rows(), board.ranking(), subset="selection=manual")[0]["metrics"]
     auto = table_rows(board.store.rows(), board.ranking(), subset="selection=auto")[0]["metrics"]
