@@ -15,7 +15,7 @@
 from much_metric.leaderboard._app import build_app, create_server, serve, start
 from much_metric.leaderboard._archive import Limits, ParsedSubmission, SubmissionRejected, read_archive
 from much_metric.leaderboard._hub import HubError, HubMirror
-from much_metric.leaderboard._scoring import EvaluationData, rank_rows, score_submission
+from much_metric.leaderboard._scoring import EvaluationData, rank_rows, score_breakdowns, score_submission
 from much_metric.leaderboard._service import BASELINES, NEEDS, RANK_METRIC, Leaderboard, Outcome, validate_form
 from much_metric.leaderboard._store import Store, archive_id
 from much_metric.leaderboard._table import published_html, render_submission, render_table, subsets, table_rows
@@ -45,6 +45,7 @@ __all__ = [
     "subsets",
     "table_rows",
     "read_archive",
+    "score_breakdowns",
     "score_submission",
     "validate_form",
 ]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from much_metric.leaderboard._archive import DEFAULT_LIMITS, Limits, SubmissionRejected, read_archive
-from much_metric.leaderboard._scoring import EvaluationData, rank_rows, score_submission
+from much_metric.leaderboard._scoring import EvaluationData, rank_rows, score_breakdowns, score_submission
 from much_metric.leaderboard._store import Store
 
 __all__ = ["Leaderboard", "Outcome", "NEEDS", "validate_form", "RANK_METRIC", "BASELINES"]
@@ -236,8 +236,6 @@ class Leaderboard:
 
     def complete_intervals(self, submission: str | None = None) -> None:
         """Compute the breakdown intervals of one submission (or of every one still lacking them)."""
-        from much_metric.leaderboard._scoring import score_breakdowns
-
         for key in [submission] if submission else self.store.incomplete():
             with self._complete_lock:
                 if key not in self.store.incomplete():
