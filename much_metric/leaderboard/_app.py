@@ -136,13 +136,18 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
 def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
     """A FastAPI application: the Gradio app at ``/`` and ``POST /api/submit``."""
     import gradio as gr
-    from fastapi import FastAPI, File, Form, UploadFile
+    from fastapi import FastAPI, File, Form, Request, UploadFile
     from fastapi.concurrency import run_in_threadpool
 
     api = FastAPI()
 
-    async def submit(archive=File(...), method=Form(""), authors=Form(""), link=Form(""),  # noqa: B008
+    async def submit(request, archive=File(...), method=Form(""), authors=Form(""), link=Form(""),  # noqa: B008
                      needs=Form([])):  # noqa: B008
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > board.limits.max_archive_bytes + 2**16:
+            return {"status": "rejected", "submission": None, "signals": [],
+                    "message": f"rejected: the request is {int(declared):,} bytes, more than the archive limit of "
+                               f"{board.limits.max_archive_bytes:,}"}
         data = await archive.read(board.limits.max_archive_bytes + 1)
         outcome = await run_in_threadpool(board.submit, data, {"method": method, "authors": authors, "link": link,
                                                                 "needs": needs})
@@ -150,7 +155,7 @@ def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
                 "signals": outcome.signals}
 
     # real annotations (this module's are strings): FastAPI reads the parameter kinds from them
-    submit.__annotations__ = {"archive": UploadFile, "method": str, "authors": str, "link": str,
+    submit.__annotations__ = {"request": Request, "archive": UploadFile, "method": str, "authors": str, "link": str,
                               "needs": list[str], "return": dict[str, Any]}
     api.post("/api/submit")(submit)
 

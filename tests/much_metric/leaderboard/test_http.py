@@ -103,3 +103,31 @@ def test_serve_without_gradio_names_the_extra(tmp_path, capsys, monkeypatch):
     assert err == "much leaderboard: error: much leaderboard serve needs gradio (pip install " \
                   "'much-benchmark[leaderboard]')\n"
     assert not (tmp_path / "s").exists()  # refused before anything is created
+
+
+def test_oversized_request_is_refused_before_reading(http_server):
+    board, url = http_server
+    limit = board.limits.max_archive_bytes
+    board.limits = type(board.limits)(max_archive_bytes=10_000)
+    try:
+        answer = _post(f"{url}/api/submit", b"\0" * 200_000, "big")
+    finally:
+        board.limits = type(board.limits)(max_archive_bytes=limit)
+    assert answer["status"] == "rejected" and "more than the archive limit of 10,000" in answer["message"]
+
+
+def test_hub_token_never_reaches_a_page(tmp_path, evaluation, monkeypatch):
+    pytest.importorskip("gradio")
+    from fastapi.testclient import TestClient
+
+    from much_metric.leaderboard import HubMirror, create_server
+
+    secret = "hf_server_side_secret_123"
+    monkeypatch.setenv("HF_TOKEN", secret)
+    mirror = HubMirror("me/board", token=secret, endpoint="http://127.0.0.1:9")
+    board = Leaderboard(tmp_path / "store", data=evaluation, mirror=mirror)
+    client = TestClient(create_server(board))
+    for path in ("/", "/config", "/gradio_api/info"):
+        response = client.get(path)
+        assert response.status_code == 200 and secret not in response.text, path
+    assert secret not in repr(mirror)
