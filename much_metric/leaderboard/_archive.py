@@ -52,8 +52,8 @@ class Limits:
 
     max_archive_bytes: int = 64 * 2**20
     max_entries: int = 32
-    max_entry_bytes: int = 256 * 2**20
-    max_total_bytes: int = 512 * 2**20
+    max_entry_bytes: int = 64 * 2**20
+    max_total_bytes: int = 256 * 2**20
     max_ratio: float = 100.0
     max_line_bytes: int = 2**20
     max_json_bytes: int = 64 * 2**10

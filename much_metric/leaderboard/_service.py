@@ -150,9 +150,13 @@ class Leaderboard:
         """Re-score every pending submission (a previous process stopped while scoring)."""
         outcomes = []
         for submission in self.store.pending():
-            data = self.store.archive_path(submission).read_bytes()
+            path = self.store.archive_path(submission)
+            if not path.is_file():  # its archive was removed with a rejected twin: nothing to score
+                _log.warning("pending submission %s has no archive; removed", submission[:12])
+                self.store.discard(submission)
+                continue
             try:
-                parsed = read_archive(data, limits=self.limits)
+                parsed = read_archive(path.read_bytes(), limits=self.limits)
             except SubmissionRejected as error:
                 self.store.discard(submission)
                 outcomes.append(Outcome("rejected", f"rejected: {error}"))

@@ -136,3 +136,12 @@ def test_background_intervals_left_undone_are_completed_at_restart(tmp_path, eva
     completed, expected = restarted.store.rows()[0]["metrics"], reference.store.rows()[0]["metrics"]
     assert completed["by"] == expected["by"] and completed["overall"] == expected["overall"]
     assert not completed["intervals_pending"] and restarted.ranking()
+
+
+def test_pending_entry_without_its_archive_is_dropped_at_restart(tmp_path, evaluation, signals):
+    store = Store(tmp_path / "store")
+    submission, created = store.add_pending(valid_archive(signals), {"method": "m"})
+    assert created
+    store.archive_path(submission).unlink()
+    assert Leaderboard(tmp_path / "store", data=evaluation).recover() == []
+    assert not store.submissions()
