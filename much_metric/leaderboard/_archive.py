@@ -230,6 +230,15 @@ def _entries(archive: zipfile.ZipFile, limits: Limits) -> dict[str, bytes]:
     return files
 
 
+def _check_declared_entries(data: bytes, limits: Limits) -> None:
+    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 65_557))  # end of central directory (22 bytes + comment)
+    if end < 0 or end + 22 > len(data):
+        return  # not a zip: zipfile says so with its own message
+    declared = int.from_bytes(data[end + 10:end + 12], "little")
+    if declared != 0xFFFF and declared > limits.max_entries:  # 0xFFFF: zip64, counted after opening
+        raise SubmissionRejected(f"the archive has {declared:,} entries, more than the limit of {limits.max_entries}")
+
+
 def read_archive(data: bytes, *, limits: Limits = DEFAULT_LIMITS) -> ParsedSubmission:
     """Validate and parse a submission archive (zip bytes).
 
@@ -244,6 +253,7 @@ def read_archive(data: bytes, *, limits: Limits = DEFAULT_LIMITS) -> ParsedSubmi
     if len(data) > limits.max_archive_bytes:
         raise SubmissionRejected(f"the archive is {len(data):,} bytes, more than the limit of "
                                  f"{limits.max_archive_bytes:,}")
+    _check_declared_entries(data, limits)  # before zipfile parses a central directory of any length
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, ValueError, OSError) as error:

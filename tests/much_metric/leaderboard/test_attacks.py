@@ -70,6 +70,12 @@ def test_too_many_entries(tmp_path, evaluation):
              r"40 entries, more than the limit of 32")
 
 
+def test_huge_central_directory_is_refused_before_parsing(tmp_path, evaluation, monkeypatch):
+    archive = make_zip({f"s{k}.jsonl": b"" for k in range(20_000)}, compression=zipfile.ZIP_STORED)
+    monkeypatch.setattr(zipfile, "ZipFile", lambda *a, **k: pytest.fail("zipfile parsed the central directory"))
+    _refused(tmp_path, evaluation, archive, r"20,000 entries, more than the limit of 32")
+
+
 @pytest.mark.parametrize("name", ["../evil.jsonl", "a/../../evil.jsonl"])
 def test_path_traversal(tmp_path, evaluation, signals, name):
     _refused(tmp_path, evaluation, make_zip({name: jsonl_bytes(signals)}), r"path traversal")
