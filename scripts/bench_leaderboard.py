@@ -11,6 +11,7 @@ On synthetic data shaped like MUCH (much_dataset.synthetic, 4,873 samples, NOT M
    (:func:`much_metric.leaderboard.score_breakdowns`: the breakdowns' intervals), everything in one call
    (``breakdown_intervals=True``), and the toolkit's plain ``evaluate_signals`` on the same signal (what ``much
    evaluate`` computes, no breakdown);
+   then P(rank) over 2 and 10 such rows (the background ranking, :func:`much_metric.leaderboard.rank_rows`);
 2. **the main page**: a store holding 200 rows (copies of the scored row under 200 archive ids), timed from the
    store read to the HTML string the app sends (store rows + cached ranking -> ``table_rows`` -> ``render_table``),
    for the overall view and a language filter, and the ratio to the 1 s target.
@@ -93,6 +94,7 @@ def main() -> None:
 
     from much_metric.leaderboard import (
         Store,
+        rank_rows,
         read_archive,
         render_table,
         score_breakdowns,
@@ -130,6 +132,14 @@ def main() -> None:
                          args.repeats)
     say(f"toolkit evaluate_signals alone (1000 resamples, no breakdown): {plain_s:6.2f} s   (answer-time score / "
         f"this = {score_s / plain_s:.2f} x)")
+    arrays = scored[1]["bench_method"]
+    rng = np.random.default_rng(0)
+    for n_rows in (2, 10):
+        keys = [f"row{k}" for k in range(n_rows)]
+        copies = [{**arrays, "claim_scores": arrays["claim_scores"] + rng.normal(0, 0.05, arrays["claim_scores"].size)}
+                  for _ in keys]
+        rank_s, _ = best_of(lambda k=keys, c=copies: rank_rows(k, c, data), 1)
+        say(f"P(rank) over {n_rows} rows (1000 resamples, background thread): {rank_s:6.2f} s")
     metrics = scored[0]["bench_method"]
     n_claims = metrics["overall"]["n_claims"]
     say(f"claims scored: {n_claims}; metrics with intervals: {len(metrics['overall']['intervals'])} overall, "

@@ -125,8 +125,9 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
                  rank_metric: str = "roc_auc") -> str:
     """The main table as an HTML fragment (``<table id="much-leaderboard">``); every submitted text escaped."""
     metrics = metric_choices()
+    rank_label = {key: label for label, key in metrics}.get(rank_metric, rank_metric)
     head = ["#", "method", "type", *(label + (" ▼" if key == sort else "") for label, key in metrics),
-            f"P(rank) ({rank_metric})", *(f"ROC-AUC {lang}" for lang in langs), "lang gap", "runtime (rel.)",
+            f"P(rank) ({rank_label})", *(f"ROC-AUC {lang}" for lang in langs), "lang gap", "runtime (rel.)",
             "coverage", "submitted"]
     parts = ['<table id="much-leaderboard" class="much-table"><thead><tr>',
              *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
