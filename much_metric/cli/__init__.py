@@ -17,7 +17,7 @@ import importlib
 import os
 import sys
 
-COMMANDS = ("run", "evaluate", "segment", "monitor", "neighbours", "train", "install-metric")
+COMMANDS = ("run", "evaluate", "segment", "monitor", "neighbours", "train", "install-metric", "leaderboard")
 
 #: Failures caused by the input, the environment or a missing optional package, not by a bug.
 EXPECTED_ERRORS = (ValueError, TypeError, OSError, KeyError, ImportError)
@@ -25,7 +25,7 @@ EXPECTED_ERRORS = (ValueError, TypeError, OSError, KeyError, ImportError)
 #: Optional packages -> the extra that installs them (for ImportError messages).
 _EXTRAS = {"torch": "models", "gguf": "models", "sentencepiece": "models", "matplotlib": "report",
            "openai": "builder", "sentence_transformers": "builder", "sklearn": "builder",
-           "safetensors": "learned"}
+           "safetensors": "learned", "gradio": "leaderboard", "uvicorn": "leaderboard", "fastapi": "leaderboard"}
 
 
 def build_parser() -> argparse.ArgumentParser:

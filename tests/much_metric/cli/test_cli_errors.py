@@ -59,6 +59,7 @@ def test_version_is_the_one_version(capsys):
         (["install-metric", "--name", "a/b"], "bare module name"),
         (["train", "--out", "{tmp}/a_file"], "is a file, expected a folder"),
         (["train", "--out", "{tmp}/d", "--validation-fraction", "1.5"], "--validation-fraction"),
+        (["leaderboard", "serve", "--port", "0"], "--port must be in 1..65535"),
     ],
 )
 def test_every_subcommand_fails_in_one_line(argv, message, tmp_path, capsys, monkeypatch, no_data_loading):
@@ -73,8 +74,8 @@ def test_every_subcommand_fails_in_one_line(argv, message, tmp_path, capsys, mon
 
 
 def test_every_command_is_covered_above():
-    assert set(COMMANDS) == {"run", "evaluate", "segment", "monitor", "neighbours", "train",
-                             "install-metric"}
+    assert set(COMMANDS) == {"run", "evaluate", "segment", "monitor", "neighbours", "train", "install-metric",
+                             "leaderboard"}
 
 
 def test_unreachable_hub_fails_before_loading_with_what_to_do(tmp_path, capsys, unreachable_hub, no_data_loading):

@@ -1,0 +1,31 @@
+"""Hugging Face Space entry of the MUCH leaderboard (``python app.py``; locally ``much leaderboard serve``).
+
+Settings (Space variables; the token is a Space *secret*, read by huggingface_hub from the environment only):
+
+* ``MUCH_LEADERBOARD_REPO``: dataset repository that persists the entries (e.g. ``my-org/much-leaderboard``);
+  unset: the store lives on the Space's disk only;
+* ``HF_TOKEN`` (secret): a token with write access to that repository;
+* ``MUCH_LEADERBOARD_DATA``: evaluation data, ``sample`` (default) or ``orailix/MUCH``;
+* ``MUCH_LEADERBOARD_STORE``: store folder (default ``/data/much-leaderboard`` with persistent storage, else
+  ``much-leaderboard``); ``MUCH_LEADERBOARD_BOOTSTRAP``: resamples (default 1000).
+"""
+
+from __future__ import annotations
+
+import os
+
+from much_metric.leaderboard import serve, start
+
+
+def main() -> None:
+    default_store = "/data/much-leaderboard" if os.path.isdir("/data") else "much-leaderboard"
+    board = start(os.environ.get("MUCH_LEADERBOARD_STORE", default_store),
+                  data=os.environ.get("MUCH_LEADERBOARD_DATA", "sample"),
+                  n_resamples=int(os.environ.get("MUCH_LEADERBOARD_BOOTSTRAP", "1000")),
+                  hub_repo=os.environ.get("MUCH_LEADERBOARD_REPO") or None)
+    serve(board, host=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
+          port=int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860"))))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""The Gradio application (extra ``leaderboard``): browse, filter, sort, open a submission, submit.
+
+:func:`build_app` builds the ``gr.Blocks`` over a :class:`much_metric.leaderboard.Leaderboard`; :func:`create_server`
+mounts it in a FastAPI application next to ``POST /api/submit`` (multipart: ``archive`` file, ``method``,
+``authors``, ``link``, repeated ``needs``; JSON answer ``{status, message, submission, signals}``) for scripts and
+load tests. The table is plain HTML rendered by :mod:`much_metric.leaderboard._table` (not a dataframe component):
+its cells hold values with their intervals on two lines, method names are escaped links to their page, and the
+filters select precomputed subsets on the server.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from typing import Any
+
+from much_metric.leaderboard._service import NEEDS, RANK_METRIC, Leaderboard
+from much_metric.leaderboard._table import (
+    metric_choices,
+    published_html,
+    render_submission,
+    render_table,
+    subsets,
+    table_rows,
+)
+
+__all__ = ["build_app", "create_server", "CSS"]
+
+CSS = """
+<style>
+.much-table {border-collapse: collapse; font-size: 13px; width: max-content}
+.much-table th, .much-table td {border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; text-align: right}
+.much-table td:nth-child(2), .much-table td:nth-child(3) {text-align: left}
+.much-table .ci {color: #777; font-size: 11px}
+.much-table .signal, .much-table .kind {color: #777; font-size: 11px}
+#much-board-wrap {overflow-x: auto}
+img.figure {max-width: 100%}
+</style>
+"""
+
+_KINDS = {"built-in baselines": "baseline", "submissions": "submission"}
+
+
+def _board_html(board: Leaderboard, subset: str, sort_label: str, kinds: list[str], needs: list[str]) -> str:
+    sort = dict(metric_choices()).get(sort_label, "roc_auc")
+    rows = table_rows(board.store.rows(), board.ranking(), subset=subset or "all", sort=sort,
+                      kinds=tuple(_KINDS[k] for k in kinds or _KINDS), needs=tuple(needs or ()))
+    return (CSS + '<div id="much-board-wrap">'
+            + render_table(rows, langs=board.data.langs, sort=sort, rank_metric=RANK_METRIC) + "</div>")
+
+
+def _submit(board: Leaderboard, path: str | None, method: str, authors: str, link: str, needs: list[str]) -> str:
+    if not path:
+        return '<p id="submit-message" class="rejected">rejected: choose a .zip archive first</p>'
+    size = os.path.getsize(path)
+    if size > board.limits.max_archive_bytes:
+        outcome_text = f"rejected: the archive is {size:,} bytes, more than the limit of " \
+                       f"{board.limits.max_archive_bytes:,}"
+        return f'<p id="submit-message" class="rejected">{html.escape(outcome_text)}</p>'
+    with open(path, "rb") as handle:
+        data = handle.read()
+    outcome = board.submit(data, {"method": method, "authors": authors, "link": link, "needs": list(needs or [])})
+    link_html = ""
+    if outcome.submission and outcome.status != "rejected":
+        link_html = f' <a href="?submission={outcome.submission}">open its page</a>'
+    return (f'<p id="submit-message" class="{outcome.status}" data-status="{outcome.status}">'
+            f"{html.escape(outcome.message)}{link_html}</p>")
+
+
+def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucination detection leaderboard") -> Any:
+    """The Gradio Blocks of the leaderboard (gradio imported here)."""
+    import gradio as gr
+
+    choices = subsets(board.data.langs, board.data.models, board.data.selections)
+    labels = [label for label, _ in metric_choices()]
+    with gr.Blocks(title=title, analytics_enabled=False) as demo:
+        gr.Markdown(f"# {title}\nEvery row is re-scored on this server from the submitted signals with the MUCH "
+                    f"toolkit (`much evaluate`), on **{html.escape(board.data.source)}**: product aggregator, 95 % "
+                    f"bootstrap intervals over samples ({board.data.n_resamples} resamples), P(rank) by ROC-AUC on "
+                    "the claims every row covers. Submitted numbers are never used.")
+        with gr.Tabs(selected="board") as tabs:
+            with gr.Tab("Leaderboard", id="board"):
+                with gr.Row():
+                    subset = gr.Dropdown(choices, value="all", label="subset (language / generating model / selection)",
+                                         elem_id="subset-filter")
+                    sort = gr.Dropdown(labels, value=labels[0], label="sort by", elem_id="sort-by")
+                    kinds = gr.CheckboxGroup(list(_KINDS), value=list(_KINDS), label="rows", elem_id="kinds")
+                    needs = gr.CheckboxGroup(list(NEEDS), value=[], label="method needs (any of)",
+                                             elem_id="needs-filter")
+                table = gr.HTML(elem_id="board-table")
+                refresh = gr.Button("refresh", size="sm", elem_id="refresh")
+                with gr.Accordion("Published rows (paper, not re-scored)", open=False):
+                    gr.HTML(CSS + published_html())
+            with gr.Tab("Submission page", id="detail"):
+                submission_id = gr.Textbox(label="submission (archive SHA-256)", elem_id="submission-id")
+                detail = gr.HTML(elem_id="submission-detail")
+            with gr.Tab("Submit", id="submit"):
+                gr.Markdown("Upload a MUCH-signals folder as a .zip: `<signal_name>.parquet` or `.jsonl` "
+                            "(`generation_id`, `signal_name`, `values`: one value per output token in [0, 1], or one "
+                            "per claim for names ending with `@claim`), `timings.json`, `hardware.json`. Limits: "
+                            f"{board.limits.max_archive_bytes // 2**20} MiB, {board.limits.max_entries} files.")
+                archive = gr.File(label="submission archive (.zip)", file_types=[".zip"], type="filepath",
+                                  elem_id="archive")
+                method = gr.Textbox(label="method name", max_lines=1, elem_id="method-name")
+                authors = gr.Textbox(label="authors", max_lines=1, elem_id="authors")
+                link = gr.Textbox(label="link (paper or code)", max_lines=1, elem_id="link")
+                needs_in = gr.CheckboxGroup(list(NEEDS), label="what the method needs", elem_id="needs")
+                send = gr.Button("Submit", variant="primary", elem_id="submit-button")
+                result = gr.HTML(elem_id="submit-result")
+
+        def show(subset_value, sort_value, kinds_value, needs_value):
+            return _board_html(board, subset_value, sort_value, kinds_value, needs_value)
+
+        def open_detail(value):
+            return CSS + render_submission(board.store, (value or "").strip())
+
+        def on_load(request):
+            wanted = (request.query_params.get("submission") or "").strip() if request else ""
+            page = _board_html(board, "all", labels[0], list(_KINDS), [])
+            if wanted:
+                return page, gr.Tabs(selected="detail"), wanted, open_detail(wanted)
+            return page, gr.Tabs(selected="board"), "", ""
+
+        on_load.__annotations__ = {"request": gr.Request}  # gradio passes the request by this annotation
+        controls = [subset, sort, kinds, needs]
+        for control in controls:
+            control.change(show, controls, table)
+        refresh.click(show, controls, table)
+        submission_id.submit(open_detail, submission_id, detail)
+        send.click(lambda *a: _submit(board, *a), [archive, method, authors, link, needs_in], result).then(
+            show, controls, table)
+        demo.load(on_load, None, [table, tabs, submission_id, detail])
+    return demo
+
+
+def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
+    """A FastAPI application: the Gradio app at ``/`` and ``POST /api/submit``."""
+    import gradio as gr
+    from fastapi import FastAPI, File, Form, Request, UploadFile
+    from fastapi.concurrency import run_in_threadpool
+
+    api = FastAPI()
+
+    async def submit(request, archive=File(...), method=Form(""), authors=Form(""), link=Form(""),  # noqa: B008
+                     needs=Form([])):  # noqa: B008
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > board.limits.max_archive_bytes + 2**16:
+            return {"status": "rejected", "submission": None, "signals": [],
+                    "message": f"rejected: the request is {int(declared):,} bytes, more than the archive limit of "
+                               f"{board.limits.max_archive_bytes:,}"}
+        data = await archive.read(board.limits.max_archive_bytes + 1)
+        outcome = await run_in_threadpool(board.submit, data, {"method": method, "authors": authors, "link": link,
+                                                                "needs": needs})
+        return {"status": outcome.status, "message": outcome.message, "submission": outcome.submission,
+                "signals": outcome.signals}
+
+    # real annotations (this module's are strings): FastAPI reads the parameter kinds from them
+    submit.__annotations__ = {"request": Request, "archive": UploadFile, "method": str, "authors": str, "link": str,
+                              "needs": list[str], "return": dict[str, Any]}
+    api.post("/api/submit")(submit)
+
+    demo = build_app(board, **({"title": title} if title else {}))
+    return gr.mount_gradio_app(api, demo, path="/", max_file_size=board.limits.max_archive_bytes)
+
+
+def start(folder: str | os.PathLike, *, data: str = "sample", n_resamples: int = 1000, baselines: bool = True,
+          hub_repo: str | None = None, token: str | None = None, endpoint: str | None = None) -> Leaderboard:
+    """Open the store, pull the hub mirror (if any), re-score pending submissions, seed the built-in baselines."""
+    from much_metric.leaderboard._hub import HubMirror
+    from much_metric.leaderboard._scoring import EvaluationData
+
+    mirror = HubMirror(hub_repo, token=token, endpoint=endpoint) if hub_repo else None
+    board = Leaderboard(folder, data=EvaluationData(data, n_resamples=n_resamples), mirror=mirror, background=True)
+    if mirror is not None:
+        mirror.pull(board.store)
+    board.recover()
+    if baselines:
+        board.seed_baselines()
+    board.sync()
+    return board
+
+
+def serve(board: Leaderboard, *, host: str = "127.0.0.1", port: int = 7860) -> None:
+    """Run the server (blocking) with uvicorn."""
+    import uvicorn
+
+    uvicorn.run(create_server(board), host=host, port=port, log_level="warning")

@@ -1,0 +1,303 @@
+"""Reading an untrusted submission archive (a zip of a MUCH-signals folder) without trusting anything in it.
+
+The archive is read in memory, entry by entry, with every limit checked before the bytes are used:
+
+* the archive's size (:attr:`Limits.max_archive_bytes`), its number of entries, each entry's and the total
+  uncompressed size, each entry's compression ratio (zip bombs) -- the sizes are counted while decompressing, the
+  header's claims are not trusted;
+* names: UTF-8 only, no absolute path, no drive letter, no ``..``, no backslash, no control character, no duplicate;
+  symbolic links (zip entries whose Unix mode is a link), encrypted entries and any file other than ``*.parquet``,
+  ``*.jsonl``, ``timings.json``, ``hardware.json`` and ``README.md`` are refused (no pickle, no code: nothing in a
+  submission is ever imported, unpickled or executed);
+* JSONL: UTF-8, each line at most :attr:`Limits.max_line_bytes`; JSON files small, UTF-8, plain objects;
+* parquet: opened from memory with pyarrow, footer and key-value metadata size-limited, the schema must be exactly
+  ``generation_id: string``, optional ``signal_name: string``, ``values: list<float|double>`` (no nested or
+  extension types, no extra metadata key), row count and row groups bounded.
+
+Files that pass are written under their own (checked) base names to a fresh temporary folder and read with the
+toolkit's own :func:`much_metric.signals.read_signals`, which checks every record (non-empty, finite values).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import stat
+import tempfile
+import threading
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+__all__ = ["Limits", "ParsedSubmission", "SubmissionRejected", "read_archive", "SIGNAL_NAME_PATTERN"]
+
+#: Signal names a submission may use (letters, digits, ``_ . - + @``): safe in a page, a file name and a URL.
+SIGNAL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+@-]{0,79}$")
+_SIGNAL_SUFFIXES = (".parquet", ".jsonl")
+_JSON_FILES = ("timings.json", "hardware.json")
+_ALLOWED_METADATA = {b"ARROW:schema", b"pandas"}
+#: ``warnings.catch_warnings`` changes process-wide state: threads take this lock around it.
+WARNINGS_LOCK = threading.Lock()
+
+
+class SubmissionRejected(ValueError):
+    """The submission is refused; the message says why (shown to the submitter as is)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Upper bounds on an untrusted archive (defaults fit a MUCH-sized submission of a few signals)."""
+
+    max_archive_bytes: int = 64 * 2**20
+    max_entries: int = 32
+    max_entry_bytes: int = 64 * 2**20
+    max_total_bytes: int = 256 * 2**20
+    max_ratio: float = 100.0
+    max_line_bytes: int = 2**20
+    max_json_bytes: int = 64 * 2**10
+    max_signals: int = 8
+    max_rows: int = 200_000
+    max_row_groups: int = 256
+    max_footer_bytes: int = 2**20
+    max_metadata_bytes: int = 64 * 2**10
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass
+class ParsedSubmission:
+    """What a valid archive holds: ``signals`` ``{signal_name: {generation_id: float64 values}}``, the timings
+    (``{signal_name: {"seconds": float, ...}}``) and the free-form hardware description."""
+
+    signals: dict[str, dict[str, Any]]
+    timings: dict[str, dict[str, Any]]
+    hardware: dict[str, Any]
+
+
+def _check_name(info: zipfile.ZipInfo) -> PurePosixPath:
+    raw = info.filename
+    if not info.flag_bits & 0x800 and not raw.isascii():
+        # zipfile decodes names without the UTF-8 flag as cp437: such a name was not written as UTF-8
+        raise SubmissionRejected(f"archive entry {raw!r}: file names must be UTF-8 (set the zip's UTF-8 flag)")
+    if any(ord(c) < 32 or c == "\x7f" for c in raw):
+        raise SubmissionRejected(f"archive entry {raw!r}: control character in the file name")
+    if "\\" in raw:
+        raise SubmissionRejected(f"archive entry {raw!r}: backslash in the file name")
+    if raw.startswith("/") or re.match(r"^[A-Za-z]:", raw):
+        raise SubmissionRejected(f"archive entry {raw!r}: absolute path")
+    path = PurePosixPath(raw)
+    if any(part in ("..", ".") for part in path.parts):
+        raise SubmissionRejected(f"archive entry {raw!r}: path traversal ('..') in the file name")
+    return path
+
+
+def _is_link(info: zipfile.ZipInfo) -> bool:
+    mode = info.external_attr >> 16
+    return info.create_system == 3 and stat.S_ISLNK(mode)
+
+
+def _read_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits, budget: int) -> bytes:
+    cap = min(limits.max_entry_bytes, budget)
+    if info.file_size > cap:
+        raise SubmissionRejected(f"archive entry {info.filename!r}: {info.file_size:,} bytes uncompressed, more than "
+                                 f"the limit of {cap:,}")
+    if info.compress_size and info.file_size / info.compress_size > limits.max_ratio:
+        raise SubmissionRejected(f"archive entry {info.filename!r}: compression ratio "
+                                 f"{info.file_size / info.compress_size:.0f}:1 above {limits.max_ratio:.0f}:1 "
+                                 "(zip bomb)")
+    chunks, size = [], 0
+    with archive.open(info) as handle:  # the header's sizes are checked above, the real ones here
+        while chunk := handle.read(2**20):
+            size += len(chunk)
+            if size > cap or size > limits.max_ratio * max(info.compress_size, 1):
+                raise SubmissionRejected(f"archive entry {info.filename!r}: decompresses past its declared size or "
+                                         f"the ratio limit of {limits.max_ratio:.0f}:1 (zip bomb)")
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _check_jsonl(name: str, data: bytes, limits: Limits) -> None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise SubmissionRejected(f"{name}:{line}: not UTF-8 text ({error.reason})") from None
+    start, line = 0, 1
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        if end - start > limits.max_line_bytes:
+            raise SubmissionRejected(f"{name}:{line}: line of {end - start:,} bytes, more than the limit of "
+                                     f"{limits.max_line_bytes:,}")
+        start, line = end + 1, line + 1
+
+
+def _check_parquet(name: str, data: bytes, limits: Limits) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if len(data) < 12 or data[:4] != b"PAR1" or data[-4:] != b"PAR1":
+        raise SubmissionRejected(f"{name}: not a parquet file (no PAR1 magic)")
+    footer = int.from_bytes(data[-8:-4], "little")
+    if footer > limits.max_footer_bytes or footer > len(data) - 8:
+        raise SubmissionRejected(f"{name}: parquet footer of {footer:,} bytes (limit {limits.max_footer_bytes:,})")
+    try:
+        parquet = pq.ParquetFile(io.BytesIO(data))
+        metadata, schema = parquet.metadata, parquet.schema_arrow
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise SubmissionRejected(f"{name}: not a readable parquet file ({error})") from None
+    extra = schema.metadata or {}
+    unknown = sorted(key.decode("utf-8", "replace") for key in extra if key not in _ALLOWED_METADATA)
+    if unknown:
+        raise SubmissionRejected(f"{name}: unexpected parquet metadata key(s) {unknown}")
+    if sum(len(k) + len(v) for k, v in extra.items()) > limits.max_metadata_bytes:
+        raise SubmissionRejected(f"{name}: parquet key-value metadata larger than {limits.max_metadata_bytes:,} bytes")
+    if metadata.num_rows > limits.max_rows or metadata.num_row_groups > limits.max_row_groups:
+        raise SubmissionRejected(f"{name}: {metadata.num_rows:,} rows in {metadata.num_row_groups:,} row groups "
+                                 f"(limits {limits.max_rows:,} and {limits.max_row_groups:,})")
+    expected = {"generation_id": "string", "signal_name": "string", "values": "list<float|double>"}
+    fields = {field.name: field for field in schema}
+    for field_name, field in fields.items():
+        kind = field.type
+        ok = (field_name in ("generation_id", "signal_name") and kind in (pa.string(), pa.large_string())) or (
+            field_name == "values" and (pa.types.is_list(kind) or pa.types.is_large_list(kind))
+            and kind.value_type in (pa.float32(), pa.float64()))
+        if not ok or field.metadata:
+            wanted = expected.get(field_name, "no such column")
+            raise SubmissionRejected(f"{name}: column {field_name!r} has type {kind} (expected {wanted}; nested, "
+                                     "extension and annotated types are refused)")
+    missing = [key for key in ("generation_id", "values") if key not in fields]
+    if missing:
+        raise SubmissionRejected(f"{name}: parquet signal file lacks column(s) {missing}")
+
+
+def _check_json(name: str, data: bytes, limits: Limits) -> dict[str, Any]:
+    if len(data) > limits.max_json_bytes:
+        raise SubmissionRejected(f"{name}: {len(data):,} bytes, more than the limit of {limits.max_json_bytes:,}")
+    try:
+        value = json.loads(data.decode("utf-8"), parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    except UnicodeDecodeError as error:
+        raise SubmissionRejected(f"{name}: not UTF-8 text ({error.reason})") from None
+    except (ValueError, RecursionError) as error:
+        raise SubmissionRejected(f"{name}: not valid JSON ({str(error)[:120]})") from None
+    if not isinstance(value, dict):
+        raise SubmissionRejected(f"{name}: must hold a JSON object")
+    return value
+
+
+def _check_timings(timings: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for signal, entry in timings.items():
+        seconds = entry.get("seconds") if isinstance(entry, dict) else None
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not 0 <= seconds < 1e9:
+            raise SubmissionRejected(f"timings.json: {signal!r} needs a finite number of 'seconds' >= 0")
+        out[str(signal)] = {"seconds": float(seconds)}
+    return out
+
+
+def _entries(archive: zipfile.ZipFile, limits: Limits) -> dict[str, bytes]:
+    infos = archive.infolist()
+    if len(infos) > limits.max_entries:
+        raise SubmissionRejected(f"the archive has {len(infos):,} entries, more than the limit of {limits.max_entries}")
+    files: dict[str, bytes] = {}
+    budget = limits.max_total_bytes
+    for info in infos:
+        path = _check_name(info)
+        if _is_link(info):
+            raise SubmissionRejected(f"archive entry {info.filename!r}: symbolic links are refused")
+        if info.is_dir():
+            continue
+        if info.flag_bits & 0x1:
+            raise SubmissionRejected(f"archive entry {info.filename!r}: encrypted entries are refused")
+        if len(path.parts) > 2:
+            raise SubmissionRejected(f"archive entry {info.filename!r}: put the files at the top of the archive or "
+                                     "in one folder")
+        base = path.name
+        if base.startswith(".") or base in ("__MACOSX",) or path.parts[0] == "__MACOSX":
+            continue  # hidden files (.DS_Store) and macOS resource forks: skipped, never read
+        if not (base.lower().endswith(_SIGNAL_SUFFIXES) or base in _JSON_FILES or base == "README.md"):
+            raise SubmissionRejected(f"archive entry {info.filename!r}: unexpected file (a submission holds "
+                                     "<signal>.parquet or .jsonl files, timings.json, hardware.json and README.md; "
+                                     "nothing else -- no pickle, no code)")
+        if base in files:
+            raise SubmissionRejected(f"archive entry {info.filename!r}: two files named {base!r}")
+        data = _read_entry(archive, info, limits, budget)
+        budget -= len(data)
+        files[base] = data
+    return files
+
+
+def _check_declared_entries(data: bytes, limits: Limits) -> None:
+    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 65_557))  # end of central directory (22 bytes + comment)
+    if end < 0 or end + 22 > len(data):
+        return  # not a zip: zipfile says so with its own message
+    declared = int.from_bytes(data[end + 10:end + 12], "little")
+    if declared != 0xFFFF and declared > limits.max_entries:  # 0xFFFF: zip64, counted after opening
+        raise SubmissionRejected(f"the archive has {declared:,} entries, more than the limit of {limits.max_entries}")
+
+
+def read_archive(data: bytes, *, limits: Limits = DEFAULT_LIMITS) -> ParsedSubmission:
+    """Validate and parse a submission archive (zip bytes).
+
+    Raises
+    ------
+    SubmissionRejected
+        With a message naming the entry (and line) and the rule it breaks. Nothing is written outside a temporary
+        folder that is removed before returning.
+    """
+    if not isinstance(data, bytes | bytearray):
+        raise TypeError(f"the archive must be bytes, got {type(data).__name__}")
+    if len(data) > limits.max_archive_bytes:
+        raise SubmissionRejected(f"the archive is {len(data):,} bytes, more than the limit of "
+                                 f"{limits.max_archive_bytes:,}")
+    _check_declared_entries(data, limits)  # before zipfile parses a central directory of any length
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError, OSError) as error:
+        raise SubmissionRejected(f"not a zip archive ({error})") from None
+    with archive:
+        try:
+            files = _entries(archive, limits)
+        except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, OSError) as error:
+            raise SubmissionRejected(f"unreadable archive entry ({error})") from None
+    signal_files = {name: blob for name, blob in files.items() if name.lower().endswith(_SIGNAL_SUFFIXES)}
+    if not signal_files:
+        raise SubmissionRejected("the archive holds no .parquet or .jsonl signal file")
+    for name, blob in signal_files.items():
+        stem = name.rsplit(".", 1)[0]
+        if not SIGNAL_NAME_PATTERN.match(stem):
+            raise SubmissionRejected(f"{name!r}: file names may use letters, digits and _ . + @ - (80 at most)")
+        (_check_jsonl if name.lower().endswith(".jsonl") else _check_parquet)(name, blob, limits)
+    timings = _check_timings(_check_json("timings.json", files["timings.json"], limits)) \
+        if "timings.json" in files else {}
+    hardware = _check_json("hardware.json", files["hardware.json"], limits) if "hardware.json" in files else {}
+    signals = _parse_signals(signal_files, limits)
+    return ParsedSubmission(signals=signals, timings=timings, hardware=hardware)
+
+
+def _parse_signals(signal_files: dict[str, bytes], limits: Limits) -> dict[str, dict[str, Any]]:
+    import warnings
+
+    from much_metric.signals import read_signals
+
+    with tempfile.TemporaryDirectory(prefix="much-submission-") as folder:
+        for name, blob in signal_files.items():
+            (Path(folder) / name).write_bytes(blob)
+        try:
+            with WARNINGS_LOCK, warnings.catch_warnings():
+                warnings.simplefilter("error")  # a duplicated record is a broken submission, not a warning
+                signals = read_signals(folder)
+        except (ValueError, KeyError, OSError, UserWarning) as error:
+            message = str(error).replace(folder + "/", "").replace(folder, "the archive")
+            raise SubmissionRejected(message) from None
+    if len(signals) > limits.max_signals:
+        raise SubmissionRejected(f"{len(signals)} signals in one submission, more than the limit of "
+                                 f"{limits.max_signals}")
+    bad = [name for name in signals if not SIGNAL_NAME_PATTERN.match(name)]
+    if bad:
+        raise SubmissionRejected(f"signal_name {bad[0][:100]!r}: names may use letters, digits and _ . + @ - "
+                                 "(80 at most)")
+    return signals

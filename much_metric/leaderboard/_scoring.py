@@ -1,0 +1,260 @@
+"""Re-scoring a submission with the toolkit's own evaluation: the submitted numbers are never read.
+
+:class:`EvaluationData` loads the evaluation split once (the embedded sample by default, ``orailix/MUCH`` or a local
+folder). :func:`score_submission` runs :func:`much_metric.signals.evaluate_signals` (one value per output token,
+or per chunk for ``@claim`` signals; coverage at least :data:`much_metric.signals.MIN_COVERAGE`; finite values)
+with the product aggregator, every metric of :data:`much_metric.scoring.METRIC_TABLE` with seeded bootstrap
+intervals, on the whole data and on each language's, each generating model's and (when the data has human labels)
+the ``manual`` and ``auto`` selections' samples alone (the evaluation ``much evaluate --config fr`` or
+``--selection manual`` runs; a group holding every sample reuses the overall values). :func:`rank_rows` ranks
+every accepted row on the claims all of them cover with :func:`much_metric.signals.rank_methods` (P(rank),
+language gap).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from much_metric.leaderboard._archive import WARNINGS_LOCK, ParsedSubmission, SubmissionRejected
+
+if TYPE_CHECKING:
+    from much_metric.scoring import Bootstrap
+
+__all__ = ["EvaluationData", "score_submission", "score_breakdowns", "rank_rows", "jsonable", "BREAKDOWNS"]
+
+#: Breakdowns computed for every row (the table's filters).
+BREAKDOWNS = ("lang", "model")
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON types (numpy scalars/arrays converted, nan/inf -> None)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass
+class EvaluationData:
+    """The evaluation split and what the table needs of it, loaded once.
+
+    Parameters
+    ----------
+    source : str
+        ``"sample"`` (default: the embedded sample, offline), ``"orailix/MUCH"`` or a local folder.
+    n_resamples : int
+        Bootstrap resamples for the intervals and P(rank) (1000 on a public board; at least
+        :data:`much_metric.signals.MIN_RANK_RESAMPLES`), seeded with 0 so every submission sees the same replicates.
+    """
+
+    source: str = "sample"
+    n_resamples: int = 1000
+    dataset: Any = field(default=None, repr=False)
+    selections: tuple[str, ...] = ()
+    generation_seconds: float | None = None
+    langs: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    @property
+    def bootstrap(self) -> Bootstrap:
+        """The resampling of every interval and P(rank) on this board (fixed seed 0)."""
+        from much_metric.scoring import Bootstrap
+
+        return Bootstrap(n_resamples=self.n_resamples, random_state=0)
+
+    def __post_init__(self) -> None:
+        from much_metric.signals import MIN_RANK_RESAMPLES
+
+        if isinstance(self.n_resamples, bool) or not isinstance(self.n_resamples, int) \
+                or self.n_resamples < MIN_RANK_RESAMPLES:
+            raise ValueError(f"n_resamples must be an integer >= {MIN_RANK_RESAMPLES} (P(rank) and the intervals need "
+                             f"that many), got {self.n_resamples!r}")
+        if self.dataset is None:
+            import datasets
+
+            import much_dataset
+
+            loaded = much_dataset.load(self.source)
+            if isinstance(loaded, datasets.DatasetDict):
+                loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
+            self.dataset = loaded
+        from much_dataset.schema import MUCH_GENERATION_CONFIGS
+
+        values = {"lang": [str(v) for v in self.dataset["lang"]],
+                  "model": [str(MUCH_GENERATION_CONFIGS.get(c, {}).get("model", f"unknown ({c})"))
+                            for c in self.dataset["generation_config"]]}
+        if "human_labels_0" in self.dataset.column_names:
+            from much_dataset.selection import select_samples
+
+            manual = set(select_samples(self.dataset, manual=True)["generation_id"])
+            auto = set(select_samples(self.dataset, manual=False)["generation_id"])
+            if manual:  # the sample has no human label at all: no selection filter
+                values["selection"] = ["manual" if g in manual else "auto" if g in auto else "disagreed"
+                                       for g in self.dataset["generation_id"]]
+        self.langs = tuple(sorted(set(values["lang"])))
+        self.models = tuple(sorted(set(values["model"])))
+        self.selections = tuple(v for v in ("manual", "auto") if v in set(values.get("selection", ())))
+        # one sub-dataset per language / model (what `much evaluate --config fr` evaluates); None = the whole data
+        self.groups = {}
+        for breakdown, per_row in values.items():
+            indices: dict[str, list[int]] = {}
+            for row, value in enumerate(per_row):
+                indices.setdefault(value, []).append(row)
+            self.groups[breakdown] = {value: None if len(rows) == len(per_row) else self.dataset.select(rows)
+                                      for value, rows in sorted(indices.items()) if value != "disagreed"}
+        if self.generation_seconds is None:
+            from much_metric.baselines.runtime import generation_time
+
+            n_tokens = sum(len(t) for t in self.dataset["output_tokens"])
+            self.generation_seconds = generation_time(None, data_source=self.source, n_samples=len(self.dataset),
+                                                      n_tokens=n_tokens).seconds
+
+
+def _strip(metrics: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in metrics.items() if k not in ("by",)}
+
+
+def _evaluate_group(subset: Any, signals: dict, options: dict) -> dict[str, dict[str, Any]]:
+    from much_metric.signals import evaluate_signals
+
+    try:
+        table = evaluate_signals(subset, signals, min_coverage=0.0, **options)
+    except ValueError:  # e.g. no value for any sample of a small group: the group is left blank for this row
+        return {}
+    return {r.signal_name: _strip(r.metrics) for r in table.results}
+
+
+def _breakdowns(submission: ParsedSubmission, data: EvaluationData, overall: dict[str, dict], options: dict
+                ) -> dict[str, dict[str, dict[str, Any]]]:
+    by: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in overall}
+    for breakdown, groups in data.groups.items():
+        for value, subset in groups.items():
+            found = overall if subset is None else _evaluate_group(subset, submission.signals, options)
+            for name in overall:
+                if name in found:
+                    by[name].setdefault(breakdown, {})[value] = found[name]
+    return by
+
+
+def score_breakdowns(submission: ParsedSubmission, data: EvaluationData) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every signal's breakdown metrics with their bootstrap intervals: ``{signal: {"lang": {"fr": metrics, ...},
+    ...}}`` (the second phase after :func:`score_submission` with ``breakdown_intervals=False``)."""
+    import warnings
+
+    from much_metric.signals import MIN_COVERAGE, evaluate_signals
+
+    options = dict(aggregators=("product",), bootstrap=data.bootstrap, floors=False)
+    with WARNINGS_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = evaluate_signals(data.dataset, submission.signals, min_coverage=MIN_COVERAGE,
+                                 **{**options, "bootstrap": None})
+        overall = {r.signal_name: _strip(r.metrics) for r in table.results}
+        by = _breakdowns(submission, data, overall, options)
+    # a group holding every sample reuses the overall values: those need the intervals too
+    return {name: {b: {v: m for v, m in groups.items() if "intervals" in m or data.groups[b][v] is not None}
+                   for b, groups in per.items()} for name, per in jsonable(by).items()}
+
+
+def score_submission(submission: ParsedSubmission, data: EvaluationData, *, breakdown_intervals: bool = True
+                     ) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Score every signal of a parsed submission against ``data``.
+
+    ``breakdown_intervals=False``: the overall metrics get their intervals, the per-language / model / selection
+    values are point values only (``intervals_pending`` is True; :func:`score_breakdowns` completes them later).
+
+    Returns
+    -------
+    rows : dict
+        ``{signal: {"overall": metrics, "by": {"lang": {...}, "model": {...}, "selection": {"manual", "auto"}},
+        "seconds": float or None, "relative_runtime": float or None, "level": "token" | "claim"}}`` (JSON types).
+    arrays : dict
+        ``{signal: {"claim_scores", "hallucinated", "claim_rows"}}``: the claim arrays (ranking, figures).
+
+    Raises
+    ------
+    SubmissionRejected
+        When a signal does not line up with the evaluation data (unknown sample, wrong number of values, coverage
+        under the threshold): the toolkit's message, as is.
+    """
+    import warnings
+
+    from much_metric.signals import CLAIM_SUFFIX, MIN_COVERAGE, evaluate_signals
+
+    options = dict(aggregators=("product",), bootstrap=data.bootstrap, floors=False)
+    known = set(data.dataset["generation_id"])
+    for name, per_sample in submission.signals.items():
+        unknown = [gid for gid in per_sample if gid not in known]
+        if unknown:
+            raise SubmissionRejected(f"signal {name!r}: {len(unknown)} generation_id(s) not in the evaluation data "
+                                     f"{data.source!r}, e.g. {unknown[0][:80]!r}")
+    for name, per_sample in submission.signals.items():
+        if name.endswith(CLAIM_SUFFIX):
+            continue
+        for gid, values in per_sample.items():
+            if values.min() < 0 or values.max() > 1:
+                raise SubmissionRejected(f"signal {name!r}, generation_id={gid!r}: token values must lie in [0, 1] "
+                                         "(the product aggregator multiplies 1 - value); rescale them, or submit one "
+                                         f"value per claim under a name ending with {CLAIM_SUFFIX!r}")
+    try:
+        with WARNINGS_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # missing samples: counted in coverage, checked by min_coverage
+            table = evaluate_signals(data.dataset, submission.signals, min_coverage=MIN_COVERAGE, **options)
+            overall = {r.signal_name: _strip(r.metrics) for r in table.results}
+            group_options = options if breakdown_intervals else {**options, "bootstrap": None}
+            by = _breakdowns(submission, data, overall, group_options)
+    except (ValueError, KeyError, TypeError) as error:
+        raise SubmissionRejected(f"does not match the evaluation data: {error}") from None
+    rows, arrays = {}, {}
+    for result in table.results:
+        name = result.signal_name
+        seconds = submission.timings.get(name, {}).get("seconds")
+        rows[name] = jsonable({
+            "overall": overall[name], "by": by[name],
+            "coverage": table.coverage.get(name, 1.0), "level": result.level, "seconds": seconds,
+            "hardware": submission.hardware, "intervals_pending": not breakdown_intervals,
+            "relative_runtime": None if seconds is None or not data.generation_seconds
+            else seconds / data.generation_seconds,
+        })
+        arrays[name] = {"claim_scores": np.asarray(result.claim_scores, np.float64),
+                        "hallucinated": np.asarray(result.hallucinated, bool),
+                        "claim_rows": np.asarray(result.claim_rows, np.int64)}
+    return rows, arrays
+
+
+def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: EvaluationData, *, metric: str = "roc_auc"
+              ) -> dict[str, dict[str, Any]]:
+    """P(rank), rank, interval and language gap of every row by ``metric`` on the claims all rows cover.
+
+    ``keys`` name the rows (unique); ``arrays`` are their claim arrays (:func:`score_submission`). Returns
+    ``{key: {"rank", "rank_probability", "lang_gap", "lang_best", "lang_worst"}}`` plus ``"_meta"`` (samples and
+    claims compared, resamples).
+    """
+    from much_metric.signals import EvaluationTable, SignalResult, rank_methods
+
+    if not keys:
+        return {}
+    results = [SignalResult(signal_name=key, aggregator="", metrics={}, claim_scores=a["claim_scores"],
+                            hallucinated=a["hallucinated"], claim_rows=a["claim_rows"])
+               for key, a in zip(keys, arrays, strict=True)]
+    table = EvaluationTable(results=results, n_dataset_samples=len(data.dataset), missing={},
+                            has_stopword_mask=True, langs=list(data.dataset["lang"]))
+    board = rank_methods(table, metric, bootstrap=data.bootstrap)
+    out: dict[str, dict[str, Any]] = {
+        row["method"]: jsonable({"rank": row["rank"], "rank_probability": row["rank_probability"],
+                                 "lang_gap": row["lang_gap"], "lang_best": row["lang_best"],
+                                 "lang_worst": row["lang_worst"]}) for row in board["rows"]}
+    out["_meta"] = {"n_samples": board["n_samples"], "n_claims": board["n_claims"],
+                    "n_resamples": board["n_resamples"], "metric": metric}
+    return out

@@ -1,0 +1,272 @@
+"""The leaderboard service: submissions in, scored rows out, safe under concurrency and restarts.
+
+:meth:`Leaderboard.submit` validates the form and the archive (:func:`much_metric.leaderboard.read_archive`: nothing
+is stored for a refused archive), stores the archive and a *pending* row, re-scores it with the toolkit
+(:func:`much_metric.leaderboard.score_submission`), then marks it accepted -- or removes every trace of it when it
+does not match the evaluation data. A process killed while scoring leaves the pending row, which the next
+:meth:`Leaderboard.recover` re-scores. The same archive submitted twice (at once or later) is one entry (its SHA-256
+is the key). Scoring runs at most ``max_parallel`` at a time (a CPU-bound job on a small Space).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from much_metric.leaderboard._archive import DEFAULT_LIMITS, Limits, SubmissionRejected, read_archive
+from much_metric.leaderboard._scoring import EvaluationData, rank_rows, score_breakdowns, score_submission
+from much_metric.leaderboard._store import Store
+
+__all__ = ["Leaderboard", "Outcome", "NEEDS", "validate_form", "RANK_METRIC", "BASELINES"]
+
+_log = logging.getLogger("much_metric.leaderboard")
+
+#: What a method needs (the submission form's checkboxes and the table's "method type").
+NEEDS = ("probabilities only", "an NLI model", "sampling", "hidden states", "training on the auto split")
+#: The metric P(rank) is computed for.
+RANK_METRIC = "roc_auc"
+#: Built-in baselines seeded on an empty store (the registry's methods that need no model).
+BASELINES = ("max_likelihood", "token_likelihood", "token_entropy_24")
+_FIELD_LIMITS = {"method": 80, "authors": 200, "link": 300}
+
+
+@dataclass
+class Outcome:
+    """The answer to a submission: ``status`` accepted / duplicate / rejected, the entry id, a message."""
+
+    status: str
+    message: str
+    submission: str | None = None
+    signals: list[str] = field(default_factory=list)
+
+
+def _clean_text(name: str, value: Any, *, required: bool) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise SubmissionRejected(f"form field {name!r} must be text")
+    value = value.strip()
+    if required and not value:
+        raise SubmissionRejected(f"form field {name!r} is required")
+    if len(value) > _FIELD_LIMITS[name]:
+        raise SubmissionRejected(f"form field {name!r}: {len(value)} characters, at most {_FIELD_LIMITS[name]}")
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co") for c in value):
+        raise SubmissionRejected(f"form field {name!r}: control or invisible formatting characters are refused")
+    return value
+
+
+def validate_form(form: dict[str, Any]) -> dict[str, Any]:
+    """The submission form, checked: ``method`` (required), ``authors``, ``link`` (http(s) URL), ``needs`` (a
+    subset of :data:`NEEDS`). Text is kept as typed and HTML-escaped wherever it is shown."""
+    if not isinstance(form, dict):
+        raise SubmissionRejected("the form must be a mapping")
+    unknown = sorted(set(form) - {"method", "authors", "link", "needs"})
+    if unknown:
+        raise SubmissionRejected(f"unknown form field(s) {unknown}")
+    out = {name: _clean_text(name, form.get(name), required=name == "method") for name in _FIELD_LIMITS}
+    if out["link"] and not out["link"].lower().startswith(("https://", "http://")):
+        raise SubmissionRejected("form field 'link' must be an http(s) URL")
+    needs = form.get("needs") or []
+    if isinstance(needs, str) or not all(isinstance(n, str) and n in NEEDS for n in needs):
+        raise SubmissionRejected(f"form field 'needs' must be a list among {list(NEEDS)}")
+    out["needs"] = [n for n in NEEDS if n in needs]
+    return out
+
+
+class Leaderboard:
+    """A leaderboard over a :class:`Store` folder and an :class:`EvaluationData`.
+
+    Parameters
+    ----------
+    folder : path
+        The store folder (created if needed).
+    data : EvaluationData, optional
+        The evaluation data (default: the embedded sample, 1000 resamples).
+    limits : Limits
+        Archive limits.
+    mirror : optional
+        An object with ``push(store, submission)`` (e.g. :class:`much_metric.leaderboard.HubMirror`): accepted
+        submissions are mirrored there; failures are logged and retried by :meth:`sync`.
+    max_parallel : int
+        Submissions scored at the same time.
+    background : bool
+        False (default): :meth:`submit` returns when everything is computed. True (the server): it returns once the
+        row is scored with its overall intervals and the breakdown point values; the breakdown intervals and P(rank)
+        are computed by a background thread (the table shows them when ready; a restart completes what a stopped
+        process left, :meth:`recover`). :meth:`join` waits for the background work.
+    """
+
+    def __init__(self, folder: str | Path, *, data: EvaluationData | None = None, limits: Limits = DEFAULT_LIMITS,
+                 mirror: Any = None, max_parallel: int = 1, background: bool = False) -> None:
+        self.store = Store(folder)
+        self.data = data if data is not None else EvaluationData()
+        self.limits = limits
+        self.mirror = mirror
+        self._slots = threading.BoundedSemaphore(max_parallel)
+        self._rank_lock = threading.Lock()
+        self._complete_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self.background = background
+
+    # -- submissions -----------------------------------------------------------------------------------------
+    def submit(self, archive: bytes, form: dict[str, Any], *, kind: str = "submission") -> Outcome:
+        """Validate, store and re-score one submission. Never raises for a bad submission: the outcome says."""
+        try:
+            clean = validate_form(form)
+            parsed = read_archive(archive, limits=self.limits)
+        except SubmissionRejected as error:
+            return Outcome("rejected", f"rejected: {error}")
+        submission, created = self.store.add_pending(archive, clean, kind=kind)
+        if not created:
+            known = self.store.get(submission)
+            state = "already on the leaderboard" if known and known["status"] == "accepted" else "being scored"
+            return Outcome("duplicate", f"this archive was submitted before ({state}): one entry", submission)
+        return self._score(submission, parsed)
+
+    def _score(self, submission: str, parsed: Any) -> Outcome:
+        with self._slots:
+            if not self.store.claim(submission):
+                return Outcome("duplicate", "this archive is already scored", submission)
+            try:
+                rows, arrays = score_submission(parsed, self.data, breakdown_intervals=not self.background)
+            except SubmissionRejected as error:
+                self.store.discard(submission)
+                return Outcome("rejected", f"rejected: {error}")
+            except BaseException:
+                # an unexpected failure (or KeyboardInterrupt) leaves the row pending: re-scored at next start
+                _log.exception("scoring %s failed; left pending", submission[:12])
+                raise
+            self.store.accept(submission, rows, arrays)
+        self._after_accept(submission)
+        self.sync(submission)
+        return Outcome("accepted", f"accepted: {len(rows)} signal(s) re-scored on {self.data.source}", submission,
+                       sorted(rows))
+
+    def recover(self) -> list[Outcome]:
+        """Re-score every pending submission (a previous process stopped while scoring)."""
+        outcomes = []
+        for submission in self.store.pending():
+            path = self.store.archive_path(submission)
+            if not path.is_file():  # its archive was removed with a rejected twin: nothing to score
+                _log.warning("pending submission %s has no archive; removed", submission[:12])
+                self.store.discard(submission)
+                continue
+            try:
+                parsed = read_archive(path.read_bytes(), limits=self.limits)
+            except SubmissionRejected as error:
+                self.store.discard(submission)
+                outcomes.append(Outcome("rejected", f"rejected: {error}"))
+                continue
+            outcomes.append(self._score(submission, parsed))
+        if self.background:
+            self._after_accept(None)
+        else:
+            self.complete_intervals()
+            self.refresh_ranking()
+        return outcomes
+
+    def sync(self, submission: str | None = None) -> None:
+        """Mirror accepted, not yet mirrored submissions (one, or all)."""
+        if self.mirror is None:
+            return
+        for key in [submission] if submission else self.store.unsynced():
+            entry = self.store.get(key)
+            if entry is None or entry["synced"] or entry["status"] != "accepted":
+                continue
+            try:
+                self.mirror.push(self.store, key)
+            except Exception as error:  # noqa: BLE001 -- a mirror outage must not lose the local entry
+                _log.warning("mirroring %s failed, will retry at the next sync: %s", key[:12], error)
+            else:
+                self.store.mark_synced(key)
+
+    # -- built-in baselines ----------------------------------------------------------------------------------
+    def seed_baselines(self, names: tuple[str, ...] = BASELINES) -> list[Outcome]:
+        """Compute the registry's model-free baselines on the evaluation data and add them, labelled
+        ``baseline``; baselines already on the board are skipped (so a restart adds nothing)."""
+        import io
+        import json
+        import tempfile
+        import zipfile
+
+        from much_metric.baselines import compute_signals
+
+        present = {r["signal"] for r in self.store.rows() if r["kind"] == "baseline"}
+        wanted = [name for name in names if name not in present]
+        outcomes = []
+        for name in wanted:
+            with tempfile.TemporaryDirectory() as folder:
+                compute_signals(self.data.dataset, [name], out=folder, progress=False)
+                buffer = io.BytesIO()
+                with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+                    for path in sorted(Path(folder).iterdir()):
+                        if path.name == "timings.json":
+                            timings = json.loads(path.read_text(encoding="utf-8"))
+                            archive.writestr("timings.json", json.dumps(
+                                {k: {"seconds": v["seconds"]} for k, v in timings.items()}))
+                        else:
+                            archive.write(path, path.name)
+            form = {"method": f"{name} (built-in baseline)", "authors": "MUCH toolkit",
+                    "link": "", "needs": ["probabilities only"]}
+            outcomes.append(self.submit(buffer.getvalue(), form, kind="baseline"))
+        return outcomes
+
+    # -- ranking ---------------------------------------------------------------------------------------------
+    def _after_accept(self, submission: str | None) -> None:
+        if not self.background:
+            self.refresh_ranking()
+            return
+        thread = threading.Thread(target=self._background_job, args=(submission,), daemon=True,
+                                  name="much-leaderboard-background")
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
+    def _background_job(self, submission: str | None) -> None:
+        try:
+            self.complete_intervals(submission)
+            self.refresh_ranking(wait=False)
+        except Exception:  # noqa: BLE001 -- a background job logs; the next submission or start retries
+            _log.exception("background work after %s failed; retried at the next start",
+                           (submission or "start")[:12])
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the background work started so far."""
+        for thread in list(self._threads):
+            thread.join(timeout)
+
+    def complete_intervals(self, submission: str | None = None) -> None:
+        """Compute the breakdown intervals of one submission (or of every one still lacking them)."""
+        for key in [submission] if submission else self.store.incomplete():
+            with self._complete_lock:
+                if key not in self.store.incomplete():
+                    continue
+                parsed = read_archive(self.store.archive_path(key).read_bytes(), limits=self.limits)
+                self.store.complete_breakdowns(key, score_breakdowns(parsed, self.data))
+
+    def refresh_ranking(self, *, wait: bool = True) -> None:
+        """Recompute P(rank) when the accepted set changed. ``wait=False``: return at once if another thread is
+        computing it (that thread re-checks the accepted set when it is done)."""
+        while True:
+            if not self._rank_lock.acquire(blocking=wait):
+                return  # the thread holding the lock re-checks the version after releasing it
+            try:
+                version = self.store.version()
+                cached = self.store.board(RANK_METRIC)
+                if cached is None or cached[1] != version:
+                    rows = self.store.rows()
+                    keys = [f"{r['submission']}/{r['signal']}" for r in rows]
+                    arrays = [self.store.scores(r["submission"], r["signal"]) for r in rows]
+                    ranking = rank_rows(keys, arrays, self.data, metric=RANK_METRIC) if rows else {}
+                    self.store.save_board(RANK_METRIC, ranking, version)
+            finally:
+                self._rank_lock.release()
+            if self.store.version() == version:
+                return
+
+    def ranking(self) -> dict[str, Any]:
+        cached = self.store.board(RANK_METRIC)
+        return {} if cached is None else cached[0]

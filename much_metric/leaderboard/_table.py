@@ -1,0 +1,225 @@
+"""The leaderboard's pages as HTML: the main table (filters, sort) and one page per submission.
+
+Everything a submitter typed (method name, authors, link, hardware notes) is passed through :func:`html.escape`
+before it reaches a page; links are only rendered for ``http(s)`` URLs. The table is built from the stored rows and
+the cached ranking only (no scoring at render time): 200 rows render in milliseconds.
+
+Subsets (the filters): ``all``, ``lang=<code>`` (the claims of one language), ``model=<name>`` (one generating
+model) and ``selection=manual`` / ``auto`` (when the data has human labels); each row then shows
+its metrics on that subset, with the subset's bootstrap intervals.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["subsets", "table_rows", "render_table", "render_submission", "published_html", "metric_choices"]
+
+
+def metric_choices() -> list[tuple[str, str]]:
+    """(label, key) of every metric of :data:`much_metric.scoring.METRIC_TABLE`."""
+    from much_metric.scoring import METRIC_TABLE
+
+    return [(m.label, m.key) for m in METRIC_TABLE]
+
+
+def subsets(langs: Sequence[str], models: Sequence[str], selections: Sequence[str] = ()) -> list[str]:
+    """The filter values: ``all``, ``lang=..``, ``model=..``, ``selection=..`` (manual / auto)."""
+    return ["all", *(f"lang={lang}" for lang in langs), *(f"model={m}" for m in models),
+            *(f"selection={s}" for s in selections)]
+
+
+def _metrics_of(row: dict[str, Any], subset: str) -> dict[str, Any] | None:
+    metrics = row["metrics"]
+    if subset == "all":
+        return metrics["overall"]
+    group, _, value = subset.partition("=")
+    return metrics.get("by", {}).get(group, {}).get(value)
+
+
+def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subset: str = "all",
+               sort: str = "roc_auc", kinds: Sequence[str] = ("baseline", "submission"),
+               needs: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The main table's rows, best ``sort`` value first (rows without a value on the subset are left out).
+
+    Each dict: ``key`` (``submission/signal``), ``submission``, ``signal``, ``kind``, ``method``, ``authors``,
+    ``link``, ``needs``, ``metrics`` (the subset's), ``per_lang`` (ROC-AUC per language), ``p_rank``, ``rank``
+    (1 = best by ``sort``), ``relative_runtime``, ``seconds``, ``coverage``, ``submitted``.
+    """
+    keys = [key for _, key in metric_choices()]
+    if sort not in keys:
+        raise ValueError(f"sort must be one of {keys}, got {sort!r}")
+    out = []
+    for row in rows:
+        if row["kind"] not in kinds:
+            continue
+        form = row["form"]
+        if needs and not set(needs) & set(form.get("needs", [])):
+            continue
+        metrics = _metrics_of(row, subset)
+        if metrics is None:
+            continue
+        key = f"{row['submission']}/{row['signal']}"
+        ranked = ranking.get(key, {})
+        out.append({
+            "key": key, "submission": row["submission"], "signal": row["signal"], "kind": row["kind"],
+            "method": form.get("method", ""), "authors": form.get("authors", ""), "link": form.get("link", ""),
+            "needs": form.get("needs", []), "metrics": metrics,
+            "per_lang": {lang: m.get("roc_auc") for lang, m in row["metrics"].get("by", {}).get("lang", {}).items()},
+            "p_rank": ranked.get("rank_probability"), "lang_gap": ranked.get("lang_gap"),
+            "relative_runtime": row["metrics"].get("relative_runtime"), "seconds": row["metrics"].get("seconds"),
+            "coverage": row["metrics"].get("coverage"), "submitted": row["submitted"],
+        })
+    out.sort(key=lambda r: -np.inf if r["metrics"].get(sort) is None else r["metrics"][sort], reverse=True)
+    previous, rank = None, 0
+    for position, row in enumerate(out, start=1):
+        value = row["metrics"].get(sort)
+        if value != previous:
+            rank, previous = position, value
+        row["rank"] = rank
+    return out
+
+
+def _number(value: Any, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _cell(metrics: dict[str, Any], key: str) -> str:
+    value = metrics.get(key)
+    interval = (metrics.get("intervals") or {}).get(key)
+    text = _number(value)
+    if interval and None not in interval:
+        text += f'<br><span class="ci">[{interval[0]:.3f}, {interval[1]:.3f}]</span>'
+    return text
+
+
+def _link(text: str, url: str) -> str:
+    if url.lower().startswith(("https://", "http://")):
+        return (f'<a href="{html.escape(url, quote=True)}" rel="nofollow noopener" target="_blank">'
+                f"{html.escape(text)}</a>")
+    return html.escape(text)
+
+
+def _runtime(row: dict[str, Any]) -> str:
+    if row["seconds"] is None:
+        return "n/a"
+    relative = row["relative_runtime"]
+    share = "" if relative is None else f" ({100 * relative:.3g}%)"
+    return f"{row['seconds']:.3g}s{share}"
+
+
+def _runtime_of(row: dict[str, Any]) -> str:
+    return _runtime({"seconds": row["metrics"].get("seconds"), "relative_runtime": row["metrics"].get(
+        "relative_runtime")})
+
+
+def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: str = "roc_auc",
+                 rank_metric: str = "roc_auc") -> str:
+    """The main table as an HTML fragment (``<table id="much-leaderboard">``); every submitted text escaped."""
+    metrics = metric_choices()
+    rank_label = {key: label for label, key in metrics}.get(rank_metric, rank_metric)
+    head = ["#", "method", "type", *(label + (" ▼" if key == sort else "") for label, key in metrics),
+            f"P(rank) ({rank_label})", *(f"ROC-AUC {lang}" for lang in langs), "lang gap", "runtime (rel.)",
+            "coverage", "submitted"]
+    parts = ['<table id="much-leaderboard" class="much-table"><thead><tr>',
+             *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
+    for row in rows:
+        label = "baseline (built-in)" if row["kind"] == "baseline" else "submission"
+        needs = ", ".join(row["needs"]) or "—"
+        method = (f'<a class="entry" href="?submission={row["submission"]}" data-submission="{row["submission"]}">'
+                  f'{html.escape(row["method"])}</a> <span class="signal">{html.escape(row["signal"])}</span>'
+                  f'<br><span class="kind">{label}</span>')
+        p_rank = "…" if row["p_rank"] is None else f"{row['p_rank']:.2f}"
+        cells = [str(row["rank"]), method, html.escape(needs), *(_cell(row["metrics"], key) for _, key in metrics),
+                 p_rank, *(_number(row["per_lang"].get(lang)) for lang in langs), _number(row["lang_gap"]),
+                 html.escape(_runtime(row)), "n/a" if row["coverage"] is None else f"{row['coverage']:.1%}",
+                 time.strftime("%Y-%m-%d", time.gmtime(row["submitted"]))]
+        parts.append(f'<tr data-key="{html.escape(row["key"], quote=True)}">'
+                     + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    parts.append("</tbody></table>")
+    if not rows:
+        parts.append('<p class="empty">No row matches these filters.</p>')
+    return "".join(parts)
+
+
+def published_html() -> str:
+    """The paper's table 7 rows (orailix/MUCH, manual selection), labelled: not re-scored here."""
+    from much_metric.signals import PAPER_GENERATION_SECONDS, PAPER_TABLE7
+
+    rows = "".join(
+        f"<tr><td>{html.escape(label)}</td><td>{roc:.3f}</td><td>{pr:.3f}</td><td>{seconds:,.0f}s "
+        f"({100 * seconds / PAPER_GENERATION_SECONDS:.3g}%)</td></tr>"
+        for label, _, seconds, roc, pr, _ in PAPER_TABLE7)
+    return ('<p>Published rows (the paper\'s table 7, <code>orailix/MUCH</code> manual benchmark, product aggregator, '
+            'the authors\' hardware): reference values, not re-scored on this server.</p>'
+            '<table id="much-published" class="much-table"><thead><tr><th>method (paper)</th><th>ROC-AUC</th>'
+            f"<th>PR-AUC</th><th>runtime (rel.)</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def _figure_png(arrays: dict[str, np.ndarray]) -> str:
+    from matplotlib.figure import Figure  # no pyplot: no process-wide backend or figure registry
+
+    from much_metric.scoring import pr_curve, rejection_curve, roc_curve
+
+    scores, positive = arrays["claim_scores"], arrays["hallucinated"].astype(bool)
+    figure = Figure(figsize=(12, 3.8))
+    axes = figure.subplots(1, 3)
+    fpr, tpr = roc_curve(scores, positive)
+    axes[0].plot(fpr, tpr)
+    axes[0].plot([0, 1], [0, 1], "--", color="grey")
+    axes[0].set(title="ROC", xlabel="false positive rate", ylabel="true positive rate")
+    precision, recall, _ = pr_curve(scores, positive)
+    axes[1].plot(recall, precision)
+    axes[1].axhline(positive.mean(), ls="--", color="grey")
+    axes[1].set(title="precision-recall", xlabel="recall", ylabel="precision")
+    curves = rejection_curve(scores, positive)
+    for name, style in (("quality", "-"), ("oracle", ":"), ("random", "--")):
+        axes[2].plot(curves["rejection"], curves[name], style, label=name)
+    axes[2].set(title="rejection (PRR)", xlabel="fraction of claims rejected", ylabel="correct claims kept")
+    axes[2].legend(loc="lower right")
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def render_submission(store: Any, submission: str) -> str:
+    """A submission's page: form, hardware, every signal's metrics and its ROC / PR / rejection figures."""
+    if not isinstance(submission, str) or len(submission) != 64 or not all(c in "0123456789abcdef" for c in submission):
+        return '<p class="error">No such submission.</p>'
+    entry = store.get(submission)
+    if entry is None or entry["status"] != "accepted":
+        return '<p class="error">No such submission.</p>'
+    form = entry["form"]
+    rows = [r for r in store.rows() if r["submission"] == submission]
+    label = "built-in baseline" if entry["kind"] == "baseline" else "submission"
+    parts = [f'<div id="much-submission" data-submission="{submission}">',
+             f"<h2>{_link(form.get('method', ''), form.get('link', ''))}</h2>",
+             f"<p>{label} · authors: {html.escape(form.get('authors') or '—')} · needs: "
+             f"{html.escape(', '.join(form.get('needs', [])) or '—')} · archive SHA-256 <code>{submission}</code></p>"]
+    for row in rows:
+        metrics = row["metrics"]["overall"]
+        parts.append(f"<h3>{html.escape(row['signal'])}</h3><table class=\"much-table\"><tr>"
+                     + "".join(f"<th>{html.escape(label)}</th>" for label, _ in metric_choices()) + "</tr><tr>"
+                     + "".join(f"<td>{_cell(metrics, key)}</td>" for _, key in metric_choices()) + "</tr></table>")
+        hardware = json.dumps(row["metrics"].get("hardware") or {}, ensure_ascii=False)[:500]
+        parts.append(f"<p>{metrics.get('n_samples')} samples, {metrics.get('n_claims')} claims "
+                     f"({metrics.get('n_hallucinated')} hallucinated); runtime {html.escape(_runtime_of(row))}; "
+                     f"hardware: <code>{html.escape(hardware)}</code></p>")
+        try:
+            png = _figure_png(store.scores(submission, row["signal"]))
+        except ImportError:
+            parts.append("<p>(figures need matplotlib: the <code>report</code> extra)</p>")
+        else:
+            parts.append(f'<img class="figure" alt="ROC, PR and rejection curves of {html.escape(row["signal"])}" '
+                         f'src="data:image/png;base64,{png}">')
+    parts.append("</div>")
+    return "".join(parts)

@@ -1,0 +1,156 @@
+"""The leaderboard in a real browser: headless Debian Chromium driven by Playwright (never a downloaded browser).
+
+Needs the ``leaderboard`` extra (gradio, playwright) and a Chromium binary (``chromium`` on PATH or
+``$MUCH_CHROMIUM``); skipped without them, except with ``MUCH_REQUIRE_BROWSER=1`` (CI that installed them), where a
+missing piece fails the test. ``MUCH_SCREENSHOT_DIR=DIR`` saves the pages seen (for the docs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from much_metric.leaderboard import Leaderboard, Store
+from tests.much_metric.leaderboard._helpers import make_zip, sample_signal, valid_archive
+
+pytestmark = pytest.mark.browser
+
+
+def _require(condition: bool, why: str) -> None:
+    if not condition:
+        if os.environ.get("MUCH_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"MUCH_REQUIRE_BROWSER=1 but {why}")
+        pytest.skip(why)
+
+
+def _chromium() -> str | None:
+    return os.environ.get("MUCH_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, evaluation):
+    import importlib.util
+
+    for module in ("gradio", "playwright", "uvicorn"):
+        _require(importlib.util.find_spec(module) is not None, f"{module} is not installed (extra 'leaderboard')")
+    _require(_chromium() is not None, "no chromium binary (apt-get install chromium)")
+    import uvicorn
+
+    from much_metric.leaderboard import create_server
+
+    board = Leaderboard(tmp_path_factory.mktemp("browser") / "store", data=evaluation)
+    board.seed_baselines(("max_likelihood",))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = uvicorn.Config(create_server(board), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
+        time.sleep(0.1)
+    yield board, f"http://127.0.0.1:{port}/"
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=_chromium(), headless=True, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(60_000)
+        yield page
+        browser.close()
+
+
+def _shot(page, name: str) -> None:
+    folder = os.environ.get("MUCH_SCREENSHOT_DIR")
+    if folder:
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def _rows(page) -> int:
+    return page.locator("#much-leaderboard tbody tr").count()
+
+
+def _choose(page, label: str, option: str) -> None:
+    page.get_by_label(label).click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def _first_cells(page) -> list[str]:
+    return [c.strip() for c in page.locator("#much-leaderboard tbody tr").first.locator("td").all_inner_texts()]
+
+
+def test_browse_submit_sort_filter_open_and_reject(server, page, tmp_path):
+    board, url = server
+    page.goto(url)
+    page.wait_for_selector("#much-leaderboard tbody tr")
+    assert _rows(page) == 1 and "baseline (built-in)" in page.inner_text("#much-leaderboard")
+
+    # submit a valid archive whose method name tries to inject a script
+    archive = tmp_path / "submission.zip"
+    archive.write_bytes(valid_archive(sample_signal(seed=2), name="browser_method"))
+    name = "<script>window.pwned = 1</script>My method"
+    page.get_by_role("tab", name="Submit").click()
+    page.locator("#archive input[type=file]").set_input_files(str(archive))
+    page.locator("#method-name textarea, #method-name input").first.fill(name)
+    page.locator("#needs").get_by_label("sampling").check()
+    page.locator("#submit-button").click()
+    message = page.wait_for_selector("#submit-message[data-status]")
+    assert message.get_attribute("data-status") == "accepted", message.inner_text()
+    _shot(page, "submit")
+
+    page.get_by_role("tab", name="Leaderboard").click()
+    page.wait_for_function("document.querySelectorAll('#much-leaderboard tbody tr').length == 2")
+    assert name in page.inner_text("#much-leaderboard")  # shown as text ...
+    assert page.evaluate("window.pwned") is None  # ... never run
+    _shot(page, "leaderboard")
+
+    # sort by PRR: the rows follow the stored PRR values
+    _choose(page, "sort by", "PRR")
+    page.wait_for_selector("#much-leaderboard th:has-text('PRR ▼')")
+    stored = sorted(board.store.rows(), key=lambda r: -r["metrics"]["overall"]["prr"])
+    methods = page.locator("#much-leaderboard tbody tr a.entry").all_inner_texts()
+    assert methods == [r["form"]["method"] for r in stored]
+
+    # filter by language: the table shows the French values
+    _choose(page, "subset (language / generating model / selection)", "lang=fr")
+    best_fr = max(board.store.rows(), key=lambda r: r["metrics"]["by"]["lang"]["fr"]["prr"])
+    expected = f"{best_fr['metrics']['by']['lang']['fr']['roc_auc']:.3f}"
+    page.wait_for_function(
+        "e => document.querySelector('#much-leaderboard tbody tr td:nth-child(4)').innerText.startsWith(e)",
+        arg=expected)
+    assert _first_cells(page)[3].startswith(expected)
+    assert best_fr["metrics"]["by"]["lang"]["fr"]["roc_auc"] != best_fr["metrics"]["overall"]["roc_auc"]
+
+    # open the submission page from its link
+    page.locator("#much-leaderboard a.entry", has_text="My method").click()
+    detail = page.wait_for_selector("#much-submission img.figure")
+    assert detail.is_visible()
+    assert name in page.inner_text("#much-submission") and page.evaluate("window.pwned") is None
+    assert re.search(r"\?submission=[0-9a-f]{64}$", page.url)
+    _shot(page, "submission")
+
+    # a malicious archive gets its rejection message and adds nothing
+    evil = tmp_path / "evil.zip"
+    evil.write_bytes(make_zip({"../../etc/cron.d/x.jsonl": b"{}"}))
+    page.get_by_role("tab", name="Submit").click()
+    page.locator("#archive input[type=file]").set_input_files(str(evil))
+    page.locator("#method-name textarea, #method-name input").first.fill("evil")
+    page.locator("#submit-button").click()
+    message = page.wait_for_selector("#submit-message[data-status=rejected]")
+    assert "path traversal" in message.inner_text()
+    assert len(Store(board.store.folder).submissions()) == 2
