@@ -171,20 +171,20 @@ def _rows(path: Path) -> dict[str, dict]:
 
 
 def test_random_kills_lose_and_duplicate_nothing(tmp_path):
-    questions = [{**QUESTIONS[0], "question_id": f"k{i}", "prompt": f"Kill question {i}?"} for i in range(40)]
+    questions = [{**QUESTIONS[0], "question_id": f"k{i}", "prompt": f"Kill question {i}?"} for i in range(200)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     rng = random.Random(7)
-    with FakeGenerationServer([("sleep", 0.05)] * 10_000) as server:
+    with FakeGenerationServer([("sleep", 0.1)] * 10_000) as server:
         reference = tmp_path / "reference"
         _write_questions(reference, questions)
-        assert main(_args(reference, server, "--workers", "4")) == 0
+        assert main(_args(reference, server, "--workers", "2")) == 0
         killed = tmp_path / "killed"
         _write_questions(killed, questions)
-        cmd = [sys.executable, "-m", "builder", *_args(killed, server, "--workers", "4")]
+        cmd = [sys.executable, "-m", "builder", *_args(killed, server, "--workers", "2")]
         kills = 0
         for _ in range(40):
             process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(rng.uniform(0.5, 2.0))
+            time.sleep(rng.uniform(0.4, 1.2))
             if process.poll() is not None:
                 break
             process.send_signal(signal.SIGKILL if kills % 2 else signal.SIGTERM)
