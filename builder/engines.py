@@ -62,8 +62,9 @@ def load_vllm(model: str, *, settings: SamplingSettings, dtype: str = "float32",
                generation_config="vllm", seed=settings.seed, **engine_kwargs)
 
 
-def vllm_generate(llm: Any, prompts: Sequence[str], settings: SamplingSettings) -> list[dict[str, Any]]:
-    """Generate ``prompts`` (already chat-formatted strings) in one batched call.
+def vllm_generate(llm: Any, prompts: Sequence[Sequence[int]], settings: SamplingSettings) -> list[dict[str, Any]]:
+    """Generate ``prompts`` (token ids of the chat-formatted prompts, as the ``hf`` engine encodes them: no special
+    tokens added) in one batched call.
 
     Returns, per prompt, ``output_tokens``, ``output`` (decoded with special tokens), ids/probs per token and
     ``finish_reason``.
@@ -71,7 +72,8 @@ def vllm_generate(llm: Any, prompts: Sequence[str], settings: SamplingSettings) 
     from vllm import SamplingParams
 
     params = SamplingParams(**settings.vllm_kwargs(), skip_special_tokens=False)
-    outputs = llm.generate(list(prompts), params, use_tqdm=False)
+    outputs = llm.generate([{"prompt_token_ids": [int(t) for t in p]} for p in prompts], params,
+                           use_tqdm=False)
     results = []
     for output in outputs:
         completion = output.outputs[0]

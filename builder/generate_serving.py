@@ -71,7 +71,8 @@ def run_vllm(args: argparse.Namespace, config: GenerationConfig, todo: list[dict
     n_tokens, failed = 0, 0
     for start in range(0, len(todo), args.batch_size):
         batch = todo[start: start + args.batch_size]
-        prompts = [build_prompt(tokenizer, q[schema.PROMPT], brief=config.brief) for q in batch]
+        texts = [build_prompt(tokenizer, q[schema.PROMPT], brief=config.brief) for q in batch]
+        prompts = [tokenizer.encode(text, add_special_tokens=False) for text in texts]
         try:
             results = vllm_generate(llm, prompts, settings)
         except Exception as error:  # noqa: BLE001 - recorded per item, the run goes on
