@@ -66,8 +66,8 @@ def bench_vllm(model_dir: str, questions, max_new: int) -> tuple[int, float]:
     prompts = [tok.encode(build_prompt(tok, q["prompt"]), add_special_tokens=False) for q in questions]
     vllm_generate(llm, prompts[:1], settings)
     result = _time(lambda ps: sum(len(r["output_tokens"]) for r in vllm_generate(llm, ps, settings)), prompts)
-    llm.llm_engine.engine_core.shutdown() if hasattr(llm.llm_engine, "engine_core") else None
-    del llm
+    if hasattr(llm.llm_engine, "engine_core"):
+        llm.llm_engine.engine_core.shutdown()  # frees the engine process before the server starts
     return result
 
 
