@@ -17,6 +17,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 MUCH_GENERATIONS = 4873 + 1575
 TOKENS_PER_ANSWER = 101_917 / 4873
+LOG = Path(tempfile.gettempdir()) / "much_bench_vllm_serve.log"
 
 
 def _questions(n: int) -> list[dict]:
@@ -82,7 +84,7 @@ def bench_openai(model_dir: str, questions, max_new: int, port: int, workers: in
         [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir, "--served-model-name",
          "bench", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--max-logprobs", "24",
          "--logprobs-mode", "processed_logprobs", "--generation-config", "vllm"],
-        stdout=subprocess.DEVNULL, stderr=open(ROOT / "benchmarks" / ".vllm_serve.log", "w"))  # noqa: SIM115
+        stdout=subprocess.DEVNULL, stderr=open(LOG, "w"))  # noqa: SIM115
     try:
         deadline = time.time() + 600
         while True:
@@ -91,7 +93,7 @@ def bench_openai(model_dir: str, questions, max_new: int, port: int, workers: in
                 break
             except OSError:
                 if server.poll() is not None or time.time() > deadline:
-                    raise SystemExit("vllm serve did not start; see benchmarks/.vllm_serve.log") from None
+                    raise SystemExit(f"vllm serve did not start; see {LOG}") from None
                 time.sleep(2)
         client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="EMPTY", max_retries=0, timeout=600)
         settings = SamplingSettings(max_new_tokens=max_new)
