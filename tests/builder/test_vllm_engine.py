@@ -79,11 +79,11 @@ def _teacher_forced(model_dir: Path, rows: list[dict]):
         yield row, top_candidates(logits, torch.tensor(tokens), temperature=TEMPERATURE, extend=False)
 
 
-def test_vllm_top24_equals_a_teacher_forced_hf_pass(model_dir, vllm_rows):
-    assert sorted(r["question_id"] for r in vllm_rows) == sorted(q["question_id"] for q in QUESTIONS)
+def _check_parity(model_dir: Path, rows: list[dict], engine: str) -> None:
+    assert sorted(r["question_id"] for r in rows) == sorted(q["question_id"] for q in QUESTIONS)
     worst, positions, near_ties = 0.0, 0, 0
-    for row, (ids, probs, ranks, chosen_probs) in _teacher_forced(model_dir, vllm_rows):
-        assert row["engine"] == "vllm" and row["sampling"]["top_k"] == 0 and row["sampling"]["temperature"] == 0.8
+    for row, (ids, probs, ranks, chosen_probs) in _teacher_forced(model_dir, rows):
+        assert row["engine"] == engine and row["sampling"]["top_k"] == 0 and row["sampling"]["temperature"] == 0.8
         for step, token in enumerate(row[schema.OUTPUT_TOKENS]):
             got_ids, got_probs = row[schema.LOGITS_TOKEN_IDS][step], row[schema.LOGITS_VALUES][step]
             worst = max(worst, float(np.max(np.abs(np.array(got_probs[:24]) - np.array(probs[step])))))
@@ -100,9 +100,57 @@ def test_vllm_top24_equals_a_teacher_forced_hf_pass(model_dir, vllm_rows):
                 assert abs(got_probs[24] - chosen_probs[step]) <= PROB_TOLERANCE
             else:
                 assert len(got_ids) == 24 and token in got_ids
-    print(f"\nvLLM vs HF teacher-forced: {positions} positions, max |dp| = {worst:.3g}, {near_ties} near-tie swaps")
+    print(f"\n{engine} vs HF teacher-forced: {positions} positions, max |dp| = {worst:.3g}, "
+          f"{near_ties} near-tie swaps")
     assert positions > 20
     assert worst <= PROB_TOLERANCE
+
+
+def test_vllm_top24_equals_a_teacher_forced_hf_pass(model_dir, vllm_rows):
+    _check_parity(model_dir, vllm_rows, "vllm")
+
+
+@pytest.fixture(scope="module")
+def served(model_dir, tmp_path_factory):
+    """A real ``vllm serve`` on 127.0.0.1 (stopped at the end of the module; start bounded to 10 minutes)."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    with open(log, "w") as handle:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+             "--served-model-name", "smollm2-135m", "--host", "127.0.0.1", "--port", str(port), "--dtype",
+             "float32", "--max-logprobs", "24", "--logprobs-mode", "processed_logprobs", "--generation-config",
+             "vllm"], stdout=handle, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.time() + 600
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except OSError:
+                assert server.poll() is None and time.time() < deadline, log.read_text()[-3000:]
+                time.sleep(2)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_openai_engine_against_vllm_serve_equals_a_teacher_forced_hf_pass(model_dir, served, tmp_path):
+    from builder.cli import main
+
+    (tmp_path / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    assert main(["generate", "--out", str(tmp_path), "--model", "smollm2-135m", "--engine", "openai",
+                 "--base-url", served, "--workers", "3", "--max-new-tokens", "24", "--temperature",
+                 str(TEMPERATURE)]) == 0
+    _check_parity(model_dir, list(read_jsonl(tmp_path / "generations.jsonl")), "openai")
 
 
 def test_vllm_rows_end_with_eos_when_finished(vllm_rows):
