@@ -52,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=sorted(ENGINES), default="hf",
                         help="hf (default, the reference procedure), vllm (offline, batched) or openai (a server)")
     parser.add_argument("--base-url", default=None, help="openai: the server's /v1 URL (vllm serve, SGLang)")
+    parser.add_argument("--tokenizer", default=None,
+                        help="openai: tokenizer of the served model to decode the output (default: --model)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: variable holding the key")
     parser.add_argument("--workers", type=int, default=8, help="openai: concurrent requests")
     parser.add_argument("--max-attempts", type=int, default=5, help="openai: calls per question before a failure")

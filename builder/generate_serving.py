@@ -55,6 +55,17 @@ def serving_record(config: GenerationConfig, question: dict[str, Any], result: d
             "sampling": settings.to_record()}
 
 
+def _tokenizer(source: str):
+    from much_metric.models import load_tokenizer
+
+    try:
+        return load_tokenizer(source)
+    except Exception as error:  # noqa: BLE001 - any loading failure is the same user error
+        raise BuilderError(f"cannot load the tokenizer {source!r} ({type(error).__name__}: {error}); pass "
+                           "--tokenizer (folder, hub id, .gguf or tokenizer.json of the served model): the output "
+                           "text is decoded from the token ids, EOS included, as the hf engine writes it") from None
+
+
 def run_vllm(args: argparse.Namespace, config: GenerationConfig, todo: list[dict[str, Any]],
              store: JsonlStore) -> tuple[int, int]:
     """Batches of ``--batch-size`` questions through an offline ``vllm.LLM`` (call under ``__main__``)."""
@@ -81,6 +92,8 @@ def run_vllm(args: argparse.Namespace, config: GenerationConfig, todo: list[dict
             failed += len(batch)
             continue
         for question, result in zip(batch, results, strict=True):
+            # the text of the tokens, EOS included, as the hf engine writes it (vLLM's text drops the stop token)
+            result["output"] = tokenizer.decode(result["output_tokens"], skip_special_tokens=False)
             store.append(serving_record(config, question, result, engine="vllm", engine_version=version,
                                         settings=settings))
             n_tokens += len(result["output_tokens"])
@@ -98,6 +111,7 @@ def run_openai(args: argparse.Namespace, config: GenerationConfig, todo: list[di
     if not args.base_url:
         raise BuilderError("--engine openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
     settings = settings_for(config)
+    tokenizer = _tokenizer(args.tokenizer or args.model)
     client = OpenAI(base_url=args.base_url, api_key=os.environ.get(args.api_key_env) or "EMPTY", max_retries=0,
                     timeout=args.timeout)
     version = f"openai-compatible@{args.base_url}"
@@ -113,6 +127,7 @@ def run_openai(args: argparse.Namespace, config: GenerationConfig, todo: list[di
             store.record_failure(f"{config.id}/{question['question_id']}", f"{type(result).__name__}: {result}")
             failed += 1
             continue
+        result["output"] = tokenizer.decode(result["output_tokens"], skip_special_tokens=False)
         store.append(serving_record(config, question, result, engine="openai", engine_version=version,
                                     settings=settings))
         n_tokens += len(result["output_tokens"])

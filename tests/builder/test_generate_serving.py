@@ -35,9 +35,16 @@ def _write_questions(out: Path, questions=QUESTIONS) -> None:
     (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
 
 
+def _tokenizer_file() -> str:
+    from tests import assets
+
+    assets.require("llama3")  # skips locally, fails in CI, when the tokenizer asset is missing
+    return str(assets.llama3_tokenizer_json())
+
+
 def _args(out: Path, server: FakeGenerationServer, *extra: str) -> list[str]:
     return ["generate", "--out", str(out), "--model", "fake-model", "--engine", "openai", "--base-url",
-            server.base_url, "--backoff", "0", *extra]
+            server.base_url, "--backoff", "0", "--tokenizer", _tokenizer_file(), *extra]
 
 
 # ------------------------------------------------------------------------------------------------ settings
@@ -105,11 +112,15 @@ def test_openai_engine_rows_follow_the_server_distribution(tmp_path):
     assert body["repetition_penalty"] == 1.0 and body["return_tokens_as_token_ids"] is True
     rows = list(read_jsonl(tmp_path / "generations.jsonl"))
     assert sorted(r["question_id"] for r in rows) == [f"q{i}" for i in range(6)]
+    from much_metric.models import load_tokenizer
+
+    tokenizer = load_tokenizer(_tokenizer_file())
     outside = 0
     for row in rows:
         prompt = next(q["prompt"] for q in QUESTIONS if q["question_id"] == row["question_id"])
         tokens, logprobs, _ = fake.answer(prompt, 24)
         assert row[schema.OUTPUT_TOKENS] == tokens and row["finished"] is True
+        assert row[schema.OUTPUT] == tokenizer.decode(tokens, skip_special_tokens=False)
         assert row["engine"] == "openai" and row["sampling"]["logprobs"] == 24 and row["sampling"]["top_k"] == 0
         for token, lp, ids, probs in zip(tokens, logprobs, row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES],
                                          strict=True):
