@@ -27,7 +27,7 @@ from much_dataset import schema  # noqa: E402
 from tests.builder import _smollm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-PROB_TOLERANCE = 2e-5  # float32 on CPU; the measured maximum is printed
+PROB_TOLERANCE = 5e-5  # float32 on CPU; measured maxima 9.1e-6 to 1.1e-5 here (printed by each run)
 QUESTIONS = [
     {"question_id": "q-en", "lang": "en", "prompt": "What is the capital of Australia?",
      "wiki_url": "https://en.wikipedia.org/wiki/Canberra"},
@@ -148,8 +148,8 @@ def test_openai_engine_against_vllm_serve_equals_a_teacher_forced_hf_pass(model_
 
     (tmp_path / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
     assert main(["generate", "--out", str(tmp_path), "--model", "smollm2-135m", "--engine", "openai",
-                 "--base-url", served, "--workers", "3", "--max-new-tokens", "24", "--temperature",
-                 str(TEMPERATURE)]) == 0
+                 "--base-url", served, "--tokenizer", str(model_dir), "--workers", "3", "--max-new-tokens", "24",
+                 "--temperature", str(TEMPERATURE)]) == 0
     _check_parity(model_dir, list(read_jsonl(tmp_path / "generations.jsonl")), "openai")
 
 
