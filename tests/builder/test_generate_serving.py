@@ -208,3 +208,48 @@ def test_random_kills_lose_and_duplicate_nothing(tmp_path):
     assert set(got) == set(want)
     for key, row in want.items():
         assert got[key][schema.GENERATION_ID] == row[schema.GENERATION_ID]
+
+
+# ------------------------------------------------------------------------------------------------ vllm parsing
+
+def test_vllm_generate_parses_logprob_dicts_and_appends_an_outside_token(monkeypatch):
+    """vllm_generate on a stand-in ``vllm`` module (real vLLM: tests/builder/test_vllm_engine.py)."""
+    import types
+
+    captured = {}
+
+    class SamplingParams:
+        def __init__(self, **kwargs):
+            captured.update(kwargs)
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(SamplingParams=SamplingParams))
+    from builder.engines import vllm_generate
+
+    rng = np.random.default_rng(0)
+    lps = [rng.normal(0, 3, 100) for _ in range(3)]
+    lps = [lp - np.logaddexp.reduce(lp) for lp in lps]
+    orders = [np.argsort(-lp, kind="stable") for lp in lps]
+    tokens = [int(orders[0][0]), int(orders[1][40]), int(orders[2][5])]  # the second ranks 41st
+
+    def position(lp, order, token):
+        keep = {int(i): types.SimpleNamespace(logprob=float(lp[i])) for i in order[:24]}
+        keep[token] = types.SimpleNamespace(logprob=float(lp[token]))  # vLLM adds the sampled token
+        return dict(reversed(list(keep.items())))
+
+    positions = [position(lp, o, t) for lp, o, t in zip(lps, orders, tokens, strict=True)]
+    completion = types.SimpleNamespace(token_ids=tokens, text="x", finish_reason="length", logprobs=positions)
+
+    class FakeLLM:
+        def generate(self, prompts, params, use_tqdm):
+            captured["prompts"] = prompts
+            return [types.SimpleNamespace(outputs=[completion])]
+
+    [result] = vllm_generate(FakeLLM(), [[1, 2, 3]], SamplingSettings(temperature=0.9, max_new_tokens=3))
+    assert captured["prompts"] == [{"prompt_token_ids": [1, 2, 3]}]
+    assert captured["logprobs"] == 24 and captured["top_k"] == 0 and captured["temperature"] == 0.9
+    assert result["output_tokens"] == tokens
+    for lp, order, ids, probs in zip(lps, orders, result["ids"], result["probs"], strict=True):
+        assert ids[:24] == order[:24].tolist()
+        np.testing.assert_allclose(probs[:24], np.exp(lp[order[:24]]), rtol=1e-12)
+    assert len(result["ids"][0]) == 24 and len(result["ids"][2]) == 24
+    assert result["ids"][1][24:] == [tokens[1]]
