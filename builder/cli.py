@@ -24,6 +24,8 @@ from builder.errors import BuilderError
 STEPS: dict[str, str] = {
     "questions": "questions",
     "generate": "generate",
+    "replay": "replay",
+    "verify": "verify",
     "segment": "segment",
     "import-mushroom": "import_mushroom",
     "wiki": "wiki",

@@ -39,8 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model_name recorded in the config and its ID (default: --model)")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--top-p", type=float, default=0.9)
-    parser.add_argument("--top-k", type=int, default=20)
+    parser.add_argument("--top-p", type=float, default=None, help="hf: 0.9 (the reference); vllm/openai: must be 1")
+    parser.add_argument("--top-k", type=int, default=None, help="hf: 20 (the reference); vllm/openai: must be 0")
     parser.add_argument("--max-new-tokens", type=int, default=500)
     parser.add_argument("--greedy", action="store_true", help="greedy decoding (never used in MUCH)")
     parser.add_argument("--no-brief", action="store_true", help="drop the brevity sentence of the system prompt")
@@ -49,6 +49,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="cuda / mps / cpu (default: best available)")
     parser.add_argument("--dtype", default=None, help="torch dtype name (default: bfloat16 on GPU, float32 on CPU)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions (after sharding)")
+    parser.add_argument("--engine", choices=sorted(ENGINES), default="hf",
+                        help="hf (default, the reference procedure), vllm (offline, batched) or openai (a server)")
+    parser.add_argument("--base-url", default=None, help="openai: the server's /v1 URL (vllm serve, SGLang)")
+    parser.add_argument("--tokenizer", default=None,
+                        help="openai: tokenizer of the served model to decode the output (default: --model)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: variable holding the key")
+    parser.add_argument("--workers", type=int, default=8, help="openai: concurrent requests")
+    parser.add_argument("--max-attempts", type=int, default=5, help="openai: calls per question before a failure")
+    parser.add_argument("--backoff", type=float, default=2.0, help="openai: first retry delay in seconds (doubles)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="openai: seconds per request")
+    parser.add_argument("--gpu-memory-utilization", type=float, default=None,
+                        help="vllm: fraction of GPU memory (on CPU: of the KV-cache RAM budget) vLLM reserves")
+    parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model replica")
 
 
 def generation_id(record: dict[str, Any]) -> str:
@@ -68,9 +81,12 @@ def generation_id(record: dict[str, Any]) -> str:
 
 
 def _config_from_args(args: argparse.Namespace) -> GenerationConfig:
+    engine = getattr(args, "engine", "hf")
+    top_p = args.top_p if args.top_p is not None else (0.9 if engine == "hf" else 1.0)
+    top_k = args.top_k if args.top_k is not None else (20 if engine == "hf" else 0)
     return GenerationConfig(
         model_name=args.model_name or args.model, brief=not args.no_brief, greedy=args.greedy, seed=args.seed,
-        temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature, top_p=top_p, top_k=top_k, max_new_tokens=args.max_new_tokens,
     )
 
 
@@ -147,27 +163,16 @@ def _read_questions(out: Path) -> list[dict[str, Any]]:
     return questions
 
 
-def run(args: argparse.Namespace) -> int:
+def _run_hf(args: argparse.Namespace, config: GenerationConfig, todo: list[dict[str, Any]],
+            store: JsonlStore) -> tuple[int, int]:
     from tqdm.auto import tqdm
 
     from builder._llm import load_model
     from builder.errors import load_or_stop
 
-    out = Path(args.out)
-    if args.batch_size < 1:
-        raise BuilderError("--batch-size must be >= 1")
-    config = _config_from_args(args)
-    questions = list(Shard.parse(args.shard).select(_read_questions(out)))[: args.limit]
-    store = JsonlStore(out / "generations.jsonl")
-    JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG).extend([{**config.to_record(),
-                                                                          "model_source": args.model}])
-    todo = pending_questions(questions, store, config.id)
-    print(f"generate: config {config.id} ({config.model_name}, T={config.temperature}); "
-          f"{len(questions) - len(todo)} done, {len(todo)} to go")
-    if not todo:
-        return 0
     llm = load_or_stop(load_model, args.model, device=args.device, dtype=args.dtype)
-    n_tokens, started, failed = 0, time.perf_counter(), 0
+    n_tokens, failed = 0, 0
+    started = time.perf_counter()
     with tqdm(total=len(todo), desc=f"generate {config.id}", unit="q") as bar:
         for start in range(0, len(todo), args.batch_size):
             batch = todo[start: start + args.batch_size]
@@ -184,6 +189,43 @@ def run(args: argparse.Namespace) -> int:
                 n_tokens += len(record[schema.OUTPUT_TOKENS])
             bar.update(len(batch))
             bar.set_postfix(tok_s=f"{n_tokens / (time.perf_counter() - started):.1f}")
+    return n_tokens, failed
+
+
+def _serving(name: str):
+    def runner(args: argparse.Namespace, config: GenerationConfig, todo: list[dict[str, Any]],
+               store: JsonlStore) -> tuple[int, int]:
+        from builder import generate_serving
+
+        return getattr(generate_serving, name)(args, config, todo, store)
+    return runner
+
+
+#: --engine -> runner(args, config, pending questions, store) -> (tokens generated, questions failed)
+ENGINES = {"hf": _run_hf, "vllm": _serving("run_vllm"), "openai": _serving("run_openai")}
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if args.batch_size < 1:
+        raise BuilderError("--batch-size must be >= 1")
+    engine = getattr(args, "engine", "hf")
+    config = _config_from_args(args)
+    if engine != "hf":
+        from builder.generate_serving import settings_for
+
+        settings_for(config)  # refuses a configuration that would change MUCH's probabilities, before any work
+    questions = list(Shard.parse(args.shard).select(_read_questions(out)))[: args.limit]
+    store = JsonlStore(out / "generations.jsonl")
+    JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG).extend([{**config.to_record(),
+                                                                          "model_source": args.model}])
+    todo = pending_questions(questions, store, config.id)
+    print(f"generate: config {config.id} ({config.model_name}, T={config.temperature}, engine {engine}); "
+          f"{len(questions) - len(todo)} done, {len(todo)} to go")
+    if not todo:
+        return 0
+    started = time.perf_counter()
+    n_tokens, failed = ENGINES[engine](args, config, todo, store)
     print(f"generate: {len(todo) - failed} generated, {failed} failed, {n_tokens} tokens "
           f"({n_tokens / (time.perf_counter() - started):.1f} tokens/s)")
     return 1 if failed else 0

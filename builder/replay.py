@@ -1,0 +1,131 @@
+"""replay: re-forward stored (prompt, output) pairs through a model and rebuild their top-24 probabilities.
+
+``python -m builder replay --out DIR --source FILE --model MODEL [--temperature T] [--prompt-style much|user]``
+reads generation rows (``generations.jsonl`` or a hub shard ``.parquet``), teacher-forces ``prompt + output_tokens``
+through ``MODEL`` (Hugging Face, one forward pass per row, float32 on CPU) and writes ``replay.jsonl``: the row with
+``logits_token_ids``/``logits_values`` replaced by ``softmax(logits / T)`` over the full vocabulary, top 24, not
+renormalised, plus ``replay_model`` and ``replay_temperature``. This attaches a new model's probabilities to existing
+texts (the embedded sample was made that way, with SmolLM2 and the plain user chat). Resumable: rows already in
+``replay.jsonl`` are skipped.
+
+The prompt is rebuilt from the row's question: ``much`` = generate's chat (system prompt, brevity sentence, pinned
+date), ``user`` = one user message (import-mushroom's proxy observer). Tokens the model ranks below 24
+(``--out-of-top``): ``extend`` (generate's hf engine: the list runs down to the token), ``append`` (the serving
+engines: the token as a 25th candidate) or ``swap`` (import-mushroom: the token replaces the 24th candidate).
+
+``python -m builder verify`` recomputes N rows and reports the largest difference (builder/verify.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from builder.errors import BuilderError
+from builder.store import JsonlStore, Shard, read_jsonl
+from much_dataset import schema
+
+__all__ = ["add_arguments", "run", "read_rows", "replay_row", "PROMPT_STYLES", "OUT_OF_TOP"]
+
+PROMPT_STYLES = ("much", "user")
+OUT_OF_TOP = ("extend", "append", "swap")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source", required=True, help="generation rows: a .jsonl file or a .parquet shard")
+    parser.add_argument("--model", required=True, help="hub id, local folder or .gguf file")
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--prompt-style", choices=PROMPT_STYLES, default="much")
+    parser.add_argument("--no-brief", action="store_true", help="much style without the brevity sentence")
+    parser.add_argument("--out-of-top", choices=OUT_OF_TOP, default="extend")
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--dtype", default=None, help="torch dtype name (default: float32 on CPU)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N rows (after sharding)")
+
+
+def read_rows(source: str | Path) -> Iterator[dict[str, Any]]:
+    """Rows of a ``.jsonl`` file or a ``.parquet`` shard (lists as Python lists)."""
+    path = Path(source)
+    if not path.exists():
+        raise BuilderError(f"{path}: no such file")
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        yield from pq.read_table(path).to_pylist()
+    else:
+        yield from read_jsonl(path)
+
+
+def _prompt_ids(tokenizer: Any, question: str, style: str, *, brief: bool) -> list[int]:
+    from builder._llm import build_prompt
+
+    if style == "much":
+        text = build_prompt(tokenizer, question, brief=brief)
+    else:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": question}], tokenize=False,
+                                             add_generation_prompt=True)
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
+def replay_row(llm: Any, row: dict[str, Any], *, temperature: float = 1.0, prompt_style: str = "much",
+               brief: bool = True, out_of_top: str = "extend") -> tuple[list[list[int]], list[list[float]]]:
+    """Rebuilt ``(logits_token_ids, logits_values)`` of ``row`` (one teacher-forced forward pass).
+
+    Shapes: one list per output token; 24 entries each, or more/modified per ``out_of_top`` where the row's token
+    ranks below 24. Raises ``ValueError`` naming the ``generation_id`` for a row without output tokens.
+    """
+    import torch
+
+    from much_metric.capture import top_candidates
+
+    if prompt_style not in PROMPT_STYLES or out_of_top not in OUT_OF_TOP:
+        raise ValueError(f"prompt_style must be one of {PROMPT_STYLES} and out_of_top one of {OUT_OF_TOP}")
+    tokens = [int(t) for t in row[schema.OUTPUT_TOKENS]]
+    if not tokens:
+        raise ValueError(f"generation_id={row.get(schema.GENERATION_ID)!r}: field {schema.OUTPUT_TOKENS!r} is empty")
+    prompt = _prompt_ids(llm.tokenizer, row[schema.PROMPT], prompt_style, brief=brief)
+    with torch.inference_mode():
+        logits = llm.model(input_ids=torch.tensor([prompt + tokens], device=llm.device)).logits[0, len(prompt) - 1:-1]
+    chosen = torch.tensor(tokens)
+    if out_of_top == "extend":
+        ids, probs, _, _ = top_candidates(logits, chosen, temperature=temperature)
+        return ids, probs
+    ids, probs, ranks, chosen_probs = top_candidates(logits, chosen, temperature=temperature, extend=False)
+    k = schema.TOP_K
+    for position in (p for p, rank in enumerate(ranks) if rank >= k):
+        keep = k if out_of_top == "append" else k - 1
+        ids[position] = ids[position][:keep] + [tokens[position]]
+        probs[position] = probs[position][:keep] + [chosen_probs[position]]
+    return ids, probs
+
+
+def run(args: argparse.Namespace) -> int:
+    from builder._llm import load_model
+
+    if args.temperature <= 0:
+        raise BuilderError(f"--temperature must be > 0, got {args.temperature}")
+    rows = list(Shard.parse(args.shard).select(list(read_rows(args.source))))[: args.limit]
+    store = JsonlStore(Path(args.out) / "replay.jsonl", key=schema.GENERATION_ID)
+    done = {r[schema.GENERATION_ID] for r in store.records()}
+    todo = [r for r in rows if r[schema.GENERATION_ID] not in done]
+    print(f"replay: {len(rows) - len(todo)} done, {len(todo)} to go")
+    if not todo:
+        return 0
+    llm = load_model(args.model, device=args.device, dtype=args.dtype)
+    failed = 0
+    for row in todo:
+        try:
+            ids, probs = replay_row(llm, row, temperature=args.temperature, prompt_style=args.prompt_style,
+                                    brief=not args.no_brief, out_of_top=args.out_of_top)
+        except Exception as error:  # noqa: BLE001 - recorded per item, the run goes on
+            store.record_failure(row[schema.GENERATION_ID], f"{type(error).__name__}: {error}")
+            failed += 1
+            continue
+        kept = {key: row[key] for key in (schema.GENERATION_ID, schema.GENERATION_CONFIG, schema.LANG,
+                                          schema.WIKI_URL, schema.PROMPT, schema.OUTPUT, schema.OUTPUT_TOKENS)}
+        store.append({**kept, schema.LOGITS_TOKEN_IDS: ids, schema.LOGITS_VALUES: probs,
+                      "replay_model": args.model, "replay_temperature": args.temperature})
+    print(f"replay: {len(todo) - failed} rows rebuilt, {failed} failed")
+    return 1 if failed else 0

@@ -1,0 +1,98 @@
+"""A fake OpenAI-compatible generation server: chat completions with ``top_logprobs`` as ``token_id:N`` tokens.
+
+Deterministic: the answer to a question depends only on its text (so an interrupted and an uninterrupted run give
+identical rows). Per position the server draws a full 200-token distribution, returns the ``top_logprobs`` largest
+log-probabilities, and "samples" a token that is usually in the head and sometimes (position 3 of answers whose
+hash is even) outside it. ``script`` is a list of behaviours consumed one per request: ``error500``, ``rate_limit``,
+``no_logprobs``, ``bad_request``, ``string_tokens``, or ``("sleep", seconds)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from tests.builder.fake_servers import FakeOpenAI
+
+VOCAB = 200
+EOS = 2
+
+
+def answer(question: str, top: int, *, max_tokens: int = 500) -> tuple[list[int], list[np.ndarray], str]:
+    """The server's deterministic answer: (tokens, per-position log-probabilities over VOCAB, finish_reason)."""
+    seed = int.from_bytes(hashlib.sha256(question.encode()).digest()[:8], "little")
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 9))
+    tokens, logprobs = [], []
+    for position in range(n):
+        logits = rng.normal(0, 3, VOCAB)
+        lp = logits - np.logaddexp.reduce(logits)
+        order = np.argsort(-lp, kind="stable")
+        if position == n - 1:
+            token = EOS
+        elif position == 3 and seed % 2 == 0:
+            token = int(order[top + 5])  # outside the head
+        else:
+            token = int(order[int(rng.integers(0, 3))])
+        tokens.append(token)
+        logprobs.append(lp)
+    finish = "stop"
+    if len(tokens) > max_tokens:
+        tokens, logprobs, finish = tokens[:max_tokens], logprobs[:max_tokens], "length"
+    return tokens, logprobs, finish
+
+
+class FakeGenerationServer(FakeOpenAI):
+    def __init__(self, script: list | None = None) -> None:
+        super().__init__()
+        self.gen_script = list(script or [])
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._count = threading.Lock()
+
+    def handle(self, method: str, path: str, query: dict, body: Any) -> tuple[int, dict, Any]:
+        if method != "POST" or path != "/v1/chat/completions":
+            return 404, {}, {"error": {"message": "not found"}}
+        with self._count:
+            behaviour = self.gen_script.pop(0) if self.gen_script else "ok"
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return self._answer(body, behaviour)
+        finally:
+            with self._count:
+                self.in_flight -= 1
+
+    def _answer(self, body: dict, behaviour: Any) -> tuple[int, dict, Any]:
+        if isinstance(behaviour, tuple) and behaviour[0] == "sleep":
+            time.sleep(behaviour[1])
+        if behaviour == "error500":
+            return 500, {}, {"error": {"message": "server exploded", "type": "server_error"}}
+        if behaviour == "rate_limit":
+            return 429, {"Retry-After": "0"}, {"error": {"message": "rate limited", "type": "rate_limit"}}
+        if behaviour == "bad_request":
+            return 400, {}, {"error": {"message": "bad request", "type": "invalid_request_error"}}
+        top = int(body["top_logprobs"])
+        question = body["messages"][-1]["content"]
+        tokens, logprobs, finish = answer(question, top, max_tokens=int(body["max_tokens"]))
+
+        def name(token: int) -> str:
+            return f"tok{token}" if behaviour == "string_tokens" else f"token_id:{token}"
+
+        content = []
+        for token, lp in zip(tokens, logprobs, strict=True):
+            order = np.argsort(-lp, kind="stable")[:top]
+            content.append({"token": name(token), "logprob": float(lp[token]), "bytes": None,
+                            "top_logprobs": [{"token": name(int(i)), "logprob": float(lp[i]), "bytes": None}
+                                             for i in order]})
+        choice = {"index": 0, "finish_reason": finish,
+                  "message": {"role": "assistant", "content": " ".join(f"w{t}" for t in tokens)},
+                  "logprobs": None if behaviour == "no_logprobs" else {"content": content}}
+        return 200, {}, {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
+                         "choices": [choice],
+                         "usage": {"prompt_tokens": 10, "completion_tokens": len(tokens),
+                                   "total_tokens": 10 + len(tokens)}}

@@ -1,0 +1,87 @@
+"""replay / verify: re-forwarding stored texts rebuilds the embedded sample's probabilities exactly (SmolLM2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from builder import replay
+from builder.cli import main
+from builder.store import read_jsonl
+from builder.verify import compare
+from much_dataset import schema
+from tests.builder import _smollm
+
+SAMPLE = Path(__file__).resolve().parents[2] / "much_dataset" / "sample" / "data" / "en" / "test-00000-of-00001.parquet"
+# How scripts/make_sample.py built the sample: import-mushroom with the SmolLM2 observer, plain user chat, T = 1,
+# the observed token swapped into the 24th slot when ranked lower.
+SAMPLE_OPTIONS = {"temperature": 1.0, "prompt_style": "user", "out_of_top": "swap"}
+
+
+def _sample_rows(n: int) -> list[dict]:
+    return list(replay.read_rows(SAMPLE))[:n]
+
+
+def test_replay_rebuilds_the_embedded_sample_exactly():
+    llm = _smollm.smollm2()
+    for row in _sample_rows(3):
+        ids, probs = replay.replay_row(llm, row, **SAMPLE_OPTIONS)
+        assert ids == row[schema.LOGITS_TOKEN_IDS]
+        assert compare(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], ids, probs,
+                       tolerance=0)["max_abs_diff"] <= 1e-6
+
+
+def test_replay_at_another_temperature_differs_as_softmax_says():
+    import numpy as np
+
+    llm = _smollm.smollm2()
+    row = _sample_rows(1)[0]
+    ids, probs = replay.replay_row(llm, row, **{**SAMPLE_OPTIONS, "temperature": 0.5, "out_of_top": "append"})
+    # p_T(i) = p_1(i)^(1/T) / Z: the ratio of two candidates' probabilities is squared at T = 0.5
+    for s_ids, s_probs, r_ids, r_probs in zip(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], ids, probs,
+                                              strict=True):
+        assert r_ids[:23] == s_ids[:23]
+        np.testing.assert_allclose(r_probs[1] / r_probs[0], (s_probs[1] / s_probs[0]) ** 2, rtol=1e-3)
+
+
+def test_replay_out_of_top_modes():
+    llm = _smollm.smollm2()
+    row = {**_sample_rows(1)[0]}
+    row[schema.OUTPUT_TOKENS] = [row[schema.OUTPUT_TOKENS][0], 49000]  # a token the model surely ranks low
+    extend_ids, _ = replay.replay_row(llm, row, **{**SAMPLE_OPTIONS, "out_of_top": "extend"})
+    append_ids, _ = replay.replay_row(llm, row, **{**SAMPLE_OPTIONS, "out_of_top": "append"})
+    swap_ids, _ = replay.replay_row(llm, row, **{**SAMPLE_OPTIONS, "out_of_top": "swap"})
+    assert len(extend_ids[1]) > 25 and extend_ids[1][-1] == 49000
+    assert len(append_ids[1]) == 25 and append_ids[1][-1] == 49000 and append_ids[1][:24] == extend_ids[1][:24]
+    assert len(swap_ids[1]) == 24 and swap_ids[1][-1] == 49000 and swap_ids[1][:23] == extend_ids[1][:23]
+
+
+def test_replay_cli_resumes_and_verify_flags_a_tampered_row(tmp_path, capsys):
+    gguf = _smollm.gguf_path()
+    common = ["--model", gguf, "--prompt-style", "user", "--out-of-top", "swap"]
+    assert main(["replay", "--out", str(tmp_path), "--source", str(SAMPLE), "--limit", "2", *common]) == 0
+    rows = list(read_jsonl(tmp_path / "replay.jsonl"))
+    assert [r[schema.GENERATION_ID] for r in rows] == [r[schema.GENERATION_ID] for r in _sample_rows(2)]
+    assert [r[schema.LOGITS_TOKEN_IDS] for r in rows] == [r[schema.LOGITS_TOKEN_IDS] for r in _sample_rows(2)]
+    assert main(["replay", "--out", str(tmp_path), "--source", str(SAMPLE), "--limit", "2", *common]) == 0
+    assert "2 done, 0 to go" in capsys.readouterr().out
+    assert len(list(read_jsonl(tmp_path / "replay.jsonl"))) == 2
+
+    tampered = [dict(r) for r in _sample_rows(2)]
+    tampered[1][schema.LOGITS_VALUES] = [list(p) for p in tampered[1][schema.LOGITS_VALUES]]
+    tampered[1][schema.LOGITS_VALUES][3][0] += 1e-3
+    source = tmp_path / "tampered.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in tampered))
+    assert main(["verify", "--out", str(tmp_path), "--source", str(source), "--rows", "2", *common]) == 1
+    report = json.loads((tmp_path / "verify.json").read_text())
+    assert report["rows"] == 2 and report["max_abs_diff"] == pytest.approx(1e-3, rel=1e-3)
+
+
+def test_compare_counts_real_id_differences_but_not_near_ties():
+    stored_ids, stored_probs = [[1, 2, 3]], [[0.5, 0.25, 0.25]]
+    assert compare(stored_ids, stored_probs, [[1, 3, 2]], [[0.5, 0.25, 0.25]], tolerance=1e-6)["id_mismatches"] == 0
+    assert compare(stored_ids, stored_probs, [[2, 1, 3]], [[0.5, 0.25, 0.25]], tolerance=1e-6)["id_mismatches"] == 1
+    with pytest.raises(ValueError, match="2 stored positions"):
+        compare(stored_ids * 2, stored_probs * 2, stored_ids, stored_probs, tolerance=0)
