@@ -106,7 +106,7 @@ class MuchBuilder(datasets.ArrowBasedBuilder):
     def __init__(self, *args, **kwargs) -> None:
         data_dir = kwargs.get("data_dir")
         if data_dir is not None and kwargs.get("hash") is None:
-            # Tie the cache to the content of the input files (size + mtime), not only to the folder name.
+            # Tie the cache to the content of the input files (a hash of their bytes), not only to the folder name.
             splits = tuple(kwargs.get("splits", schema.SPLITS))
             kwargs["hash"] = _files_fingerprint(_rows_folder(data_dir), splits)
         self.problems: list[Problem] = []

@@ -4,7 +4,7 @@ The positive class is the hallucinated claim (label -1); the predictor is the cl
 likely hallucinated). Claims are sorted once by decreasing score; a replicate is a vector of non-negative claim
 weights (1 everywhere for the plain estimate, bootstrap multiplicities otherwise), so every curve is a cumulative
 sum over the same order and a batch of replicates is a 2-D array. With unit weights each metric equals its
-scikit-learn counterpart (checked by tests/much_metric/test_metrics.py):
+scikit-learn counterpart (checked by tests/much_metric/scoring/test_metrics.py):
 
 * ``roc_auc``: trapezoid under the ROC curve (``sklearn.metrics.roc_auc_score``);
 * ``pr_auc``: trapezoid ``auc(recall, precision)`` over ``precision_recall_curve`` including its final
