@@ -52,11 +52,11 @@ def _description(text: str) -> list[str]:
 
 def _flags(action: argparse.Action) -> str:
     if action.option_strings:
-        names = ", ".join(f"`{name}`" for name in action.option_strings)
+        metavar = ""
         if action.nargs != 0:
             metavar = action.metavar or action.dest.upper()
-            names += f" `{metavar if isinstance(metavar, str) else ' '.join(metavar)}`"
-        return names
+            metavar = " " + (metavar if isinstance(metavar, str) else " ".join(metavar))
+        return "<br>".join(f"`{name}{metavar}`" for name in action.option_strings)
     return f"`{action.metavar or action.dest}`"
 
 
@@ -86,7 +86,7 @@ def _table(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def render(name: str) -> str:
-    os.environ.setdefault("COLUMNS", "100")  # stable usage lines whatever the terminal
+    os.environ["COLUMNS"] = "90"  # stable usage lines whatever the terminal
     parser = importlib.import_module(_PARSERS[name]).build_parser()
     prog = parser.prog
     lines = [f"Global options of `{prog}`:", "", *_table(parser), ""]
