@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = "docs/reference-behaviour.md"
 #: Where citations are rewritten and checked (files with these suffixes under these paths).
 DEFAULT_PATHS = ("much_dataset", "much_metric", "builder", "scripts", "tests", "BENCHMARKS.md", "README.md")
-SUFFIXES = (".py", ".md", ".sh", ".sbatch", ".txt")
+SUFFIXES = (".py", ".md", ".sh", ".sbatch")
 #: This script and its test name the pattern on purpose.
 SKIP = ("scripts/replace_spec_citations.py", "tests/test_docs_citations.py")
 
