@@ -72,11 +72,11 @@ _NUMBER = r"(?:1[0-3]|[0-9])(?:\.\d+)?(?!\d)"  # the specification has sections 
 #: "spec" + optional "section(s)"/"§" + a list of section numbers joined by , / - – "and" (items may read "bug N" or
 #: "point N").
 CITATION = re.compile(
-    rf"\bspec(?:ification)?(?:\s+sections?|\s*§)?\s+(?P<refs>{_NUMBER}"
+    rf"\b(?i:spec(?:ification)?(?:\s+sections?|\s*§)?)\s+(?P<refs>{_NUMBER}"
     rf"(?:\s*(?:,|/|-|–|\band\b)\s*(?:bug\s+|point\s+)?{_NUMBER}(?![\w.]*[a-zA-Z]))*)"
 )
 #: Residual mentions the test refuses too: "the spec" as a source, "spec's".
-RESIDUAL = re.compile(r"\bthe spec\b(?!ial)|\bspec's\b")
+RESIDUAL = re.compile(r"(?i)\bthe spec\b|\bspec's\b")
 
 
 def anchors_of(refs: str) -> list[str]:

@@ -42,6 +42,7 @@ def test_citation_forms_are_rewritten_to_anchors():
         "spec 9.2/11.11;": "docs/reference-behaviour.md#stopword-rule;",
         "spec 2.5)": "docs/reference-behaviour.md#export)",
         "(spec 4.5, 24 values)": "(docs/reference-behaviour.md#captured-distribution, 24 values)",
+        "Spec 8 pair by pair": "docs/reference-behaviour.md#signals pair by pair",
     }
     for before, after in cases.items():
         assert script.rewrite(before) == after, before
