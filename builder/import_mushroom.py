@@ -1,4 +1,5 @@
-"""import-mushroom: Mu-SHROOM outputs teacher-forced through a causal LM, segmented and labelled (spec 7.1).
+"""import-mushroom: Mu-SHROOM outputs teacher-forced through a causal LM, segmented and labelled
+(docs/reference-behaviour.md#mushroom-import).
 
 For every Mu-SHROOM row: prompt + (original output text + the observer's EOS text) go through the observer LM in one
 forward pass; per output token, softmax(raw logits) over the full vocabulary (no temperature), top-24 kept. Claims
@@ -64,7 +65,8 @@ class _Dropped(ValueError):
 
 
 def _prompt(tokenizer, source_model: str, question: str, *, proxy: bool) -> str:
-    """The prompt the generator saw (reference mode, spec 7.1) or the observer's plain user chat (proxy mode)."""
+    """The prompt the generator saw (reference mode, docs/reference-behaviour.md#mushroom-import) or the observer's
+    plain user chat (proxy mode)."""
     name = source_model.lower()
     if not proxy:
         if "pythia" in name:
@@ -78,7 +80,8 @@ def _prompt(tokenizer, source_model: str, question: str, *, proxy: bool) -> str:
 
 
 def _output_text(row: dict[str, Any], eos_text: str, *, proxy: bool) -> str:
-    text = row["model_output_text"].split("<|im_end|>")[0]  # occiglot-de-en outputs carry the marker (spec 7.1)
+    # occiglot-de-en outputs carry the marker (docs/reference-behaviour.md#mushroom-import)
+    text = row["model_output_text"].split("<|im_end|>")[0]
     if not proxy and "pythia" in row["model_id"].lower():
         return text  # the reference appends no EOS for Pythia
     return text + eos_text

@@ -115,7 +115,8 @@ class MuchBuilder(datasets.ArrowBasedBuilder):
             raise ValueError(f"on_error must be 'raise' or 'drop', got {self.config.on_error!r}")
         unknown = set(self.config.splits) - {*schema.SPLITS, "trash"}
         if unknown or "trash" in self.config.splits:
-            # trash rows carry gpt-4o / gpt-4.1 instead of labels (spec 2.2): a different schema, not built here.
+            # trash rows carry gpt-4o / gpt-4.1 instead of labels (docs/reference-behaviour.md#trash-dataset): a
+            # different schema, not built here.
             raise ValueError(f"MuchBuilder builds the splits {schema.SPLITS}, got {tuple(self.config.splits)}")
 
     def _with_stopword_mask(self) -> bool:

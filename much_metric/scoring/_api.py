@@ -6,7 +6,8 @@ numpy only (no scikit-learn, torch, datasets or evaluate import). Sign conventio
   probabilities/confidences ``p`` into uncertainties ``1 - p`` first);
 * the positive class of every metric is the hallucinated claim (label ``-1``, :data:`much_dataset.schema.HALLUCINATED`).
 
-Defaults reproduce the reference evaluation (spec 9): the last chunk of every sample (the EOS claim) is dropped,
+Defaults reproduce the reference evaluation (docs/reference-behaviour.md#evaluation): the last chunk of every sample
+(the EOS claim) is dropped,
 stopword tokens are *nulled* (score 0, still counted in the claim length) and claims are aggregated with the
 noisy-OR ``product``.
 """
@@ -103,16 +104,17 @@ def aggregate_claims(
     stopword_mask : sequence of length n_samples of bool sequences, optional
         Per token, whether it is a stopword (``stopword_mask`` column). Without it no token is a stopword.
     aggregator : {"product", "mean", "max", "geometric"}, default "product"
-        With ``s`` the claim's token scores and ``n`` their number (spec 9.3):
+        With ``s`` the claim's token scores and ``n`` their number (docs/reference-behaviour.md#aggregators):
         ``product`` = 1 - prod(1 - s) (noisy-OR, reference default), ``mean`` = mean(s), ``max`` = max(s),
         ``geometric`` = 1 - (prod(1 - s) + 1e-5) ** (1 / n). ``product`` and ``geometric`` assume s in [0, 1].
     stopwords : {"null", "exclude"}, default "null"
-        ``"null"`` (reference, spec 9.2/11.11; reproduces the paper's numbers): stopword tokens score 0 but still
+        ``"null"`` (reference, docs/reference-behaviour.md#stopword-rule; reproduces the paper's numbers): stopword
+        tokens score 0 but still
         count in ``n``, so an all-stopword claim scores 0 (``geometric``: about -1e-5 / n).
         ``"exclude"`` (corrected): stopword tokens are removed from their claim; a claim made only of stopwords
         keeps all its tokens (it would otherwise have no score).
     drop_last_chunk : bool, default True
-        Drop each sample's last chunk, the EOS claim (spec 9.1).
+        Drop each sample's last chunk, the EOS claim (docs/reference-behaviour.md#evaluation-modes).
     confidence : bool, default False
         ``token_scores`` are confidences (e.g. the sampled token's probability) in [0, 1]: they are converted to
         uncertainties ``1 - p`` before aggregation (values outside [0, 1] are an error).
@@ -234,7 +236,8 @@ def score(
         ``roc_auc``, ``pr_auc`` (trapezoid over the precision-recall curve, as the reference),
         ``average_precision``, ``tpr_at_fpr_10`` (largest TPR over thresholds with FPR <= 0.10, no interpolation),
         ``recall_at_precision_80`` (largest recall over thresholds with precision >= 0.80, no interpolation; 0 if
-        none), ``partial_pr_auc_recall_20`` (reference definition, spec 9.4: trapezoid over the PR points with
+        none), ``partial_pr_auc_recall_20`` (reference definition, docs/reference-behaviour.md#metrics: trapezoid over
+        the PR points with
         recall <= 0.2 including the (0, 1) end point, / 0.2), ``partial_average_precision_recall_20`` (corrected:
         step-wise AP over recall in [0, 0.2], / 0.2), ``n_samples``, ``n_claims``, ``n_hallucinated``,
         ``aggregator``, ``stopwords``; plus ``intervals`` and ``by`` when asked. A metric undefined on the data

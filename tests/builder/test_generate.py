@@ -28,7 +28,8 @@ QUESTIONS = [
 
 
 def _reference_top(logits: np.ndarray, chosen: np.ndarray, temperature: float):
-    """Straightforward spec 4.5: softmax(logits / T) in float64, full argsort, keep max(24, rank + 1)."""
+    """Straightforward docs/reference-behaviour.md#captured-distribution: softmax(logits / T) in float64, full argsort,
+    keep max(24, rank + 1)."""
     scaled = logits.astype(np.float64) / temperature
     probs = np.exp(scaled - scaled.max(axis=1, keepdims=True))
     probs /= probs.sum(axis=1, keepdims=True)
