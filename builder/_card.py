@@ -108,8 +108,9 @@ def card_body(rows: Mapping[str, Sequence[Mapping[str, Any]]], configs: Sequence
             observers=", ".join(observers) or "(the generating models themselves)",
             label_rule=_LABEL_RULES.get(label_rule or "", "span annotations"),
             label_key=label_rule or "reference") if observers else (
-            "Mu-SHROOM test outputs teacher-forced through the models that generated them (spec 7.1 of the "
-            "reference); labels from Mu-SHROOM's human annotations.")
+            "Mu-SHROOM test outputs teacher-forced through the models that generated them "
+            "(the reference's Mu-SHROOM import, docs/reference-behaviour.md#mushroom-import); "
+            "labels from Mu-SHROOM's human annotations.")
         attribution = MUSHROOM_ATTRIBUTION
     else:
         provenance = (f"Generations sampled by the configs below; claim labels from the LLM judge `{label_judge}` "

@@ -1,4 +1,5 @@
-"""Token-window chunking and pluggable text embeddings for the ``context`` step (spec 6.2).
+"""Token-window chunking and pluggable text embeddings for the ``context`` step
+(docs/reference-behaviour.md#rag-context).
 
 Chunking counts tokens with a tokenizer that ships inside a package, so nothing downloads at run time (tiktoken
 fetches its encodings on first use, so it is not used). The default is the Llama-3 ``tokenizer.json`` of

@@ -1,7 +1,8 @@
 """The annotation guidelines (paper figure 5, section 3.4), the judge prompt, its answer schema and chunk decoding.
 
 The same guidelines are shown to the LLM judges (``annotate``) and to the human annotators (``human``), as in the
-paper. The prompt follows the reference's layout (spec 6.3): instruction block, ``# Question``, ``# Model Output``,
+paper. The prompt follows the reference's layout (docs/reference-behaviour.md#judge-prompt): instruction block,
+``# Question``, ``# Model Output``,
 ``# Segmented Output`` (one numbered line per claim, the EOS claim left out), ``# Reference Knowledge`` with the
 infobox and the top-3 Wikipedia chunks. The structured answer has one integer field ``score_chunk_<i>`` per non-EOS
 claim, each restricted to -1 / 1.

@@ -101,7 +101,8 @@ _DATE_LINE = re.compile(r"^.*Today Date:.*$", re.MULTILINE)
 
 
 def pin_today_date(template: str, date: str = LLAMA_DATE) -> str:
-    """Replace every chat-template line mentioning ``Today Date:`` by one printing the fixed date (spec 4.3)."""
+    """Replace every chat-template line mentioning ``Today Date:`` by one printing the fixed date
+    (docs/reference-behaviour.md#prompt)."""
     return _DATE_LINE.sub(lambda _: '{{- "Today Date: ' + date + '\\n\\n" }}', template)
 
 

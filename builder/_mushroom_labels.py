@@ -1,4 +1,4 @@
-"""Character-level Mu-SHROOM spans -> claim labels (spec 7.1). Pure numpy, no model.
+"""Character-level Mu-SHROOM spans -> claim labels (docs/reference-behaviour.md#mushroom-import). Pure numpy, no model.
 
 A claim covers the characters ``[start, end)`` of the output text spanned by its tokens. A claim is hallucinated
 (-1) when that range intersects a hallucinated span:

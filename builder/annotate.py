@@ -1,4 +1,5 @@
-"""annotate: claim labels from LLM judges through an OpenAI-compatible chat API (spec 6.3, paper section 3.4).
+"""annotate: claim labels from LLM judges through an OpenAI-compatible chat API
+(docs/reference-behaviour.md#judge-prompt, paper section 3.4).
 
 ``python -m builder annotate --out DIR --judge gpt-4o-2024-11-20 --judge gpt-4.1-2025-04-14`` makes ONE call per
 judge per sample (temperature 0, seed 0, strict JSON-schema output with one -1/1 integer per non-EOS claim) and

@@ -1,4 +1,5 @@
-"""Generation configs and the reference's identifiers (spec 1.1, 1.2, 2.3).
+"""Generation configs and the reference's identifiers (docs/reference-behaviour.md#config-ids, #question-id,
+#generation-configs).
 
 ``GenerationConfig.id`` reproduces the reference's config IDs bit for bit: every field (defaults included), sorted by
 name, rendered as ``name=str(value)\\n`` lines, MD5, URL-safe base64, first 22 characters. The eight MUCH configs and
@@ -33,7 +34,8 @@ def hash_id(text: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class GenerationConfig:
-    """The reference's ``GenerationConfig`` (spec 4.1); field names and defaults are part of the ID."""
+    """The reference's ``GenerationConfig`` (docs/reference-behaviour.md#generation-config-defaults); field names and
+    defaults are part of the ID."""
 
     model_name: str = "meta-llama/Llama-3.2-3B-Instruct"
     eager: bool = False
@@ -70,7 +72,7 @@ class GenerationConfig:
 
     @property
     def id(self) -> str:
-        """The reference config ID (spec 1.1)."""
+        """The reference config ID (docs/reference-behaviour.md#config-ids)."""
         fields = sorted(dataclasses.asdict(self).items())
         return hash_id("".join(f"{name}={value}\n" for name, value in fields))
 
@@ -85,7 +87,8 @@ class GenerationConfig:
 
 
 def question_id(lang: str, prompt: str, wiki_url: str) -> str:
-    """Question ID (spec 1.2): hash of the pydantic JSON of ``{lang, prompt, wiki_url}`` in that order.
+    """Question ID (docs/reference-behaviour.md#question-id): hash of the pydantic JSON of ``{lang, prompt, wiki_url}``
+    in that order.
 
     pydantic's ``model_dump_json`` is compact and keeps non-ASCII characters, as ``json.dumps`` does with these
     options (for strings the two agree).
@@ -101,20 +104,21 @@ _MODELS = (
     "mistralai/Ministral-8B-Instruct-2410",
     "google/gemma-3-4b-it",
 )
-#: The 8 MUCH configs (spec 2.3), in the order of the spec's table.
+#: The 8 MUCH configs (docs/reference-behaviour.md#generation-configs), in the order of the reference's config table.
 MUCH_CONFIGS: tuple[GenerationConfig, ...] = tuple(
     GenerationConfig(model_name=model, temperature=temperature) for model in _MODELS for temperature in (1.0, 0.7)
 )
-#: Their reference IDs, same order (spec 2.3; checked by tests/builder/test_configs.py).
+#: Their reference IDs, same order (docs/reference-behaviour.md#generation-configs; checked by
+#: tests/builder/test_configs.py).
 MUCH_CONFIG_IDS: tuple[str, ...] = (
     "iNPhBxMXcn6uNgZtdDG7xQ", "bESSWQcqIaYZslTy7sy1Hg", "HmRDWrH188fefK4uXNC_ew", "h_RExrbMa9DSQoKjgXVAmw",
     "YRYI5VveUmgxhdPi8apIgA", "ErZg41d6uehYNo-QcoCVAQ", "Q6U-toJrtxVpeYhI11BKiQ", "XRKCmRjxLGlxWmIyqYQVCA",
 )
 
-#: Mu-SHROOM configs encode the language in ``seed`` (spec 2.3).
+#: Mu-SHROOM configs encode the language in ``seed`` (docs/reference-behaviour.md#generation-configs).
 MUSHROOM_LANG_SEED: dict[str, int] = {"en": 0, "fr": 1, "es": 2, "de": 3}
-#: Models the reference's ``import-mushroom`` skips (spec 7.1).
+#: Models the reference's ``import-mushroom`` skips (docs/reference-behaviour.md#mushroom-import).
 MUSHROOM_SKIPPED_MODELS: frozenset[str] = frozenset({"TheBloke/SauerkrautLM-7B-v1-GGUF",
                                                      "bofenghuang/vigogne-2-13b-chat"})
-#: Model ids the reference maps to another hub id before loading (spec 7.1).
+#: Model ids the reference maps to another hub id before loading (docs/reference-behaviour.md#mushroom-import).
 MUSHROOM_MODEL_MAP: dict[str, str] = {"TheBloke/Mistral-7B-Instruct-v0.2-GGUF": "mistralai/Mistral-7B-Instruct-v0.2"}

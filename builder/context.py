@@ -1,4 +1,4 @@
-"""context: the top-3 Wikipedia chunks most similar to each model output (spec 6.2).
+"""context: the top-3 Wikipedia chunks most similar to each model output (docs/reference-behaviour.md#rag-context).
 
 The page's markdown (``wiki.jsonl``) is cut into ~120-token chunks, stride 120, plus a second series starting at
 token 60 (half-overlapping); chunks and the model ``output`` (the query, as in the reference) are embedded and the 3

@@ -1,4 +1,5 @@
-"""export: complete rows per split + the published parquet folder and its dataset card (spec 2, 7).
+"""export: complete rows per split + the published parquet folder and its dataset card
+(docs/reference-behaviour.md#hub-columns, #export).
 
 Joins ``generations.jsonl``, ``segments.jsonl``, ``labels.<judge>.jsonl``, ``human.<annotator>.jsonl`` and
 ``configs.jsonl`` by ``generation_id`` and writes
@@ -8,9 +9,11 @@ Joins ``generations.jsonl``, ``segments.jsonl``, ``labels.<judge>.jsonl``, ``hum
 * ``<out>/much/`` -- parquet shards + ``README.md`` in the layout of :mod:`much_dataset.card` (train and test only),
   with the card body of :mod:`builder._card` (real counts, configs table, signals, attribution).
 
-The split of a generation is ``filter.jsonl``'s when that file exists; otherwise the rule of spec 2.1: trash when
-two judges disagree, or when the row cannot be in MUCH (a token with more than 24 candidates, no final EOS: spec
-6.4); test when annotator ``an1`` labelled it; else train. ``--split train|test`` puts every kept row in one split
+The split of a generation is ``filter.jsonl``'s when that file exists; otherwise the rule of
+docs/reference-behaviour.md#hub-columns: trash when
+two judges disagree, or when the row cannot be in MUCH (a token with more than 24 candidates, no final EOS:
+docs/reference-behaviour.md#filters); test when annotator ``an1`` labelled it; else train. ``--split train|test`` puts
+every kept row in one split
 (the embedded sample: Mu-SHROOM's human labels, all in test). ``labels`` come from ``--judge`` (default ``gpt-4o``
 when present, else the only judge). The folder is loaded back with plain ``datasets.load_dataset`` and its row
 counts checked before the step reports success; it replaces the previous ``much/`` only then.
@@ -41,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge", default=None,
                         help="judge whose labels fill `labels` (default gpt-4o, else the only one)")
     parser.add_argument("--split", choices=("auto", "train", "test"), default="auto",
-                        help="auto: filter.jsonl or the rule of spec 2.1; train/test: every kept row in that split")
+                        help="auto: filter.jsonl or the rule of docs/reference-behaviour.md#hub-columns; train/test: "
+                             "every kept row in that split")
     parser.add_argument("--folder", default=None, help="published folder (default <out>/much)")
     parser.add_argument("--no-check", action="store_true", help="skip the datasets.load_dataset check (not advised)")
 
@@ -80,7 +84,8 @@ def _cannot_be_in_much(generation: Mapping[str, Any], eos_ids: set[int] | None) 
 
 def split_of(gid: str, generation: Mapping[str, Any], judge_labels: Mapping[str, list[int]], human_keys: set[str],
              *, eos_ids: set[int] | None = None) -> tuple[str, str]:
-    """Split and reason by the rule of spec 2.1 / 6.4 (used when there is no ``filter.jsonl``)."""
+    """Split and reason by the rule of docs/reference-behaviour.md#hub-columns, #filters (used when there is no
+    ``filter.jsonl``)."""
     reason = _cannot_be_in_much(generation, eos_ids)
     if reason:
         return "trash", reason

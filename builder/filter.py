@@ -1,4 +1,5 @@
-"""filter: MUCH's sample filter (spec 6.4): judge disagreement, sampled token outside the top 24, no EOS -> trash.
+"""filter: MUCH's sample filter (docs/reference-behaviour.md#filters): judge disagreement, sampled token outside the top
+24, no EOS -> trash.
 
 Every generation that has a segmentation gets one row in ``filter.jsonl``: ``generation_id, split, reason``.
 ``reason`` is ``null`` for kept samples, else the first rule that fails, checked in this order:
@@ -10,7 +11,8 @@ Every generation that has a segmentation gets one row in ``filter.jsonl``: ``gen
 * ``judge_disagreement`` -- the judges' label lists differ on at least one claim.
 
 Kept samples go to ``test`` when annotator ``an1`` labelled them (``human.an1.jsonl``), else ``train`` (the
-reference's export rule, spec 2.1). The file is a pure function of its inputs and is rewritten atomically on every
+reference's export rule, docs/reference-behaviour.md#hub-columns). The file is a pure function of its inputs and is
+rewritten atomically on every
 run, so re-run ``filter`` after ``human`` to move the human-labelled samples to ``test``. The counts the paper reports
 (kept, per reason) and Cohen's kappa between the two judges go to ``filter.report.json`` and stdout. Kappa is over
 claims: every non-EOS claim of every sample that both judges labelled (before filtering, the paper's figure 3a; the
@@ -43,7 +45,8 @@ __all__ = [
     "run",
 ]
 
-#: EOS/EOT ids of the generating models, so the no-EOS rule works offline (spec 4.4, 5). Verified against the
+#: EOS/EOT ids of the generating models, so the no-EOS rule works offline (docs/reference-behaviour.md#sampling,
+#: #segmentation). Verified against the
 #: models' tokenizers: Llama-3 <|end_of_text|> 128001, <|eom_id|> 128008, <|eot_id|> 128009; Ministral </s> 2;
 #: Gemma-3 <eos> 1, <end_of_turn> 106; SmolLM2 <|endoftext|> 0, <|im_end|> 2.
 KNOWN_EOS_IDS: dict[str, tuple[int, ...]] = {
@@ -53,7 +56,8 @@ KNOWN_EOS_IDS: dict[str, tuple[int, ...]] = {
     "google/gemma-3-4b-it": (1, 106),
     "HuggingFaceTB/SmolLM2-135M-Instruct": (0, 2),
 }
-# Special tokens that end a turn in the reference's get_known_eos_or_eot (spec 5), Gemma's <eos>, ChatML's.
+# Special tokens that end a turn in the reference's get_known_eos_or_eot (docs/reference-behaviour.md#segmentation),
+# Gemma's <eos>, ChatML's.
 _EOT_NAMES = ("<end_of_turn>", "<|eot_id|>", "<EOT>", "<end>", "<eos>", "<|im_end|>", "<|endoftext|>")
 
 REASONS = ("no_eos", "outside_top_k", "missing_labels", "judge_disagreement")

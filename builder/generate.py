@@ -1,4 +1,5 @@
-"""generate: sample one answer per question with a causal LM and capture its top-24 probabilities (spec 4).
+"""generate: sample one answer per question with a causal LM and capture its top-24 probabilities
+(docs/reference-behaviour.md#generation).
 
 ``python -m builder generate --out DIR --model MODEL --temperature T`` reads ``questions.jsonl`` and appends to
 ``generations.jsonl`` (and the config row to ``configs.jsonl``). The chat is the paper's (system prompt, brevity
@@ -65,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def generation_id(record: dict[str, Any]) -> str:
-    """An ID shaped like the reference's (spec 1.3): hash of the compact JSON of the Generation fields.
+    """An ID shaped like the reference's (docs/reference-behaviour.md#generation-id): hash of the compact JSON of the
+    Generation fields.
 
     The reference hashes pydantic's serialisation, whose float formatting we do not promise to match byte for
     byte; treat the ID as an opaque, deterministic key.

@@ -1,4 +1,5 @@
-"""human: terminal tool for human claim annotation of a fixed, seeded sample (spec 6.5, paper section 3.5).
+"""human: terminal tool for human claim annotation of a fixed, seeded sample
+(docs/reference-behaviour.md#human-annotation, paper section 3.5).
 
 ``python -m builder human --out DIR --annotator an0 --lang en --size 50`` shows the guidelines (the same as the
 judges'), then for each sample the question, Wikipedia URL, output, numbered claims, infobox and top-3 chunks, and

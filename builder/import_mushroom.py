@@ -1,4 +1,5 @@
-"""import-mushroom: Mu-SHROOM outputs teacher-forced through a causal LM, segmented and labelled (spec 7.1).
+"""import-mushroom: Mu-SHROOM outputs teacher-forced through a causal LM, segmented and labelled
+(docs/reference-behaviour.md#mushroom-import).
 
 For every Mu-SHROOM row: prompt + (original output text + the observer's EOS text) go through the observer LM in one
 forward pass; per output token, softmax(raw logits) over the full vocabulary (no temperature), top-24 kept. Claims
@@ -65,7 +66,8 @@ class _Dropped(ValueError):
 
 
 def _prompt(tokenizer, source_model: str, question: str, *, proxy: bool) -> str:
-    """The prompt the generator saw (reference mode, spec 7.1) or the observer's plain user chat (proxy mode)."""
+    """The prompt the generator saw (reference mode, docs/reference-behaviour.md#mushroom-import) or the observer's
+    plain user chat (proxy mode)."""
     name = source_model.lower()
     if not proxy:
         if "pythia" in name:

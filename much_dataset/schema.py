@@ -3,7 +3,7 @@
 Every other module (loader, builder, metric, baselines, exporter) imports its column names and conventions from
 here. Importing this module is cheap: the ``datasets`` feature objects are only built by :func:`features`.
 
-Conventions (spec sections 2 and 13):
+Conventions (docs/reference-behaviour.md#hub-columns):
 
 * One row = one LLM generation. ``output_tokens`` are the generated token ids (prompt excluded); the last one is
   the EOS/EOT token, and ``output`` is their decoding with special tokens kept.
@@ -82,7 +82,7 @@ LANGUAGES: Final = ("en", "fr", "es", "de")
 #: Published splits; ``trash`` is the reproducibility-only split of annotator disagreements.
 SPLITS: Final = ("train", "test")
 
-# Column names of orailix/MUCH (spec section 2.1), in the hub's order.
+# Column names of orailix/MUCH (docs/reference-behaviour.md#hub-columns), in the hub's order.
 GENERATION_ID: Final = "generation_id"
 GENERATION_CONFIG: Final = "generation_config"
 LANG: Final = "lang"
@@ -113,11 +113,13 @@ CONFIGS_REPO_ID: Final = "orailix/MUCH-configs"
 SIGNALS_REPO_ID: Final = "orailix/MUCH-signals"
 TRASH_REPO_ID: Final = "orailix/MUCH-trash-only-for-reproducibility"
 
-#: Columns of orailix/MUCH-signals (spec 2.4): one row per (generation, signal), one value per output token.
+#: Columns of orailix/MUCH-signals (docs/reference-behaviour.md#signal-files): one row per (generation, signal), one
+#: value per output token.
 SIGNAL_COLUMNS: Final = ("generation_id", "signal_name", "values")
 
 
-#: The 8 generation configs of MUCH (spec 2.3): ``generation_config`` id -> (model name, temperature). All share
+#: The 8 generation configs of MUCH (docs/reference-behaviour.md#generation-configs): ``generation_config`` id -> (model
+#: name, temperature). All share
 #: seed 1234, top_p 0.9, top_k 20, max_new_tokens 500. ``output_tokens`` / ``logits_token_ids`` of a row are ids of
 #: that model's tokenizer.
 MUCH_CONFIGS: Final = {
@@ -173,7 +175,8 @@ def signal_features() -> datasets.Features:
     )
 
 
-#: The 8 generation configs of MUCH (spec 2.3): id -> model and sampling temperature, for ``by=`` breakdowns
+#: The 8 generation configs of MUCH (docs/reference-behaviour.md#generation-configs): id -> model and sampling
+#: temperature, for ``by=`` breakdowns
 #: (from :data:`MUCH_CONFIGS`).
 MUCH_GENERATION_CONFIGS: dict[str, dict[str, Any]] = {
     config_id: {"model": model, "temperature": temperature}

@@ -1,4 +1,5 @@
-"""The reference evaluation modes of MUCH (spec 9.1): which samples the "manual" and "auto" benchmarks use."""
+"""The reference evaluation modes of MUCH (docs/reference-behaviour.md#evaluation-modes): which samples the "manual" and
+"auto" benchmarks use."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ def _is_labelled(values: Any) -> bool:
 
 
 def select_samples(dataset: Any, *, manual: bool | None = None) -> Any:
-    """Samples of the reference evaluation modes (spec 9.1); ground truth stays ``labels`` in every mode.
+    """Samples of the reference evaluation modes (docs/reference-behaviour.md#evaluation-modes); ground truth stays
+    ``labels`` in every mode.
 
     Parameters
     ----------

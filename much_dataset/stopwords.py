@@ -6,8 +6,9 @@ The lists are NLTK's stopword corpus for the four MUCH languages (English, Frenc
 Two sets exist because the reference uses two:
 
 * :data:`SEGMENTER_STOPWORDS` -- what ``much-segmenter`` treats as a claim-boundary word: the union of the four
-  lists and :data:`PUNCTUATION` (spec section 5).
-* :data:`EVALUATION_STOPWORDS` -- what the evaluation nulls at token level (spec section 9.2): the segmenter set plus
+  lists and :data:`PUNCTUATION` (docs/reference-behaviour.md#segmentation).
+* :data:`EVALUATION_STOPWORDS` -- what the evaluation nulls at token level (docs/reference-behaviour.md#stopword-rule):
+the segmenter set plus
   Treebank contraction pieces and quote tokens.
 
 A token or word belongs to a set when ``text.lower().strip()`` is a member (see :func:`is_stopword`).
@@ -47,10 +48,10 @@ def _read_list(language: str) -> frozenset[str]:
 #: Union of NLTK's english, spanish, french and german stopword lists.
 NLTK_STOPWORDS: frozenset[str] = frozenset().union(*(_read_list(lang) for lang in LANGUAGES))
 
-#: Words that open a new claim in the segmenter (spec section 5, step 3).
+#: Words that open a new claim in the segmenter (docs/reference-behaviour.md#segmentation, step 3).
 SEGMENTER_STOPWORDS: frozenset[str] = NLTK_STOPWORDS | PUNCTUATION
 
-#: Token strings whose score the evaluation nulls or excludes (spec section 9.2).
+#: Token strings whose score the evaluation nulls or excludes (docs/reference-behaviour.md#stopword-rule).
 EVALUATION_STOPWORDS: frozenset[str] = SEGMENTER_STOPWORDS | frozenset(
     ["'s", "'re", "'ve", "'d", "'ll", "n't", "''", "``", '" "', '""']
 )
@@ -62,7 +63,8 @@ def is_stopword(text: str, *, vocabulary: frozenset[str] = EVALUATION_STOPWORDS)
 
 
 def stopword_mask(token_ids, tokenizer, *, vocabulary: frozenset[str] = EVALUATION_STOPWORDS):
-    """Per token, whether that token **decoded alone** is a stopword (spec 9.2). Returns a bool numpy array.
+    """Per token, whether that token **decoded alone** is a stopword (docs/reference-behaviour.md#stopword-rule).
+    Returns a bool numpy array.
 
     ``tokenizer`` is any object with ``decode(list[int]) -> str`` (a Hugging Face tokenizer). Each distinct id is
     decoded once, so the cost is linear in the number of distinct ids.

@@ -18,7 +18,8 @@ What is checked, per row (the ``field`` of the error in brackets):
   one distribution over the vocabulary, so their sum cannot exceed 1 except by rounding (float32 storage and a
   float32 softmax give at most about 1e-6; the embedded sample's largest excess is 1.7e-7) [logits_values];
 * the sampled token ``output_tokens[i]`` is among ``logits_token_ids[i]`` [output_tokens]. MUCH guarantees it (rows
-  where it was not are filtered out, spec 4.5), so by default it is an error; ``check_sampled_token=False`` skips it;
+  where it was not are filtered out, docs/reference-behaviour.md#captured-distribution), so by default it is an error;
+  ``check_sampled_token=False`` skips it;
 * ``token_chunks`` non-empty chunks whose concatenation is exactly ``0, 1, ..., n_tokens - 1`` (contiguous,
   exhaustive, in range, in order) [token_chunks];
 * ``labels``: one per chunk, each -1 or +1 [labels]; ``human_labels_0/1``: the sentinel ``[0]`` or one -1/+1 per

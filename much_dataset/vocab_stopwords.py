@@ -1,4 +1,5 @@
-"""Packaged vocabulary stopword tables: the evaluation stopword rule (spec 9.2) for MUCH with no tokenizer.
+"""Packaged vocabulary stopword tables: the evaluation stopword rule (docs/reference-behaviour.md#stopword-rule) for
+MUCH with no tokenizer.
 
 The rule -- token id decoded **alone**, lowercased, stripped, in the evaluation stopword set -- depends only on
 (tokenizer, id). For each MUCH tokenizer (:data:`much_dataset.offline_tokenizers.TOKENIZER_SOURCES`) the package
@@ -158,7 +159,8 @@ def _table_for(config_or_model: str) -> StopwordTable:
 
 
 def mask_for(config_or_model: str, token_ids: Any) -> np.ndarray:
-    """Per token of ``token_ids``: whether it decoded alone is an evaluation stopword (spec 9.2), from the table.
+    """Per token of ``token_ids``: whether it decoded alone is an evaluation stopword
+    (docs/reference-behaviour.md#stopword-rule), from the table.
 
     ``config_or_model`` is a MUCH ``generation_config`` id (:data:`much_dataset.schema.MUCH_CONFIGS`) or model name.
     Returns a bool array of ``token_ids``' size. Raises ValueError for another config or an out-of-vocabulary id.

@@ -1,4 +1,5 @@
-"""Capture of the "24 logits" (spec 4.5): temperature-scaled full-vocabulary probabilities, top 24 per step.
+"""Capture of the "24 logits" (docs/reference-behaviour.md#captured-distribution): temperature-scaled full-vocabulary
+probabilities, top 24 per step.
 
 Shared by the builder (``generate``, ``import-mushroom``: whole generations at once) and the real-time monitor
 (:mod:`much_metric.monitor`: one step at a time, the same two operations in the same order, so the stored values are
@@ -17,7 +18,8 @@ __all__ = ["scaled_probabilities", "top_candidates", "top_candidates_from_probab
 def scaled_probabilities(logits: Any, *, temperature: float = 1.0):
     """Softmax over the FULL vocabulary of ``logits / temperature`` (float32), shape (n_tokens, vocab_size).
 
-    No top-k/top-p truncation: MUCH stores the distribution before sampling warpers (spec 4.5).
+    No top-k/top-p truncation: MUCH stores the distribution before sampling warpers
+    (docs/reference-behaviour.md#captured-distribution).
     """
     import torch
 
@@ -26,7 +28,8 @@ def scaled_probabilities(logits: Any, *, temperature: float = 1.0):
 
 def top_candidates(logits: Any, chosen: Any, *, temperature: float = 1.0, top_k: int = schema.TOP_K,
                    extend: bool = True):
-    """Top-``top_k`` probabilities of each row, extended down to the chosen token when it ranks lower (spec 4.5).
+    """Top-``top_k`` probabilities of each row, extended down to the chosen token when it ranks lower
+    (docs/reference-behaviour.md#captured-distribution).
 
     Parameters
     ----------

@@ -1,5 +1,6 @@
 """What the NLI benchmark scripts share: the Llama-3 tokenizer of the test extra, and the reference's CCP loop (one
-padded NLI batch per token, spec 8) that ``bench_baselines.py`` and ``bench_nli_gpu.py`` time against ours.
+padded NLI batch per token, docs/reference-behaviour.md#signals) that ``bench_baselines.py`` and ``bench_nli_gpu.py``
+time against ours.
 
 Imported by the scripts as ``scripts._nli_reference`` (each puts the repository root on ``sys.path``).
 """

@@ -14,7 +14,8 @@ Three schedules, values checked equal:
 Then the NLI **work** of each configuration -- distinct pairs, their tokens (the model's input size; a forward pass
 costs about linearly in it at these lengths) and the padded tokens of its batches -- and the exact lower bound of the
 grid's cost relative to the largest configuration: the grid must score every distinct pair of the union once, and
-pairs of different sigma are different texts (spec 8: premise = prefix_sigma + dec(t) + suffix_sigma, hypothesis =
+pairs of different sigma are different texts (docs/reference-behaviour.md#signals: premise = prefix_sigma + dec(t) +
+suffix_sigma, hypothesis =
 prefix_sigma + dec(c) + suffix_sigma, so a sigma-5 pair is neither a sigma-8 pair nor derivable from its output).
 
     python scripts/bench_grid.py [--samples 24] [--threads 1]

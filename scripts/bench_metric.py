@@ -5,7 +5,8 @@ Times, in the same run and on the same synthetic data (much_dataset.synthetic, N
 1. ``much_metric.scoring.score`` for the four aggregators, four independent calls, with the inputs as ``datasets``
    columns (read through their arrow buffers), with a shared ``ClaimLayout`` (claim structure validated and
    flattened once), and as per-sample Python lists (each call converts ~300k Python objects to arrays);
-2. the reference-style evaluation: a per-claim Python loop computing the four aggregators (spec 9.3, stopwords
+2. the reference-style evaluation: a per-claim Python loop computing the four aggregators
+(docs/reference-behaviour.md#aggregators, stopwords
    nulled) followed by scikit-learn's ``roc_curve``/``auc``, ``precision_recall_curve``/``auc`` and
    ``average_precision_score`` per aggregator — and prints the ratio;
 3. the ``evaluate`` wrapper's ``compute`` (one aggregator) against the core on the same input: its overhead;

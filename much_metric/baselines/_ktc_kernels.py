@@ -1,4 +1,4 @@
-"""KTC's kernel and entropy, vectorised over a batch of tokens (spec 8; numpy only).
+"""KTC's kernel and entropy, vectorised over a batch of tokens (docs/reference-behaviour.md#signals; numpy only).
 
 For every token, the ``delta`` candidates carry probabilities ``q`` (descending, not renormalised) and a symmetric
 adjacency ``A`` (unit diagonal). A positive semi-definite kernel ``K`` (trace 1) is built from ``A``, weighted by
@@ -201,7 +201,8 @@ def ktc_token_scores(
     normalization: str = "scale",
     alpha: float = 0.5,
 ) -> np.ndarray:
-    """KTC score of each token: the normalised von Neumann entropy of its candidates' kernel (spec 8).
+    """KTC score of each token: the normalised von Neumann entropy of its candidates' kernel
+    (docs/reference-behaviour.md#signals).
 
     Parameters
     ----------

@@ -10,7 +10,8 @@ Window convention:
 * default (``reference_window=False``): prefix = ``tokens[i - sigma : i]`` and suffix = ``tokens[i + 1 : i + 1 +
   sigma]`` -- sigma tokens on both sides, as the paper describes it;
 * ``reference_window=True``: the reference code's suffix ``tokens[i + 1 : i + sigma]`` (sigma - 1 tokens, an
-  off-by-one, spec 8 / 11.5). Use it to reproduce the published ``ccp_*`` / ``sar_*`` signals.
+  off-by-one, docs/reference-behaviour.md#signals, #context-window). Use it to reproduce the published ``ccp_*`` /
+  ``sar_*`` signals.
 
 Each piece is decoded on its own (prefix, token, suffix) and the strings are concatenated, exactly as the
 reference builds its NLI inputs; decoded strings keep their leading spaces.

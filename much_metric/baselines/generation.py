@@ -1,10 +1,12 @@
-"""Measure LLM generation time on this machine and extrapolate it to a dataset (spec 4.6 design).
+"""Measure LLM generation time on this machine and extrapolate it to a dataset
+(docs/reference-behaviour.md#generation-time-estimate design).
 
 The paper reports every UQ runtime relative to the time the LLM took to generate the answers. The reference's
 ``evaluate-generation-time`` loads each model, generates the first question once untimed (warm-up), times the
 generation of ``ceil(0.05 N)`` questions drawn without replacement with ``RandomState(42)`` and extrapolates to
 the ``N`` questions. :func:`measure_generation` does the same for one model, with the MUCH prompt and sampling
-settings (spec 4.3-4.4: system prompt, seed reset before each question, temperature, top-p 0.9, top-k 20,
+settings (docs/reference-behaviour.md#prompt, #sampling: system prompt, seed reset before each question, temperature,
+top-p 0.9, top-k 20,
 raw logits captured), and records both rates -- seconds per question and seconds per generated token -- so that
 the estimate can be extrapolated by questions (the reference) or by output tokens (better when the timed model is
 not the one that wrote the dataset's answers, as for the embedded sample).
@@ -24,7 +26,7 @@ import numpy as np
 
 __all__ = ["SYSTEM_PROMPT", "pick_questions", "measure_generation", "extrapolate"]
 
-#: MUCH's system prompt (spec 4.3, ``brief=True``).
+#: MUCH's system prompt (docs/reference-behaviour.md#prompt, ``brief=True``).
 SYSTEM_PROMPT = ("You are a helpful assistant. Always answer questions directly. Your answers should be very concise "
                  "and precise.")
 

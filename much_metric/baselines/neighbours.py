@@ -1,4 +1,5 @@
-"""Token-neighbour statistics, KTC's prerequisite (spec 8, the reference's ``compute-replaceability``).
+"""Token-neighbour statistics, KTC's prerequisite (docs/reference-behaviour.md#signals, the reference's
+``compute-replaceability``).
 
 For every token id of a tokenizer, the ids that most often stand right before or after it in a corpus tokenised
 with that tokenizer (special tokens added, as ``tokenizer.encode``); only interior positions are targets (the first

@@ -10,7 +10,7 @@ tested).
 
 Labels are read from the model's own ``config.id2label`` by name (:func:`nli_label_indices`) -- never hard-coded:
 the reference hard-coded {0: contradiction, 1: entailment} for a model whose hub labels are {0: entailment,
-1: not_entailment}, inverting it (spec 11.2).
+1: not_entailment}, inverting it (docs/reference-behaviour.md#nli-label-mapping).
 
 Any object with an ``id2label`` mapping and a ``predict_proba(premises, hypotheses) -> (n_pairs, n_labels)``
 method can stand in for :class:`NliScorer` (e.g. a stub in tests, or a remote service).
@@ -343,7 +343,8 @@ def nli_signal_suffix(name: str | None) -> str:
     """Signal-name suffix of an NLI model: "" (deberta-large), "_M", "_S" as the reference, else ``_<alias>``.
 
     The alias of another model is its last path component, lower-cased, non-alphanumerics replaced by ``-``.
-    Note: the published ``*_S`` signals were computed with that model's classes inverted (spec 11.2); ours read its
+    Note: the published ``*_S`` signals were computed with that model's classes inverted
+    (docs/reference-behaviour.md#nli-label-mapping); ours read its
     ``id2label``, so our ``*_S`` values differ from the published ones, by design.
     """
     if name is None or name in REFERENCE_NLI_SIZES:

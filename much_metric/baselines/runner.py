@@ -1,6 +1,7 @@
 """Compute baselines over a split by reference signal name, timed, written resumably as MUCH-signals files.
 
-Signal names follow the reference (spec 8): ``token_likelihood``, ``max_likelihood``, ``token_entropy_{delta}``,
+Signal names follow the reference (docs/reference-behaviour.md#signals): ``token_likelihood``, ``max_likelihood``,
+``token_entropy_{delta}``,
 ``ccp_{delta}_{sigma}[suffix]``, ``sar_{sigma}[suffix]`` (suffix ``_M`` / ``_S`` / ``_<alias>`` names a non-default
 NLI model, see :func:`much_metric.baselines.nli.nli_signal_suffix`).
 

@@ -1,6 +1,7 @@
 """``much monitor``: generate an answer and flag its claims while it streams (:class:`ClaimMonitor`).
 
-The prompt is wrapped in the MUCH chat (the paper's system prompt with the brevity sentence, spec 4.3) unless
+The prompt is wrapped in the MUCH chat (the paper's system prompt with the brevity sentence,
+docs/reference-behaviour.md#prompt) unless
 ``--raw``. Greedy decoding by default; ``--temperature T`` samples with top-p 0.9 / top-k 20 as MUCH, seeded.
 
 Without ``--json`` the answer is printed as it streams, one claim at a time, flagged claims between ``[[`` and
@@ -22,7 +23,7 @@ import json
 import sys
 from typing import Any
 
-#: The MUCH chat's system prompt (spec 4.3; builder/_llm.py SYSTEM_PROMPT + BRIEF_SUFFIX).
+#: The MUCH chat's system prompt (docs/reference-behaviour.md#prompt; builder/_llm.py SYSTEM_PROMPT + BRIEF_SUFFIX).
 SYSTEM_PROMPT = ("You are a helpful assistant. Always answer questions directly. Your answers should be very concise "
                  "and precise.")
 
@@ -154,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
             import numpy as np
             import torch
 
-            torch.manual_seed(args.seed)  # the reference's reseeding before each question (spec 4.4)
+            # the reference's reseeding before each question (docs/reference-behaviour.md#sampling)
+            torch.manual_seed(args.seed)
             np.random.seed(args.seed)
             random.seed(args.seed)
             sampling = {"do_sample": True, "temperature": args.temperature, "top_p": 0.9, "top_k": 20}

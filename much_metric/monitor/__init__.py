@@ -1,9 +1,11 @@
 """Real-time claim monitoring: score and flag each claim while the model is still generating.
 
 :class:`ClaimMonitor` receives one generated token at a time with its captured candidates (the top-24
-temperature-scaled probabilities, exactly as MUCH stores them, spec 4.5), feeds the incremental claim segmenter and,
+temperature-scaled probabilities, exactly as MUCH stores them, docs/reference-behaviour.md#captured-distribution), feeds
+the incremental claim segmenter and,
 as soon as a claim is final, scores it with a registered token-level baseline, aggregates it with the metric's
-stopword rule and aggregator (spec 9.2-9.3) and flags it against a threshold. Token sources:
+stopword rule and aggregator (docs/reference-behaviour.md#stopword-rule, #aggregators) and flags it against a threshold.
+Token sources:
 
 * Hugging Face ``generate`` -- :meth:`ClaimMonitor.generate` (an iterator) or :meth:`ClaimMonitor.hooks` (a
   ``LogitsProcessor`` and a streamer to pass to your own ``generate`` call), in :mod:`much_metric.monitor._hf`;

@@ -12,7 +12,8 @@ What 20 alternatives instead of MUCH's 24 change
   values (up to the float rounding of a logprob round trip). A sampled token outside the 20 is appended to its row
   with its own logprob, as the builder extends a row.
 * Probabilities are ``exp(logprob)`` as the server computes them: MUCH's are temperature-scaled over the full
-  vocabulary before top-k/top-p (spec 4.5). vLLM reports raw-model logprobs by default, so at temperature 1 they
+  vocabulary before top-k/top-p (docs/reference-behaviour.md#captured-distribution). vLLM reports raw-model logprobs by
+  default, so at temperature 1 they
   agree; other servers may report the post-warping distribution (then only top-k/top-p'd candidates are non-zero).
 * Servers do not stream the EOS token: the generation ends without it, so the last claim is a content claim (as
   for Mu-SHROOM outputs), not MUCH's EOS claim, and the 0.3.0 final-punctuation merge may apply to it.

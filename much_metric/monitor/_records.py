@@ -27,13 +27,15 @@ class MonitoredClaim:
     token_scores : ndarray of shape (n,)
         The baseline's score of each token (higher = more uncertain), before the stopword rule.
     stopword : ndarray of shape (n,), bool
-        Tokens whose score the stopword rule nulls (``stopword_handling="null"``) or excludes (spec 9.2).
+        Tokens whose score the stopword rule nulls (``stopword_handling="null"``) or excludes
+        (docs/reference-behaviour.md#stopword-rule).
     score : float
         The aggregated claim uncertainty, as :func:`much_metric.aggregate_claims` computes it.
     flagged : bool
         ``score >= threshold`` (False without a threshold, and for the EOS claim).
     eos : bool
-        The claim is made only of EOS/EOT tokens: the metric drops it (spec 9.1), it is never flagged.
+        The claim is made only of EOS/EOT tokens: the metric drops it (docs/reference-behaviour.md#evaluation-modes), it
+        is never flagged.
     """
 
     index: int

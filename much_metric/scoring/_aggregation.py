@@ -22,14 +22,15 @@ from much_metric.scoring._ragged import flatten_1d, flatten_2d
 __all__ = ["AGGREGATORS", "STOPWORD_MODES", "SCORE_TYPES", "ClaimLayout", "claim_layout", "aggregate_flat",
            "MuchMetricWarning"]
 
-#: Token-to-claim aggregators (spec 9.3), ``s`` = the claim's token scores, ``n`` = its number of tokens.
+#: Token-to-claim aggregators (docs/reference-behaviour.md#aggregators), ``s`` = the claim's token scores, ``n`` = its
+#: number of tokens.
 AGGREGATORS = ("product", "mean", "max", "geometric")
 #: ``"null"``: stopword tokens scored 0 but counted in ``n`` (reference); ``"exclude"``: removed from the claim.
 STOPWORD_MODES = ("null", "exclude")
 #: ``"uncertainty"``: higher = more likely hallucinated, used as is; ``"confidence"``: probabilities ``p`` in [0, 1]
 #: (higher = more likely correct), scored as ``1 - p``.
 SCORE_TYPES = ("uncertainty", "confidence")
-#: Added inside the geometric aggregator's root, as the reference does (spec 9.3).
+#: Added inside the geometric aggregator's root, as the reference does (docs/reference-behaviour.md#aggregators).
 GEOMETRIC_EPS = 1e-5
 
 _TOKEN_SCORES = "token_scores"
@@ -187,7 +188,7 @@ def claim_layout(
     stopword_mask : sequence of length n_samples of bool lists, optional
         Per token, whether it is a stopword (``stopword_mask`` column); must have ``n_tokens[i]`` entries.
     drop_last_chunk : bool, default True
-        Drop each sample's last chunk (the EOS claim, spec 9.1) and its label.
+        Drop each sample's last chunk (the EOS claim, docs/reference-behaviour.md#evaluation-modes) and its label.
     generation_ids : sequence of str, optional
         ``generation_id`` of each sample, used in error messages.
     """
@@ -217,7 +218,8 @@ def claim_layout(
             f"sample {name(bad)}: {TOKEN_CHUNKS!r} refers to token {int(indices[first])}, out of range for its "
             f"{int(n_tokens[bad])} token scores"
         )
-    # Claims are runs of consecutive indices (spec 2.1); anything else is a corrupt segmentation.
+    # Claims are runs of consecutive indices (docs/reference-behaviour.md#hub-columns); anything else is a corrupt
+    # segmentation.
     step = np.diff(indices)
     inner = np.ones(len(indices), dtype=bool)
     inner[chunk_offsets[:-1]] = False  # first token of each chunk has no predecessor inside the chunk

@@ -6,7 +6,8 @@ numpy only (no scikit-learn, torch, datasets or evaluate import). Sign conventio
   converts probabilities/confidences ``p`` into uncertainties ``1 - p`` first);
 * the positive class of every metric is the hallucinated claim (label ``-1``, :data:`much_dataset.schema.HALLUCINATED`).
 
-Defaults reproduce the reference evaluation (spec 9): the last chunk of every sample (the EOS claim) is dropped,
+Defaults reproduce the reference evaluation (docs/reference-behaviour.md#evaluation): the last chunk of every sample
+(the EOS claim) is dropped,
 stopword tokens are *nulled* (score 0, still counted in the claim length) and claims are aggregated with the
 noisy-OR ``product``.
 """
@@ -105,16 +106,17 @@ def aggregate_claims(
     stopword_mask : sequence of length n_samples of bool sequences, optional
         Per token, whether it is a stopword (``stopword_mask`` column). Without it no token is a stopword.
     aggregator : {"product", "mean", "max", "geometric"}, default "product"
-        With ``s`` the claim's token scores and ``n`` their number (spec 9.3):
+        With ``s`` the claim's token scores and ``n`` their number (docs/reference-behaviour.md#aggregators):
         ``product`` = 1 - prod(1 - s) (noisy-OR, reference default), ``mean`` = mean(s), ``max`` = max(s),
         ``geometric`` = 1 - (prod(1 - s) + 1e-5) ** (1 / n). ``product`` and ``geometric`` assume s in [0, 1].
     stopword_handling : {"null", "exclude"}, default "null"
-        ``"null"`` (reference, spec 9.2/11.11; reproduces the paper's numbers): stopword tokens score 0 but still
+        ``"null"`` (reference, docs/reference-behaviour.md#stopword-rule; reproduces the paper's numbers): stopword
+        tokens score 0 but still
         count in ``n``, so an all-stopword claim scores 0 (``geometric``: about -1e-5 / n).
         ``"exclude"`` (corrected): stopword tokens are removed from their claim; a claim made only of stopwords
         keeps all its tokens (it would otherwise have no score).
     drop_last_chunk : bool, default True
-        Drop each sample's last chunk, the EOS claim (spec 9.1).
+        Drop each sample's last chunk, the EOS claim (docs/reference-behaviour.md#evaluation-modes).
     score_type : {"uncertainty", "confidence"}, default "uncertainty"
         ``"confidence"``: ``token_scores`` are confidences (e.g. the sampled token's probability) in [0, 1]: they are
         converted to uncertainties ``1 - p`` before aggregation (values outside [0, 1] are an error).

@@ -4,17 +4,18 @@ The positive class is the hallucinated claim (label -1); the predictor is the cl
 likely hallucinated). Claims are sorted once by decreasing score; a replicate is a vector of non-negative claim
 weights (1 everywhere for the plain estimate, bootstrap multiplicities otherwise), so every curve is a cumulative
 sum over the same order and a batch of replicates is a 2-D array. With unit weights each metric equals its
-scikit-learn counterpart (checked by tests/much_metric/test_metrics.py):
+scikit-learn counterpart (checked by tests/much_metric/scoring/test_metrics.py):
 
 * ``roc_auc``: trapezoid under the ROC curve (``sklearn.metrics.roc_auc_score``);
 * ``pr_auc``: trapezoid ``auc(recall, precision)`` over ``precision_recall_curve`` including its final
-  (recall 0, precision 1) point, as the reference (spec 9.4);
+  (recall 0, precision 1) point, as the reference (docs/reference-behaviour.md#metrics);
 * ``average_precision``: step-wise sum ``sum_k (R_k - R_{k-1}) P_k`` (``average_precision_score``);
 * ``tpr_at_fpr_10``: the largest TPR among the ROC curve's thresholds whose FPR <= 0.10 — no interpolation
   between thresholds, so it is an operating point one can actually deploy (0 if only the origin qualifies);
 * ``recall_at_precision_80``: the largest recall among the PR curve's thresholds whose precision >= 0.80 — no
   interpolation; 0 if no threshold reaches that precision;
-* ``partial_pr_auc_recall_20``: reference definition (spec 9.4, bug 11.16): trapezoid over the PR curve points
+* ``partial_pr_auc_recall_20``: reference definition (docs/reference-behaviour.md#metrics, #partial-pr-auc): trapezoid
+over the PR curve points
   whose recall <= 0.20 (from the first such point in scikit-learn's decreasing-recall order to the artificial
   (0, 1) end point, with no interpolation at 0.20), divided by 0.20;
 * ``partial_average_precision_recall_20``: the corrected variant: step-wise average precision restricted to
@@ -160,7 +161,8 @@ METRIC_TABLE: tuple[Metric, ...] = (
     Metric("roc_auc", "ROC-AUC", _roc_auc, "area under the ROC curve (trapezoid; sklearn roc_auc_score)",
            needs_both_classes=True),
     Metric("pr_auc", "PR-AUC", _pr_auc,
-           "trapezoid under the precision-recall curve incl. its (0, 1) end point, as the reference (spec 9.4)"),
+           "trapezoid under the precision-recall curve incl. its (0, 1) end point, as the reference "
+           "(docs/reference-behaviour.md#metrics)"),
     Metric("average_precision", "AP", _average_precision,
            "step-wise average precision (sklearn average_precision_score)"),
     Metric("tpr_at_fpr_10", "TPR@FPR<=10%", _tpr_at_fpr,
@@ -168,7 +170,8 @@ METRIC_TABLE: tuple[Metric, ...] = (
     Metric("recall_at_precision_80", "Recall@P>=80%", _recall_at_precision,
            "largest recall among thresholds with precision >= 0.80, no interpolation; 0 if none"),
     Metric("partial_pr_auc_recall_20", "pPR-AUC@R<=20% (ref)", _partial_pr_auc,
-           "reference partial PR-AUC: trapezoid over PR points with recall <= 0.2 incl. (0, 1), / 0.2 (spec 11.16)"),
+           "reference partial PR-AUC: trapezoid over PR points with recall <= 0.2 incl. (0, 1), / 0.2 "
+           "(docs/reference-behaviour.md#partial-pr-auc)"),
     Metric("partial_average_precision_recall_20", "pAP@R<=20%", _partial_average_precision,
            "corrected partial AP: step-wise AP over recall in [0, 0.2], / 0.2"),
     Metric("prr", "PRR", _prr,

@@ -41,7 +41,8 @@ from much_metric.scoring.engine import aggregate_flat, flatten_scores
 __all__ = ["BREAKDOWNS", "CLAIM_SUFFIX", "FLOORS", "LABEL_CHOICES", "MIN_COVERAGE", "EvaluationTable", "SignalResult",
            "dataset_columns", "evaluate_signals", "ground_truth"]
 
-#: ``--by`` choices: dataset columns, or a field of the generation config (spec 2.3).
+#: ``--by`` choices: dataset columns, or a field of the generation config
+#: (docs/reference-behaviour.md#generation-configs).
 BREAKDOWNS = ("lang", "generation_config", "model", "temperature")
 #: ``labels=`` choices: a label column, or the labels both human annotators agree on.
 LABEL_CHOICES = (LABELS, HUMAN_LABELS_0, HUMAN_LABELS_1, "human-agreed")

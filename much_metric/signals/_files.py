@@ -1,4 +1,5 @@
-"""Reading and writing MUCH-signals files (the format of ``orailix/MUCH-signals``, spec 2.4).
+"""Reading and writing MUCH-signals files (the format of ``orailix/MUCH-signals``,
+docs/reference-behaviour.md#signal-files).
 
 A signal file holds one record per (generation, signal): ``generation_id`` (str), ``signal_name`` (str) and
 ``values`` (one float per generated token, EOS position included; **higher = more uncertain**). Two encodings are
@@ -7,14 +8,16 @@ supported, chosen by the file suffix:
 * ``.jsonl``: one compact JSON object per line, as the reference's ``output/signals/<name>.jsonl``;
 * ``.parquet``: a table with the three columns, as the shards of ``orailix/MUCH-signals``.
 
-Precision: spec 2.4 gives ``values`` as ``list[float]``: the reference writes Python floats (float64) to
+Precision: the published signal files (docs/reference-behaviour.md#signal-files) hold ``values`` as ``list[float]``: the
+reference writes Python floats (float64) to
 ``output/signals/<name>.jsonl``, and the dtype of the hub's parquet shards is not recorded in the reference code
 (the upload was done outside it). So both encodings here store **float64**, and every number a method computed is
 read back bit for bit: ``much run --out`` evaluates the same numbers as ``much run`` without it. Parquet files
 whose values are float32 (or any other float type) are read unchanged and widened exactly to float64.
 
 :func:`write_signals` is idempotent: re-writing a ``(generation_id, signal_name)`` pair replaces the stored values,
-it never duplicates them (the reference's writer appends duplicates, spec 11.6). The file is rewritten atomically
+it never duplicates them (the reference's writer appends duplicates, docs/reference-behaviour.md#duplicate-signal-rows).
+The file is rewritten atomically
 (temporary file + ``os.replace``), so a reader never sees half a file and a killed writer leaves the old file intact.
 
 :func:`read_signals` also accepts a folder (every ``*.jsonl`` / ``*.parquet`` in it, e.g. ``output/signals/``).

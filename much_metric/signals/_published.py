@@ -3,7 +3,8 @@
 * :data:`PAPER_TABLE7`: the paper's table 7 (table 3 is its subset, marked ``in_table3``): UQ runtime in seconds
   (without the 6 s segmentation), relative to the 2,758 s LLM generation, ROC-AUC and PR-AUC (trapezoid), product
   aggregator, the "manual" benchmark. Runtimes are the authors' hardware.
-* :data:`REFERENCE_NOTEBOOK`: spec section 12, the reference repository's notebook output: ROC-AUC and the reference
+* :data:`REFERENCE_NOTEBOOK`: docs/reference-behaviour.md#reference-numbers, the reference repository's notebook output:
+ROC-AUC and the reference
   partial PR-AUC (recall <= 0.2), on the "manual" (MUCH human-agreed + Mu-SHROOM) or "auto" (4,673 samples without
   human labels) evaluation sets.
 

@@ -1,4 +1,5 @@
-"""Config and question IDs reproduce the reference's (spec 1.1, 1.2, 2.3); the SLURM script names the 8 configs."""
+"""Config and question IDs reproduce the reference's (docs/reference-behaviour.md#config-ids, #question-id,
+#generation-configs); the SLURM script names the 8 configs."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from builder.configs import (
 from much_dataset import schema
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC_TABLE = {  # spec 2.3, typed in from the table: (model, temperature) -> ID
+SPEC_TABLE = {  # docs/reference-behaviour.md#generation-configs, typed in from the table: (model, temperature) -> ID
     ("meta-llama/Llama-3.2-3B-Instruct", 1.0): "iNPhBxMXcn6uNgZtdDG7xQ",
     ("meta-llama/Llama-3.2-3B-Instruct", 0.7): "bESSWQcqIaYZslTy7sy1Hg",
     ("meta-llama/Llama-3.1-8B-Instruct", 1.0): "HmRDWrH188fefK4uXNC_ew",
@@ -49,12 +50,13 @@ def test_constants_agree_with_spec_and_schema():
 
 
 def test_mushroom_config_id_of_the_reference():
-    # Spec 1.1: the Pythia Mu-SHROOM config (seed 0 = English) is a verified reference folder name.
+    # docs/reference-behaviour.md#config-ids: the Pythia Mu-SHROOM config (seed 0 = English) is a verified reference
+    # folder name.
     assert GenerationConfig(model_name="togethercomputer/Pythia-Chat-Base-7B", seed=0).id == "2m5bHed2cQIgR1o7_uV0bQ"
 
 
 def test_id_is_md5_of_sorted_name_value_lines():
-    # An independent spelling of spec 1.1, written out field by field.
+    # An independent spelling of docs/reference-behaviour.md#config-ids, written out field by field.
     text = ("brief=True\neager=False\ngreedy=False\nmax_new_tokens=500\nmodel_name=m\nseed=7\ntemperature=0.5\n"
             "top_k=20\ntop_p=0.9\n")
     expected = base64.urlsafe_b64encode(hashlib.md5(text.encode()).digest()).decode()[:22]

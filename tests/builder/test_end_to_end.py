@@ -88,7 +88,7 @@ def test_pipeline_end_to_end(tmp_path, monkeypatch):
     trash_ids = {r[schema.GENERATION_ID] for r in rows["trash"]}
     assert generations[0][schema.GENERATION_ID] in trash_ids  # judges disagree
     unfinished = {g[schema.GENERATION_ID] for g in generations if not g["finished"]}
-    assert unfinished <= trash_ids  # cut at max_new_tokens: no EOS -> trash (spec 6.4)
+    assert unfinished <= trash_ids  # cut at max_new_tokens: no EOS -> trash (docs/reference-behaviour.md#filters)
     kept = rows["train"] + rows["test"]
     assert kept, "every generation was trashed: SmolLM2 answered nothing within the token cap"
 

@@ -1,4 +1,5 @@
-"""export: split rule of spec 2.1 / filter.jsonl, rows files, parquet folder loadable with plain datasets."""
+"""export: split rule of docs/reference-behaviour.md#hub-columns / filter.jsonl, rows files, parquet folder loadable
+with plain datasets."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def _artifacts(out, n=24, *, disagree=(1, 5), an1=(2, 3, 7), wide=(4,)):
     for index, row in enumerate(rows):
         gid = row[schema.GENERATION_ID]
         generation = {k: row[k] for k in schema.HUB_COLUMNS[:9]}
-        if index in wide:  # sampled token ranked 24: one row with 25 candidates (spec 4.5)
+        # sampled token ranked 24: one row with 25 candidates (docs/reference-behaviour.md#captured-distribution)
+        if index in wide:
             generation[schema.LOGITS_TOKEN_IDS][0] = generation[schema.LOGITS_TOKEN_IDS][0] + [99_999]
             generation[schema.LOGITS_VALUES][0] = generation[schema.LOGITS_VALUES][0] + [0.0]
         generations.append(generation)
@@ -64,7 +66,8 @@ def test_split_rule_without_filter(tmp_path):
     assert {i for i, g in enumerate(ids) if by_id[g] == "test"} == {2, 3, 7}
     assert len(split["train"]) == len(rows) - 6 and report["label_judge"] == "gpt-4o"
     trash = {r[schema.GENERATION_ID]: r for r in split["trash"]}[ids[1]]
-    assert schema.LABELS not in trash and trash["gpt-4o"] != trash["gpt-4.1"]  # spec 2.2 layout
+    # docs/reference-behaviour.md#trash-dataset layout
+    assert schema.LABELS not in trash and trash["gpt-4o"] != trash["gpt-4.1"]
     test = {r[schema.GENERATION_ID]: r for r in split["test"]}[ids[2]]
     assert test[schema.HUMAN_LABELS_1] == test[schema.LABELS] == rows[2][schema.LABELS]
     train = split["train"][0]

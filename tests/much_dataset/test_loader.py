@@ -219,7 +219,8 @@ def test_hub_missing_column(monkeypatch):
 
 # --- stopword_mask fill -----------------------------------------------------------------------------------------------
 
-LLAMA_CONFIG = "HmRDWrH188fefK4uXNC_ew"  # meta-llama/Llama-3.1-8B-Instruct, T=1.0 (spec 2.3)
+# meta-llama/Llama-3.1-8B-Instruct, T=1.0 (docs/reference-behaviour.md#generation-configs)
+LLAMA_CONFIG = "HmRDWrH188fefK4uXNC_ew"
 GEMMA_CONFIG = "Q6U-toJrtxVpeYhI11BKiQ"
 OTHER_CONFIG = "not-a-MUCH-config-llama3"
 

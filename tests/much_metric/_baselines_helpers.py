@@ -1,5 +1,5 @@
 """Shared helpers of the baseline tests: a stub NLI, a tiny random DeBERTa NLI model, real-text rows, and
-straightforward per-token CCP / SAR loops written from the spec (the reference's structure)."""
+straightforward per-token CCP / SAR loops written from docs/reference-behaviour.md (the reference's structure)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _dec(decode, ids):
 
 
 def loop_ccp(rows, nli_one, decode, *, delta, sigma, reference_window=False, id2label=LABELS_3):
-    """Per-token CCP as spec 8 describes it: one NLI call per (token, candidate)."""
+    """Per-token CCP as docs/reference-behaviour.md#signals describes it: one NLI call per (token, candidate)."""
     names = {i: n.lower() for i, n in id2label.items()}
     out = []
     for row in rows:
@@ -86,7 +86,7 @@ def loop_ccp(rows, nli_one, decode, *, delta, sigma, reference_window=False, id2
 
 
 def loop_sar(rows, nli_one, decode, *, sigma, reference_window=False, entail=2):
-    """Per-token SAR as spec 8 describes it."""
+    """Per-token SAR as docs/reference-behaviour.md#signals describes it."""
     out = []
     for row in rows:
         tokens = list(row[schema.OUTPUT_TOKENS])

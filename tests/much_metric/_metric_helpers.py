@@ -1,4 +1,5 @@
-"""Shared helpers of the metric tests: an independent per-claim loop (spec 9.3) and real Mu-SHROOM-derived rows."""
+"""Shared helpers of the metric tests: an independent per-claim loop (docs/reference-behaviour.md#aggregators) and real
+Mu-SHROOM-derived rows."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ MUSHROOM = Path(__file__).resolve().parents[2] / "data" / "mushroom"
 
 def loop_aggregate(scores, chunks, mask=None, *, aggregator="product", stopword_handling="null",
                    drop_last_chunk=True):
-    """Straightforward per-claim Python loop implementing the spec formulas (the reference's structure)."""
+    """Straightforward per-claim Python loop implementing the reference formulas of docs/reference-behaviour.md (the
+    reference's structure)."""
     scores = [float(s) for s in scores]
     if mask is not None and stopword_handling == "null":
         scores = [0.0 if m else s for s, m in zip(scores, mask, strict=True)]

@@ -1,4 +1,5 @@
-"""CCP, Claim-Conditioned Probability (Fadeeva et al., 2024), adapted to MUCH as in the paper (spec section 8).
+"""CCP, Claim-Conditioned Probability (Fadeeva et al., 2024), adapted to MUCH as in the paper
+(docs/reference-behaviour.md#signals).
 
 For token ``i`` with sampled token ``t`` and candidates ``c`` = the ``delta`` most likely stored tokens (``t``
 appended with its probability when it is not among them):
@@ -183,6 +184,6 @@ BASELINES = (
         options=("reference_window",), signal_name=_ccp_name, order=10,
         check=check_delta_param,
         description="claim-conditioned probability over the top-delta candidates, NLI on sigma-token windows "
-                    "(Fadeeva et al. 2024; spec 8)",
+                    "(Fadeeva et al. 2024; docs/reference-behaviour.md#signals)",
     ),
 )

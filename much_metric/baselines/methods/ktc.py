@@ -1,4 +1,5 @@
-"""KTC, Kernel Token Contradiction: the reference's sixth method (spec 8; config IDs spec 1.1).
+"""KTC, Kernel Token Contradiction: the reference's sixth method (docs/reference-behaviour.md#signals; config IDs
+docs/reference-behaviour.md#config-ids).
 
 For every output token, the ``delta`` most likely candidates form a graph whose edge (a, b) says how much a and b do
 *not* contradict each other: 1 when one raw vocabulary string is a prefix of the other (``prefix_entail``), else
@@ -12,7 +13,7 @@ registered with :func:`register_config`), the alias ``ktc`` (nu=4, tau=0.3, the 
 ``ktc_RYxmoyp1awYParfCjjxgnQ``) and ``ktc_nu{nu}_tau{tau}`` (heat kernel, scale normalisation, other fields at their
 defaults; stored under the reference ID too, so files are interchangeable with the reference's).
 
-Differences from the reference (spec 11, point 4), all documented:
+Differences from the reference (docs/reference-behaviour.md#ktc-options), all documented:
 
 * ``token_position`` selects statistics: the scores are computed only with statistics counted with that position
   (0 = left+right, 1 = right); the reference never passed it to the adjacency and always used position 0
@@ -61,7 +62,8 @@ SAMPLE_NEIGHBOURS = Path(__file__).resolve().parents[2] / "data" / "neighbours" 
 
 @dataclasses.dataclass(frozen=True)
 class KTCConfig:
-    """The reference's ``KTCConfig``: field names, order and defaults are part of its ID (spec 1.1)."""
+    """The reference's ``KTCConfig``: field names, order and defaults are part of its ID
+    (docs/reference-behaviour.md#config-ids)."""
 
     kernel_method: str = "heat"
     normalization_method: str = "scale"
@@ -121,7 +123,7 @@ KTC_REFERENCE_CONFIGS: tuple[KTCConfig, ...] = (
 KTC_NAMED_CONFIGS: tuple[KTCConfig, ...] = tuple(
     KTCConfig(nu=nu, tau=tau) for nu, tau in ((3, 0.2), (3, 0.3), (4, 0.2), (4, 0.3), (4, 0.4), (5, 0.2), (5, 0.3),
                                               (6, 0.2)))
-#: ``ktc``: the best "auto" config (ROC-AUC 0.7524 in the reference, spec 12).
+#: ``ktc``: the best "auto" config (ROC-AUC 0.7524 in the reference, docs/reference-behaviour.md#reference-numbers).
 KTC_DEFAULT = KTCConfig(nu=4, tau=0.3)
 
 _KNOWN: dict[str, KTCConfig] = {config.id: config for config in KTC_REFERENCE_CONFIGS}
@@ -153,7 +155,7 @@ def _config_of(config_id: str) -> KTCConfig:
 
 
 def ktc_adjacency(candidate_ids: Any, stats: NeighbourStats, *, nu: int, prefix_entail: bool = True) -> np.ndarray:
-    """KTC's adjacency of every token's candidates (spec 8), vectorised.
+    """KTC's adjacency of every token's candidates (docs/reference-behaviour.md#signals), vectorised.
 
     Parameters
     ----------
@@ -359,7 +361,7 @@ def _check_nu_tau(params: dict[str, Any]) -> None:
 
 
 _DESCRIPTION = ("normalised von Neumann entropy of the heat kernel of the top-delta candidates' neighbour-overlap "
-                "graph, scaled by their probabilities (reference KTC, spec 8)")
+                "graph, scaled by their probabilities (reference KTC, docs/reference-behaviour.md#signals)")
 
 BASELINES = (
     Baseline(

@@ -1,4 +1,5 @@
-"""Probability baselines: Token Likelihood, Max Likelihood, Token Entropy (paper section 5, spec section 8).
+"""Probability baselines: Token Likelihood, Max Likelihood, Token Entropy (paper section 5,
+docs/reference-behaviour.md#signals).
 
 Each function takes a whole split and returns one score per output token (EOS included), per sample; **higher =
 more uncertain**. They run on the concatenated ``(N_tokens, K)`` candidate arrays of the split at once (see
@@ -118,15 +119,17 @@ def token_entropy(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
 BASELINES = (
     Baseline(
         name="max_likelihood", compute=_max_likelihood_flat, display="Max Likelihood", order=30,
-        description="1 - the largest stored candidate probability (paper section 5, spec 8)",
+        description="1 - the largest stored candidate probability (paper section 5, "
+                    "docs/reference-behaviour.md#signals)",
     ),
     Baseline(
         name="token_likelihood", compute=_token_likelihood_flat, display="Token Likelihood", order=40,
-        description="1 - the probability of the sampled token (paper section 5, spec 8)",
+        description="1 - the probability of the sampled token (paper section 5, docs/reference-behaviour.md#signals)",
     ),
     Baseline(
         name="token_entropy_{delta}", compute=_token_entropy_flat, display="Token Entropy-{delta}", order=50,
         defaults=("token_entropy_24",), check=check_delta_param,
-        description="entropy of the top-delta probabilities renormalised, / ln(delta) (paper section 5, spec 8)",
+        description="entropy of the top-delta probabilities renormalised, / ln(delta) (paper section 5, "
+                    "docs/reference-behaviour.md#signals)",
     ),
 )

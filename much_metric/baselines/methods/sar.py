@@ -1,4 +1,5 @@
-"""SAR, Shifting Attention to Relevance (Duan et al., 2024), adapted to MUCH as in the paper (spec section 8).
+"""SAR, Shifting Attention to Relevance (Duan et al., 2024), adapted to MUCH as in the paper
+(docs/reference-behaviour.md#signals).
 
 For token ``i`` with sampled token ``t``: A = prefix + dec(t) + suffix (the context window with the token) and
 B = prefix + suffix (without it). The NLI model is run on (A, B) and (B, A);
@@ -120,6 +121,7 @@ BASELINES = (
         name="sar_{sigma}{suffix}", compute=_sar_compute, display="SAR-{sigma}{suffix}",
         needs=("tokenizer", "nli"), params={"suffix": NLI_SUFFIX_PATTERN}, defaults=("sar_8",),
         options=("reference_window",), signal_name=_sar_name, order=20,
-        description="token likelihood weighted by its NLI relevance on sigma-token windows (Duan et al. 2024; spec 8)",
+        description="token likelihood weighted by its NLI relevance on sigma-token windows (Duan et al. 2024; "
+                    "docs/reference-behaviour.md#signals)",
     ),
 )

@@ -1,4 +1,5 @@
-"""CCP and SAR: hand-computed values with a stub NLI, an independent per-token loop (spec 8), label mapping read
+"""CCP and SAR: hand-computed values with a stub NLI, an independent per-token loop
+(docs/reference-behaviour.md#signals), label mapping read
 from id2label, context windows, and end to end with a tiny randomly initialised DeBERTa classifier."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Generation-time measurement (spec 4.6 design) and scripts/estimate_generation_time.py, with a tiny randomly
+"""Generation-time measurement (docs/reference-behaviour.md#generation-time-estimate design) and
+scripts/estimate_generation_time.py, with a tiny randomly
 initialised Llama model and the real SmolLM2 tokenizer (the full SmolLM2 model loads in ~17 s: not in tests)."""
 
 from __future__ import annotations

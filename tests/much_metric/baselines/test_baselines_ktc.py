@@ -1,5 +1,6 @@
 """KTC: config IDs against the reference's published IDs, the adjacency against a per-pair implementation written
-from spec 8 (sets, str.startswith), the registry names, the embedded sample's statistics, error messages."""
+from docs/reference-behaviour.md#signals (sets, str.startswith), the registry names, the embedded sample's statistics,
+error messages."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from much_metric.baselines.neighbours import NeighbourStats, count_pairs, stats_
 
 from .test_baselines_ktc_kernels import straightforward
 
-# The folder names of the reference's output/ktc_configs (55 configs) and the 8 named in its notebook (spec 8).
+# The folder names of the reference's output/ktc_configs (55 configs) and the 8 named in its notebook
+# (docs/reference-behaviour.md#signals).
 PUBLISHED_IDS = set("""
 -BxpeIdeewY39PPMVyflfQ -LngWexrSSEwJFO9h1l6Rg 2QnNhqkdkqcCmziMWD1kMQ 40gnhCYXgCHliAHGBSw6bQ 4kXyhBeeCwjoVsrofe9hPQ
 5-sGwDu3zzW3o9xtaaIC-g 6H90nX1vSR75WQQNhh969Q 9-jGy0_pG1e6RbJIe0ZMCg A0TLXp2dhHAuToaVBpz4fQ AMHvqMWhYrdwc4PDYueUmQ
@@ -45,8 +47,10 @@ def test_config_ids_reproduce_the_published_ones():
     grid = [KTCConfig(nu=nu, tau=tau) for nu in (3, 4, 5, 6, 8) for tau in (0.1, 0.2, 0.3, 0.4, 0.5, 0.7)]
     assert len({c.id for c in grid}) == 30 and {c.id for c in grid} <= PUBLISHED_IDS
     assert [c.id[: len(p)] for c, p in zip(KTC_NAMED_CONFIGS, NAMED_PREFIXES, strict=True)] == list(NAMED_PREFIXES)
-    assert KTCConfig(nu=3, tau=0.2).id == "Wo0GoYjpJhYzHUGLe8dFQQ"  # spec 12, manual pPR 0.7483
-    assert KTC_DEFAULT.id == "RYxmoyp1awYParfCjjxgnQ"  # spec 12, auto ROC-AUC 0.7524
+    # docs/reference-behaviour.md#reference-numbers, manual pPR 0.7483
+    assert KTCConfig(nu=3, tau=0.2).id == "Wo0GoYjpJhYzHUGLe8dFQQ"
+    # docs/reference-behaviour.md#reference-numbers, auto ROC-AUC 0.7524
+    assert KTC_DEFAULT.id == "RYxmoyp1awYParfCjjxgnQ"
     # ALPHA=0 in the reference's script is the float 0.0 (the ID hashes str(value)).
     assert KTCConfig(normalization_method="comb", nu=3, alpha=0).id == KTCConfig(normalization_method="comb", nu=3,
                                                                                   alpha=0.0).id
@@ -83,7 +87,7 @@ def _hand_stats(vocabulary, neighbour_lists, keep=4, position=0):
 
 
 def per_pair_adjacency(ids, stats, nu, prefix_entail):
-    """Spec 8 pair by pair: Python sets and str.startswith, as the reference."""
+    """docs/reference-behaviour.md#signals pair by pair: Python sets and str.startswith, as the reference."""
     out = np.ones((len(ids), len(ids[0]), len(ids[0])))
     for t, row in enumerate(ids):
         sets = [{int(x) for x in stats.neighbours[c, :nu] if x >= 0} for c in row]

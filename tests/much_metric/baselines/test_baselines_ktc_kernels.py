@@ -1,5 +1,5 @@
 """KTC's kernels and entropy against a straightforward per-token implementation (scipy expm / eigvalsh), written
-from spec 8 with the reference's structure; hypothesis properties and error messages."""
+from docs/reference-behaviour.md#signals with the reference's structure; hypothesis properties and error messages."""
 
 from __future__ import annotations
 

@@ -38,7 +38,8 @@ def sklearn_metrics(y, s):
     """Every metric from scikit-learn's curves, following the definitions of much_metric.scoring._ranking."""
     precision, recall, _ = precision_recall_curve(y, s)
     fpr, tpr, _ = sk_roc_curve(y, s, drop_intermediate=False)
-    first = int(np.flatnonzero(recall <= 0.2)[0])  # reference (spec 9.4): first index with recall <= 0.2
+    # reference (docs/reference-behaviour.md#metrics): first index with recall <= 0.2
+    first = int(np.flatnonzero(recall <= 0.2)[0])
     partial = auc(recall[first:], precision[first:]) / 0.2 if len(recall) - first >= 2 else 0.0
     rec_up, prec_up = recall[::-1], precision[::-1]
     clipped = np.minimum(rec_up, 0.2)

@@ -64,7 +64,8 @@ def test_hub_style_parquet_via_datasets(tmp_path):
 
 
 def test_reference_jsonl_with_duplicates_keeps_last_and_warns(tmp_path):
-    # The reference's writer appends duplicates (spec 11.6); reading must not count a pair twice.
+    # The reference's writer appends duplicates (docs/reference-behaviour.md#duplicate-signal-rows); reading must not
+    # count a pair twice.
     path = tmp_path / "token_likelihood.jsonl"
     lines = [{"generation_id": "a", "signal_name": "token_likelihood", "values": [0.1, 0.2]},
              {"generation_id": "a", "signal_name": "token_likelihood", "values": [0.3, 0.4]}]
