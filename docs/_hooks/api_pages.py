@@ -27,6 +27,8 @@ PAGES = {
     "much_metric.segmentation": "api/segmentation.md",
     "much_metric.signals": "api/signals.md",
     "much_metric.monitor": "api/monitor.md",
+    "much_metric.learned": "api/learned.md",
+    "much_metric.leaderboard": "api/leaderboard.md",
     "much_metric": "api/much_metric.md",
 }
 
