@@ -4,7 +4,6 @@
 synthetic ``datasets`` split, and check the arguments it receives.
 """
 
-import argparse
 import json
 
 import numpy as np
@@ -13,16 +12,9 @@ import pytest
 import much_dataset
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
-from much_metric.cli import evaluate as evaluate_command
 from much_metric.scoring import Bootstrap
 from much_metric.scoring._api import score, select_samples
 from much_metric.signals._files import write_signals
-
-
-def _parser():
-    parser = argparse.ArgumentParser(prog="much")
-    evaluate_command.register(parser.add_subparsers(dest="command", required=True))
-    return parser
 
 
 def _main(argv):
