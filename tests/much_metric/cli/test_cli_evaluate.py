@@ -4,7 +4,6 @@
 synthetic ``datasets`` split, and check the arguments it receives.
 """
 
-import argparse
 import json
 
 import numpy as np
@@ -13,21 +12,15 @@ import pytest
 import much_dataset
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
-from much_metric.cli import evaluate as evaluate_command
 from much_metric.scoring import Bootstrap
 from much_metric.scoring._api import score, select_samples
 from much_metric.signals._files import write_signals
 
 
-def _parser():
-    parser = argparse.ArgumentParser(prog="much")
-    evaluate_command.register(parser.add_subparsers(dest="command", required=True))
-    return parser
-
-
 def _main(argv):
-    args = _parser().parse_args(argv)
-    return args.func(args)
+    from much_metric.cli import main  # the real entry point: it turns expected errors into one line and exit 2
+
+    return main(argv)
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +124,7 @@ def test_errors_exit_2_and_name_the_sample(loader, split, tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"generation_id={rows[3][schema.GENERATION_ID]!r}" in err and "output tokens" in err
     assert _main(["evaluate", "--data", "sample", "--scores", str(tmp_path / "none.parquet")]) == 2
-    assert "not found" in capsys.readouterr().err
+    assert "none.parquet: no such file or folder" in capsys.readouterr().err  # the entry point checks it first
     other = tmp_path / "other.jsonl"
     write_signals(other, [{"generation_id": "not-in-data", "signal_name": "x", "values": [0.5]}])
     assert _main(["evaluate", "--data", "sample", "--scores", str(other)]) == 2

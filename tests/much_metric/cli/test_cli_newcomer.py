@@ -82,9 +82,9 @@ def without(monkeypatch):
 
 def test_nli_signal_without_torch_names_the_models_extra_before_any_loading(tmp_path, capsys, monkeypatch, without,
                                                                             no_data_loading, unreachable_hub):
-    from much_metric.cli import run
+    from much_metric.baselines import resources
 
-    monkeypatch.setattr(run, "llm_tokenizers", lambda *a: pytest.fail("tokenizers loaded first"))
+    monkeypatch.setattr(resources, "llm_tokenizers", lambda *a: pytest.fail("tokenizers loaded first"))
     without("torch")
     started = time.perf_counter()
     assert main(["run", "--data", "sample", "--signals", "ccp_10_8"]) == 2

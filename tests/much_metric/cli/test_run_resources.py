@@ -10,7 +10,7 @@ def test_hub_tokenizers_prefer_the_packaged_ones_and_name_gemma(monkeypatch):
     assets.require("llama3")
     assets.require("ministral")
     import much_metric.models as models
-    from much_metric.cli import _run_resources as run
+    from much_metric.baselines import resources as run
 
     asked = []
 
@@ -20,7 +20,7 @@ def test_hub_tokenizers_prefer_the_packaged_ones_and_name_gemma(monkeypatch):
 
     monkeypatch.setattr(models, "load_tokenizer", gated)
     notes: list[str] = []
-    tokenizers = run._hub_tokenizers(notes)
+    tokenizers = run.hub_tokenizers(notes)
     gemma_configs = {c for c, (model, _) in schema.MUCH_CONFIGS.items() if model == "google/gemma-3-4b-it"}
     assert set(tokenizers) == set(schema.MUCH_CONFIGS) - gemma_configs
     assert asked == ["google/gemma-3-4b-it"]  # the hub is only asked for the one with no packaged tokenizer

@@ -1,0 +1,150 @@
+"""``run_benchmark``: the library call behind ``much run``. Same numbers as ``much run --json`` and as scoring the
+baselines directly, a frozen result whose ``to_dict()`` is the JSON, skipped methods as data, bad options named
+before any loading."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import much_dataset
+import much_metric
+from much_dataset import schema
+from much_metric.baselines import BenchmarkNote, BenchmarkResult, max_likelihood, run_benchmark, token_entropy
+from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS
+from much_metric.scoring import Bootstrap
+
+#: Fields that are wall times: measured again by every run.
+TIMES = ("uq_seconds", "segmentation_seconds", "total_seconds")
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the default NLI model is used only if cached: never downloaded
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return much_dataset.load("sample", split="test")
+
+
+def _without_times(payload: dict) -> dict:
+    payload = {k: v for k, v in payload.items() if k not in ("segmentation_seconds",)}
+    payload["results"] = [{k: v for k, v in row.items() if k not in TIMES} for row in payload["results"]]
+    return payload
+
+
+def test_same_numbers_as_much_run_json(sample, tmp_path):
+    from much_metric.cli import main
+
+    report = tmp_path / "run.json"
+    signals = ",".join(PROBABILITY_SIGNALS)
+    assert main(["run", "--data", "sample", "--split", "test", "--signals", signals, "--bootstrap", "40",
+                 "--seed", "3", "--no-progress", "--json", str(report)]) == 0
+    written = json.loads(report.read_text())
+    result = run_benchmark("sample", split="test", signals=list(PROBABILITY_SIGNALS),
+                           bootstrap=Bootstrap(n_resamples=40, random_state=3), floor_seed=3)
+    assert _without_times(result.to_dict()) == _without_times(written)
+    assert [row["signal_name"] for row in written["results"]] == [row.signal_name for row in result.rows]
+    # A loaded split gives the same rows as the data source (its source inferred from its generation configs).
+    loaded = run_benchmark(sample, signals=list(PROBABILITY_SIGNALS), bootstrap=Bootstrap(n_resamples=40,
+                                                                                          random_state=3), floor_seed=3)
+    assert loaded.data == "sample" and loaded.segmentation_note == result.segmentation_note
+    assert [row.to_dict() | dict.fromkeys(TIMES) for row in loaded.rows] == \
+        [row.to_dict() | dict.fromkeys(TIMES) for row in result.rows]
+
+
+def test_metrics_equal_scoring_the_baselines_directly(sample):
+    part = sample.select(range(0, 606, 3))
+    result = run_benchmark(part, signals=["max_likelihood", "token_entropy_24"], bootstrap=None)
+    rows = {row.signal_name: row for row in result.rows}
+    for name, values in (("max_likelihood", max_likelihood(part)), ("token_entropy_24", token_entropy(part))):
+        np.testing.assert_array_equal(np.concatenate(list(result.signals[name].values.values())),
+                                      np.concatenate(values))  # the signals are returned, in dataset order
+        expected = much_metric.score(values, part[schema.TOKEN_CHUNKS], part[schema.LABELS],
+                                     stopword_mask=part[schema.STOPWORD_MASK])
+        assert rows[name].metrics["roc_auc"] == pytest.approx(expected.roc_auc, abs=1e-12)
+        assert rows[name].metrics["pr_auc"] == pytest.approx(expected.pr_auc, abs=1e-12)
+        assert rows[name].metrics["n_claims"] == expected.n_claims
+    assert result.n_samples == len(part) and result.n_tokens == sum(len(t) for t in part[schema.OUTPUT_TOKENS])
+    assert set(result.timings) == {"max_likelihood", "token_entropy_24"}
+    assert all(seconds >= 0 for seconds in result.timings.values())
+    assert result.table.n_dataset_samples == len(part)
+
+
+def test_result_is_frozen_and_to_dict_round_trips_through_json(sample, tmp_path):
+    result = run_benchmark(sample.select(range(60)), signals=["max_likelihood"], bootstrap=None,
+                           out=tmp_path / "signals", file_format="jsonl")
+    assert isinstance(result, BenchmarkResult)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.rows = ()  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.rows[0].method = "mine"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        BenchmarkNote(message="m").message = "x"  # type: ignore[misc]
+    payload = result.to_dict()
+    assert json.loads(json.dumps(payload, allow_nan=False)) == payload
+    assert payload["results"][0]["signal_name"] == "max_likelihood"
+    assert [floor["method"] for floor in payload["floors"]] == ["[floor: random]", "[floor: constant]"]
+    assert result.out == tmp_path / "signals" and (tmp_path / "signals" / "max_likelihood.jsonl").is_file()
+    assert (tmp_path / "signals" / "timings.json").is_file()
+    again = run_benchmark(sample.select(range(60)), signals=["max_likelihood"], bootstrap=None,
+                          out=tmp_path / "signals", file_format="jsonl")
+    assert again.rows[0].samples_computed == 0 and again.rows[0].metrics == result.rows[0].metrics
+
+
+def test_skipped_methods_are_data_not_messages(sample):
+    part = sample.select(range(80))
+    result = run_benchmark(part, bootstrap=None)  # defaults, offline: no cached NLI model
+    assert set(result.skipped) == set(NLI_SIGNALS)
+    assert all("not in the local Hugging Face cache" in reason for reason in result.skipped.values())
+    (nli_note,) = [note for note in result.notes if note.skipped]
+    assert nli_note.skipped == tuple(NLI_SIGNALS) and nli_note.reason in nli_note.message
+    assert not set(NLI_SIGNALS) & {row.signal_name for row in result.rows}
+    assert result.default_signals and any(row.method == "KTC-4-0.3" for row in result.rows)  # shipped statistics
+    assert any(note.reason is None and "KTC neighbour statistics" in note.message for note in result.notes)
+
+    nll = run_benchmark(part, signals=["nll", "max_likelihood"], bootstrap=None)
+    assert list(nll.skipped) == ["nll"] and "outside [0, 1]" in nll.skipped["nll"]
+    assert "nll" in nll.signals and [row.signal_name for row in nll.rows] == ["max_likelihood"]
+    assert run_benchmark(part, signals=["nll"], aggregator="mean", bootstrap=None).skipped == {}
+
+    quiet = run_benchmark(part, use_nli=False, bootstrap=None)
+    assert quiet.skipped == {}
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"aggregator": "median"}, ValueError, "aggregator must be one of"),
+        ({"stopword_handling": "drop"}, ValueError, "stopword_handling must be one of"),
+        ({"bootstrap": Bootstrap(n_resamples=10)}, ValueError, "bootstrap.n_resamples must be 0"),
+        ({"bootstrap": 1000}, TypeError, "bootstrap must be a much_metric.Bootstrap"),
+        ({"file_format": "csv"}, ValueError, "file_format must be one of"),
+        ({"selection": "some"}, ValueError, "selection must be"),
+        ({"nli_batch_size": 0}, ValueError, "nli_batch_size must be a positive integer"),
+        ({"nli_max_batch_tokens": 2.5}, ValueError, "nli_max_batch_tokens must be a positive integer"),
+        ({"signals": ["entropy_24"]}, ValueError, "unknown signal 'entropy_24'"),
+        ({"generation_time": "soon"}, ValueError, "neither a number of seconds nor a file"),
+    ],
+)
+def test_bad_options_raise_before_any_loading(monkeypatch, options, error, message):
+    from much_metric.baselines import resources
+
+    monkeypatch.setitem(much_dataset.__dict__, "load", lambda *a, **k: pytest.fail("data loaded first"))
+    monkeypatch.setattr(resources, "llm_tokenizers", lambda *a, **k: pytest.fail("tokenizers loaded first"))
+    with pytest.raises(error, match=message.replace("(", r"\(").replace("[", r"\[")):
+        run_benchmark("sample", **options)
+
+
+def test_config_and_split_apply_to_a_source_only(sample):
+    with pytest.raises(ValueError, match="config and split apply to a data source"):
+        run_benchmark(sample, split="test")
+
+
+def test_exported_lazily_from_much_metric():
+    assert much_metric.run_benchmark is run_benchmark
+    assert much_metric.BenchmarkResult is BenchmarkResult
