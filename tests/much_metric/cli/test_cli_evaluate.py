@@ -46,6 +46,8 @@ def loader(monkeypatch, split):
         return datasets.DatasetDict({"train": split_ds.select(range(100)), "test": split_ds.select(range(100, 160))})
 
     split_ds = split[1]
+    # the fake loader stands in for the hub: offline, the preflight does not probe the hub for "some/folder"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     # setitem, not setattr: the real loader may not exist yet, and getattr would try to import it.
     monkeypatch.setitem(much_dataset.__dict__, "load", fake_load)
     return calls
