@@ -11,16 +11,17 @@ Without ``--json`` the answer is printed as it streams, one claim at a time, fla
 
 With ``--base-url`` the answer streams from an OpenAI-compatible server instead (``vllm serve``, SGLang, OpenAI):
 ``--model`` is the served model name, ``--tokenizer`` the served model's tokenizer (default ``--model``), and the
-candidates are the server's ``--top-logprobs`` (default 20, the OpenAI API's cap: ``token_entropy_24`` needs 24,
-e.g. ``vllm serve MODEL --max-logprobs 24 --logprobs-mode processed_logprobs``, whose log-probabilities are then
-temperature-scaled as MUCH's). Token ids are requested with ``return_tokens_as_token_ids`` (vLLM, SGLang;
+candidates are the most probable of the server's ``--top-logprobs`` alternatives, at most 24 (default 20, the
+OpenAI API's cap: ``token_entropy_24`` needs 24; ask ``vllm serve MODEL --max-logprobs 25 --logprobs-mode
+processed_logprobs`` for 25, since vLLM cuts its list after putting the sampled token first; its log-probabilities
+are then temperature-scaled as MUCH's). Token ids are requested with ``return_tokens_as_token_ids`` (vLLM, SGLang;
 ``--no-token-ids`` for servers that refuse it). Sampling sends ``top_p`` 1 (vLLM's processed log-probabilities are
 taken after top-p truncation); greedy sends temperature 0. See :mod:`much_metric.monitor._openai`.
 
 Example::
 
     much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --json
-    much monitor --base-url http://127.0.0.1:8000/v1 --model smollm2-135m --tokenizer smollm2 --top-logprobs 24 \
+    much monitor --base-url http://127.0.0.1:8000/v1 --model smollm2-135m --tokenizer smollm2 --top-logprobs 25 \
         --prompt "Who wrote Les Misérables?"
     much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --calibrate sample --target-fpr 0.1
     much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --method ktc   # shipped SmolLM2 statistics
@@ -72,8 +73,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="with --base-url: the served model's tokenizer (hub id, folder, .gguf, tokenizer.json "
                              "or smollm2; default --model)")
     parser.add_argument("--top-logprobs", type=int, default=20,
-                        help="with --base-url: alternatives per token (default 20, the OpenAI API's cap; 24 for "
-                             "token_entropy_24 on vllm serve --max-logprobs 24)")
+                        help="with --base-url: alternatives requested per token, the monitor keeps at most 24 "
+                             "(default 20, the OpenAI API's cap; 25 for token_entropy_24 on vllm serve "
+                             "--max-logprobs 25)")
     parser.add_argument("--no-token-ids", action="store_true",
                         help="with --base-url: do not request return_tokens_as_token_ids (servers that refuse it); "
                              "ids are then read from the token bytes")
@@ -221,15 +223,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         from much_metric.monitor import ClaimMonitor, online_spec
 
-        width = 24 if args.base_url is None else args.top_logprobs
+        width = 24 if args.base_url is None else min(args.top_logprobs, 24)
         resources = {"neighbours": _neighbours(args)}
         try:
             online_spec(args.method, width, resources)  # a bad --method fails before the model loads
         except ValueError as error:
             if args.base_url is None or width >= 24:
                 raise
-            raise ValueError(f"{error} (--top-logprobs {width}: a server allowing 24, e.g. vllm serve "
-                             "--max-logprobs 24, and --top-logprobs 24)") from None
+            raise ValueError(f"{error} (--top-logprobs {width}: a server allowing 25, e.g. vllm serve "
+                             "--max-logprobs 25, and --top-logprobs 25)") from None
         # The calibration data load before the model: a bad folder fails in seconds, not after the model.
         calibration_data = None if args.calibrate is None else _calibration_data(args.calibrate)
         if args.base_url is None:

@@ -11,7 +11,7 @@ Token sources:
   ``LogitsProcessor`` and a streamer to pass to your own ``generate`` call), in :mod:`much_metric.monitor._hf`;
 * an OpenAI-compatible streaming endpoint with ``logprobs`` -- :meth:`ClaimMonitor.stream_openai`, in
   :mod:`much_metric.monitor._openai` (at most 20 alternatives per token on the OpenAI API, 24 from ``vllm serve
-  --max-logprobs 24``, see there); ``much monitor --base-url`` streams from one;
+  --max-logprobs 25``, see there); ``much monitor --base-url`` streams from one;
 * anything else -- :meth:`ClaimMonitor.push` / :meth:`ClaimMonitor.finish`.
 
 Which baselines can run online: every registered baseline whose ``needs`` is empty (it reads only the sampled ids

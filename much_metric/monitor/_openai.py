@@ -21,8 +21,11 @@ What 20 alternatives instead of MUCH's 24 change
   MUCH's EOS claim (``eos=True``, never flagged), as in the dataset. Servers that do not stream it end the answer
   without it: the last claim is then a content claim (as for Mu-SHROOM outputs) and the 0.3.0 final-punctuation
   merge may apply to it.
-* More than 20 alternatives: the OpenAI API caps ``top_logprobs`` at 20; vLLM accepts up to its ``--max-logprobs``
-  (``vllm serve ... --max-logprobs 24`` gives MUCH's 24 candidates, and ``token_entropy_24`` can run).
+* More than 20 alternatives: the OpenAI API caps ``top_logprobs`` at 20; vLLM accepts up to its ``--max-logprobs``.
+  For MUCH's 24 candidates (``token_entropy_24``) ask vLLM for 25 (``vllm serve ... --max-logprobs 25``,
+  ``much monitor --top-logprobs 25``): ``vllm serve`` 0.32 lists the sampled token first and cuts the list at
+  ``top_logprobs``, so with 24 a sampled token ranked below 24 takes the place of the 24th candidate. Each row keeps
+  the ``monitor.top_k`` most probable alternatives received (then the sampled token when it is not among them).
 
 Token strings to ids
 --------------------
@@ -221,7 +224,7 @@ def stream_chat_completion(base_url: str, model: str, messages: list[dict[str, s
 
     Standard library only (``urllib``); ``options`` (``max_tokens``, ``temperature``, ``seed``,
     ``return_tokens_as_token_ids`` for vLLM/SGLang ...) go into the request body. ``top_logprobs`` above 20 only
-    for servers that allow it (``vllm serve --max-logprobs 24``). Pass the chunks to :meth:`ClaimMonitor.stream_openai`.
+    for servers that allow it (``vllm serve --max-logprobs 25``). Pass the chunks to :meth:`ClaimMonitor.stream_openai`.
 
     ``timeout`` (seconds) is one deadline for the whole answer, from the request to ``data: [DONE]``: keep-alive
     comments do not extend it.

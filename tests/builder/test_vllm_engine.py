@@ -142,7 +142,7 @@ def served(model_dir, tmp_path_factory):
         server = subprocess.Popen(
             [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
              "--served-model-name", "smollm2-135m", "--host", "127.0.0.1", "--port", str(port), "--dtype",
-             "float32", "--max-logprobs", "24", "--logprobs-mode", "processed_logprobs", "--generation-config",
+             "float32", "--max-logprobs", "25", "--logprobs-mode", "processed_logprobs", "--generation-config",
              "vllm"], stdout=handle, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.time() + 600
@@ -273,7 +273,7 @@ def _stream(served: str, prompt: str, *, token_ids: bool, seed: int, temperature
     recorded: list[dict] = []
 
     def chunks():
-        for chunk in stream_chat_completion(served, "smollm2-135m", messages, top_logprobs=24, timeout=300,
+        for chunk in stream_chat_completion(served, "smollm2-135m", messages, top_logprobs=25, timeout=300,
                                             max_tokens=MAX_NEW_TOKENS, temperature=temperature, top_p=1.0,
                                             seed=seed, **options):
             recorded.append(chunk)
@@ -308,8 +308,10 @@ def test_monitor_on_vllm_serve_equals_the_server_and_a_teacher_forced_hf_pass(mo
     assert [i for c in claims for i in c.token_indices] == list(range(len(server_ids)))
     cand_ids, cand_probs = monitor.candidates()
     for entry, ids, probs in zip(entries, cand_ids, cand_probs, strict=True):
-        top = sorted(entry["top_logprobs"], key=lambda a: -a["logprob"])
-        assert len(top) == 24 and ids[:24] == [int(a["token"].removeprefix("token_id:")) for a in top]
+        # 25 requested (vLLM lists the sampled token first and cuts there): the monitor keeps the 24 most probable
+        top = sorted(entry["top_logprobs"], key=lambda a: -a["logprob"])[:24]
+        assert len(entry["top_logprobs"]) == 25 and ids[:24] == [int(a["token"].removeprefix("token_id:"))
+                                                                 for a in top]
         assert probs[:24] == [math.exp(a["logprob"]) for a in top]
 
     # the same tokens teacher-forced through HF at the same temperature, fed to a second monitor offline
@@ -352,7 +354,7 @@ def test_monitor_on_vllm_serve_equals_the_server_and_a_teacher_forced_hf_pass(mo
     # much monitor --base-url against the same server
     capsys.readouterr()
     assert much(["monitor", "--base-url", served, "--model", "smollm2-135m", "--tokenizer", str(model_dir),
-                 "--top-logprobs", "24", "--temperature", str(TEMPERATURE), "--max-new-tokens", str(MAX_NEW_TOKENS),
+                 "--top-logprobs", "25", "--temperature", str(TEMPERATURE), "--max-new-tokens", str(MAX_NEW_TOKENS),
                  "--prompt", prompt, "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines and lines[-1]["eos"] and all(0 <= r["score"] <= 1 for r in lines)

@@ -1,6 +1,7 @@
 """What ``vllm serve`` streams (observed on vLLM 0.32, tests/builder/test_vllm_engine.py checks the real server): the
 EOS token as the last token with its literal text, empty text/bytes for a piece of a split UTF-8 character, more than
-20 alternatives with ``--max-logprobs 24``; and ``much monitor --base-url`` (fake server on 127.0.0.1 here)."""
+20 alternatives (``--max-logprobs``), listed sampled token first and cut at ``top_logprobs``; and ``much monitor
+--base-url`` (fake server on 127.0.0.1 here)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import functools
 import json
 import math
 
+import numpy as np
 import pytest
 
 from tests.builder.fake_servers import _Server
@@ -81,6 +83,29 @@ def test_a_piece_of_a_split_character_without_text_asks_for_token_ids():
     assert monitor.token_ids == ids and "".join(c.text for c in claims) == tokenizer.decode(ids)
 
 
+def test_25_alternatives_in_vllm_order_give_the_true_top_24_and_the_sampled_token_25th():
+    # vllm serve lists the sampled token first and cuts at top_logprobs: with 25 requested and the sampled token
+    # ranked 30th, the list is the sampled token + the top 24; the monitor keeps the 24 most probable, then appends it
+    from much_metric.monitor import ClaimMonitor
+
+    tokenizer = _tokenizer()
+    ids = list(tokenizer.encode(TEXT, add_special_tokens=False))
+    probs = np.sort(np.random.default_rng(0).dirichlet(np.full(40, 0.3)))[::-1]
+    candidates = [1000 + i for i in range(40)]
+    sampled_rank = 29
+    chunks = _chunks(ids, token_ids=True)
+    entry = chunks[1]["choices"][0]["logprobs"]["content"][0]
+    candidates[sampled_rank] = ids[1]
+    listed = [sampled_rank, *range(24)]  # vLLM's order, 25 entries
+    entry.update(logprob=math.log(probs[sampled_rank]), top_logprobs=[
+        {"token": f"token_id:{candidates[r]}", "logprob": math.log(probs[r])} for r in listed])
+    monitor = ClaimMonitor(tokenizer, "token_entropy_24", top_k=24)
+    list(monitor.stream_openai(chunks))
+    row_ids, row_probs = monitor.candidates()
+    assert row_ids[1] == [*candidates[:24], ids[1]]
+    np.testing.assert_allclose(row_probs[1], [*probs[:24], probs[sampled_rank]], rtol=1e-12)
+
+
 class _FakeVllm(_Server):
     """``/v1/chat/completions`` streaming a fixed answer, vLLM-style (EOS streamed, ids when asked)."""
 
@@ -120,12 +145,12 @@ def test_much_monitor_base_url(capsys):
     with _FakeVllm(ids) as server:
         url = f"http://127.0.0.1:{server.port}/v1"
         rc = main(["monitor", "--base-url", url, "--model", "served-name", "--tokenizer", "smollm2", "--prompt",
-                   "Who wrote Les Misérables?", "--top-logprobs", "24", "--json", "--temperature", "0.8"])
+                   "Who wrote Les Misérables?", "--top-logprobs", "25", "--json", "--temperature", "0.8"])
         out = capsys.readouterr().out
         assert rc == 0
         body = server.requests[-1]["body"]
         assert body["model"] == "served-name" and body["stream"] and body["logprobs"]
-        assert body["top_logprobs"] == 24 and body["return_tokens_as_token_ids"] is True
+        assert body["top_logprobs"] == 25 and body["return_tokens_as_token_ids"] is True
         assert body["temperature"] == 0.8 and body["top_p"] == 1.0 and body["max_tokens"] == 128
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
         records = [json.loads(line) for line in out.splitlines()]
@@ -142,6 +167,6 @@ def test_much_monitor_base_url(capsys):
         # token_entropy_24 (the default method) on 20 alternatives: refused before any request, saying what to do
         n_requests = len(server.requests)
         assert main(["monitor", "--base-url", url, "--model", "m", "--tokenizer", "smollm2", "--prompt", "q"]) == 2
-        assert "--max-logprobs 24" in capsys.readouterr().err and len(server.requests) == n_requests
+        assert "--max-logprobs 25" in capsys.readouterr().err and len(server.requests) == n_requests
     assert main(["monitor", "--model", "smollm2", "--tokenizer", "smollm2", "--prompt", "q"]) == 2
     assert "go with --base-url" in capsys.readouterr().err
