@@ -326,10 +326,10 @@ def test_monitor_on_vllm_serve_equals_the_server_and_a_teacher_forced_hf_pass(mo
     offline_claims += offline.finish()
     assert [c.token_indices for c in offline_claims] == [c.token_indices for c in claims]
     worst_score = max(abs(a.score - b.score) for a, b in zip(claims, offline_claims, strict=True))
-    print(f"\nmonitor <- vllm serve: {len(server_ids)} tokens, {len(claims)} claims (EOS claim last), "
-          f"max |p_monitor - p_hf| = {worst_p:.3g}, max |claim score - offline HF score| = {worst_score:.3g}")
+    measured = (f"monitor <- vllm serve: {len(server_ids)} tokens, {len(claims)} claims (EOS claim last), "
+                f"max |p_monitor - p_hf| = {worst_p:.3g}, max |claim score - offline HF score| = {worst_score:.3g}")
     assert worst_p <= PROB_TOLERANCE
-    assert worst_score <= 1e-3  # token_entropy_24 of probabilities within PROB_TOLERANCE
+    assert worst_score <= 1e-5  # measured 9.7e-7 (token_entropy_24 of probabilities within PROB_TOLERANCE)
 
     # without token ids the ids come from the token bytes: same seed, same answer, same ids
     recorded, chunks = _stream(served, prompt, token_ids=False, seed=7, temperature=TEMPERATURE)
@@ -358,4 +358,6 @@ def test_monitor_on_vllm_serve_equals_the_server_and_a_teacher_forced_hf_pass(mo
                  "--prompt", prompt, "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines and lines[-1]["eos"] and all(0 <= r["score"] <= 1 for r in lines)
-    print(f"much monitor --base-url: {len(lines)} claims, {sum(r['flagged'] for r in lines)} flagged")
+    with capsys.disabled():  # printed after the CLI's output was read
+        print(f"\n{measured}\nmuch monitor --base-url: {len(lines)} claims, "
+              f"{sum(r['flagged'] for r in lines)} flagged")
