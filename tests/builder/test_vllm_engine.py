@@ -27,7 +27,7 @@ from much_dataset import schema  # noqa: E402
 from tests.builder import _smollm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-PROB_TOLERANCE = 5e-5  # float32 on CPU; measured maxima 9.1e-6 to 1.1e-5 here (printed by each run)
+PROB_TOLERANCE = 5e-5  # float32 on CPU; measured maxima 9.1e-6 to 1.8e-5 here (printed by each run)
 QUESTIONS = [
     {"question_id": "q-en", "lang": "en", "prompt": "What is the capital of Australia?",
      "wiki_url": "https://en.wikipedia.org/wiki/Canberra"},
