@@ -5,7 +5,8 @@ Joins ``generations.jsonl``, ``segments.jsonl``, ``labels.<judge>.jsonl``, ``hum
 ``configs.jsonl`` by ``generation_id`` and writes
 
 * ``<out>/rows/{train,test,trash}.jsonl`` -- the hub columns of :mod:`much_dataset.schema` + ``stopword_mask``
-  (trash rows carry one column per judge instead of ``labels``), and ``rows/configs.jsonl``;
+  (trash rows carry one column per judge instead of ``labels``), and ``rows/configs.jsonl`` (with ``engines``:
+  the ``engine``, ``engine_version`` and ``sampling`` of rows from ``generate --engine vllm|openai``);
 * ``<out>/much/`` -- parquet shards + ``README.md`` in the layout of :mod:`much_dataset.card` (train and test only),
   with the card body of :mod:`builder._card` (real counts, configs table, signals, attribution).
 
@@ -37,6 +38,9 @@ from much_dataset import schema
 __all__ = ["add_arguments", "run", "collect_rows", "split_of", "export_folder", "check_loadable", "ALL_SPLITS"]
 
 ALL_SPLITS = ("train", "test", "trash")
+#: Per-row fields of ``generate --engine vllm|openai`` that the hub columns drop: kept per config in
+#: ``rows/configs.jsonl`` (``engines``: one entry per distinct engine, version and sampling of the published rows).
+_ENGINE_FIELDS = ("engine", "engine_version", "sampling")
 _PUBLISHED = ("train", "test")
 
 
@@ -122,6 +126,7 @@ def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") ->
     rows: dict[str, list] = {name: [] for name in ALL_SPLITS}
     skipped: dict[str, str] = {}
     reasons: dict[str, int] = {}
+    engines: dict[str, list[dict[str, Any]]] = {}
     for generation in generations:
         gid = str(generation[schema.GENERATION_ID])
         if gid not in segments:
@@ -160,9 +165,15 @@ def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") ->
             row[column] = list(found[schema.LABELS]) if found else list(schema.NO_HUMAN_LABEL)
         row[schema.STOPWORD_MASK] = [bool(x) for x in segment[schema.STOPWORD_MASK]]
         rows[target].append(row)
+        if target != "trash" and generation.get("engine") is not None:
+            engine = {name: generation.get(name) for name in _ENGINE_FIELDS}
+            found = engines.setdefault(str(generation[schema.GENERATION_CONFIG]), [])
+            if engine not in found:
+                found.append(engine)
     rules = {r.get("rule") for r in judges[label_judge].values()} - {None}
     label_rule = rules.pop() if len(rules) == 1 else None
-    return rows, {"label_judge": label_judge, "label_rule": label_rule, "skipped": skipped, "reasons": reasons}
+    return rows, {"label_judge": label_judge, "label_rule": label_rule, "skipped": skipped, "reasons": reasons,
+                  "engines": engines}
 
 
 def check_loadable(folder: Path, sizes: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
@@ -244,6 +255,9 @@ def run(args: argparse.Namespace) -> int:
     used = {r[schema.GENERATION_CONFIG] for split in _PUBLISHED for r in rows[split]}
     configs = [c for c in JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG).records()
                if c[schema.GENERATION_CONFIG] in used]
+    for config in configs:
+        if config[schema.GENERATION_CONFIG] in report["engines"]:
+            config["engines"] = report["engines"][config[schema.GENERATION_CONFIG]]
     _write_rows(out, rows, configs)
     body = card_body(rows, configs, label_judge=report["label_judge"], label_rule=report["label_rule"])
     folder = Path(args.folder) if args.folder else out / "much"

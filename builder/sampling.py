@@ -99,9 +99,15 @@ class SamplingSettings:
                 "presence_penalty": self.presence_penalty, "frequency_penalty": self.frequency_penalty}
 
     def openai_body(self) -> dict[str, Any]:
-        """Request fields of an OpenAI-compatible ``/v1/chat/completions`` call (vLLM/SGLang extras included)."""
+        """Request fields of an OpenAI-compatible ``/v1/chat/completions`` call (vLLM/SGLang extras included).
+
+        ``top_logprobs`` is ``logprobs + 1``: ``vllm serve`` (0.32) lists the sampled token first and cuts the list
+        at ``top_logprobs``, so when the sampled token ranks below the top ``logprobs`` a request for exactly
+        ``logprobs`` loses the last of them (found by the parity test against the real server). One more keeps them
+        all; the server needs ``--max-logprobs logprobs + 1`` (25).
+        """
         return {"temperature": self.temperature, "max_tokens": self.max_new_tokens, "seed": self.seed,
-                "logprobs": True, "top_logprobs": self.logprobs, "top_p": self.top_p, "top_k": -1,
+                "logprobs": True, "top_logprobs": self.logprobs + 1, "top_p": self.top_p, "top_k": -1,
                 "min_p": self.min_p, "repetition_penalty": self.repetition_penalty,
                 "presence_penalty": self.presence_penalty, "frequency_penalty": self.frequency_penalty,
                 "return_tokens_as_token_ids": True, "skip_special_tokens": False}

@@ -82,7 +82,7 @@ def bench_openai(model_dir: str, questions, max_new: int, port: int, workers: in
 
     server = subprocess.Popen(
         [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir, "--served-model-name",
-         "bench", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--max-logprobs", "24",
+         "bench", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--max-logprobs", "25",
          "--logprobs-mode", "processed_logprobs", "--generation-config", "vllm"],
         stdout=subprocess.DEVNULL, stderr=open(LOG, "w"))  # noqa: SIM115
     try:

@@ -9,9 +9,20 @@ Without ``--json`` the answer is printed as it streams, one claim at a time, fla
 ``claim``, ``text``, ``token_indices`` (indices into the generated tokens, covering them once and in order),
 ``score`` (in [0, 1], higher = more likely hallucinated), ``flagged``, ``eos``, ``token_scores``.
 
+With ``--base-url`` the answer streams from an OpenAI-compatible server instead (``vllm serve``, SGLang, OpenAI):
+``--model`` is the served model name, ``--tokenizer`` the served model's tokenizer (default ``--model``), and the
+candidates are the most probable of the server's ``--top-logprobs`` alternatives, at most 24 (default 20, the
+OpenAI API's cap: ``token_entropy_24`` needs 24; ask ``vllm serve MODEL --max-logprobs 25 --logprobs-mode
+processed_logprobs`` for 25, since vLLM cuts its list after putting the sampled token first; its log-probabilities
+are then temperature-scaled as MUCH's). Token ids are requested with ``return_tokens_as_token_ids`` (vLLM, SGLang;
+``--no-token-ids`` for servers that refuse it). Sampling sends ``top_p`` 1 (vLLM's processed log-probabilities are
+taken after top-p truncation); greedy sends temperature 0. See :mod:`much_metric.monitor._openai`.
+
 Example::
 
     much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --json
+    much monitor --base-url http://127.0.0.1:8000/v1 --model smollm2-135m --tokenizer smollm2 --top-logprobs 25 \
+        --prompt "Who wrote Les Misérables?"
     much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --calibrate sample --target-fpr 0.1
     much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --method ktc   # shipped SmolLM2 statistics
 """
@@ -20,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -54,6 +66,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--raw", action="store_true", help="send the prompt as is, without the chat template")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--base-url", default=None,
+                        help="stream from this OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1) instead of "
+                             "loading --model (then the served model name)")
+    parser.add_argument("--tokenizer", default=None,
+                        help="with --base-url: the served model's tokenizer (hub id, folder, .gguf, tokenizer.json "
+                             "or smollm2; default --model)")
+    parser.add_argument("--top-logprobs", type=int, default=20,
+                        help="with --base-url: alternatives requested per token, the monitor keeps at most 24 "
+                             "(default 20, the OpenAI API's cap; 25 for token_entropy_24 on vllm serve "
+                             "--max-logprobs 25)")
+    parser.add_argument("--no-token-ids", action="store_true",
+                        help="with --base-url: do not request return_tokens_as_token_ids (servers that refuse it); "
+                             "ids are then read from the token bytes")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                        help="with --base-url: environment variable holding the API key (default OPENAI_API_KEY)")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="with --base-url: seconds for the whole answer (default 300)")
     parser.add_argument("--json", action="store_true", help="one JSON object per claim per line")
     parser.set_defaults(func=run)
 
@@ -109,6 +138,65 @@ def _calibration_data(source: str) -> Any:
     return concatenate_datasets([data[name] for name in sorted(data)])
 
 
+def _load_model(args: argparse.Namespace):
+    from much_metric.models import load_causal_lm
+
+    try:
+        return load_causal_lm(args.model, device=args.device)
+    except Exception as error:  # noqa: BLE001 -- missing files, offline hub, unknown id: one message
+        raise ValueError(f"--model {args.model!r} could not be loaded: {type(error).__name__}: {error}") from None
+
+
+def _load_tokenizer(source: str):
+    from much_metric.models import load_tokenizer
+
+    try:
+        return load_tokenizer(source)
+    except Exception as error:  # noqa: BLE001 -- same as a model that cannot load
+        raise ValueError(f"tokenizer {source!r} could not be loaded ({type(error).__name__}: {error}): pass "
+                         "--tokenizer, the served model's tokenizer") from None
+
+
+def _local_claims(args: argparse.Namespace, monitor, model, tokenizer):
+    input_ids = _input_ids(tokenizer, args.prompt, raw=args.raw).to(args.device)
+    sampling: dict[str, Any] = {"do_sample": False}
+    if args.temperature is not None:
+        import random
+
+        import numpy as np
+        import torch
+
+        # the reference's reseeding before each question (docs/reference-behaviour.md#sampling)
+        torch.manual_seed(args.seed)
+        np.random.seed(args.seed)
+        random.seed(args.seed)
+        sampling = {"do_sample": True, "temperature": args.temperature, "top_p": 0.9, "top_k": 20}
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    return monitor.generate(model, input_ids, max_new_tokens=args.max_new_tokens, pad_token_id=pad,
+                            attention_mask=input_ids.new_ones(input_ids.shape), **sampling)
+
+
+def _served_claims(args: argparse.Namespace, monitor):
+    """Claims of one answer streamed from ``--base-url`` (the MUCH chat unless ``--raw``)."""
+    import os
+
+    from much_metric.monitor import stream_chat_completion
+
+    messages = [{"role": "user", "content": args.prompt}]
+    if not args.raw:
+        messages.insert(0, {"role": "system", "content": SYSTEM_PROMPT})
+    options: dict[str, Any] = {"max_tokens": args.max_new_tokens, "seed": args.seed}
+    if args.temperature is None:
+        options["temperature"] = 0.0
+    else:
+        options.update(temperature=args.temperature, top_p=1.0)
+    if not args.no_token_ids:
+        options["return_tokens_as_token_ids"] = True
+    chunks = stream_chat_completion(args.base_url, args.model, messages, api_key=os.environ.get(args.api_key_env),
+                                    top_logprobs=args.top_logprobs, timeout=args.timeout, **options)
+    return monitor.stream_openai(chunks)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1:
         return _fail(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
@@ -118,8 +206,6 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--target-fpr / --target-precision need --calibrate DATA")
     if args.calibrate is not None and args.threshold is not None:
         return _fail("give --threshold or --calibrate, not both")
-    import math
-
     if args.threshold is not None and not math.isfinite(args.threshold):
         return _fail(f"--threshold must be a finite number, got {args.threshold}")
     if args.target_fpr is not None and args.target_precision is not None:
@@ -128,41 +214,38 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--target-fpr must be in [0, 1], got {args.target_fpr}")
     if args.target_precision is not None and not 0 < args.target_precision <= 1:
         return _fail(f"--target-precision must be in (0, 1], got {args.target_precision}")
+    if args.base_url is None and (args.tokenizer is not None or args.no_token_ids or args.top_logprobs != 20):
+        return _fail("--tokenizer / --top-logprobs / --no-token-ids go with --base-url")
+    if args.top_logprobs < 1:
+        return _fail(f"--top-logprobs must be >= 1, got {args.top_logprobs}")
+    if not 0 < args.timeout < math.inf:
+        return _fail(f"--timeout must be a positive number of seconds, got {args.timeout}")
     try:
-        from much_metric.models import load_causal_lm
         from much_metric.monitor import ClaimMonitor, online_spec
 
+        width = 24 if args.base_url is None else min(args.top_logprobs, 24)
         resources = {"neighbours": _neighbours(args)}
-        online_spec(args.method, 24, resources)  # a bad --method fails before the model loads
+        try:
+            online_spec(args.method, width, resources)  # a bad --method fails before the model loads
+        except ValueError as error:
+            if args.base_url is None or width >= 24:
+                raise
+            raise ValueError(f"{error} (--top-logprobs {width}: a server allowing 25, e.g. vllm serve "
+                             "--max-logprobs 25, and --top-logprobs 25)") from None
         # The calibration data load before the model: a bad folder fails in seconds, not after the model.
         calibration_data = None if args.calibrate is None else _calibration_data(args.calibrate)
-        try:
-            model, tokenizer = load_causal_lm(args.model, device=args.device)
-        except Exception as error:  # noqa: BLE001 -- missing files, offline hub, unknown id: one message
-            raise ValueError(f"--model {args.model!r} could not be loaded: {type(error).__name__}: {error}") from None
+        if args.base_url is None:
+            model, tokenizer = _load_model(args)
+        else:
+            tokenizer = _load_tokenizer(args.tokenizer or args.model)
         threshold = 0.5 if args.threshold is None and args.calibrate is None else args.threshold
         monitor = ClaimMonitor(tokenizer, args.method, aggregator=args.aggregator, threshold=threshold,
-                               neighbours=resources["neighbours"])
+                               top_k=width, neighbours=resources["neighbours"])
         if args.calibrate is not None:
             result = monitor.calibrate(calibration_data, target_fpr=args.target_fpr,
                                        target_precision=args.target_precision)
             print(f"calibrated on {args.calibrate}: {result}", file=sys.stderr)
-        input_ids = _input_ids(tokenizer, args.prompt, raw=args.raw).to(args.device)
-        sampling = {"do_sample": False}
-        if args.temperature is not None:
-            import random
-
-            import numpy as np
-            import torch
-
-            # the reference's reseeding before each question (docs/reference-behaviour.md#sampling)
-            torch.manual_seed(args.seed)
-            np.random.seed(args.seed)
-            random.seed(args.seed)
-            sampling = {"do_sample": True, "temperature": args.temperature, "top_p": 0.9, "top_k": 20}
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        claims = monitor.generate(model, input_ids, max_new_tokens=args.max_new_tokens, pad_token_id=pad,
-                                  attention_mask=input_ids.new_ones(input_ids.shape), **sampling)
+        claims = _served_claims(args, monitor) if args.base_url else _local_claims(args, monitor, model, tokenizer)
         flagged = total = 0
         for claim in claims:
             if args.json:

@@ -10,7 +10,8 @@ Token sources:
 * Hugging Face ``generate`` -- :meth:`ClaimMonitor.generate` (an iterator) or :meth:`ClaimMonitor.hooks` (a
   ``LogitsProcessor`` and a streamer to pass to your own ``generate`` call), in :mod:`much_metric.monitor._hf`;
 * an OpenAI-compatible streaming endpoint with ``logprobs`` -- :meth:`ClaimMonitor.stream_openai`, in
-  :mod:`much_metric.monitor._openai` (at most 20 alternatives per token instead of 24, see there);
+  :mod:`much_metric.monitor._openai` (at most 20 alternatives per token on the OpenAI API, 24 from ``vllm serve
+  --max-logprobs 25``, see there); ``much monitor --base-url`` streams from one;
 * anything else -- :meth:`ClaimMonitor.push` / :meth:`ClaimMonitor.finish`.
 
 Which baselines can run online: every registered baseline whose ``needs`` is empty (it reads only the sampled ids
@@ -33,10 +34,11 @@ from typing import Any
 import numpy as np
 
 from much_dataset.schema import TOP_K
-from much_metric.monitor._openai import IncompleteStreamError
+from much_metric.monitor._openai import IncompleteStreamError, stream_chat_completion
 from much_metric.monitor._records import Calibration, MonitoredClaim
 
-__all__ = ["ClaimMonitor", "MonitoredClaim", "Calibration", "IncompleteStreamError", "online_spec"]
+__all__ = ["ClaimMonitor", "MonitoredClaim", "Calibration", "IncompleteStreamError", "online_spec",
+           "stream_chat_completion"]
 
 _AGGREGATORS = ("product", "mean", "max", "geometric")
 

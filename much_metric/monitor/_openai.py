@@ -15,17 +15,30 @@ What 20 alternatives instead of MUCH's 24 change
   vocabulary before top-k/top-p (docs/reference-behaviour.md#captured-distribution). vLLM reports raw-model logprobs by
   default, so at temperature 1 they
   agree; other servers may report the post-warping distribution (then only top-k/top-p'd candidates are non-zero).
-* Servers do not stream the EOS token: the generation ends without it, so the last claim is a content claim (as
-  for Mu-SHROOM outputs), not MUCH's EOS claim, and the 0.3.0 final-punctuation merge may apply to it.
+* The EOS token: vLLM (``vllm serve`` 0.32, checked against the real server by tests/builder/test_vllm_engine.py)
+  streams it as the last token of a finished answer (``finish_reason`` ``stop``), with its logprobs and its literal
+  text (``<|im_end|>``) as ``token``/``bytes`` -- special tokens map to their ids by that text, so the last claim is
+  MUCH's EOS claim (``eos=True``, never flagged), as in the dataset. Servers that do not stream it end the answer
+  without it: the last claim is then a content claim (as for Mu-SHROOM outputs) and the 0.3.0 final-punctuation
+  merge may apply to it.
+* More than 20 alternatives: the OpenAI API caps ``top_logprobs`` at 20; vLLM accepts up to its ``--max-logprobs``.
+  For MUCH's 24 candidates (``token_entropy_24``) ask vLLM for 25 (``vllm serve ... --max-logprobs 25``,
+  ``much monitor --top-logprobs 25``): ``vllm serve`` 0.32 lists the sampled token first and cuts the list at
+  ``top_logprobs``, so with 24 a sampled token ranked below 24 takes the place of the 24th candidate. Each row keeps
+  the ``monitor.top_k`` most probable alternatives received (then the sampled token when it is not among them).
 
 Token strings to ids
 --------------------
-The segmenter and the stopword rule need token ids. A ``token`` of the form ``token_id:N`` (vLLM's
-``return_tokens_as_token_ids``) is taken as is. Otherwise the token's raw ``bytes`` (or its UTF-8 text when a
-server sends no bytes) are looked up in a table built once from the tokenizer's vocabulary (byte-level BPE pieces
-such as ``Ġthe`` mapped back to bytes; SentencePiece ``▁`` and ``<0xNN>`` pieces likewise). When several ids spell
-the same bytes the first non-special id wins; a sampled token that maps to no id is an error, an alternative that
-maps to none keeps its probability with id -1 (Max Likelihood and Token Entropy do not use ids).
+The segmenter and the stopword rule need token ids. A ``token`` of the form ``token_id:N`` (vLLM's and SGLang's
+``return_tokens_as_token_ids``; ``much monitor --base-url`` requests it unless ``--no-token-ids``) is taken as is.
+Otherwise the token's raw ``bytes`` (or its UTF-8 text when a server sends no bytes) are looked up in a table built
+once from the tokenizer's vocabulary (byte-level BPE pieces such as ``Ġthe`` mapped back to bytes; SentencePiece
+``▁`` and ``<0xNN>`` pieces likewise). When several ids spell the same bytes the first non-special id wins; a
+sampled token that maps to no id is an error, an alternative that maps to none keeps its probability with id -1 (Max
+Likelihood and Token Entropy do not use ids). A token that is part of a UTF-8 character split over several tokens
+(CJK, emoji, rare accents) has no text of its own: vLLM streams it with an empty ``token`` and ``bytes`` (the last
+piece carries the whole character), so its id cannot be known from the text -- such a sampled token is an error that
+asks for ``return_tokens_as_token_ids`` (never a guessed id).
 
 Incomplete answers
 ------------------
@@ -147,6 +160,11 @@ def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
                                  "top_logprobs (the server must support them)")
             for entry in content:
                 token_id = token_to_id(entry, table)
+                if token_id is None and not entry.get("token") and not entry.get("bytes"):
+                    raise ValueError(f"stream chunk {number}, token {position}: the server sent the token without "
+                                     "text or bytes (a piece of a UTF-8 character split over several tokens), so "
+                                     "its id is unknown: request token ids (return_tokens_as_token_ids=True for "
+                                     "vLLM/SGLang; much monitor --base-url does unless --no-token-ids)")
                 if token_id is None:
                     raise ValueError(f"stream chunk {number}, token {position} ({entry.get('token')!r}): no id of "
                                      "the tokenizer spells these bytes; is it the served model's tokenizer?")
@@ -204,8 +222,9 @@ def stream_chat_completion(base_url: str, model: str, messages: list[dict[str, s
                            top_logprobs: int = 20, timeout: float = 60.0, **options: Any) -> Iterator[dict[str, Any]]:
     """POST ``{base_url}/chat/completions`` with ``stream=True, logprobs=True``; yield the parsed chunks.
 
-    Standard library only (``urllib``); ``options`` (``max_tokens``, ``temperature``, ``seed`` ...) go into the
-    request body. Pass the chunks to :meth:`ClaimMonitor.stream_openai`.
+    Standard library only (``urllib``); ``options`` (``max_tokens``, ``temperature``, ``seed``,
+    ``return_tokens_as_token_ids`` for vLLM/SGLang ...) go into the request body. ``top_logprobs`` above 20 only
+    for servers that allow it (``vllm serve --max-logprobs 25``). Pass the chunks to :meth:`ClaimMonitor.stream_openai`.
 
     ``timeout`` (seconds) is one deadline for the whole answer, from the request to ``data: [DONE]``: keep-alive
     comments do not extend it.
@@ -217,8 +236,9 @@ def stream_chat_completion(base_url: str, model: str, messages: list[dict[str, s
     """
     import urllib.request
 
-    if not 0 <= int(top_logprobs) <= 20:
-        raise ValueError(f"top_logprobs must be in [0, 20] (the OpenAI API's cap), got {top_logprobs!r}")
+    if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or top_logprobs < 0:
+        raise ValueError(f"top_logprobs must be a non-negative integer (the OpenAI API allows at most 20, vLLM up "
+                         f"to its --max-logprobs), got {top_logprobs!r}")
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     body = {"model": model, "messages": messages, "stream": True, "logprobs": True,

@@ -2,9 +2,10 @@
 
 Deterministic: the answer to a question depends only on its text (so an interrupted and an uninterrupted run give
 identical rows). Per position the server draws a full 200-token distribution, returns the ``top_logprobs`` largest
-log-probabilities, and "samples" a token that is usually in the head and sometimes (position 3 of answers whose
-hash is even) outside it. ``script`` is a list of behaviours consumed one per request: ``error500``, ``rate_limit``,
-``no_logprobs``, ``bad_request``, ``string_tokens``, or ``("sleep", seconds)``.
+log-probabilities in vllm serve's order (the sampled token first, the list cut at ``top_logprobs``), and "samples"
+a token that is usually in the head and sometimes (position 3 of answers whose hash is even) outside it.
+``script`` is a list of behaviours consumed one per request: ``error500``, ``rate_limit``, ``no_logprobs``,
+``bad_request``, ``string_tokens``, or ``("sleep", seconds)``.
 """
 
 from __future__ import annotations
@@ -85,7 +86,9 @@ class FakeGenerationServer(FakeOpenAI):
 
         content = []
         for token, lp in zip(tokens, logprobs, strict=True):
-            order = np.argsort(-lp, kind="stable")[:top]
+            # as vllm serve 0.32: the sampled token first, then the top ones, the list cut at top_logprobs (a
+            # sampled token ranked below the top `top` pushes the last of them out)
+            order = [token, *(int(i) for i in np.argsort(-lp, kind="stable")[:top] if int(i) != token)][:top]
             content.append({"token": name(token), "logprob": float(lp[token]), "bytes": None,
                             "top_logprobs": [{"token": name(int(i)), "logprob": float(lp[i]), "bytes": None}
                                              for i in order]})

@@ -151,3 +151,24 @@ def test_single_judge_and_forced_split(tmp_path, capsys):
     assert not list(read_jsonl(tmp_path / "rows" / "train.jsonl"))
     assert main(["export", "--out", str(tmp_path), "--judge", "gpt-4o"]) == 2
     assert re.search(r"(?m)^builder export: error: no labels.gpt-4o", capsys.readouterr().err)
+
+
+def test_engine_of_serving_rows_is_kept_in_the_configs_record(tmp_path):
+    # The hub columns drop generate --engine vllm|openai's per-row engine fields: rows/configs.jsonl keeps them.
+    rows = _artifacts(tmp_path)
+    generations = list(read_jsonl(tmp_path / "generations.jsonl"))
+    sampling = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "logprobs": 24}
+    for index, generation in enumerate(generations):
+        engine = "vllm" if index % 2 else "openai"
+        version = "9.9.9-trash-only" if index == 1 else "0.32.0"  # row 1 is trashed: its engine is not published
+        generation.update(engine=engine, engine_version=version, sampling=sampling)
+    _write(tmp_path / "generations.jsonl", generations)
+    assert main(["export", "--out", str(tmp_path), "--no-check"]) == 0
+    published = {r[schema.GENERATION_ID] for split in ("train", "test")
+                 for r in read_jsonl(tmp_path / "rows" / f"{split}.jsonl")}
+    assert len(published) == len(rows) - 3 and all("engine" not in r for r in read_jsonl(tmp_path / "rows" /
+                                                                                         "train.jsonl"))
+    (config,) = read_jsonl(tmp_path / "rows" / "configs.jsonl")
+    assert sorted(config["engines"], key=lambda e: e["engine"]) == [
+        {"engine": "openai", "engine_version": "0.32.0", "sampling": sampling},
+        {"engine": "vllm", "engine_version": "0.32.0", "sampling": sampling}]

@@ -72,7 +72,7 @@ def test_settings_accept_the_neutral_configuration_and_set_every_knob():
     assert kwargs["repetition_penalty"] == 1.0 and kwargs["presence_penalty"] == 0.0
     assert kwargs["frequency_penalty"] == 0.0 and kwargs["logprobs"] == 30 and kwargs["temperature"] == 0.7
     body = s.openai_body()
-    assert body["top_logprobs"] == 30 and body["logprobs"] is True and body["return_tokens_as_token_ids"] is True
+    assert body["top_logprobs"] == 31 and body["logprobs"] is True and body["return_tokens_as_token_ids"] is True
     assert s.to_record()["temperature"] == 0.7
 
 
@@ -108,7 +108,8 @@ def test_openai_engine_rows_follow_the_server_distribution(tmp_path):
     with FakeGenerationServer() as server:
         assert main(_args(tmp_path, server, "--workers", "3")) == 0
         body = server.chat_requests()[0]
-    assert body["top_logprobs"] == 24 and body["top_p"] == 1.0 and body["top_k"] == -1
+    # one more than 24: vllm serve's list order (see SamplingSettings.openai_body)
+    assert body["top_logprobs"] == 25 and body["top_p"] == 1.0 and body["top_k"] == -1
     assert body["repetition_penalty"] == 1.0 and body["return_tokens_as_token_ids"] is True
     rows = list(read_jsonl(tmp_path / "generations.jsonl"))
     assert sorted(r["question_id"] for r in rows) == [f"q{i}" for i in range(6)]
@@ -118,7 +119,7 @@ def test_openai_engine_rows_follow_the_server_distribution(tmp_path):
     outside = 0
     for row in rows:
         prompt = next(q["prompt"] for q in QUESTIONS if q["question_id"] == row["question_id"])
-        tokens, logprobs, _ = fake.answer(prompt, 24)
+        tokens, logprobs, _ = fake.answer(prompt, int(body["top_logprobs"]))
         assert row[schema.OUTPUT_TOKENS] == tokens and row["finished"] is True
         assert row[schema.OUTPUT] == tokenizer.decode(tokens, skip_special_tokens=False)
         assert row["engine"] == "openai" and row["sampling"]["logprobs"] == 24 and row["sampling"]["top_k"] == 0

@@ -27,7 +27,7 @@ from much_dataset import schema  # noqa: E402
 from tests.builder import _smollm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-PROB_TOLERANCE = 5e-5  # float32 on CPU; measured maxima 9.1e-6 to 1.1e-5 here (printed by each run)
+PROB_TOLERANCE = 5e-5  # float32 on CPU; measured maxima 9.1e-6 to 1.8e-5 here (printed by each run)
 QUESTIONS = [
     {"question_id": "q-en", "lang": "en", "prompt": "What is the capital of Australia?",
      "wiki_url": "https://en.wikipedia.org/wiki/Canberra"},
@@ -35,8 +35,17 @@ QUESTIONS = [
      "wiki_url": "https://fr.wikipedia.org/wiki/Paris"},
     {"question_id": "q-de", "lang": "de", "prompt": "Wann wurde Marie Curie geboren?",
      "wiki_url": "https://de.wikipedia.org/wiki/Marie_Curie"},
+    {"question_id": "q-en2", "lang": "en", "prompt": "Who wrote the novel Les Misérables?",
+     "wiki_url": "https://en.wikipedia.org/wiki/Les_Mis%C3%A9rables"},
+    {"question_id": "q-es", "lang": "es", "prompt": "¿Cuál es la capital de España?",
+     "wiki_url": "https://es.wikipedia.org/wiki/Madrid"},
+    {"question_id": "q-fr2", "lang": "fr", "prompt": "Qui a peint la Joconde ?",
+     "wiki_url": "https://fr.wikipedia.org/wiki/La_Joconde"},
 ]
-TEMPERATURE = 0.8
+TEMPERATURE = 0.8  # --engine vllm
+OPENAI_TEMPERATURE = 0.7  # --engine openai: another config, so both engines' rows go into one export
+MAX_NEW_TOKENS = 64  # enough for most SmolLM2 answers to end with EOS (kept by export), some are cut (trashed)
+EOS_ID = 2  # SmolLM2's <|im_end|>
 
 
 @pytest.fixture(scope="module")
@@ -50,17 +59,22 @@ def model_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def vllm_rows(model_dir, tmp_path_factory) -> list[dict]:
+def vllm_out(model_dir, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("vllm-generate")
     (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE",
                                                                                             "1")}
     cmd = [sys.executable, "-m", "builder", "generate", "--out", str(out), "--model", str(model_dir),
-           "--model-name", "smollm2-135m", "--engine", "vllm", "--batch-size", "3", "--max-new-tokens", "24",
-           "--temperature", str(TEMPERATURE), "--dtype", "float32"]
+           "--model-name", "smollm2-135m", "--engine", "vllm", "--batch-size", str(len(QUESTIONS)),
+           "--max-new-tokens", str(MAX_NEW_TOKENS), "--temperature", str(TEMPERATURE), "--dtype", "float32"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    return list(read_jsonl(out / "generations.jsonl"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def vllm_rows(vllm_out) -> list[dict]:
+    return list(read_jsonl(vllm_out / "generations.jsonl"))
 
 
 def _teacher_forced(model_dir: Path, rows: list[dict]):
@@ -76,14 +90,16 @@ def _teacher_forced(model_dir: Path, rows: list[dict]):
         tokens = row[schema.OUTPUT_TOKENS]
         with torch.inference_mode():
             logits = model(input_ids=torch.tensor([prompt_ids + tokens])).logits[0, len(prompt_ids) - 1: -1]
-        yield row, top_candidates(logits, torch.tensor(tokens), temperature=TEMPERATURE, extend=False)
+        temperature = row["sampling"]["temperature"]
+        yield row, top_candidates(logits, torch.tensor(tokens), temperature=temperature, extend=False)
 
 
-def _check_parity(model_dir: Path, rows: list[dict], engine: str) -> None:
+def _check_parity(model_dir: Path, rows: list[dict], engine: str, temperature: float) -> None:
     assert sorted(r["question_id"] for r in rows) == sorted(q["question_id"] for q in QUESTIONS)
     worst, positions, near_ties = 0.0, 0, 0
     for row, (ids, probs, ranks, chosen_probs) in _teacher_forced(model_dir, rows):
-        assert row["engine"] == engine and row["sampling"]["top_k"] == 0 and row["sampling"]["temperature"] == 0.8
+        assert row["engine"] == engine and row["sampling"]["top_k"] == 0
+        assert row["sampling"]["temperature"] == temperature
         for step, token in enumerate(row[schema.OUTPUT_TOKENS]):
             got_ids, got_probs = row[schema.LOGITS_TOKEN_IDS][step], row[schema.LOGITS_VALUES][step]
             worst = max(worst, float(np.max(np.abs(np.array(got_probs[:24]) - np.array(probs[step])))))
@@ -107,7 +123,7 @@ def _check_parity(model_dir: Path, rows: list[dict], engine: str) -> None:
 
 
 def test_vllm_top24_equals_a_teacher_forced_hf_pass(model_dir, vllm_rows):
-    _check_parity(model_dir, vllm_rows, "vllm")
+    _check_parity(model_dir, vllm_rows, "vllm", TEMPERATURE)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +142,7 @@ def served(model_dir, tmp_path_factory):
         server = subprocess.Popen(
             [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
              "--served-model-name", "smollm2-135m", "--host", "127.0.0.1", "--port", str(port), "--dtype",
-             "float32", "--max-logprobs", "24", "--logprobs-mode", "processed_logprobs", "--generation-config",
+             "float32", "--max-logprobs", "25", "--logprobs-mode", "processed_logprobs", "--generation-config",
              "vllm"], stdout=handle, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.time() + 600
@@ -143,19 +159,205 @@ def served(model_dir, tmp_path_factory):
         server.wait(timeout=60)
 
 
-def test_openai_engine_against_vllm_serve_equals_a_teacher_forced_hf_pass(model_dir, served, tmp_path):
+@pytest.fixture(scope="module")
+def openai_out(model_dir, served, tmp_path_factory) -> Path:
     from builder.cli import main
 
-    (tmp_path / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
-    assert main(["generate", "--out", str(tmp_path), "--model", "smollm2-135m", "--engine", "openai",
-                 "--base-url", served, "--tokenizer", str(model_dir), "--workers", "3", "--max-new-tokens", "24",
-                 "--temperature", str(TEMPERATURE)]) == 0
-    _check_parity(model_dir, list(read_jsonl(tmp_path / "generations.jsonl")), "openai")
+    out = tmp_path_factory.mktemp("openai-generate")
+    (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    assert main(["generate", "--out", str(out), "--model", "smollm2-135m", "--engine", "openai",
+                 "--base-url", served, "--tokenizer", str(model_dir), "--workers", "3",
+                 "--max-new-tokens", str(MAX_NEW_TOKENS), "--temperature", str(OPENAI_TEMPERATURE)]) == 0
+    return out
+
+
+def test_openai_engine_against_vllm_serve_equals_a_teacher_forced_hf_pass(model_dir, openai_out):
+    _check_parity(model_dir, list(read_jsonl(openai_out / "generations.jsonl")), "openai", OPENAI_TEMPERATURE)
 
 
 def test_vllm_rows_end_with_eos_when_finished(vllm_rows):
     for row in vllm_rows:
         if row["finished"]:
-            assert row[schema.OUTPUT_TOKENS][-1] == 2  # SmolLM2's <|im_end|>
+            assert row[schema.OUTPUT_TOKENS][-1] == EOS_ID
         else:
-            assert len(row[schema.OUTPUT_TOKENS]) == 24
+            assert len(row[schema.OUTPUT_TOKENS]) == MAX_NEW_TOKENS
+
+
+def _judge_labels(index: int, n_chunks: int) -> list[int]:
+    """Deterministic judge labels with both classes (-1 = hallucinated); the EOS chunk is 1, as in MUCH."""
+    return [(-1 if (index + k) % 3 == 0 else 1) for k in range(n_chunks - 1)] + [1]
+
+
+def test_engine_rows_export_load_and_score_with_much_run(model_dir, vllm_out, openai_out, tmp_path):
+    """Rows of --engine vllm (T=0.8) and --engine openai against vllm serve (T=0.7): segment -> judge labels (the
+    JSONL contract of builder/README.md, as tests/builder/test_end_to_end.py) -> export -> much_dataset.load ->
+    much run."""
+    import math
+    import shutil
+
+    from builder.cli import main
+    from much_dataset import load
+    from much_metric.cli import main as much
+
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy(vllm_out / "questions.jsonl", out / "questions.jsonl")
+    generations = [*read_jsonl(vllm_out / "generations.jsonl"), *read_jsonl(openai_out / "generations.jsonl")]
+    configs = [*read_jsonl(vllm_out / "configs.jsonl"), *read_jsonl(openai_out / "configs.jsonl")]
+    assert len({c[schema.GENERATION_CONFIG] for c in configs}) == 2 and len(generations) == 2 * len(QUESTIONS)
+    (out / "generations.jsonl").write_text("".join(json.dumps(g) + "\n" for g in generations))
+    (out / "configs.jsonl").write_text("".join(json.dumps(c) + "\n" for c in configs))
+
+    assert main(["segment", "--out", str(out), "--tokenizer", str(model_dir)]) == 0
+    chunks = {s[schema.GENERATION_ID]: s[schema.TOKEN_CHUNKS] for s in read_jsonl(out / "segments.jsonl")}
+    assert len(chunks) == len(generations)
+    judge = [{"generation_id": g[schema.GENERATION_ID], "judge": "gpt-4o",
+              "labels": _judge_labels(i, len(chunks[g[schema.GENERATION_ID]]))} for i, g in enumerate(generations)]
+    (out / "labels.gpt-4o.jsonl").write_text("".join(json.dumps(r) + "\n" for r in judge))
+    first_finished = next(r for r, g in zip(judge, generations, strict=True) if g["finished"])
+    (out / "human.an1.jsonl").write_text(json.dumps({**first_finished, "annotator": "an1"}) + "\n")
+    assert main(["export", "--out", str(out)]) == 0
+
+    rows = {split: list(read_jsonl(out / "rows" / f"{split}.jsonl")) for split in ("train", "test", "trash")}
+    cannot = {g[schema.GENERATION_ID] for g in generations if not g["finished"]
+              or any(len(ids) != schema.TOP_K for ids in g[schema.LOGITS_TOKEN_IDS])}
+    assert {r[schema.GENERATION_ID] for r in rows["trash"]} == cannot  # cut at max tokens / 25 candidates
+    engine_of = {g[schema.GENERATION_ID]: g["engine"] for g in generations}
+    kept = rows["train"] + rows["test"]
+    print(f"\nexport of engine rows: {len(generations)} generations, kept vllm "
+          f"{sum(engine_of[r[schema.GENERATION_ID]] == 'vllm' for r in kept)}, kept openai "
+          f"{sum(engine_of[r[schema.GENERATION_ID]] == 'openai' for r in kept)}, trash {len(rows['trash'])}")
+    assert {engine_of[r[schema.GENERATION_ID]] for r in kept} == {"vllm", "openai"}
+    assert len(rows["test"]) == 1
+    # the hub columns drop the per-row engine fields; rows/configs.jsonl keeps them per config
+    engines = {c["temperature"]: c["engines"] for c in read_jsonl(out / "rows" / "configs.jsonl")}
+    assert [e["engine"] for e in engines[TEMPERATURE]] == ["vllm"]
+    assert engines[TEMPERATURE][0]["engine_version"] == next(g for g in generations
+                                                             if g["engine"] == "vllm")["engine_version"]
+    assert [e["engine"] for e in engines[OPENAI_TEMPERATURE]] == ["openai"]
+    assert all(e["sampling"]["top_k"] == 0 and e["sampling"]["top_p"] == 1.0 for v in engines.values() for e in v)
+
+    dataset = load(str(out / "much"))
+    assert {split: dataset[split].num_rows for split in dataset} == {"train": len(rows["train"]), "test": 1}
+    assert set(schema.COLUMNS) <= set(dataset["train"].column_names)
+    by_id = {g[schema.GENERATION_ID]: g for g in generations}
+    for split in dataset:
+        for row in dataset[split]:
+            generation = by_id[row[schema.GENERATION_ID]]
+            assert row[schema.OUTPUT_TOKENS] == generation[schema.OUTPUT_TOKENS]
+            assert row[schema.LOGITS_TOKEN_IDS] == generation[schema.LOGITS_TOKEN_IDS]
+            np.testing.assert_allclose(np.array(row[schema.LOGITS_VALUES]),
+                                       np.array(generation[schema.LOGITS_VALUES]), rtol=1e-6)
+
+    report = tmp_path / "run.json"
+    assert much(["run", "--data", str(out / "much"), "--signals", "max_likelihood,token_entropy_24",
+                 "--bootstrap", "0", "--no-nli", "--tokenizer", str(model_dir), "--json", str(report),
+                 "--no-progress"]) == 0
+    table = json.loads(report.read_text())
+    assert table["n_samples"] == len(kept)
+    results = {r["signal_name"]: r for r in table["results"]}
+    assert set(results) == {"max_likelihood", "token_entropy_24"}
+    for name, result in results.items():
+        print(f"much run on the export: {name} roc_auc={result['roc_auc']} pr_auc={result['pr_auc']}")
+        assert math.isfinite(result["roc_auc"]) and 0 <= result["roc_auc"] <= 1
+        assert math.isfinite(result["pr_auc"]) and 0 <= result["pr_auc"] <= 1
+
+
+def _stream(served: str, prompt: str, *, token_ids: bool, seed: int, temperature: float, system: bool = True):
+    """Chunks of one streamed answer from the real server (recorded), and the stream itself."""
+    from builder._llm import chat_messages
+    from much_metric.monitor._openai import stream_chat_completion
+
+    messages = chat_messages(prompt, brief=True) if system else [{"role": "user", "content": prompt}]
+    options = {"return_tokens_as_token_ids": True} if token_ids else {}
+    recorded: list[dict] = []
+
+    def chunks():
+        for chunk in stream_chat_completion(served, "smollm2-135m", messages, top_logprobs=25, timeout=300,
+                                            max_tokens=MAX_NEW_TOKENS, temperature=temperature, top_p=1.0,
+                                            seed=seed, **options):
+            recorded.append(chunk)
+            yield chunk
+    return recorded, chunks()
+
+
+def _entries(chunks: list[dict]) -> list[dict]:
+    return [e for c in chunks for ch in c["choices"] for e in ((ch.get("logprobs") or {}).get("content") or [])]
+
+
+def test_monitor_on_vllm_serve_equals_the_server_and_a_teacher_forced_hf_pass(model_dir, served, capsys):
+    import math
+
+    from much_metric.cli import main as much
+    from much_metric.models import load_tokenizer
+    from much_metric.monitor import ClaimMonitor
+
+    tokenizer = load_tokenizer(str(model_dir))
+    prompt = QUESTIONS[0]["prompt"]
+    recorded, chunks = _stream(served, prompt, token_ids=True, seed=7, temperature=TEMPERATURE)
+    monitor = ClaimMonitor(tokenizer, "token_entropy_24", top_k=24, threshold=0.5)
+    claims = list(monitor.stream_openai(chunks))  # stream_chat_completion returns only after data: [DONE]
+    finish = [ch["finish_reason"] for c in recorded for ch in c["choices"] if ch.get("finish_reason")]
+    assert finish == ["stop"], finish  # SmolLM2 answers this within MAX_NEW_TOKENS
+    entries = _entries(recorded)
+    server_ids = [int(e["token"].removeprefix("token_id:")) for e in entries]
+    assert monitor.token_ids == server_ids
+    # vLLM streams the EOS token (with its logprobs) as the last token: the monitor's last claim is MUCH's EOS claim
+    assert server_ids[-1] == EOS_ID and claims[-1].eos and claims[-1].token_ids == [EOS_ID]
+    assert not any(c.eos for c in claims[:-1]) and all(math.isfinite(c.score) for c in claims)
+    assert [i for c in claims for i in c.token_indices] == list(range(len(server_ids)))
+    cand_ids, cand_probs = monitor.candidates()
+    for entry, ids, probs in zip(entries, cand_ids, cand_probs, strict=True):
+        # 25 requested (vLLM lists the sampled token first and cuts there): the monitor keeps the 24 most probable
+        top = sorted(entry["top_logprobs"], key=lambda a: -a["logprob"])[:24]
+        assert len(entry["top_logprobs"]) == 25 and ids[:24] == [int(a["token"].removeprefix("token_id:"))
+                                                                 for a in top]
+        assert probs[:24] == [math.exp(a["logprob"]) for a in top]
+
+    # the same tokens teacher-forced through HF at the same temperature, fed to a second monitor offline
+    row = {schema.PROMPT: prompt, schema.OUTPUT_TOKENS: server_ids, "sampling": {"temperature": TEMPERATURE}}
+    _, (hf_ids, hf_probs, _, _) = next(_teacher_forced(model_dir, [row]))
+    worst_p = max(float(np.max(np.abs(np.array(p[:24]) - np.array(h)))) for p, h in zip(cand_probs, hf_probs,
+                                                                                          strict=True))
+    offline = ClaimMonitor(tokenizer, "token_entropy_24", top_k=24, threshold=0.5)
+    offline_claims = []
+    for token, ids, probs in zip(server_ids, hf_ids, hf_probs, strict=True):
+        offline_claims += offline.push(token, ids, probs)
+    offline_claims += offline.finish()
+    assert [c.token_indices for c in offline_claims] == [c.token_indices for c in claims]
+    worst_score = max(abs(a.score - b.score) for a, b in zip(claims, offline_claims, strict=True))
+    measured = (f"monitor <- vllm serve: {len(server_ids)} tokens, {len(claims)} claims (EOS claim last), "
+                f"max |p_monitor - p_hf| = {worst_p:.3g}, max |claim score - offline HF score| = {worst_score:.3g}")
+    assert worst_p <= PROB_TOLERANCE
+    assert worst_score <= 1e-5  # measured 9.7e-7 (token_entropy_24 of probabilities within PROB_TOLERANCE)
+
+    # without token ids the ids come from the token bytes: same seed, same answer, same ids
+    recorded, chunks = _stream(served, prompt, token_ids=False, seed=7, temperature=TEMPERATURE)
+    by_bytes = ClaimMonitor(tokenizer, "token_entropy_24", top_k=24)
+    assert [c.text for c in by_bytes.stream_openai(chunks)] == [c.text for c in claims]
+    assert by_bytes.token_ids == server_ids and by_bytes.candidates()[0] == cand_ids
+
+    # a character split over several tokens: vLLM streams its first pieces without text; by bytes that is a clear
+    # error (never a guessed id), with token ids the answer is monitored exactly
+    japanese = "Translate to Japanese: good morning, thank you"
+    recorded, chunks = _stream(served, japanese, token_ids=True, seed=3, temperature=1.0, system=False)
+    exact = ClaimMonitor(tokenizer, "token_entropy_24", top_k=24)
+    text = "".join(c.text for c in exact.stream_openai(chunks))
+    assert text == tokenizer.decode(exact.token_ids, skip_special_tokens=False)
+    pieces = [n for n, t in enumerate(exact.token_ids) if "\ufffd" in tokenizer.decode([t])]
+    assert pieces, "the seeded answer has no split character any more: pick another seed"
+    assert all(not _entries(recorded)[n]["bytes"] for n in pieces[:1])
+    _, chunks = _stream(served, japanese, token_ids=False, seed=3, temperature=1.0, system=False)
+    with pytest.raises(ValueError, match="return_tokens_as_token_ids"):
+        list(ClaimMonitor(tokenizer, "token_entropy_24", top_k=24).stream_openai(chunks))
+
+    # much monitor --base-url against the same server
+    capsys.readouterr()
+    assert much(["monitor", "--base-url", served, "--model", "smollm2-135m", "--tokenizer", str(model_dir),
+                 "--top-logprobs", "25", "--temperature", str(TEMPERATURE), "--max-new-tokens", str(MAX_NEW_TOKENS),
+                 "--prompt", prompt, "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines and lines[-1]["eos"] and all(0 <= r["score"] <= 1 for r in lines)
+    with capsys.disabled():  # printed after the CLI's output was read
+        print(f"\n{measured}\nmuch monitor --base-url: {len(lines)} claims, "
+              f"{sum(r['flagged'] for r in lines)} flagged")
