@@ -77,9 +77,10 @@ def _token_label_logistic(train, test):
     return model.predict_proba((token_features(test) - mean) / std)[:, 1]
 
 
-def table(workdir: Path) -> Path:
+def table(workdir: Path, report: str | None = None) -> Path:
     from much_dataset import load
-    from much_metric.baselines import expand_signals, resolve, token_arrays
+    from much_metric.baselines import resolve, token_arrays
+    from much_metric.baselines.registry import expand_signals
     from much_metric.learned import make_folds, row_info, train_detector
     from much_metric.scoring import Bootstrap, compare
     from much_metric.signals import write_signals
@@ -192,7 +193,7 @@ def table(workdir: Path) -> Path:
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         code = main(["evaluate", "--data", "sample", "--scores", str(signals), "--rank", "roc_auc",
-                     "--bootstrap", "1000"])
+                     "--bootstrap", "1000", *(["--report", report] if report else [])])
     for line in buffer.getvalue().splitlines():
         say("  " + line)
     say(f"  (exit code {code})")
@@ -262,6 +263,8 @@ def main() -> None:
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--no-monitor", action="store_true", help="skip bench_monitor.py with the sequence detector")
     parser.add_argument("--out", default=None, help="also write the output to this file (run_benchmarks.sh tees it)")
+    parser.add_argument("--report", default=None,
+                        help="also write much evaluate's HTML report of the held-out ranking to this file")
     args = parser.parse_args()
     import torch
 
@@ -270,7 +273,7 @@ def main() -> None:
         f"load average {os.getloadavg()[0]:.2f} at start")
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        folder = None if args.skip_table else table(workdir)
+        folder = None if args.skip_table else table(workdir, args.report)
         if not args.skip_speed:
             speed(workdir)
         if not args.no_monitor and folder is not None:
