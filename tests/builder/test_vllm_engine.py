@@ -126,6 +126,43 @@ def test_vllm_top24_equals_a_teacher_forced_hf_pass(model_dir, vllm_rows):
     _check_parity(model_dir, vllm_rows, "vllm", TEMPERATURE)
 
 
+def test_replay_and_verify_reproduce_the_vllm_rows(model_dir, vllm_out, vllm_rows, tmp_path):
+    """builder replay / verify (HF teacher-forced) on rows vLLM generated: the same candidates within the tolerance,
+    and a row changed by 1e-3 is reported."""
+    from builder.cli import main
+    from builder.verify import compare
+
+    common = ["--source", str(vllm_out / "generations.jsonl"), "--model", str(model_dir), "--temperature",
+              str(TEMPERATURE), "--out-of-top", "append", "--dtype", "float32"]
+    assert main(["replay", "--out", str(tmp_path / "replay"), *common]) == 0
+    replayed = {r[schema.GENERATION_ID]: r for r in read_jsonl(tmp_path / "replay" / "replay.jsonl")}
+    assert sorted(replayed) == sorted(r[schema.GENERATION_ID] for r in vllm_rows)
+    worst = 0.0
+    for row in vllm_rows:
+        again = replayed[row[schema.GENERATION_ID]]
+        found = compare(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], again[schema.LOGITS_TOKEN_IDS],
+                        again[schema.LOGITS_VALUES], tolerance=PROB_TOLERANCE)
+        assert found["id_mismatches"] == 0
+        worst = max(worst, found["max_abs_diff"])
+    print(f"\nreplay of the vllm rows: max |dp| = {worst:.3g}")
+    assert worst <= PROB_TOLERANCE
+
+    rows = len(vllm_rows)
+    assert main(["verify", "--out", str(tmp_path / "verify"), *common, "--rows", str(rows), "--tolerance",
+                 str(PROB_TOLERANCE)]) == 0
+    assert json.loads((tmp_path / "verify" / "verify.json").read_text())["rows"] == rows
+
+    tampered = [dict(r) for r in vllm_rows]
+    tampered[0][schema.LOGITS_VALUES] = [list(v) for v in tampered[0][schema.LOGITS_VALUES]]
+    tampered[0][schema.LOGITS_VALUES][0][0] -= 1e-3
+    source = tmp_path / "tampered.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in tampered))
+    argv = ["verify", "--out", str(tmp_path / "verify-tampered"), "--source", str(source), *common[2:], "--rows",
+            str(rows), "--tolerance", str(PROB_TOLERANCE)]
+    assert main(argv) == 1
+    assert json.loads((tmp_path / "verify-tampered" / "verify.json").read_text())["max_abs_diff"] >= 9e-4
+
+
 @pytest.fixture(scope="module")
 def served(model_dir, tmp_path_factory):
     """A real ``vllm serve`` on 127.0.0.1 (stopped at the end of the module; start bounded to 10 minutes)."""
