@@ -398,3 +398,62 @@ def test_monitor_on_vllm_serve_equals_the_server_and_a_teacher_forced_hf_pass(mo
     with capsys.disabled():  # printed after the CLI's output was read
         print(f"\n{measured}\nmuch monitor --base-url: {len(lines)} claims, "
               f"{sum(r['flagged'] for r in lines)} flagged")
+
+
+def _generation_rows(path: Path) -> dict[str, dict]:
+    rows: dict[str, dict] = {}
+    for row in read_jsonl(path) if path.exists() else []:
+        assert row["question_id"] not in rows, f"question {row['question_id']} stored twice"
+        assert all(len(ids) in (24, 25) for ids in row[schema.LOGITS_TOKEN_IDS])
+        rows[row["question_id"]] = row
+    return rows
+
+
+def test_random_kills_of_the_vllm_engine_lose_and_duplicate_nothing(model_dir, tmp_path):
+    """generate --engine vllm killed (process group: vLLM's engine core is a child process) at random points after
+    rows started to arrive, at least 10 times, then rerun: the rows equal an uninterrupted run's, none twice."""
+    import random
+    import signal
+    import time
+
+    questions = [{**QUESTIONS[i % len(QUESTIONS)], "question_id": f"k{i}",
+                  "prompt": f"{QUESTIONS[i % len(QUESTIONS)]['prompt']} ({i})"} for i in range(120)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE",
+                                                                                            "1")}
+
+    def command(out: Path) -> list[str]:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+        return [sys.executable, "-m", "builder", "generate", "--out", str(out), "--model", str(model_dir),
+                "--model-name", "smollm2-135m", "--engine", "vllm", "--batch-size", "1", "--max-new-tokens", "8",
+                "--temperature", str(TEMPERATURE), "--dtype", "float32"]
+
+    reference = tmp_path / "reference"
+    done = subprocess.run(command(reference), env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    killed = tmp_path / "killed"
+    cmd = command(killed)
+    rng = random.Random(11)
+    kills, started = 0, time.time()
+    while kills < 10 and time.time() - started < 1200:
+        before = len(_generation_rows(killed / "generations.jsonl"))
+        process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        while process.poll() is None and len(_generation_rows(killed / "generations.jsonl")) == before:
+            time.sleep(0.05)
+        if process.poll() is not None:
+            break  # finished before a kill: the loop below asserts there were enough kills
+        time.sleep(rng.uniform(0.0, 0.6))
+        os.killpg(process.pid, signal.SIGKILL if kills % 2 else signal.SIGTERM)
+        process.wait()
+        time.sleep(0.5)  # let the engine-core child go too before the next start
+        kills += 1
+        _generation_rows(killed / "generations.jsonl")  # no question twice after any kill
+    assert kills >= 10, f"only {kills} kills: the run finished too early"
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    want, got = _generation_rows(reference / "generations.jsonl"), _generation_rows(killed / "generations.jsonl")
+    print(f"\nvllm engine: {kills} kills, {len(got)} rows after the rerun")
+    assert set(got) == set(want) == {q["question_id"] for q in questions}
+    for key, row in want.items():  # per-request seed: the same answer whichever run produced it
+        assert got[key][schema.GENERATION_ID] == row[schema.GENERATION_ID]
