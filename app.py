@@ -1,4 +1,4 @@
-"""Hugging Face Space entry of the MUCH leaderboard (``python app.py``; locally ``much leaderboard serve``).
+"""Hugging Face Space entry of the MUCH leaderboard (``python app.py``; locally ``much-leaderboard serve``).
 
 Settings (Space variables; the token is a Space *secret*, read by huggingface_hub from the environment only):
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from much_metric.leaderboard import serve, start
+from much_leaderboard import serve, start
 
 
 def main() -> None:

@@ -4,14 +4,14 @@ On synthetic data shaped like MUCH (much_dataset.synthetic, 4,873 samples, NOT M
 
 1. **re-scoring a submission**: a zip with one signal (one value per token for every sample, JSONL and parquet)
    goes through what the server does before answering the submitter --
-   :func:`much_metric.leaderboard.read_archive` (every safety check, the toolkit's reader) and
-   :func:`much_metric.leaderboard.score_submission` with ``breakdown_intervals=False`` (every metric of
+   :func:`much_metric.signals.read_archive` (every safety check, the toolkit's reader) and
+   :func:`much_leaderboard.score_submission` with ``breakdown_intervals=False`` (every metric of
    ``METRIC_TABLE`` with 1,000 bootstrap resamples on the whole data; point values per language, generating model
    and manual/auto selection) -- and the ratio to the 5 s target; then the background phase
-   (:func:`much_metric.leaderboard.score_breakdowns`: the breakdowns' intervals), everything in one call
+   (:func:`much_leaderboard.score_breakdowns`: the breakdowns' intervals), everything in one call
    (``breakdown_intervals=True``), and the toolkit's plain ``evaluate_signals`` on the same signal (what ``much
    evaluate`` computes, no breakdown);
-   then P(rank) over 2 and 10 such rows (the background ranking, :func:`much_metric.leaderboard.rank_rows`);
+   then P(rank) over 2 and 10 such rows (the background ranking, :func:`much_leaderboard.rank_rows`);
 2. **the main page**: a store holding 200 rows (copies of the scored row under 200 archive ids), timed from the
    store read to the HTML string the app sends (store rows + cached ranking -> ``table_rows`` -> ``render_table``),
    for the overall view and a language filter, and the ratio to the 1 s target.
@@ -56,7 +56,7 @@ def synthetic_data():
 
     from much_dataset.schema import MUCH_CONFIGS
     from much_dataset.synthetic import make_rows
-    from much_metric.leaderboard import EvaluationData
+    from much_leaderboard import EvaluationData
 
     rows = make_rows(N_SAMPLES, seed=0)
     langs = ("en", "fr", "es", "de")
@@ -92,17 +92,11 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/leaderboard.txt")
     args = parser.parse_args()
 
-    from much_metric.leaderboard import (
-        Store,
-        rank_rows,
-        read_archive,
-        render_table,
-        score_breakdowns,
-        score_submission,
-        table_rows,
-    )
+    from much_leaderboard import Store
+    from much_leaderboard._scoring import rank_rows, score_breakdowns, score_submission
+    from much_leaderboard._table import render_table, table_rows
     from much_metric.scoring import Bootstrap
-    from much_metric.signals import evaluate_signals
+    from much_metric.signals import evaluate_signals, read_archive
 
     data, rows = synthetic_data()
     lines = []

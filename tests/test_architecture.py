@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("much_dataset", "much_metric", "builder")
+PACKAGES = ("much_dataset", "much_metric", "builder", "much_leaderboard")
 STAGES = ("segmentation", "scoring", "baselines", "signals", "monitor", "cli")
 
 
@@ -37,6 +37,21 @@ def test_much_dataset_imports_nothing_from_much_metric():
     offenders = [(path.name, name) for path, tree in _modules("much_dataset") for name in _imported(tree)
                  if name.split(".")[0] == "much_metric"]
     assert offenders == []
+
+
+#: The web application lives in its own package: the metric never imports it nor a web framework, not even inside a
+#: function.
+_WEB = ("much_leaderboard", "gradio", "fastapi", "uvicorn", "starlette", "playwright")
+
+
+def test_much_metric_imports_no_web_server_anywhere():
+    offenders = [(str(path.relative_to(REPO)), name) for package in ("much_dataset", "much_metric", "builder")
+                 for path, tree in _modules(package) for name in _imported(tree) if name.split(".")[0] in _WEB]
+    assert offenders == []
+    code = ("import sys, much_metric, much_metric.signals, much_metric.cli; much_metric.cli.build_parser(); "
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {_WEB!r}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_loading_the_sample_does_not_import_much_metric():

@@ -17,7 +17,7 @@ import sys
 import types
 from pathlib import Path
 
-_PROJECT = ("much_dataset", "much_metric")
+_PROJECT = ("much_dataset", "much_metric", "much_leaderboard")
 _MARKER = re.compile(r"<!-- api: ([\w.]+) -->")
 #: Package -> its API page, in the order of the navigation (a name is rendered on the first page that lists it).
 PAGES = {
@@ -28,7 +28,7 @@ PAGES = {
     "much_metric.signals": "api/signals.md",
     "much_metric.monitor": "api/monitor.md",
     "much_metric.learned": "api/learned.md",
-    "much_metric.leaderboard": "api/leaderboard.md",
+    "much_leaderboard": "api/leaderboard.md",
     "much_metric": "api/much_metric.md",
 }
 

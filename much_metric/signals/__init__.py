@@ -2,6 +2,9 @@
 
 * :func:`read_signals` / :func:`write_signals` -- files in the layout of ``orailix/MUCH-signals``
   (``generation_id``, ``signal_name``, ``values``), parquet or JSONL, idempotent writes;
+* :func:`read_archive` / :class:`ArchiveLimits` / :class:`SubmissionRejected` -- the submission format: an
+  untrusted zip of a MUCH-signals folder, validated in memory (sizes, zip bombs, names, links, file types, JSONL
+  lines, parquet schema and metadata, a learned signal's training rows) -- what the leaderboard accepts;
 * :func:`read_sample_metadata` / :func:`add_sample_metadata` -- per-sample metadata of a signal file (which NLI
   model scored each sample);
 * :func:`evaluate_signals` -> :class:`EvaluationTable` -- the loop behind both ``much run`` and ``much evaluate``:
@@ -34,6 +37,10 @@ __all__ = [
     "LABEL_CHOICES",
     "MIN_COVERAGE",
     "ground_truth",
+    "ArchiveLimits",
+    "ParsedSubmission",
+    "SubmissionRejected",
+    "read_archive",
     "add_sample_metadata",
     "read_sample_metadata",
     "EvaluationTable",
@@ -70,6 +77,8 @@ _LAZY = {
     "DEFAULT_MUSHROOM": "_spans", "MUSHROOM_HINT": "_spans", "evaluate_spans": "_spans", "match_mushroom": "_spans",
     "PAPER_GENERATION_SECONDS": "_published", "PAPER_TABLE7": "_published", "REFERENCE_NOTEBOOK": "_published",
     "is_much": "_published",
+    "ArchiveLimits": "_archive", "ParsedSubmission": "_archive", "SubmissionRejected": "_archive",
+    "read_archive": "_archive",
 }
 
 

@@ -198,7 +198,9 @@ def _read_records(path: Path) -> list[tuple[str, str, np.ndarray]]:
     return _read_jsonl(path) if _format(path) == "jsonl" else _read_parquet(path)
 
 
-def _read_file(path: Path) -> list[tuple[str, str, np.ndarray]]:
+def read_records(path: Path) -> list[tuple[str, str, np.ndarray]]:
+    """``(generation_id, signal_name, values)`` of every record of one signal file, in file order (duplicates kept:
+    the submission archive reader refuses them, :func:`read_signals` keeps the last)."""
     records = _read_records(path)
     if not records:
         # An empty file evaluates to an empty table; a truncated download or a failed run must not pass for that.
@@ -240,7 +242,7 @@ def read_signals(path: str | os.PathLike, *, signal_names: Iterable[str] | None 
     result: Signals = {}
     duplicates = 0
     for file in _files(Path(path)):
-        for generation_id, name, values in _read_file(file):
+        for generation_id, name, values in read_records(file):
             if wanted is not None and name not in wanted:
                 continue
             per_signal = result.setdefault(name, {})

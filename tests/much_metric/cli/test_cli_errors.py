@@ -59,7 +59,7 @@ def test_version_is_the_one_version(capsys):
         (["install-metric", "--name", "a/b"], "bare module name"),
         (["train", "--out", "{tmp}/a_file"], "is a file, expected a folder"),
         (["train", "--out", "{tmp}/d", "--validation-fraction", "1.5"], "--validation-fraction"),
-        (["leaderboard", "serve", "--port", "0"], "--port must be in 1..65535"),
+        (["leaderboard", "serve", "--port", "0"], "much-leaderboard serve"),
     ],
 )
 def test_every_subcommand_fails_in_one_line(argv, message, tmp_path, capsys, monkeypatch, no_data_loading):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from much_metric.leaderboard import EvaluationData, Leaderboard
+from much_leaderboard import EvaluationData, Leaderboard
 
 if __name__ == "__main__":
     folder, archive = sys.argv[1], Path(sys.argv[2])

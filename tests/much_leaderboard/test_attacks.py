@@ -14,8 +14,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from much_metric.leaderboard import Leaderboard, Limits, SubmissionRejected, read_archive
-from tests.much_metric.leaderboard._helpers import jsonl_bytes, make_zip, store_is_empty, valid_archive
+from much_leaderboard import Leaderboard
+from much_metric.signals import ArchiveLimits as Limits
+from much_metric.signals import SubmissionRejected, read_archive
+from tests.much_leaderboard._helpers import jsonl_bytes, make_zip, store_is_empty, valid_archive
 
 FORM = {"method": "attack", "authors": "", "link": "", "needs": []}
 
@@ -113,7 +115,7 @@ def test_gigantic_jsonl_line(tmp_path, evaluation):
 
 
 def test_parquet_with_absurd_metadata(tmp_path, evaluation):
-    table = pa.table({"generation_id": ["a"], "values": [[0.5]]}).replace_schema_metadata({"pandas": "x" * 200_000})
+    table = pa.table({"generation_id": ["a"], "values": [[0.5]]}).replace_schema_metadata({"pandas": "x" * 1_200_000})
     _refused(tmp_path, evaluation, make_zip({"m.parquet": _parquet(table)}, compression=zipfile.ZIP_STORED),
              r"metadata larger than")
 

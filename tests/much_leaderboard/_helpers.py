@@ -53,7 +53,7 @@ def valid_archive(signals, *, name: str = "my_method", timings: float | None = 1
 
 
 def store_is_empty(folder: Path) -> bool:
-    from much_metric.leaderboard import Store
+    from much_leaderboard import Store
 
     store = Store(folder)
     return not store.submissions() and not any((folder / "archives").iterdir()) and not any(

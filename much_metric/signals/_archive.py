@@ -1,45 +1,52 @@
-"""Reading an untrusted submission archive (a zip of a MUCH-signals folder) without trusting anything in it.
+"""The submission format: reading an untrusted archive (a zip of a MUCH-signals folder) without trusting anything
+in it. The leaderboard server (package ``much_leaderboard``) stores and re-scores what this reader accepts.
 
 The archive is read in memory, entry by entry, with every limit checked before the bytes are used:
 
-* the archive's size (:attr:`Limits.max_archive_bytes`), its number of entries, each entry's and the total
+* the archive's size (:attr:`ArchiveLimits.max_archive_bytes`), its number of entries, each entry's and the total
   uncompressed size, each entry's compression ratio (zip bombs) -- the sizes are counted while decompressing, the
   header's claims are not trusted;
 * names: UTF-8 only, no absolute path, no drive letter, no ``..``, no backslash, no control character, no duplicate;
   symbolic links (zip entries whose Unix mode is a link), encrypted entries and any file other than ``*.parquet``,
   ``*.jsonl``, ``timings.json``, ``hardware.json`` and ``README.md`` are refused (no pickle, no code: nothing in a
   submission is ever imported, unpickled or executed);
-* JSONL: UTF-8, each line at most :attr:`Limits.max_line_bytes`; JSON files small, UTF-8, plain objects;
+* files the board does not use (``README.md``, hidden files such as ``.DS_Store``, ``__MACOSX/`` forks) are kept in
+  the stored archive, so each is bounded too (:attr:`ArchiveLimits.max_unused_bytes`, by its compressed and uncompressed
+  size; a README is also UTF-8 text);
+* JSONL: UTF-8, each line at most :attr:`ArchiveLimits.max_line_bytes`; JSON files small, UTF-8, plain objects;
+  ``timings.json`` names only signals the archive holds;
 * parquet: opened from memory with pyarrow, footer and key-value metadata size-limited, the schema must be exactly
   ``generation_id: string``, optional ``signal_name: string``, ``values: list<float|double>`` (no nested or
-  extension types, no extra metadata key), row count and row groups bounded.
+  extension types, no metadata key but the per-sample metadata ``much.samples``), row count and row groups bounded.
 
 Files that pass are written under their own (checked) base names to a fresh temporary folder and read with the
-toolkit's own :func:`much_metric.signals.read_signals`, which checks every record (non-empty, finite values).
+toolkit's own signal-file reader, which checks every record (non-empty, finite values); a (generation_id,
+signal_name) pair given twice is refused. The per-sample metadata of a learned detector's signal (keys
+``training_generation_ids`` and ``detector``, see :attr:`ParsedSubmission.learned`) is read and checked too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
 import stat
 import tempfile
-import threading
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-__all__ = ["Limits", "ParsedSubmission", "SubmissionRejected", "read_archive", "SIGNAL_NAME_PATTERN"]
+__all__ = ["ArchiveLimits", "ParsedSubmission", "SubmissionRejected", "read_archive", "SIGNAL_NAME_PATTERN"]
 
 #: Signal names a submission may use (letters, digits, ``_ . - + @``): safe in a page, a file name and a URL.
 SIGNAL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+@-]{0,79}$")
 _SIGNAL_SUFFIXES = (".parquet", ".jsonl")
 _JSON_FILES = ("timings.json", "hardware.json")
-_ALLOWED_METADATA = {b"ARROW:schema", b"pandas"}
-#: ``warnings.catch_warnings`` changes process-wide state: threads take this lock around it.
-WARNINGS_LOCK = threading.Lock()
+_ALLOWED_METADATA = {b"ARROW:schema", b"pandas", b"much.samples"}
+#: Per-sample metadata keys of a learned detector's signal (written by ``much run --signals learned:<folder>``).
+TRAINING_IDS_KEY, DETECTOR_KEY = "training_generation_ids", "detector"
 
 
 class SubmissionRejected(ValueError):
@@ -47,8 +54,11 @@ class SubmissionRejected(ValueError):
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Upper bounds on an untrusted archive (defaults fit a MUCH-sized submission of a few signals)."""
+class ArchiveLimits:
+    """Upper bounds on an untrusted archive (defaults fit a MUCH-sized submission of a few signals).
+
+    ``max_unused_bytes`` bounds each file the board keeps but does not use (``README.md``, hidden files, macOS
+    forks); ``max_json_bytes`` bounds ``timings.json`` and ``hardware.json``."""
 
     max_archive_bytes: int = 64 * 2**20
     max_entries: int = 32
@@ -60,21 +70,25 @@ class Limits:
     max_signals: int = 8
     max_rows: int = 200_000
     max_row_groups: int = 256
-    max_footer_bytes: int = 2**20
-    max_metadata_bytes: int = 64 * 2**10
+    max_footer_bytes: int = 4 * 2**20
+    max_metadata_bytes: int = 2**20
+    max_unused_bytes: int = 64 * 2**10
 
 
-DEFAULT_LIMITS = Limits()
+DEFAULT_LIMITS = ArchiveLimits()
 
 
 @dataclass
 class ParsedSubmission:
     """What a valid archive holds: ``signals`` ``{signal_name: {generation_id: float64 values}}``, the timings
-    (``{signal_name: {"seconds": float, ...}}``) and the free-form hardware description."""
+    (``{signal_name: {"seconds": float, ...}}``), the free-form hardware description, and ``learned``: for each
+    signal a learned detector wrote, ``{"detector": {"kind", "protocol", "fold"}, "training_generation_ids":
+    frozenset}`` (the rows it was trained and validated on, from the per-sample metadata)."""
 
     signals: dict[str, dict[str, Any]]
     timings: dict[str, dict[str, Any]]
     hardware: dict[str, Any]
+    learned: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 def _check_name(info: zipfile.ZipInfo) -> PurePosixPath:
@@ -99,7 +113,7 @@ def _is_link(info: zipfile.ZipInfo) -> bool:
     return info.create_system == 3 and stat.S_ISLNK(mode)
 
 
-def _read_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits, budget: int) -> bytes:
+def _read_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: ArchiveLimits, budget: int) -> bytes:
     cap = min(limits.max_entry_bytes, budget)
     if info.file_size > cap:
         raise SubmissionRejected(f"archive entry {info.filename!r}: {info.file_size:,} bytes uncompressed, more than "
@@ -119,7 +133,7 @@ def _read_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits,
     return b"".join(chunks)
 
 
-def _check_jsonl(name: str, data: bytes, limits: Limits) -> None:
+def _check_jsonl(name: str, data: bytes, limits: ArchiveLimits) -> None:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -135,7 +149,7 @@ def _check_jsonl(name: str, data: bytes, limits: Limits) -> None:
         start, line = end + 1, line + 1
 
 
-def _check_parquet(name: str, data: bytes, limits: Limits) -> None:
+def _check_parquet(name: str, data: bytes, limits: ArchiveLimits) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -174,7 +188,7 @@ def _check_parquet(name: str, data: bytes, limits: Limits) -> None:
         raise SubmissionRejected(f"{name}: parquet signal file lacks column(s) {missing}")
 
 
-def _check_json(name: str, data: bytes, limits: Limits) -> dict[str, Any]:
+def _check_json(name: str, data: bytes, limits: ArchiveLimits) -> dict[str, Any]:
     if len(data) > limits.max_json_bytes:
         raise SubmissionRejected(f"{name}: {len(data):,} bytes, more than the limit of {limits.max_json_bytes:,}")
     try:
@@ -198,7 +212,16 @@ def _check_timings(timings: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _entries(archive: zipfile.ZipFile, limits: Limits) -> dict[str, bytes]:
+def _check_unused(info: zipfile.ZipInfo, limits: ArchiveLimits) -> None:
+    # a file the board keeps in the stored archive but never uses: bounded by its header sizes (it is never
+    # decompressed; the compressed size bounds what is stored whatever the header claims uncompressed)
+    size = max(info.file_size, info.compress_size)
+    if size > limits.max_unused_bytes:
+        raise SubmissionRejected(f"archive entry {info.filename!r}: {size:,} bytes; a file the leaderboard does not "
+                                 f"use (README, hidden or macOS files) may hold at most {limits.max_unused_bytes:,}")
+
+
+def _entries(archive: zipfile.ZipFile, limits: ArchiveLimits) -> dict[str, bytes]:
     infos = archive.infolist()
     if len(infos) > limits.max_entries:
         raise SubmissionRejected(f"the archive has {len(infos):,} entries, more than the limit of {limits.max_entries}")
@@ -217,20 +240,28 @@ def _entries(archive: zipfile.ZipFile, limits: Limits) -> dict[str, bytes]:
                                      "in one folder")
         base = path.name
         if base.startswith(".") or base in ("__MACOSX",) or path.parts[0] == "__MACOSX":
-            continue  # hidden files (.DS_Store) and macOS resource forks: skipped, never read
+            _check_unused(info, limits)
+            continue  # hidden files (.DS_Store) and macOS resource forks: bounded, never read
         if not (base.lower().endswith(_SIGNAL_SUFFIXES) or base in _JSON_FILES or base == "README.md"):
             raise SubmissionRejected(f"archive entry {info.filename!r}: unexpected file (a submission holds "
                                      "<signal>.parquet or .jsonl files, timings.json, hardware.json and README.md; "
                                      "nothing else -- no pickle, no code)")
         if base in files:
             raise SubmissionRejected(f"archive entry {info.filename!r}: two files named {base!r}")
+        if base == "README.md":
+            _check_unused(info, limits)
         data = _read_entry(archive, info, limits, budget)
         budget -= len(data)
         files[base] = data
+    if "README.md" in files:
+        try:
+            files["README.md"].decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise SubmissionRejected(f"README.md: not UTF-8 text ({error.reason})") from None
     return files
 
 
-def _check_declared_entries(data: bytes, limits: Limits) -> None:
+def _check_declared_entries(data: bytes, limits: ArchiveLimits) -> None:
     end = data.rfind(b"PK\x05\x06", max(0, len(data) - 65_557))  # end of central directory (22 bytes + comment)
     if end < 0 or end + 22 > len(data):
         return  # not a zip: zipfile says so with its own message
@@ -239,7 +270,7 @@ def _check_declared_entries(data: bytes, limits: Limits) -> None:
         raise SubmissionRejected(f"the archive has {declared:,} entries, more than the limit of {limits.max_entries}")
 
 
-def read_archive(data: bytes, *, limits: Limits = DEFAULT_LIMITS) -> ParsedSubmission:
+def read_archive(data: bytes, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> ParsedSubmission:
     """Validate and parse a submission archive (zip bytes).
 
     Raises
@@ -274,25 +305,68 @@ def read_archive(data: bytes, *, limits: Limits = DEFAULT_LIMITS) -> ParsedSubmi
     timings = _check_timings(_check_json("timings.json", files["timings.json"], limits)) \
         if "timings.json" in files else {}
     hardware = _check_json("hardware.json", files["hardware.json"], limits) if "hardware.json" in files else {}
-    signals = _parse_signals(signal_files, limits)
-    return ParsedSubmission(signals=signals, timings=timings, hardware=hardware)
+    signals, learned = _parse_signals(signal_files, limits)
+    absent = sorted(set(timings) - set(signals))
+    if absent:
+        raise SubmissionRejected(f"timings.json: signal(s) {[a[:80] for a in absent[:5]]} are not in the archive "
+                                 f"(it holds {sorted(signals)[:8]})")
+    return ParsedSubmission(signals=signals, timings=timings, hardware=hardware, learned=learned)
 
 
-def _parse_signals(signal_files: dict[str, bytes], limits: Limits) -> dict[str, dict[str, Any]]:
-    import warnings
+def _learned(name: str, metadata: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The detector and training rows a learned signal's per-sample metadata records (None: not a learned signal)."""
+    detectors, ids = [], set()
+    for generation_id, values in metadata.items():
+        if not isinstance(values, dict):
+            raise SubmissionRejected(f"signal {name!r}, generation_id={generation_id!r}: metadata must be an object")
+        if DETECTOR_KEY in values:
+            detectors.append(values[DETECTOR_KEY])
+        if TRAINING_IDS_KEY in values:
+            found = values[TRAINING_IDS_KEY]
+            if not isinstance(found, list) or not all(isinstance(i, str) for i in found):
+                raise SubmissionRejected(f"signal {name!r}, generation_id={generation_id!r}: metadata "
+                                         f"{TRAINING_IDS_KEY!r} must be a list of generation_id strings")
+            ids.update(found)
+    if not detectors and not ids:
+        return None
+    detector = detectors[0] if detectors else None
+    fields = ("kind", "protocol", "fold")
+    if not isinstance(detector, dict) or any(d != detector for d in detectors) or not all(
+            isinstance(detector.get(f), str | type(None)) and len(str(detector.get(f))) <= 80 for f in fields):
+        raise SubmissionRejected(f"signal {name!r}: a learned signal's metadata needs one {DETECTOR_KEY!r} object "
+                                 f"{{'kind', 'protocol', 'fold'}} (short strings) and the {TRAINING_IDS_KEY!r} it "
+                                 "was trained and validated on")
+    if not ids:
+        raise SubmissionRejected(f"signal {name!r}: a learned detector's signal must list its "
+                                 f"{TRAINING_IDS_KEY!r} (the rows it was trained and validated on)")
+    return {DETECTOR_KEY: {f: detector.get(f) for f in fields}, TRAINING_IDS_KEY: frozenset(ids)}
 
-    from much_metric.signals import read_signals
 
+def _parse_signals(signal_files: dict[str, bytes], limits: ArchiveLimits
+                   ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    from much_metric.signals._files import read_records
+    from much_metric.signals._metadata import read_sample_metadata
+
+    signals: dict[str, dict[str, Any]] = {}
+    metadata: dict[str, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="much-submission-") as folder:
         for name, blob in signal_files.items():
-            (Path(folder) / name).write_bytes(blob)
-        try:
-            with WARNINGS_LOCK, warnings.catch_warnings():
-                warnings.simplefilter("error")  # a duplicated record is a broken submission, not a warning
-                signals = read_signals(folder)
-        except (ValueError, KeyError, OSError, UserWarning) as error:
-            message = str(error).replace(folder + "/", "").replace(folder, "the archive")
-            raise SubmissionRejected(message) from None
+            path = Path(folder) / name
+            path.write_bytes(blob)
+            try:
+                records = read_records(path)
+                per_sample = read_sample_metadata(path)
+            except (ValueError, KeyError, OSError) as error:
+                message = str(error).replace(folder + "/", "").replace(folder, "the archive")
+                raise SubmissionRejected(message) from None
+            for generation_id, signal, values in records:
+                per_signal = signals.setdefault(signal, {})
+                if generation_id in per_signal:  # a broken submission, not a warning
+                    raise SubmissionRejected(f"{name}: (generation_id={generation_id[:80]!r}, signal_name="
+                                             f"{signal[:80]!r}) given twice")
+                per_signal[generation_id] = values
+            for signal in {record[1] for record in records}:
+                metadata.setdefault(signal, {}).update(per_sample)
     if len(signals) > limits.max_signals:
         raise SubmissionRejected(f"{len(signals)} signals in one submission, more than the limit of "
                                  f"{limits.max_signals}")
@@ -300,4 +374,5 @@ def _parse_signals(signal_files: dict[str, bytes], limits: Limits) -> dict[str, 
     if bad:
         raise SubmissionRejected(f"signal_name {bad[0][:100]!r}: names may use letters, digits and _ . + @ - "
                                  "(80 at most)")
-    return signals
+    learned = {name: info for name in signals if (info := _learned(name, metadata.get(name, {}))) is not None}
+    return signals, learned

@@ -1,8 +1,8 @@
 """The leaderboard service: submissions in, scored rows out, safe under concurrency and restarts.
 
-:meth:`Leaderboard.submit` validates the form and the archive (:func:`much_metric.leaderboard.read_archive`: nothing
+:meth:`Leaderboard.submit` validates the form and the archive (:func:`much_metric.signals.read_archive`: nothing
 is stored for a refused archive), stores the archive and a *pending* row, re-scores it with the toolkit
-(:func:`much_metric.leaderboard.score_submission`), then marks it accepted -- or removes every trace of it when it
+(the toolkit's evaluation), then marks it accepted -- or removes every trace of it when it
 does not match the evaluation data. A process killed while scoring leaves the pending row, which the next
 :meth:`Leaderboard.recover` re-scores. The same archive submitted twice (at once or later) is one entry (its SHA-256
 is the key). Scoring runs at most ``max_parallel`` at a time (a CPU-bound job on a small Space).
@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from much_metric.leaderboard._archive import DEFAULT_LIMITS, Limits, SubmissionRejected, read_archive
-from much_metric.leaderboard._scoring import EvaluationData, rank_rows, score_breakdowns, score_submission
-from much_metric.leaderboard._store import Store
+from much_leaderboard._scoring import EvaluationData, rank_rows, score_breakdowns, score_submission
+from much_leaderboard._store import Store
+from much_metric.signals import ArchiveLimits, SubmissionRejected, read_archive
 
 __all__ = ["Leaderboard", "Outcome", "NEEDS", "validate_form", "RANK_METRIC", "BASELINES"]
 
-_log = logging.getLogger("much_metric.leaderboard")
+_log = logging.getLogger("much_leaderboard")
 
 #: What a method needs (the submission form's checkboxes and the table's "method type").
 NEEDS = ("probabilities only", "an NLI model", "sampling", "hidden states", "training on the auto split")
@@ -86,10 +86,10 @@ class Leaderboard:
         The store folder (created if needed).
     data : EvaluationData, optional
         The evaluation data (default: the embedded sample, 1000 resamples).
-    limits : Limits
-        Archive limits.
+    limits : ArchiveLimits, optional
+        Archive limits (default: :class:`much_metric.signals.ArchiveLimits`'s defaults).
     mirror : optional
-        An object with ``push(store, submission)`` (e.g. :class:`much_metric.leaderboard.HubMirror`): accepted
+        An object with ``push(store, submission)`` (e.g. :class:`much_leaderboard.HubMirror`): accepted
         submissions are mirrored there; failures are logged and retried by :meth:`sync`.
     max_parallel : int
         Submissions scored at the same time.
@@ -100,11 +100,12 @@ class Leaderboard:
         process left, :meth:`recover`). :meth:`join` waits for the background work.
     """
 
-    def __init__(self, folder: str | Path, *, data: EvaluationData | None = None, limits: Limits = DEFAULT_LIMITS,
-                 mirror: Any = None, max_parallel: int = 1, background: bool = False) -> None:
+    def __init__(self, folder: str | Path, *, data: EvaluationData | None = None,
+                 limits: ArchiveLimits | None = None, mirror: Any = None, max_parallel: int = 1,
+                 background: bool = False) -> None:
         self.store = Store(folder)
         self.data = data if data is not None else EvaluationData()
-        self.limits = limits
+        self.limits = limits if limits is not None else ArchiveLimits()
         self.mirror = mirror
         self._slots = threading.BoundedSemaphore(max_parallel)
         self._rank_lock = threading.Lock()

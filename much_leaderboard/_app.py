@@ -1,9 +1,9 @@
 """The Gradio application (extra ``leaderboard``): browse, filter, sort, open a submission, submit.
 
-:func:`build_app` builds the ``gr.Blocks`` over a :class:`much_metric.leaderboard.Leaderboard`; :func:`create_server`
+:func:`build_app` builds the ``gr.Blocks`` over a :class:`much_leaderboard.Leaderboard`; :func:`create_server`
 mounts it in a FastAPI application next to ``POST /api/submit`` (multipart: ``archive`` file, ``method``,
 ``authors``, ``link``, repeated ``needs``; JSON answer ``{status, message, submission, signals}``) for scripts and
-load tests. The table is plain HTML rendered by :mod:`much_metric.leaderboard._table` (not a dataframe component):
+load tests. The table is plain HTML rendered by the table module (not a dataframe component):
 its cells hold values with their intervals on two lines, method names are escaped links to their page, and the
 filters select precomputed subsets on the server.
 """
@@ -14,8 +14,8 @@ import html
 import os
 from typing import Any
 
-from much_metric.leaderboard._service import NEEDS, RANK_METRIC, Leaderboard
-from much_metric.leaderboard._table import (
+from much_leaderboard._service import NEEDS, RANK_METRIC, Leaderboard
+from much_leaderboard._table import (
     metric_choices,
     published_html,
     render_submission,
@@ -166,8 +166,8 @@ def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
 def start(folder: str | os.PathLike, *, data: str = "sample", n_resamples: int = 1000, baselines: bool = True,
           hub_repo: str | None = None, token: str | None = None, endpoint: str | None = None) -> Leaderboard:
     """Open the store, pull the hub mirror (if any), re-score pending submissions, seed the built-in baselines."""
-    from much_metric.leaderboard._hub import HubMirror
-    from much_metric.leaderboard._scoring import EvaluationData
+    from much_leaderboard._hub import HubMirror
+    from much_leaderboard._scoring import EvaluationData
 
     mirror = HubMirror(hub_repo, token=token, endpoint=endpoint) if hub_repo else None
     board = Leaderboard(folder, data=EvaluationData(data, n_resamples=n_resamples), mirror=mirror, background=True)

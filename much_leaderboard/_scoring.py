@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from much_metric.leaderboard._archive import WARNINGS_LOCK, ParsedSubmission, SubmissionRejected
+from much_metric.signals import ParsedSubmission, SubmissionRejected
 
 if TYPE_CHECKING:
     from much_metric.scoring import Bootstrap
@@ -129,6 +129,8 @@ def _strip(metrics: dict[str, Any]) -> dict[str, Any]:
 def _evaluate_group(subset: Any, signals: dict, options: dict) -> dict[str, dict[str, Any]]:
     from much_metric.signals import evaluate_signals
 
+    ids = set(subset["generation_id"])  # the group's own samples: other ids are not "unknown", nothing to warn
+    signals = {name: {gid: v for gid, v in per_sample.items() if gid in ids} for name, per_sample in signals.items()}
     try:
         table = evaluate_signals(subset, signals, min_coverage=0.0, **options)
     except ValueError:  # e.g. no value for any sample of a small group: the group is left blank for this row
@@ -151,17 +153,14 @@ def _breakdowns(submission: ParsedSubmission, data: EvaluationData, overall: dic
 def score_breakdowns(submission: ParsedSubmission, data: EvaluationData) -> dict[str, dict[str, dict[str, Any]]]:
     """Every signal's breakdown metrics with their bootstrap intervals: ``{signal: {"lang": {"fr": metrics, ...},
     ...}}`` (the second phase after :func:`score_submission` with ``breakdown_intervals=False``)."""
-    import warnings
-
     from much_metric.signals import MIN_COVERAGE, evaluate_signals
 
     options = dict(aggregators=("product",), bootstrap=data.bootstrap, floors=False)
-    with WARNINGS_LOCK, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        table = evaluate_signals(data.dataset, submission.signals, min_coverage=MIN_COVERAGE,
-                                 **{**options, "bootstrap": None})
-        overall = {r.signal_name: _strip(r.metrics) for r in table.results}
-        by = _breakdowns(submission, data, overall, options)
+    # no warnings filter here: a filter is process-wide state and would silence every other thread's warnings
+    table = evaluate_signals(data.dataset, submission.signals, min_coverage=MIN_COVERAGE,
+                             **{**options, "bootstrap": None})
+    overall = {r.signal_name: _strip(r.metrics) for r in table.results}
+    by = _breakdowns(submission, data, overall, options)
     # a group holding every sample reuses the overall values: those need the intervals too
     return {name: {b: {v: m for v, m in groups.items() if "intervals" in m or data.groups[b][v] is not None}
                    for b, groups in per.items()} for name, per in jsonable(by).items()}
@@ -188,8 +187,6 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
         When a signal does not line up with the evaluation data (unknown sample, wrong number of values, coverage
         under the threshold): the toolkit's message, as is.
     """
-    import warnings
-
     from much_metric.signals import CLAIM_SUFFIX, MIN_COVERAGE, evaluate_signals
 
     options = dict(aggregators=("product",), bootstrap=data.bootstrap, floors=False)
@@ -207,14 +204,16 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
                 raise SubmissionRejected(f"signal {name!r}, generation_id={gid!r}: token values must lie in [0, 1] "
                                          "(the product aggregator multiplies 1 - value); rescale them, or submit one "
                                          f"value per claim under a name ending with {CLAIM_SUFFIX!r}")
+    # Missing samples warn (once per signal; counted in coverage, checked by min_coverage). No warnings filter is
+    # set: a filter is process-wide state and would silence (or turn into errors) every other thread's warnings.
+    # Only ValueError (the toolkit's validation errors: they name the sample and field) is the submitter's fault;
+    # any other exception is a bug of the server and propagates as such (Leaderboard reports a server error).
     try:
-        with WARNINGS_LOCK, warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # missing samples: counted in coverage, checked by min_coverage
-            table = evaluate_signals(data.dataset, submission.signals, min_coverage=MIN_COVERAGE, **options)
-            overall = {r.signal_name: _strip(r.metrics) for r in table.results}
-            group_options = options if breakdown_intervals else {**options, "bootstrap": None}
-            by = _breakdowns(submission, data, overall, group_options)
-    except (ValueError, KeyError, TypeError) as error:
+        table = evaluate_signals(data.dataset, submission.signals, min_coverage=MIN_COVERAGE, **options)
+        overall = {r.signal_name: _strip(r.metrics) for r in table.results}
+        group_options = options if breakdown_intervals else {**options, "bootstrap": None}
+        by = _breakdowns(submission, data, overall, group_options)
+    except ValueError as error:
         raise SubmissionRejected(f"does not match the evaluation data: {error}") from None
     rows, arrays = {}, {}
     for result in table.results:

@@ -22,7 +22,7 @@ from typing import Any
 
 __all__ = ["HubMirror", "HubError"]
 
-_log = logging.getLogger("much_metric.leaderboard")
+_log = logging.getLogger("much_leaderboard")
 _PREFIX = "submissions"
 
 
@@ -129,7 +129,7 @@ class HubMirror:
 
     def pull(self, store: Any) -> list[str]:
         """Add every complete hub entry missing from ``store`` as a pending submission (re-scored by
-        :meth:`much_metric.leaderboard.Leaderboard.recover`); returns their ids. An archive whose SHA-256 differs
+        :meth:`much_leaderboard.Leaderboard.recover`); returns their ids. An archive whose SHA-256 differs
         from its folder name is skipped with a warning."""
         from huggingface_hub.errors import RepositoryNotFoundError
 
@@ -152,7 +152,7 @@ class HubMirror:
                 continue
             entry = json.loads(self._download(f"{_PREFIX}/{submission}/entry.json"))
             kind = "baseline" if entry.get("kind") == "baseline" else "submission"
-            from much_metric.leaderboard._service import validate_form
+            from much_leaderboard._service import validate_form
 
             try:
                 form = validate_form(entry.get("form", {}))

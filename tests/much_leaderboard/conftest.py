@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.much_metric.leaderboard._helpers import sample_signal
+from tests.much_leaderboard._helpers import sample_signal
 
 
 @pytest.fixture(scope="session")
@@ -12,6 +12,6 @@ def signals():
 
 @pytest.fixture(scope="session")
 def evaluation():
-    from much_metric.leaderboard import EvaluationData
+    from much_leaderboard import EvaluationData
 
     return EvaluationData(n_resamples=50)

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from much_metric.leaderboard import Leaderboard, archive_id
-from tests.much_metric.leaderboard._helpers import make_zip, sample_signal, valid_archive
+from much_leaderboard import Leaderboard
+from much_leaderboard._store import archive_id
+from tests.much_leaderboard._helpers import make_zip, sample_signal, valid_archive
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _post(url: str, archive: bytes, method: str) -> dict:
@@ -43,7 +44,7 @@ def http_server(tmp_path_factory, evaluation):
             pytest.skip(f"{module} is not installed (extra 'leaderboard')")
     import uvicorn
 
-    from much_metric.leaderboard import create_server
+    from much_leaderboard import create_server
 
     board = Leaderboard(tmp_path_factory.mktemp("http") / "store", data=evaluation, max_parallel=2)
     with socket.socket() as probe:
@@ -80,7 +81,7 @@ def test_twenty_concurrent_http_submissions(http_server):
 
 def test_cli_check_seeds_the_sample_board(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "much_metric", "leaderboard", "serve", "--store", str(tmp_path / "s"),
+    command = [sys.executable, "-m", "much_leaderboard", "serve", "--store", str(tmp_path / "s"),
                "--bootstrap", "40", "--check"]
     first = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
@@ -88,19 +89,19 @@ def test_cli_check_seeds_the_sample_board(tmp_path):
     again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert "3 rows in" in again.stdout  # a restart seeds nothing twice
     bad = subprocess.run([*command, "--port", "0"], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.startswith("much leaderboard: error: --port must be in 1..65535")
+    assert bad.returncode == 2 and bad.stderr.startswith("much-leaderboard: error: --port must be in 1..65535")
 
 
 def test_serve_without_gradio_names_the_extra(tmp_path, capsys, monkeypatch):
     import importlib.util
 
-    from much_metric.cli import main
+    from much_leaderboard import main
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gradio" else real(name, *a))
-    assert main(["leaderboard", "serve", "--store", str(tmp_path / "s")]) == 2
+    assert main(["serve", "--store", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err
-    assert err == "much leaderboard: error: much leaderboard serve needs gradio (pip install " \
+    assert err == "much-leaderboard: error: much-leaderboard serve needs gradio (pip install " \
                   "'much-benchmark[leaderboard]')\n"
     assert not (tmp_path / "s").exists()  # refused before anything is created
 
@@ -120,7 +121,7 @@ def test_hub_token_never_reaches_a_page(tmp_path, evaluation, monkeypatch):
     pytest.importorskip("gradio")
     from fastapi.testclient import TestClient
 
-    from much_metric.leaderboard import HubMirror, create_server
+    from much_leaderboard import HubMirror, create_server
 
     secret = "hf_server_side_secret_123"
     monkeypatch.setenv("HF_TOKEN", secret)

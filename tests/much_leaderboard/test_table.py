@@ -6,15 +6,9 @@ import re
 
 import pytest
 
-from much_metric.leaderboard import (
-    Leaderboard,
-    published_html,
-    render_submission,
-    render_table,
-    subsets,
-    table_rows,
-)
-from tests.much_metric.leaderboard._helpers import sample_signal, valid_archive
+from much_leaderboard import Leaderboard
+from much_leaderboard._table import published_html, render_submission, render_table, subsets, table_rows
+from tests.much_leaderboard._helpers import sample_signal, valid_archive
 
 SCRIPT = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
@@ -102,7 +96,7 @@ def test_published_rows_are_labelled():
 def test_selection_filter_on_data_with_human_labels(tmp_path, signals):
     import much_dataset
     from much_dataset.selection import select_samples
-    from much_metric.leaderboard import EvaluationData
+    from much_leaderboard import EvaluationData
     from much_metric.signals import evaluate_signals
 
     sample = much_dataset.load("sample", split="test")

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from much_metric.leaderboard import Leaderboard, Store
-from tests.much_metric.leaderboard._helpers import make_zip, sample_signal, valid_archive
+from much_leaderboard import Leaderboard, Store
+from tests.much_leaderboard._helpers import make_zip, sample_signal, valid_archive
 
 pytestmark = pytest.mark.browser
 
@@ -43,7 +43,7 @@ def server(tmp_path_factory, evaluation):
     _require(_chromium() is not None, "no chromium binary (apt-get install chromium)")
     import uvicorn
 
-    from much_metric.leaderboard import create_server
+    from much_leaderboard import create_server
 
     board = Leaderboard(tmp_path_factory.mktemp("browser") / "store", data=evaluation)
     board.seed_baselines(("max_likelihood",))

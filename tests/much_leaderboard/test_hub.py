@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from much_metric.leaderboard import HubError, HubMirror, Leaderboard
-from tests.much_metric.leaderboard._fake_hub import GOOD_TOKEN, LeaderboardHub
-from tests.much_metric.leaderboard._helpers import valid_archive
+from much_leaderboard import HubError, HubMirror, Leaderboard
+from tests.much_leaderboard._fake_hub import GOOD_TOKEN, LeaderboardHub
+from tests.much_leaderboard._helpers import valid_archive
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_tampered_archive_on_the_hub_is_skipped(tmp_path, hub, evaluation, signa
 
 
 def test_start_restores_a_space_from_the_hub(tmp_path, hub, evaluation, signals, monkeypatch):
-    from much_metric.leaderboard import start
+    from much_leaderboard import start
 
     board = Leaderboard(tmp_path / "a", data=evaluation, mirror=_mirror(hub))
     outcome = board.submit(valid_archive(signals), {"method": "persisted"})

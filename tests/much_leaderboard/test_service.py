@@ -10,10 +10,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from much_metric.leaderboard import Leaderboard, Store, archive_id
-from tests.much_metric.leaderboard._helpers import make_zip, sample_signal, valid_archive
+from much_leaderboard import Leaderboard, Store
+from much_leaderboard._store import archive_id
+from tests.much_leaderboard._helpers import make_zip, sample_signal, valid_archive
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_twenty_concurrent_submissions_none_lost_none_duplicated(tmp_path, evaluation, signals):
@@ -64,7 +65,7 @@ def test_killed_while_scoring_is_rescored_at_restart(tmp_path, evaluation, signa
     archive.write_bytes(valid_archive(signals))
     folder = tmp_path / "store"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen([sys.executable, "-m", "tests.much_metric.leaderboard._kill_worker", str(folder),
+    process = subprocess.Popen([sys.executable, "-m", "tests.much_leaderboard._kill_worker", str(folder),
                                 str(archive)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120

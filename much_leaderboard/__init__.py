@@ -1,0 +1,32 @@
+"""The MUCH leaderboard: a web server that re-scores submitted signals with the toolkit (extra ``leaderboard``).
+
+An application package on top of :mod:`much_metric` (which never imports it): the submission format itself (reading
+and checking an archive, its limits, its rejection error) is :func:`much_metric.signals.read_archive`.
+
+* :class:`Leaderboard` -- submit / recover / seed the built-in baselines / rank, over a :class:`Store` (SQLite + the
+  archives in a folder, one entry per archive content) and an :class:`EvaluationData`; :class:`Outcome` is the
+  answer to a submission;
+* :class:`HubMirror` (:class:`HubError`) -- persisting the entries in a hub dataset repository;
+* :func:`start` / :func:`serve` / :func:`create_server` -- what ``much-leaderboard serve`` (:func:`main`, also
+  ``python -m much_leaderboard``) and the Space's ``app.py`` run (gradio/FastAPI imported on first use).
+"""
+
+from much_leaderboard._app import create_server, serve, start
+from much_leaderboard._cli import main
+from much_leaderboard._hub import HubError, HubMirror
+from much_leaderboard._scoring import EvaluationData
+from much_leaderboard._service import Leaderboard, Outcome
+from much_leaderboard._store import Store
+
+__all__ = [
+    "EvaluationData",
+    "HubError",
+    "HubMirror",
+    "Leaderboard",
+    "Outcome",
+    "Store",
+    "create_server",
+    "main",
+    "serve",
+    "start",
+]
