@@ -7,7 +7,8 @@ Settings (Space variables; the token is a Space *secret*, read by huggingface_hu
 * ``HF_TOKEN`` (secret): a token with write access to that repository;
 * ``MUCH_LEADERBOARD_DATA``: evaluation data, ``sample`` (default) or ``orailix/MUCH``;
 * ``MUCH_LEADERBOARD_STORE``: store folder (default ``/data/much-leaderboard`` with persistent storage, else
-  ``much-leaderboard``); ``MUCH_LEADERBOARD_BOOTSTRAP``: resamples (default 1000).
+  ``much-leaderboard``); ``MUCH_LEADERBOARD_BOOTSTRAP``: resamples (default 1000);
+* ``MUCH_LEADERBOARD_DAILY_LIMIT``: submissions per submitter (authors field) in any 24 hours (default 5).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def main() -> None:
     board = start(os.environ.get("MUCH_LEADERBOARD_STORE", default_store),
                   data=os.environ.get("MUCH_LEADERBOARD_DATA", "sample"),
                   n_resamples=int(os.environ.get("MUCH_LEADERBOARD_BOOTSTRAP", "1000")),
-                  hub_repo=os.environ.get("MUCH_LEADERBOARD_REPO") or None)
+                  hub_repo=os.environ.get("MUCH_LEADERBOARD_REPO") or None,
+                  daily_limit=int(os.environ.get("MUCH_LEADERBOARD_DAILY_LIMIT", "5")))
     serve(board, host=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
           port=int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860"))))
 

@@ -138,6 +138,7 @@ def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
     import gradio as gr
     from fastapi import FastAPI, File, Form, Request, UploadFile
     from fastapi.concurrency import run_in_threadpool
+    from fastapi.responses import JSONResponse
 
     api = FastAPI()
 
@@ -151,12 +152,14 @@ def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
         data = await archive.read(board.limits.max_archive_bytes + 1)
         outcome = await run_in_threadpool(board.submit, data, {"method": method, "authors": authors, "link": link,
                                                                 "needs": needs})
-        return {"status": outcome.status, "message": outcome.message, "submission": outcome.submission,
-                "signals": outcome.signals}
+        answer = {"status": outcome.status, "message": outcome.message, "submission": outcome.submission,
+                  "signals": outcome.signals}
+        # a server error (a bug while scoring, logged) is HTTP 500; accepted / duplicate / rejected are answers
+        return JSONResponse(answer, status_code=500 if outcome.status == "error" else 200)
 
     # real annotations (this module's are strings): FastAPI reads the parameter kinds from them
     submit.__annotations__ = {"request": Request, "archive": UploadFile, "method": str, "authors": str, "link": str,
-                              "needs": list[str], "return": dict[str, Any]}
+                              "needs": list[str]}
     api.post("/api/submit")(submit)
 
     demo = build_app(board, **({"title": title} if title else {}))
@@ -164,13 +167,16 @@ def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
 
 
 def start(folder: str | os.PathLike, *, data: str = "sample", n_resamples: int = 1000, baselines: bool = True,
-          hub_repo: str | None = None, token: str | None = None, endpoint: str | None = None) -> Leaderboard:
-    """Open the store, pull the hub mirror (if any), re-score pending submissions, seed the built-in baselines."""
+          hub_repo: str | None = None, token: str | None = None, endpoint: str | None = None,
+          daily_limit: int = 5) -> Leaderboard:
+    """Open the store, pull the hub mirror (if any), re-score pending submissions, seed the built-in baselines.
+    ``daily_limit``: submissions per submitter in any 24 hours."""
     from much_leaderboard._hub import HubMirror
     from much_leaderboard._scoring import EvaluationData
 
     mirror = HubMirror(hub_repo, token=token, endpoint=endpoint) if hub_repo else None
-    board = Leaderboard(folder, data=EvaluationData(data, n_resamples=n_resamples), mirror=mirror, background=True)
+    board = Leaderboard(folder, data=EvaluationData(data, n_resamples=n_resamples), mirror=mirror, background=True,
+                        daily_limit=daily_limit)
     if mirror is not None:
         mirror.pull(board.store)
     board.recover()

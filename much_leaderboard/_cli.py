@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-baselines", action="store_true", help="do not seed the built-in baselines")
     serve.add_argument("--hub-repo", default=None, help="mirror accepted entries to this hub dataset repository")
     serve.add_argument("--endpoint", default=None, help="hub endpoint (default $HF_ENDPOINT or huggingface.co)")
+    serve.add_argument("--daily-limit", type=int, default=5,
+                       help="submissions one submitter (authors field) may make in any 24 hours (default 5)")
     serve.add_argument("--check", action="store_true", help="prepare the store, print the table size and exit")
     return parser
 
@@ -70,12 +72,14 @@ def _serve(args: argparse.Namespace) -> int:
         raise ValueError(f"--port must be in 1..65535, got {args.port}")
     if args.bootstrap < 1:
         raise ValueError(f"--bootstrap must be a positive integer, got {args.bootstrap}")
+    if args.daily_limit < 1:
+        raise ValueError(f"--daily-limit must be a positive integer, got {args.daily_limit}")
     if not args.check:
         if importlib.util.find_spec("gradio") is None:
             raise ImportError(f"{_PROG} serve needs gradio", name="gradio")
         check_address(args.host, args.port)
     board = start(args.store, data=args.data, n_resamples=args.bootstrap, baselines=not args.no_baselines,
-                  hub_repo=args.hub_repo, endpoint=args.endpoint)
+                  hub_repo=args.hub_repo, endpoint=args.endpoint, daily_limit=args.daily_limit)
     print(f"{_PROG}: {len(board.store.rows())} rows in {args.store} (evaluation data: {args.data})")
     if args.check:
         board.join()  # the built-in baselines' breakdown intervals and the ranking

@@ -150,7 +150,14 @@ class HubMirror:
             if hashlib.sha256(data).hexdigest() != submission:
                 _log.warning("hub entry %s: the archive does not hash to its name; skipped", submission[:12])
                 continue
-            entry = json.loads(self._download(f"{_PREFIX}/{submission}/entry.json"))
+            try:
+                entry = json.loads(self._download(f"{_PREFIX}/{submission}/entry.json"))
+            except (ValueError, UnicodeDecodeError) as error:  # one broken entry must not stop the server's start
+                entry = f"{type(error).__name__}: {str(error)[:120]}"
+            if not isinstance(entry, dict):
+                _log.warning("hub entry %s: entry.json is not a JSON object (%s); skipped", submission[:12],
+                             entry if isinstance(entry, str) else type(entry).__name__)
+                continue
             kind = "baseline" if entry.get("kind") == "baseline" else "submission"
             from much_leaderboard._service import validate_form
 

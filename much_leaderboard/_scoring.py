@@ -219,7 +219,10 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
     for result in table.results:
         name = result.signal_name
         seconds = submission.timings.get(name, {}).get("seconds")
+        learned = submission.learned.get(name)
         rows[name] = jsonable({
+            "detector": learned["detector"] if learned else None,
+            "training_rows": len(learned["training_generation_ids"]) if learned else None,
             "overall": overall[name], "by": by[name],
             "coverage": table.coverage.get(name, 1.0), "level": result.level, "seconds": seconds,
             "hardware": submission.hardware, "intervals_pending": not breakdown_intervals,

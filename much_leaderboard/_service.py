@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from much_leaderboard._admission import Admission
 from much_leaderboard._scoring import EvaluationData, rank_rows, score_breakdowns, score_submission
-from much_leaderboard._store import Store
+from much_leaderboard._store import Store, archive_id
 from much_metric.signals import ArchiveLimits, SubmissionRejected, read_archive
 
 __all__ = ["Leaderboard", "Outcome", "NEEDS", "validate_form", "RANK_METRIC", "BASELINES"]
@@ -93,6 +94,9 @@ class Leaderboard:
         submissions are mirrored there; failures are logged and retried by :meth:`sync`.
     max_parallel : int
         Submissions scored at the same time.
+    daily_limit : int
+        Submissions one submitter (the ``authors`` field) may make in any 24 hours (default 5); the other rules on
+        names are those of :mod:`much_leaderboard._admission`.
     background : bool
         False (default): :meth:`submit` returns when everything is computed. True (the server): it returns once the
         row is scored with its overall intervals and the breakdown point values; the breakdown intervals and P(rank)
@@ -102,9 +106,10 @@ class Leaderboard:
 
     def __init__(self, folder: str | Path, *, data: EvaluationData | None = None,
                  limits: ArchiveLimits | None = None, mirror: Any = None, max_parallel: int = 1,
-                 background: bool = False) -> None:
+                 background: bool = False, daily_limit: int = 5) -> None:
         self.store = Store(folder)
         self.data = data if data is not None else EvaluationData()
+        self.admission = Admission(self.data, daily_limit=daily_limit)
         self.limits = limits if limits is not None else ArchiveLimits()
         self.mirror = mirror
         self._slots = threading.BoundedSemaphore(max_parallel)
@@ -116,19 +121,33 @@ class Leaderboard:
     # -- submissions -----------------------------------------------------------------------------------------
     def submit(self, archive: bytes, form: dict[str, Any], *, kind: str = "submission") -> Outcome:
         """Validate, store and re-score one submission. Never raises for a bad submission: the outcome says."""
+        known = self.store.get(archive_id(archive)) if isinstance(archive, bytes | bytearray) else None
+        if known is not None:
+            return self._duplicate(known)
         try:
             clean = validate_form(form)
-            parsed = read_archive(archive, limits=self.limits)
+            parsed, copies = self._parse(archive, kind)
+            with self.admission.lock:  # the store's rules and the insertion, together
+                if kind == "submission":
+                    self.admission.check_entry(self.store, clean)
+                submission, created = self.store.add_pending(archive, clean, kind=kind)
         except SubmissionRejected as error:
             return Outcome("rejected", f"rejected: {error}")
-        submission, created = self.store.add_pending(archive, clean, kind=kind)
         if not created:
-            known = self.store.get(submission)
-            state = "already on the leaderboard" if known and known["status"] == "accepted" else "being scored"
-            return Outcome("duplicate", f"this archive was submitted before ({state}): one entry", submission)
-        return self._score(submission, parsed)
+            return self._duplicate(self.store.get(submission) or {"id": submission, "status": "pending"})
+        return self._score(submission, parsed, copies)
 
-    def _score(self, submission: str, parsed: Any) -> Outcome:
+    def _parse(self, archive: bytes, kind: str) -> tuple[Any, list[str]]:
+        """The archive read and checked, without the built-ins' own rows (for a submission), and their names."""
+        parsed = read_archive(archive, limits=self.limits)
+        return (parsed, []) if kind == "baseline" else self.admission.filter(parsed)
+
+    @staticmethod
+    def _duplicate(known: dict[str, Any]) -> Outcome:
+        state = "already on the leaderboard" if known["status"] == "accepted" else "being scored"
+        return Outcome("duplicate", f"this archive was submitted before ({state}): one entry", known["id"])
+
+    def _score(self, submission: str, parsed: Any, copies: list[str] = ()) -> Outcome:
         with self._slots:
             if not self.store.claim(submission):
                 return Outcome("duplicate", "this archive is already scored", submission)
@@ -137,15 +156,19 @@ class Leaderboard:
             except SubmissionRejected as error:
                 self.store.discard(submission)
                 return Outcome("rejected", f"rejected: {error}")
-            except BaseException:
-                # an unexpected failure (or KeyboardInterrupt) leaves the row pending: re-scored at next start
-                _log.exception("scoring %s failed; left pending", submission[:12])
-                raise
+            except Exception:  # noqa: BLE001 -- a bug of the server, not of the submission: never a rejection
+                _log.exception("scoring %s failed (server error); left pending, re-scored at the next start",
+                               submission[:12])
+                return Outcome("error", "server error while scoring (logged for the maintainers); your submission is "
+                                        "not rejected: it is kept and scored again when the server restarts",
+                               submission)
+            # a KeyboardInterrupt (or another BaseException) propagates and leaves the row pending as well
             self.store.accept(submission, rows, arrays)
         self._after_accept(submission)
         self.sync(submission)
-        return Outcome("accepted", f"accepted: {len(rows)} signal(s) re-scored on {self.data.source}", submission,
-                       sorted(rows))
+        note = f"; {', '.join(copies)}: the built-in baseline's own values, not listed again" if copies else ""
+        return Outcome("accepted", f"accepted: {len(rows)} signal(s) re-scored on {self.data.source}{note}",
+                       submission, sorted(rows))
 
     def recover(self) -> list[Outcome]:
         """Re-score every pending submission (a previous process stopped while scoring)."""
@@ -157,12 +180,12 @@ class Leaderboard:
                 self.store.discard(submission)
                 continue
             try:
-                parsed = read_archive(path.read_bytes(), limits=self.limits)
+                parsed, copies = self._parse(path.read_bytes(), (self.store.get(submission) or {}).get("kind"))
             except SubmissionRejected as error:
                 self.store.discard(submission)
                 outcomes.append(Outcome("rejected", f"rejected: {error}"))
                 continue
-            outcomes.append(self._score(submission, parsed))
+            outcomes.append(self._score(submission, parsed, copies))
         if self.background:
             self._after_accept(None)
         else:
@@ -245,7 +268,7 @@ class Leaderboard:
             with self._complete_lock:
                 if key not in self.store.incomplete():
                     continue
-                parsed = read_archive(self.store.archive_path(key).read_bytes(), limits=self.limits)
+                parsed, _ = self._parse(self.store.archive_path(key).read_bytes(), self.store.get(key)["kind"])
                 self.store.complete_breakdowns(key, score_breakdowns(parsed, self.data))
 
     def refresh_ranking(self, *, wait: bool = True) -> None:

@@ -21,7 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from much_leaderboard._admission import describe_detector
+
 __all__ = ["subsets", "table_rows", "render_table", "render_submission", "published_html", "metric_choices"]
+
+
+_PROBABILITIES, _TRAINED = "probabilities only", "training on the auto split"
 
 
 def metric_choices() -> list[tuple[str, str]]:
@@ -50,9 +55,12 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
                needs: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The main table's rows, best ``sort`` value first (rows without a value on the subset are left out).
 
-    Each dict: ``key`` (``submission/signal``), ``submission``, ``signal``, ``kind``, ``method``, ``authors``,
-    ``link``, ``needs``, ``metrics`` (the subset's), ``per_lang`` (ROC-AUC per language), ``p_rank``, ``rank``
-    (1 = best by ``sort``), ``relative_runtime``, ``seconds``, ``coverage``, ``submitted``.
+    Each dict: ``key`` (``submission/signal``), ``submission``, ``signal``, ``kind``, ``method``, ``label`` (a
+    submission's row is ``"<method> / <signal>"``: each signal is its own row), ``authors``, ``link``, ``needs``
+    (a learned detector's row: "training on the auto split" instead of "probabilities only"), ``trained`` (its
+    detector, protocol, fold and number of training rows; None for other rows), ``metrics`` (the subset's),
+    ``per_lang`` (ROC-AUC per language), ``p_rank``, ``rank`` (1 = best by ``sort``), ``relative_runtime``,
+    ``seconds``, ``coverage``, ``submitted``.
     """
     keys = [key for _, key in metric_choices()]
     if sort not in keys:
@@ -62,7 +70,11 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
         if row["kind"] not in kinds:
             continue
         form = row["form"]
-        if needs and not set(needs) & set(form.get("needs", [])):
+        detector = row["metrics"].get("detector")
+        row_needs = list(form.get("needs", []))
+        if detector is not None:  # a learned detector: what it was trained on, whatever the form said
+            row_needs = [n for n in row_needs if n not in (_PROBABILITIES, _TRAINED)] + [_TRAINED]
+        if needs and not set(needs) & set(row_needs):
             continue
         metrics = _metrics_of(row, subset)
         if metrics is None:
@@ -72,7 +84,11 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
         out.append({
             "key": key, "submission": row["submission"], "signal": row["signal"], "kind": row["kind"],
             "method": form.get("method", ""), "authors": form.get("authors", ""), "link": form.get("link", ""),
-            "needs": form.get("needs", []), "metrics": metrics,
+            "label": form.get("method", "") if row["kind"] == "baseline" else f"{form.get('method', '')} / "
+                                                                               f"{row['signal']}",
+            "needs": row_needs, "metrics": metrics,
+            "trained": None if detector is None else
+            f"trained: {describe_detector(detector)} ({row['metrics'].get('training_rows') or 0:,} rows)",
             "per_lang": {lang: m.get("roc_auc") for lang, m in row["metrics"].get("by", {}).get("lang", {}).items()},
             "p_rank": ranked.get("rank_probability"), "lang_gap": ranked.get("lang_gap"),
             "relative_runtime": row["metrics"].get("relative_runtime"), "seconds": row["metrics"].get("seconds"),
@@ -133,12 +149,14 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
              *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
     for row in rows:
         label = "baseline (built-in)" if row["kind"] == "baseline" else "submission"
-        needs = ", ".join(row["needs"]) or "—"
+        needs = html.escape(", ".join(row["needs"]) or "—")
+        if row.get("trained"):
+            needs += f'<br><span class="kind">{html.escape(row["trained"])}</span>'
         method = (f'<a class="entry" href="?submission={row["submission"]}" data-submission="{row["submission"]}">'
-                  f'{html.escape(row["method"])}</a> <span class="signal">{html.escape(row["signal"])}</span>'
+                  f'{html.escape(row.get("label", row["method"]))}</a>'
                   f'<br><span class="kind">{label}</span>')
         p_rank = "…" if row["p_rank"] is None else f"{row['p_rank']:.2f}"
-        cells = [str(row["rank"]), method, html.escape(needs), *(_cell(row["metrics"], key) for _, key in metrics),
+        cells = [str(row["rank"]), method, needs, *(_cell(row["metrics"], key) for _, key in metrics),
                  p_rank, *(_number(row["per_lang"].get(lang)) for lang in langs), _number(row["lang_gap"]),
                  html.escape(_runtime(row)), "n/a" if row["coverage"] is None else f"{row['coverage']:.1%}",
                  time.strftime("%Y-%m-%d", time.gmtime(row["submitted"]))]

@@ -124,7 +124,8 @@ def test_browse_submit_sort_filter_open_and_reject(server, page, tmp_path):
     page.wait_for_selector("#much-leaderboard th:has-text('PRR ▼')")
     stored = sorted(board.store.rows(), key=lambda r: -r["metrics"]["overall"]["prr"])
     methods = page.locator("#much-leaderboard tbody tr a.entry").all_inner_texts()
-    assert methods == [r["form"]["method"] for r in stored]
+    assert methods == [r["form"]["method"] + ("" if r["kind"] == "baseline" else f" / {r['signal']}")
+                       for r in stored]  # each signal its own row: "<method> / <signal>"
 
     # filter by language: the table shows the French values
     _choose(page, "subset (language / generating model / selection)", "lang=fr")

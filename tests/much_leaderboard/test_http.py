@@ -46,7 +46,7 @@ def http_server(tmp_path_factory, evaluation):
 
     from much_leaderboard import create_server
 
-    board = Leaderboard(tmp_path_factory.mktemp("http") / "store", data=evaluation, max_parallel=2)
+    board = Leaderboard(tmp_path_factory.mktemp("http") / "store", data=evaluation, max_parallel=2, daily_limit=100)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -132,3 +132,21 @@ def test_hub_token_never_reaches_a_page(tmp_path, evaluation, monkeypatch):
         response = client.get(path)
         assert response.status_code == 200 and secret not in response.text, path
     assert secret not in repr(mirror)
+
+
+def test_server_error_while_scoring_is_http_500_not_a_rejection(http_server, monkeypatch):
+    import urllib.error
+
+    import much_metric.signals
+
+    def bug(*args, **kwargs):
+        raise KeyError("a bug")
+
+    board, url = http_server
+    monkeypatch.setattr(much_metric.signals, "evaluate_signals", bug)
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        _post(f"{url}/api/submit", valid_archive(sample_signal(seed=77), name="buggy"), "buggy")
+    assert raised.value.code == 500
+    answer = json.loads(raised.value.read())
+    assert answer["status"] == "error" and answer["message"].startswith("server error")
+    assert answer["submission"] in board.store.pending()

@@ -23,7 +23,8 @@ def test_twenty_concurrent_submissions_none_lost_none_duplicated(tmp_path, evalu
     # 20 requests: 8 distinct archives, 8 of them sent a second time at once, 2 malicious, 2 with the same archive
     requests = [*distinct, *distinct, *bad, distinct[0], distinct[1]]
     assert len(requests) == 20
-    board = Leaderboard(tmp_path / "store", data=evaluation, max_parallel=2, background=True)  # as the server
+    board = Leaderboard(tmp_path / "store", data=evaluation, max_parallel=2, background=True,  # as the server
+                        daily_limit=100)
     with ThreadPoolExecutor(max_workers=20) as pool:
         outcomes = list(pool.map(lambda a: board.submit(a, {"method": "m"}), requests))
     board.join()
