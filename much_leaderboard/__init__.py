@@ -3,7 +3,7 @@
 An application package on top of :mod:`much_metric` (which never imports it): the submission format itself (reading
 and checking an archive, its limits, its rejection error) is :func:`much_metric.signals.read_archive`.
 
-* :class:`Leaderboard` -- submit / recover / seed the built-in baselines / rank, over a :class:`Store` (SQLite + the
+* :class:`Leaderboard` -- submit / recover / add the built-in baselines / rank, over a :class:`Store` (SQLite + the
   archives in a folder, one entry per archive content) and an :class:`EvaluationData`; :class:`Outcome` is the
   answer to a submission;
 * :class:`HubMirror` (:class:`HubError`) -- persisting the entries in a hub dataset repository;

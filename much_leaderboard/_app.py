@@ -169,7 +169,7 @@ def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
 def start(folder: str | os.PathLike, *, data: str = "sample", n_resamples: int = 1000, baselines: bool = True,
           hub_repo: str | None = None, token: str | None = None, endpoint: str | None = None,
           daily_limit: int = 5) -> Leaderboard:
-    """Open the store, pull the hub mirror (if any), re-score pending submissions, seed the built-in baselines.
+    """Open the store, pull the hub mirror (if any), re-score pending submissions, add the built-in baselines.
     ``daily_limit``: submissions per submitter in any 24 hours."""
     from much_leaderboard._hub import HubMirror
     from much_leaderboard._scoring import EvaluationData
@@ -181,7 +181,7 @@ def start(folder: str | os.PathLike, *, data: str = "sample", n_resamples: int =
         mirror.pull(board.store)
     board.recover()
     if baselines:
-        board.seed_baselines()
+        board.add_baselines()
     board.sync()
     return board
 

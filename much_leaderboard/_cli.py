@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=7860, help="port (default 7860)")
     serve.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    serve.add_argument("--no-baselines", action="store_true", help="do not seed the built-in baselines")
+    serve.add_argument("--no-baselines", action="store_true", help="do not add the built-in baselines")
     serve.add_argument("--hub-repo", default=None, help="mirror accepted entries to this hub dataset repository")
     serve.add_argument("--endpoint", default=None, help="hub endpoint (default $HF_ENDPOINT or huggingface.co)")
     serve.add_argument("--daily-limit", type=int, default=5,

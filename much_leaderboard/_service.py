@@ -30,14 +30,16 @@ _log = logging.getLogger("much_leaderboard")
 NEEDS = ("probabilities only", "an NLI model", "sampling", "hidden states", "training on the auto split")
 #: The metric P(rank) is computed for.
 RANK_METRIC = "roc_auc"
-#: Built-in baselines seeded on an empty store (the registry's methods that need no model).
+#: Built-in baselines added to an empty store (the registry's methods that need no model).
 BASELINES = ("max_likelihood", "token_likelihood", "token_entropy_24")
 _FIELD_LIMITS = {"method": 80, "authors": 200, "link": 300}
 
 
 @dataclass
 class Outcome:
-    """The answer to a submission: ``status`` accepted / duplicate / rejected, the entry id, a message."""
+    """The answer to a submission: ``status`` accepted / duplicate / rejected (the submission breaks a rule) /
+    error (a bug of the server while scoring: logged, the submission kept and scored at the next start), the entry
+    id, a message."""
 
     status: str
     message: str
@@ -209,7 +211,7 @@ class Leaderboard:
                 self.store.mark_synced(key)
 
     # -- built-in baselines ----------------------------------------------------------------------------------
-    def seed_baselines(self, names: tuple[str, ...] = BASELINES) -> list[Outcome]:
+    def add_baselines(self, names: tuple[str, ...] = BASELINES) -> list[Outcome]:
         """Compute the registry's model-free baselines on the evaluation data and add them, labelled
         ``baseline``; baselines already on the board are skipped (so a restart adds nothing)."""
         import io

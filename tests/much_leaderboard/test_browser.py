@@ -46,7 +46,7 @@ def server(tmp_path_factory, evaluation):
     from much_leaderboard import create_server
 
     board = Leaderboard(tmp_path_factory.mktemp("browser") / "store", data=evaluation)
-    board.seed_baselines(("max_likelihood",))
+    board.add_baselines(("max_likelihood",))
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

@@ -96,13 +96,13 @@ def test_killed_while_scoring_is_rescored_at_restart(tmp_path, evaluation, signa
 
 def test_seeded_baselines_are_labelled_and_not_reseeded(tmp_path, evaluation):
     board = Leaderboard(tmp_path / "store", data=evaluation)
-    outcomes = board.seed_baselines(("max_likelihood", "token_likelihood"))
+    outcomes = board.add_baselines(("max_likelihood", "token_likelihood"))
     assert [o.status for o in outcomes] == ["accepted", "accepted"]
     rows = board.store.rows()
     assert {r["kind"] for r in rows} == {"baseline"} and {r["signal"] for r in rows} == {"max_likelihood",
                                                                                           "token_likelihood"}
     assert all("built-in baseline" in r["form"]["method"] for r in rows)
-    assert board.seed_baselines(("max_likelihood", "token_likelihood")) == []
+    assert board.add_baselines(("max_likelihood", "token_likelihood")) == []
 
 
 def test_ranking_matches_rank_methods_on_the_same_signals(tmp_path, evaluation, signals):

@@ -16,7 +16,7 @@ SCRIPT = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 @pytest.fixture(scope="module")
 def board(tmp_path_factory, evaluation, signals):
     board = Leaderboard(tmp_path_factory.mktemp("table") / "store", data=evaluation)
-    board.seed_baselines(("token_likelihood",))
+    board.add_baselines(("token_likelihood",))
     form = {"method": SCRIPT, "link": "https://example.org/?a=1&b=<x>", "needs": ["sampling"]}
     assert board.submit(valid_archive(signals, name="clean"), form).status == "accepted"
     assert board.submit(valid_archive(sample_signal(seed=1), name="noisy"), {"method": "noisy"}).status == "accepted"
