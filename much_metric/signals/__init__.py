@@ -3,7 +3,9 @@
 * :func:`read_signals` / :func:`write_signals` -- files in the layout of ``orailix/MUCH-signals``
   (``generation_id``, ``signal_name``, ``values``), parquet or JSONL, idempotent writes;
 * :func:`read_sample_metadata` / :func:`add_sample_metadata` -- per-sample metadata of a signal file (which NLI
-  model scored each sample);
+  model scored each sample); :func:`read_signal_metadata` / :func:`write_signal_metadata` -- metadata of the whole
+  signal (a learned detector's ``training_generation_ids`` and ``detector``), turned into rows to leave out by
+  :func:`training_exclusions`;
 * :func:`evaluate_signals` -> :class:`EvaluationTable` -- the loop behind both ``much run`` and ``much evaluate``:
   joins signals with a MUCH split by ``generation_id``, builds each claim layout once, and scores every
   (signal, aggregator) pair;
@@ -25,7 +27,19 @@ from much_metric.signals._evaluation import (
     ground_truth,
 )
 from much_metric.signals._files import SignalsFormatError, read_signals, write_signals
-from much_metric.signals._metadata import add_sample_metadata, read_sample_metadata
+from much_metric.signals._metadata import (
+    add_sample_metadata,
+    read_sample_metadata,
+    read_signal_metadata,
+    write_signal_metadata,
+)
+from much_metric.signals._training import (
+    DETECTOR_KEY,
+    TRAINING_IDS_KEY,
+    TrainingRowsWarning,
+    signal_metadata_of,
+    training_exclusions,
+)
 
 __all__ = [
     "BREAKDOWNS",
@@ -36,6 +50,13 @@ __all__ = [
     "ground_truth",
     "add_sample_metadata",
     "read_sample_metadata",
+    "read_signal_metadata",
+    "write_signal_metadata",
+    "DETECTOR_KEY",
+    "TRAINING_IDS_KEY",
+    "TrainingRowsWarning",
+    "signal_metadata_of",
+    "training_exclusions",
     "EvaluationTable",
     "SignalResult",
     "SignalsFormatError",
