@@ -227,9 +227,9 @@ def compute_signals(
                     add_sample_metadata(path, {**before, **{g: {"nli_model": model_of(g)} for g in values}})
                 timings[name] = {**record, "reference_window": reference_window}
                 _write_timings(out, timings)
-        stored_spec = spec
-        if name != spec.signal and resolve(name).baseline is spec.baseline:  # the display shows the NLI suffix
-            stored_spec = resolve(name)
+        # The display shows the stored name's parameters (CCP/SAR's NLI suffix, KTC's config), except for a signal
+        # with metadata (a learned detector): its label names its folder's protocol, which its stored name cannot.
+        stored_spec = spec if name == spec.signal or spec.baseline.metadata is not None else resolve(name)
         runs[name] = SignalRun(name, stored_spec, {gid: stored[gid] for gid in arrays.generation_ids},
                                _seconds_for(record, arrays), len(todo), signal_metadata)
     order = {spec.stored_name(resources): i for i, spec in enumerate(specs)}
