@@ -187,3 +187,15 @@ def test_much_train_with_a_truncated_checkpoint_exits_2_naming_it(tmp_path, caps
     assert main(command) == 2
     err = capsys.readouterr().err
     assert "checkpoint does not verify" in err and str(out / "checkpoint") in err and "Traceback" not in err
+
+
+def test_much_train_without_torch_names_the_learned_extra(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    from much_metric.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    assert main(["train", "--out", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert "much train needs torch: install the extra 'learned'" in err and "[models]" not in err, err
