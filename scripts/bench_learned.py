@@ -81,7 +81,8 @@ def table(workdir: Path, report: str | None = None) -> Path:
     from much_dataset import load
     from much_metric.baselines import resolve, token_arrays
     from much_metric.baselines.registry import expand_signals
-    from much_metric.learned import make_folds, row_info, train_detector
+    from much_metric.learned import KINDS, make_folds, row_info
+    from much_metric.learned.estimators import ESTIMATORS
     from much_metric.scoring import Bootstrap, compare
     from much_metric.signals import write_signals
 
@@ -105,11 +106,14 @@ def table(workdir: Path, report: str | None = None) -> Path:
         train, validation, test = (dataset.select(fold.train), dataset.select(fold.validation),
                                    dataset.select(fold.test))
         found = {}
-        for kind in ("linear", "sequence"):
+        for kind in KINDS:
             start = time.perf_counter()
-            detector = train_detector(train, validation, workdir / f"{kind}-{fold.name.split('=')[1]}", detector=kind,
-                                      progress=False, protocol={"name": fold.protocol, "fold": fold.name,
-                                                                "data": "sample"})
+            folder = workdir / f"{kind}-{fold.name.split('=')[1]}"
+            model = ESTIMATORS[kind]().fit(train, validation, checkpoint=folder / "checkpoint", progress=False,
+                                           protocol={"name": fold.protocol, "fold": fold.name, "data": "sample",
+                                                     "purged": dict(fold.purged)})
+            model.save(folder)
+            detector = model.detector_
             found[kind] = token_arrays(test).split(detector.token_scores(test))
             training = detector.config["training"]
             validation_auc = detector.config["validation"]["roc_auc"]
@@ -203,7 +207,7 @@ def table(workdir: Path, report: str | None = None) -> Path:
 def speed(workdir: Path) -> None:
     from much_dataset.synthetic import make_rows
     from much_metric.baselines import max_likelihood, token_arrays
-    from much_metric.learned import token_features, train_detector
+    from much_metric.learned import LinearDetector, SequenceDetector, token_features
 
     say()
     say("== 2. Speed on a MUCH-sized synthetic split (NOT MUCH data: much_dataset.synthetic, ~24.5 tokens/sample) ==")
@@ -211,7 +215,8 @@ def speed(workdir: Path) -> None:
     arrays = token_arrays(train)
     say(f"train: {arrays.n_samples} samples, {arrays.n_tokens:,} tokens; validation: {len(validation)} samples")
     start = time.perf_counter()
-    linear = train_detector(train, validation, workdir / "speed-linear", detector="linear", progress=False)
+    linear = LinearDetector().fit(train, validation, checkpoint=workdir / "speed-linear" / "checkpoint",
+                                  progress=False).detector_
     linear_seconds = time.perf_counter() - start
     training = linear.config["training"]
     say(f"linear training (features + {training['epochs']} epochs, early stopping at best {training['best_epoch']}): "
@@ -230,7 +235,8 @@ def speed(workdir: Path) -> None:
     say(f"linear inference on the split ({arrays.n_tokens:,} tokens, from its token arrays): {best:.3f} s "
         f"[target < 0.5 s]; Max Likelihood {reference:.3f} s (ratio {best / reference:.1f}x)")
     start = time.perf_counter()
-    sequence = train_detector(train, validation, workdir / "speed-sequence", detector="sequence", progress=False)
+    sequence = SequenceDetector().fit(train, validation, checkpoint=workdir / "speed-sequence" / "checkpoint",
+                                      progress=False).detector_
     sequence_seconds = time.perf_counter() - start
     training = sequence.config["training"]
     say(f"sequence training: {training['epochs']} epochs (best {training['best_epoch']}), "

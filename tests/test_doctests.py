@@ -22,6 +22,7 @@ DOCUMENTED = [
     ("much_dataset.loader", "load", None),
     ("much_metric.baselines.registry", "Baseline", None),
     ("much_metric.baselines.benchmark", "run_benchmark", None),  # the embedded sample, offline
+    ("much_metric.learned.estimators", "LinearDetector", None),  # torch on CPU (extra learned)
 ]
 
 

@@ -149,6 +149,7 @@ def run_benchmark(
     out: str | Path | None = None,
     file_format: Literal["parquet", "jsonl"] = "parquet",
     progress: bool = False,
+    include_training_rows: bool = False,
 ) -> BenchmarkResult:
     """Compute, time and evaluate the paper's baselines on a MUCH split: table 3 as data (what ``much run`` does).
 
@@ -201,6 +202,9 @@ def run_benchmark(
         Format of the signal files under ``out``.
     progress : bool, default False
         tqdm progress bars.
+    include_training_rows : bool, default False
+        A signal whose metadata names the rows it was trained on (a learned detector) is scored on the other rows
+        only, with a note saying how many were left out and why; True scores every row, with a warning and a note.
 
     Returns
     -------
@@ -317,9 +321,14 @@ def run_benchmark(
             notes.append(BenchmarkNote(message=f"{runs[name].spec.display} left out: {reason}; run it with "
                                        "--aggregator mean (or max)", skipped=(name,), reason=reason))
             order.remove(name)
+    from much_metric.signals import training_exclusions
+
+    trained_on, messages = training_exclusions({name: runs[name].metadata for name in order}, ids,
+                                               include_training_rows=include_training_rows, aggregators=(aggregator,))
+    notes.extend(BenchmarkNote(message=message) for message in messages)
     table = evaluate_signals(dataset, {name: runs[name].values for name in order}, aggregators=(aggregator,),
                              stopword_handling=stopword_handling, min_coverage=1.0, floor_seed=floor_seed,
-                             bootstrap=bootstrap)
+                             bootstrap=bootstrap, training_rows=trained_on)
     segmentation = 0.0 if math.isnan(segmentation_seconds) else segmentation_seconds
     rows = tuple(BenchmarkRow(signal_name=r.signal_name, method=runs[r.signal_name].spec.display, metrics=r.metrics,
                               uq_seconds=runs[r.signal_name].seconds, segmentation_seconds=segmentation_seconds,

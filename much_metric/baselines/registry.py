@@ -101,6 +101,10 @@ class Baseline:
     check : callable, optional
         ``check(params)`` raises ``ValueError`` for parameters out of range; called when a name is resolved, so a
         bad ``--signals`` fails before any work.
+    metadata : callable, optional
+        ``metadata(params)`` -> a JSON-able mapping stored with the signal (its file's signal metadata). A method
+        trained on MUCH rows gives ``training_generation_ids`` (sorted): every evaluation leaves those rows out of
+        that signal unless asked to include them (see :mod:`much_metric.signals._training`).
 
     Examples
     --------
@@ -137,6 +141,7 @@ class Baseline:
     signal_name: Callable[[str, dict[str, Any], dict[str, Any]], str] | None = None
     check: Callable[[dict[str, Any]], None] | None = None
     order: float = 100.0
+    metadata: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z][\w{}.:-]*", self.name):
@@ -203,6 +208,10 @@ class BaselineSpec:
         if self.baseline.signal_name is None:
             return self.signal
         return self.baseline.signal_name(self.signal, dict(self.params), dict(resources))
+
+    def signal_metadata(self) -> dict[str, Any]:
+        """The metadata stored with this signal ({} for most baselines; a learned one's training rows)."""
+        return {} if self.baseline.metadata is None else dict(self.baseline.metadata(dict(self.params)))
 
     def compute(self, arrays: Any, resources: Mapping[str, Any], options: Mapping[str, Any]) -> np.ndarray:
         """Flat float64 scores (N_tokens,) of this signal; checks the shape the baseline returned."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,8 @@ class SignalRun:
     ``values``: generation_id -> token scores (higher = more uncertain) for every sample of the split;
     ``seconds``: wall time of the signal over all those samples (summed over resumed runs; nan if unknown, e.g.
     values read from a file without timings); ``n_computed``: samples computed by this call (the rest were read
-    back from ``out``); ``spec``: the registered baseline and its parameters.
+    back from ``out``); ``spec``: the registered baseline and its parameters; ``metadata``: the signal metadata
+    (stored in its file; a learned detector's ``training_generation_ids``, see :mod:`much_metric.signals._training`).
     """
 
     name: str
@@ -62,6 +63,7 @@ class SignalRun:
     values: dict[str, np.ndarray]
     seconds: float
     n_computed: int
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def _read_timings(out: Path | None) -> dict[str, Any]:
@@ -183,6 +185,7 @@ def compute_signals(
             window = spec.params.get("sigma")
             nli.clear()
         name = spec.stored_name(resources)
+        signal_metadata = spec.signal_metadata()
         stored: dict[str, np.ndarray] = {}
         path = out / f"{name}.{file_format}" if out is not None else None
         if path is not None and path.exists():
@@ -214,15 +217,21 @@ def compute_signals(
                 before = read_sample_metadata(path) if "nli" in spec.needs else {}
                 write_signals(path, [{"generation_id": g, "signal_name": name, "values": v}
                                      for g, v in values.items()])
+                if signal_metadata:  # e.g. the rows a learned detector was trained on
+                    from much_metric.signals import write_signal_metadata
+
+                    write_signal_metadata(path, signal_metadata)
                 if "nli" in spec.needs:  # which NLI model scored each sample (one per language with NliRouter)
                     nli_name = str(getattr(nli, "name", ""))
                     model_of = getattr(nli, "model_of", None) or (lambda _: nli_name)  # noqa: B023 - same nli
                     add_sample_metadata(path, {**before, **{g: {"nli_model": model_of(g)} for g in values}})
                 timings[name] = {**record, "reference_window": reference_window}
                 _write_timings(out, timings)
-        stored_spec = spec if name == spec.signal else resolve(name)  # the display shows the NLI suffix
+        # The display shows the stored name's parameters (CCP/SAR's NLI suffix, KTC's config), except for a signal
+        # with metadata (a learned detector): its label names its folder's protocol, which its stored name cannot.
+        stored_spec = spec if name == spec.signal or spec.baseline.metadata is not None else resolve(name)
         runs[name] = SignalRun(name, stored_spec, {gid: stored[gid] for gid in arrays.generation_ids},
-                               _seconds_for(record, arrays), len(todo))
+                               _seconds_for(record, arrays), len(todo), signal_metadata)
     order = {spec.stored_name(resources): i for i, spec in enumerate(specs)}
     return dict(sorted(runs.items(), key=lambda item: order[item[0]]))
 

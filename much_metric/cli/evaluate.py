@@ -45,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "records without signal_name are named after their file; names ending with @claim: one value per chunk",
     )
     parser.add_argument("--signal", action="append", default=None, help="evaluate only this signal (repeatable)")
+    parser.add_argument("--include-training-rows", action="store_true",
+                        help="score a learned signal on the rows it was trained or validated on too (default: those "
+                             "named in its file's metadata are left out, with a note; this prints a warning)")
     parser.add_argument(
         "--aggregator", action="append", default=None,
         help="product (default), mean, max, geometric or all (repeatable)",
@@ -308,7 +311,14 @@ def run(args: argparse.Namespace) -> int:
     options = dict(aggregators=aggregators, stopword_handling=args.stopwords, by=args.by,
                    bootstrap=_bootstrap(args), floor_seed=args.seed, labels=args.labels,
                    min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage)
+    from much_metric.signals import signal_metadata_of, training_exclusions
+
+    options["training_rows"], training_notes = training_exclusions(
+        {name: metadata for name, metadata in signal_metadata_of(args.scores).items() if name in signals},
+        dataset["generation_id"], include_training_rows=args.include_training_rows, aggregators=aggregators)
     table = evaluate_signals(dataset, signals, **options)
+    for note in training_notes:
+        print(f"note: {note}")
     board = calibration = spans = None
     if args.rank:
         from much_metric.signals import rank_methods

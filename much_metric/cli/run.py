@@ -100,6 +100,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--generation-time", default=None,
                         help="LLM generation time in seconds, or a JSON file from scripts/estimate_generation_time.py")
     parser.add_argument("--json", default=None, help="write the table (metrics and times) as JSON here")
+    parser.add_argument("--include-training-rows", action="store_true",
+                        help="score a learned signal on the rows it was trained or validated on too (default: left "
+                             "out, with a note; this prints a warning)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
@@ -144,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
         tokenizer=args.tokenizer or None, nli=args.nli_model or None, use_nli=not args.no_nli,
         nli_batch_size=args.nli_batch_size, nli_max_batch_tokens=args.nli_max_batch_tokens, device=args.device,
         reference_window=args.reference_window, neighbours=args.neighbours, generation_time=args.generation_time,
-        out=args.out, file_format=args.format, progress=not args.no_progress)
+        out=args.out, file_format=args.format, progress=not args.no_progress,
+        include_training_rows=args.include_training_rows)
     _print(result)
     if args.json:
         from much_metric.fileio import atomic_write_bytes

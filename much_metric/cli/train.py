@@ -5,12 +5,14 @@ Examples::
     much train --data sample --protocol leave-one-language-out --fold de --detector linear --out runs/linear-de
     much train --data orailix/MUCH --protocol auto-to-manual --detector sequence --out runs/sequence
 
-Each fold of the protocol (see :mod:`much_metric.learned.splits`: grouped by question and generation, checked for
-leakage) trains one detector with early stopping on its validation part and is written to ``--out`` (one fold, or
-``--fold`` given) or ``--out/<fold>`` (every fold). A killed run resumes from the last finished epoch when rerun
+Each fold of the protocol (see :mod:`much_metric.learned.splits`: grouped by question, Wikipedia article across
+languages and generation, checked for leakage; each fold prints what it purged) trains one detector with early
+stopping on its validation part and is written to ``--out`` (one fold, or ``--fold`` given) or ``--out/<fold>``
+(every fold). A killed run resumes from the last finished epoch when rerun
 with the same arguments. The held-out test part of each fold is then scored with the metric and printed next to
 Max Likelihood on the same claims, with the protocol's name. Score the detector elsewhere with
-``much run --signals learned:DIR``.
+``much run --signals learned:DIR``: the rows it was trained and validated on (``DIR/training_rows.json``) are left
+out there unless ``--include-training-rows`` is given.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from much_metric.learned.splits import PROTOCOLS
+from much_metric.learned import KINDS, PROTOCOLS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,16 +35,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--protocol", default="leave-one-language-out", choices=tuple(PROTOCOLS),
                         help="auto-to-manual, leave-one-language-out (default) or leave-one-model-out")
     parser.add_argument("--fold", default=None, help="only this fold's held-out value (e.g. de)")
-    parser.add_argument("--detector", choices=("linear", "sequence"), default="linear")
+    parser.add_argument("--detector", choices=tuple(KINDS), default="linear")
     parser.add_argument("--out", required=True, help="detector folder (checkpoints under <out>/checkpoint)")
     parser.add_argument("--aggregator", default="product", help="claim aggregator of the loss (default product)")
     parser.add_argument("--stopwords", choices=("null", "exclude"), default="null")
-    parser.add_argument("--seed", type=int, default=0, help="initialisation, batch order and validation draw")
+    parser.add_argument("--random-state", type=int, default=0,
+                        help="initialisation, batch order and validation draw (default 0)")
     parser.add_argument("--validation-fraction", type=float, default=0.15)
     parser.add_argument("--max-epochs", type=int, default=None)
     parser.add_argument("--patience", type=int, default=None, help="epochs without validation improvement")
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument("--hidden", type=int, default=None, help="the sequence detector's GRU state size (default 32)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
@@ -83,32 +87,54 @@ def held_out_scores(dataset: Any, folder: Path) -> dict[str, dict[str, Any]]:
             "max_likelihood": score(max_likelihood(arrays), chunks, labels, masks, **common).to_dict()}
 
 
+def estimator(args: argparse.Namespace) -> Any:
+    """The estimator of ``--detector`` with the options given (checked now, before the data loads)."""
+    from much_metric.learned.estimators import ESTIMATORS
+
+    cls = ESTIMATORS[args.detector]
+    given = {"learning_rate": args.learning_rate, "batch_size": args.batch_size, "max_epochs": args.max_epochs,
+             "patience": args.patience, "hidden": args.hidden}
+    options = {key: value for key, value in given.items() if value is not None}
+    if "hidden" in options and "hidden" not in KINDS[args.detector].defaults:
+        raise ValueError(f"--hidden applies to the sequence detector, not to --detector {args.detector}")
+    try:
+        return cls(aggregator=args.aggregator, stopword_handling=args.stopwords, random_state=args.random_state,
+                   **options)
+    except ValueError as error:  # name the flag, not the keyword
+        name = str(error).split(" ", 1)[0]
+        raise ValueError(f"--{name.replace('_', '-')} {str(error).split(' ', 1)[1]}") from error
+
+
 def run(args: argparse.Namespace) -> int:
-    from much_metric.learned import make_folds, row_info, train_detector
+    import importlib.util
+
+    from much_metric.learned import make_folds, row_info
+
+    missing = [name for name in ("torch", "safetensors") if importlib.util.find_spec(name) is None]
+    if missing:  # the extra is `learned`, not `models` (the generic hint for a missing torch)
+        raise ModuleNotFoundError(f"much train needs {' and '.join(missing)}: install the extra 'learned' "
+                                  "(pip install -e '.[learned]' from a checkout)")
 
     if not 0.0 < args.validation_fraction < 1.0:  # before the data loads
         raise ValueError(f"--validation-fraction must be in (0, 1), got {args.validation_fraction}")
-    for option in ("max_epochs", "patience", "batch_size"):
-        value = getattr(args, option)
-        if value is not None and value < 1:
-            raise ValueError(f"--{option.replace('_', '-')} must be a positive integer, got {value}")
+    model = estimator(args)
 
     dataset, origin = load_with_origin(args.data, args.config)
     folds = make_folds(row_info(dataset, origin=origin), args.protocol, validation_fraction=args.validation_fraction,
-                       seed=args.seed, only=args.fold)
+                       random_state=args.random_state, only=args.fold)
     for fold in folds:
         folder = fold_folder(Path(args.out), fold.name, len(folds), args.fold)
         print(fold.describe())
         protocol = {"name": args.protocol, "fold": fold.name, "data": args.data, "config": args.config,
-                    "n_test": int(len(fold.test)), "n_purged": fold.n_purged}
-        train_detector(dataset.select(fold.train), dataset.select(fold.validation), folder, detector=args.detector,
-                       aggregator=args.aggregator, stopword_handling=args.stopwords, seed=args.seed,
-                       learning_rate=args.learning_rate, batch_size=args.batch_size, max_epochs=args.max_epochs,
-                       patience=args.patience, protocol=protocol, progress=not args.no_progress)
+                    "n_test": int(len(fold.test)), "purged": dict(fold.purged)}
+        model.fit(dataset.select(fold.train), dataset.select(fold.validation), checkpoint=folder / "checkpoint",
+                  protocol=protocol, progress=not args.no_progress)
+        model.save(folder)
         results = held_out_scores(dataset.select(fold.test), folder)
         learned, baseline = results["learned"], results["max_likelihood"]
         print(f"  {args.protocol} [{fold.name}] held-out test, {learned['n_claims']} claims: {args.detector} "
               f"ROC-AUC {learned['roc_auc']:.3f} PR-AUC {learned['pr_auc']:.3f}; Max Likelihood ROC-AUC "
               f"{baseline['roc_auc']:.3f} PR-AUC {baseline['pr_auc']:.3f}")
-        print(f"  detector written to {folder} (score it with `much run --signals learned:{folder}`)")
+        print(f"  detector written to {folder} (score it with `much run --signals learned:{folder}`; its "
+              f"{len(fold.train) + len(fold.validation)} training and validation rows are left out there)")
     return 0

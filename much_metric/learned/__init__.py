@@ -8,36 +8,53 @@ the metric's own token-to-claim aggregation on the claim labels.
   baselines' scores, WEPR's rank-wise entropy terms, tail mass, sampled rank, position) and :func:`sequence_inputs`
   (the sequence detector's per-token top-24 log-probabilities);
 * :mod:`~much_metric.learned.splits` -- protocols ``auto-to-manual``, ``leave-one-language-out``,
-  ``leave-one-model-out`` (:func:`make_folds`), grouped by question and generation, checked by
-  :func:`check_disjoint` (:class:`LeakageError`);
-* :mod:`~much_metric.learned.training` -- :func:`train_detector` (torch, CPU; early stopping, one checkpoint per
-  epoch, resumable);
-* :mod:`~much_metric.learned.detector` -- the detector folder (safetensors + JSON + card, never pickle):
-  :func:`load_detector`, :class:`Detector`. A folder is a baseline of the registry under the signal name
-  ``learned:<folder>`` (``much run --signals learned:DIR``, ``ClaimMonitor(method="learned:DIR")``).
+  ``leave-one-model-out`` (:func:`make_folds`), grouped by question, Wikipedia article (across languages) and
+  generation, checked by :func:`check_disjoint` (:class:`LeakageError`), each fold saying what it purged;
+* :class:`LinearDetector`, :class:`SequenceDetector` -- scikit-learn-shaped estimators (hyper-parameters in the
+  constructor, ``.fit(train, validation)``, ``.save(folder)``; torch on CPU, early stopping, resumable checkpoints);
+* :mod:`~much_metric.learned.detector` -- the detector folder (safetensors + JSON + the exact training rows + card,
+  never pickle), checked completely by :func:`load_detector` (:class:`DetectorFolderError`). A folder is a baseline
+  of the registry under the signal name ``learned:<folder>`` (``much run --signals learned:DIR``,
+  ``ClaimMonitor(method="learned:DIR")``) through the entry point of :mod:`much_metric.learned.plugin`; it is scored
+  on the rows it was not trained or validated on unless asked otherwise.
 
-torch is imported only to train and to run the sequence detector (extra ``learned``).
+The detector kinds are one table, :data:`KINDS`. torch is imported only to train and to run the sequence detector
+(extra ``learned``).
 """
 
-from much_metric.learned.detector import Detector, load_detector
+from much_metric.learned._kinds import KINDS, Kind
+from much_metric.learned.detector import Detector, DetectorFolderError, load_detector
+from much_metric.learned.estimators import LinearDetector, SequenceDetector
 from much_metric.learned.features import FEATURES, SEQUENCE_INPUTS, sequence_inputs, token_features
-from much_metric.learned.splits import PROTOCOLS, Fold, LeakageError, RowInfo, check_disjoint, make_folds, row_info
-from much_metric.learned.training import DEFAULTS, train_detector
+from much_metric.learned.splits import (
+    PROTOCOLS,
+    Fold,
+    LeakageError,
+    RowInfo,
+    article_title,
+    check_disjoint,
+    make_folds,
+    row_info,
+)
 
 __all__ = [
-    "DEFAULTS",
     "FEATURES",
+    "KINDS",
     "PROTOCOLS",
     "SEQUENCE_INPUTS",
     "Detector",
+    "DetectorFolderError",
     "Fold",
+    "Kind",
     "LeakageError",
+    "LinearDetector",
     "RowInfo",
+    "SequenceDetector",
+    "article_title",
     "check_disjoint",
     "load_detector",
     "make_folds",
     "row_info",
     "sequence_inputs",
     "token_features",
-    "train_detector",
 ]

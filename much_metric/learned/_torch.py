@@ -11,22 +11,25 @@
   - stopwords ``"null"``: stopword tokens score 0 (a factor 1 in the product) but count in ``n_c``; ``"exclude"``:
     they leave the claim unless the claim has nothing else.
 
-* :class:`LinearDetector` -- ``z_t = w . x_t + b`` on the standardised features of :func:`token_features`
-  (logistic regression on token-probability features, as Quevedo et al. 2024, "Detecting hallucinations in large
-  language model generation: a token probability approach"; with the WEPR rank-wise entropy terms among the
-  features the learned weights are WEPR's per-rank weights, arXiv 2509.04492). Trained on claim labels through the
-  aggregator instead of token labels, which MUCH does not have.
-* :class:`SequenceDetector` -- a one-layer causal GRU over the per-token top-24 vectors of
-  :func:`sequence_inputs`, then a linear read-out per token: HALT (arXiv 2602.02888) reads the top-20
-  log-probabilities of each step with a small recurrent model and predicts one answer-level label; LOS-Net (AAAI
-  2026) uses a small transformer over the top-k distribution sequence. Here the read-out is per token (one score
-  per output token, higher = more uncertain) and the loss is on MUCH's claims through the aggregator; the GRU is
-  unidirectional, so token ``t``'s score depends on tokens ``<= t`` only and the monitor gives the offline scores.
+* :class:`LinearModule` (estimator :class:`~much_metric.learned.LinearDetector`) -- ``z_t = w . x_t + b`` on the
+  standardised features of :func:`token_features` (logistic regression on token-probability features, as Quevedo
+  et al. 2024, "Detecting hallucinations in large language model generation: a token probability approach"; with
+  the WEPR rank-wise entropy terms among the features the learned weights are WEPR's per-rank weights, arXiv
+  2509.04492). Trained on claim labels through the aggregator instead of token labels, which MUCH does not have.
+* :class:`SequenceModule` (estimator :class:`~much_metric.learned.SequenceDetector`) -- a one-layer causal GRU over
+  the per-token top-24 vectors of :func:`sequence_inputs`, then a linear read-out per token: HALT (arXiv
+  2602.02888) reads the top-20 log-probabilities of each step with a small recurrent model and predicts one
+  answer-level label; LOS-Net (AAAI 2026) uses a small transformer over the top-k distribution sequence. Here the
+  read-out is per token (one score per output token, higher = more uncertain) and the loss is on MUCH's claims
+  through the aggregator; the GRU is unidirectional, so token ``t``'s score depends on tokens ``<= t`` only and the
+  monitor gives the offline scores.
 
 Parameters are initialised from a ``numpy`` generator (no global torch seed is touched).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,8 +48,8 @@ def _init(module: nn.Module, rng: np.random.Generator) -> None:
             parameter.copy_(torch.from_numpy(values.astype(np.float32)))
 
 
-class LinearDetector(nn.Module):
-    def __init__(self, n_inputs: int, *, rng: np.random.Generator) -> None:
+class LinearModule(nn.Module):
+    def __init__(self, n_inputs: int, *, hidden: int = 0, rng: np.random.Generator) -> None:
         super().__init__()
         self.linear = nn.Linear(n_inputs, 1)
         _init(self, rng)
@@ -56,7 +59,7 @@ class LinearDetector(nn.Module):
         return self.linear(inputs).squeeze(-1)
 
 
-class SequenceDetector(nn.Module):
+class SequenceModule(nn.Module):
     def __init__(self, n_inputs: int, *, hidden: int = 32, rng: np.random.Generator) -> None:
         super().__init__()
         self.gru = nn.GRU(n_inputs, hidden, batch_first=True)
@@ -68,14 +71,38 @@ class SequenceDetector(nn.Module):
         return self.read_out(states).squeeze(-1)
 
 
-MODELS = {"linear": LinearDetector, "sequence": SequenceDetector}
+def build(kind: str, n_inputs: int, *, random_state: int, hidden: int = 0) -> nn.Module:
+    """The torch module of a kind of :data:`much_metric.learned._kinds.KINDS`, initialised from ``random_state``."""
+    from much_metric.learned._kinds import kind_of
+
+    return globals()[kind_of(kind).module](n_inputs, hidden=hidden, rng=np.random.default_rng(random_state))
 
 
-def build(kind: str, n_inputs: int, *, seed: int, hidden: int = 32) -> nn.Module:
-    rng = np.random.default_rng(seed)
-    if kind == "sequence":
-        return SequenceDetector(n_inputs, hidden=hidden, rng=rng)
-    return LinearDetector(n_inputs, rng=rng)
+_MODULES: dict[tuple[int, str, int, int], tuple[Any, nn.Module]] = {}
+
+
+def logits_of(kind: str, weights: dict[str, np.ndarray], inputs: np.ndarray, offsets: np.ndarray, *,
+              hidden: int) -> np.ndarray:
+    """Flat token logits ``(N_tokens,)`` of standardised ``inputs`` (samples delimited by ``offsets``) under the
+    module of ``kind`` with ``weights`` (batched by length, causal: padding never reaches a real token)."""
+    from much_metric.learned import _data
+
+    key = (id(weights), kind, inputs.shape[1], hidden)
+    if key not in _MODULES:  # the live monitor rescores at each closed claim: build the module once per weights
+        module = build(kind, inputs.shape[1], random_state=0, hidden=hidden)
+        module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()
+                                if not k.startswith("input_")})
+        if len(_MODULES) >= 8:
+            _MODULES.pop(next(iter(_MODULES)))
+        _MODULES[key] = (weights, module.eval())  # the weights are kept so that their id is not reused
+    module = _MODULES[key][1]
+    prepared = _data.Prepared(inputs, offsets, np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64),
+                              None, np.zeros(0, np.float32), [])
+    out = np.empty(len(inputs), dtype=np.float64)
+    for samples in _data.batches(prepared, batch_size=64, rng=None):
+        flat = token_logits(module, _data.batch(prepared, samples))
+        out[_data.concatenated_ranges(offsets[samples], offsets[samples + 1] - offsets[samples])] = flat
+    return out
 
 
 def _segment_sum(values: torch.Tensor, segment: torch.Tensor, n: int) -> torch.Tensor:

@@ -5,8 +5,15 @@ Folder layout (no pickle anywhere; :func:`load_detector` reads only JSON and saf
     DIR/config.json          format, version, detector kind, inputs (feature names), aggregator, stopword rule,
                              protocol and fold, training-data fingerprint, hyper-parameters, validation numbers
     DIR/weights.safetensors  the parameters and the input standardisation (``input_mean``, ``input_std``)
+    DIR/training_rows.json   {"train": [generation_id, ...], "validation": [...]}: the exact rows that trained and
+                             validated the detector (sorted); ``much run`` / ``much evaluate`` leave them out
     DIR/card.md              a short human-readable card with the validation numbers
     DIR/checkpoint/          training state, one per epoch (resumable; not needed to score)
+
+:func:`load_detector` checks the whole folder before building anything (:func:`check_folder`): regular files of
+bounded size, the config's fields and types, every parameter's exact name, dtype and shape for the kind
+(:data:`much_metric.learned._kinds.KINDS`), finite values, a positive standardisation, the training rows. A folder
+that fails is a :class:`DetectorFolderError` naming the file and the field.
 
 :meth:`Detector.token_scores` gives one score per output token, higher = more uncertain (``sigmoid`` of the token
 logit, in (0, 1)), the input of the metric's aggregator like any baseline's token scores. The linear detector
@@ -17,36 +24,34 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "KINDS", "Detector", "load_detector", "fingerprint"]
+from much_metric.learned._kinds import KINDS, MAX_HIDDEN, Kind, kind_of
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "Detector", "DetectorFolderError", "check_folder", "fingerprint",
+           "load_detector"]
 
 FORMAT = "much-learned-detector"
-FORMAT_VERSION = 1
-#: Detector kind -> the function of the data giving its inputs (names of :mod:`much_metric.learned.features`).
-KINDS = {"linear": "token_features", "sequence": "sequence_inputs"}
+FORMAT_VERSION = 2
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "weights.safetensors"
+TRAINING_ROWS_FILE = "training_rows.json"
 CARD_FILE = "card.md"
+#: Largest config.json / training_rows.json read (bytes).
+MAX_CONFIG_BYTES = 1 << 20
+MAX_ROWS_BYTES = 256 << 20
+#: Room for the safetensors header beyond the parameters' float32 bytes.
+_HEADER_BYTES = 1 << 16
+_STOPWORDS = ("null", "exclude")
 
 
-def inputs_of(kind: str, data: Any) -> np.ndarray:
-    """The detector kind's per-token inputs of ``data``, shape ``(N_tokens, D)``."""
-    from much_metric.learned import features
-
-    if kind not in KINDS:
-        raise ValueError(f"detector must be one of {sorted(KINDS)}, got {kind!r}")
-    return getattr(features, KINDS[kind])(data)
-
-
-def input_names(kind: str) -> tuple[str, ...]:
-    from much_metric.learned.features import FEATURES, SEQUENCE_INPUTS
-
-    return FEATURES if kind == "linear" else SEQUENCE_INPUTS
+class DetectorFolderError(ValueError):
+    """A detector folder that is not one this toolkit wrote (names the file and the field)."""
 
 
 def fingerprint(generation_ids: list[str], inputs: np.ndarray, target: np.ndarray) -> str:
@@ -64,56 +69,57 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Detector:
-    """A trained detector: its config (see the module docstring) and weights (name -> float32 array)."""
+    """A trained detector: its config (see the module docstring), weights (name -> float32 array) and training rows
+    (``{"train": [...], "validation": [...]}``, sorted generation_ids)."""
 
     config: dict[str, Any]
     weights: dict[str, np.ndarray]
+    training_rows: dict[str, list[str]]
     folder: Path | None = None
-    _module: Any = field(default=None, repr=False)
 
     @property
-    def kind(self) -> str:
-        return str(self.config["detector"])
+    def kind(self) -> Kind:
+        return kind_of(self.config["detector"])
 
-    def _standardised(self, data: Any) -> tuple[np.ndarray, Any]:
-        from much_metric.baselines import token_arrays
+    @property
+    def hidden(self) -> int:
+        return int(self.config["hyperparameters"].get("hidden", 0))
 
-        arrays = token_arrays(data)
-        inputs = inputs_of(self.kind, arrays)
-        return ((inputs - self.weights["input_mean"]) / self.weights["input_std"]).astype(np.float32), arrays
+    @property
+    def training_generation_ids(self) -> list[str]:
+        """Every row that trained or validated the detector, sorted."""
+        return sorted({*self.training_rows["train"], *self.training_rows["validation"]})
+
+    def signal_metadata(self) -> dict[str, Any]:
+        """The metadata a signal file of this detector's scores carries (the contract with the leaderboard):
+        ``training_generation_ids`` and ``detector`` = {kind, protocol, fold, aggregator, stopword_handling}."""
+        protocol = self.config.get("protocol") or {}
+        return {"training_generation_ids": self.training_generation_ids,
+                "detector": {"kind": self.kind.name, "protocol": protocol.get("name"), "fold": protocol.get("fold"),
+                             "aggregator": self.config["aggregator"],
+                             "stopword_handling": self.config["stopword_handling"]}}
 
     def token_logits(self, data: Any) -> np.ndarray:
         """Flat token logits ``(N_tokens,)`` of a split (any input of :func:`much_metric.baselines.token_arrays`)."""
-        inputs, arrays = self._standardised(data)
-        if self.kind == "linear":
-            return inputs.astype(np.float64) @ self.weights["linear.weight"][0].astype(np.float64) \
-                + float(self.weights["linear.bias"][0])
-        return self._sequence_logits(inputs, arrays.offsets)
+        from much_metric.baselines import token_arrays
+
+        arrays = token_arrays(data)
+        inputs = ((self.kind.inputs(arrays) - self.weights["input_mean"]) / self.weights["input_std"])
+        return self.kind.logits(self.weights, inputs.astype(np.float32), arrays.offsets, self.hidden)
 
     def token_scores(self, data: Any) -> np.ndarray:
-        """Flat token uncertainties in (0, 1), shape ``(N_tokens,)``; higher = more likely hallucinated."""
-        return _sigmoid(self.token_logits(data))
+        """Flat token uncertainties in (0, 1), shape ``(N_tokens,)``; higher = more likely hallucinated.
 
-    def _sequence_logits(self, inputs: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        import torch
-
-        from much_metric.learned import _data, _torch
-
-        if self._module is None:
-            module = _torch.build("sequence", inputs.shape[1], seed=0, hidden=int(self.config["hidden"]))
-            module.load_state_dict({k: torch.from_numpy(v) for k, v in self.weights.items()
-                                    if not k.startswith("input_")})
-            self._module = module.eval()
-        prepared = _data.Prepared(inputs, offsets, np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64),
-                                  None, np.zeros(0, np.float32), [])
-        out = np.empty(len(inputs), dtype=np.float64)
-        for samples in _data.batches(prepared, batch_size=64, rng=None):
-            flat = _torch.token_logits(self._module, _data.batch(prepared, samples))
-            out[_data.concatenated_ranges(offsets[samples], offsets[samples + 1] - offsets[samples])] = flat
-        return out
+        Warns (``RuntimeWarning``) when every token gets the same score: such a detector ranks nothing."""
+        scores = _sigmoid(self.token_logits(data))
+        if scores.size > 1 and np.ptp(scores) == 0:
+            warnings.warn(f"{self.folder or 'the detector'}: every token gets the same score {scores[0]:.6g}; the "
+                          "detector ranks nothing (check its weights, e.g. the bias)", RuntimeWarning, stacklevel=2)
+        return scores
 
     def save(self, folder: str | Path, *, card: str | None = None) -> Path:
-        """Write ``config.json``, ``weights.safetensors`` and ``card.md`` into ``folder`` (atomically each)."""
+        """Write ``config.json``, ``weights.safetensors``, ``training_rows.json`` and ``card.md`` into ``folder``
+        (atomically each)."""
         from safetensors.numpy import save
 
         from much_metric.fileio import atomic_write_bytes, atomic_write_text
@@ -121,6 +127,9 @@ class Detector:
         folder = Path(folder)
         atomic_write_bytes(folder / WEIGHTS_FILE, save({k: np.ascontiguousarray(v, dtype=np.float32)
                                                         for k, v in self.weights.items()}))
+        atomic_write_text(folder / TRAINING_ROWS_FILE,
+                          json.dumps({part: sorted(self.training_rows[part]) for part in ("train", "validation")})
+                          + "\n")
         atomic_write_text(folder / CONFIG_FILE, json.dumps(self.config, indent=2, sort_keys=True) + "\n")
         if card is not None:
             atomic_write_text(folder / CARD_FILE, card)
@@ -128,37 +137,129 @@ class Detector:
         return folder
 
 
-def load_detector(folder: str | Path) -> Detector:
-    """Read a detector folder (JSON + safetensors only; raises ``ValueError`` naming the file when it is not one)."""
+def _fail(path: Path, field: str | None, problem: str) -> DetectorFolderError:
+    where = f"{path}: field {field!r}" if field else str(path)
+    return DetectorFolderError(f"{where} {problem} (not a detector folder written by `much train`; retrain it)")
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (a device, a fifo or a huge file is refused unread)."""
+    if not path.exists():
+        raise DetectorFolderError(f"{path.parent} is not a learned detector folder: {path.name} is missing "
+                                  "(write one with `much train` or LinearDetector(...).fit(...).save(folder))")
+    if not path.is_file():
+        raise _fail(path, None, "is not a regular file")
+    size = path.stat().st_size
+    if size > limit:
+        raise _fail(path, None, f"has {size:,} bytes, more than the {limit:,} a detector of this config needs")
+    data = path.read_bytes()
+    if len(data) > limit:
+        raise _fail(path, None, f"has more than {limit:,} bytes")
+    return data
+
+
+def _json(path: Path, limit: int) -> Any:
+    try:
+        return json.loads(_read_regular(path, limit).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise _fail(path, None, f"is not valid JSON ({error})") from error
+
+
+def _positive_int(path: Path, field: str, value: Any, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        raise _fail(path, field, f"must be an integer in [1, {high:,}], got {value!r}")
+    return value
+
+
+def _check_config(config: Any, path: Path) -> tuple[Kind, int]:
+    from much_metric.scoring import AGGREGATORS
+
+    if not isinstance(config, dict):
+        raise _fail(path, None, "must hold a JSON object")
+    if config.get("format") != FORMAT:
+        raise _fail(path, "format", f"must be {FORMAT!r}, got {config.get('format')!r}")
+    if config.get("version") != FORMAT_VERSION:
+        raise _fail(path, "version", f"is {config.get('version')!r}; this toolkit reads version {FORMAT_VERSION}")
+    if config.get("detector") not in KINDS:
+        raise _fail(path, "detector", f"must be one of {sorted(KINDS)}, got {config.get('detector')!r}")
+    kind = KINDS[config["detector"]]
+    if list(config.get("inputs") or []) != list(kind.input_names):
+        raise _fail(path, "inputs", f"differs from this toolkit's {kind.name} inputs")
+    if config.get("aggregator") not in AGGREGATORS:
+        raise _fail(path, "aggregator", f"must be one of {AGGREGATORS}, got {config.get('aggregator')!r}")
+    if config.get("stopword_handling") not in _STOPWORDS:
+        raise _fail(path, "stopword_handling", f"must be one of {_STOPWORDS}, got {config.get('stopword_handling')!r}")
+    hyper = config.get("hyperparameters")
+    if not isinstance(hyper, dict):
+        raise _fail(path, "hyperparameters", "must be a JSON object")
+    hidden = _positive_int(path, "hyperparameters.hidden", hyper.get("hidden"), MAX_HIDDEN) \
+        if "hidden" in kind.defaults else 0
+    if not isinstance(config.get("protocol", {}), dict):
+        raise _fail(path, "protocol", "must be a JSON object")
+    return kind, hidden
+
+
+def _check_weights(weights: dict[str, np.ndarray], path: Path, kind: Kind, n_inputs: int, hidden: int) -> None:
+    expected = {**kind.shapes(n_inputs, hidden), "input_mean": (n_inputs,), "input_std": (n_inputs,)}
+    missing, extra = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
+    if missing or extra:
+        name = (missing or extra)[0]
+        raise _fail(path, name, "is missing" if missing else f"is not a parameter of a {kind.name} detector")
+    for name, shape in expected.items():
+        value = weights[name]
+        if value.dtype != np.float32:
+            raise _fail(path, name, f"must be float32, got {value.dtype}")
+        if value.shape != shape:
+            raise _fail(path, name, f"has shape {value.shape}; a {kind.name} detector with {n_inputs} inputs"
+                        + (f" and hidden size {hidden}" if hidden else "") + f" needs {shape}")
+        if not np.isfinite(value).all():
+            raise _fail(path, name, f"holds {int((~np.isfinite(value)).sum())} non-finite value(s)")
+    if not (weights["input_std"] > 0).all():
+        raise _fail(path, "input_std", "must be positive")
+
+
+def _check_rows(rows: Any, path: Path) -> dict[str, list[str]]:
+    if not isinstance(rows, dict) or set(rows) != {"train", "validation"}:
+        raise _fail(path, None, "must be a JSON object with exactly the keys 'train' and 'validation'")
+    for part in ("train", "validation"):
+        ids = rows[part]
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids):
+            raise _fail(path, part, "must be a non-empty list of generation_ids (strings)")
+        if ids != sorted(set(ids)):
+            raise _fail(path, part, "must be sorted and hold each generation_id once")
+    shared = set(rows["train"]) & set(rows["validation"])
+    if shared:
+        raise _fail(path, "validation", f"shares {len(shared)} generation_id(s) with 'train', e.g. "
+                    f"{sorted(shared)[0]!r}")
+    return {"train": rows["train"], "validation": rows["validation"]}
+
+
+def check_folder(folder: str | Path) -> Detector:
+    """Read and check a detector folder completely (see the module docstring); raises
+    :class:`DetectorFolderError` naming the file and the field, before anything is built."""
     from safetensors.numpy import load
 
-    folder = Path(folder)
-    config_path, weights_path = folder / CONFIG_FILE, folder / WEIGHTS_FILE
-    if not config_path.is_file() or not weights_path.is_file():
-        raise FileNotFoundError(f"{folder} is not a learned detector folder: expected {CONFIG_FILE} and "
-                                f"{WEIGHTS_FILE} (written by `much train`)")
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise DetectorFolderError(f"{folder} is not a learned detector folder (no such directory; write one with "
+                                  "`much train`)")
+    config_path = folder / CONFIG_FILE
+    config = _json(config_path, MAX_CONFIG_BYTES)
+    kind, hidden = _check_config(config, config_path)
+    n_inputs = len(kind.input_names)
+    n_values = sum(int(np.prod(s)) for s in kind.shapes(n_inputs, hidden).values()) + 2 * n_inputs
+    weights_path = folder / WEIGHTS_FILE
+    raw = _read_regular(weights_path, 4 * n_values + _HEADER_BYTES)
     try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{config_path}: not valid JSON ({error})") from error
-    if not isinstance(config, dict) or config.get("format") != FORMAT:
-        raise ValueError(f"{config_path}: 'format' must be {FORMAT!r}")
-    if config.get("version") != FORMAT_VERSION:
-        raise ValueError(f"{config_path}: format version {config.get('version')!r}, this toolkit reads "
-                         f"{FORMAT_VERSION}")
-    kind = config.get("detector")
-    if kind not in KINDS:
-        raise ValueError(f"{config_path}: 'detector' must be one of {sorted(KINDS)}, got {kind!r}")
-    if list(config.get("inputs", [])) != list(input_names(kind)):
-        raise ValueError(f"{config_path}: 'inputs' differ from this toolkit's {kind} inputs; retrain the detector")
-    try:
-        weights = load(weights_path.read_bytes())
+        weights = load(raw)
     except Exception as error:  # noqa: BLE001 - safetensors raises its own error type for a corrupt file
-        raise ValueError(f"{weights_path}: not a readable safetensors file ({error})") from error
-    n_inputs = len(config["inputs"])
-    for name in ("input_mean", "input_std"):
-        if name not in weights or weights[name].shape != (n_inputs,):
-            raise ValueError(f"{weights_path}: {name!r} missing or not of shape ({n_inputs},)")
-    if kind == "linear" and (weights.get("linear.weight") is None or weights["linear.weight"].shape != (1, n_inputs)):
-        raise ValueError(f"{weights_path}: 'linear.weight' missing or not of shape (1, {n_inputs})")
-    return Detector(config, weights, folder)
+        raise _fail(weights_path, None, f"is not a readable safetensors file ({error})") from error
+    _check_weights(weights, weights_path, kind, n_inputs, hidden)
+    rows_path = folder / TRAINING_ROWS_FILE
+    rows = _check_rows(_json(rows_path, MAX_ROWS_BYTES), rows_path)
+    return Detector(config, weights, rows, folder)
+
+
+def load_detector(folder: str | Path) -> Detector:
+    """Read a detector folder (JSON + safetensors only), checked completely first (:func:`check_folder`)."""
+    return check_folder(folder)

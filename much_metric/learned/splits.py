@@ -10,28 +10,32 @@ A protocol turns the rows of a MUCH dataset into one or more folds ``(train, val
   id itself for other data such as the embedded sample's Mu-SHROOM rows): test on that model's answers.
 
 No leakage: rows are grouped into connected components of "same question" (the prompt, case- and
-whitespace-normalised) and "same ``generation_id``". Rows of the training pool that share a question or a
-generation with a test row are purged from it (``Fold.n_purged`` counts them), the validation part is drawn by whole
-components, and :func:`check_disjoint` verifies every pair of parts before a fold is returned. A dataset that holds
-the same ``generation_id`` twice is refused.
+whitespace-normalised), "same Wikipedia article" (the title of ``wiki_url``, unquoted and case-folded: Mu-SHROOM
+translates its questions, so ``en``'s and ``de``'s questions about ``Adolf_Galland`` share the article
+``adolf_galland`` although their prompts differ) and "same ``generation_id``". Rows of the training pool that share
+one of these with a test row are purged from it (``Fold.purged`` counts them by the first shared key: question,
+article, generation, or only through a chain of such links), the validation part is drawn by whole components, and
+:func:`check_disjoint` verifies every pair of parts before a fold is returned. A dataset that holds the same
+``generation_id`` twice is refused.
 """
 
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LANG, MUCH_CONFIGS, PROMPT
+from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LANG, MUCH_CONFIGS, PROMPT, WIKI_URL
 
-__all__ = ["PROTOCOLS", "Fold", "LeakageError", "RowInfo", "row_info", "make_folds", "check_disjoint"]
+__all__ = ["PROTOCOLS", "Fold", "LeakageError", "RowInfo", "article_title", "check_disjoint", "make_folds", "row_info"]
 
 
 class LeakageError(ValueError):
-    """A question or a generation appears on two sides of a split."""
+    """A question, a Wikipedia article or a generation appears on two sides of a split."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,8 @@ class RowInfo:
     """What the protocols need to know about each row (arrays of shape ``(n_rows,)``).
 
     ``origin``: the published split of the row (``"train"``/``"test"``); ``manual``: both annotators labelled the
-    row identically; ``auto``: no human label at all.
+    row identically; ``auto``: no human label at all; ``article``: the Wikipedia article's title (``""`` when the
+    row has no ``wiki_url``: it is then grouped by question and generation only).
     """
 
     generation_id: np.ndarray
@@ -49,6 +54,7 @@ class RowInfo:
     origin: np.ndarray
     manual: np.ndarray
     auto: np.ndarray
+    article: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.generation_id)
@@ -56,22 +62,41 @@ class RowInfo:
 
 @dataclass(frozen=True)
 class Fold:
-    """One fold of a protocol: row indices of each part (sorted), and how many pool rows were purged."""
+    """One fold of a protocol: row indices of each part (sorted), and the pool rows purged, counted by reason
+    (``{"question": n, "article": n, "generation": n, "chain": n}``: the first key the row shares with a test row;
+    ``chain``: linked to the test rows only through other purged rows)."""
 
     protocol: str
     name: str
     train: np.ndarray
     validation: np.ndarray
     test: np.ndarray
-    n_purged: int
+    purged: Mapping[str, int]
+
+    @property
+    def n_purged(self) -> int:
+        return int(sum(self.purged.values()))
 
     def describe(self) -> str:
+        reasons = ", ".join(f"{n} shared {'a' if key == 'article' else 'the'} "
+                            f"{'Wikipedia article' if key == 'article' else key}" if key != "chain" else
+                            f"{n} linked through other purged rows" for key, n in self.purged.items() if n)
         return (f"{self.protocol} [{self.name}]: {len(self.train)} train, {len(self.validation)} validation, "
-                f"{len(self.test)} test rows ({self.n_purged} purged for a shared question/generation)")
+                f"{len(self.test)} test rows ({self.n_purged} purged" + (f": {reasons})" if reasons else ")"))
 
 
 def _normalise(prompt: str) -> str:
     return re.sub(r"\s+", " ", str(prompt)).strip().casefold()
+
+
+def article_title(url: Any) -> str:
+    """The Wikipedia article of a ``wiki_url``: its title, unquoted, spaces as ``_``, case-folded
+    (``https://de.wikipedia.org/wiki/Adolf_Galland`` -> ``adolf_galland``); ``""`` for no URL."""
+    if url is None or not str(url).strip():
+        return ""
+    path = urllib.parse.urlsplit(str(url).strip()).path
+    title = path.split("/wiki/", 1)[1] if "/wiki/" in path else path.rsplit("/", 1)[-1]
+    return re.sub(r"[\s_]+", "_", urllib.parse.unquote(title)).strip("_").casefold()
 
 
 def _labelled(values: Any) -> bool:
@@ -84,8 +109,8 @@ def row_info(dataset: Any, *, origin: Sequence[str] | None = None) -> RowInfo:
     Parameters
     ----------
     dataset : datasets.Dataset or sequence of mappings
-        Needs ``generation_id``, ``prompt``, ``lang``, ``generation_config``; ``human_labels_0/1`` and ``labels``
-        for the manual/auto selection (absent = auto).
+        Needs ``generation_id``, ``prompt``, ``lang``, ``generation_config``, ``wiki_url`` (optional);
+        ``human_labels_0/1`` and ``labels`` for the manual/auto selection (absent = auto).
     origin : sequence of str, optional
         The published split of each row (``"train"`` / ``"test"``); default ``"test"`` for every row.
     """
@@ -110,6 +135,7 @@ def row_info(dataset: Any, *, origin: Sequence[str] | None = None) -> RowInfo:
         lang=np.asarray([str(v) for v in column(LANG)], dtype=object),
         model=np.asarray([MUCH_CONFIGS.get(c, (c, None))[0] for c in configs], dtype=object),
         origin=origin, manual=manual, auto=auto,
+        article=np.asarray([article_title(v) for v in column(WIKI_URL)], dtype=object),
     )
 
 
@@ -117,11 +143,21 @@ def _codes(values: np.ndarray) -> np.ndarray:
     return np.unique(values.astype(str), return_inverse=True)[1].reshape(-1)
 
 
+def _keys(info: RowInfo) -> dict[str, np.ndarray]:
+    """Grouping keys as string arrays; a row without an article gets its own (it shares none)."""
+    keys = {"question": info.question.astype(str), "article": None, "generation": info.generation_id.astype(str)}
+    if info.article is not None:
+        article = info.article.astype(str)
+        keys["article"] = np.where(article == "", np.char.add("\0row", np.arange(len(info)).astype(str)), article)
+    return {name: value for name, value in keys.items() if value is not None}
+
+
 def components(info: RowInfo) -> np.ndarray:
-    """Connected component of each row under "same question" or "same generation_id", shape ``(n_rows,)``."""
+    """Connected component of each row under "same question", "same Wikipedia article" or "same generation_id",
+    shape ``(n_rows,)``."""
     n = len(info)
     component = np.arange(n)
-    keys = [_codes(info.question), _codes(info.generation_id)]
+    keys = [_codes(value) for value in _keys(info).values()]
     while True:
         before = component.copy()
         for key in keys:  # each row takes the smallest component id among the rows sharing its key
@@ -133,23 +169,34 @@ def components(info: RowInfo) -> np.ndarray:
 
 
 def check_disjoint(info: RowInfo, parts: Mapping[str, np.ndarray]) -> None:
-    """Raise :class:`LeakageError` if two parts share a row, a question or a ``generation_id``."""
+    """Raise :class:`LeakageError` if two parts share a row, a question, a Wikipedia article or a
+    ``generation_id``."""
     names = list(parts)
     for i, first in enumerate(names):
         for second in names[i + 1:]:
             a, b = np.asarray(parts[first], dtype=np.int64), np.asarray(parts[second], dtype=np.int64)
-            for field, values in (("row", np.arange(len(info))), ("question", info.question),
-                                  (GENERATION_ID, info.generation_id)):
+            keys = _keys(info)
+            for field, values in (("row", np.arange(len(info))), ("question", keys["question"]),
+                                  *((("Wikipedia article", keys["article"]),) if "article" in keys else ()),
+                                  (GENERATION_ID, keys["generation"])):
                 shared = np.intersect1d(values[a].astype(str), values[b].astype(str))
                 if shared.size:
                     raise LeakageError(f"{field} {str(shared[0])!r} is in both the {first} and the {second} part "
-                                       f"({shared.size} shared); a split must keep questions and generations on one "
-                                       "side")
+                                       f"({shared.size} shared); a split must keep questions, articles and "
+                                       "generations on one side")
 
 
-def _purge(info: RowInfo, pool: np.ndarray, test: np.ndarray) -> np.ndarray:
+def _purge(info: RowInfo, pool: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
+    """The pool rows kept, and the purged ones counted by the first key they share with a test row."""
     component = components(info)
-    return pool[~np.isin(component[pool], component[test])]
+    purged = pool[np.isin(component[pool], component[test])]
+    counts, left = {}, purged
+    for name, values in _keys(info).items():
+        direct = np.isin(values[left], values[test])
+        counts[name] = int(direct.sum())
+        left = left[~direct]
+    counts["chain"] = len(left)
+    return pool[~np.isin(component[pool], component[test])], counts
 
 
 def _validation(info: RowInfo, pool: np.ndarray, fraction: float, rng: np.random.Generator):
@@ -190,7 +237,7 @@ PROTOCOLS: dict[str, Callable[[RowInfo], list[tuple[str, np.ndarray, np.ndarray]
 }
 
 
-def make_folds(info: RowInfo, protocol: str, *, validation_fraction: float = 0.15, seed: int = 0,
+def make_folds(info: RowInfo, protocol: str, *, validation_fraction: float = 0.15, random_state: int = 0,
                only: str | None = None) -> list[Fold]:
     """The folds of ``protocol`` (see the module docstring), each checked with :func:`check_disjoint`.
 
@@ -200,7 +247,7 @@ def make_folds(info: RowInfo, protocol: str, *, validation_fraction: float = 0.1
     protocol : one of :data:`PROTOCOLS`
     validation_fraction : float in (0, 1), keyword-only, default 0.15
         Share of the (purged) training pool held out, by whole question/generation components, for early stopping.
-    seed : int, keyword-only, default 0
+    random_state : int, keyword-only, default 0
         Seed of the validation draw (one ``numpy`` generator per fold: folds do not depend on each other).
     only : str, keyword-only, optional
         Keep only the fold whose held-out value is this (``"de"`` for leave-one-language-out).
@@ -217,12 +264,12 @@ def make_folds(info: RowInfo, protocol: str, *, validation_fraction: float = 0.1
     for index, (name, pool, test) in enumerate(PROTOCOLS[protocol](info)):
         if only is not None and name.split("=")[-1] != only:
             continue
-        kept = _purge(info, pool, test)
-        train, validation = _validation(info, kept, validation_fraction, np.random.default_rng([seed, index]))
+        kept, purged = _purge(info, pool, test)
+        train, validation = _validation(info, kept, validation_fraction, np.random.default_rng([random_state, index]))
         if not len(train) or not len(validation):
             raise ValueError(f"{protocol} [{name}]: too few training rows after purging ({len(kept)})")
         check_disjoint(info, {"train": train, "validation": validation, "test": test})
-        folds.append(Fold(protocol, name, train, validation, np.sort(test), len(pool) - len(kept)))
+        folds.append(Fold(protocol, name, train, validation, np.sort(test), purged))
     if not folds:
         raise ValueError(f"{protocol}: no fold named {only!r}")
     return folds

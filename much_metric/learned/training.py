@@ -1,37 +1,37 @@
 """Training a detector on claim labels: Adam on the claim-level loss, early stopping, one checkpoint per epoch.
 
-:func:`train_detector` fits a ``linear`` or ``sequence`` detector (:mod:`much_metric.learned._torch`) on a training
-part, stops when the validation loss has not improved for ``patience`` epochs, and writes the detector folder
-(:mod:`much_metric.learned.detector`) with the best epoch's weights. The loss is the binary cross-entropy of the
-claim uncertainties -- the metric's own aggregator over the token scores -- against the claim labels (hallucinated
-= 1), with the metric's stopword rule.
+:func:`fit_detector` (called by :meth:`LinearDetector.fit <much_metric.learned.LinearDetector.fit>` and
+:meth:`SequenceDetector.fit <much_metric.learned.SequenceDetector.fit>`) fits a detector kind
+(:mod:`much_metric.learned._kinds`) on a training part, stops when the validation loss has not improved for
+``patience`` epochs, and returns the :class:`~much_metric.learned.detector.Detector` with the best epoch's weights and
+the exact rows it was trained and validated on. The loss is the binary cross-entropy of the claim uncertainties --
+the metric's own aggregator over the token scores -- against the claim labels (hallucinated = 1), with the metric's
+stopword rule.
 
-Kill-safe: after every epoch ``DIR/checkpoint/state.safetensors`` (weights, best weights, Adam moments) and
-``DIR/checkpoint/state.json`` (epoch, best epoch, losses, settings) are replaced atomically. Running the same call
-again resumes after the last finished epoch and gives the same detector as an uninterrupted run (batches are
-shuffled with a generator seeded by ``(seed, epoch)``); a checkpoint written with other settings or other training
-data is refused.
+Kill-safe with a ``checkpoint`` folder: after every epoch ``state.safetensors`` (weights, best weights, Adam moments)
+and ``state.json`` (epoch, best epoch, losses, settings) are replaced atomically. Fitting again with the same
+folder resumes after the last finished epoch and gives the same detector as an uninterrupted run (batches are
+shuffled with a generator seeded by ``(random_state, epoch)``). A checkpoint written with other settings or other
+training data is refused, and so is one that does not verify (unreadable, truncated, parameters of other names or
+shapes, non-finite values): resuming only ever starts from a state this code wrote. A loss that stops being finite
+(a learning rate far too large) stops the fit with an error naming the epoch.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from much_metric.learned.detector import FORMAT, FORMAT_VERSION, KINDS, Detector, fingerprint, input_names, inputs_of
+from much_metric.learned._kinds import Kind
+from much_metric.learned.detector import FORMAT, FORMAT_VERSION, Detector, fingerprint
 
-__all__ = ["train_detector", "DEFAULTS"]
+__all__ = ["fit_detector"]
 
-#: Default hyper-parameters per detector kind.
-DEFAULTS = {
-    "linear": {"learning_rate": 0.02, "batch_size": 64, "max_epochs": 60, "patience": 5, "hidden": 0},
-    "sequence": {"learning_rate": 0.005, "batch_size": 32, "max_epochs": 15, "patience": 3, "hidden": 32},
-}
 _STATE_JSON, _STATE_WEIGHTS = "state.json", "state.safetensors"
 
 
@@ -67,118 +67,118 @@ def _save_state(folder: Path, model, best: dict[str, Any], optimizer, state: dic
     atomic_write_text(folder / _STATE_JSON, json.dumps(state, indent=2, sort_keys=True) + "\n")
 
 
-def _load_state(folder: Path, model, optimizer) -> tuple[dict[str, Any], dict[str, Any]]:
+def _verified_state(folder: Path, model, optimizer) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Load the checkpoint into ``model`` and ``optimizer`` after checking every tensor's name, shape and
+    finiteness; ``ValueError`` naming the checkpoint when it does not verify (nothing is loaded then)."""
+    import torch
     from safetensors.torch import load
 
-    tensors = load((folder / _STATE_WEIGHTS).read_bytes())
+    def refuse(reason: str) -> ValueError:
+        return ValueError(f"{folder}: the checkpoint does not verify ({reason}); delete {folder} to train from the "
+                          "start, or use another output folder")
+
+    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    expected = {**{f"model.{k}": s for k, s in shapes.items()}, **{f"best.{k}": s for k, s in shapes.items()}}
+    for index, parameter in enumerate(params):
+        size = int(np.prod(parameter.shape)) if parameter.dim() else 1
+        expected.update({f"adam.{index}.exp_avg": (size,), f"adam.{index}.exp_avg_sq": (size,),
+                         f"adam.{index}.step": (1,)})
+    path = folder / _STATE_WEIGHTS
+    if not path.is_file():
+        raise refuse(f"{_STATE_WEIGHTS} is missing or not a regular file")
+    limit = 4 * sum(int(np.prod(s)) for s in expected.values()) + (1 << 16)
+    if path.stat().st_size > limit:
+        raise refuse(f"{_STATE_WEIGHTS} has {path.stat().st_size:,} bytes, more than this model's state needs")
+    try:
+        tensors = load(path.read_bytes())
+        state = json.loads((folder / _STATE_JSON).read_text(encoding="utf-8"))
+    except Exception as error:  # noqa: BLE001 - safetensors/JSON raise their own error types for a corrupt file
+        raise refuse(f"{type(error).__name__}: {error}") from error
+    if set(tensors) != set(expected):
+        name = sorted(set(tensors) ^ set(expected))[0]
+        raise refuse(f"tensor {name!r} is {'missing' if name in expected else 'unexpected'}")
+    for name, shape in expected.items():
+        if tuple(tensors[name].shape) != shape or not torch.isfinite(tensors[name]).all():
+            raise refuse(f"tensor {name!r} has shape {tuple(tensors[name].shape)} (expected {shape}) or non-finite "
+                         "values")
+    if not isinstance(state, dict) or not {"run", "epoch", "history", "finished"} <= set(state):
+        raise refuse(f"{_STATE_JSON} lacks the training state")
     model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
     best = {k[len("best."):]: v for k, v in tensors.items() if k.startswith("best.")}
-    saved = optimizer.state_dict()
-    moments: dict[int, dict[str, Any]] = {}
-    for key, value in tensors.items():
-        if key.startswith("adam."):
-            _, index, name = key.split(".", 2)
-            moments.setdefault(int(index), {})[name] = value
-    params = [p for group in optimizer.param_groups for p in group["params"]]
-    for index, entry in moments.items():
-        entry["exp_avg"] = entry["exp_avg"].reshape(params[index].shape)
-        entry["exp_avg_sq"] = entry["exp_avg_sq"].reshape(params[index].shape)
-        entry["step"] = entry["step"].reshape(())
-    optimizer.load_state_dict({"state": moments, "param_groups": saved["param_groups"]})
-    return json.loads((folder / _STATE_JSON).read_text(encoding="utf-8")), best
+    moments = {index: {"exp_avg": tensors[f"adam.{index}.exp_avg"].reshape(parameter.shape),
+                       "exp_avg_sq": tensors[f"adam.{index}.exp_avg_sq"].reshape(parameter.shape),
+                       "step": tensors[f"adam.{index}.step"].reshape(())}
+               for index, parameter in enumerate(params)}
+    optimizer.load_state_dict({"state": moments, "param_groups": optimizer.state_dict()["param_groups"]})
+    return state, best
 
 
-def train_detector(
-    train: Any,
-    validation: Any,
-    out: str | Path,
-    *,
-    detector: str = "linear",
-    aggregator: str = "product",
-    stopword_handling: str = "null",
-    seed: int = 0,
-    learning_rate: float | None = None,
-    batch_size: int | None = None,
-    max_epochs: int | None = None,
-    patience: int | None = None,
-    hidden: int | None = None,
-    protocol: dict[str, Any] | None = None,
-    progress: bool = True,
-    on_epoch: Callable[[int, dict[str, Any]], None] | None = None,
-) -> Detector:
-    """Train a detector and write its folder to ``out``; resume from ``out/checkpoint`` if present.
+def _read_run(folder: Path) -> dict[str, Any] | None:
+    """The settings recorded in a checkpoint's ``state.json`` (None when there is no checkpoint)."""
+    path = folder / _STATE_JSON
+    if not path.exists():
+        return None
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8")) if path.is_file() and path.stat().st_size < 1 << 24 \
+            else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        saved = None
+    if not isinstance(saved, dict) or not isinstance(saved.get("run"), dict):
+        raise ValueError(f"{folder}: the checkpoint does not verify ({_STATE_JSON} is not a training state); delete "
+                         f"{folder} to train from the start, or use another output folder")
+    return saved["run"]
 
-    Parameters
-    ----------
-    train, validation : datasets.Dataset or list of rows
-        MUCH rows (token arrays, ``token_chunks``, ``labels``, optional ``stopword_mask``); make them with
-        :func:`much_metric.learned.make_folds` so that no question or generation is in both.
-    out : path
-        The detector folder.
-    detector : {"linear", "sequence"}
-    aggregator : one of :data:`much_metric.scoring.AGGREGATORS`, default "product"
-        Claim score used in the loss and recorded in the config (score the detector with the same one).
-    stopword_handling : {"null", "exclude"}, default "null"
-    seed : int
-        Parameter initialisation and batch order.
-    learning_rate, batch_size, max_epochs, patience, hidden : optional
-        Override :data:`DEFAULTS` of the kind (``hidden``: the GRU's state size).
-    protocol : dict, optional
-        Recorded in the config (protocol name, fold, data source).
-    on_epoch : callable, optional
-        ``on_epoch(epoch, state)`` after each saved checkpoint (tests use it to simulate a kill).
-    """
+
+def fit_detector(kind: Kind, settings: dict[str, Any], train: Any, validation: Any, *,
+                 checkpoint: str | Path | None = None, progress: bool = True) -> tuple[Detector, list[dict]]:
+    """Fit a detector of ``kind`` with the estimator's checked ``settings`` (hyper-parameters, ``aggregator``,
+    ``stopword_handling``, ``random_state``); returns the detector and the per-epoch loss history.
+
+    ``train`` / ``validation``: MUCH rows (token arrays, ``token_chunks``, ``labels``, optional ``stopword_mask``,
+    ``generation_id``); ``checkpoint``: folder of the per-epoch state (resumable), None for none."""
     import torch
     from tqdm.auto import tqdm
 
     from much_metric.learned import _data, _torch
-    from much_metric.scoring import AGGREGATORS
 
-    if detector not in KINDS:
-        raise ValueError(f"detector must be one of {sorted(KINDS)}, got {detector!r}")
-    if aggregator not in AGGREGATORS:
-        raise ValueError(f"aggregator must be one of {AGGREGATORS}, got {aggregator!r}")
-    if stopword_handling not in ("null", "exclude"):
-        raise ValueError(f"stopword_handling must be 'null' or 'exclude', got {stopword_handling!r}")
-    settings = {**DEFAULTS[detector], **{k: v for k, v in {"learning_rate": learning_rate, "batch_size": batch_size,
-                                                           "max_epochs": max_epochs, "patience": patience,
-                                                           "hidden": hidden}.items() if v is not None}}
-    for key in ("batch_size", "max_epochs", "patience"):
-        if isinstance(settings[key], bool) or not isinstance(settings[key], int) or settings[key] < 1:
-            raise ValueError(f"{key} must be a positive integer, got {settings[key]!r}")
-    if not settings["learning_rate"] > 0:
-        raise ValueError(f"learning_rate must be > 0, got {settings['learning_rate']!r}")
-    out = Path(out)
-    train_inputs = inputs_of(detector, train)
+    aggregator, stopwords, random_state = settings["aggregator"], settings["stopword_handling"], \
+        settings["random_state"]
+    train_inputs = kind.inputs(train)
     mean, std = _data.standardisation(train_inputs)
     train_data = _data.prepare(train, train_inputs, mean, std)
-    validation_data = _data.prepare(validation, inputs_of(detector, validation), mean, std)
+    validation_data = _data.prepare(validation, kind.inputs(validation), mean, std)
     if not len(train_data.target) or not len(validation_data.target):
         raise ValueError("the training and the validation part need at least one labelled claim each")
-    run = {"detector": detector, "aggregator": aggregator, "stopword_handling": stopword_handling, "seed": seed,
-           **settings,
+    shared = set(train_data.generation_ids) & set(validation_data.generation_ids)
+    if shared:
+        raise ValueError(f"generation_id {sorted(shared)[0]!r} is in both the training and the validation part "
+                         f"({len(shared)} shared)")
+    run = {"detector": kind.name, **settings,
            "train_fingerprint": fingerprint(train_data.generation_ids, train_inputs, train_data.target),
            "validation_ids": fingerprint(validation_data.generation_ids, np.zeros(0), validation_data.target)}
-    model = _torch.build(detector, train_inputs.shape[1], seed=seed, hidden=settings["hidden"] or 32)
+    model = _torch.build(kind.name, train_inputs.shape[1], random_state=random_state,
+                         hidden=settings.get("hidden", 0))
     optimizer = torch.optim.Adam(model.parameters(), lr=settings["learning_rate"])
-    checkpoint = out / "checkpoint"
     state: dict[str, Any] = {"run": run, "epoch": 0, "best_epoch": 0, "best_loss": None, "bad_epochs": 0,
                              "history": [], "seconds": 0.0, "finished": False}
     best = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    if (checkpoint / _STATE_JSON).is_file():
-        saved = json.loads((checkpoint / _STATE_JSON).read_text(encoding="utf-8"))
-        if saved.get("run") != run:
-            changed = sorted(k for k in run if saved.get("run", {}).get(k) != run[k])
-            raise ValueError(f"{checkpoint} holds a run with other settings or data ({', '.join(changed)}); "
-                             "use another output folder or delete it")
-        state, best = _load_state(checkpoint, model, optimizer)
-    bar = tqdm(total=settings["max_epochs"], initial=state["epoch"], desc=f"train {detector}", unit="epoch",
+    folder = None if checkpoint is None else Path(checkpoint)
+    if folder is not None:
+        saved_run = _read_run(folder)
+        if saved_run is not None:
+            if saved_run != run:
+                changed = sorted(k for k in run if saved_run.get(k) != run[k])
+                raise ValueError(f"{folder} holds a run with other settings or data ({', '.join(changed)}); "
+                                 "use another output folder or delete it")
+            state, best = _verified_state(folder, model, optimizer)
+    bar = tqdm(total=settings["max_epochs"], initial=state["epoch"], desc=f"train {kind.name}", unit="epoch",
                disable=not progress)
     while not state["finished"]:
         epoch = state["epoch"] + 1
         start = time.perf_counter()
         model.train()
-        rng = np.random.default_rng([seed, epoch])
+        rng = np.random.default_rng([random_state, epoch])
         train_loss, count = 0.0, 0
         for samples in _data.batches(train_data, batch_size=settings["batch_size"], rng=rng):
             part = _data.batch(train_data, samples)
@@ -186,15 +186,19 @@ def train_detector(
                 continue
             optimizer.zero_grad()
             loss = _torch.claim_loss(model(torch.from_numpy(part.inputs)), part, aggregator=aggregator,
-                                     stopword_handling=stopword_handling)
+                                     stopword_handling=stopwords)
             loss.backward()
             optimizer.step()
             train_loss += float(loss.detach()) * len(part.target)
             count += len(part.target)
         model.eval()
-        validation_loss = _evaluate_loss(model, validation_data, aggregator=aggregator,
-                                         stopword_handling=stopword_handling,
+        validation_loss = _evaluate_loss(model, validation_data, aggregator=aggregator, stopword_handling=stopwords,
                                          batch_size=max(settings["batch_size"], 64))
+        finite = all(torch.isfinite(v).all() for v in model.state_dict().values())
+        if not (math.isfinite(train_loss) and math.isfinite(validation_loss) and finite):
+            raise ValueError(f"training diverged at epoch {epoch}: the loss is {train_loss / max(count, 1):.4g} "
+                             f"(validation {validation_loss:.4g}); lower learning_rate "
+                             f"(now {settings['learning_rate']:g})")
         improved = state["best_loss"] is None or validation_loss < state["best_loss"] - 1e-6
         if improved:
             best = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -205,18 +209,17 @@ def train_detector(
                  "history": [*state["history"], {"epoch": epoch, "train_loss": train_loss / max(count, 1),
                                                  "validation_loss": validation_loss}]}
         state["finished"] = state["bad_epochs"] >= settings["patience"] or epoch >= settings["max_epochs"]
-        _save_state(checkpoint, model, best, optimizer, state)
+        if folder is not None:
+            _save_state(folder, model, best, optimizer, state)
         bar.update(1)
         bar.set_postfix(validation_loss=f"{validation_loss:.4f}")
-        if on_epoch is not None:
-            on_epoch(epoch, state)
     bar.close()
     weights = {k: v.numpy() for k, v in best.items()}
     weights.update({"input_mean": mean, "input_std": std})
-    config = {"format": FORMAT, "version": FORMAT_VERSION, "detector": detector, "inputs": list(input_names(detector)),
-              "aggregator": aggregator, "stopword_handling": stopword_handling, "hidden": settings["hidden"],
-              "seed": seed,
-              "hyperparameters": settings, "protocol": protocol or {},
+    hyper = {key: settings[key] for key in kind.defaults}
+    config = {"format": FORMAT, "version": FORMAT_VERSION, "detector": kind.name, "inputs": list(kind.input_names),
+              "aggregator": aggregator, "stopword_handling": stopwords, "random_state": random_state,
+              "hyperparameters": hyper, "protocol": {},
               "training_data": {"fingerprint": run["train_fingerprint"], "n_samples": train_data.n_samples,
                                 "n_claims": int(len(train_data.target)),
                                 "n_validation_samples": validation_data.n_samples},
@@ -225,11 +228,10 @@ def train_detector(
     from much_dataset._version import __version__
 
     config["toolkit_version"] = __version__
-    result = Detector(config, weights)
-    config["validation"] = _validation_metrics(result, validation, aggregator=aggregator,
-                                               stopword_handling=stopword_handling)
-    result.save(out, card=_card(config, state["history"]))
-    return result
+    rows = {"train": sorted(set(train_data.generation_ids)), "validation": sorted(set(validation_data.generation_ids))}
+    result = Detector(config, weights, rows)
+    config["validation"] = _validation_metrics(result, validation, aggregator=aggregator, stopword_handling=stopwords)
+    return result, state["history"]
 
 
 def _validation_metrics(detector: Detector, validation: Any, *, aggregator: str,
@@ -247,20 +249,25 @@ def _validation_metrics(detector: Detector, validation: Any, *, aggregator: str,
     return {key: values[key] for key in ("roc_auc", "pr_auc", "n_claims", "n_hallucinated")}
 
 
-def _card(config: dict[str, Any], history: list[dict[str, Any]]) -> str:
+def card(config: dict[str, Any], history: list[dict[str, Any]]) -> str:
+    """The ``card.md`` text of a detector's config and loss history."""
     validation = config["validation"]
     protocol = config["protocol"] or {}
+    purged = protocol.get("purged") or {}
     lines = [
         f"# Learned detector: {config['detector']}",
         "",
         f"- protocol: {protocol.get('name', 'not recorded')} ({protocol.get('fold', '')}), data "
-        f"{protocol.get('data', 'not recorded')}",
+        f"{protocol.get('data', 'not recorded')}"
+        + (f"; purged from training: {', '.join(f'{n} ({key})' for key, n in purged.items() if n)}"
+           if any(purged.values()) else ""),
         f"- inputs: {', '.join(config['inputs'])}",
         f"- claim aggregator: {config['aggregator']}, stopword handling: {config['stopword_handling']}",
         f"- training data: {config['training_data']['n_samples']} samples, {config['training_data']['n_claims']} "
-        f"claims, fingerprint sha256:{config['training_data']['fingerprint'][:16]}",
-        f"- training: {config['training']['epochs']} epochs (best {config['training']['best_epoch']}), seed "
-        f"{config['seed']}, {config['training']['seconds']:.1f} s",
+        f"claims, fingerprint sha256:{config['training_data']['fingerprint'][:16]}; the exact rows are in "
+        "training_rows.json (left out when the detector is scored)",
+        f"- training: {config['training']['epochs']} epochs (best {config['training']['best_epoch']}), "
+        f"random_state {config['random_state']}, {config['training']['seconds']:.1f} s",
         f"- validation ({validation.get('n_claims')} claims, {validation.get('n_hallucinated')} hallucinated): "
         f"ROC-AUC {validation.get('roc_auc', float('nan')):.4f}, PR-AUC {validation.get('pr_auc', float('nan')):.4f}",
         "",

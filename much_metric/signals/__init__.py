@@ -6,7 +6,9 @@
   untrusted zip of a MUCH-signals folder, validated in memory (sizes, zip bombs, names, links, file types, JSONL
   lines, parquet schema and metadata, a learned signal's training rows) -- what the leaderboard accepts;
 * :func:`read_sample_metadata` / :func:`add_sample_metadata` -- per-sample metadata of a signal file (which NLI
-  model scored each sample);
+  model scored each sample); :func:`read_signal_metadata` / :func:`write_signal_metadata` -- metadata of the whole
+  signal (a learned detector's ``training_generation_ids`` and ``detector``), turned into rows to leave out by
+  :func:`training_exclusions`;
 * :func:`evaluate_signals` -> :class:`EvaluationTable` -- the loop behind both ``much run`` and ``much evaluate``:
   joins signals with a MUCH split by ``generation_id``, builds each claim layout once, and scores every
   (signal, aggregator) pair;
@@ -28,7 +30,19 @@ from much_metric.signals._evaluation import (
     ground_truth,
 )
 from much_metric.signals._files import SignalsFormatError, read_signals, write_signals
-from much_metric.signals._metadata import add_sample_metadata, read_sample_metadata
+from much_metric.signals._metadata import (
+    add_sample_metadata,
+    read_sample_metadata,
+    read_signal_metadata,
+    write_signal_metadata,
+)
+from much_metric.signals._training import (
+    DETECTOR_KEY,
+    TRAINING_IDS_KEY,
+    TrainingRowsWarning,
+    signal_metadata_of,
+    training_exclusions,
+)
 
 __all__ = [
     "BREAKDOWNS",
@@ -43,6 +57,13 @@ __all__ = [
     "read_archive",
     "add_sample_metadata",
     "read_sample_metadata",
+    "read_signal_metadata",
+    "write_signal_metadata",
+    "DETECTOR_KEY",
+    "TRAINING_IDS_KEY",
+    "TrainingRowsWarning",
+    "signal_metadata_of",
+    "training_exclusions",
     "EvaluationTable",
     "SignalResult",
     "SignalsFormatError",

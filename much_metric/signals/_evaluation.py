@@ -16,7 +16,7 @@ of a MUCH split by ``generation_id``, then scores every (signal, aggregator) pai
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -87,6 +87,8 @@ class EvaluationTable:
     generation_ids: list[str] = field(default_factory=list)
     langs: list[str] = field(default_factory=list)
     unknown: dict[str, list[str]] = field(default_factory=dict)
+    #: per signal, samples left out because they trained or validated it (``training_rows``)
+    training_excluded: dict[str, int] = field(default_factory=dict)
 
 
 def _format_ids(ids: Sequence[str], *, limit: int = 10) -> str:
@@ -179,6 +181,7 @@ def evaluate_signals(
     claim_signals: Sequence[str] = (),
     floors: bool = True,
     floor_seed: int | None = None,
+    training_rows: Mapping[str, Collection[str]] | None = None,
 ) -> EvaluationTable:
     """Score every signal of ``signals`` on the samples of ``dataset`` it covers.
 
@@ -187,7 +190,9 @@ def evaluate_signals(
     ``floors``: add the random and constant reference rows (``EvaluationTable.floors``); ``floor_seed``: seed of
     the random floor's scores (default: the bootstrap's ``random_state``, 0 without bootstrap); ``bootstrap``: the
     resampling of the intervals (``None``: no intervals);
-    ``stopword_handling``: as in :func:`much_metric.score`.
+    ``stopword_handling``: as in :func:`much_metric.score`; ``training_rows``: per signal, the generation_ids it
+    was trained or validated on (:func:`much_metric.signals.training_exclusions`), left out of that signal's
+    evaluation and counted in ``EvaluationTable.training_excluded`` (its coverage is over the other samples).
 
     Samples without values for a signal are left out of that signal's evaluation (counted in
     ``EvaluationTable.missing``, with a warning), as in the reference. A signal covering less than ``min_coverage``
@@ -227,24 +232,30 @@ def evaluate_signals(
         )
     from tqdm.auto import tqdm
 
-    results, missing, coverage, unknown = [], {}, {}, {}
+    results, missing, coverage, unknown, trained_on = [], {}, {}, {}, {}
     # disable=None: a progress bar on a terminal only (the bootstrap makes each step take a second or more).
     progress = tqdm(total=len(signals) * len(aggregators), desc="scoring", unit="signal x aggregator", disable=None)
     claim_level = set(claim_signals)
     for signal_name, per_sample in signals.items():
         level = "claim" if signal_name in claim_level or signal_name.endswith(CLAIM_SUFFIX) else "token"
-        rows = [index_of[gid] for gid in ids if gid in per_sample]
+        left_out = (training_rows or {}).get(signal_name, ())
+        eligible = [gid for gid in ids if gid not in left_out] if left_out else ids
+        trained_on[signal_name] = len(ids) - len(eligible)
+        if not eligible:
+            raise ValueError(f"signal {signal_name!r}{where}: every sample with ground truth trained or validated it; "
+                             "there is no held-out row to score it on")
+        rows = [index_of[gid] for gid in eligible if gid in per_sample]
         unknown[signal_name] = [gid for gid in per_sample if gid not in index_of]
         if unknown[signal_name]:
             warnings.warn(f"signal {signal_name!r}{where}: {len(unknown[signal_name])} generation_id(s) are not in "
                           f"the dataset and are ignored: {_format_ids(unknown[signal_name])} (values of another "
                           "split or another dataset?)", MuchMetricWarning, stacklevel=2)
-        missing[signal_name] = len(ids) - len(rows)
-        coverage[signal_name] = len(rows) / len(ids) if ids else 0.0
+        missing[signal_name] = len(eligible) - len(rows)
+        coverage[signal_name] = len(rows) / len(eligible)
         if not rows:
             raise ValueError(f"signal {signal_name!r}{where} has no values for any generation_id of the dataset")
         if missing[signal_name]:
-            warnings.warn(f"signal {signal_name!r}{where}: {missing[signal_name]} of {len(ids)} samples have no "
+            warnings.warn(f"signal {signal_name!r}{where}: {missing[signal_name]} of {len(eligible)} samples have no "
                           "values and are left out", MuchMetricWarning, stacklevel=2)
         generation_ids = [all_ids[i] for i in rows]
         values = [np.asarray(per_sample[all_ids[i]], dtype=np.float64) for i in rows]
@@ -258,9 +269,9 @@ def evaluate_signals(
                 )
         # After the per-sample checks: a wrong value list is named even in a file that covers few samples.
         if coverage[signal_name] < min_coverage:
-            raise ValueError(f"signal {signal_name!r}{where} covers {len(rows)} of the dataset's {len(ids)} samples "
-                             f"({coverage[signal_name]:.1%}), below min_coverage={min_coverage:.0%}; pass a lower "
-                             "min_coverage (CLI: --min-coverage) to evaluate the covered samples only")
+            raise ValueError(f"signal {signal_name!r}{where} covers {len(rows)} of the dataset's {len(eligible)} "
+                             f"samples ({coverage[signal_name]:.1%}), below min_coverage={min_coverage:.0%}; pass a "
+                             "lower min_coverage (CLI: --min-coverage) to evaluate the covered samples only")
         groups = {name: [_group_value(name, columns, i) for i in rows] for name in by}
         layout = claim_layout(
             [columns[TOKEN_CHUNKS][i] for i in rows],
@@ -300,4 +311,4 @@ def evaluate_signals(
     langs = [str(v) for v in columns[LANG]] if LANG in columns else ["?"] * len(all_ids)
     return EvaluationTable(results=results, n_dataset_samples=len(ids), missing=missing, has_stopword_mask=has_mask,
                            coverage=coverage, floors=floor_rows, labels=labels, excluded=len(all_ids) - len(ids),
-                           generation_ids=list(all_ids), langs=langs, unknown=unknown)
+                           generation_ids=list(all_ids), langs=langs, unknown=unknown, training_excluded=trained_on)

@@ -1,5 +1,5 @@
-"""Detector folders (safetensors + JSON, no pickle), the learned:<folder> baseline, `much train` / `much run`, and
-the live monitor running a learned detector."""
+"""Detector folders (safetensors + JSON + training rows, no pickle), the learned:<folder> baseline, `much train` /
+`much run`, and the live monitor running a learned detector."""
 
 from __future__ import annotations
 
@@ -13,7 +13,14 @@ pytest.importorskip("safetensors")
 
 import much_dataset  # noqa: E402
 from much_metric.baselines import resolve, token_arrays  # noqa: E402
-from much_metric.learned import load_detector, make_folds, row_info, train_detector  # noqa: E402
+from much_metric.learned import (  # noqa: E402
+    DetectorFolderError,
+    LinearDetector,
+    SequenceDetector,
+    load_detector,
+    make_folds,
+    row_info,
+)
 from tests.much_metric.learned._synthetic import planted_rows  # noqa: E402
 
 
@@ -28,11 +35,17 @@ def detectors(tmp_path_factory, sample):
     fold = make_folds(row_info(sample), "leave-one-language-out", only="de")[0]
     folder = tmp_path_factory.mktemp("detectors")
     out = {}
-    for kind in ("linear", "sequence"):
-        out[kind] = train_detector(sample.select(fold.train), sample.select(fold.validation), folder / kind,
-                                   detector=kind, max_epochs=2, hidden=8, progress=False,
-                                   protocol={"name": "leave-one-language-out", "fold": fold.name, "data": "sample"})
+    models = {"linear": LinearDetector(max_epochs=2), "sequence": SequenceDetector(max_epochs=2, hidden=8)}
+    for kind, model in models.items():
+        model.fit(sample.select(fold.train), sample.select(fold.validation), checkpoint=folder / kind / "checkpoint",
+                  protocol={"name": "leave-one-language-out", "fold": fold.name, "data": "sample"}, progress=False)
+        model.save(folder / kind)
+        out[kind] = model.detector_
     return out, fold
+
+
+def sample_ids(rows):
+    return [much_dataset.load("sample", split="test")["generation_id"][i] for i in rows]
 
 
 def test_folder_holds_json_safetensors_and_a_card_never_a_pickle(detectors):
@@ -40,7 +53,7 @@ def test_folder_holds_json_safetensors_and_a_card_never_a_pickle(detectors):
     for kind, detector in found.items():
         files = sorted(p.relative_to(detector.folder).as_posix() for p in detector.folder.rglob("*") if p.is_file())
         assert files == ["card.md", "checkpoint/state.json", "checkpoint/state.safetensors", "config.json",
-                         "weights.safetensors"]
+                         "training_rows.json", "weights.safetensors"]
         for path in detector.folder.rglob("*"):
             if path.is_file():
                 assert not path.read_bytes().startswith(b"\x80"), f"{path} looks like a pickle"
@@ -48,6 +61,9 @@ def test_folder_holds_json_safetensors_and_a_card_never_a_pickle(detectors):
         assert config["format"] == "much-learned-detector" and config["detector"] == kind
         assert config["aggregator"] == "product" and config["protocol"]["fold"] == "lang=de"
         assert len(config["training_data"]["fingerprint"]) == 64
+        rows = json.loads((detector.folder / "training_rows.json").read_text())
+        _, fold = detectors
+        assert rows == {"train": sorted(sample_ids(fold.train)), "validation": sorted(sample_ids(fold.validation))}
         card = (detector.folder / "card.md").read_text()
         assert f"ROC-AUC {config['validation']['roc_auc']:.4f}" in card and "leave-one-language-out" in card
 
@@ -70,7 +86,7 @@ def test_numpy_linear_inference_equals_the_torch_model(detectors, sample):
 
     detector = detectors[0]["linear"]
     test = sample.select(range(10))
-    model = _torch.build("linear", 30, seed=0)
+    model = _torch.build("linear", 30, random_state=0)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in detector.weights.items() if k.startswith("linear.")})
     prepared = _data.prepare(test, token_features(test), detector.weights["input_mean"], detector.weights["input_std"])
     expected = _torch.token_logits(model, _data.batch(prepared, np.arange(10)))
@@ -88,27 +104,25 @@ def test_sequence_scores_are_causal(detectors, sample):
 
 
 def test_bad_folders_are_refused_naming_the_file(tmp_path, detectors):
-    with pytest.raises(FileNotFoundError, match="not a learned detector folder"):
+    with pytest.raises(DetectorFolderError, match="config.json is missing"):
         load_detector(tmp_path)
     source = detectors[0]["linear"].folder
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / "weights.safetensors").write_bytes((source / "weights.safetensors").read_bytes())
+    bad = _copy(source, tmp_path / "bad")
     (bad / "config.json").write_text("{not json")
-    with pytest.raises(ValueError, match="config.json: not valid JSON"):
+    with pytest.raises(ValueError, match="config.json is not valid JSON"):
         load_detector(bad)
     config = json.loads((source / "config.json").read_text())
     (bad / "config.json").write_text(json.dumps({**config, "inputs": config["inputs"][:-1]}))
-    with pytest.raises(ValueError, match="'inputs' differ"):
+    with pytest.raises(ValueError, match="field 'inputs' differs"):
         load_detector(bad)
     (bad / "config.json").write_text(json.dumps(config))
     (bad / "weights.safetensors").write_bytes(b"\x80\x04garbage")
-    with pytest.raises(ValueError, match="weights.safetensors: not a readable safetensors file"):
+    with pytest.raises(ValueError, match="weights.safetensors is not a readable safetensors file"):
         load_detector(bad)
 
 
 def test_registry_resolves_learned_folders(detectors, sample):
-    from much_metric.baselines.methods.learned import stored_name
+    from much_metric.learned.plugin import stored_name
 
     detector = detectors[0]["linear"]
     spec = resolve(f"learned:{detector.folder}")
@@ -120,6 +134,7 @@ def test_registry_resolves_learned_folders(detectors, sample):
     assert stored_name(str(detectors[0]["sequence"].folder)) != name
     with pytest.raises(ValueError, match="not a learned detector folder"):
         resolve("learned:/no/such/folder")
+    assert spec.display == "Learned linear (linear; leave-one-language-out, held out lang=de)"
     with pytest.raises(ValueError, match="compute them with --signals learned:"):
         resolve(name).compute(token_arrays(rows), {}, {})
 
@@ -132,10 +147,12 @@ def test_much_train_then_much_run_on_the_sample(tmp_path, capsys):
                  "--detector", "linear", "--out", str(out), "--max-epochs", "2", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "leave-one-language-out [lang=fr] held-out test" in printed and "Max Likelihood ROC-AUC" in printed
+    assert "shared a Wikipedia article" in printed
     assert main(["run", "--data", "sample", "--config", "fr", "--signals", f"learned:{out},max_likelihood",
                  "--bootstrap", "0", "--no-progress", "--out", str(tmp_path / "signals")]) == 0
     printed = capsys.readouterr().out
-    assert "Learned (linear-fr-" in printed and "Max Likelihood" in printed
+    assert "Learned linear (linear-fr; leave-one-language-out, held out lang=fr)" in printed
+    assert "Max Likelihood" in printed and "rows left out" not in printed  # fr rows never trained it
     assert len(list((tmp_path / "signals").glob("learned_linear-fr-*.parquet"))) == 1
     assert main(["train", "--data", "sample", "--protocol", "auto-to-manual", "--out", str(tmp_path / "x")]) == 2
     assert "test-only" in capsys.readouterr().err
@@ -164,6 +181,12 @@ def test_monitor_runs_a_learned_detector_online_with_the_offline_scores(detector
 
 
 def test_training_rows_from_synthetic_data_score_everywhere(tmp_path):
-    detector = train_detector(planted_rows(20, seed=60), planted_rows(8, seed=61), tmp_path / "d", max_epochs=1,
-                              progress=False)
-    assert np.isfinite(detector.token_scores(planted_rows(3, seed=62))).all()
+    model = LinearDetector(max_epochs=1).fit(planted_rows(20, seed=60), planted_rows(8, seed=61), progress=False)
+    assert np.isfinite(model.token_scores(planted_rows(3, seed=62))).all()
+
+
+def _copy(source, target):
+    import shutil
+
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("checkpoint"))
+    return target

@@ -1,4 +1,5 @@
-"""Protocols: grouped by question and generation, purged, and refusing leakage on adversarial inputs."""
+"""Protocols: grouped by question, Wikipedia article and generation, purged, and refusing leakage on adversarial
+inputs."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ def _parts_disjoint(info, fold):
     for a, b in ((fold.train, fold.test), (fold.validation, fold.test), (fold.train, fold.validation)):
         assert not set(info.question[a]) & set(info.question[b])
         assert not set(info.generation_id[a]) & set(info.generation_id[b])
+        if info.article is not None:
+            assert not (set(info.article[a]) & set(info.article[b])) - {""}
 
 
 def test_sample_leave_one_language_out():
@@ -112,10 +115,41 @@ def test_folds_never_share_a_question_whatever_the_collisions(rows, seed):
     data = [_row(f"g{i}", f"Q{question}", lang=lang) for i, (question, lang) in enumerate(rows)]
     info = row_info(data)
     try:
-        folds = make_folds(info, "leave-one-language-out", seed=seed)
+        folds = make_folds(info, "leave-one-language-out", random_state=seed)
     except ValueError as error:  # too few rows left after purging, or a single language: refused, never leaked
         assert "too few" in str(error) or "at least 2" in str(error)
         return
     for fold in folds:
         _parts_disjoint(info, fold)
         assert len(fold.train) + len(fold.validation) + len(fold.test) + fold.n_purged == len(info)
+
+
+def test_translated_questions_about_one_article_are_grouped_on_the_sample():
+    """Issue #35: Mu-SHROOM translates its questions, so a held-out language's article is asked about in the other
+    languages too (the sample holds 'Adolf_Galland' in de, es and fr, 'Abrus' in de, en and es). Those rows leave
+    the training pool of the fold that holds the article out, and the fold says so."""
+    from much_metric.learned import article_title
+    from much_metric.learned.splits import RowInfo
+
+    dataset = much_dataset.load("sample", split="test")
+    info = row_info(dataset)
+    assert article_title("https://de.wikipedia.org/wiki/Adolf_Galland") == "adolf_galland"
+    assert article_title("https://es.wikipedia.org/wiki/Adolf%20Galland") == "adolf_galland"
+    galland = np.flatnonzero(info.article == "adolf_galland")
+    abrus = np.flatnonzero(info.article == "abrus")
+    assert sorted(info.lang[galland]) == ["de", "es", "fr"] and sorted(info.lang[abrus]) == ["de", "en", "es"]
+    assert len(set(info.question[galland])) == 3  # three different prompts: question grouping alone misses them
+    fold = make_folds(info, "leave-one-language-out", only="de")[0]
+    pool = np.r_[fold.train, fold.validation]
+    assert not set(galland) & set(pool) and not set(abrus) & set(pool)
+    test_articles = set(info.article[fold.test])
+    assert not test_articles & set(info.article[pool])
+    # What question/generation grouping alone would have kept: every non-de row about a held-out article.
+    leaked = [i for i in np.flatnonzero(info.lang != "de") if info.article[i] in test_articles]
+    assert fold.purged["article"] == len(leaked) > 50 and fold.n_purged == len(leaked)
+    assert f"{len(leaked)} shared a Wikipedia article" in fold.describe()
+    no_article = RowInfo(**{**info.__dict__, "article": None})
+    old = make_folds(no_article, "leave-one-language-out", only="de")[0]
+    assert set(leaked) <= set(np.r_[old.train, old.validation]) and old.n_purged == 0
+    with pytest.raises(LeakageError, match="Wikipedia article '.+' is in both the train and the test part"):
+        check_disjoint(info, {"train": old.train, "test": old.test})

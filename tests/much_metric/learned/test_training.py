@@ -14,11 +14,20 @@ import torch  # noqa: E402
 from sklearn.metrics import log_loss  # noqa: E402
 
 from much_metric.baselines import max_likelihood, token_arrays  # noqa: E402
-from much_metric.learned import FEATURES, _data, _torch, train_detector  # noqa: E402
+from much_metric.learned import FEATURES, KINDS, LinearDetector, SequenceDetector, _data, _torch  # noqa: E402
+from much_metric.learned import training as training_module  # noqa: E402
+from much_metric.learned.estimators import ESTIMATORS  # noqa: E402
 from much_metric.learned.features import sequence_inputs  # noqa: E402
 from much_metric.scoring import AGGREGATORS, claim_layout, score  # noqa: E402
 from much_metric.scoring.engine import aggregate_flat  # noqa: E402
 from tests.much_metric.learned._synthetic import planted_rows  # noqa: E402
+
+
+def _fit(kind, train, validation, out, **params):
+    """Fit a detector of ``kind`` with a checkpoint under ``out``, save it to ``out``, return the Detector."""
+    model = ESTIMATORS[kind](**params).fit(train, validation, checkpoint=out / "checkpoint", progress=False)
+    model.save(out)
+    return model.detector_
 
 
 def _prepared(rows):
@@ -67,7 +76,7 @@ def _held_out_auc(rows, scores):
                                            ("sequence", {"max_epochs": 6, "batch_size": 8, "learning_rate": 0.01})])
 def test_detector_finds_the_planted_feature(tmp_path, kind, options):
     train, validation, test = planted_rows(160, seed=10), planted_rows(40, seed=11), planted_rows(80, seed=12)
-    detector = train_detector(train, validation, tmp_path / kind, detector=kind, progress=False, seed=0, **options)
+    detector = _fit(kind, train, validation, tmp_path / kind, random_state=0, **options)
     arrays = token_arrays(test)
     learned = _held_out_auc(test, arrays.split(detector.token_scores(arrays)))
     baseline = _held_out_auc(test, max_likelihood(arrays))
@@ -82,43 +91,45 @@ def test_detector_finds_the_planted_feature(tmp_path, kind, options):
         assert FEATURES[int(weights.argmax())] in ("sampled_rank", "token_likelihood"), weights
 
 
-def test_killed_training_resumes_to_the_same_detector(tmp_path):
+def test_killed_training_resumes_to_the_same_detector(tmp_path, monkeypatch):
     train, validation = planted_rows(40, seed=20), planted_rows(12, seed=21)
-    options = {"detector": "sequence", "max_epochs": 4, "patience": 10, "progress": False, "hidden": 8}
-    whole = train_detector(train, validation, tmp_path / "whole", **options)
+    options = {"max_epochs": 4, "patience": 10, "hidden": 8}
+    whole = _fit("sequence", train, validation, tmp_path / "whole", **options)
 
     class Killed(Exception):
         pass
 
-    def kill_after_two(epoch, state):
-        if epoch == 2:
+    save_state, epochs_seen = training_module._save_state, []
+
+    def save_then_maybe_die(folder, model, best, optimizer, state):  # a kill right after an epoch's checkpoint
+        save_state(folder, model, best, optimizer, state)
+        epochs_seen.append(state["epoch"])
+        if state["epoch"] == 2 and len(epochs_seen) == 2:
             raise Killed
 
+    monkeypatch.setattr(training_module, "_save_state", save_then_maybe_die)
     with pytest.raises(Killed):
-        train_detector(train, validation, tmp_path / "killed", on_epoch=kill_after_two, **options)
+        _fit("sequence", train, validation, tmp_path / "killed", **options)
     state = json.loads((tmp_path / "killed" / "checkpoint" / "state.json").read_text())
     assert state["epoch"] == 2 and not (tmp_path / "killed" / "config.json").exists()
-    epochs_seen = []
-    resumed = train_detector(train, validation, tmp_path / "killed", on_epoch=lambda e, s: epochs_seen.append(e),
-                             **options)
-    assert epochs_seen == [3, 4]  # only the missing epochs ran
+    resumed = _fit("sequence", train, validation, tmp_path / "killed", **options)
+    assert epochs_seen == [1, 2, 3, 4]  # after the kill only the missing epochs ran
     for name, value in whole.weights.items():
         np.testing.assert_allclose(resumed.weights[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
     assert resumed.config["training"]["epochs"] == whole.config["training"]["epochs"] == 4
     # Re-running a finished run trains nothing more and rewrites the same detector.
-    again = train_detector(train, validation, tmp_path / "killed", on_epoch=lambda e, s: epochs_seen.append(e),
-                           **options)
-    assert epochs_seen == [3, 4]
+    again = _fit("sequence", train, validation, tmp_path / "killed", **options)
+    assert epochs_seen == [1, 2, 3, 4]
     np.testing.assert_array_equal(again.weights["read_out.weight"], resumed.weights["read_out.weight"])
 
 
 def test_resuming_with_other_settings_or_data_is_refused(tmp_path):
     train, validation = planted_rows(20, seed=30), planted_rows(8, seed=31)
-    train_detector(train, validation, tmp_path / "d", max_epochs=2, progress=False)
+    _fit("linear", train, validation, tmp_path / "d", max_epochs=2)
     with pytest.raises(ValueError, match="learning_rate"):
-        train_detector(train, validation, tmp_path / "d", max_epochs=2, progress=False, learning_rate=0.5)
+        _fit("linear", train, validation, tmp_path / "d", max_epochs=2, learning_rate=0.5)
     with pytest.raises(ValueError, match="train_fingerprint"):
-        train_detector(planted_rows(20, seed=32), validation, tmp_path / "d", max_epochs=2, progress=False)
+        _fit("linear", planted_rows(20, seed=32), validation, tmp_path / "d", max_epochs=2)
 
 
 def test_early_stopping_keeps_the_best_epoch(tmp_path):
@@ -126,8 +137,8 @@ def test_early_stopping_keeps_the_best_epoch(tmp_path):
     rng = np.random.default_rng(0)
     for row in rows:  # labels unrelated to the inputs: the validation loss soon stops improving
         row["labels"] = [*rng.choice([-1, 1], size=len(row["labels"]) - 1).tolist(), 1]
-    detector = train_detector(rows[:45], rows[45:], tmp_path / "noise", max_epochs=40, patience=2,
-                              learning_rate=0.3, batch_size=8, progress=False)
+    detector = _fit("linear", rows[:45], rows[45:], tmp_path / "noise", max_epochs=40, patience=2,
+                    learning_rate=0.3, batch_size=8)
     training = detector.config["training"]
     assert training["epochs"] < 40 and training["epochs"] == training["best_epoch"] + 2
     history = json.loads((tmp_path / "noise" / "checkpoint" / "state.json").read_text())["history"]
@@ -135,11 +146,90 @@ def test_early_stopping_keeps_the_best_epoch(tmp_path):
     assert training["best_validation_loss"] == pytest.approx(min(losses))
 
 
-def test_bad_options_are_refused(tmp_path):
+@pytest.mark.parametrize("cls, params, message", [
+    (LinearDetector, {"aggregator": "median"}, "aggregator must be one of"),
+    (LinearDetector, {"batch_size": 0}, r"batch_size must be an integer in \[1, "),
+    (LinearDetector, {"learning_rate": 1e300}, r"learning_rate must be a finite number in \(0, 10\]"),
+    (LinearDetector, {"learning_rate": float("nan")}, "learning_rate must be a finite number"),
+    (SequenceDetector, {"hidden": 0}, r"hidden must be an integer in \[1, 1,024\], got 0"),
+    (SequenceDetector, {"hidden": 200_000}, "hidden must be an integer"),
+    (SequenceDetector, {"random_state": -1}, "random_state must be an integer"),
+])
+def test_bad_hyper_parameters_are_refused_when_the_estimator_is_built(cls, params, message):
+    with pytest.raises(ValueError, match=message):
+        cls(**params)
+
+
+def test_sequence_detector_with_hidden_0_is_refused_before_any_epoch(tmp_path, monkeypatch):
+    """Issue #32 (e): hidden=0 used to train every epoch and crash afterwards; now refused up front, by the
+    constructor and by fit (after set-attribute), with nothing trained."""
     rows = planted_rows(8, seed=50)
-    with pytest.raises(ValueError, match="detector must be one of"):
-        train_detector(rows, rows, tmp_path, detector="forest")
-    with pytest.raises(ValueError, match="aggregator must be one of"):
-        train_detector(rows, rows, tmp_path, aggregator="median")
-    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
-        train_detector(rows, rows, tmp_path, batch_size=0)
+    model = SequenceDetector(max_epochs=2)
+    model.hidden = 0
+    monkeypatch.setattr(training_module, "fit_detector", lambda *a, **k: pytest.fail("fit_detector ran"))
+    with pytest.raises(ValueError, match="hidden must be an integer in"):
+        model.fit(rows[:5], rows[5:])
+    with pytest.raises(ValueError, match="hidden must be an integer in"):
+        SequenceDetector(hidden=0)
+
+
+def test_estimators_are_sklearn_shaped():
+    for kind, cls in ESTIMATORS.items():
+        model = cls()
+        assert model.get_params() == {"aggregator": "product", "stopword_handling": "null", **KINDS[kind].defaults,
+                                      "random_state": 0}
+        assert cls(**model.get_params()).get_params() == model.get_params()  # clone
+        assert model.set_params(patience=2).patience == 2
+        with pytest.raises(ValueError, match="has no hyper-parameter 'seed'"):
+            model.set_params(seed=1)
+        with pytest.raises(ValueError, match="not fitted yet"):
+            model.save("nowhere")
+
+
+def test_training_and_validation_sharing_a_row_are_refused(tmp_path):
+    rows = planted_rows(8, seed=51)
+    with pytest.raises(ValueError, match="in both the training and the validation part"):
+        LinearDetector(max_epochs=1).fit(rows, rows[:3], progress=False)
+
+
+def test_a_diverging_fit_stops_with_the_epoch_named(tmp_path, monkeypatch):
+    """`much train --learning-rate 1e300` is refused by the constraint; a fit whose loss still stops being finite
+    (forced here through the loss) ends with an error naming the epoch, not a traceback further on."""
+    rows = planted_rows(20, seed=52)
+    real = _torch.claim_loss
+    monkeypatch.setattr(_torch, "claim_loss", lambda *a, **k: real(*a, **k) * float("nan"))
+    with pytest.raises(ValueError, match="training diverged at epoch 1"):
+        LinearDetector(max_epochs=3).fit(rows[:14], rows[14:], progress=False)
+
+
+def test_a_checkpoint_that_does_not_verify_is_never_resumed(tmp_path):
+    """Issue #31: a truncated (or tampered) checkpoint was a traceback; now refused naming the checkpoint, and
+    nothing is loaded from it."""
+    from safetensors.torch import load, save
+
+    train, validation = planted_rows(20, seed=53), planted_rows(8, seed=54)
+    folder = tmp_path / "d" / "checkpoint"
+
+    def fit():
+        return SequenceDetector(max_epochs=2, hidden=4).fit(train, validation, checkpoint=folder, progress=False)
+
+    fit()
+    state_file = folder / "state.safetensors"
+    intact = state_file.read_bytes()
+    tensors = load(intact)
+    wrong_shape = {**tensors, "model.read_out.weight": torch.zeros(1, 5)}
+    infinite = {**tensors, "best.read_out.bias": torch.tensor([float("inf")])}
+    for broken, reason in ((intact[: len(intact) // 2], "does not verify"), (b"", "does not verify"),
+                           (save(wrong_shape), r"model.read_out.weight.*shape \(1, 5\)"),
+                           (save(infinite), "best.read_out.bias.*non-finite")):
+        state_file.write_bytes(broken)
+        with pytest.raises(ValueError, match=reason):
+            fit()
+    state_file.unlink()
+    with pytest.raises(ValueError, match="state.safetensors is missing"):
+        fit()
+    state_file.write_bytes(intact)
+    assert fit().detector_.config["training"]["epochs"] == 2  # the intact checkpoint resumes (finished: no epoch)
+    (folder / "state.json").write_text("{truncated")
+    with pytest.raises(ValueError, match="does not verify"):
+        fit()

@@ -1,0 +1,192 @@
+"""The detectors as scikit-learn-shaped estimators: hyper-parameters in the constructor, then ``fit``.
+
+``LinearDetector(...).fit(train, validation).save(folder)`` writes a detector folder;
+:func:`~much_metric.learned.load_detector` reads one back; ``much run --signals learned:FOLDER`` scores it.
+Each hyper-parameter's constraint is declared once (:data:`CONSTRAINTS`) and checked when the estimator is built
+and again when it is fitted, with one message shape (``<name> must be ..., got ...``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from much_metric.learned._kinds import KINDS, MAX_HIDDEN
+
+__all__ = ["CONSTRAINTS", "LinearDetector", "SequenceDetector"]
+
+
+def _integer(low: int, high: int) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: not isinstance(v, bool) and isinstance(v, int) and low <= v <= high,
+            f"an integer in [{low}, {high:,}]")
+
+
+def _aggregators() -> tuple[str, ...]:
+    from much_metric.scoring import AGGREGATORS
+
+    return tuple(AGGREGATORS)
+
+
+#: Hyper-parameter -> (check, what it must be). The learning rate is bounded: Adam at 1e300 only overflows.
+CONSTRAINTS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "aggregator": (lambda v: v in _aggregators(), "one of the metric's aggregators (product, mean, max, geometric)"),
+    "stopword_handling": (lambda v: v in ("null", "exclude"), "'null' or 'exclude'"),
+    "learning_rate": (lambda v: not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
+                      and 0 < v <= 10, "a finite number in (0, 10]"),
+    "batch_size": _integer(1, 1 << 16),
+    "max_epochs": _integer(1, 100_000),
+    "patience": _integer(1, 100_000),
+    "hidden": _integer(1, MAX_HIDDEN),
+    "random_state": _integer(0, 2**63 - 1),
+}
+
+
+class _Detector:
+    """Shared by :class:`LinearDetector` and :class:`SequenceDetector` (one kind each, from the kind table)."""
+
+    kind: ClassVar[str]
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor's hyper-parameters."""
+        return {name: getattr(self, name) for name in self._names()}
+
+    def set_params(self, **params: Any) -> _Detector:
+        unknown = set(params) - set(self._names())
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no hyper-parameter {sorted(unknown)[0]!r}; it has "
+                             f"{', '.join(self._names())}")
+        for name, value in params.items():
+            setattr(self, name, value)
+        self._check()
+        return self
+
+    @classmethod
+    def _names(cls) -> tuple[str, ...]:
+        return ("aggregator", "stopword_handling", *KINDS[cls.kind].defaults, "random_state")
+
+    def _check(self) -> dict[str, Any]:
+        params = self.get_params()
+        for name, value in params.items():
+            check, what = CONSTRAINTS[name]
+            if not check(value):
+                raise ValueError(f"{name} must be {what}, got {value!r}")
+        return params
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
+
+    def fit(self, train: Any, validation: Any, *, checkpoint: str | Path | None = None,
+            protocol: dict[str, Any] | None = None, progress: bool = True) -> _Detector:
+        """Fit on ``train`` with early stopping on ``validation``; returns ``self`` (fitted: ``detector_``,
+        ``history_``).
+
+        Parameters
+        ----------
+        train, validation : datasets.Dataset or list of rows
+            MUCH rows (token arrays, ``token_chunks``, ``labels``, optional ``stopword_mask``, ``generation_id``);
+            make them with :func:`much_metric.learned.make_folds` so that no question, article or generation is in
+            both. Their generation_ids are recorded (``training_rows.json``) and left out wherever the detector is
+            scored.
+        checkpoint : path, optional
+            Folder of the per-epoch training state: a killed fit resumes from it (see
+            :mod:`much_metric.learned.training`).
+        protocol : dict, optional
+            Recorded in the config (protocol ``name``, ``fold``, ``data``, what was ``purged``).
+        progress : bool, default True
+            A tqdm bar over the epochs.
+        """
+        from much_metric.learned.training import fit_detector
+
+        detector, history = fit_detector(KINDS[self.kind], self._check(), train, validation, checkpoint=checkpoint,
+                                         progress=progress)
+        detector.config["protocol"] = dict(protocol or {})
+        self.detector_, self.history_ = detector, history
+        return self
+
+    def _fitted(self):
+        if not hasattr(self, "detector_"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit(train, validation) first")
+        return self.detector_
+
+    def save(self, folder: str | Path) -> Path:
+        """Write the fitted detector's folder (config, weights, training rows, card); returns the folder."""
+        from much_metric.learned.training import card
+
+        detector = self._fitted()
+        return detector.save(folder, card=card(detector.config, self.history_))
+
+    def token_scores(self, data: Any) -> Any:
+        """Flat token uncertainties in (0, 1) of the fitted detector (see ``Detector.token_scores``)."""
+        return self._fitted().token_scores(data)
+
+
+class LinearDetector(_Detector):
+    """Logistic regression on the token-probability features of :func:`~much_metric.learned.token_features`,
+    trained through the metric's claim aggregator on the claim labels (see :mod:`much_metric.learned._torch`).
+
+    Parameters
+    ----------
+    aggregator : str, default "product"
+        Claim score of the loss, recorded in the folder (score the detector with the same one).
+    stopword_handling : {"null", "exclude"}, default "null"
+    learning_rate : float in (0, 10], default 0.02
+    batch_size, max_epochs, patience : int, default 64, 60, 5
+        Adam's batch, most epochs, epochs without validation improvement before stopping.
+    random_state : int, default 0
+        Parameter initialisation and batch order.
+
+    Examples
+    --------
+    Fit on the sample's leave-one-language-out fold ``de`` (2 epochs here), score its held-out rows:
+
+    >>> import much_dataset
+    >>> from much_metric.learned import LinearDetector, make_folds, row_info
+    >>> data = much_dataset.load("sample", split="test")
+    >>> fold = make_folds(row_info(data), "leave-one-language-out", only="de")[0]
+    >>> model = LinearDetector(max_epochs=2, random_state=0)
+    >>> model.get_params()["learning_rate"]
+    0.02
+    >>> model = model.fit(data.select(fold.train), data.select(fold.validation), progress=False)
+    >>> test = data.select(fold.test)
+    >>> scores = model.token_scores(test)  # one per output token, in (0, 1), higher = more uncertain
+    >>> len(scores) == sum(len(tokens) for tokens in test["output_tokens"]), bool(((scores > 0) & (scores < 1)).all())
+    (True, True)
+    >>> model.detector_.training_rows["validation"] == sorted(data.select(fold.validation)["generation_id"])
+    True
+    """
+
+    kind = "linear"
+
+    def __init__(self, *, aggregator: str = "product", stopword_handling: str = "null", learning_rate: float = 0.02,
+                 batch_size: int = 64, max_epochs: int = 60, patience: int = 5, random_state: int = 0) -> None:
+        self.aggregator, self.stopword_handling = aggregator, stopword_handling
+        self.learning_rate, self.batch_size, self.max_epochs, self.patience = (learning_rate, batch_size, max_epochs,
+                                                                               patience)
+        self.random_state = random_state
+        self._check()
+
+
+class SequenceDetector(_Detector):
+    """A causal one-layer GRU over each token's top-24 log-probabilities (:func:`~much_metric.learned.sequence_inputs`)
+    with a per-token read-out, trained through the metric's claim aggregator (see :mod:`much_metric.learned._torch`).
+
+    Parameters are those of :class:`LinearDetector` (defaults: learning_rate 0.005, batch_size 32, max_epochs 15,
+    patience 3), plus ``hidden`` : int in [1, 1024], default 32, the GRU's state size.
+    """
+
+    kind = "sequence"
+
+    def __init__(self, *, aggregator: str = "product", stopword_handling: str = "null", learning_rate: float = 0.005,
+                 batch_size: int = 32, max_epochs: int = 15, patience: int = 3, hidden: int = 32,
+                 random_state: int = 0) -> None:
+        self.aggregator, self.stopword_handling = aggregator, stopword_handling
+        self.learning_rate, self.batch_size, self.max_epochs, self.patience = (learning_rate, batch_size, max_epochs,
+                                                                               patience)
+        self.hidden, self.random_state = hidden, random_state
+        self._check()
+
+
+#: Detector kind -> its estimator class (the CLI's ``--detector`` choices).
+ESTIMATORS: dict[str, type[_Detector]] = {cls.kind: cls for cls in (LinearDetector, SequenceDetector)}

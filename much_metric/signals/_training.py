@@ -1,0 +1,122 @@
+"""Rows a signal was trained on: never scored there silently.
+
+A signal computed by a method trained on MUCH rows (a learned detector, ``learned:<folder>``) carries signal
+metadata (:func:`much_metric.signals.read_signal_metadata`; the contract shared with the leaderboard):
+
+* ``training_generation_ids``: the sorted ``generation_id`` of every row that trained or validated the method;
+* ``detector``: ``{"kind", "protocol", "fold"}`` (and the ``aggregator`` / ``stopword_handling`` it was trained
+  for).
+
+:func:`training_exclusions` turns the metadata of the signals of one evaluation into the rows to leave out of each
+signal and the messages saying how many and why; :func:`much_metric.signals.evaluate_signals` (``training_rows=``)
+leaves them out. With ``include_training_rows=True`` nothing is left out and the message is a warning that the
+numbers include the method's own training rows. A detector scored through another aggregator than the one it was
+trained for gets a warning too.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from much_metric.scoring import MuchMetricWarning
+
+__all__ = ["DETECTOR_KEY", "TRAINING_IDS_KEY", "TrainingRowsWarning", "signal_metadata_of", "training_exclusions"]
+
+TRAINING_IDS_KEY = "training_generation_ids"
+DETECTOR_KEY = "detector"
+
+
+class TrainingRowsWarning(MuchMetricWarning):
+    """A signal is scored on rows it was trained on, or through another aggregator than it was trained for."""
+
+
+def signal_metadata_of(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """Signal name -> the signal metadata of the file that holds it, for a signal file or a folder of them (only
+    files with signal metadata appear)."""
+    from much_metric.signals._files import read_signals
+    from much_metric.signals._metadata import read_signal_metadata
+
+    path = Path(path)
+    files = sorted(p for p in path.iterdir() if p.suffix.lower() in (".jsonl", ".parquet")
+                   and not p.name.startswith(".")) if path.is_dir() else [path]
+    out: dict[str, dict[str, Any]] = {}
+    for file in files:
+        metadata = read_signal_metadata(file)
+        if metadata:
+            out.update({name: metadata for name in read_signals(file)})
+    return out
+
+
+def _ids(name: str, metadata: Mapping[str, Any]) -> list[str]:
+    ids = metadata.get(TRAINING_IDS_KEY)
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ValueError(f"signal {name!r}: metadata field {TRAINING_IDS_KEY!r} must be a list of generation_ids, got "
+                         f"{type(ids).__name__}")
+    return ids
+
+
+def _what(name: str, metadata: Mapping[str, Any]) -> str:
+    detector = metadata.get(DETECTOR_KEY) if isinstance(metadata.get(DETECTOR_KEY), Mapping) else {}
+    parts = [str(detector[key]) for key in ("protocol", "fold") if detector.get(key)]
+    kind = f"{detector['kind']} detector" if detector.get("kind") else "method"
+    return f"the {kind} {name!r}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def training_exclusions(
+    metadata: Mapping[str, Mapping[str, Any]],
+    dataset_ids: Sequence[str],
+    *,
+    include_training_rows: bool = False,
+    aggregators: Sequence[str] = (),
+) -> tuple[dict[str, Collection[str]], list[str]]:
+    """Rows to leave out of each signal's evaluation, and one message per signal that had training rows here.
+
+    Parameters
+    ----------
+    metadata : mapping
+        Signal name -> its signal metadata (``{}`` for a signal without training rows).
+    dataset_ids : sequence of str
+        The ``generation_id`` of the evaluated rows (the count in the message is over these).
+    include_training_rows : bool, keyword-only, default False
+        Score every row anyway: nothing is left out, a :class:`TrainingRowsWarning` says so.
+    aggregators : sequence of str, keyword-only
+        The evaluation's aggregators: one that differs from the detector's ``aggregator`` gets a warning.
+
+    Returns
+    -------
+    (dict, list of str)
+        Signal name -> generation_ids to leave out (empty when ``include_training_rows``), and the messages.
+    """
+    present = set(dataset_ids)
+    excluded: dict[str, Collection[str]] = {}
+    messages: list[str] = []
+    for name, values in metadata.items():
+        if not values:
+            continue
+        detector = values.get(DETECTOR_KEY) if isinstance(values.get(DETECTOR_KEY), Mapping) else {}
+        trained_for = detector.get("aggregator")
+        other = [a for a in aggregators if trained_for and a != trained_for]
+        if other:
+            warnings.warn(f"signal {name!r} was trained through the {trained_for} aggregator and is scored with "
+                          f"{', '.join(other)}: its numbers under another aggregator are not what it was trained for",
+                          TrainingRowsWarning, stacklevel=3)
+        if TRAINING_IDS_KEY not in values:
+            continue
+        overlap = present.intersection(_ids(name, values))
+        if not overlap:
+            continue
+        if include_training_rows:
+            message = (f"{_what(name, values)} is scored on all {len(present)} rows, {len(overlap)} of which trained "
+                       "or validated it (include_training_rows): its numbers are not held-out numbers")
+            warnings.warn(message, TrainingRowsWarning, stacklevel=3)
+        else:
+            excluded[name] = frozenset(overlap)
+            message = (f"{_what(name, values)}: {len(overlap)} of {len(present)} rows left out because they trained "
+                       f"or validated it; scored on the {len(present) - len(overlap)} held-out rows "
+                       "(--include-training-rows / include_training_rows=True scores every row)")
+        messages.append(message)
+    return excluded, messages

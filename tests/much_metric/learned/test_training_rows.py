@@ -1,0 +1,152 @@
+"""Issue #35: a detector is never scored on the rows it was trained or validated on without the output saying so.
+
+The issue's scenario: `much train --data sample --protocol leave-one-language-out --fold de`, then `much run --data
+sample --signals learned:DIR` scored all 606 rows, the training and validation rows among them, and said nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("safetensors")
+
+import much_dataset  # noqa: E402
+from much_metric.baselines import token_arrays  # noqa: E402
+from much_metric.learned import load_detector  # noqa: E402
+from much_metric.scoring import score  # noqa: E402
+from much_metric.signals import (  # noqa: E402
+    TrainingRowsWarning,
+    evaluate_signals,
+    read_signal_metadata,
+    read_signals,
+    signal_metadata_of,
+    training_exclusions,
+    write_signal_metadata,
+    write_signals,
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """`much train` on the sample, leave-one-language-out, fold de (the issue's command), 2 epochs."""
+    from much_metric.cli import main
+
+    folder = tmp_path_factory.mktemp("learned") / "linear-de"
+    assert main(["train", "--data", "sample", "--protocol", "leave-one-language-out", "--fold", "de",
+                 "--out", str(folder), "--max-epochs", "2", "--no-progress"]) == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return much_dataset.load("sample", split="test")
+
+
+def _held_out_roc(sample, folder, held_out_ids):
+    rows = sample.select([i for i, g in enumerate(sample["generation_id"]) if g in held_out_ids])
+    arrays = token_arrays(rows)
+    return score(arrays.split(load_detector(folder).token_scores(arrays)), rows["token_chunks"], rows["labels"],
+                 rows["stopword_mask"]).roc_auc, rows
+
+
+def test_the_folder_records_exactly_the_rows_that_trained_and_validated_it(trained, sample):
+    from much_metric.learned import make_folds, row_info
+
+    rows = json.loads((trained / "training_rows.json").read_text())
+    fold = make_folds(row_info(sample), "leave-one-language-out", only="de")[0]
+    ids = np.asarray(sample["generation_id"], dtype=object)
+    assert rows == {"train": sorted(ids[fold.train]), "validation": sorted(ids[fold.validation])}
+    assert not set(rows["train"]) & set(ids[fold.test]) and not set(rows["validation"]) & set(ids[fold.test])
+
+
+def test_much_run_scores_a_learned_signal_on_held_out_rows_and_says_so(trained, sample, tmp_path, capsys):
+    from much_metric.cli import main
+
+    training = load_detector(trained).training_generation_ids
+    held_out = set(sample["generation_id"]) - set(training)
+    assert len(training) + len(held_out) == 606 and len(training) > 300
+    out = tmp_path / "signals"
+    assert main(["run", "--data", "sample", "--signals", f"learned:{trained},max_likelihood", "--bootstrap", "0",
+                 "--no-progress", "--out", str(out), "--json", str(tmp_path / "run.json")]) == 0
+    printed = capsys.readouterr().out
+    assert (f"{len(training)} of 606 rows left out because they trained or validated it; scored on the "
+            f"{len(held_out)} held-out rows") in printed
+    assert "Learned linear (linear-de; leave-one-language-out, held out lang=de)" in printed
+    # The number printed is the held-out number, computed independently with score() on those rows only.
+    result = json.loads((tmp_path / "run.json").read_text())
+    learned = next(row for row in result["results"] if row["signal_name"].startswith("learned_"))
+    expected, rows = _held_out_roc(sample, trained, held_out)
+    assert learned["roc_auc"] == pytest.approx(expected, abs=1e-12)
+    baseline = next(row for row in result["results"] if row["signal_name"] == "max_likelihood")
+    assert learned["n_claims"] < baseline["n_claims"]  # Max Likelihood: every row
+    # The signal file carries the contract's metadata, so `much evaluate --scores` and the leaderboard can tell.
+    (path,) = out.glob("learned_linear-de-*.parquet")
+    metadata = read_signal_metadata(path)
+    assert metadata["training_generation_ids"] == training
+    assert {k: metadata["detector"][k] for k in ("kind", "protocol", "fold")} == {
+        "kind": "linear", "protocol": "leave-one-language-out", "fold": "lang=de"}
+    assert len(read_signals(path)[path.stem]) == 606  # every row computed; only the evaluation leaves some out
+
+    # much evaluate on the same files leaves them out too, and says so.
+    assert main(["evaluate", "--data", "sample", "--scores", str(out), "--bootstrap", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert f"{len(training)} of 606 rows left out because they trained or validated it" in printed
+
+    # Asked explicitly: every row, with a warning.
+    with pytest.warns(TrainingRowsWarning, match=f"{len(training)} of which trained or validated it"):
+        assert main(["run", "--data", "sample", "--signals", f"learned:{trained}", "--bootstrap", "0",
+                     "--no-progress", "--include-training-rows"]) == 0
+    assert "its numbers are not held-out numbers" in capsys.readouterr().out
+
+
+def test_run_benchmark_keyword(trained, sample):
+    from much_metric.baselines import run_benchmark
+
+    held_out = run_benchmark(sample, signals=[f"learned:{trained}"], bootstrap=None)
+    assert any("rows left out because they trained or validated it" in note.message for note in held_out.notes)
+    with pytest.warns(TrainingRowsWarning):
+        everything = run_benchmark(sample, signals=[f"learned:{trained}"], bootstrap=None,
+                                   include_training_rows=True)
+    name = held_out.rows[0].signal_name
+    assert held_out.table.training_excluded[name] == len(load_detector(trained).training_generation_ids)
+    assert everything.table.training_excluded[name] == 0
+    assert held_out.rows[0].metrics["n_claims"] < everything.rows[0].metrics["n_claims"]
+
+
+def test_a_detector_scored_through_another_aggregator_is_warned_about(trained, sample):
+    from much_metric.baselines import run_benchmark
+
+    with pytest.warns(TrainingRowsWarning, match="trained through the product aggregator and is scored with mean"):
+        run_benchmark(sample.select(range(40)), signals=[f"learned:{trained}"], bootstrap=None, aggregator="mean")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TrainingRowsWarning)
+        run_benchmark(sample.select(range(40)), signals=[f"learned:{trained}"], bootstrap=None)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_signal_metadata_round_trips_and_drives_the_exclusion(tmp_path, sample, suffix):
+    """The reader side of the contract, with metadata built here (as the leaderboard's tests do)."""
+    rows = sample.select(range(30))
+    path = tmp_path / f"mine{suffix}"
+    values = {g: np.full(len(t), 0.5) + i * 1e-3 for i, (g, t) in enumerate(zip(rows["generation_id"],
+                                                                             rows["output_tokens"], strict=True))}
+    write_signals(path, {"mine": values})
+    trained_on = sorted(rows["generation_id"][:10])
+    write_signal_metadata(path, {"training_generation_ids": trained_on,
+                                 "detector": {"kind": "linear", "protocol": "auto-to-manual", "fold": "x"}})
+    assert read_signal_metadata(path)["training_generation_ids"] == trained_on
+    assert read_signals(path)["mine"].keys() == values.keys()  # the signal file still reads as before
+    metadata = signal_metadata_of(tmp_path)
+    excluded, messages = training_exclusions(metadata, rows["generation_id"])
+    assert excluded == {"mine": frozenset(trained_on)} and "10 of 30 rows left out" in messages[0]
+    table = evaluate_signals(rows, read_signals(path), bootstrap=None, training_rows=excluded)
+    assert table.training_excluded == {"mine": 10} and table.coverage["mine"] == 1.0
+    assert set(table.generation_ids[i] for i in table.results[0].claim_rows) == set(rows["generation_id"][10:])
+    with pytest.raises(ValueError, match="every sample with ground truth trained or validated it"):
+        evaluate_signals(rows, read_signals(path), bootstrap=None,
+                         training_rows={"mine": frozenset(rows["generation_id"])})
