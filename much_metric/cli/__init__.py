@@ -28,10 +28,20 @@ _EXTRAS = {"torch": "models", "gguf": "models", "sentencepiece": "models", "matp
            "safetensors": "learned", "gradio": "leaderboard", "uvicorn": "leaderboard", "fastapi": "leaderboard"}
 
 
+#: ``much --help``'s first line (plain text: argparse prints it as is).
+DESCRIPTION = "The much command line: run the baselines, evaluate signal files, segment, monitor, train, serve."
+
+#: ``much --help``'s last lines: where Python users go, and the evaluate error they meet before install-metric.
+EPILOG = ("From Python, score a method with much_metric.score(token_scores, token_chunks, labels, stopword_mask) "
+          "on much_dataset.load(...) data. evaluate.load(\"much\") works only after 'much install-metric' (once per "
+          "machine); before it, evaluate fails with its own message \"Couldn't find a module script at "
+          ".../much/much.py\".")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from much_dataset._version import __version__
 
-    parser = argparse.ArgumentParser(prog="much", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="much", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--traceback", action="store_true",
                         help="show the full traceback of an error instead of one line (also: MUCH_DEBUG=1)")

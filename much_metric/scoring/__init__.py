@@ -31,7 +31,7 @@ from much_metric.scoring._aggregation import (
     MuchMetricWarning,
     claim_layout,
 )
-from much_metric.scoring._api import aggregate_claims, compare, score, score_claims
+from much_metric.scoring._api import MissingStopwordMaskWarning, aggregate_claims, compare, score, score_claims
 from much_metric.scoring._bootstrap import Bootstrap, bootstrap_intervals, paired_bootstrap
 from much_metric.scoring._calibration import Calibrator, bootstrap_ece, brier, ece, reliability_diagram
 from much_metric.scoring._calibration import fit as fit_calibrator
@@ -66,6 +66,7 @@ __all__ = [
     "ClaimLayout",
     "Curves",
     "Metric",
+    "MissingStopwordMaskWarning",
     "MuchMetricWarning",
     "aggregate_claims",
     "bootstrap_intervals",
