@@ -183,6 +183,6 @@ def offline_tokenizer(model_name: str) -> tuple[Any | None, str]:
     if path is None:
         return None, f"the offline tokenizer of {model_name} is not installed ({source.install_hint})"
     if importlib.util.find_spec("transformers") is None:
-        return None, f"the tokenizer of {model_name} needs transformers (pip install 'much-benchmark[models]')"
+        return None, f"the tokenizer of {model_name} needs transformers (from the toolkit's checkout: pip install '.[models]')"
     tokenizer = load_tokenizer_file(name, path)
     return tokenizer, f"{model_name}: offline tokenizer from {source.origin}"

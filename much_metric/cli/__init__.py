@@ -22,10 +22,31 @@ COMMANDS = ("run", "evaluate", "segment", "monitor", "neighbours", "train", "ins
 #: Failures caused by the input, the environment or a missing optional package, not by a bug.
 EXPECTED_ERRORS = (ValueError, TypeError, OSError, KeyError, ImportError)
 
-#: Optional packages -> the extra that installs them (for ImportError messages).
+#: Optional packages -> the extra that installs them (for ImportError messages). A command whose own extra also
+#: installs the package names that extra instead (:data:`_COMMAND_EXTRAS`).
 _EXTRAS = {"torch": "models", "gguf": "models", "sentencepiece": "models", "matplotlib": "report",
            "openai": "builder", "sentence_transformers": "builder", "sklearn": "builder",
-           "safetensors": "learned", "gradio": "leaderboard", "uvicorn": "leaderboard", "fastapi": "leaderboard"}
+           "safetensors": "learned", "gradio": "leaderboard", "uvicorn": "leaderboard", "fastapi": "leaderboard",
+           "playwright": "leaderboard", "vllm": "vllm"}
+
+#: Subcommand -> (its extra, the packages of that extra it may miss): ``much train`` without torch needs ``learned``
+#: (torch + safetensors), not ``models``. tests/test_install_commands.py checks these sets against the extras.
+_COMMAND_EXTRAS = {"train": ("learned", frozenset({"torch", "safetensors"})),
+                   "leaderboard": ("leaderboard", frozenset({"gradio", "matplotlib", "playwright"}))}
+
+#: Added to a torch hint: PyPI's default torch wheel pulls the CUDA stack (several GB); the CPU build is smaller.
+_CPU_TORCH_HINT = "; for CPU-only torch, first: pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
+def install_hint(package: str, command: str | None = None) -> str | None:
+    """The command that installs ``package``'s extra, run from the toolkit's checkout (it is not on PyPI)."""
+    extra = _EXTRAS.get(package)
+    if extra is None:
+        return None
+    if command in _COMMAND_EXTRAS and package in _COMMAND_EXTRAS[command][1]:
+        extra = _COMMAND_EXTRAS[command][0]
+    hint = f"from the toolkit's checkout: pip install '.[{extra}]'"
+    return hint + (_CPU_TORCH_HINT if package == "torch" else "")
 
 
 #: ``much --help``'s first line (plain text: argparse prints it as is).
@@ -51,17 +72,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def error_message(error: BaseException) -> str:
-    """One line for an expected failure: the message, plus the extra to install for a missing package."""
+def error_message(error: BaseException, command: str | None = None) -> str:
+    """One line for an expected failure: the message, plus the extra to install for a missing package.
+
+    ``command`` is the subcommand that failed: it picks the extra when several install the package (torch).
+    """
     if isinstance(error, KeyError) and error.args:
         message = f"missing key {error.args[0]!r}"
     else:
         message = str(error) or type(error).__name__
     if isinstance(error, ImportError):
         package = (getattr(error, "name", None) or "").split(".")[0]
-        extra = _EXTRAS.get(package)
-        if extra:
-            message += f" (pip install 'much-benchmark[{extra}]')"
+        hint = install_hint(package, command)
+        if hint:
+            message += f" ({hint})"
     return " ".join(message.split())
 
 
@@ -93,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
     except EXPECTED_ERRORS as error:
         if _debug(args):
             raise
-        print(f"much {args.command}: error: {error_message(error)}", file=sys.stderr)
+        print(f"much {args.command}: error: {error_message(error, args.command)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"much {args.command}: interrupted", file=sys.stderr)
