@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"much_metric.cli.{name.replace('-', '_')}").register(subparsers)
+    from much_metric.cli._text import plain_help
+
+    plain_help(parser)  # the subcommands' help reuses their reST docstrings: show plain text
     return parser
 
 
@@ -94,9 +97,12 @@ def _debug(args: argparse.Namespace) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from much_dataset._transformers import quiet_torch_notice
+
     args = build_parser().parse_args(argv)
     try:
-        return _run(args)
+        with quiet_torch_notice():  # the light install has no torch: the commands need transformers' tokenizers only
+            return _run(args)
     finally:
         # Objects of a failed load (a parquet reader or dataset scanner held by the exception's frames, often in
         # reference cycles) would otherwise be freed only at interpreter teardown, after Arrow's thread pools and

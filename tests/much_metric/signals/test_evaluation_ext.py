@@ -138,7 +138,7 @@ def test_rank_methods_matches_leaderboard_and_per_language_values(rows):
             assert row["relative_runtime"] == pytest.approx(0.02)
         else:
             assert row["seconds"] is None
-    assert set(board["floors"]) == {"floor: random", "floor: constant"}
+    assert set(board["floors"]) == {"floor: random", "floor: constant", "floor: length"}
     with pytest.raises(ValueError, match="--rank must be one of"):
         rank_methods(table, "accuracy")
 
