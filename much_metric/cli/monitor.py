@@ -87,10 +87,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _show_progress() -> bool:
+    """Progress lines go to a terminal only: a pipe or a log keeps the one-line error contract of ``much``."""
+    return sys.stderr.isatty()
+
+
 def _progress(message: str) -> None:
     """One line on stderr before a step that takes seconds (model, tokenizer, data), so the first wait is explained;
     stdout keeps only the claims (or the JSON records)."""
-    print(f"much monitor: {message} ...", file=sys.stderr, flush=True)
+    if _show_progress():
+        print(f"much monitor: {message} ...", file=sys.stderr, flush=True)
 
 
 def _fail(message: str) -> int:

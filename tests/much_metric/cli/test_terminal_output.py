@@ -114,7 +114,8 @@ def test_top_level_help_says_how_to_score_and_the_evaluate_error():
     assert "much_metric.score(" in text and "much install-metric" in text and "Couldn't find a module script" in text
 
 
-def test_monitor_says_what_it_loads_before_the_model(monkeypatch, capsys):
+@pytest.mark.parametrize("terminal", [True, False])
+def test_monitor_says_what_it_loads_before_the_model(terminal, monkeypatch, capsys):
     import much_metric.cli.monitor as monitor
 
     seen = {}
@@ -124,8 +125,12 @@ def test_monitor_says_what_it_loads_before_the_model(monkeypatch, capsys):
         raise ValueError("stop here")
 
     monkeypatch.setattr(monitor, "_load_model", load)
+    monkeypatch.setattr(monitor, "_show_progress", lambda: terminal)
     assert main(["monitor", "--model", "smollm2", "--prompt", "hi"]) == 2
-    assert "much monitor: loading the model smollm2 on cpu ..." in seen["stderr"]
+    if terminal:
+        assert "much monitor: loading the model smollm2 on cpu ..." in seen["stderr"]
+    else:  # piped: nothing but the one error line
+        assert seen["stderr"] == "" and capsys.readouterr().err.count("\n") == 1
     assert capsys.readouterr().out == ""  # progress goes to stderr only
 
 
