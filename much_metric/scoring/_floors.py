@@ -61,7 +61,7 @@ def length_scores(layout: ClaimLayout) -> np.ndarray:
     These are the tokens whose scores the ``product`` aggregator combines (stopwords are nulled or excluded), so
     the claim score of independent random token scores grows with this count: the length-only floor.
 
-    >>> from much_metric.scoring import claim_layout
+    >>> from much_metric.scoring import claim_layout, length_scores
     >>> layout = claim_layout([[[0], [1, 2, 3], [4]]], [5], stopword_mask=[[False, False, True, False, False]])
     >>> length_scores(layout).tolist()                  # the EOS claim [4] is dropped; token 2 is a stopword
     [1.0, 2.0]
