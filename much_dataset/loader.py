@@ -11,7 +11,9 @@ Sources:
   snapshot of the hub repository (read like a hub id, below).
 * anything else is a hub repository id (default ``"orailix/MUCH"``), read with ``datasets.load_dataset``. When the
   repository has no config named ``config`` (the published orailix/MUCH has a single default config), its default
-  config is loaded and, for a language config, filtered on ``lang``.
+  config is loaded and, for a language config, filtered on ``lang``. An unreachable hub fails within seconds with
+  :class:`much_dataset._hub.HubUnreachableError` (a ``ConnectionError``) saying what to do, unless
+  ``HF_HUB_OFFLINE=1`` asks for the local cache.
 
 Whatever the source, the result has the typed features of :func:`much_dataset.schema.features` (the hub's
 list-of-lists ``logits_*`` are cast to ``Array2D((None, 24))``, ids to int32) and every row is validated
@@ -193,6 +195,10 @@ def _build_rows(folder: Path, config, split, cache_dir, on_error, problems: list
 
 
 def _load_hub(repo_id: str, config: str, split, cache_dir, revision):
+    from much_dataset._hub import require_hub
+
+    # One short probe, one clear error (the same as the CLI's), instead of datasets' ~20 s of retries.
+    require_hub(f"much_dataset.load({repo_id!r})")
     try:
         return _load_dataset(repo_id, config, split, cache_dir, revision=revision)
     except ValueError as error:

@@ -150,6 +150,9 @@ def load_tokenizer_file(name: str, path: str | Path) -> Any:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"tokenizer file of {name!r} not found: {path}")
+    from much_dataset._transformers import import_transformers
+
+    import_transformers()  # the light install has no torch: no "PyTorch was not found" notice for a tokenizer
     if name == "llama3":
         from transformers import PreTrainedTokenizerFast
 
@@ -183,6 +186,7 @@ def offline_tokenizer(model_name: str) -> tuple[Any | None, str]:
     if path is None:
         return None, f"the offline tokenizer of {model_name} is not installed ({source.install_hint})"
     if importlib.util.find_spec("transformers") is None:
-        return None, f"the tokenizer of {model_name} needs transformers (pip install 'much-benchmark[models]')"
+        return None, (f"the tokenizer of {model_name} needs transformers, a core "
+                      "dependency: reinstall the toolkit from its checkout (pip install .)")
     tokenizer = load_tokenizer_file(name, path)
     return tokenizer, f"{model_name}: offline tokenizer from {source.origin}"

@@ -47,7 +47,10 @@ def install_metric(*, name: str = METRIC_NAME, hf_modules_cache: str | Path | No
         # evaluate.load(<path of this package's much_metric.py>) or much_metric.load_metric(), works on any version.
         raise ImportError("install_metric supports evaluate 0.4.x only; use much_metric.load_metric() or "
                           "evaluate.load(much_metric.evaluate_module.MODULE_PATH) instead")
-    from evaluate.loading import _create_importable_file, init_dynamic_modules
+    from much_dataset._transformers import quiet_torch_notice
+
+    with quiet_torch_notice():  # evaluate imports transformers; the light install has no torch
+        from evaluate.loading import _create_importable_file, init_dynamic_modules
 
     dynamic_modules_path = init_dynamic_modules(hf_modules_cache=str(hf_modules_cache) if hf_modules_cache else None)
     _, digest = _create_importable_file(
@@ -64,7 +67,10 @@ def load_metric(**kwargs: Any):
     Also installs the ``evaluate.load("much")`` name (:func:`install_metric`) on first use. Keyword arguments
     (``experiment_id``, ``keep_in_memory``, ``cache_dir``, ...) are passed to ``evaluate.load``.
     """
-    import evaluate
+    from much_dataset._transformers import quiet_torch_notice
+
+    with quiet_torch_notice():  # evaluate imports transformers; the light install has no torch
+        import evaluate
 
     if tested_version("evaluate"):
         install_metric()

@@ -19,6 +19,8 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from much_dataset._transformers import import_transformers
+
 __all__ = ["SMOLLM2", "SMOLLM2_GGUF", "SAMPLE_TOKENIZER", "smollm2_gguf_path", "load_tokenizer", "load_causal_lm"]
 
 #: Name used for the offline SmolLM2 model.
@@ -46,6 +48,8 @@ def _packaged_smollm2(eos_token: str | None = None) -> Any:
     import json
 
     from tokenizers import Tokenizer
+
+    import_transformers()  # the light install has no torch: no "PyTorch was not found" notice for a tokenizer
     from transformers import PreTrainedTokenizerFast
 
     config = json.loads((SAMPLE_TOKENIZER / "tokenizer_config.json").read_text(encoding="utf-8"))
@@ -92,6 +96,7 @@ def load_tokenizer(name_or_path: str, *, local_files_only: bool = False, eos_tok
     name_or_path = str(name_or_path)
     if name_or_path == SMOLLM2:
         return _packaged_smollm2(eos_token)
+    import_transformers()  # the light install has no torch: no "PyTorch was not found" notice for a tokenizer
     extra = {"eos_token": eos_token} if eos_token else {}
     gguf = _gguf(name_or_path)
     path = Path(name_or_path)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test command (README): installs the package with its test and docs extras, exactly at the versions of the test
 # lock (constraints/test.txt), and the offline test assets, then runs ruff, pytest and the strict documentation
-# build (scripts/build_docs.sh). Works on a fresh machine with
-# access to PyPI and npm only; nothing downloads at test time. Prints the wall time of each stage at the end, also
-# when a stage fails.
+# build (scripts/build_docs.sh). Needs, on a fresh machine: PyPI, npm (the test assets), and the pinned CPU build of
+# torch (`torch==<version>+cpu`), which only the PyTorch CPU index (https://download.pytorch.org/whl/cpu) serves --
+# or that wheel in a local folder pip finds (PIP_FIND_LINKS=<folder>), or MUCH_TORCH_BUILD=default (PyPI's build of
+# the same version, CUDA wheels on Linux x86-64). Nothing downloads at test time. Prints the wall time of each stage
+# at the end, also when a stage fails.
 #
 # Environment:
 #   - Outside a virtual environment it creates and uses ./.venv (git-ignored), so nothing lands in the system Python;
@@ -39,8 +41,15 @@ case "${MUCH_TORCH_BUILD:-cpu}" in
     cpu)
         # --no-deps: only torch itself comes from the CPU index (its dependencies resolve with the rest, below);
         # --retries/--timeout: where that index is unreachable (an offline mirror holds the wheel), fail over fast.
-        python -m pip install -q --no-deps --retries 1 --timeout 10 -c "$lock" "$torch_pin" \
-            --extra-index-url https://download.pytorch.org/whl/cpu
+        if ! python -m pip install -q --no-deps --retries 1 --timeout 10 -c "$lock" "$torch_pin" \
+                --extra-index-url https://download.pytorch.org/whl/cpu; then
+            echo "run_tests.sh: error: could not install $torch_pin: only the PyTorch CPU index" \
+                 "(https://download.pytorch.org/whl/cpu) serves it, and pip found it neither there nor in a local" \
+                 "folder. Make that index reachable, or download the wheel and rerun with PIP_FIND_LINKS=<its folder>," \
+                 "or rerun with MUCH_TORCH_BUILD=default to use PyPI's build of the same version (CUDA wheels," \
+                 "several GB)." >&2
+            exit 2
+        fi
         ;;
     default)
         unlocked=$(mktemp)

@@ -15,17 +15,52 @@ README = ROOT / "README.md"
 EXTENDING = ROOT / "docs" / "extending.md"
 
 
-def test_readme_python_example_runs(monkeypatch):
+def test_readme_python_example_runs(monkeypatch, tmp_path):
+    """Both python blocks, in order, as a reader pastes them: the library route, then the evaluate route."""
+    import warnings
+
+    from much_metric.scoring import MissingStopwordMaskWarning
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_EVALUATE_OFFLINE", "1")
-    block = re.search(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S).group(1)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block, str(README), "exec"), {})
-    printed = out.getvalue()
-    roc_auc = float(re.search(r"'roc_auc': (?:np\.float64\()?([0-9.]+)", printed).group(1))
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "modules"))  # install_metric() writes here, not in ~
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) == 2, "expected the much_metric.score example and the evaluate example"
+    assert "much_dataset.load(" in blocks[0] and "much_metric.score(" in blocks[0]
+    assert "datasets.load_dataset(" not in "".join(blocks)  # the hub rows lack stopword_mask: the loader adds it
+    namespace: dict = {}
+    printed = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingStopwordMaskWarning)
+        for block in blocks:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(block, str(README), "exec"), namespace)
+            printed.append(out.getvalue())
+    roc_auc = float(re.search(r"ROC-AUC ([0-9.]+)", printed[0]).group(1))
     assert 0.5 < roc_auc < 1.0, printed  # token entropy beats chance on real Mu-SHROOM labels
+    assert round(float(printed[1]), 4) == roc_auc  # the evaluate route gives the same number
+    assert namespace["result"].n_claims == int(re.search(r"claims (\d+)", printed[0]).group(1))
+
+
+def test_readme_quotes_evaluate_error_without_install(tmp_path):
+    """The message the README quotes is the one evaluate gives for "much" before install_metric()."""
+    import os
+    import subprocess
+    import sys
+
+    quoted = re.search(r"evaluate's own message `(Couldn't find .*?)`", README.read_text(encoding="utf-8"), re.S)
+    assert quoted, "README should quote evaluate's error for evaluate.load('much') before install_metric()"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_EVALUATE_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"),
+               HF_HOME=str(tmp_path / "hf"))
+    done = subprocess.run([sys.executable, "-c", "import evaluate; evaluate.load('much')"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    message = " ".join(quoted.group(1).split())
+    prefix, suffix = message.split("...")
+    last = done.stderr.strip().splitlines()[-1]
+    assert prefix in last and suffix in last, last
 
 
 def test_readme_extension_examples_build_a_baseline_and_a_metric():
@@ -70,3 +105,25 @@ def test_readme_links_point_to_existing_files_and_anchors():
         assert path.is_file(), f"README links to {target}, which does not exist"
         if anchor:
             assert f"{{#{anchor}}}" in path.read_text(encoding="utf-8"), f"no anchor #{anchor} in {target}"
+
+
+def test_evaluating_page_leads_with_score_and_its_evaluate_block_runs(monkeypatch, tmp_path):
+    """docs/evaluating.md: much_metric.score first; the evaluate block loads with much_dataset.load and runs."""
+    import warnings
+
+    from much_metric.scoring import MissingStopwordMaskWarning
+
+    text = (ROOT / "docs" / "evaluating.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.*)$", text, re.M)
+    assert headings[0].startswith("With the library") and headings[1].startswith("With `evaluate`"), headings
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    evaluate_block = next(block for block in blocks if "evaluate.load(" in block)
+    assert "datasets.load_dataset(" not in evaluate_block and "much_dataset.load(" in evaluate_block
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_EVALUATE_OFFLINE", "1")
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "modules"))
+    out = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(out):
+        warnings.simplefilter("error", MissingStopwordMaskWarning)
+        exec(compile(evaluate_block, "docs/evaluating.md", "exec"), {})
+    assert 0.5 < float(re.search(r"'roc_auc': (?:np\.float64\()?([0-9.]+)", out.getvalue()).group(1)) < 1.0

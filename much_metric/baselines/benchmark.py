@@ -225,7 +225,7 @@ def run_benchmark(
     >>> [row.method for row in result.rows]
     ['Max Likelihood', 'Token Entropy-24']
     >>> [row.method for row in result.floors]
-    ['[floor: random]', '[floor: constant]']
+    ['[floor: random]', '[floor: constant]', '[floor: length]']
     >>> 0 <= result.rows[0].metrics["roc_auc"] <= 1
     True
     """

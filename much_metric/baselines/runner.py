@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines.registry import TABLE_GROUPS, BaselineSpec, resolve
+from much_metric.baselines.registry import TABLE_GROUPS, BaselineSpec, display_name, resolve
 
 __all__ = [
     "TABLE3_SIGNALS",
@@ -202,7 +202,8 @@ def compute_signals(
             {"seconds": 0.0, "n_samples": 0, "n_tokens": 0}
         step = block_size if spec.needs else max(len(todo), 1)
         blocks = [todo[start : start + step] for start in range(0, len(todo), step)]
-        for block in tqdm(blocks, desc=name, unit="block", disable=not progress or len(blocks) < 2, leave=False):
+        for block in tqdm(blocks, desc=display_name(name), unit="block", disable=not progress or len(blocks) < 2,
+                          leave=False):
             part = arrays.select(block)
             start = time.perf_counter()
             flat = spec.compute(part, resources, options)

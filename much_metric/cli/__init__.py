@@ -22,36 +22,73 @@ COMMANDS = ("run", "evaluate", "segment", "monitor", "neighbours", "train", "ins
 #: Failures caused by the input, the environment or a missing optional package, not by a bug.
 EXPECTED_ERRORS = (ValueError, TypeError, OSError, KeyError, ImportError)
 
-#: Optional packages -> the extra that installs them (for ImportError messages).
+#: Optional packages -> the extra that installs them (for ImportError messages). A command whose own extra also
+#: installs the package names that extra instead (:data:`_COMMAND_EXTRAS`).
 _EXTRAS = {"torch": "models", "gguf": "models", "sentencepiece": "models", "matplotlib": "report",
            "openai": "builder", "sentence_transformers": "builder", "sklearn": "builder",
-           "safetensors": "learned", "gradio": "leaderboard", "uvicorn": "leaderboard", "fastapi": "leaderboard"}
+           "safetensors": "learned", "gradio": "leaderboard", "uvicorn": "leaderboard", "fastapi": "leaderboard",
+           "playwright": "test", "vllm": "vllm"}
+
+#: Subcommand -> (its extra, the packages of that extra it may miss): ``much train`` without torch needs ``learned``
+#: (torch + safetensors), not ``models``. tests/test_install_commands.py checks these sets against the extras.
+_COMMAND_EXTRAS = {"train": ("learned", frozenset({"torch", "safetensors"})),
+                   "leaderboard": ("leaderboard", frozenset({"gradio", "matplotlib"}))}
+
+#: Added to a torch hint: PyPI's default torch wheel pulls the CUDA stack (several GB); the CPU build is smaller.
+_CPU_TORCH_HINT = "; for CPU-only torch, first: pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
+def install_hint(package: str, command: str | None = None) -> str | None:
+    """The command that installs ``package``'s extra, run from the toolkit's checkout (it is not on PyPI)."""
+    extra = _EXTRAS.get(package)
+    if extra is None:
+        return None
+    if command in _COMMAND_EXTRAS and package in _COMMAND_EXTRAS[command][1]:
+        extra = _COMMAND_EXTRAS[command][0]
+    hint = f"from the toolkit's checkout: pip install '.[{extra}]'"
+    return hint + (_CPU_TORCH_HINT if package == "torch" else "")
+
+
+#: ``much --help``'s first line (plain text: argparse prints it as is).
+DESCRIPTION = "The much command line: run the baselines, evaluate signal files, segment, monitor, train, serve."
+
+#: ``much --help``'s last lines: where Python users go, and the evaluate error they meet before install-metric.
+EPILOG = ("From Python, score a method with much_metric.score(token_scores, token_chunks, labels, stopword_mask) "
+          "on much_dataset.load(...) data. evaluate.load(\"much\") works only after 'much install-metric' (once per "
+          "machine); before it, evaluate fails with its own message \"Couldn't find a module script at "
+          ".../much/much.py\".")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from much_dataset._version import __version__
 
-    parser = argparse.ArgumentParser(prog="much", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="much", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--traceback", action="store_true",
                         help="show the full traceback of an error instead of one line (also: MUCH_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"much_metric.cli.{name.replace('-', '_')}").register(subparsers)
+    from much_metric.cli._text import plain_help
+
+    plain_help(parser)  # the subcommands' help reuses their reST docstrings: show plain text
     return parser
 
 
-def error_message(error: BaseException) -> str:
-    """One line for an expected failure: the message, plus the extra to install for a missing package."""
+def error_message(error: BaseException, command: str | None = None) -> str:
+    """One line for an expected failure: the message, plus the extra to install for a missing package.
+
+    ``command`` is the subcommand that failed: it picks the extra when several install the package (torch).
+    """
     if isinstance(error, KeyError) and error.args:
         message = f"missing key {error.args[0]!r}"
     else:
         message = str(error) or type(error).__name__
     if isinstance(error, ImportError):
         package = (getattr(error, "name", None) or "").split(".")[0]
-        extra = _EXTRAS.get(package)
-        if extra:
-            message += f" (pip install 'much-benchmark[{extra}]')"
+        hint = install_hint(package, command)
+        if hint:
+            message += f" ({hint})"
     return " ".join(message.split())
 
 
@@ -60,9 +97,12 @@ def _debug(args: argparse.Namespace) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from much_dataset._transformers import quiet_torch_notice
+
     args = build_parser().parse_args(argv)
     try:
-        return _run(args)
+        with quiet_torch_notice():  # the light install has no torch: the commands need transformers' tokenizers only
+            return _run(args)
     finally:
         # Objects of a failed load (a parquet reader or dataset scanner held by the exception's frames, often in
         # reference cycles) would otherwise be freed only at interpreter teardown, after Arrow's thread pools and
@@ -83,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
     except EXPECTED_ERRORS as error:
         if _debug(args):
             raise
-        print(f"much {args.command}: error: {error_message(error)}", file=sys.stderr)
+        print(f"much {args.command}: error: {error_message(error, args.command)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"much {args.command}: interrupted", file=sys.stderr)

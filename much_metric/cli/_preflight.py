@@ -12,10 +12,9 @@ import argparse
 import os
 from pathlib import Path
 
-__all__ = ["check_arguments", "hub_reachable", "looks_like_hub_id", "HUB_TIMEOUT_S"]
+from much_dataset._hub import HUB_TIMEOUT_S, hub_offline, hub_reachable, unreachable_message
 
-#: Seconds to wait for the hub before failing (``datasets``/``transformers`` would retry for ~20 s).
-HUB_TIMEOUT_S = 3.0
+__all__ = ["check_arguments", "hub_reachable", "looks_like_hub_id", "HUB_TIMEOUT_S"]
 
 #: Arguments naming a file or folder that must exist (``-`` = stdin is allowed).
 _INPUTS = ("input",)
@@ -29,11 +28,6 @@ _HUB_ARGUMENTS = ("data", "tokenizer", "model", "nli_model", "calibrate")
 _DATA_ARGUMENTS = ("data", "calibrate")
 #: Names that are not hub ids although they have no path separator.
 _ALIASES = ("sample", "smollm2")
-
-
-def _offline() -> bool:
-    return any(os.environ.get(name, "").lower() in ("1", "true", "yes", "on")
-               for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
 def looks_like_hub_id(value: str) -> bool:
@@ -57,22 +51,6 @@ def _check_data(option: str, value: object) -> None:
     raise FileNotFoundError(
         f"--{option} {value}: no such folder (a dataset is 'sample', an existing local folder, or a hub id "
         "written owner/name such as orailix/MUCH)")
-
-
-def hub_reachable(timeout: float = HUB_TIMEOUT_S) -> bool:
-    """Whether the Hugging Face hub answers an HTTP request within ``timeout`` seconds (any status counts)."""
-    import urllib.error
-    import urllib.request
-
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    try:
-        with urllib.request.urlopen(urllib.request.Request(endpoint + "/api/health", method="HEAD"),
-                                    timeout=timeout):
-            return True
-    except urllib.error.HTTPError:
-        return True  # the server answered
-    except (OSError, ValueError):
-        return False
 
 
 def _check_output_file(option: str, value: str) -> None:
@@ -145,10 +123,6 @@ def check_arguments(args: argparse.Namespace) -> None:
         _check_data(name, getattr(args, name, None))
     hub_ids = [(name, value) for name in _HUB_ARGUMENTS
                if isinstance(value := getattr(args, name, None), str) and looks_like_hub_id(value)]
-    if hub_ids and not _offline() and not hub_reachable():
+    if hub_ids and not hub_offline() and not hub_reachable():
         name, value = hub_ids[0]
-        raise ConnectionError(
-            f"--{name.replace('_', '-')} {value}: the Hugging Face hub is unreachable (no answer within "
-            f"{HUB_TIMEOUT_S:g} s). If it is already in your Hugging Face cache, rerun with HF_HUB_OFFLINE=1; "
-            "otherwise pass a local folder (e.g. a `python -m builder export` folder or a saved copy)"
-        )
+        raise ConnectionError(unreachable_message(f"--{name.replace('_', '-')} {value}"))

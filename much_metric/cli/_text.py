@@ -2,20 +2,64 @@
 
 from __future__ import annotations
 
+import argparse
 import math
+import re
+import textwrap
 from collections.abc import Sequence
 from typing import Any
+
+#: Width every table and table footnote of the ``much`` commands fits in (columns beyond it go to a next block).
+TABLE_WIDTH = 120
 
 #: What the embedded sample is, said wherever its numbers are printed: they are not MUCH's.
 SAMPLE_DESCRIPTION = ("the embedded sample: Mu-SHROOM outputs scored with a small proxy model (SmolLM2-135M-Instruct), "
                       "not MUCH; numbers are not comparable with the paper's")
 
 
-#: The floors' legend: why the constant floor's PR-AUC is high (the reference's trapezoid PR-AUC draws a segment
-#: from (recall 0, precision 1) to (recall 1, precision = prevalence) for a score that ties every claim).
-FLOOR_NOTE = ("[floor: random] = seeded uniform random claim scores; [floor: constant] = one score for every claim: "
+#: The floors' legend, printed under every table that lists them: why the constant floor's PR-AUC is high (the
+#: reference's trapezoid PR-AUC draws a segment from (recall 0, precision 1) to (recall 1, precision = prevalence)
+#: for a score that ties every claim) and why a per-token random signal beats the random floor (claim length).
+FLOOR_NOTE = ("[floor: random] = seeded uniform random claim scores. [floor: constant] = one score for every claim: "
               "ROC-AUC 0.5, AP = prevalence, and PR-AUC = (1 + prevalence) / 2 because the reference's trapezoid "
-              "PR-AUC joins (recall 0, precision 1) to (recall 1, prevalence) -- a high PR-AUC is read against it")
+              "PR-AUC joins (recall 0, precision 1) to (recall 1, prevalence): its PR-AUC can beat every method, so "
+              "read PR-AUC against it (AP has no such bonus). [floor: length] = the claim's number of non-stopword "
+              "tokens: under the product aggregator a longer claim scores higher even with random token scores, so "
+              "a per-token random signal lands near this floor, above [floor: random].")
+
+
+def footnote(text: str, width: int = TABLE_WIDTH) -> str:
+    """``text`` wrapped to ``width`` columns (a table's legend); words, paths and ``[floor: x]`` never split."""
+    kept = text.replace("[floor: ", "[floor:\0")
+    return textwrap.fill(kept, width, break_long_words=False, break_on_hyphens=False).replace("\0", " ")
+
+
+_ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|obj|exc|ref|doc):`~?([^`]+)`")
+
+
+def plain_text(text: str | None) -> str | None:
+    """A docstring's reST as the plain text a terminal shows: roles and ````literals```` lose their markup, a
+    paragraph ending ``::`` ends with ``:``. ``:func:`~a.b.f``` -> ``f``, ``:mod:`a.b``` -> ``a.b``."""
+    if not text:
+        return text
+    text = _ROLE.sub(lambda m: m.group(1).rsplit(".", 1)[-1] if m.group(0).count("~") else m.group(1), text)
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    return re.sub(r"(?<=\S)::(?=\s*$)", ":", text, flags=re.M)
+
+
+def plain_help(parser: argparse.ArgumentParser) -> None:
+    """Rewrite, in place, the description, epilog and every argument help of ``parser`` and its subcommands' parsers
+    with :func:`plain_text` (the command modules reuse their docstrings as help)."""
+    parser.description = plain_text(parser.description)
+    parser.epilog = plain_text(parser.epilog)
+    for action in parser._actions:
+        if isinstance(action.help, str):
+            action.help = plain_text(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                choice.help = plain_text(choice.help)
+            for sub in dict.fromkeys(action.choices.values()):
+                plain_help(sub)
 
 
 def data_title(data: str, what: str) -> str:
@@ -27,14 +71,31 @@ def data_title(data: str, what: str) -> str:
     return f"{'MUCH ' + what.lower() if is_much(data) else what} on {data}"
 
 
-def text_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
-    """Left-aligned columns separated by two spaces, with a dashed rule under the header."""
+def text_table(rows: Sequence[Sequence[str]], header: Sequence[str], *, width: int = TABLE_WIDTH,
+               keep: int = 1) -> str:
+    """Left-aligned columns separated by two spaces, with a dashed rule under the header.
+
+    A table wider than ``width`` is split into blocks of columns, one under the other (a blank line between), each
+    repeating the first ``keep`` columns (the row names), so that every line fits in ``width`` unless a single
+    column is wider.
+    """
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+    def render(columns: Sequence[int]) -> str:
+        def line(cells: Sequence[str]) -> str:
+            return "  ".join(cells[i].ljust(widths[i]) for i in columns).rstrip()
 
-    return "\n".join([line(header), "  ".join("-" * width for width in widths), *(line(row) for row in rows)])
+        return "\n".join([line(header), "  ".join("-" * widths[i] for i in columns), *(line(row) for row in rows)])
+
+    keep = min(keep, len(header))
+    fixed = list(range(keep))
+    used = sum(widths[i] + 2 for i in fixed)
+    blocks: list[list[int]] = [[]]
+    for i in range(keep, len(header)):
+        if blocks[-1] and used + sum(widths[j] + 2 for j in blocks[-1]) + widths[i] > width:
+            blocks.append([])
+        blocks[-1].append(i)
+    return "\n\n".join(render(fixed + block) for block in blocks)
 
 
 def jsonable(value: Any) -> Any:

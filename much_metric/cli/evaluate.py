@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from much_metric.cli._text import FLOOR_NOTE, data_title, jsonable, text_table
+from much_metric.cli._text import FLOOR_NOTE, data_title, footnote, jsonable, text_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -138,7 +138,7 @@ def _format_table(table: Any) -> str:
             for value, metrics_of in groups.items():
                 rows.append([f"  {group}={value}", "", *(format_metric(metrics_of, m.key) for m in metrics),
                              str(metrics_of["n_claims"]), str(metrics_of["n_hallucinated"]), ""])
-    return text_table(rows, header)
+    return text_table(rows, header, keep=2)
 
 
 def _timings(scores: str) -> dict[str, Any]:
@@ -219,23 +219,28 @@ def _published_rows(args: argparse.Namespace, metric: str) -> list[list[str]]:
 
 
 def _format_calibration(results: list[Any]) -> str:
+    from much_metric.baselines.registry import display_name
+
     header = ["method", "aggregator", "fit claims", "measured claims", "ECE", "95% interval", "Brier",
               "Brier (prevalence)"]
     rows = []
     for r in results:
         interval = "" if r.ece_interval is None else f"[{r.ece_interval[0]:.3f}, {r.ece_interval[1]:.3f}]"
-        rows.append([r.signal_name, r.aggregator, str(r.n_fit_claims), str(r.n_eval_claims), f"{r.ece:.3f}",
-                     interval, f"{r.brier:.3f}", f"{r.brier_prevalence:.3f}"])
-    return text_table(rows, header)
+        rows.append([display_name(r.signal_name), r.aggregator, str(r.n_fit_claims), str(r.n_eval_claims),
+                     f"{r.ece:.3f}", interval, f"{r.brier:.3f}", f"{r.brier_prevalence:.3f}"])
+    return text_table(rows, header, keep=2)
 
 
 def _format_spans(spans: dict[str, Any]) -> str:
+    from much_metric.baselines.registry import display_name
+
     langs = sorted({lang for m in [*spans["methods"].values(), *spans["baselines"].values()]
                     for lang in m["per_language"]})
     header = ["method", "threshold", "IoU", "rho", *(f"IoU {lang}" for lang in langs),
               *(f"rho {lang}" for lang in langs)]
     rows = []
-    for name, m in [*spans["methods"].items(), *((f"[{k}]", v) for k, v in spans["baselines"].items())]:
+    for name, m in [*((display_name(k), v) for k, v in spans["methods"].items()),
+                    *((f"[{k}]", v) for k, v in spans["baselines"].items())]:
         per = m["per_language"]
         rows.append([name, f"{m['threshold']:.4g}" if "threshold" in m else "", f"{m['iou']:.3f}", f"{m['cor']:.3f}",
                      *(f"{per[lang]['iou']:.3f}" if lang in per else "" for lang in langs),
@@ -281,6 +286,7 @@ def _bootstrap(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     """Evaluate the signal files and print the tables; expected failures propagate to :func:`much_metric.cli.main`
     (one line ``much evaluate: error: ...``, exit 2)."""
+    from much_metric.baselines.registry import display_name
     from much_metric.signals import LABEL_CHOICES, MIN_COVERAGE, evaluate_signals, read_signals
 
     if args.labels not in LABEL_CHOICES:
@@ -356,14 +362,14 @@ def run(args: argparse.Namespace) -> int:
     for name, strangers in table.unknown.items():
         if strangers:
             more = f" (and {len(strangers) - 10} more)" if len(strangers) > 10 else ""
-            print(f"note: {name}: {len(strangers)} generation_ids of the signal file are not in the dataset and are "
-                  f"ignored: {', '.join(repr(g) for g in strangers[:10])}{more}")
+            print(f"note: {display_name(name)}: {len(strangers)} generation_ids of the signal file are not in the "
+                  f"dataset and are ignored: {', '.join(repr(g) for g in strangers[:10])}{more}")
     for name, count in table.missing.items():
         if count:
-            print(f"note: {name}: {count} samples have no values and are left out (coverage "
+            print(f"note: {display_name(name)}: {count} samples have no values and are left out (coverage "
                   f"{table.coverage[name]:.1%})")
     print(_format_table(table))
-    print(FLOOR_NOTE)
+    print(footnote(FLOOR_NOTE))
     if board:
         print()
         if board["generation"]:

@@ -3,6 +3,9 @@
 Copies the metric script of the installed package into evaluate's module cache (``$HF_MODULES_CACHE``, default
 ``~/.cache/huggingface/modules``), where ``evaluate.load`` looks for modules it cannot find locally or on the hub.
 ``much_metric.load_metric()`` does the same on first use. Rerun after upgrading the package.
+
+Before it has run, ``evaluate.load("much")`` fails with evaluate's own message "Couldn't find a module script at
+.../much/much.py. Module 'much' doesn't exist on the Hugging Face Hub either." (the toolkit cannot change it).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import argparse
 
 #: The one-line hint ``much leaderboard`` prints.
 MOVED = ("the leaderboard server moved to its own command: much-leaderboard serve [options] "
-         "(or python -m much_leaderboard serve; pip install 'much-benchmark[leaderboard]')")
+         "(or python -m much_leaderboard serve; from the toolkit's checkout: pip install '.[leaderboard]')")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

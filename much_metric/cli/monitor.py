@@ -87,6 +87,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _show_progress() -> bool:
+    """Progress lines go to a terminal only: a pipe or a log keeps the one-line error contract of ``much``."""
+    return sys.stderr.isatty()
+
+
+def _progress(message: str) -> None:
+    """One line on stderr before a step that takes seconds (model, tokenizer, data), so the first wait is explained;
+    stdout keeps only the claims (or the JSON records)."""
+    if _show_progress():
+        print(f"much monitor: {message} ...", file=sys.stderr, flush=True)
+
+
 def _fail(message: str) -> int:
     print(f"much monitor: error: {message}", file=sys.stderr)
     return 2
@@ -221,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.timeout < math.inf:
         return _fail(f"--timeout must be a positive number of seconds, got {args.timeout}")
     try:
+        _progress(f"loading the {args.method} method")
         from much_metric.monitor import ClaimMonitor, online_spec
 
         width = 24 if args.base_url is None else min(args.top_logprobs, 24)
@@ -233,18 +246,24 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{error} (--top-logprobs {width}: a server allowing 25, e.g. vllm serve "
                              "--max-logprobs 25, and --top-logprobs 25)") from None
         # The calibration data load before the model: a bad folder fails in seconds, not after the model.
+        if args.calibrate is not None:
+            _progress(f"loading the calibration data {args.calibrate}")
         calibration_data = None if args.calibrate is None else _calibration_data(args.calibrate)
         if args.base_url is None:
+            _progress(f"loading the model {args.model} on {args.device}")
             model, tokenizer = _load_model(args)
         else:
+            _progress(f"loading the tokenizer of {args.tokenizer or args.model}")
             tokenizer = _load_tokenizer(args.tokenizer or args.model)
         threshold = 0.5 if args.threshold is None and args.calibrate is None else args.threshold
         monitor = ClaimMonitor(tokenizer, args.method, aggregator=args.aggregator, threshold=threshold,
                                top_k=width, neighbours=resources["neighbours"])
         if args.calibrate is not None:
+            _progress("calibrating the threshold")
             result = monitor.calibrate(calibration_data, target_fpr=args.target_fpr,
                                        target_precision=args.target_precision)
             print(f"calibrated on {args.calibrate}: {result}", file=sys.stderr)
+        _progress("generating" if args.base_url is None else f"streaming from {args.base_url}")
         claims = _served_claims(args, monitor) if args.base_url else _local_claims(args, monitor, model, tokenizer)
         flagged = total = 0
         for claim in claims:

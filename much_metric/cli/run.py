@@ -32,7 +32,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from much_metric.cli._text import FLOOR_NOTE, data_title, text_table
+from much_metric.cli._text import FLOOR_NOTE, data_title, footnote, text_table
 
 #: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
 _TABLE3_METRICS = ("roc_auc", "pr_auc")
@@ -196,7 +196,7 @@ def _print(result: Any) -> None:
     print(text_table([[r.method, *(_cell(r.metrics, metric.key) for metric in others)]
                       for r in [*result.rows, *result.floors]], ["Method", *(metric.label for metric in others)]))
     if result.floors:
-        print(FLOOR_NOTE)
+        print(footnote(FLOOR_NOTE))
     if result.out is not None:
         print(f"\nsignals written to {result.out}/<signal_name>.{result.file_format} (rerun reuses them; "
               f"`much evaluate --scores {result.out}` scores them again)")

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     missing = [name for name in ("torch", "safetensors") if importlib.util.find_spec(name) is None]
     if missing:  # the extra is `learned`, not `models` (the generic hint for a missing torch)
         raise ModuleNotFoundError(f"much train needs {' and '.join(missing)}: install the extra 'learned' "
-                                  "(pip install -e '.[learned]' from a checkout)")
+                                  "(from the toolkit's checkout: pip install '.[learned]')")
 
     if not 0.0 < args.validation_fraction < 1.0:  # before the data loads
         raise ValueError(f"--validation-fraction must be in (0, 1), got {args.validation_fraction}")

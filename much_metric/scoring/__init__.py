@@ -15,7 +15,7 @@ the positive class of every metric is the hallucinated claim (label -1).
 * :func:`prr` -- prediction-rejection ratio (also the table's ``prr`` / ``prr_50`` entries);
 * :func:`fit_calibrator` (isotonic / binned) -> :class:`Calibrator`, :func:`ece`, :func:`brier`,
   :func:`reliability_diagram`, :func:`bootstrap_ece` -- calibration of claim scores into probabilities;
-* :func:`random_baseline`, :func:`constant_baseline`, :func:`constant_expected` -- floors;
+* :func:`random_baseline`, :func:`length_scores`, :func:`constant_baseline`, :func:`constant_expected` -- floors;
 * :func:`leaderboard`, :func:`rank_probabilities`, :func:`pairwise_p_values` -- ranking methods on the same claims.
 
 ``__all__`` is what a user calls. The flat building blocks that the toolkit's own evaluation loop, ranking and
@@ -31,11 +31,11 @@ from much_metric.scoring._aggregation import (
     MuchMetricWarning,
     claim_layout,
 )
-from much_metric.scoring._api import aggregate_claims, compare, score, score_claims
+from much_metric.scoring._api import MissingStopwordMaskWarning, aggregate_claims, compare, score, score_claims
 from much_metric.scoring._bootstrap import Bootstrap, bootstrap_intervals, paired_bootstrap
 from much_metric.scoring._calibration import Calibrator, bootstrap_ece, brier, ece, reliability_diagram
 from much_metric.scoring._calibration import fit as fit_calibrator
-from much_metric.scoring._floors import constant_baseline, constant_expected, random_baseline
+from much_metric.scoring._floors import constant_baseline, constant_expected, length_scores, random_baseline
 from much_metric.scoring._leaderboard import leaderboard, pairwise_p_values, rank_probabilities
 from much_metric.scoring._ranking import METRIC_TABLE, METRICS, Curves, Metric, pr_curve, roc_curve
 from much_metric.scoring._rejection import prr, rejection_curve
@@ -52,6 +52,7 @@ __all__ = [
     "ece",
     "fit_calibrator",
     "leaderboard",
+    "length_scores",
     "pairwise_p_values",
     "prr",
     "random_baseline",
@@ -66,6 +67,7 @@ __all__ = [
     "ClaimLayout",
     "Curves",
     "Metric",
+    "MissingStopwordMaskWarning",
     "MuchMetricWarning",
     "aggregate_claims",
     "bootstrap_intervals",

@@ -1,10 +1,15 @@
-"""Floors for a metric table: a seeded random baseline and the constant (prevalence) baseline.
+"""Floors for a metric table: a seeded random baseline, a claim-length baseline and the constant baseline.
 
 PR numbers depend on class balance (lm-polygraph #242), so every table should show what a method without any
 signal gets on the same claims:
 
 * :func:`random_baseline`: uniform random claim scores from a seeded generator, evaluated with the same code as
   every method (one draw by default; ``n_draws`` > 1 averages);
+* :func:`length_scores`: each claim's length (its tokens that are not stopwords) as its score. Under the ``product``
+  aggregator (``1 - prod(1 - s)``) a longer claim scores higher even when the token scores are pure noise, so a
+  per-token random signal beats the claim-level random floor through length alone
+  (tests/much_metric/scoring/test_length_floor.py measures it on the embedded sample); this floor shows what length
+  alone gets;
 * :func:`constant_baseline`: one score for every claim (a single threshold), evaluated exactly. Its values are
   known in closed form with prevalence ``pi`` (share of hallucinated claims): ROC-AUC 0.5; average precision
   ``pi``; trapezoidal PR-AUC ``(1 + pi) / 2`` (the reference's ``auc(recall, precision)`` joins (0, 1) to
@@ -16,9 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from much_metric.scoring._aggregation import ClaimLayout
 from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
 
-__all__ = ["random_scores", "random_baseline", "constant_baseline", "constant_expected"]
+__all__ = ["random_scores", "random_baseline", "length_scores", "constant_baseline", "constant_expected"]
 
 
 def _labels(hallucinated) -> np.ndarray:
@@ -47,6 +53,24 @@ def random_baseline(hallucinated, *, random_state: int | None = 0, n_draws: int 
     rng = np.random.default_rng(random_state)
     draws = [_evaluate(rng.random(labels.size), labels) for _ in range(n_draws)]
     return {key: float(np.mean([d[key] for d in draws])) for key in draws[0]}
+
+
+def length_scores(layout: ClaimLayout) -> np.ndarray:
+    """Per evaluated claim of ``layout``, its number of tokens that are not stopwords (all its tokens without a mask).
+
+    These are the tokens whose scores the ``product`` aggregator combines (stopwords are nulled or excluded), so
+    the claim score of independent random token scores grows with this count: the length-only floor.
+
+    >>> from much_metric.scoring import claim_layout, length_scores
+    >>> layout = claim_layout([[[0], [1, 2, 3], [4]]], [5], stopword_mask=[[False, False, True, False, False]])
+    >>> length_scores(layout).tolist()                  # the EOS claim [4] is dropped; token 2 is a stopword
+    [1.0, 2.0]
+    """
+    offsets = layout.claim_offsets
+    if layout.stopword is None:
+        return np.diff(offsets).astype(np.float64)
+    counted = np.concatenate([[0], np.cumsum(~np.asarray(layout.stopword, dtype=bool))])
+    return (counted[offsets[1:]] - counted[offsets[:-1]]).astype(np.float64)
 
 
 def constant_baseline(hallucinated) -> dict[str, float]:

@@ -2,7 +2,8 @@
 
 Joins ``{signal_name: {generation_id: token values}}`` (:func:`much_metric.signals._files.read_signals`) with the rows
 of a MUCH split by ``generation_id``, then scores every (signal, aggregator) pair with
-:func:`much_metric.scoring.score_claims`, and adds the floors (a seeded random and a constant score on the same claims).
+:func:`much_metric.scoring.score_claims`, and adds the floors (seeded random, constant and claim-length scores on
+the same claims).
 
 * **Claim-level signals**: a signal whose name ends with :data:`CLAIM_SUFFIX` (``"@claim"``, e.g.
   ``p_true@claim``) -- or that is named in ``claim_signals`` -- holds one value per chunk of ``token_chunks`` (EOS
@@ -35,7 +36,7 @@ from much_dataset.schema import (
     STOPWORD_MASK,
     TOKEN_CHUNKS,
 )
-from much_metric.scoring import AGGREGATORS, Bootstrap, MuchMetricWarning, claim_layout, score_claims
+from much_metric.scoring import AGGREGATORS, Bootstrap, MuchMetricWarning, claim_layout, length_scores, score_claims
 from much_metric.scoring.engine import aggregate_flat, flatten_scores
 
 __all__ = ["BREAKDOWNS", "CLAIM_SUFFIX", "FLOORS", "LABEL_CHOICES", "MIN_COVERAGE", "EvaluationTable", "SignalResult",
@@ -49,7 +50,7 @@ LABEL_CHOICES = (LABELS, HUMAN_LABELS_0, HUMAN_LABELS_1, "human-agreed")
 #: Signal names ending with this hold one value per chunk (claim-level methods: P(True), judges, sampling).
 CLAIM_SUFFIX = "@claim"
 #: Names of the floor rows (reference rows, not methods).
-FLOORS = ("floor: random", "floor: constant")
+FLOORS = ("floor: random", "floor: constant", "floor: length")
 
 
 @dataclass(kw_only=True)
@@ -143,17 +144,21 @@ def ground_truth(columns: Mapping[str, list], labels: str = LABELS) -> list[list
 
 def _floor_results(columns: Mapping[str, list], rows: list[int], truth: list, by: Sequence[str],
                    bootstrap: Bootstrap | None, random_state: int | None) -> list[SignalResult]:
-    """The floors on the claims of ``rows``: seeded uniform random scores and one constant score."""
+    """The floors on the claims of ``rows``: seeded uniform random scores, one constant score, and each claim's
+    length (its non-stopword tokens, :func:`much_metric.scoring.length_scores`)."""
     generation_ids = [columns[GENERATION_ID][i] for i in rows]
+    masks = [columns[STOPWORD_MASK][i] for i in rows] if STOPWORD_MASK in columns else None
     layout = claim_layout([columns[TOKEN_CHUNKS][i] for i in rows],
                           [len(columns[OUTPUT_TOKENS][i]) for i in rows],
-                          labels=[truth[i] for i in rows], generation_ids=generation_ids)
+                          labels=[truth[i] for i in rows], generation_ids=generation_ids,
+                          stopword_mask=masks if masks is not None and all(m is not None for m in masks) else None)
     hallucinated = layout.labels == HALLUCINATED
     groups = {name: [_group_value(name, columns, i) for i in rows] for name in by}
     claim_groups = {name: np.asarray(vals, dtype=object)[layout.claim_sample] for name, vals in groups.items()}
     claim_rows = np.asarray(rows, dtype=np.int64)[layout.claim_sample]
     draws = {FLOORS[0]: np.random.default_rng(random_state).random(layout.n_claims),
-             FLOORS[1]: np.zeros(layout.n_claims)}
+             FLOORS[1]: np.zeros(layout.n_claims),
+             FLOORS[2]: length_scores(layout)}
     out = []
     for name, claims in draws.items():
         with warnings.catch_warnings():

@@ -218,6 +218,14 @@ def _table(rows: Sequence[tuple[str, str, dict[str, Any], str]], first: str) -> 
     return "\n".join(out)
 
 
+#: Under the results table: why the constant floor's PR-AUC is high and what the length floor shows.
+FLOOR_FOOTNOTE = ("Floors: the constant floor's PR-AUC is (1 + prevalence) / 2, because the reference's trapezoid "
+                  "PR-AUC joins (recall 0, precision 1) to (recall 1, prevalence): it can beat every method, so "
+                  "read PR-AUC against it (AP has no such bonus). The length floor scores a claim by its number of "
+                  "non-stopword tokens: under the product aggregator longer claims score higher even with random "
+                  "token scores.")
+
+
 def _glossary() -> str:
     items = [(m.label, m.description) for m in METRIC_TABLE]
     items += [
@@ -226,6 +234,8 @@ def _glossary() -> str:
         ("floor: random", "seeded uniform random claim scores on the same claims: what no signal at all gets"),
         ("floor: constant", "one score for every claim: ROC-AUC 0.5, AP = prevalence, PR-AUC = (1 + prevalence)/2 "
                             "(the reference's trapezoid PR-AUC joins recall 0, precision 1 to recall 1, prevalence)"),
+        ("floor: length", "the claim's number of non-stopword tokens: under the product aggregator longer claims score "
+                          "higher even with random token scores, so a per-token random signal lands near it"),
         ("P(rank)", "share of bootstrap resamples in which the method holds the rank it has on the full data"),
         ("p-value", "two-sided paired-bootstrap p-value of 'no difference' between two methods"),
         ("lang gap", "best minus worst per-language value of the ranking metric"),
@@ -344,6 +354,8 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     rows = [(display_name(r.signal_name), r.aggregator, r.metrics, "") for r in results]
     rows += [(r.signal_name, r.aggregator, r.metrics, "floor") for r in table.floors]
     parts.append(_table(rows, "method"))
+    if table.floors:
+        parts.append(f"<p class='note'>{html.escape(FLOOR_FOOTNOTE)}</p>")
     if leaderboard:
         parts.append(_leaderboard_html(leaderboard))
     parts.append("<h2>Methods compared</h2>")

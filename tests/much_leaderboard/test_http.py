@@ -101,8 +101,8 @@ def test_serve_without_gradio_names_the_extra(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gradio" else real(name, *a))
     assert main(["serve", "--store", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err
-    assert err == "much-leaderboard: error: much-leaderboard serve needs gradio (pip install " \
-                  "'much-benchmark[leaderboard]')\n"
+    assert err == "much-leaderboard: error: much-leaderboard serve needs gradio (from the toolkit's checkout: " \
+                  "pip install '.[leaderboard]')\n"
     assert not (tmp_path / "s").exists()  # refused before anything is created
 
 

@@ -88,7 +88,8 @@ def test_result_is_frozen_and_to_dict_round_trips_through_json(sample, tmp_path)
     payload = result.to_dict()
     assert json.loads(json.dumps(payload, allow_nan=False)) == payload
     assert payload["results"][0]["signal_name"] == "max_likelihood"
-    assert [floor["method"] for floor in payload["floors"]] == ["[floor: random]", "[floor: constant]"]
+    floors = ["[floor: random]", "[floor: constant]", "[floor: length]"]
+    assert [floor["method"] for floor in payload["floors"]] == floors
     assert result.out == tmp_path / "signals" and (tmp_path / "signals" / "max_likelihood.jsonl").is_file()
     assert (tmp_path / "signals" / "timings.json").is_file()
     again = run_benchmark(sample.select(range(60)), signals=["max_likelihood"], bootstrap=None,

@@ -116,6 +116,6 @@ def test_error_messages_are_one_line_and_name_the_extra():
     assert error_message(KeyError("labels")) == "missing key 'labels'"
     assert error_message(ValueError("first\n  second")) == "first second"
     missing = ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
-    assert error_message(missing).endswith("(pip install 'much-benchmark[report]')")
-    assert error_message(ModuleNotFoundError("No module named 'torch'", name="torch.nn")).endswith("[models]')")
+    assert error_message(missing).endswith("(from the toolkit's checkout: pip install '.[report]')")
+    assert "pip install '.[models]'" in error_message(ModuleNotFoundError("No module named 'torch'", name="torch.nn"))
     assert error_message(OSError()) == "OSError"

@@ -91,7 +91,7 @@ def test_nli_signal_without_torch_names_the_models_extra_before_any_loading(tmp_
     assert time.perf_counter() - started < 5
     err = capsys.readouterr().err
     assert err.startswith("much run: error: --signals ccp_10_8: needs an NLI model") and err.count("\n") == 1
-    assert "pip install 'much-benchmark[models]'" in err
+    assert "pip install '.[models]'" in err
 
 
 def test_report_without_matplotlib_fails_before_the_evaluation(tmp_path, capsys, without, no_data_loading):
@@ -101,7 +101,7 @@ def test_report_without_matplotlib_fails_before_the_evaluation(tmp_path, capsys,
     assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--report", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("much evaluate: error: --report draws its figures with matplotlib") and err.count("\n") == 1
-    assert "pip install 'much-benchmark[report]'" in err
+    assert "pip install '.[report]'" in err
 
 
 def test_sample_outputs_say_they_are_not_much(tmp_path, capsys, monkeypatch):

@@ -42,7 +42,7 @@ def _claims(rows, labels_column=schema.LABELS):
 
 def test_floors_are_the_seeded_random_and_constant_scores(rows):
     table = evaluate_signals(rows, _signals(rows), bootstrap=None)
-    random_row, constant_row = table.floors
+    random_row, constant_row, length_row = table.floors
     y = _claims(rows)
     expected_scores = np.random.default_rng(0).random(len(y))
     np.testing.assert_array_equal(random_row.claim_scores, expected_scores)
@@ -51,6 +51,9 @@ def test_floors_are_the_seeded_random_and_constant_scores(rows):
     assert constant_row.metrics["average_precision"] == pytest.approx(y.mean())
     assert constant_row.metrics["pr_auc"] == pytest.approx((1 + y.mean()) / 2)
     assert constant_row.metrics["prr"] == pytest.approx(0.0, abs=1e-12)
+    lengths = length_row.claim_scores  # non-stopword token counts (tests/much_metric/scoring/test_length_floor.py)
+    assert np.all(lengths == np.round(lengths)) and lengths.min() >= 0 and len(lengths) == len(y)
+    assert length_row.metrics["roc_auc"] == pytest.approx(roc_auc_score(y, lengths), abs=1e-12)
     assert evaluate_signals(rows, _signals(rows), bootstrap=None, floors=False).floors == []
 
 
@@ -138,7 +141,7 @@ def test_rank_methods_matches_leaderboard_and_per_language_values(rows):
             assert row["relative_runtime"] == pytest.approx(0.02)
         else:
             assert row["seconds"] is None
-    assert set(board["floors"]) == {"floor: random", "floor: constant"}
+    assert set(board["floors"]) == {"floor: random", "floor: constant", "floor: length"}
     with pytest.raises(ValueError, match="--rank must be one of"):
         rank_methods(table, "accuracy")
 
