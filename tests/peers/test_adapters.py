@@ -119,6 +119,17 @@ def test_peer_bug_boosted_prob_claim_fails_on_a_batch():
         BoostedProbClaim()({"greedy_log_probs": log_probs, "greedy_tokens": [[0, 1], [0]], "claims": claims})
 
 
+def test_peer_finding_renyi_and_fisher_rao_score_a_peaked_row_higher():
+    """LM-Polygraph 0.7.0 documents both as "higher = more uncertain", yet a confident row scores above a uniform one
+    (docs/peers.md); on the sample they rank claims below chance. If this fails, update the docs."""
+    from lm_polygraph.estimators import FisherRao, RenyiNeg
+
+    peaked, flat = np.log([[0.97] + [0.03 / 23] * 23]), np.log(np.full((1, 24), 1 / 24))
+    for estimator in (RenyiNeg(), FisherRao()):
+        scores = estimator({"greedy_log_probs": [peaked, flat]})
+        assert scores[0] > scores[1]
+
+
 def test_peer_pitfall_a_missing_token_gets_minus_100_and_the_adapters_refuse_it(arrays):
     from lm_polygraph.stat_calculators.vllm_logprobs_extraction import VLLMLogprobsExtractionCalculator
 
