@@ -15,7 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.schema import GENERATION_ID, LOGITS_TOKEN_IDS, LOGITS_VALUES, OUTPUT_TOKENS, TOP_K
+from much_dataset.schema import (
+    GENERATION_ID,
+    LOGITS_TOKEN_IDS,
+    LOGITS_VALUES,
+    OUTPUT_TOKENS,
+    STOPWORD_MASK,
+    TOKEN_CHUNKS,
+    TOP_K,
+)
 
 __all__ = ["TokenArrays", "per_sample", "token_arrays"]
 
@@ -38,6 +46,11 @@ class TokenArrays:
     probabilities : ndarray of shape (N_tokens, K), float64
         ``logits_values``: their probabilities (temperature-scaled softmax over the full vocabulary, not
         renormalised, so rows sum to <= 1).
+    token_chunks : list of list of list of int, length n_samples, or None
+        Each sample's claims (``token_chunks``: sample-local token indices, EOS claim included) when the split has
+        that column, for methods that score whole claims (the LM-Polygraph / UQLM adapters); None otherwise.
+    stopword_mask : ndarray of shape (N_tokens,), bool, or None
+        ``stopword_mask`` concatenated (True = stopword) when the split has that column; None otherwise.
     """
 
     generation_ids: list[str]
@@ -45,6 +58,8 @@ class TokenArrays:
     output_tokens: np.ndarray
     candidate_ids: np.ndarray
     probabilities: np.ndarray
+    token_chunks: list[list[list[int]]] | None = None
+    stopword_mask: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:
@@ -74,7 +89,8 @@ class TokenArrays:
             return self
         order = np.argsort(-p, axis=1, kind="stable")
         return TokenArrays(self.generation_ids, self.offsets, self.output_tokens,
-                           np.take_along_axis(self.candidate_ids, order, axis=1), np.take_along_axis(p, order, axis=1))
+                           np.take_along_axis(self.candidate_ids, order, axis=1), np.take_along_axis(p, order, axis=1),
+                           self.token_chunks, self.stopword_mask)
 
     def token_index(self, samples: Sequence[int]) -> np.ndarray:
         """Flat positions of the tokens of ``samples`` (in the given order), without a per-token loop."""
@@ -93,6 +109,8 @@ class TokenArrays:
         return TokenArrays(
             [self.generation_ids[s] for s in samples], offsets, self.output_tokens[index],
             self.candidate_ids[index], self.probabilities[index],
+            None if self.token_chunks is None else [self.token_chunks[s] for s in samples],
+            None if self.stopword_mask is None else self.stopword_mask[index],
         )
 
 
@@ -159,14 +177,37 @@ def _from_rows(rows: Sequence[Mapping[str, Any]]):
     return ids, np.asarray(lengths, dtype=np.int64), flat, pack(LOGITS_TOKEN_IDS), pack(LOGITS_VALUES)
 
 
+def _claim_columns(table: Any) -> tuple[list | None, tuple[np.ndarray, np.ndarray] | None]:
+    """(token_chunks per sample, (stopword_mask lengths, flat mask)) of an Arrow table, None for an absent column."""
+    if table is None:
+        return None, None
+    names = table.column_names
+    chunks = table.column(TOKEN_CHUNKS).to_pylist() if TOKEN_CHUNKS in names else None
+    mask = None
+    if STOPWORD_MASK in names:
+        mask_lengths, values = _arrow_list(table.column(STOPWORD_MASK))
+        mask = (mask_lengths, np.asarray(values.to_numpy(zero_copy_only=False), dtype=bool))
+    return chunks, mask
+
+
+def _claim_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list | None, tuple[np.ndarray, np.ndarray] | None]:
+    """As :func:`_claim_columns` for row mappings (a column counts when every row has it)."""
+    chunks = [row[TOKEN_CHUNKS] for row in rows] if rows and all(TOKEN_CHUNKS in row for row in rows) else None
+    mask = None
+    if rows and all(STOPWORD_MASK in row for row in rows):
+        parts = [np.asarray(row[STOPWORD_MASK], dtype=bool).reshape(-1) for row in rows]
+        mask = (np.asarray([len(part) for part in parts], dtype=np.int64), np.concatenate(parts))
+    return chunks, mask
+
+
 def token_arrays(dataset: Any) -> TokenArrays:
     """Concatenate a split's ``output_tokens``, ``logits_token_ids`` and ``logits_values``.
 
     Parameters
     ----------
     dataset : datasets.Dataset, pyarrow.Table, sequence of row mappings, or TokenArrays
-        A MUCH split (needs ``generation_id``, ``output_tokens``, ``logits_token_ids``, ``logits_values``).
-        A ``TokenArrays`` is returned unchanged.
+        A MUCH split (needs ``generation_id``, ``output_tokens``, ``logits_token_ids``, ``logits_values``;
+        ``token_chunks`` and ``stopword_mask`` are kept when present). A ``TokenArrays`` is returned unchanged.
 
     Returns
     -------
@@ -187,13 +228,18 @@ def token_arrays(dataset: Any) -> TokenArrays:
             raise ValueError(f"the dataset lacks column(s) {missing}")
         # The "arrow" format honours .select()/.filter() index mappings; the buffers are not copied otherwise.
         parts = _from_arrow(dataset.select_columns(list(_COLUMNS)).with_format("arrow")[:])
+        claim_columns = [name for name in (TOKEN_CHUNKS, STOPWORD_MASK) if name in dataset.column_names]
+        claims = _claim_columns(dataset.select_columns(claim_columns).with_format("arrow")[:] if claim_columns
+                                else None)
     elif hasattr(dataset, "column_names") and hasattr(dataset, "column"):  # pyarrow.Table
         missing = [name for name in _COLUMNS if name not in dataset.column_names]
         if missing:
             raise ValueError(f"the table lacks column(s) {missing}")
         parts = _from_arrow(dataset)
+        claims = _claim_columns(dataset)
     elif isinstance(dataset, Sequence) and not isinstance(dataset, str | bytes):
         parts = _from_rows(dataset)
+        claims = _claim_rows(dataset)
     else:
         raise TypeError(f"expected a datasets.Dataset, a pyarrow.Table or a list of rows, got {type(dataset).__name__}")
     ids, lengths, tokens, (id_rows, id_widths, id_values), (p_rows, p_widths, p_values) = parts
@@ -216,7 +262,15 @@ def token_arrays(dataset: Any) -> TokenArrays:
             fail(sample, f"field {name!r} row {token - offsets[sample]} has {widths[token]} candidates, expected "
                          f"{width} like the first row")
     probabilities = np.asarray(p_values, dtype=np.float64).reshape(-1, width)
-    arrays = TokenArrays(ids, offsets, tokens, np.asarray(id_values, dtype=np.int64).reshape(-1, width), probabilities)
+    chunks, mask = claims
+    if mask is not None:
+        mask_lengths, mask = mask
+        if (bad := np.flatnonzero(mask_lengths != lengths)).size:
+            sample = int(bad[0])
+            fail(sample, f"field {STOPWORD_MASK!r} has {mask_lengths[sample]} entries but {OUTPUT_TOKENS!r} has "
+                         f"{lengths[sample]} tokens")
+    arrays = TokenArrays(ids, offsets, tokens, np.asarray(id_values, dtype=np.int64).reshape(-1, width), probabilities,
+                         chunks, mask)
     invalid = ~np.isfinite(probabilities) | (probabilities < 0) | (probabilities > 1)
     if invalid.any():
         token, column = np.argwhere(invalid)[0]

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The much-peers plugin's tests (tests/peers/) in their own venv: LM-Polygraph and UQLM installed beside the
+# toolkit. They cannot share the main test lock: UQLM pins numpy < 2 and transformers < 5 (and its resolution picks
+# pyarrow 26, which fails at `import uqlm`); plugins/much-peers/constraints.txt holds the versions that resolve.
+# Usage: scripts/run_peer_tests.sh [pytest args]   (VENV=/path overrides .venv-peers)
+# MUCH_REQUIRE_PEERS=1 makes a missing peer an error instead of a skip. Prints the install and test times.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv-peers}
+start=$(date +%s)
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+  # torch CPU only (LM-Polygraph imports it; the default index build pulls the CUDA wheels)
+  "$VENV/bin/pip" install -q "torch==2.13.0+cpu" || "$VENV/bin/pip" install -q "torch==2.13.0" \
+    --index-url https://download.pytorch.org/whl/cpu
+  "$VENV/bin/pip" install -q -c plugins/much-peers/constraints.txt -e . -e plugins/much-peers pytest
+fi
+installed=$(date +%s)
+echo "run_peer_tests: venv ready in $((installed - start)) s"
+export PYTHONPATH=$PWD MUCH_REQUIRE_PEERS=1 HF_HUB_OFFLINE=1
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/peers "$@"
+echo "run_peer_tests: tests ran in $(( $(date +%s) - installed )) s"
