@@ -26,7 +26,16 @@ is first accessed. So a plugin may import :class:`Baseline` from here while it i
 from __future__ import annotations
 
 from much_metric._lazy import lazy_attributes
-from much_metric.baselines.registry import Baseline, available, register, resolve, signal_groups, unregister
+from much_metric.baselines.registry import (
+    Baseline,
+    available,
+    display_method,
+    display_name,
+    register,
+    resolve,
+    signal_groups,
+    unregister,
+)
 
 #: Public name -> the module defining it, imported on first access.
 _LAZY = {
@@ -54,7 +63,8 @@ _LAZY = {
     "PerSampleDecoder": "much_metric.baselines.context",
 }
 
-__all__ = ["Baseline", "available", "register", "resolve", "signal_groups", "unregister", *_LAZY]
+__all__ = ["Baseline", "available", "display_method", "display_name", "register", "resolve", "signal_groups",
+           "unregister", *_LAZY]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

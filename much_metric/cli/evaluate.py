@@ -384,12 +384,13 @@ def run(args: argparse.Namespace) -> int:
             payload["spans"] = spans
         atomic_write_bytes(Path(args.json), json.dumps(jsonable(payload), indent=2).encode("utf-8"))
     if args.report:
+        from much_metric.baselines import display_name
         from much_metric.signals import write_report
 
         try:
             write_report(args.report, table, title=data_title(args.data, "Evaluation"), source=str(args.data),
                          leaderboard=board, calibration=calibration,
-                         spans=spans, figures=args.figures)
+                         spans=spans, figures=args.figures, display=display_name)
         except ImportError as error:  # matplotlib is an optional dependency (extra "report"): main names the extra
             raise ImportError(f"--report needs matplotlib ({error})", name=error.name or "matplotlib") from error
         print(f"report written to {args.report}" + (f" (figures in {args.figures})" if args.figures else ""))

@@ -26,6 +26,9 @@ from much_metric.segmentation._treebank import nltk_treebank, split_by_contracti
 
 __all__: list[str] = []
 
+#: Versions of much-segmenter whose output can be reproduced.
+COMPAT_VERSIONS: tuple[str, ...] = ("0.3.0", "0.2.1")
+
 
 class SegmenterInputError(ValueError, IndexError):
     """Input that much-segmenter itself rejects (it raises ``IndexError`` or ``ValueError`` there)."""

@@ -16,14 +16,13 @@ import io
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from much_metric.baselines.registry import display_method, display_name
 from much_metric.scoring import METRIC_TABLE, METRICS, pr_curve, rejection_curve, roc_curve
 from much_metric.signals._evaluation import EvaluationTable, SignalResult
 
@@ -152,7 +151,7 @@ def _curves_figure(curves: Sequence[tuple], title: str) -> Any:
     return fig
 
 
-def _reliability_figure(calibration: Sequence[Any]) -> Any:
+def _reliability_figure(calibration: Sequence[Any], display: Callable[[str], str]) -> Any:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6, 5))
@@ -163,7 +162,7 @@ def _reliability_figure(calibration: Sequence[Any]) -> Any:
         filled = d["count"] > 0
         dense = d["count"] >= SPARSE_BIN_CLAIMS
         sparse = filled & ~dense
-        name = display_name(r.signal_name)
+        name = display(r.signal_name)
         label = name if r.aggregator in ("—", "") else f"{name} ({r.aggregator})"
         color = f"C{k % 10}"
         # The line joins only bins with enough claims: a bin of three claims must not draw a spike.
@@ -243,7 +242,7 @@ def _random_cells(low: float, high: float, rank_probability: float | None) -> st
     return f"<td>[{low:.3f}, {high:.3f}]</td><td>{rank_probability:.2f}</td>"
 
 
-def _leaderboard_html(board: dict[str, Any]) -> str:
+def _leaderboard_html(board: dict[str, Any], display_method: Callable[[str], str]) -> str:
     resampled = bool(board["n_resamples"])
     what = (f"{board['n_resamples']} paired bootstrap resamples" if resampled else
             "no bootstrap: ranked by the point values, without interval, P(rank) or p-value")
@@ -278,17 +277,17 @@ def _leaderboard_html(board: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _calibration_html(calibration: Sequence[Any], figures: _Figures) -> str:
+def _calibration_html(calibration: Sequence[Any], figures: _Figures, display: Callable[[str], str]) -> str:
     out = ["<h2>Calibration</h2>", "<table><tr><th>method</th><th>aggregator</th><th>fit claims</th>"
            "<th>measured claims</th><th>ECE</th><th>95% interval</th><th>Brier</th><th>Brier (prevalence)</th></tr>"]
     for r in calibration:
         interval = "" if r.ece_interval is None else f"[{r.ece_interval[0]:.3f}, {r.ece_interval[1]:.3f}]"
-        out.append(f"<tr><td class='name'>{html.escape(display_name(r.signal_name))}</td>"
+        out.append(f"<tr><td class='name'>{html.escape(display(r.signal_name))}</td>"
                    f"<td>{html.escape(r.aggregator)}</td>"
                    f"<td>{r.n_fit_claims}</td><td>{r.n_eval_claims}</td><td>{r.ece:.3f}</td><td>{interval}</td>"
                    f"<td>{r.brier:.3f}</td><td>{r.brier_prevalence:.3f}</td></tr>")
     out.append("</table>")
-    out.append(_img(figures.save(_reliability_figure(calibration), "reliability"),
+    out.append(_img(figures.save(_reliability_figure(calibration, display), "reliability"),
                     "Reliability diagram of the isotonic-calibrated probabilities on the measured samples"))
     return "\n".join(out)
 
@@ -316,9 +315,16 @@ def _spans_html(spans: dict[str, Any]) -> str:
 
 def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", source: str = "",
                   leaderboard: dict[str, Any] | None = None, calibration: Sequence[Any] | None = None,
-                  spans: dict[str, Any] | None = None, figures: str | os.PathLike | None = None) -> str:
+                  spans: dict[str, Any] | None = None, figures: str | os.PathLike | None = None,
+                  display: Callable[[str], str] = str) -> str:
     """The HTML page (a string) for an :class:`~much_metric.signals._evaluation.EvaluationTable`; optional
-    sections for a leaderboard, calibration results and span scores; ``figures``: folder for PNG/SVG copies."""
+    sections for a leaderboard, calibration results and span scores; ``figures``: folder for PNG/SVG copies;
+    ``display``: the table label of a signal name (the command passes
+    :func:`much_metric.baselines.display_name`; the signals stage sits below the registry and does not import it)."""
+    def display_method(method: str) -> str:  # "<signal name> (<aggregator>)": the aggregator kept
+        name, separator, rest = str(method).partition(" (")
+        return display(name) + separator + rest
+
     saver = _Figures(figures)
     results: list[SignalResult] = table.results
     signals = list(dict.fromkeys(r.signal_name for r in results))
@@ -341,15 +347,15 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     if notes:
         parts.append(f"<p class='note'>Samples without values, left out: {', '.join(notes)}.</p>")
     parts.append("<h2>Results</h2>")
-    rows = [(display_name(r.signal_name), r.aggregator, r.metrics, "") for r in results]
+    rows = [(display(r.signal_name), r.aggregator, r.metrics, "") for r in results]
     rows += [(r.signal_name, r.aggregator, r.metrics, "floor") for r in table.floors]
     parts.append(_table(rows, "method"))
     if leaderboard:
-        parts.append(_leaderboard_html(leaderboard))
+        parts.append(_leaderboard_html(leaderboard, display_method))
     parts.append("<h2>Methods compared</h2>")
     floor_curves = [(r.signal_name, r.claim_scores, r.hallucinated, r.claim_rows) for r in table.floors[:1]]
     for aggregator in aggregators:
-        curves = [(display_name(r.signal_name), r.claim_scores, r.hallucinated, r.claim_rows)
+        curves = [(display(r.signal_name), r.claim_scores, r.hallucinated, r.claim_rows)
                   for r in results if r.aggregator == aggregator] + floor_curves
         parts.append(_img(saver.save(_curves_figure(curves, f"aggregator: {aggregator}"), f"methods_{aggregator}"),
                           f"All methods, aggregator {aggregator}; shaded: 95% bootstrap bands"))
@@ -358,7 +364,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
         for signal in signals:
             curves = [(r.aggregator, r.claim_scores, r.hallucinated, r.claim_rows)
                       for r in results if r.signal_name == signal]
-            label = display_name(signal)
+            label = display(signal)
             parts.append(_img(saver.save(_curves_figure(curves, f"method: {label}"), f"aggregators_{signal}"),
                               f"{label}, all aggregators"))
     breakdowns = list(dict.fromkeys(name for r in results for name in r.claim_groups))
@@ -367,7 +373,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
         rows = []
         for r in [*results, *table.floors]:
             for value, metrics in r.metrics.get("by", {}).get(name, {}).items():
-                rows.append((f"{display_name(r.signal_name)} / {name}={value}", r.aggregator, metrics,
+                rows.append((f"{display(r.signal_name)} / {name}={value}", r.aggregator, metrics,
                              "floor" if r.level == "floor" else ""))
         parts.append(_table(rows, "method / group"))
         for r in results:
@@ -377,11 +383,11 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
             curves = [(f"{name}={value}", r.claim_scores[groups == value], r.hallucinated[groups == value],
                        r.claim_rows[groups == value] if len(r.claim_rows) else None)
                       for value in sorted(set(groups.tolist()), key=str)]
-            caption = f"{display_name(r.signal_name)} ({r.aggregator}) by {name}"
+            caption = f"{display(r.signal_name)} ({r.aggregator}) by {name}"
             parts.append(_img(saver.save(_curves_figure(curves, caption), f"{r.signal_name}_by_{name}"),
                               caption + "; dashed: each group's own base rate"))
     if calibration:
-        parts.append(_calibration_html(calibration, saver))
+        parts.append(_calibration_html(calibration, saver, display))
     if spans:
         parts.append(_spans_html(spans))
     parts.append(_glossary())
