@@ -12,20 +12,6 @@ of ``much_metric``), so the metric core, the signals, the benchmark and the CLI 
 :data:`AGGREGATORS`, :data:`STOPWORD_MODES`, :data:`SCORE_TYPES` and the constraints :data:`AGGREGATOR`,
 :data:`STOPWORD_MODE`, :data:`POSITIVE_INT`, :data:`OPTIONAL_POSITIVE_INT`, :data:`FRACTION`,
 :data:`OPEN_FRACTION`, :data:`RANDOM_STATE`.
-
-Examples
---------
->>> from much_dataset.params import AGGREGATOR, POSITIVE_INT, STOPWORD_MODE, check_param
->>> check_param("aggregator", "mean", AGGREGATOR)
-'mean'
->>> check_param("stopword_handling", "drop", STOPWORD_MODE, owner="score")
-Traceback (most recent call last):
-...
-much_dataset.params.InvalidParameterError: score: stopword_handling must be one of ('null', 'exclude'), got 'drop'
->>> check_param("n_resamples", 0, POSITIVE_INT)
-Traceback (most recent call last):
-...
-much_dataset.params.InvalidParameterError: n_resamples must be a positive integer, got 0
 """
 
 from __future__ import annotations
@@ -147,7 +133,22 @@ RANDOM_STATE = NoneOr(Interval(numbers.Integral, 0, None))
 def check_param(name: str, value: Any, constraint: Constraint, *, owner: str | None = None, hint: str = "") -> Any:
     """``value`` when it satisfies ``constraint``; else :class:`InvalidParameterError`
     ``"<owner>: <name> must be <description>, got <value!r> (<hint>)"`` (no ``owner:`` prefix when None, no
-    parenthesis without a hint)."""
+    parenthesis without a hint).
+
+    Examples
+    --------
+    >>> from much_dataset.params import AGGREGATOR, POSITIVE_INT, STOPWORD_MODE, check_param
+    >>> check_param("aggregator", "mean", AGGREGATOR)
+    'mean'
+    >>> check_param("stopword_handling", "drop", STOPWORD_MODE, owner="score")
+    Traceback (most recent call last):
+    ...
+    much_dataset.params.InvalidParameterError: score: stopword_handling must be one of ('null', 'exclude'), got 'drop'
+    >>> check_param("n_resamples", 0, POSITIVE_INT)
+    Traceback (most recent call last):
+    ...
+    much_dataset.params.InvalidParameterError: n_resamples must be a positive integer, got 0
+    """
     if constraint.is_satisfied_by(value):
         return value
     prefix = f"{owner}: " if owner else ""

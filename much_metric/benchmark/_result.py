@@ -1,5 +1,5 @@
-"""The result types of :func:`much_metric.baselines.run_benchmark` (re-exported by
-:mod:`much_metric.baselines.benchmark`): frozen, built by keyword, with ``to_dict()`` = ``much run --json``."""
+"""The result types of :func:`much_metric.benchmark.run_benchmark` (exported by :mod:`much_metric.benchmark`):
+frozen, built by keyword, with ``to_dict()`` = ``much run --json``."""
 
 from __future__ import annotations
 
