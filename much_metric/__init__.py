@@ -10,7 +10,7 @@ the positive class of every metric is the hallucinated claim (label -1).
 from __future__ import annotations
 
 from much_dataset._version import __version__ as __version__
-from much_metric._lazy import lazy_attributes  # one version for both packages (setup.cfg reads it)
+from much_metric._lazy import lazy_attributes  # one version for both packages (pyproject.toml reads it)
 
 # public name -> module that defines it
 _LAZY = {
