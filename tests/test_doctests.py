@@ -23,7 +23,8 @@ DOCUMENTED = [
     ("much_metric.baselines.registry", "Baseline", None),
     ("much_metric.benchmark._run", "run_benchmark", None),
     ("much_metric.benchmark._options", "EvaluationOptions", None),
-    ("much_dataset.params", "check_param", None),  # the embedded sample, offline
+    ("much_dataset.params", "check_param", None),
+    ("much_dataset.jsonl", "plain_json", None),  # the embedded sample, offline
 ]
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
+
+from much_dataset.jsonl import plain_json
 
 #: What the embedded sample is, said wherever its numbers are printed: they are not MUCH's.
 SAMPLE_DESCRIPTION = ("the embedded sample: Mu-SHROOM outputs scored with a small proxy model (SmolLM2-135M-Instruct), "
@@ -38,11 +39,5 @@ def text_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` with NaN floats replaced by None (JSON has no NaN), recursively through dicts, lists and tuples."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
+    """JSON's types (NaN and infinities -> None): :func:`much_dataset.jsonl.plain_json`, the one sanitizer."""
+    return plain_json(value)
