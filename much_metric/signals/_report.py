@@ -151,7 +151,7 @@ def _curves_figure(curves: Sequence[tuple], title: str) -> Any:
     return fig
 
 
-def _reliability_figure(calibration: Sequence[Any], display: Callable[[str], str]) -> Any:
+def _reliability_figure(calibration: Sequence[Any], display: Callable[[str], str] = str) -> Any:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6, 5))
@@ -277,7 +277,7 @@ def _leaderboard_html(board: dict[str, Any], display_method: Callable[[str], str
     return "\n".join(out)
 
 
-def _calibration_html(calibration: Sequence[Any], figures: _Figures, display: Callable[[str], str]) -> str:
+def _calibration_html(calibration: Sequence[Any], figures: _Figures, display: Callable[[str], str] = str) -> str:
     out = ["<h2>Calibration</h2>", "<table><tr><th>method</th><th>aggregator</th><th>fit claims</th>"
            "<th>measured claims</th><th>ECE</th><th>95% interval</th><th>Brier</th><th>Brier (prevalence)</th></tr>"]
     for r in calibration:
