@@ -129,7 +129,7 @@ def _format_table(table: Any) -> str:
     for result in [*table.results, *table.floors]:
         name = f"[{result.signal_name}]" if result.level == "floor" else display_name(result.signal_name)
         coverage = f"{result.metrics.get('coverage', 1.0):.1%}"
-        rows.append([name, result.aggregator, *(format_metric(result.metrics, m.key) for m in metrics),
+        rows.append([name, result.aggregator or "—", *(format_metric(result.metrics, m.key) for m in metrics),
                      str(result.metrics["n_claims"]), str(result.metrics["n_hallucinated"]), coverage])
         for group, groups in result.metrics.get("by", {}).items():
             for value, metrics_of in groups.items():
@@ -221,7 +221,7 @@ def _format_calibration(results: list[Any]) -> str:
     rows = []
     for r in results:
         interval = "" if r.ece_interval is None else f"[{r.ece_interval[0]:.3f}, {r.ece_interval[1]:.3f}]"
-        rows.append([r.signal_name, r.aggregator, str(r.n_fit_claims), str(r.n_eval_claims), f"{r.ece:.3f}",
+        rows.append([r.signal_name, r.aggregator or "—", str(r.n_fit_claims), str(r.n_eval_claims), f"{r.ece:.3f}",
                      interval, f"{r.brier:.3f}", f"{r.brier_prevalence:.3f}"])
     return text_table(rows, header)
 

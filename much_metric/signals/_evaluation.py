@@ -57,7 +57,9 @@ class SignalResult:
     """Metrics of one (signal, aggregator) pair, and the claim scores the report draws its curves from."""
 
     signal_name: str
-    aggregator: str
+    #: the token-to-claim aggregator; None where nothing is aggregated (claim-level signals, floors) -- displays
+    #: write "—" for it, the data never holds a placeholder string
+    aggregator: str | None
     metrics: dict[str, Any]
     claim_scores: np.ndarray
     hallucinated: np.ndarray
@@ -158,8 +160,8 @@ def _floor_results(columns: Mapping[str, list], rows: list[int], truth: list, by
             warnings.simplefilter("ignore", MuchMetricWarning)  # single-class groups already warned for methods
             metrics = score_claims(claims, layout, by=groups or None, bootstrap=bootstrap).to_dict()
         metrics.pop("level")
-        metrics.update(aggregator="—", coverage=1.0)
-        out.append(SignalResult(signal_name=name, aggregator="—", metrics=metrics, claim_scores=claims,
+        metrics.update(aggregator=None, coverage=1.0)
+        out.append(SignalResult(signal_name=name, aggregator=None, metrics=metrics, claim_scores=claims,
                                 hallucinated=hallucinated, claim_groups=claim_groups, claim_rows=claim_rows,
                                 level="floor"))
     return out
@@ -277,8 +279,8 @@ def evaluate_signals(
             metrics.pop("level")
             per_chunk, _ = flatten_scores(values, generation_ids=generation_ids)
             claims = per_chunk[layout.kept_chunks]
-            metrics.update(aggregator="—", coverage=coverage[signal_name])
-            results.append(SignalResult(signal_name=signal_name, aggregator="—", metrics=metrics, claim_scores=claims,
+            metrics.update(aggregator=None, coverage=coverage[signal_name])
+            results.append(SignalResult(signal_name=signal_name, aggregator=None, metrics=metrics, claim_scores=claims,
                                         hallucinated=hallucinated, claim_groups=claim_groups, claim_rows=claim_rows,
                                         level="claim"))
             progress.update(len(aggregators))

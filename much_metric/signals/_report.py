@@ -163,7 +163,7 @@ def _reliability_figure(calibration: Sequence[Any], display: Callable[[str], str
         dense = d["count"] >= SPARSE_BIN_CLAIMS
         sparse = filled & ~dense
         name = display(r.signal_name)
-        label = name if r.aggregator in ("—", "") else f"{name} ({r.aggregator})"
+        label = name if not r.aggregator else f"{name} ({r.aggregator})"
         color = f"C{k % 10}"
         # The line joins only bins with enough claims: a bin of three claims must not draw a spike.
         ax.plot(d["confidence"][dense], d["rate"][dense], linewidth=0.8, alpha=0.6, color=color)
@@ -200,7 +200,7 @@ def _value_cell(text: str) -> str:
     return f"{html.escape(value)}<br><span class='ci'>[{html.escape(interval)}</span>"
 
 
-def _table(rows: Sequence[tuple[str, str, dict[str, Any], str]], first: str) -> str:
+def _table(rows: Sequence[tuple[str, str | None, dict[str, Any], str]], first: str) -> str:
     head = "".join(f"<th>{html.escape(_SHORT[k])}</th>" for k in METRICS)
     out = [f"<div class='scroll'><table><tr><th>{first}</th><th style='max-width: none'>aggregator</th>{head}"
            "<th>samples</th><th>claims</th>"
@@ -208,8 +208,9 @@ def _table(rows: Sequence[tuple[str, str, dict[str, Any], str]], first: str) -> 
     for name, aggregator, metrics, kind in rows:
         cells = "".join(f"<td>{_value_cell(format_metric(metrics, k))}</td>" for k in METRICS)
         coverage = metrics.get("coverage")
+        shown = aggregator or "—"  # None: nothing aggregated (claim-level signal, floor)
         out.append(
-            f'<tr class="{kind}"><td class="name">{html.escape(name)}</td><td>{html.escape(aggregator)}</td>{cells}'
+            f'<tr class="{kind}"><td class="name">{html.escape(name)}</td><td>{html.escape(shown)}</td>{cells}'
             f"<td>{metrics['n_samples']}</td><td>{metrics['n_claims']}</td><td>{metrics['n_hallucinated']}</td>"
             f"<td>{'' if coverage is None else f'{coverage:.1%}'}</td></tr>"
         )
@@ -283,7 +284,7 @@ def _calibration_html(calibration: Sequence[Any], figures: _Figures, display: Ca
     for r in calibration:
         interval = "" if r.ece_interval is None else f"[{r.ece_interval[0]:.3f}, {r.ece_interval[1]:.3f}]"
         out.append(f"<tr><td class='name'>{html.escape(display(r.signal_name))}</td>"
-                   f"<td>{html.escape(r.aggregator)}</td>"
+                   f"<td>{html.escape(r.aggregator or '—')}</td>"
                    f"<td>{r.n_fit_claims}</td><td>{r.n_eval_claims}</td><td>{r.ece:.3f}</td><td>{interval}</td>"
                    f"<td>{r.brier:.3f}</td><td>{r.brier_prevalence:.3f}</td></tr>")
     out.append("</table>")
@@ -357,12 +358,14 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     for aggregator in aggregators:
         curves = [(display(r.signal_name), r.claim_scores, r.hallucinated, r.claim_rows)
                   for r in results if r.aggregator == aggregator] + floor_curves
-        parts.append(_img(saver.save(_curves_figure(curves, f"aggregator: {aggregator}"), f"methods_{aggregator}"),
-                          f"All methods, aggregator {aggregator}; shaded: 95% bootstrap bands"))
+        label = aggregator or "—"  # None: claim-level signals, nothing aggregated
+        parts.append(_img(saver.save(_curves_figure(curves, f"aggregator: {label}"),
+                                     f"methods_{aggregator or 'claim_level'}"),
+                          f"All methods, aggregator {label}; shaded: 95% bootstrap bands"))
     if len(aggregators) > 1:
         parts.append("<h2>Aggregators compared</h2>")
         for signal in signals:
-            curves = [(r.aggregator, r.claim_scores, r.hallucinated, r.claim_rows)
+            curves = [(r.aggregator or "—", r.claim_scores, r.hallucinated, r.claim_rows)
                       for r in results if r.signal_name == signal]
             label = display(signal)
             parts.append(_img(saver.save(_curves_figure(curves, f"method: {label}"), f"aggregators_{signal}"),
@@ -383,7 +386,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
             curves = [(f"{name}={value}", r.claim_scores[groups == value], r.hallucinated[groups == value],
                        r.claim_rows[groups == value] if len(r.claim_rows) else None)
                       for value in sorted(set(groups.tolist()), key=str)]
-            caption = f"{display(r.signal_name)} ({r.aggregator}) by {name}"
+            caption = f"{display(r.signal_name)} ({r.aggregator or '—'}) by {name}"
             parts.append(_img(saver.save(_curves_figure(curves, caption), f"{r.signal_name}_by_{name}"),
                               caption + "; dashed: each group's own base rate"))
     if calibration:

@@ -99,7 +99,7 @@ def test_claim_level_signal_equals_the_aggregated_token_signal(rows):
     signals = {"max_likelihood": token, "ml@claim": dict(zip(ids, claims, strict=True))}
     table = evaluate_signals(rows, signals, bootstrap=Bootstrap(n_resamples=20), floors=False)
     by_name = {r.signal_name: r for r in table.results}
-    assert by_name["ml@claim"].level == "claim" and by_name["ml@claim"].aggregator == "—"
+    assert by_name["ml@claim"].level == "claim" and by_name["ml@claim"].aggregator is None
     for key in ("roc_auc", "pr_auc", "prr", "prr_50"):
         assert by_name["ml@claim"].metrics[key] == pytest.approx(by_name["max_likelihood"].metrics[key], abs=1e-12)
     assert by_name["ml@claim"].metrics["intervals"] == by_name["max_likelihood"].metrics["intervals"]
