@@ -136,7 +136,7 @@ def run_benchmark(
             order.remove(name)
     table = evaluate_signals(dataset, {name: runs[name].values for name in order}, aggregators=(aggregator,),
                              stopword_handling=evaluation.stopword_handling, min_coverage=1.0,
-                             floor_seed=evaluation.random_state, bootstrap=evaluation.bootstrap)
+                             random_state=evaluation.random_state, bootstrap=evaluation.bootstrap)
     segmentation = 0.0 if math.isnan(segmentation_seconds) else segmentation_seconds
     rows = tuple(BenchmarkRow(signal_name=r.signal_name, method=runs[r.signal_name].spec.display, metrics=r.metrics,
                               uq_seconds=runs[r.signal_name].seconds, segmentation_seconds=segmentation_seconds,

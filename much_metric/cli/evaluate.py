@@ -306,7 +306,7 @@ def run(args: argparse.Namespace) -> int:
     timings = _timings(args.scores) if args.rank else {}  # checked before the data is loaded
     dataset = _load_dataset(args)
     options = dict(aggregators=aggregators, stopword_handling=args.stopwords, by=args.by,
-                   bootstrap=_bootstrap(args), floor_seed=args.seed, labels=args.labels,
+                   bootstrap=_bootstrap(args), random_state=args.seed, labels=args.labels,
                    min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage)
     table = evaluate_signals(dataset, signals, **options)
     board = calibration = spans = None

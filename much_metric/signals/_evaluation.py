@@ -180,14 +180,14 @@ def evaluate_signals(
     labels: str = LABELS,
     claim_signals: Sequence[str] = (),
     floors: bool = True,
-    floor_seed: int | None = None,
+    random_state: int | None = None,
 ) -> EvaluationTable:
     """Score every signal of ``signals`` on the samples of ``dataset`` it covers.
 
     ``labels``: the ground truth (:data:`LABEL_CHOICES`; samples without it are left out and counted);
     ``claim_signals``: names of claim-level signals besides those ending with :data:`CLAIM_SUFFIX`;
-    ``floors``: add the random and constant reference rows (``EvaluationTable.floors``); ``floor_seed``: seed of
-    the random floor's scores (default: the bootstrap's ``random_state``, 0 without bootstrap); ``bootstrap``: the
+    ``floors``: add the random and constant reference rows (``EvaluationTable.floors``); ``random_state``: seed
+    of the random floor's scores (default: the bootstrap's ``random_state``, 0 without bootstrap); ``bootstrap``: the
     resampling of the intervals (``None``: no intervals);
     ``stopword_handling``: as in :func:`much_metric.score`.
 
@@ -296,9 +296,9 @@ def evaluate_signals(
                                         claim_rows=claim_rows))
             progress.update()
     progress.close()
-    if floor_seed is None:
-        floor_seed = bootstrap.random_state if bootstrap is not None else 0
-    floor_rows = _floor_results(columns, with_truth, truth, by, bootstrap, floor_seed) if floors else []
+    if random_state is None:
+        random_state = bootstrap.random_state if bootstrap is not None else 0
+    floor_rows = _floor_results(columns, with_truth, truth, by, bootstrap, random_state) if floors else []
     langs = [str(v) for v in columns[LANG]] if LANG in columns else ["?"] * len(all_ids)
     return EvaluationTable(results=results, n_dataset_samples=len(ids), missing=missing, has_stopword_mask=has_mask,
                            coverage=coverage, floors=floor_rows, labels=labels, excluded=len(all_ids) - len(ids),

@@ -54,11 +54,11 @@ def test_floors_are_the_seeded_random_and_constant_scores(rows):
     assert evaluate_signals(rows, _signals(rows), bootstrap=None, floors=False).floors == []
 
 
-def test_floor_seed_is_honoured_with_and_without_bootstrap(rows):
+def test_random_state_of_the_floor_is_honoured_with_and_without_bootstrap(rows):
     """--seed must reach the random floor even with --bootstrap 0 (no silently ignored option)."""
     y = _claims(rows)
     seeded = np.random.default_rng(7).random(len(y))
-    no_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=None, floor_seed=7).floors[0]
+    no_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=None, random_state=7).floors[0]
     np.testing.assert_array_equal(no_bootstrap.claim_scores, seeded)
     with_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=Bootstrap(n_resamples=5, random_state=7))
     from_bootstrap = with_bootstrap.floors[0]
