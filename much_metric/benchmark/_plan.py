@@ -119,6 +119,39 @@ def _source_of(dataset: Any) -> str | None:
     return "sample" if default_neighbours(dataset) is not None else None
 
 
+def _with_neighbours(names: list[str], defaults: bool, sources: Any, dataset: Any, messages: list[str],
+                     notes: list[BenchmarkNote]) -> tuple[list[str], Any]:
+    """The signal names with KTC's added (defaults) when its token-neighbour statistics are at hand, and the
+    statistics (None when no signal needs them); a note for each resource message and for KTC skipped."""
+    from much_metric.baselines.registry import available, resolve
+
+    def inform() -> None:
+        notes.extend(BenchmarkNote(message=message) for message in messages)
+        messages.clear()
+
+    stats = None
+    if defaults:
+        # The baselines that need only token-neighbour statistics (KTC) join the defaults where the statistics need
+        # no download: shipped for the sample, or given.
+        stats = lookup.neighbours_for_run(sources, dataset, messages)
+        inform()
+        ktc_like = [name for baseline in available().values() if set(baseline.needs) == {"neighbours"}
+                    for name in baseline.defaults]
+        if stats is not None:
+            names = names + ktc_like
+        else:
+            reason = "no token-neighbour statistics for this data"
+            notes.append(BenchmarkNote(message=f"KTC skipped: {reason}; pass --neighbours PATH|HUB_ID (see `much "
+                                       "neighbours --help`)", skipped=tuple(ktc_like), reason=reason))
+    if stats is None and any("neighbours" in resolve(name).needs for name in names):
+        stats = lookup.neighbours_for_run(sources, dataset, messages)
+        inform()
+        if stats is None:
+            raise ValueError("KTC needs token-neighbour statistics of the generating LLM's tokenizer: pass "
+                             "neighbours= (much run --neighbours PATH|HUB_ID, see `much neighbours --help`)")
+    return names, stats
+
+
 def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, data: DataOptions = DataOptions(),
                    nli: NliOptions = NliOptions(), resources: ResourceOptions = ResourceOptions(),
                    progress: bool = False) -> BenchmarkPlan:
@@ -129,7 +162,7 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
     missing raises ``ValueError``; one only missing for a default signal becomes a note and the signal is skipped.
     """
     from much_dataset.schema import HUB_REPO_ID, OUTPUT_TOKENS
-    from much_metric.baselines.registry import available, resolve
+    from much_metric.baselines.registry import resolve
     from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS
 
     if not isinstance(source, str) and (data.config != "all" or data.split is not None):
@@ -181,26 +214,7 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
         reason = "no generating-LLM tokenizer for every sample"
         notes.append(BenchmarkNote(message=f"CCP and SAR skipped: {reason}", skipped=tuple(needing), reason=reason))
 
-    stats = None
-    if wanted is None:
-        # The baselines that need only token-neighbour statistics (KTC) join the defaults where the statistics need
-        # no download: shipped for the sample, or given.
-        stats = lookup.neighbours_for_run(neighbour_sources, dataset, messages)
-        inform()
-        ktc_like = [name for baseline in available().values() if set(baseline.needs) == {"neighbours"}
-                    for name in baseline.defaults]
-        if stats is not None:
-            names += ktc_like
-        else:
-            reason = "no token-neighbour statistics for this data"
-            notes.append(BenchmarkNote(message=f"KTC skipped: {reason}; pass --neighbours PATH|HUB_ID (see `much "
-                                       "neighbours --help`)", skipped=tuple(ktc_like), reason=reason))
-    if stats is None and any("neighbours" in resolve(name).needs for name in names):
-        stats = lookup.neighbours_for_run(neighbour_sources, dataset, messages)
-        inform()
-        if stats is None:
-            raise ValueError("KTC needs token-neighbour statistics of the generating LLM's tokenizer: pass "
-                             "neighbours= (much run --neighbours PATH|HUB_ID, see `much neighbours --help`)")
+    names, stats = _with_neighbours(names, wanted is None, neighbour_sources, dataset, messages, notes)
     return BenchmarkPlan(dataset=dataset, source=origin, splits_used=splits_used, load_seconds=load_seconds,
                          n_tokens=n_tokens, signals=tuple(names), default_signals=wanted is None, tokenizer=single,
                          tokenizers=per_config, decoder=decoder, nli=nli_scorer, neighbours=stats,

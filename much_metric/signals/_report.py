@@ -11,6 +11,7 @@ percentile bands over bootstrap resamples of the samples (TPR at fixed FPR, prec
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import math
@@ -314,6 +315,12 @@ def _spans_html(spans: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _method_label(method: str, display: Callable[[str], str]) -> str:
+    """``display`` of a ranked method written ``"<signal name> (<aggregator>)"`` (the aggregator kept)."""
+    name, separator, rest = str(method).partition(" (")
+    return display(name) + separator + rest
+
+
 def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", source: str = "",
                   leaderboard: dict[str, Any] | None = None, calibration: Sequence[Any] | None = None,
                   spans: dict[str, Any] | None = None, figures: str | os.PathLike | None = None,
@@ -322,10 +329,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     sections for a leaderboard, calibration results and span scores; ``figures``: folder for PNG/SVG copies;
     ``display``: the table label of a signal name (the command passes
     :func:`much_metric.baselines.display_name`; the signals stage sits below the registry and does not import it)."""
-    def display_method(method: str) -> str:  # "<signal name> (<aggregator>)": the aggregator kept
-        name, separator, rest = str(method).partition(" (")
-        return display(name) + separator + rest
-
+    display_method = functools.partial(_method_label, display=display)
     saver = _Figures(figures)
     results: list[SignalResult] = table.results
     signals = list(dict.fromkeys(r.signal_name for r in results))
