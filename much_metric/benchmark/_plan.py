@@ -119,11 +119,13 @@ def _source_of(dataset: Any) -> str | None:
     return "sample" if default_neighbours(dataset) is not None else None
 
 
-def _with_neighbours(names: list[str], defaults: bool, sources: Any, dataset: Any, messages: list[str],
+def _with_neighbours(names: list[str], defaults: bool, sources: Any, dataset: Any,
                      notes: list[BenchmarkNote]) -> tuple[list[str], Any]:
     """The signal names with KTC's added (defaults) when its token-neighbour statistics are at hand, and the
     statistics (None when no signal needs them); a note for each resource message and for KTC skipped."""
     from much_metric.baselines.registry import available, resolve
+
+    messages: list[str] = []
 
     def inform() -> None:
         notes.extend(BenchmarkNote(message=message) for message in messages)
@@ -214,7 +216,7 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
         reason = "no generating-LLM tokenizer for every sample"
         notes.append(BenchmarkNote(message=f"CCP and SAR skipped: {reason}", skipped=tuple(needing), reason=reason))
 
-    names, stats = _with_neighbours(names, wanted is None, neighbour_sources, dataset, messages, notes)
+    names, stats = _with_neighbours(names, wanted is None, neighbour_sources, dataset, notes)
     return BenchmarkPlan(dataset=dataset, source=origin, splits_used=splits_used, load_seconds=load_seconds,
                          n_tokens=n_tokens, signals=tuple(names), default_signals=wanted is None, tokenizer=single,
                          tokenizers=per_config, decoder=decoder, nli=nli_scorer, neighbours=stats,
