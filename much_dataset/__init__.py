@@ -9,12 +9,12 @@ from __future__ import annotations
 from much_dataset import schema
 from much_dataset._version import __version__
 
-__all__ = ["schema", "load", "__version__"]
+__all__ = ["schema", "load", "load_with_problems", "__version__"]
 
 
 def __getattr__(name: str):
-    if name == "load":
-        from much_dataset.loader import load
+    if name in ("load", "load_with_problems"):
+        from much_dataset import loader
 
-        return load
+        return getattr(loader, name)
     raise AttributeError(f"module 'much_dataset' has no attribute {name!r}")

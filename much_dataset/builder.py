@@ -44,7 +44,7 @@ try:  # datasets >= 4.5 types the keys of _generate_tables; 4.0 (the lowest supp
     from datasets.builder import Key as _TableKey
 except ImportError:  # pragma: no cover -- exercised by scripts/check_lower_bounds.sh
 
-    def _TableKey(original_shard_id: int, item_or_batch_id: int) -> tuple[int, int]:  # noqa: N802
+    def _TableKey(original_shard_id: int, item_or_batch_id: int) -> tuple[int, int]:
         return original_shard_id, item_or_batch_id
 
 from much_dataset import schema

@@ -103,7 +103,7 @@ def card_metadata(
     *,
     languages: Sequence[str] = schema.LANGUAGES,
     n_rows: int | None = None,
-    license: str | None = None,  # noqa: A002 - the hub's key
+    license: str | None = None,  # the hub's key
     pretty_name: str = "MUCH: Multilingual Claim Hallucination Benchmark",
 ) -> dict:
     """The hub's descriptive card metadata (``license`` is left out when None: the builder names it per source)."""

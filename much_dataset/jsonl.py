@@ -8,11 +8,35 @@ rule, because it also repairs the torn lines a killed writer leaves (``builder/s
 from __future__ import annotations
 
 import json
+import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["parse_jsonl_lines", "read_jsonl"]
+__all__ = ["parse_jsonl_lines", "plain_json", "read_jsonl"]
+
+
+def plain_json(value: Any) -> Any:
+    """``value`` in JSON's own types, recursively: numpy scalars and arrays -> Python numbers and lists, tuples ->
+    lists, mapping keys -> str, and NaN / infinities -> None (JSON has neither). The toolkit's one JSON sanitizer
+    (``much run --json``, ``much evaluate --json``, the leaderboard's rows).
+
+    >>> import numpy as np
+    >>> from much_dataset.jsonl import plain_json
+    >>> plain_json({"auc": np.float64("nan"), 1: (np.int64(2), float("inf")), "x": np.arange(2)})
+    {'auc': None, '1': [2, None], 'x': [0, 1]}
+    """
+    if hasattr(value, "item") and not isinstance(value, str | bytes) and getattr(value, "ndim", 1) == 0:
+        value = value.item()  # a numpy scalar or 0-d array
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): plain_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_json(v) for v in value]
+    if hasattr(value, "tolist"):
+        return plain_json(value.tolist())
+    return value
 
 
 def parse_jsonl_lines(lines: Iterable[str], source: str | os.PathLike, *, error: type[Exception] = ValueError,

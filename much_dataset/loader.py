@@ -22,9 +22,9 @@ list-of-lists ``logits_*`` are cast to ``Array2D((None, 24))``, ids to int32) an
 ``stopword_mask``: the hub rows lack it. Rows of the eight MUCH generation configs get it from the packaged
 vocabulary tables (:mod:`much_dataset.vocab_stopwords`, no tokenizer and no download needed). Other rows need the
 generating models' tokenizers (``tokenizers={generation_config id or model name: tokenizer}`` or
-``tokenizer_for(generation_config) -> tokenizer | None``), decoding each distinct token id once; a given tokenizer of
-a MUCH model is used and cross-checked against its table. Rows with neither get ``None`` and a warning names the
-models; if no row can be filled the column stays absent.
+``tokenizers=function(generation_config) -> tokenizer | None``), decoding each distinct token id once; a given
+tokenizer of a MUCH model is used and cross-checked against its table. Rows with neither get ``None`` and a warning
+names the models; if no row can be filled the column stays absent.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,12 +40,14 @@ import numpy as np
 
 from much_dataset import schema
 from much_dataset.card import CONFIG_NAMES, is_parquet_folder
+from much_dataset.params import OneOf, check_param
 from much_dataset.validation import Problem, invalid_rows, validate_table
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
 
-__all__ = ["SAMPLE", "SAMPLE_DIR", "load", "to_numpy", "fill_stopword_mask", "missing_tokenizers_message"]
+__all__ = ["SAMPLE", "SAMPLE_DIR", "LoadResult", "load", "load_with_problems", "to_numpy", "fill_stopword_mask",
+           "missing_tokenizers_message"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +57,7 @@ SAMPLE = "sample"
 SAMPLE_DIR = Path(__file__).resolve().parent / "sample"
 
 TokenizerLookup = Callable[[str], Any]
+ON_ERROR = OneOf(("raise", "drop"))
 
 
 def load(
@@ -61,10 +65,8 @@ def load(
     config: str = "all",
     split: str | None = None,
     *,
-    tokenizers: Mapping[str, Any] | None = None,
-    tokenizer_for: TokenizerLookup | None = None,
+    tokenizers: Mapping[str, Any] | TokenizerLookup | None = None,
     on_error: str = "raise",
-    report: list[Problem] | None = None,
     cache_dir: str | Path | None = None,
     revision: str | None = None,
 ) -> datasets.Dataset | datasets.DatasetDict:
@@ -75,10 +77,11 @@ def load(
     source : hub id, local folder, or ``"sample"`` (see the module docstring).
     config : ``"all"`` or a language (``"en"``, ``"fr"``, ``"es"``, ``"de"``).
     split : ``"train"``, ``"test"`` or None for both.
-    tokenizers, tokenizer_for : the generating models' tokenizers, to fill a missing ``stopword_mask``.
+    tokenizers : the generating models' tokenizers, to fill a missing ``stopword_mask``: a mapping
+        ``{generation_config id or model name: tokenizer}`` or a function ``generation_config -> tokenizer | None``.
     on_error : ``"raise"`` -- a bad row raises :class:`~much_dataset.validation.InvalidSampleError` naming its
-        ``generation_id`` and field; ``"drop"`` -- bad rows are dropped, a warning says how many, and each
-        :class:`~much_dataset.validation.Problem` is appended to ``report`` when a list is given.
+        ``generation_id`` and field; ``"drop"`` -- bad rows are dropped and a warning says how many
+        (:func:`load_with_problems` returns each :class:`~much_dataset.validation.Problem` instead).
     cache_dir : ``datasets`` cache folder (default: the library's); used for hub ids and ``rows/`` folders (keyed on
         the files' content), not for local parquet folders (read without a cache).
     revision : hub revision (hub ids only).
@@ -105,8 +108,43 @@ def load(
         raise ValueError(f"config must be one of {CONFIG_NAMES}, got {config!r}")
     if split is not None and split not in schema.SPLITS:
         raise ValueError(f"split must be one of {schema.SPLITS} or None, got {split!r}")
-    if on_error not in ("raise", "drop"):
-        raise ValueError(f"on_error must be 'raise' or 'drop', got {on_error!r}")
+    check_param("on_error", on_error, ON_ERROR, owner="much_dataset.load")
+    loaded, problems = _load(source, config, split, tokenizers, on_error, cache_dir, revision)
+    if problems:
+        shown = "; ".join(f"{p.generation_id} [{p.field}] {p.reason}" for p in problems[:5])
+        warnings.warn(
+            f"much_dataset.load dropped invalid rows ({len(problems)} problem(s)): {shown}"
+            + (" ..." if len(problems) > 5 else ""),
+            stacklevel=2,
+        )
+    return loaded
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What :func:`load_with_problems` returns: the valid rows and, for each dropped row, its problem."""
+
+    dataset: datasets.Dataset | datasets.DatasetDict
+    problems: tuple[Problem, ...]
+
+
+def load_with_problems(
+    source: str | Path = schema.HUB_REPO_ID,
+    config: str = "all",
+    split: str | None = None,
+    *,
+    tokenizers: Mapping[str, Any] | TokenizerLookup | None = None,
+    cache_dir: str | Path | None = None,
+    revision: str | None = None,
+) -> LoadResult:
+    """:func:`load` that drops invalid rows and RETURNS their :class:`~much_dataset.validation.Problem`\\ s (each
+    names the ``generation_id``, the field and the reason) instead of raising on the first or warning."""
+    loaded, problems = _load(source, config, split, tokenizers, "drop", cache_dir, revision)
+    return LoadResult(loaded, tuple(problems))
+
+
+def _load(source, config: str, split: str | None, tokenizers, on_error: str, cache_dir, revision):
+    """The loaded (validated, typed, stopword-masked) data and the problems of the rows dropped."""
     problems: list[Problem] = []
     cache = None if cache_dir is None else str(cache_dir)
 
@@ -144,7 +182,10 @@ def load(
         dataset = _validated(dataset, on_error, problems)
         dataset = _typed(dataset)
         if schema.STOPWORD_MASK not in dataset.column_names:
-            dataset = fill_stopword_mask(dataset, tokenizers=tokenizers, tokenizer_for=tokenizer_for)
+            if callable(tokenizers) and not isinstance(tokenizers, Mapping):
+                dataset = fill_stopword_mask(dataset, tokenizer_for=tokenizers)
+            else:
+                dataset = fill_stopword_mask(dataset, tokenizers=tokenizers)
         return dataset
 
     import datasets
@@ -153,16 +194,7 @@ def load(
         loaded = datasets.DatasetDict({name: finish(part) for name, part in loaded.items()})
     else:
         loaded = finish(loaded)
-    if problems:
-        shown = "; ".join(f"{p.generation_id} [{p.field}] {p.reason}" for p in problems[:5])
-        warnings.warn(
-            f"much_dataset.load dropped invalid rows ({len(problems)} problem(s)): {shown}"
-            + (" ..." if len(problems) > 5 else ""),
-            stacklevel=2,
-        )
-        if report is not None:
-            report.extend(problems)
-    return loaded
+    return loaded, problems
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -13,12 +13,12 @@ language gap).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from much_dataset.jsonl import plain_json
 from much_metric.signals import ParsedSubmission, SubmissionRejected
 
 if TYPE_CHECKING:
@@ -31,18 +31,8 @@ BREAKDOWNS = ("lang", "model")
 
 
 def jsonable(value: Any) -> Any:
-    """Plain JSON types (numpy scalars/arrays converted, nan/inf -> None)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    """Plain JSON types (numpy converted, nan/inf -> None): :func:`much_dataset.jsonl.plain_json`."""
+    return plain_json(value)
 
 
 @dataclass

@@ -10,7 +10,7 @@ the positive class of every metric is the hallucinated claim (label -1).
 from __future__ import annotations
 
 from much_dataset._version import __version__ as __version__
-from much_metric._lazy import lazy_attributes  # one version for both packages (setup.cfg reads it)
+from much_metric._lazy import lazy_attributes  # one version for both packages (pyproject.toml reads it)
 
 # public name -> module that defines it
 _LAZY = {
@@ -29,8 +29,8 @@ _LAZY = {
     "write_signals": "much_metric.signals",
     "evaluate_signals": "much_metric.signals",
     "Baseline": "much_metric.baselines.registry",
-    "run_benchmark": "much_metric.baselines",
-    "BenchmarkResult": "much_metric.baselines",
+    "run_benchmark": "much_metric.benchmark",
+    "BenchmarkResult": "much_metric.benchmark",
     "load_metric": "much_metric.evaluate_module",
     "install_metric": "much_metric.evaluate_module",
     "EVALUATION_STOPWORDS": "much_dataset.stopwords",

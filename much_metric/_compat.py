@@ -39,7 +39,7 @@ def sre_parser():
     if parser is not None and hasattr(parser, "parse"):
         return parser
     try:
-        import sre_parse  # noqa: F401 - Python 3.10; deprecated alias on 3.11+
+        import sre_parse  # Python 3.10; deprecated alias on 3.11+
     except ImportError:
         return None
     return sre_parse

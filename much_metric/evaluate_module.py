@@ -11,6 +11,7 @@ hub; online, evaluate asks the hub first, gets a 404 and falls back to the cache
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +67,23 @@ def load_metric(**kwargs: Any):
 
     Also installs the ``evaluate.load("much")`` name (:func:`install_metric`) on first use. Keyword arguments
     (``experiment_id``, ``keep_in_memory``, ``cache_dir``, ...) are passed to ``evaluate.load``.
+    The name is installed once per process and module cache (``$HF_MODULES_CACHE``), not on every call: a later
+    call only loads.
     """
+    import os
+
     from much_dataset._transformers import quiet_torch_notice
 
     with quiet_torch_notice():  # evaluate imports transformers; the light install has no torch
         import evaluate
 
     if tested_version("evaluate"):
-        install_metric()
+        _install_once(os.environ.get("HF_MODULES_CACHE"))
     return evaluate.load(str(MODULE_PATH), **kwargs)
+
+
+@functools.cache
+def _install_once(hf_modules_cache: str | None) -> Path:
+    """:func:`install_metric` into ``hf_modules_cache`` (None: evaluate's default), once per process and cache.
+    Idempotent, so two threads racing on the first call install the same file twice at worst."""
+    return install_metric(hf_modules_cache=hf_modules_cache)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Drift check: resolves the test extra at the newest versions the package index serves (within setup.cfg's ranges),
+# Drift check: resolves the test extra at the newest versions the package index serves (within pyproject.toml's and builder/requirements.txt's ranges),
 # runs the whole suite against them in a throw-away venv, and prints what broke and which versions moved from the
 # test lock. Run it before regenerating the lock (scripts/lock_test_env.sh) and now and then, so a dependency's new
 # release breaks here before it breaks a user. Not part of CI (it resolves the moving index on purpose).

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Checks that setup.cfg's install_requires lower bounds are true: installs every core dependency at exactly its
+# Checks that pyproject.toml's [project] dependencies lower bounds are true: installs every core dependency at exactly its
 # lower bound (`>=X` read as `==X`) in a throw-away venv, then runs the main job (`much run --data sample`) and the
 # core's tests (loader, scoring, segmentation, the probability baselines) on that environment. A bound that cannot
-# be installed together with the others, or under which something fails, must be raised in setup.cfg.
+# be installed together with the others, or under which something fails, must be raised in pyproject.toml.
 # Slow (a full resolution of old wheels) and run by hand when a bound changes, not in CI.
 #
 #   bash scripts/check_lower_bounds.sh [pytest args]
@@ -12,10 +12,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # install_requires as written, each `name>=X` turned into `name==X`
 python - "$work/lower.txt" <<'PY'
-import configparser, re, sys
-cfg = configparser.ConfigParser()
-cfg.read("setup.cfg")
-lines = [line.strip() for line in cfg["options"]["install_requires"].splitlines() if line.strip()]
+import re, sys, tomllib
+with open("pyproject.toml", "rb") as file:
+    lines = tomllib.load(file)["project"]["dependencies"]
 pins = []
 for line in lines:
     match = re.fullmatch(r"([A-Za-z0-9_.\-\[\]]+)\s*>=\s*([0-9][^,;\s]*)", line)

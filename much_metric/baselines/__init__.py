@@ -12,8 +12,8 @@
 * :func:`compute_signals` -- several signals by reference name (``token_entropy_24``, ``ccp_10_8`` ...), timed,
   written resumably as MUCH-signals files; :mod:`much_metric.baselines.runtime` puts times relative to LLM
   generation, as in table 3;
-* :func:`run_benchmark` -> :class:`BenchmarkResult` -- what ``much run`` does as one call: the signals computed,
-  timed and evaluated with the floors, notes (skipped methods and why) as data.
+* what ``much run`` does as one call (:func:`~much_metric.benchmark.run_benchmark`) lives one layer up, in
+  :mod:`much_metric.benchmark`.
 
 Every function takes a ``datasets.Dataset`` split (e.g. ``much_dataset.load("sample", split="test")``), a pyarrow
 table, a list of row dicts, or :class:`TokenArrays`, and returns a list of per-sample float arrays.
@@ -26,18 +26,24 @@ is first accessed. So a plugin may import :class:`Baseline` from here while it i
 from __future__ import annotations
 
 from much_metric._lazy import lazy_attributes
-from much_metric.baselines.registry import Baseline, available, register, resolve, signal_groups, unregister
+from much_metric.baselines.registry import (
+    Baseline,
+    available,
+    display_method,
+    display_name,
+    register,
+    resolve,
+    signal_groups,
+    unregister,
+)
 
 #: Public name -> the module defining it, imported on first access.
 _LAZY = {
     "TokenArrays": "much_metric.baselines._arrays",
     "token_arrays": "much_metric.baselines._arrays",
     "SignalRun": "much_metric.baselines.runner",
+    "SignalOptions": "much_metric.baselines.runner",
     "compute_signals": "much_metric.baselines.runner",
-    "run_benchmark": "much_metric.baselines.benchmark",
-    "BenchmarkResult": "much_metric.baselines.benchmark",
-    "BenchmarkRow": "much_metric.baselines.benchmark",
-    "BenchmarkNote": "much_metric.baselines.benchmark",
     "token_likelihood": "much_metric.baselines.methods.probability",
     "max_likelihood": "much_metric.baselines.methods.probability",
     "token_entropy": "much_metric.baselines.methods.probability",
@@ -54,7 +60,8 @@ _LAZY = {
     "PerSampleDecoder": "much_metric.baselines.context",
 }
 
-__all__ = ["Baseline", "available", "register", "resolve", "signal_groups", "unregister", *_LAZY]
+__all__ = ["Baseline", "available", "display_method", "display_name", "register", "resolve", "signal_groups",
+           "unregister", *_LAZY]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

@@ -190,7 +190,7 @@ def infer_pair_template(tokenizer: Any) -> PairTemplate | None:
                 return None
             found = _templates_of(ids, types, a, b)
             candidates = found if candidates is None else candidates & found
-    except Exception:  # noqa: BLE001 - any surprise from a tokenizer means "use the plain pair encoding"
+    except Exception:  # any surprise from a tokenizer means "use the plain pair encoding"
         return None
     if not candidates or len(candidates) != 1:
         return None

@@ -32,9 +32,18 @@ from typing import Any
 import numpy as np
 
 from much_dataset.jsonl import read_jsonl
-from much_metric.baselines.neighbours import NeighbourStats, clip_top, count_pairs, merge_counts, stats_from_counts
+from much_dataset.params import POSITIVE_INT, OneOf, check_param
+from much_metric.baselines.neighbours import (
+    POSITIONS,
+    NeighbourStats,
+    clip_top,
+    count_pairs,
+    merge_counts,
+    stats_from_counts,
+)
 
 __all__ = [
+    "CountOptions",
     "Source",
     "count_shard",
     "files_source",
@@ -201,6 +210,23 @@ def _manifest(out: Path, params: dict[str, Any]) -> None:
     atomic_write_bytes(path, (json.dumps(params, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
+@dataclass(frozen=True, kw_only=True)
+class CountOptions:
+    """How :func:`count_shard` counts: ``block_size`` documents per block file, the ``keep`` most frequent neighbours
+    kept per token and block, and the neighbour ``position`` (0: the previous token, 1: the next; see
+    :func:`much_metric.baselines.neighbours.count_pairs`). Part of the job's manifest: a folder counted with other
+    options is refused."""
+
+    block_size: int = 10_000
+    keep: int = 64
+    position: int = 0
+
+    def __post_init__(self) -> None:
+        check_param("block_size", self.block_size, POSITIVE_INT, owner="CountOptions")
+        check_param("keep", self.keep, POSITIVE_INT, owner="CountOptions")
+        check_param("position", self.position, OneOf(POSITIONS), owner="CountOptions")
+
+
 def count_shard(
     sources: Sequence[Source],
     tokenizer: Any,
@@ -208,21 +234,22 @@ def count_shard(
     *,
     tokenizer_name: str,
     shard: tuple[int, int] = (0, 1),
-    block_size: int = 10_000,
-    keep: int = 64,
-    position: int = 0,
+    options: CountOptions | None = None,
     progress: bool = False,
 ) -> dict[str, Any]:
     """Count this shard's blocks into ``<out>/blocks`` (skipping those already there); returns its summary.
 
-    The summary (also written to ``<out>/shards/<i>-of-<n>.json`` when the shard is complete) gives the number of
-    blocks of every source, which the reduce step checks.
+    ``options``: block size, neighbours kept, position (None: ``CountOptions()``). The summary (also written to
+    ``<out>/shards/<i>-of-<n>.json`` when the shard is complete) gives the number of blocks of every source, which
+    the reduce step checks.
     """
     from tqdm.auto import tqdm
 
     index, total = shard
-    if not isinstance(block_size, int) or block_size < 1 or not isinstance(keep, int) or keep < 1:
-        raise ValueError(f"block_size and keep must be positive integers, got {block_size!r}, {keep!r}")
+    options = CountOptions() if options is None else options
+    if not isinstance(options, CountOptions):
+        raise TypeError(f"count_shard: options must be a CountOptions or None, got {type(options).__name__}")
+    block_size, keep, position = options.block_size, options.keep, options.position
     out = Path(out)
     vocabulary = tokenizer_vocabulary(tokenizer)
     _manifest(out, {"tokenizer": tokenizer_name, "vocab_size": len(vocabulary), "sources": [s.label for s in sources],

@@ -290,7 +290,7 @@ class _Registry:
         origin = f"entry point {entry_point.name!r} ({entry_point.value})"
         try:
             loaded = entry_point.load()
-        except Exception as error:  # noqa: BLE001 - recorded and raised when the plugin's signal is asked for
+        except Exception as error:  # recorded and raised when the plugin's signal is asked for
             if _initializing(entry_point.module):
                 # The plugin's own module is being imported and asked the registry for something at import time:
                 # not broken, only not finished. Loaded again on the next use of the registry.

@@ -22,11 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.params import POSITIVE_INT, OneOf, check_param
 from much_metric.baselines._arrays import TokenArrays, token_arrays
 from much_metric.baselines.registry import TABLE_GROUPS, BaselineSpec, display_name, resolve
 
 __all__ = [
     "TABLE3_SIGNALS",
+    "SignalOptions",
     "SignalRun",
     "compute_signals",
     "TIMINGS_FILE",
@@ -45,6 +47,32 @@ def __getattr__(name: str) -> tuple[str, ...]:
     if name == "NLI_SIGNALS":
         return tuple(signal for signal in TABLE3_SIGNALS if "nli" in resolve(signal).needs)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SignalOptions:
+    """How :func:`compute_signals` computes and stores signals.
+
+    Attributes
+    ----------
+    reference_window : bool, default False
+        CCP/SAR context suffix of ``sigma - 1`` tokens as the reference (see :mod:`much_metric.baselines.context`).
+    block_size : int, default 512
+        NLI signals are computed and written this many samples at a time (resumability; the NLI batches within a
+        block are de-duplicated and length-sorted).
+    file_format : {"parquet", "jsonl"}, default "parquet"
+        Signal files ``<out>/<signal_name>.parquet`` (the hub's MUCH-signals layout) or ``.jsonl`` (the reference's
+        ``output/signals`` layout); both keep the float64 values exactly, so a run with ``out`` evaluates the same
+        numbers as one without.
+    """
+
+    reference_window: bool = False
+    block_size: int = 512
+    file_format: str = "parquet"
+
+    def __post_init__(self) -> None:
+        check_param("block_size", self.block_size, POSITIVE_INT, owner="SignalOptions")
+        check_param("file_format", self.file_format, OneOf(("parquet", "jsonl")), owner="SignalOptions")
 
 
 @dataclass
@@ -104,10 +132,8 @@ def compute_signals(
     nli: Any = None,
     neighbours: Any = None,
     out: str | Path | None = None,
-    reference_window: bool = False,
-    block_size: int = 512,
-    file_format: str = "parquet",
     progress: bool = True,
+    options: SignalOptions | None = None,
 ) -> dict[str, SignalRun]:
     """Compute signals (by reference name) over a split, timing each; resumable with ``out``.
 
@@ -128,17 +154,10 @@ def compute_signals(
         Token-neighbour statistics, for baselines that need them (KTC).
     out : str or path, optional
         Folder for ``<signal_name>.parquet`` files and ``timings.json``; existing values are reused.
-    reference_window : bool, default False
-        CCP/SAR context suffix of ``sigma - 1`` tokens as the reference (see :mod:`much_metric.baselines.context`).
-    block_size : int, default 512
-        NLI signals are computed and written this many samples at a time (resumability; the NLI batches within a
-        block are de-duplicated and length-sorted).
-    file_format : {"parquet", "jsonl"}, default "parquet"
-        Signal files ``<out>/<signal_name>.parquet`` (the hub's MUCH-signals layout) or ``.jsonl`` (the reference's
-        ``output/signals`` layout); both keep the float64 values exactly, so a run with ``out`` evaluates the same
-        numbers as one without.
     progress : bool, default True
         tqdm progress bars.
+    options : SignalOptions or None, default None
+        The reference window, NLI block size and signal-file format (None: ``SignalOptions()``).
 
     Returns
     -------
@@ -147,10 +166,10 @@ def compute_signals(
     """
     from tqdm.auto import tqdm
 
-    if file_format not in ("parquet", "jsonl"):
-        raise ValueError(f"file_format must be 'parquet' or 'jsonl', got {file_format!r}")
-    if not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+    options = SignalOptions() if options is None else options
+    if not isinstance(options, SignalOptions):
+        raise TypeError(f"compute_signals: options must be a SignalOptions or None, got {type(options).__name__}")
+    reference_window, block_size, file_format = options.reference_window, options.block_size, options.file_format
     specs = [resolve(name) for name in signals]
     needed = {need for spec in specs for need in spec.needs}
     if "nli" in needed:
@@ -173,7 +192,7 @@ def compute_signals(
         if resources[need] is None:
             users = ", ".join(spec.signal for spec in specs if need in spec.needs)
             raise ValueError(f"{users} need {_NEED_TEXT[need]} ({need}=...)")
-    options = {"reference_window": reference_window}
+    method_options = {"reference_window": reference_window}
     arrays = token_arrays(dataset)
     out = Path(out) if out is not None else None
     timings = _read_timings(out)
@@ -206,7 +225,7 @@ def compute_signals(
                           leave=False):
             part = arrays.select(block)
             start = time.perf_counter()
-            flat = spec.compute(part, resources, options)
+            flat = spec.compute(part, resources, method_options)
             elapsed = time.perf_counter() - start
             values = dict(zip(part.generation_ids, part.split(flat), strict=True))
             stored.update(values)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import textwrap
 from collections.abc import Sequence
 from typing import Any
+
+from much_dataset.jsonl import plain_json
 
 #: Width every table and table footnote of the ``much`` commands fits in (columns beyond it go to a next block).
 TABLE_WIDTH = 120
@@ -99,11 +100,5 @@ def text_table(rows: Sequence[Sequence[str]], header: Sequence[str], *, width: i
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` with NaN floats replaced by None (JSON has no NaN), recursively through dicts, lists and tuples."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
+    """JSON's types (NaN and infinities -> None): :func:`much_dataset.jsonl.plain_json`, the one sanitizer."""
+    return plain_json(value)

@@ -132,7 +132,7 @@ def _format_table(table: Any) -> str:
     for result in [*table.results, *table.floors]:
         name = f"[{result.signal_name}]" if result.level == "floor" else display_name(result.signal_name)
         coverage = f"{result.metrics.get('coverage', 1.0):.1%}"
-        rows.append([name, result.aggregator, *(format_metric(result.metrics, m.key) for m in metrics),
+        rows.append([name, result.aggregator or "—", *(format_metric(result.metrics, m.key) for m in metrics),
                      str(result.metrics["n_claims"]), str(result.metrics["n_hallucinated"]), coverage])
         for group, groups in result.metrics.get("by", {}).items():
             for value, metrics_of in groups.items():
@@ -226,7 +226,7 @@ def _format_calibration(results: list[Any]) -> str:
     rows = []
     for r in results:
         interval = "" if r.ece_interval is None else f"[{r.ece_interval[0]:.3f}, {r.ece_interval[1]:.3f}]"
-        rows.append([display_name(r.signal_name), r.aggregator, str(r.n_fit_claims), str(r.n_eval_claims),
+        rows.append([display_name(r.signal_name), r.aggregator or "—", str(r.n_fit_claims), str(r.n_eval_claims),
                      f"{r.ece:.3f}", interval, f"{r.brier:.3f}", f"{r.brier_prevalence:.3f}"])
     return text_table(rows, header, keep=2)
 
@@ -315,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
     timings = _timings(args.scores) if args.rank else {}  # checked before the data is loaded
     dataset = _load_dataset(args)
     options = dict(aggregators=aggregators, stopword_handling=args.stopwords, by=args.by,
-                   bootstrap=_bootstrap(args), floor_seed=args.seed, labels=args.labels,
+                   bootstrap=_bootstrap(args), random_state=args.seed, labels=args.labels,
                    min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage)
     from much_metric.signals import signal_metadata_of, training_exclusions
 
@@ -400,12 +400,13 @@ def run(args: argparse.Namespace) -> int:
             payload["spans"] = spans
         atomic_write_bytes(Path(args.json), json.dumps(jsonable(payload), indent=2).encode("utf-8"))
     if args.report:
+        from much_metric.baselines import display_name
         from much_metric.signals import write_report
 
         try:
             write_report(args.report, table, title=data_title(args.data, "Evaluation"), source=str(args.data),
                          leaderboard=board, calibration=calibration,
-                         spans=spans, figures=args.figures)
+                         spans=spans, figures=args.figures, display=display_name)
         except ImportError as error:  # matplotlib is an optional dependency (extra "report"): main names the extra
             raise ImportError(f"--report needs matplotlib ({error})", name=error.name or "matplotlib") from error
         print(f"report written to {args.report}" + (f" (figures in {args.figures})" if args.figures else ""))

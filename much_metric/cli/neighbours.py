@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     try:
-        from much_metric.baselines.neighbour_job import count_shard, parse_shard, reduce_shards
+        from much_metric.baselines.neighbour_job import CountOptions, count_shard, parse_shard, reduce_shards
         from much_metric.models import load_tokenizer
 
         shard = parse_shard(args.shard)
@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         output = Path(args.output) if args.output else Path(args.out) / "neighbours.npz"
         if not args.reduce:
             summary = count_shard(_sources(args), tokenizer, args.out, tokenizer_name=args.tokenizer, shard=shard,
-                                  block_size=args.block_size, keep=args.keep, position=args.position,
+                                  options=CountOptions(block_size=args.block_size, keep=args.keep,
+                                                       position=args.position),
                                   progress=not args.no_progress)
             print(f"shard {summary['shard']}: {summary['counted']} blocks counted, {summary['skipped']} already done")
             if shard[1] > 1:

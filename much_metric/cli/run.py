@@ -109,7 +109,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _signal_names(values: list[str] | None) -> list[str] | None:
     """``--signals`` values (comma-separated names and groups) -> concrete names, checked before any loading."""
-    from much_metric.baselines.benchmark import check_signals
+    from much_metric.benchmark import check_signals
 
     return None if values is None else check_signals(values, option="--signals")
 
@@ -130,10 +130,17 @@ def _cell(metrics: dict[str, Any], key: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse the options into :func:`much_metric.baselines.run_benchmark`'s, run it and print its result.
+    """Parse the options into :func:`much_metric.benchmark.run_benchmark`'s, run it and print its result.
 
     Expected failures propagate to :func:`much_metric.cli.main` (one line ``much run: error: ...``, exit 2)."""
-    from much_metric.baselines.benchmark import run_benchmark
+    from much_metric.benchmark import (
+        DataOptions,
+        EvaluationOptions,
+        NliOptions,
+        OutputOptions,
+        ResourceOptions,
+        run_benchmark,
+    )
     from much_metric.scoring import AGGREGATORS, Bootstrap
     from much_metric.signals import check_resamples
 
@@ -141,14 +148,18 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--aggregator must be one of {AGGREGATORS}, got {args.aggregator!r}")
     check_resamples(args.bootstrap, "--bootstrap")  # 1-39 resamples give no honest 95 % interval
     result = run_benchmark(
-        args.data, signals=_signal_names(args.signals), aggregator=args.aggregator, stopword_handling=args.stopwords,
-        bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.seed) if args.bootstrap else None,
-        floor_seed=args.seed, config=args.config, split=args.split, selection=args.selection,
-        tokenizer=args.tokenizer or None, nli=args.nli_model or None, use_nli=not args.no_nli,
-        nli_batch_size=args.nli_batch_size, nli_max_batch_tokens=args.nli_max_batch_tokens, device=args.device,
-        reference_window=args.reference_window, neighbours=args.neighbours, generation_time=args.generation_time,
-        out=args.out, file_format=args.format, progress=not args.no_progress,
-        include_training_rows=args.include_training_rows)
+        args.data, signals=_signal_names(args.signals),
+        evaluation=EvaluationOptions(
+            aggregator=args.aggregator, stopword_handling=args.stopwords, random_state=args.seed,
+            include_training_rows=args.include_training_rows,
+            bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.seed) if args.bootstrap else None),
+        data=DataOptions(config=args.config, split=args.split, selection=args.selection),
+        nli=NliOptions(model=args.nli_model or None, enabled=not args.no_nli, batch_size=args.nli_batch_size,
+                       max_batch_tokens=args.nli_max_batch_tokens, device=args.device,
+                       reference_window=args.reference_window),
+        resources=ResourceOptions(tokenizer=args.tokenizer or None, neighbours=args.neighbours,
+                                  generation_time=args.generation_time),
+        output=OutputOptions(out=args.out, file_format=args.format, progress=not args.no_progress))
     _print(result)
     if args.json:
         from much_metric.fileio import atomic_write_bytes
@@ -158,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(result: Any) -> None:
-    """Table 3 and the operating points of a :class:`much_metric.baselines.BenchmarkResult`, with its notes."""
+    """Table 3 and the operating points of a :class:`much_metric.benchmark.BenchmarkResult`, with its notes."""
     from much_metric.baselines.runner import NLI_SIGNALS
     from much_metric.baselines.runtime import format_runtime
     from much_metric.scoring import METRIC_TABLE

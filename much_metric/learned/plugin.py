@@ -1,7 +1,7 @@
 """Learned detectors as baselines: the signal name ``learned:<folder>`` scores a split with a trained detector.
 
 This is the first in-house plugin of the baselines registry, registered the way a third party registers one: the
-entry point ``learned = much_metric.learned.plugin:BASELINES`` in the group ``much.baselines`` (``setup.cfg``).
+entry point ``learned = much_metric.learned.plugin:BASELINES`` in the group ``much.baselines`` (``pyproject.toml``).
 :mod:`much_metric.baselines` never imports this package; this module imports the registry's :class:`Baseline`.
 
 ``much run --signals learned:runs/linear-de`` (and ``ClaimMonitor(method="learned:runs/linear-de")``) loads the

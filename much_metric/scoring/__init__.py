@@ -35,6 +35,7 @@ from much_metric.scoring._api import MissingStopwordMaskWarning, aggregate_claim
 from much_metric.scoring._bootstrap import Bootstrap, bootstrap_intervals, paired_bootstrap
 from much_metric.scoring._calibration import Calibrator, bootstrap_ece, brier, ece, reliability_diagram
 from much_metric.scoring._calibration import fit as fit_calibrator
+from much_metric.scoring._comparison import Comparison, MetricComparison
 from much_metric.scoring._floors import constant_baseline, constant_expected, length_scores, random_baseline
 from much_metric.scoring._leaderboard import leaderboard, pairwise_p_values, rank_probabilities
 from much_metric.scoring._ranking import METRIC_TABLE, METRICS, Curves, Metric, pr_curve, roc_curve
@@ -45,6 +46,8 @@ __all__ = [
     "AGGREGATORS",
     "Bootstrap",
     "Calibrator",
+    "Comparison",
+    "MetricComparison",
     "bootstrap_ece",
     "brier",
     "constant_baseline",

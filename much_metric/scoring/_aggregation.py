@@ -16,20 +16,21 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.params import (
+    AGGREGATOR,
+    AGGREGATORS,
+    SCORE_TYPE,
+    SCORE_TYPES,
+    STOPWORD_MODE,
+    STOPWORD_MODES,
+    check_param,
+)
 from much_dataset.schema import LABEL_VALUES, LABELS, STOPWORD_MASK, TOKEN_CHUNKS
 from much_metric.scoring._ragged import flatten_1d, flatten_2d
 
 __all__ = ["AGGREGATORS", "STOPWORD_MODES", "SCORE_TYPES", "ClaimLayout", "claim_layout", "aggregate_flat",
            "MuchMetricWarning"]
 
-#: Token-to-claim aggregators (docs/reference-behaviour.md#aggregators), ``s`` = the claim's token scores, ``n`` = its
-#: number of tokens.
-AGGREGATORS = ("product", "mean", "max", "geometric")
-#: ``"null"``: stopword tokens scored 0 but counted in ``n`` (reference); ``"exclude"``: removed from the claim.
-STOPWORD_MODES = ("null", "exclude")
-#: ``"uncertainty"``: higher = more likely hallucinated, used as is; ``"confidence"``: probabilities ``p`` in [0, 1]
-#: (higher = more likely correct), scored as ``1 - p``.
-SCORE_TYPES = ("uncertainty", "confidence")
 #: Added inside the geometric aggregator's root, as the reference does (docs/reference-behaviour.md#aggregators).
 GEOMETRIC_EPS = 1e-5
 
@@ -272,8 +273,7 @@ def claim_layout(
 
 
 def check_score_type(score_type: Any) -> None:
-    if score_type not in SCORE_TYPES:
-        raise ValueError(f"score_type must be one of {SCORE_TYPES}, got {score_type!r}")
+    check_param("score_type", score_type, SCORE_TYPE)
 
 
 def flatten_scores(token_scores: Any, *, score_type: str = "uncertainty",
@@ -314,10 +314,8 @@ def aggregate_flat(
 
     See :func:`much_metric.scoring._api.aggregate_claims` for the formulas.
     """
-    if aggregator not in AGGREGATORS:
-        raise ValueError(f"aggregator must be one of {AGGREGATORS}, got {aggregator!r}")
-    if stopword_handling not in STOPWORD_MODES:
-        raise ValueError(f"stopword_handling must be one of {STOPWORD_MODES}, got {stopword_handling!r}")
+    check_param("aggregator", aggregator, AGGREGATOR)
+    check_param("stopword_handling", stopword_handling, STOPWORD_MODE)
     if layout.n_claims == 0:
         return np.zeros(0, dtype=np.float64)
     values = flat_scores[layout.gather]

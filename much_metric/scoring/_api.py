@@ -34,6 +34,7 @@ from much_metric.scoring._aggregation import (
 )
 from much_metric.scoring._bootstrap import Bootstrap, bootstrap_intervals, paired_bootstrap
 from much_metric.scoring._checks import check_bootstrap, check_finite_claims, check_generation_ids, group_values
+from much_metric.scoring._comparison import Comparison
 from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
 from much_metric.scoring._result import ScoreResult
 
@@ -427,14 +428,28 @@ def compare(
     score_type: Literal["uncertainty", "confidence"] = "uncertainty",
     bootstrap: Bootstrap = Bootstrap(),
     generation_ids: Sequence[str] | None = None,
-) -> dict[str, dict[str, Any]]:
+) -> Comparison:
     """Paired bootstrap comparison of two methods' token scores on the same samples.
 
-    Returns, per metric of :data:`METRICS`, ``a``, ``b``, ``difference`` (a - b), ``interval`` (percentile
+    Returns a frozen :class:`~much_metric.scoring.Comparison`: per metric of :data:`METRICS` (a mapping, and an
+    attribute), ``a``, ``b``, ``difference`` (a - b), ``interval`` (percentile
     interval of the difference over ``bootstrap.n_resamples`` paired resamples of the samples) and ``p_value``
     (two-sided bootstrap p-value of no difference, see :func:`much_metric.scoring._bootstrap.paired_bootstrap`). Both
     methods' scores are of one kind: ``score_type="confidence"`` converts both to ``1 - p``; the other options are as in
     :func:`score`.
+
+    Examples
+    --------
+    >>> from much_metric.scoring import Bootstrap, compare
+    >>> sharp = [[0.9, 0.1, 0.0], [0.2, 0.7, 0.0], [0.8, 0.3, 0.0], [0.1, 0.9, 0.0]]
+    >>> vague = [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.4, 0.6, 0.0], [0.6, 0.4, 0.0]]
+    >>> chunks = [[[0], [1], [2]]] * 4                  # three one-token claims per sample, the last one EOS
+    >>> labels = [[-1, 1, 1], [1, -1, 1], [-1, 1, 1], [1, -1, 1]]
+    >>> result = compare(sharp, vague, chunks, labels, bootstrap=Bootstrap(n_resamples=200, random_state=0))
+    >>> result.roc_auc.a, result.roc_auc.b, result.roc_auc.difference
+    (1.0, 0.125, 0.875)
+    >>> result["roc_auc"]["interval"], result.roc_auc.p_value < 0.05
+    ((0.5, 1.0), True)
     """
     check_bootstrap(bootstrap, required=True)
     if stopword_mask is None and not isinstance(token_chunks, ClaimLayout):
@@ -455,8 +470,8 @@ def compare(
     claims_b = aggregate_flat(flat_b, layout, aggregator=aggregator, stopword_handling=stopword_handling)
     check_finite_claims(claims_a, layout, "token_scores_a")
     check_finite_claims(claims_b, layout, "token_scores_b")
-    return paired_bootstrap(
+    return Comparison.from_dict(paired_bootstrap(
         claims_a, claims_b, layout.labels == HALLUCINATED, layout.claim_sample, layout.n_samples,
         n_resamples=bootstrap.n_resamples, confidence_level=bootstrap.confidence_level,
         random_state=bootstrap.random_state,
-    )
+    ))

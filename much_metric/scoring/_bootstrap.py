@@ -15,14 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from much_metric.scoring._ranking import (
-    METRICS,
-    SortedClaims,
-    cumulative_counts,
-    curve_metrics,
-    metrics_from_counts,
-    sort_claims,
-)
+from much_dataset.params import OPEN_FRACTION, POSITIVE_INT, check_param
+from much_metric.scoring._counts import SortedClaims, cumulative_counts, resample_counts, sort_claims
+from much_metric.scoring._ranking import METRICS, curve_metrics, metrics_from_counts
 
 __all__ = ["Bootstrap", "resample_counts", "bootstrap_distribution", "bootstrap_intervals", "paired_bootstrap"]
 
@@ -67,19 +62,8 @@ class Bootstrap:
 
 
 def _check(n_resamples: int, confidence_level: float) -> None:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r} (no bootstrap: pass "
-                         "bootstrap=None)")
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, int | float | np.floating) \
-            or not 0 < confidence_level < 1:
-        raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
-
-
-def resample_counts(n_samples: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """``(n_resamples, n_samples)`` multiplicities of each sample in each replicate (rows sum to ``n_samples``)."""
-    draws = rng.integers(0, n_samples, size=(n_resamples, n_samples))
-    flat = draws + (np.arange(n_resamples) * n_samples)[:, None]
-    return np.bincount(flat.ravel(), minlength=n_resamples * n_samples).reshape(n_resamples, n_samples)
+    check_param("n_resamples", n_resamples, POSITIVE_INT, hint="no bootstrap: pass bootstrap=None")
+    check_param("confidence_level", confidence_level, OPEN_FRACTION)
 
 
 def bootstrap_distribution(

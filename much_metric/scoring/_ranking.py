@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from much_metric.scoring._counts import SortedClaims, cumulative_counts, sort_claims
+from much_metric.scoring._prr import prr_of_curves
+
 __all__ = [
     "METRICS", "METRIC_TABLE", "Metric", "Curves", "SortedClaims", "sort_claims", "curve_metrics",
     "metrics_from_counts", "cumulative_counts", "roc_curve", "pr_curve",
@@ -143,15 +146,11 @@ PRR_FRACTION = 0.5
 
 
 def _prr(c: Curves) -> np.ndarray:
-    # lazy: _rejection imports this module; claim weights are bootstrap multiplicities (integers)
-    from much_metric.scoring._rejection import prr_of_curves
-
+    # claim weights are bootstrap multiplicities (integers)
     return prr_of_curves(c.tps, c.fps, shared=c.shared)["prr"]
 
 
 def _prr_partial(c: Curves) -> np.ndarray:
-    from much_metric.scoring._rejection import prr_of_curves
-
     return prr_of_curves(c.tps, c.fps, max_rejection=PRR_FRACTION, shared=c.shared)["prr"]
 
 
@@ -182,41 +181,6 @@ METRIC_TABLE: tuple[Metric, ...] = (
 )
 #: Metric keys, in table order.
 METRICS: tuple[str, ...] = tuple(metric.key for metric in METRIC_TABLE)
-
-
-@dataclass(frozen=True)
-class SortedClaims:
-    """Claims in decreasing-score order, and where each distinct score ends.
-
-    ``order``: permutation of the claims (stable); ``positive``: bool (hallucinated) in that order; ``scores``:
-    sorted scores; ``positives_at`` / ``negatives_at``: shape (n_thresholds + 1,), the number of positive / negative
-    claims scored at or above each distinct threshold, preceded by 0 (the "nothing predicted" point).
-    """
-
-    order: np.ndarray
-    positive: np.ndarray
-    scores: np.ndarray
-    positives_at: np.ndarray
-    negatives_at: np.ndarray
-
-
-def sort_claims(claim_scores: np.ndarray, hallucinated: np.ndarray) -> SortedClaims:
-    """Sort claims by decreasing uncertainty; ``hallucinated`` is a bool array (label == -1)."""
-    order = np.argsort(-claim_scores, kind="mergesort")
-    scores = claim_scores[order]
-    positive = np.asarray(hallucinated, dtype=bool)[order]
-    ends = np.append(np.flatnonzero(np.diff(scores)), len(scores) - 1) if len(scores) else np.zeros(0, np.int64)
-    positives_at = np.concatenate([[0], np.cumsum(positive)[ends]]).astype(np.int64)
-    negatives_at = np.concatenate([[0], ends + 1]) - positives_at
-    return SortedClaims(order, positive, scores, positives_at, negatives_at)
-
-
-def cumulative_counts(weights: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Cumulative weight of a class at each threshold: ``weights`` (n_replicates, n_class_claims) holds that class's
-    claim weights in sorted order, ``at`` the class counts of :class:`SortedClaims`. Shape (n_replicates, len(at))."""
-    out = np.zeros((weights.shape[0], weights.shape[1] + 1), dtype=weights.dtype)
-    np.cumsum(weights, axis=1, out=out[:, 1:])
-    return out[:, at]
 
 
 def _counts(sorted_claims: SortedClaims, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

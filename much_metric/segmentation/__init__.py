@@ -20,12 +20,9 @@ from collections.abc import Sequence
 from much_metric.segmentation._batch import assign_tokens, claims_many
 from much_metric.segmentation._incremental import IncrementalSegmenter
 from much_metric.segmentation._spans import profile, token_ends_offsets, token_ends_precomputed
-from much_metric.segmentation._words import SegmenterInputError, claim_starts, joins_previous_claim
+from much_metric.segmentation._words import COMPAT_VERSIONS, SegmenterInputError, claim_starts, joins_previous_claim
 
 __all__ = ["segment", "segment_many", "IncrementalSegmenter", "SegmenterInputError", "COMPAT_VERSIONS", "prepare"]
-
-#: Versions of much-segmenter whose output can be reproduced.
-COMPAT_VERSIONS: tuple[str, ...] = ("0.3.0", "0.2.1")
 
 
 def segment(

@@ -21,7 +21,14 @@ one (final punctuation merge), so a claim is final once the claim after it is cl
 from __future__ import annotations
 
 from much_metric.segmentation._spans import IncrementalSpans, profile
-from much_metric.segmentation._words import close_starts, eos_index, joins_previous_claim, word_flags, words
+from much_metric.segmentation._words import (
+    COMPAT_VERSIONS,
+    close_starts,
+    eos_index,
+    joins_previous_claim,
+    word_flags,
+    words,
+)
 
 __all__ = ["IncrementalSegmenter"]
 
@@ -46,8 +53,6 @@ class IncrementalSegmenter:
     """
 
     def __init__(self, tokenizer, *, compat: str = "0.3.0") -> None:
-        from much_metric.segmentation import COMPAT_VERSIONS
-
         if compat not in COMPAT_VERSIONS:
             raise ValueError(f"compat must be one of {COMPAT_VERSIONS}, got {compat!r}")
         self._tokenizer = tokenizer

@@ -26,6 +26,9 @@ from much_metric.segmentation._treebank import nltk_treebank, split_by_contracti
 
 __all__: list[str] = []
 
+#: Versions of much-segmenter whose output can be reproduced.
+COMPAT_VERSIONS: tuple[str, ...] = ("0.3.0", "0.2.1")
+
 
 class SegmenterInputError(ValueError, IndexError):
     """Input that much-segmenter itself rejects (it raises ``IndexError`` or ``ValueError`` there)."""
@@ -74,7 +77,7 @@ def tokenize_pieces(pieces: list[str], last_is_final: bool) -> list[tuple[tuple[
                 return None
             quotes = iter(matched)
             tokens = [next(quotes) if token in _QUOTE_TOKENS else token for token in tokens]
-    except Exception:  # noqa: BLE001 -- nltk on the whole text raises (or not) with the reference's own error
+    except Exception:  # nltk on the whole text raises (or not) with the reference's own error
         return None
     stop_flags, dot_flags = word_flags(tokens)
     # nltk's align_tokens (each token is found from the end of the previous one), fused with the piece lookup.

@@ -58,7 +58,9 @@ class SignalResult:
     """Metrics of one (signal, aggregator) pair, and the claim scores the report draws its curves from."""
 
     signal_name: str
-    aggregator: str
+    #: the token-to-claim aggregator; None where nothing is aggregated (claim-level signals, floors) -- displays
+    #: write "—" for it, the data never holds a placeholder string
+    aggregator: str | None
     metrics: dict[str, Any]
     claim_scores: np.ndarray
     hallucinated: np.ndarray
@@ -165,8 +167,8 @@ def _floor_results(columns: Mapping[str, list], rows: list[int], truth: list, by
             warnings.simplefilter("ignore", MuchMetricWarning)  # single-class groups already warned for methods
             metrics = score_claims(claims, layout, by=groups or None, bootstrap=bootstrap).to_dict()
         metrics.pop("level")
-        metrics.update(aggregator="—", coverage=1.0)
-        out.append(SignalResult(signal_name=name, aggregator="—", metrics=metrics, claim_scores=claims,
+        metrics.update(aggregator=None, coverage=1.0)
+        out.append(SignalResult(signal_name=name, aggregator=None, metrics=metrics, claim_scores=claims,
                                 hallucinated=hallucinated, claim_groups=claim_groups, claim_rows=claim_rows,
                                 level="floor"))
     return out
@@ -185,15 +187,15 @@ def evaluate_signals(
     labels: str = LABELS,
     claim_signals: Sequence[str] = (),
     floors: bool = True,
-    floor_seed: int | None = None,
+    random_state: int | None = None,
     training_rows: Mapping[str, Collection[str]] | None = None,
 ) -> EvaluationTable:
     """Score every signal of ``signals`` on the samples of ``dataset`` it covers.
 
     ``labels``: the ground truth (:data:`LABEL_CHOICES`; samples without it are left out and counted);
     ``claim_signals``: names of claim-level signals besides those ending with :data:`CLAIM_SUFFIX`;
-    ``floors``: add the random and constant reference rows (``EvaluationTable.floors``); ``floor_seed``: seed of
-    the random floor's scores (default: the bootstrap's ``random_state``, 0 without bootstrap); ``bootstrap``: the
+    ``floors``: add the random and constant reference rows (``EvaluationTable.floors``); ``random_state``: seed
+    of the random floor's scores (default: the bootstrap's ``random_state``, 0 without bootstrap); ``bootstrap``: the
     resampling of the intervals (``None``: no intervals);
     ``stopword_handling``: as in :func:`much_metric.score`; ``training_rows``: per signal, the generation_ids it
     was trained or validated on (:func:`much_metric.signals.training_exclusions`), left out of that signal's
@@ -293,8 +295,8 @@ def evaluate_signals(
             metrics.pop("level")
             per_chunk, _ = flatten_scores(values, generation_ids=generation_ids)
             claims = per_chunk[layout.kept_chunks]
-            metrics.update(aggregator="—", coverage=coverage[signal_name])
-            results.append(SignalResult(signal_name=signal_name, aggregator="—", metrics=metrics, claim_scores=claims,
+            metrics.update(aggregator=None, coverage=coverage[signal_name])
+            results.append(SignalResult(signal_name=signal_name, aggregator=None, metrics=metrics, claim_scores=claims,
                                         hallucinated=hallucinated, claim_groups=claim_groups, claim_rows=claim_rows,
                                         level="claim"))
             progress.update(len(aggregators))
@@ -310,9 +312,9 @@ def evaluate_signals(
                                         claim_rows=claim_rows))
             progress.update()
     progress.close()
-    if floor_seed is None:
-        floor_seed = bootstrap.random_state if bootstrap is not None else 0
-    floor_rows = _floor_results(columns, with_truth, truth, by, bootstrap, floor_seed) if floors else []
+    if random_state is None:
+        random_state = bootstrap.random_state if bootstrap is not None else 0
+    floor_rows = _floor_results(columns, with_truth, truth, by, bootstrap, random_state) if floors else []
     langs = [str(v) for v in columns[LANG]] if LANG in columns else ["?"] * len(all_ids)
     return EvaluationTable(results=results, n_dataset_samples=len(ids), missing=missing, has_stopword_mask=has_mask,
                            coverage=coverage, floors=floor_rows, labels=labels, excluded=len(all_ids) - len(ids),

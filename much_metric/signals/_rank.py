@@ -43,7 +43,7 @@ def check_resamples(n_resamples: Any, option: str = "n_resamples") -> int:
 
 
 def _method_name(result: Any) -> str:
-    return result.signal_name if result.aggregator in ("—", "") else f"{result.signal_name} ({result.aggregator})"
+    return result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"
 
 
 def _point_board(scores: dict[str, np.ndarray], hallucinated: np.ndarray, metric: str) -> dict[str, Any]:

@@ -11,19 +11,19 @@ percentile bands over bootstrap resamples of the samples (TPR at fixed FPR, prec
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from much_metric.baselines.registry import display_method, display_name
 from much_metric.scoring import METRIC_TABLE, METRICS, pr_curve, rejection_curve, roc_curve
 from much_metric.signals._evaluation import EvaluationTable, SignalResult
 
@@ -152,7 +152,7 @@ def _curves_figure(curves: Sequence[tuple], title: str) -> Any:
     return fig
 
 
-def _reliability_figure(calibration: Sequence[Any]) -> Any:
+def _reliability_figure(calibration: Sequence[Any], display: Callable[[str], str] = str) -> Any:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6, 5))
@@ -163,8 +163,8 @@ def _reliability_figure(calibration: Sequence[Any]) -> Any:
         filled = d["count"] > 0
         dense = d["count"] >= SPARSE_BIN_CLAIMS
         sparse = filled & ~dense
-        name = display_name(r.signal_name)
-        label = name if r.aggregator in ("—", "") else f"{name} ({r.aggregator})"
+        name = display(r.signal_name)
+        label = name if not r.aggregator else f"{name} ({r.aggregator})"
         color = f"C{k % 10}"
         # The line joins only bins with enough claims: a bin of three claims must not draw a spike.
         ax.plot(d["confidence"][dense], d["rate"][dense], linewidth=0.8, alpha=0.6, color=color)
@@ -201,7 +201,7 @@ def _value_cell(text: str) -> str:
     return f"{html.escape(value)}<br><span class='ci'>[{html.escape(interval)}</span>"
 
 
-def _table(rows: Sequence[tuple[str, str, dict[str, Any], str]], first: str) -> str:
+def _table(rows: Sequence[tuple[str, str | None, dict[str, Any], str]], first: str) -> str:
     head = "".join(f"<th>{html.escape(_SHORT[k])}</th>" for k in METRICS)
     out = [f"<div class='scroll'><table><tr><th>{first}</th><th style='max-width: none'>aggregator</th>{head}"
            "<th>samples</th><th>claims</th>"
@@ -209,8 +209,9 @@ def _table(rows: Sequence[tuple[str, str, dict[str, Any], str]], first: str) -> 
     for name, aggregator, metrics, kind in rows:
         cells = "".join(f"<td>{_value_cell(format_metric(metrics, k))}</td>" for k in METRICS)
         coverage = metrics.get("coverage")
+        shown = aggregator or "—"  # None: nothing aggregated (claim-level signal, floor)
         out.append(
-            f'<tr class="{kind}"><td class="name">{html.escape(name)}</td><td>{html.escape(aggregator)}</td>{cells}'
+            f'<tr class="{kind}"><td class="name">{html.escape(name)}</td><td>{html.escape(shown)}</td>{cells}'
             f"<td>{metrics['n_samples']}</td><td>{metrics['n_claims']}</td><td>{metrics['n_hallucinated']}</td>"
             f"<td>{'' if coverage is None else f'{coverage:.1%}'}</td></tr>"
         )
@@ -253,7 +254,7 @@ def _random_cells(low: float, high: float, rank_probability: float | None) -> st
     return f"<td>[{low:.3f}, {high:.3f}]</td><td>{rank_probability:.2f}</td>"
 
 
-def _leaderboard_html(board: dict[str, Any]) -> str:
+def _leaderboard_html(board: dict[str, Any], display_method: Callable[[str], str]) -> str:
     resampled = bool(board["n_resamples"])
     what = (f"{board['n_resamples']} paired bootstrap resamples" if resampled else
             "no bootstrap: ranked by the point values, without interval, P(rank) or p-value")
@@ -288,17 +289,17 @@ def _leaderboard_html(board: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _calibration_html(calibration: Sequence[Any], figures: _Figures) -> str:
+def _calibration_html(calibration: Sequence[Any], figures: _Figures, display: Callable[[str], str] = str) -> str:
     out = ["<h2>Calibration</h2>", "<table><tr><th>method</th><th>aggregator</th><th>fit claims</th>"
            "<th>measured claims</th><th>ECE</th><th>95% interval</th><th>Brier</th><th>Brier (prevalence)</th></tr>"]
     for r in calibration:
         interval = "" if r.ece_interval is None else f"[{r.ece_interval[0]:.3f}, {r.ece_interval[1]:.3f}]"
-        out.append(f"<tr><td class='name'>{html.escape(display_name(r.signal_name))}</td>"
-                   f"<td>{html.escape(r.aggregator)}</td>"
+        out.append(f"<tr><td class='name'>{html.escape(display(r.signal_name))}</td>"
+                   f"<td>{html.escape(r.aggregator or '—')}</td>"
                    f"<td>{r.n_fit_claims}</td><td>{r.n_eval_claims}</td><td>{r.ece:.3f}</td><td>{interval}</td>"
                    f"<td>{r.brier:.3f}</td><td>{r.brier_prevalence:.3f}</td></tr>")
     out.append("</table>")
-    out.append(_img(figures.save(_reliability_figure(calibration), "reliability"),
+    out.append(_img(figures.save(_reliability_figure(calibration, display), "reliability"),
                     "Reliability diagram of the isotonic-calibrated probabilities on the measured samples"))
     return "\n".join(out)
 
@@ -324,11 +325,21 @@ def _spans_html(spans: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _method_label(method: str, display: Callable[[str], str]) -> str:
+    """``display`` of a ranked method written ``"<signal name> (<aggregator>)"`` (the aggregator kept)."""
+    name, separator, rest = str(method).partition(" (")
+    return display(name) + separator + rest
+
+
 def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", source: str = "",
                   leaderboard: dict[str, Any] | None = None, calibration: Sequence[Any] | None = None,
-                  spans: dict[str, Any] | None = None, figures: str | os.PathLike | None = None) -> str:
+                  spans: dict[str, Any] | None = None, figures: str | os.PathLike | None = None,
+                  display: Callable[[str], str] = str) -> str:
     """The HTML page (a string) for an :class:`~much_metric.signals._evaluation.EvaluationTable`; optional
-    sections for a leaderboard, calibration results and span scores; ``figures``: folder for PNG/SVG copies."""
+    sections for a leaderboard, calibration results and span scores; ``figures``: folder for PNG/SVG copies;
+    ``display``: the table label of a signal name (the command passes
+    :func:`much_metric.baselines.display_name`; the signals stage sits below the registry and does not import it)."""
+    display_method = functools.partial(_method_label, display=display)
     saver = _Figures(figures)
     results: list[SignalResult] = table.results
     signals = list(dict.fromkeys(r.signal_name for r in results))
@@ -351,26 +362,28 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     if notes:
         parts.append(f"<p class='note'>Samples without values, left out: {', '.join(notes)}.</p>")
     parts.append("<h2>Results</h2>")
-    rows = [(display_name(r.signal_name), r.aggregator, r.metrics, "") for r in results]
+    rows = [(display(r.signal_name), r.aggregator, r.metrics, "") for r in results]
     rows += [(r.signal_name, r.aggregator, r.metrics, "floor") for r in table.floors]
     parts.append(_table(rows, "method"))
     if table.floors:
         parts.append(f"<p class='note'>{html.escape(FLOOR_FOOTNOTE)}</p>")
     if leaderboard:
-        parts.append(_leaderboard_html(leaderboard))
+        parts.append(_leaderboard_html(leaderboard, display_method))
     parts.append("<h2>Methods compared</h2>")
     floor_curves = [(r.signal_name, r.claim_scores, r.hallucinated, r.claim_rows) for r in table.floors[:1]]
     for aggregator in aggregators:
-        curves = [(display_name(r.signal_name), r.claim_scores, r.hallucinated, r.claim_rows)
+        curves = [(display(r.signal_name), r.claim_scores, r.hallucinated, r.claim_rows)
                   for r in results if r.aggregator == aggregator] + floor_curves
-        parts.append(_img(saver.save(_curves_figure(curves, f"aggregator: {aggregator}"), f"methods_{aggregator}"),
-                          f"All methods, aggregator {aggregator}; shaded: 95% bootstrap bands"))
+        label = aggregator or "—"  # None: claim-level signals, nothing aggregated
+        parts.append(_img(saver.save(_curves_figure(curves, f"aggregator: {label}"),
+                                     f"methods_{aggregator or 'claim_level'}"),
+                          f"All methods, aggregator {label}; shaded: 95% bootstrap bands"))
     if len(aggregators) > 1:
         parts.append("<h2>Aggregators compared</h2>")
         for signal in signals:
-            curves = [(r.aggregator, r.claim_scores, r.hallucinated, r.claim_rows)
+            curves = [(r.aggregator or "—", r.claim_scores, r.hallucinated, r.claim_rows)
                       for r in results if r.signal_name == signal]
-            label = display_name(signal)
+            label = display(signal)
             parts.append(_img(saver.save(_curves_figure(curves, f"method: {label}"), f"aggregators_{signal}"),
                               f"{label}, all aggregators"))
     breakdowns = list(dict.fromkeys(name for r in results for name in r.claim_groups))
@@ -379,7 +392,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
         rows = []
         for r in [*results, *table.floors]:
             for value, metrics in r.metrics.get("by", {}).get(name, {}).items():
-                rows.append((f"{display_name(r.signal_name)} / {name}={value}", r.aggregator, metrics,
+                rows.append((f"{display(r.signal_name)} / {name}={value}", r.aggregator, metrics,
                              "floor" if r.level == "floor" else ""))
         parts.append(_table(rows, "method / group"))
         for r in results:
@@ -389,11 +402,11 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
             curves = [(f"{name}={value}", r.claim_scores[groups == value], r.hallucinated[groups == value],
                        r.claim_rows[groups == value] if len(r.claim_rows) else None)
                       for value in sorted(set(groups.tolist()), key=str)]
-            caption = f"{display_name(r.signal_name)} ({r.aggregator}) by {name}"
+            caption = f"{display(r.signal_name)} ({r.aggregator or '—'}) by {name}"
             parts.append(_img(saver.save(_curves_figure(curves, caption), f"{r.signal_name}_by_{name}"),
                               caption + "; dashed: each group's own base rate"))
     if calibration:
-        parts.append(_calibration_html(calibration, saver))
+        parts.append(_calibration_html(calibration, saver, display))
     if spans:
         parts.append(_spans_html(spans))
     parts.append(_glossary())

@@ -129,7 +129,7 @@ def evaluate_spans(table: EvaluationTable, columns: Mapping[str, list], tokenize
             predictions.append(mushroom.spans_prediction(record["id"], ranges, probabilities,
                                                          len(record["model_output_text"]), hard=scores > threshold))
             refs.append(record)
-        name = result.signal_name if result.aggregator in ("—", "") else f"{result.signal_name} ({result.aggregator})"
+        name = result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"
         out["methods"][name] = {"threshold": threshold, **_summary(mushroom.score(refs, predictions))}
     return out
 

@@ -67,11 +67,13 @@ def test_local_rows_folder_drop_mode_reports(tmp_path):
     rows = copy.deepcopy(SPLIT_ROWS["train"])
     rows[2][schema.LABELS].append(1)
     folder = write_rows(tmp_path / "out", {"train": rows, "test": SPLIT_ROWS["test"]})
-    report = []
     with pytest.warns(UserWarning, match="dropped invalid rows"):
-        ds = much_dataset.load(folder, split="train", on_error="drop", report=report, cache_dir=tmp_path / "c")
+        ds = much_dataset.load(folder, split="train", on_error="drop", cache_dir=tmp_path / "c")
     assert len(ds) == len(rows) - 1
-    assert [(p.generation_id, p.field) for p in report] == [(rows[2][schema.GENERATION_ID], schema.LABELS)]
+    # a fresh cache: a rows folder already prepared in a cache does not know its dropped rows' problems any more
+    result = much_dataset.load_with_problems(folder, split="train", cache_dir=tmp_path / "c2")
+    assert _ids(result.dataset) == _ids(ds)
+    assert [(p.generation_id, p.field) for p in result.problems] == [(rows[2][schema.GENERATION_ID], schema.LABELS)]
 
 
 def test_published_folder_is_validated_on_load(tmp_path):
@@ -81,12 +83,14 @@ def test_published_folder_is_validated_on_load(tmp_path):
     with pytest.raises(InvalidSampleError) as caught:
         much_dataset.load(tmp_path / "much", split="train", cache_dir=tmp_path / "cache")
     assert (caught.value.generation_id, caught.value.field) == (rows[4][schema.GENERATION_ID], schema.HUMAN_LABELS_0)
-    report = []
     with pytest.warns(UserWarning):
-        ds = much_dataset.load(tmp_path / "much", split="train", on_error="drop", report=report,
-                               cache_dir=tmp_path / "cache")
+        ds = much_dataset.load(tmp_path / "much", split="train", on_error="drop", cache_dir=tmp_path / "cache")
     assert rows[4][schema.GENERATION_ID] not in _ids(ds) and len(ds) == len(rows) - 1
-    assert report[0].field == schema.HUMAN_LABELS_0
+    result = much_dataset.load_with_problems(tmp_path / "much", split="train", cache_dir=tmp_path / "cache")
+    # two problems of one field: the label count and the label value
+    assert {(p.generation_id, p.field) for p in result.problems} == {(rows[4][schema.GENERATION_ID],
+                                                                       schema.HUMAN_LABELS_0)}
+    assert len(result.problems) == 2
 
 
 def test_sample(tmp_path):
@@ -279,7 +283,7 @@ def test_stopword_mask_partial_fill_names_the_missing_model(monkeypatch):
         return gemma if config == GEMMA_CONFIG else None
 
     with pytest.warns(UserWarning, match=OTHER_CONFIG) as record:
-        ds = much_dataset.load(split="train", tokenizer_for=tokenizer_for)
+        ds = much_dataset.load(split="train", tokenizers=tokenizer_for)
     assert len(record) == 1 and "gemma" not in str(record[0].message)
     assert sorted(calls) == sorted([GEMMA_CONFIG, OTHER_CONFIG])
     for mask, row in zip(ds[schema.STOPWORD_MASK], rows, strict=True):

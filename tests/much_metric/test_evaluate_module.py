@@ -230,3 +230,21 @@ def test_claim_mode_through_evaluate_load_honours_confidence_and_rejects_token_o
         assert message is not None, f"{option} was accepted in claim mode"
         assert option.split("=")[0] in message and "claim_scores=True" in message, message
     assert got["token_nonsense"] is not None and "aggregator must be one of" in got["token_nonsense"]
+
+
+def test_load_metric_installs_the_name_once(monkeypatch):
+    """load_metric() installs ``evaluate.load("much")`` on first use only, not on every call."""
+    from much_metric import evaluate_module
+
+    if not evaluate_module.tested_version("evaluate"):
+        pytest.skip("install_metric needs evaluate 0.4.x")
+    calls = []
+    real = evaluate_module.install_metric
+    monkeypatch.setattr(evaluate_module, "install_metric", lambda **kw: calls.append(kw) or real(**kw))
+    evaluate_module._install_once.cache_clear()
+    try:
+        metrics = [evaluate_module.load_metric() for _ in range(3)]
+    finally:
+        evaluate_module._install_once.cache_clear()
+    assert len(calls) == 1 and calls[0]["hf_modules_cache"] == os.environ.get("HF_MODULES_CACHE")
+    assert all(m.name == metrics[0].name for m in metrics)

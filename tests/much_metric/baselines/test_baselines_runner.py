@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from much_dataset import schema, synthetic
-from much_metric.baselines import ccp, compute_signals, max_likelihood, resolve, sar, token_entropy
+from much_metric.baselines import SignalOptions, ccp, compute_signals, max_likelihood, resolve, sar, token_entropy
 from much_metric.baselines.runner import TIMINGS_FILE
 from much_metric.baselines.runtime import (
     DEFAULT_TOKENS_PER_SECOND,
@@ -22,6 +22,9 @@ from much_metric.baselines.runtime import (
 )
 from much_metric.signals._files import read_signals
 from tests.much_metric._baselines_helpers import HashNli, fake_decode
+
+#: NLI signals computed and written 4 samples at a time
+BLOCK4 = SignalOptions(block_size=4)
 
 
 @pytest.fixture(scope="module")
@@ -61,12 +64,12 @@ def test_values_equal_the_direct_functions(split):
 def test_resumable_no_duplicates_and_timings(split, tmp_path):
     names = ["token_likelihood", "ccp_5_1"]
     first = compute_signals(split.select(range(15)), names, tokenizer=fake_decode, nli=HashNli(), out=tmp_path,
-                            block_size=4, progress=False)
+                            options=BLOCK4, progress=False)
     assert all(run.n_computed == 15 for run in first.values())
     timings = json.loads((tmp_path / TIMINGS_FILE).read_text())
     assert timings["ccp_5_1"]["n_samples"] == 15 and timings["ccp_5_1"]["reference_window"] is False
     nli = HashNli()
-    second = compute_signals(split, names, tokenizer=fake_decode, nli=nli, out=tmp_path, block_size=4,
+    second = compute_signals(split, names, tokenizer=fake_decode, nli=nli, out=tmp_path, options=BLOCK4,
                              progress=False)
     assert all(run.n_computed == 25 for run in second.values())
     # Only the 25 new samples went to the NLI model.
@@ -84,7 +87,8 @@ def test_resumable_no_duplicates_and_timings(split, tmp_path):
     assert timings["ccp_5_1"]["n_samples"] == 40
     assert third["ccp_5_1"].seconds == pytest.approx(timings["ccp_5_1"]["seconds"])
     with pytest.raises(ValueError, match="reference_window=False; resuming it with reference_window=True"):
-        compute_signals(split, names, tokenizer=fake_decode, nli=HashNli(), out=tmp_path, reference_window=True,
+        compute_signals(split, names, tokenizer=fake_decode, nli=HashNli(), out=tmp_path,
+                        options=SignalOptions(reference_window=True),
                         progress=False)
     # A fresh in-memory run and the resumed one evaluate the same (float32-rounded) numbers.
     fresh = compute_signals(split, names, tokenizer=fake_decode, nli=HashNli(), out=tmp_path / "fresh",
@@ -95,16 +99,17 @@ def test_resumable_no_duplicates_and_timings(split, tmp_path):
 
 
 def test_jsonl_output_keeps_float64(split, tmp_path):
-    runs = compute_signals(split, ["token_entropy_10"], out=tmp_path, file_format="jsonl", progress=False)
+    runs = compute_signals(split, ["token_entropy_10"], out=tmp_path, options=SignalOptions(file_format="jsonl"),
+                           progress=False)
     assert (tmp_path / "token_entropy_10.jsonl").exists()
     stored = read_signals(tmp_path / "token_entropy_10.jsonl")["token_entropy_10"]
     for gid, values in zip(split[schema.GENERATION_ID], token_entropy(split, delta=10), strict=True):
         np.testing.assert_array_equal(stored[gid], values)
         np.testing.assert_array_equal(runs["token_entropy_10"].values[gid], values)
     with pytest.raises(ValueError, match="file_format"):
-        compute_signals(split, ["token_entropy_10"], out=tmp_path, file_format="csv", progress=False)
+        SignalOptions(file_format="csv")
     with pytest.raises(ValueError, match="block_size"):
-        compute_signals(split, ["token_entropy_10"], block_size=0, progress=False)
+        SignalOptions(block_size=0)
 
 
 def test_suffix_mismatch_and_missing_tokenizer(split):

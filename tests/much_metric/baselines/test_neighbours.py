@@ -13,6 +13,7 @@ from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 
 from much_metric.baselines.neighbour_job import (
+    CountOptions,
     Source,
     count_shard,
     files_source,
@@ -24,6 +25,10 @@ from much_metric.baselines.neighbours import NeighbourStats, clip_top, count_pai
 from much_metric.cli import main
 
 WORDS = ["[UNK]", "a", "b", "c", "d", "e"]
+
+BLOCKS_OF_5 = CountOptions(block_size=5)
+BLOCKS_OF_7 = CountOptions(block_size=7)
+SMALL = CountOptions(block_size=5, keep=3)
 
 
 def word_tokenizer(words=WORDS):
@@ -37,7 +42,8 @@ def test_hand_corpus(tmp_path):
     source = Source("hand", lambda: ["a b c", "b a b"])
     for position, want_b, want_a in ((0, [1, 3], [2]), (1, [3], [2])):
         out = tmp_path / str(position)
-        count_shard([source], word_tokenizer(), out, tokenizer_name="words", position=position)
+        count_shard([source], word_tokenizer(), out, tokenizer_name="words",
+                    options=CountOptions(position=position))
         stats = reduce_shards(out, word_tokenizer(), top=4)
         assert stats.neighbours[2][stats.neighbours[2] >= 0].tolist() == want_b
         assert stats.neighbours[1][stats.neighbours[1] >= 0].tolist() == want_a
@@ -86,10 +92,10 @@ def _corpus(n_docs=57, seed=0):
 def test_sharded_equals_unsharded_byte_for_byte(tmp_path):
     docs_a, docs_b = _corpus(57, 0), _corpus(23, 1)
     sources = [Source("a", lambda: docs_a), Source("b", lambda: docs_b)]
-    count_shard(sources, word_tokenizer(), tmp_path / "one", tokenizer_name="w", block_size=5, keep=3)
+    count_shard(sources, word_tokenizer(), tmp_path / "one", tokenizer_name="w", options=SMALL)
     one = reduce_shards(tmp_path / "one", word_tokenizer(), top=2).to_bytes()
     for shard in range(3):
-        count_shard(sources, word_tokenizer(), tmp_path / "three", tokenizer_name="w", block_size=5, keep=3,
+        count_shard(sources, word_tokenizer(), tmp_path / "three", tokenizer_name="w", options=SMALL,
                     shard=(shard, 3))
         if shard < 2:
             with pytest.raises(ValueError, match="have not finished"):
@@ -133,16 +139,19 @@ def test_resume_after_kill(tmp_path):
             return self.inner.get_vocab(with_added_tokens=with_added_tokens)
 
     with pytest.raises(Killed):
-        count_shard([Source("s", killed_after(23))], Counting(), tmp_path / "job", tokenizer_name="w", block_size=5)
+        count_shard([Source("s", killed_after(23))], Counting(), tmp_path / "job", tokenizer_name="w",
+                    options=BLOCKS_OF_5)
     assert calls == [5, 5, 5, 5]  # four whole blocks written before the kill
     calls.clear()
-    count_shard([Source("s", lambda: docs)], Counting(), tmp_path / "job", tokenizer_name="w", block_size=5)
+    count_shard([Source("s", lambda: docs)], Counting(), tmp_path / "job", tokenizer_name="w", options=BLOCKS_OF_5)
     assert calls == [5, 5, 5, 5]  # only the blocks not on disk
-    count_shard([Source("s", lambda: docs)], word_tokenizer(), tmp_path / "clean", tokenizer_name="w", block_size=5)
+    count_shard([Source("s", lambda: docs)], word_tokenizer(), tmp_path / "clean", tokenizer_name="w",
+                options=BLOCKS_OF_5)
     assert (reduce_shards(tmp_path / "job", word_tokenizer()).to_bytes()
             == reduce_shards(tmp_path / "clean", word_tokenizer()).to_bytes())
     with pytest.raises(ValueError, match="another job"):
-        count_shard([Source("s", lambda: docs)], word_tokenizer(), tmp_path / "job", tokenizer_name="w", block_size=7)
+        count_shard([Source("s", lambda: docs)], word_tokenizer(), tmp_path / "job", tokenizer_name="w",
+                    options=BLOCKS_OF_7)
 
 
 def test_hub_source_on_a_local_dataset_folder(tmp_path):

@@ -82,7 +82,7 @@ def without(monkeypatch):
 
 def test_nli_signal_without_torch_names_the_models_extra_before_any_loading(tmp_path, capsys, monkeypatch, without,
                                                                             no_data_loading, unreachable_hub):
-    from much_metric.baselines import resources
+    from much_metric.benchmark import resources
 
     monkeypatch.setattr(resources, "llm_tokenizers", lambda *a: pytest.fail("tokenizers loaded first"))
     without("torch")

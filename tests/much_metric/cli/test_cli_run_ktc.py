@@ -12,7 +12,7 @@ import pytest
 from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, MUCH_GENERATION_CONFIGS
 from much_metric.baselines import KTCConfig, NeighbourStats, PerSampleNeighbours, ktc, load_neighbours
 from much_metric.baselines.methods.ktc import SAMPLE_NEIGHBOURS
-from much_metric.baselines.resources import neighbours_for_run
+from much_metric.benchmark.resources import neighbours_for_run
 from much_metric.cli import main
 from much_metric.signals import read_signals
 

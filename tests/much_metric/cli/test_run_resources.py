@@ -10,7 +10,7 @@ def test_hub_tokenizers_prefer_the_packaged_ones_and_name_gemma(monkeypatch):
     assets.require("llama3")
     assets.require("ministral")
     import much_metric.models as models
-    from much_metric.baselines import resources as run
+    from much_metric.benchmark import resources as run
 
     asked = []
 

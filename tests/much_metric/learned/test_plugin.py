@@ -4,7 +4,7 @@ entry point a third party declares; the baselines package never imports them (no
 from __future__ import annotations
 
 import ast
-import configparser
+import tomllib
 from pathlib import Path
 
 from much_metric.baselines import registry
@@ -12,11 +12,10 @@ from much_metric.baselines import registry
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_learned_signals_come_from_the_entry_point_declared_in_setup_cfg():
-    config = configparser.ConfigParser()
-    config.read(ROOT / "setup.cfg")
-    declared = config["options.entry_points"][registry.ENTRY_POINT_GROUP].split()
-    assert declared == ["learned", "=", "much_metric.learned.plugin:BASELINES"]
+def test_learned_signals_come_from_the_entry_point_declared_in_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = project["entry-points"][registry.ENTRY_POINT_GROUP]
+    assert declared == {"learned": "much_metric.learned.plugin:BASELINES"}
     assert registry._REGISTRY.origin("learned:{path}").startswith("entry point 'learned'")
     assert registry._REGISTRY.origin("learned_{name}").startswith("entry point 'learned'")
 

@@ -1,3 +1,4 @@
+import dataclasses
 import subprocess
 import sys
 import warnings
@@ -131,6 +132,13 @@ def test_compare_is_consistent_with_score(data):
         assert result[key]["a"] == pytest.approx(a.metrics[key])
         assert result[key]["b"] == pytest.approx(b.metrics[key])
     assert result["roc_auc"]["interval"][0] > 0 and result["roc_auc"]["p_value"] < 0.05
+    # a frozen, typed result: attributes and keys agree, nothing can be reassigned
+    assert list(result) == list(METRICS) and result.roc_auc is result["roc_auc"]
+    assert result.roc_auc.to_dict()["difference"] == result.roc_auc.a - result.roc_auc.b
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.roc_auc.a = 0.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        result["roc_auc"] = None  # type: ignore[index]
 
 
 def test_aggregate_and_score_agree(data):

@@ -189,8 +189,8 @@ def test_bootstrap_must_be_a_bootstrap(bootstrap):
     ({"n_resamples": 0}, "n_resamples must be a positive integer, got 0 .no bootstrap: pass bootstrap=None"),
     ({"n_resamples": True}, "n_resamples must be a positive integer"),
     ({"n_resamples": 2.0}, "n_resamples must be a positive integer"),
-    ({"confidence_level": 1.0}, "confidence_level must be in"),
-    ({"confidence_level": "0.9"}, "confidence_level must be in"),
+    ({"confidence_level": 1.0}, "confidence_level must be a number in"),
+    ({"confidence_level": "0.9"}, "confidence_level must be a number in"),
 ])
 def test_bootstrap_options_are_checked_when_built(options, match):
     with pytest.raises(ValueError, match=match):

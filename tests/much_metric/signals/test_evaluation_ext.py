@@ -57,11 +57,11 @@ def test_floors_are_the_seeded_random_and_constant_scores(rows):
     assert evaluate_signals(rows, _signals(rows), bootstrap=None, floors=False).floors == []
 
 
-def test_floor_seed_is_honoured_with_and_without_bootstrap(rows):
+def test_random_state_of_the_floor_is_honoured_with_and_without_bootstrap(rows):
     """--seed must reach the random floor even with --bootstrap 0 (no silently ignored option)."""
     y = _claims(rows)
     seeded = np.random.default_rng(7).random(len(y))
-    no_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=None, floor_seed=7).floors[0]
+    no_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=None, random_state=7).floors[0]
     np.testing.assert_array_equal(no_bootstrap.claim_scores, seeded)
     with_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=Bootstrap(n_resamples=5, random_state=7))
     from_bootstrap = with_bootstrap.floors[0]
@@ -102,7 +102,7 @@ def test_claim_level_signal_equals_the_aggregated_token_signal(rows):
     signals = {"max_likelihood": token, "ml@claim": dict(zip(ids, claims, strict=True))}
     table = evaluate_signals(rows, signals, bootstrap=Bootstrap(n_resamples=20), floors=False)
     by_name = {r.signal_name: r for r in table.results}
-    assert by_name["ml@claim"].level == "claim" and by_name["ml@claim"].aggregator == "—"
+    assert by_name["ml@claim"].level == "claim" and by_name["ml@claim"].aggregator is None
     for key in ("roc_auc", "pr_auc", "prr", "prr_50"):
         assert by_name["ml@claim"].metrics[key] == pytest.approx(by_name["max_likelihood"].metrics[key], abs=1e-12)
     assert by_name["ml@claim"].metrics["intervals"] == by_name["max_likelihood"].metrics["intervals"]

@@ -23,7 +23,9 @@ def test_reliability_diagram_joins_only_dense_bins_and_labels_counts():
     counts = np.array([0, 3, 50, 2, 80, 40])
     diagram = {"count": counts, "confidence": np.linspace(0.05, 0.95, 6), "rate": np.linspace(0.1, 0.9, 6)}
     result = SimpleNamespace(diagram=diagram, signal_name="max_likelihood", aggregator="product", ece=0.05)
-    fig = _report._reliability_figure([result])
+    from much_metric.baselines import display_name
+
+    fig = _report._reliability_figure([result], display_name)  # the command passes the registry's labels
     ax = fig.axes[0]
     joined = [line for line in ax.lines if line.get_label() != "perfect calibration"]
     dense = counts >= _report.SPARSE_BIN_CLAIMS

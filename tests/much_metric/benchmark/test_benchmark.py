@@ -13,10 +13,21 @@ import pytest
 import much_dataset
 import much_metric
 from much_dataset import schema
-from much_metric.baselines import BenchmarkNote, BenchmarkResult, max_likelihood, run_benchmark, token_entropy
+from much_metric.baselines import max_likelihood, token_entropy
 from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS
+from much_metric.benchmark import (
+    BenchmarkNote,
+    BenchmarkResult,
+    DataOptions,
+    EvaluationOptions,
+    NliOptions,
+    OutputOptions,
+    ResourceOptions,
+    run_benchmark,
+)
 from much_metric.scoring import Bootstrap
 
+NO_BOOTSTRAP = EvaluationOptions(bootstrap=None)
 #: Fields that are wall times: measured again by every run.
 TIMES = ("uq_seconds", "segmentation_seconds", "total_seconds")
 
@@ -45,13 +56,13 @@ def test_same_numbers_as_much_run_json(sample, tmp_path):
     assert main(["run", "--data", "sample", "--split", "test", "--signals", signals, "--bootstrap", "40",
                  "--seed", "3", "--no-progress", "--json", str(report)]) == 0
     written = json.loads(report.read_text())
-    result = run_benchmark("sample", split="test", signals=list(PROBABILITY_SIGNALS),
-                           bootstrap=Bootstrap(n_resamples=40, random_state=3), floor_seed=3)
+    evaluation = EvaluationOptions(bootstrap=Bootstrap(n_resamples=40, random_state=3), random_state=3)
+    result = run_benchmark("sample", data=DataOptions(split="test"), signals=list(PROBABILITY_SIGNALS),
+                           evaluation=evaluation)
     assert _without_times(result.to_dict()) == _without_times(written)
     assert [row["signal_name"] for row in written["results"]] == [row.signal_name for row in result.rows]
     # A loaded split gives the same rows as the data source (its source inferred from its generation configs).
-    loaded = run_benchmark(sample, signals=list(PROBABILITY_SIGNALS), bootstrap=Bootstrap(n_resamples=40,
-                                                                                          random_state=3), floor_seed=3)
+    loaded = run_benchmark(sample, signals=list(PROBABILITY_SIGNALS), evaluation=evaluation)
     assert loaded.data == "sample" and loaded.segmentation_note == result.segmentation_note
     assert [row.to_dict() | dict.fromkeys(TIMES) for row in loaded.rows] == \
         [row.to_dict() | dict.fromkeys(TIMES) for row in result.rows]
@@ -59,7 +70,7 @@ def test_same_numbers_as_much_run_json(sample, tmp_path):
 
 def test_metrics_equal_scoring_the_baselines_directly(sample):
     part = sample.select(range(0, 606, 3))
-    result = run_benchmark(part, signals=["max_likelihood", "token_entropy_24"], bootstrap=None)
+    result = run_benchmark(part, signals=["max_likelihood", "token_entropy_24"], evaluation=NO_BOOTSTRAP)
     rows = {row.signal_name: row for row in result.rows}
     for name, values in (("max_likelihood", max_likelihood(part)), ("token_entropy_24", token_entropy(part))):
         np.testing.assert_array_equal(np.concatenate(list(result.signals[name].values.values())),
@@ -76,8 +87,8 @@ def test_metrics_equal_scoring_the_baselines_directly(sample):
 
 
 def test_result_is_frozen_and_to_dict_round_trips_through_json(sample, tmp_path):
-    result = run_benchmark(sample.select(range(60)), signals=["max_likelihood"], bootstrap=None,
-                           out=tmp_path / "signals", file_format="jsonl")
+    result = run_benchmark(sample.select(range(60)), signals=["max_likelihood"], evaluation=NO_BOOTSTRAP,
+                           output=OutputOptions(out=tmp_path / "signals", file_format="jsonl"))
     assert isinstance(result, BenchmarkResult)
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.rows = ()  # type: ignore[misc]
@@ -92,14 +103,14 @@ def test_result_is_frozen_and_to_dict_round_trips_through_json(sample, tmp_path)
     assert [floor["method"] for floor in payload["floors"]] == floors
     assert result.out == tmp_path / "signals" and (tmp_path / "signals" / "max_likelihood.jsonl").is_file()
     assert (tmp_path / "signals" / "timings.json").is_file()
-    again = run_benchmark(sample.select(range(60)), signals=["max_likelihood"], bootstrap=None,
-                          out=tmp_path / "signals", file_format="jsonl")
+    again = run_benchmark(sample.select(range(60)), signals=["max_likelihood"], evaluation=NO_BOOTSTRAP,
+                          output=OutputOptions(out=tmp_path / "signals", file_format="jsonl"))
     assert again.rows[0].samples_computed == 0 and again.rows[0].metrics == result.rows[0].metrics
 
 
 def test_skipped_methods_are_data_not_messages(sample):
     part = sample.select(range(80))
-    result = run_benchmark(part, bootstrap=None)  # defaults, offline: no cached NLI model
+    result = run_benchmark(part, evaluation=NO_BOOTSTRAP)  # defaults, offline: no cached NLI model
     assert set(result.skipped) == set(NLI_SIGNALS)
     assert all("not in the local Hugging Face cache" in reason for reason in result.skipped.values())
     (nli_note,) = [note for note in result.notes if note.skipped]
@@ -108,42 +119,48 @@ def test_skipped_methods_are_data_not_messages(sample):
     assert result.default_signals and any(row.method == "KTC-4-0.3" for row in result.rows)  # shipped statistics
     assert any(note.reason is None and "KTC neighbour statistics" in note.message for note in result.notes)
 
-    nll = run_benchmark(part, signals=["nll", "max_likelihood"], bootstrap=None)
+    nll = run_benchmark(part, signals=["nll", "max_likelihood"], evaluation=NO_BOOTSTRAP)
     assert list(nll.skipped) == ["nll"] and "outside [0, 1]" in nll.skipped["nll"]
     assert "nll" in nll.signals and [row.signal_name for row in nll.rows] == ["max_likelihood"]
-    assert run_benchmark(part, signals=["nll"], aggregator="mean", bootstrap=None).skipped == {}
+    mean = EvaluationOptions(aggregator="mean", bootstrap=None)
+    assert run_benchmark(part, signals=["nll"], evaluation=mean).skipped == {}
 
-    quiet = run_benchmark(part, use_nli=False, bootstrap=None)
+    quiet = run_benchmark(part, nli=NliOptions(enabled=False), evaluation=NO_BOOTSTRAP)
     assert quiet.skipped == {}
 
 
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [
-        ({"aggregator": "median"}, ValueError, "aggregator must be one of"),
-        ({"stopword_handling": "drop"}, ValueError, "stopword_handling must be one of"),
-        ({"bootstrap": Bootstrap(n_resamples=10)}, ValueError, "bootstrap.n_resamples must be 0"),
-        ({"bootstrap": 1000}, TypeError, "bootstrap must be a much_metric.Bootstrap"),
-        ({"file_format": "csv"}, ValueError, "file_format must be one of"),
-        ({"selection": "some"}, ValueError, "selection must be"),
-        ({"nli_batch_size": 0}, ValueError, "nli_batch_size must be a positive integer"),
-        ({"nli_max_batch_tokens": 2.5}, ValueError, "nli_max_batch_tokens must be a positive integer"),
-        ({"signals": ["entropy_24"]}, ValueError, "unknown signal 'entropy_24'"),
-        ({"generation_time": "soon"}, ValueError, "neither a number of seconds nor a file"),
+        (lambda: EvaluationOptions(aggregator="median"), ValueError,
+         "EvaluationOptions: aggregator must be one of"),
+        (lambda: EvaluationOptions(stopword_handling="drop"), ValueError,
+         "EvaluationOptions: stopword_handling must be one of"),
+        (lambda: EvaluationOptions(bootstrap=Bootstrap(n_resamples=10)), ValueError, "bootstrap.n_resamples must be 0"),
+        (lambda: EvaluationOptions(bootstrap=1000), TypeError, "bootstrap must be a much_metric.Bootstrap"),
+        (lambda: EvaluationOptions(random_state=-1), ValueError, "EvaluationOptions: random_state must be"),
+        (lambda: OutputOptions(file_format="csv"), ValueError, "OutputOptions: file_format must be one of"),
+        (lambda: DataOptions(selection="some"), ValueError, "DataOptions: selection must be"),
+        (lambda: NliOptions(batch_size=0), ValueError, "NliOptions: batch_size must be a positive integer"),
+        (lambda: NliOptions(max_batch_tokens=2.5), ValueError,
+         "NliOptions: max_batch_tokens must be a positive integer"),
+        (lambda: ResourceOptions(generation_time="soon"), ValueError, "neither a number of seconds nor a file"),
+        (lambda: run_benchmark("sample", signals=["entropy_24"]), ValueError, "unknown signal 'entropy_24'"),
+        (lambda: run_benchmark("sample", evaluation="mean"), TypeError, "evaluation must be a EvaluationOptions"),
     ],
 )
 def test_bad_options_raise_before_any_loading(monkeypatch, options, error, message):
-    from much_metric.baselines import resources
+    from much_metric.benchmark import resources
 
     monkeypatch.setitem(much_dataset.__dict__, "load", lambda *a, **k: pytest.fail("data loaded first"))
     monkeypatch.setattr(resources, "llm_tokenizers", lambda *a, **k: pytest.fail("tokenizers loaded first"))
     with pytest.raises(error, match=message.replace("(", r"\(").replace("[", r"\[")):
-        run_benchmark("sample", **options)
+        options()
 
 
 def test_config_and_split_apply_to_a_source_only(sample):
     with pytest.raises(ValueError, match="config and split apply to a data source"):
-        run_benchmark(sample, split="test")
+        run_benchmark(sample, data=DataOptions(split="test"))
 
 
 def test_exported_lazily_from_much_metric():

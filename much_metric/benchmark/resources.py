@@ -38,7 +38,7 @@ def hub_tokenizers(notes: list[str]) -> dict[str, Any]:
         if tokenizer is None:
             try:
                 tokenizer = load_tokenizer(model, local_files_only=hub_offline())
-            except Exception as error:  # noqa: BLE001 - offline, gated repo, missing package: all mean "unavailable"
+            except Exception as error:  # offline, gated repo, missing package: all mean "unavailable"
                 notes.append(f"tokenizer of {model} unavailable from the hub ({type(error).__name__}) and offline: "
                              f"{why_not_offline}. Its samples get no segmentation time and no CCP/SAR (their "
                              "stopword_mask needs no tokenizer: packaged table)")
@@ -87,7 +87,7 @@ def _routed_nli(mapping_text: str, dataset: Any, notes: list[str], options: dict
     for model in dict.fromkeys(mapping.values()):
         try:
             scorers[model] = load_nli(model, local_files_only=hub_offline(), **options)
-        except Exception as error:  # noqa: BLE001 - any loading failure: name the model and its languages
+        except Exception as error:  # any loading failure: name the model and its languages
             languages = "+".join(lang for lang, m in mapping.items() if m == model)
             raise ValueError(f"cannot load the NLI model {model!r} (--nli-model, for {languages}): {error}") from error
     languages = dict(zip(dataset[GENERATION_ID], dataset[LANG], strict=True))
@@ -127,7 +127,7 @@ def load_nli_for_run(
     name = str(nli_model or DEFAULT_NLI_MODEL)
     try:
         return load_nli(name, local_files_only=hub_offline() or not (nli_model or explicit), **options), None
-    except Exception as error:  # noqa: BLE001 - any loading failure means "no NLI model"
+    except Exception as error:  # any loading failure means "no NLI model"
         if nli_model or explicit:
             raise ValueError(f"cannot load the NLI model {name!r}: {error}") from error
         return None, f"the NLI model {name} is not in the local Hugging Face cache (offline?)"

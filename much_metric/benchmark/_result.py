@@ -1,13 +1,14 @@
-"""The result types of :func:`much_metric.baselines.run_benchmark` (re-exported by
-:mod:`much_metric.baselines.benchmark`): frozen, built by keyword, with ``to_dict()`` = ``much run --json``."""
+"""The result types of :func:`much_metric.benchmark.run_benchmark` (exported by :mod:`much_metric.benchmark`):
+frozen, built by keyword, with ``to_dict()`` = ``much run --json``."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from much_dataset.jsonl import plain_json
 
 __all__ = ["BenchmarkNote", "BenchmarkResult", "BenchmarkRow", "plain_json"]
 
@@ -161,18 +162,3 @@ class BenchmarkResult:
             "notes": [note.message for note in self.notes], "results": [row.to_dict() for row in self.rows],
             "floors": [row.to_dict() for row in self.floors],
         })
-
-
-def plain_json(value: Any) -> Any:
-    """JSON's types: NaN -> None, tuples -> lists, numpy scalars -> Python numbers (recursively)."""
-    if hasattr(value, "item") and not isinstance(value, str | bytes) and getattr(value, "ndim", 1) == 0:
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, Mapping):
-        return {str(k): plain_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain_json(v) for v in value]
-    if hasattr(value, "tolist"):
-        return plain_json(value.tolist())
-    return value

@@ -1,0 +1,164 @@
+"""Parameter constraints, declared once, checked by one function (the shape of scikit-learn's
+``utils/_param_validation.py``, much smaller).
+
+A constraint is an object with ``is_satisfied_by(value)`` and a ``description`` ("one of ('null', 'exclude')",
+"a positive integer"); :func:`check_param` raises :class:`InvalidParameterError` (a ``ValueError``, and a
+``TypeError`` where the value has the wrong type) with one message shape::
+
+    <owner>: <name> must be <description>, got <value!r>
+
+The toolkit's shared option domains live here, at the bottom of the import graph (``much_dataset`` imports nothing
+of ``much_metric``), so the metric core, the signals, the benchmark and the CLI all read the same declaration:
+:data:`AGGREGATORS`, :data:`STOPWORD_MODES`, :data:`SCORE_TYPES` and the constraints :data:`AGGREGATOR`,
+:data:`STOPWORD_MODE`, :data:`POSITIVE_INT`, :data:`OPTIONAL_POSITIVE_INT`, :data:`FRACTION`,
+:data:`OPEN_FRACTION`, :data:`RANDOM_STATE`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "AGGREGATOR", "AGGREGATORS", "FRACTION", "OPEN_FRACTION", "OPTIONAL_POSITIVE_INT", "POSITIVE_INT",
+    "RANDOM_STATE", "SCORE_TYPE", "SCORE_TYPES", "STOPWORD_MODE", "STOPWORD_MODES", "Constraint",
+    "InvalidParameterError", "Interval", "NoneOr", "OneOf", "check_param", "check_params",
+]
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter outside its declared constraint. A ``ValueError`` and a ``TypeError`` (as scikit-learn's), so
+    callers that catch either keep working whether the value has the wrong type or the wrong value."""
+
+
+class Constraint:
+    """What a parameter accepts: :meth:`is_satisfied_by` and a :attr:`description` completing "must be ..."."""
+
+    description: str = ""
+
+    def is_satisfied_by(self, value: Any) -> bool:  # pragma: no cover - abstract
+        """Whether ``value`` satisfies the constraint."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class OneOf(Constraint):
+    """One of a fixed tuple of values (``aggregator``, ``stopword_handling`` ...)."""
+
+    options: tuple[Any, ...]
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        """Whether ``value`` is one of :attr:`options` (a hashable value; an unhashable one never is)."""
+        try:
+            return value in self.options
+        except TypeError:
+            return False
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return f"one of {self.options!r}"
+
+
+@dataclass(frozen=True)
+class Interval(Constraint):
+    """A real or integral number in an interval; ``None`` bounds are infinite. ``bool`` is never a number here."""
+
+    kind: type  # numbers.Integral or numbers.Real
+    left: float | None
+    right: float | None
+    closed: str = "both"  # "both", "left", "right" or "neither"
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        """Whether ``value`` has the kind and lies in the interval (NaN never does)."""
+        if isinstance(value, bool) or not isinstance(value, self.kind):
+            return False
+        if isinstance(value, numbers.Real) and math.isnan(value):
+            return False
+        if self.left is not None and (value < self.left or (value == self.left and self.closed in ("right",
+                                                                                                   "neither"))):
+            return False
+        return not (self.right is not None and (value > self.right or (value == self.right
+                                                                        and self.closed in ("left", "neither"))))
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        kind = "an int" if self.kind is numbers.Integral else "a number"
+        if self.kind is numbers.Integral and self.left == 1 and self.right is None and self.closed in ("both", "left"):
+            return "a positive integer"
+        low = "-inf" if self.left is None else f"{self.left:g}"
+        high = "inf" if self.right is None else f"{self.right:g}"
+        opening = "[" if self.closed in ("both", "left") and self.left is not None else "("
+        closing = "]" if self.closed in ("both", "right") and self.right is not None else ")"
+        return f"{kind} in {opening}{low}, {high}{closing}"
+
+
+@dataclass(frozen=True)
+class NoneOr(Constraint):
+    """``None`` or what ``constraint`` accepts."""
+
+    constraint: Constraint
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        """Whether ``value`` is None or satisfies :attr:`constraint`."""
+        return value is None or self.constraint.is_satisfied_by(value)
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return f"{self.constraint.description} or None"
+
+
+#: Token-to-claim aggregators (docs/reference-behaviour.md#aggregators).
+AGGREGATORS: tuple[str, ...] = ("product", "mean", "max", "geometric")
+#: ``"null"``: stopword tokens scored 0 but counted in ``n`` (reference); ``"exclude"``: removed from the claim.
+STOPWORD_MODES: tuple[str, ...] = ("null", "exclude")
+#: ``"uncertainty"``: higher = more likely hallucinated; ``"confidence"``: probabilities, scored as ``1 - p``.
+SCORE_TYPES: tuple[str, ...] = ("uncertainty", "confidence")
+
+AGGREGATOR = OneOf(AGGREGATORS)
+STOPWORD_MODE = OneOf(STOPWORD_MODES)
+SCORE_TYPE = OneOf(SCORE_TYPES)
+POSITIVE_INT = Interval(numbers.Integral, 1, None)
+OPTIONAL_POSITIVE_INT = NoneOr(POSITIVE_INT)
+#: A fraction in [0, 1] (a coverage, a share of samples).
+FRACTION = Interval(numbers.Real, 0, 1)
+#: A fraction in (0, 1) (a confidence level).
+OPEN_FRACTION = Interval(numbers.Real, 0, 1, closed="neither")
+#: A seed: a non-negative int or None (numpy's ``default_rng`` rejects negative seeds).
+RANDOM_STATE = NoneOr(Interval(numbers.Integral, 0, None))
+
+
+def check_param(name: str, value: Any, constraint: Constraint, *, owner: str | None = None, hint: str = "") -> Any:
+    """``value`` when it satisfies ``constraint``; else :class:`InvalidParameterError`
+    ``"<owner>: <name> must be <description>, got <value!r> (<hint>)"`` (no ``owner:`` prefix when None, no
+    parenthesis without a hint).
+
+    Examples
+    --------
+    >>> from much_dataset.params import AGGREGATOR, POSITIVE_INT, STOPWORD_MODE, check_param
+    >>> check_param("aggregator", "mean", AGGREGATOR)
+    'mean'
+    >>> check_param("stopword_handling", "drop", STOPWORD_MODE, owner="score")
+    Traceback (most recent call last):
+    ...
+    much_dataset.params.InvalidParameterError: score: stopword_handling must be one of ('null', 'exclude'), got 'drop'
+    >>> check_param("n_resamples", 0, POSITIVE_INT)
+    Traceback (most recent call last):
+    ...
+    much_dataset.params.InvalidParameterError: n_resamples must be a positive integer, got 0
+    """
+    if constraint.is_satisfied_by(value):
+        return value
+    prefix = f"{owner}: " if owner else ""
+    suffix = f" ({hint})" if hint else ""
+    raise InvalidParameterError(f"{prefix}{name} must be {constraint.description}, got {value!r}{suffix}")
+
+
+def check_params(values: Mapping[str, Any], constraints: Mapping[str, Constraint] | Iterable[tuple[str, Constraint]],
+                 *, owner: str | None = None) -> None:
+    """:func:`check_param` for each ``name -> constraint`` whose name is in ``values`` (the first failure raises)."""
+    for name, constraint in dict(constraints).items():
+        if name in values:
+            check_param(name, values[name], constraint, owner=owner)

@@ -1,0 +1,35 @@
+"""The benchmark layer: a run of the paper's table 3 as one call, above the baselines and the signals.
+
+* :func:`run_benchmark` -> :class:`BenchmarkResult` -- what ``much run`` does: plan, compute, time, evaluate;
+* :func:`plan_benchmark` -> :class:`BenchmarkPlan` -- the data, the signals and their resources (tokenizers, NLI
+  model, neighbour statistics) resolved once;
+* the options, grouped and checked when built: :class:`EvaluationOptions`, :class:`DataOptions`,
+  :class:`NliOptions`, :class:`ResourceOptions`, :class:`OutputOptions`;
+* :mod:`much_metric.benchmark.resources` -- how each resource is found (packaged, cached, hub) or why not.
+
+This package imports the baselines (registry, :func:`~much_metric.baselines.compute_signals`), the signals and the
+scoring; none of them imports it.
+"""
+
+from __future__ import annotations
+
+from much_metric._lazy import lazy_attributes
+
+_LAZY = {
+    "run_benchmark": "much_metric.benchmark._run",
+    "plan_benchmark": "much_metric.benchmark._plan",
+    "check_signals": "much_metric.benchmark._plan",
+    "BenchmarkPlan": "much_metric.benchmark._plan",
+    "BenchmarkResult": "much_metric.benchmark._result",
+    "BenchmarkRow": "much_metric.benchmark._result",
+    "BenchmarkNote": "much_metric.benchmark._result",
+    "EvaluationOptions": "much_metric.benchmark._options",
+    "DataOptions": "much_metric.benchmark._options",
+    "NliOptions": "much_metric.benchmark._options",
+    "ResourceOptions": "much_metric.benchmark._options",
+    "OutputOptions": "much_metric.benchmark._options",
+}
+
+__all__ = list(_LAZY)
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
