@@ -22,7 +22,8 @@ def _name(requirement: str) -> str:
 def test_metadata_is_pep_621_and_setup_cfg_is_gone():
     project = _pyproject()["project"]
     assert project["name"] == "much-benchmark" and project["dynamic"] == ["version"]
-    assert project["requires-python"] == ">=3.11" and project["scripts"] == {"much": "much_metric.cli:main"}
+    assert project["requires-python"] == ">=3.11" and project["scripts"] == {"much": "much_metric.cli:main",
+                                                                      "much-leaderboard": "much_leaderboard:main"}
     assert not (REPO / "setup.cfg").exists()
 
 

@@ -37,11 +37,11 @@ def _linear_logits(weights: Mapping[str, np.ndarray], inputs: np.ndarray, offset
     return inputs.astype(np.float64) @ weights["linear.weight"][0].astype(np.float64) + float(weights["linear.bias"][0])
 
 
-def _torch_logits(kind: str) -> Callable[..., np.ndarray]:
+def _torch_logits(module: str) -> Callable[..., np.ndarray]:
     def logits(weights: Mapping[str, np.ndarray], inputs: np.ndarray, offsets: np.ndarray, hidden: int) -> np.ndarray:
-        from much_metric.learned import _torch
+        from much_metric.learned import _torch  # torch only when a torch kind scores
 
-        return _torch.logits_of(kind, weights, inputs, offsets, hidden=hidden)
+        return _torch.logits_of(module, weights, inputs, offsets, hidden=hidden)
 
     return logits
 
@@ -72,7 +72,7 @@ KINDS: dict[str, Kind] = {
                    _linear_shapes, _linear_logits, "LinearModule", needs_torch=False),
     "sequence": Kind("sequence", sequence_inputs, SEQUENCE_INPUTS,
                      {"learning_rate": 0.005, "batch_size": 32, "max_epochs": 15, "patience": 3, "hidden": 32},
-                     _sequence_shapes, _torch_logits("sequence"), "SequenceModule", needs_torch=True),
+                     _sequence_shapes, _torch_logits("SequenceModule"), "SequenceModule", needs_torch=True),
 }
 
 

@@ -71,25 +71,26 @@ class SequenceModule(nn.Module):
         return self.read_out(states).squeeze(-1)
 
 
-def build(kind: str, n_inputs: int, *, random_state: int, hidden: int = 0) -> nn.Module:
-    """The torch module of a kind of :data:`much_metric.learned._kinds.KINDS`, initialised from ``random_state``."""
-    from much_metric.learned._kinds import kind_of
+def build(module: str, n_inputs: int, *, random_state: int, hidden: int = 0) -> nn.Module:
+    """The torch module named ``module`` (a kind's ``Kind.module`` in :data:`much_metric.learned._kinds.KINDS`),
+    initialised from ``random_state``. The kind table passes the name, so this module never imports it back."""
+    return _MODULE_CLASSES[module](n_inputs, hidden=hidden, rng=np.random.default_rng(random_state))
 
-    return globals()[kind_of(kind).module](n_inputs, hidden=hidden, rng=np.random.default_rng(random_state))
 
+_MODULE_CLASSES: dict[str, type[nn.Module]] = {"LinearModule": LinearModule, "SequenceModule": SequenceModule}
 
 _MODULES: dict[tuple[int, str, int, int], tuple[Any, nn.Module]] = {}
 
 
-def logits_of(kind: str, weights: dict[str, np.ndarray], inputs: np.ndarray, offsets: np.ndarray, *,
+def logits_of(module_name: str, weights: dict[str, np.ndarray], inputs: np.ndarray, offsets: np.ndarray, *,
               hidden: int) -> np.ndarray:
     """Flat token logits ``(N_tokens,)`` of standardised ``inputs`` (samples delimited by ``offsets``) under the
     module of ``kind`` with ``weights`` (batched by length, causal: padding never reaches a real token)."""
     from much_metric.learned import _data
 
-    key = (id(weights), kind, inputs.shape[1], hidden)
+    key = (id(weights), module_name, inputs.shape[1], hidden)
     if key not in _MODULES:  # the live monitor rescores at each closed claim: build the module once per weights
-        module = build(kind, inputs.shape[1], random_state=0, hidden=hidden)
+        module = build(module_name, inputs.shape[1], random_state=0, hidden=hidden)
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()
                                 if not k.startswith("input_")})
         if len(_MODULES) >= 8:

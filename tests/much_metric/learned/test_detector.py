@@ -86,7 +86,7 @@ def test_numpy_linear_inference_equals_the_torch_model(detectors, sample):
 
     detector = detectors[0]["linear"]
     test = sample.select(range(10))
-    model = _torch.build("linear", 30, random_state=0)
+    model = _torch.build("LinearModule", 30, random_state=0)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in detector.weights.items() if k.startswith("linear.")})
     prepared = _data.prepare(test, token_features(test), detector.weights["input_mean"], detector.weights["input_std"])
     expected = _torch.token_logits(model, _data.batch(prepared, np.arange(10)))
@@ -99,7 +99,8 @@ def test_sequence_scores_are_causal(detectors, sample):
     full = detector.token_scores([row])
     cut = 7
     prefix = {**row, "output_tokens": row["output_tokens"][:cut], "logits_token_ids": row["logits_token_ids"][:cut],
-              "logits_values": row["logits_values"][:cut]}
+              "logits_values": row["logits_values"][:cut], "stopword_mask": row["stopword_mask"][:cut],
+              "token_chunks": [chunk for chunk in row["token_chunks"] if max(chunk) < cut]}
     np.testing.assert_allclose(detector.token_scores([prefix]), full[:cut], rtol=1e-5, atol=1e-6)
 
 

@@ -105,13 +105,13 @@ def test_much_run_scores_a_learned_signal_on_held_out_rows_and_says_so(trained, 
 
 
 def test_run_benchmark_keyword(trained, sample):
-    from much_metric.baselines import run_benchmark
+    from much_metric.benchmark import EvaluationOptions, run_benchmark
 
-    held_out = run_benchmark(sample, signals=[f"learned:{trained}"], bootstrap=None)
+    held_out = run_benchmark(sample, signals=[f"learned:{trained}"], evaluation=EvaluationOptions(bootstrap=None))
     assert any("rows left out because they trained or validated it" in note.message for note in held_out.notes)
     with pytest.warns(TrainingRowsWarning):
-        everything = run_benchmark(sample, signals=[f"learned:{trained}"], bootstrap=None,
-                                   include_training_rows=True)
+        everything = run_benchmark(sample, signals=[f"learned:{trained}"],
+                                   evaluation=EvaluationOptions(bootstrap=None, include_training_rows=True))
     name = held_out.rows[0].signal_name
     assert held_out.table.training_excluded[name] == len(load_detector(trained).training_generation_ids)
     assert everything.table.training_excluded[name] == 0
@@ -119,13 +119,15 @@ def test_run_benchmark_keyword(trained, sample):
 
 
 def test_a_detector_scored_through_another_aggregator_is_warned_about(trained, sample):
-    from much_metric.baselines import run_benchmark
+    from much_metric.benchmark import EvaluationOptions, run_benchmark
 
     with pytest.warns(TrainingRowsWarning, match="trained through the product aggregator and is scored with mean"):
-        run_benchmark(sample.select(range(40)), signals=[f"learned:{trained}"], bootstrap=None, aggregator="mean")
+        run_benchmark(sample.select(range(40)), signals=[f"learned:{trained}"],
+                      evaluation=EvaluationOptions(bootstrap=None, aggregator="mean"))
     with warnings.catch_warnings():
         warnings.simplefilter("error", TrainingRowsWarning)
-        run_benchmark(sample.select(range(40)), signals=[f"learned:{trained}"], bootstrap=None)
+        run_benchmark(sample.select(range(40)), signals=[f"learned:{trained}"],
+                      evaluation=EvaluationOptions(bootstrap=None))
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
