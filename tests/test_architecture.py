@@ -163,7 +163,7 @@ def test_stage_packages_are_imported_through_their_declared_surface():
 
 _GLOBAL_SWITCHES = {
     ("gc", "disable"), ("gc", "enable"), ("gc", "freeze"), ("matplotlib", "use"), ("logging", "basicConfig"),
-    ("sys", "setrecursionlimit"), ("torch", "set_num_threads"),
+    ("sys", "setrecursionlimit"), ("torch", "set_num_threads"), ("os", "umask"),
 }
 #: Entry points acting on the user's own flag (``--threads``) may set the process's state: that is their job.
 _ALLOWED = {("builder/import_mushroom.py", "set_num_threads")}
