@@ -99,3 +99,18 @@ def test_replay_source_equal_to_its_own_output_is_refused(tmp_path, capsys):
     _refused(capsys, ["replay", "--out", str(tmp_path), "--source", str(own), "--model", "no-such-model"],
              "--out", "replay.jsonl", "is the input --source")
     assert own.read_bytes() == before
+
+
+def test_questions_source_equal_to_its_own_output_is_refused(tmp_path, capsys):
+    own = tmp_path / "questions.jsonl"
+    own.write_text(json.dumps({"question_id": "q1", "question": "Who?"}) + "\n")
+    before = own.read_bytes()
+    _refused(capsys, ["questions", "--out", str(tmp_path), "--source", str(own)], "is the input --source")
+    assert own.read_bytes() == before
+
+
+def test_import_mushroom_source_equal_to_one_of_its_outputs_is_refused(tmp_path, capsys):
+    own = tmp_path / "generations.jsonl"
+    own.write_text("{}\n")
+    _refused(capsys, ["import-mushroom", "--out", str(tmp_path), "--source", str(own)], "is the input --source")
+    assert own.read_text() == "{}\n"
