@@ -354,7 +354,8 @@ class _Connection:
                 text = response.read(2000).decode("utf-8", errors="replace")
             except (OSError, http.client.HTTPException):
                 text = ""
-            hint = {401: " (check the API key: --api-key or OPENAI_API_KEY)", 403: " (check the API key)",
+            hint = {401: " (check the API key; much monitor reads it from the variable --api-key-env names)",
+                    403: " (check the API key)",
                     404: " (check the base URL, usually ending with /v1, and the model name)"}.get(response.status, "")
             detail = " ".join(text.split())[:200]
             raise ConnectionError(f"the server {self.base_url} answered HTTP {response.status} {response.reason}"

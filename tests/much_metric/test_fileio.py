@@ -46,10 +46,21 @@ def test_a_link_to_a_device_or_the_standard_output_is_refused(tmp_path, target):
     assert link.is_symlink() and os.readlink(link) == target
 
 
-@pytest.mark.parametrize("device", ["/dev/null", "/dev/full"])
-def test_a_device_node_is_refused_and_kept(device):
+def device_copy(folder, name: str = "full", numbers: tuple[int, int] = (1, 7)):
+    """A copy of the full device in ``folder`` (root may create one), else the system's own ``/dev/full`` (which a
+    non-root process cannot replace): a regression then never replaces the machine's real device."""
+    path = folder / name
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(*numbers))
+    except (PermissionError, AttributeError):
+        return fileio.Path("/dev/full")
+    return path
+
+
+def test_a_device_node_is_refused_and_kept(tmp_path):
+    device = device_copy(tmp_path)
     with pytest.raises(UnsafeOutputError, match="is a device"):
-        check_outputs([Output("--output", fileio.Path(device))])
+        check_outputs([Output("--output", device)])
     with pytest.raises(UnsafeOutputError, match="is a device"):
         atomic_write_bytes(device, b"{}")
     assert stat.S_ISCHR(os.stat(device).st_mode)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 
 import numpy as np
 import pytest
@@ -65,9 +66,13 @@ def test_evaluate_json_through_a_link_to_a_device_is_refused_and_the_link_kept(t
     assert link.is_symlink() and os.readlink(link) == target
 
 
-def test_evaluate_json_on_a_device_node_is_refused(capsys, scores):
+def test_evaluate_json_on_a_device_node_is_refused(tmp_path, capsys, scores):
+    from tests.much_metric.test_fileio import device_copy
+
+    device = device_copy(tmp_path)  # a copy of the full device: a regression never replaces the real /dev/full
     _refused(capsys, ["evaluate", "--data", "sample", "--scores", str(scores), "--bootstrap", "0",
-                      "--json", "/dev/full"], "is a device")
+                      "--json", str(device)], "is a device")
+    assert stat.S_ISCHR(os.stat(device).st_mode)
 
 
 def test_evaluate_reports_a_full_disk_and_exits_non_zero(tmp_path, capsys, scores, monkeypatch):
