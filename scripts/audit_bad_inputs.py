@@ -279,9 +279,13 @@ CASES = [
 ]
 
 
+#: The checkout whose code the commands run (``--code``; default: this one), e.g. another worktree to compare.
+CODE = [ROOT]
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-            "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
+            "PYTHONPATH": str(CODE[0]), "TQDM_DISABLE": "1"}
 
 
 def _digest(paths: list[Path]) -> dict[str, str | None]:
@@ -316,7 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case (default 60)")
     parser.add_argument("--only", default="", help="run the cases whose surface or name contains this")
     parser.add_argument("--verbose", action="store_true", help="print each case's outcome and message")
+    parser.add_argument("--code", default=str(ROOT), help="checkout whose code the commands run (default: this one)")
     args = parser.parse_args(argv)
+    CODE[0] = Path(args.code).resolve()
     counts: dict[str, Counter] = {}
     with _servers() as servers:
         for case in CASES:
