@@ -20,12 +20,11 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from much_metric.fileio import atomic_write_bytes, atomic_write_text
+from much_metric.fileio import atomic_write_bytes, atomic_write_text, make_private_name
 
 __all__ = ["locked", "hold", "atomic_write_bytes", "atomic_write_text", "locked_tempdir", "clean_stale", "clean_owned",
            "TEMP_SUFFIX"]
@@ -67,12 +66,16 @@ def locked_tempdir(parent: Path, prefix: str) -> Iterator[Path]:
     """A new folder ``parent/<prefix>XXXX`` locked for the ``with`` block (removed on error, kept on success).
 
     Its mode is what a plain ``mkdir`` gives under the process umask (``mkdtemp`` makes it 0700), since a kept folder
-    is renamed into place as a published output that others may need to read.
+    is renamed into place as a published output that others may need to read. The kernel applies the umask to
+    ``mkdir(0o777)``: the process umask is never switched to read it (that races with other threads' files).
     """
-    tmp = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)
+    while True:
+        tmp = Path(parent) / make_private_name(prefix)
+        try:
+            os.mkdir(tmp, 0o777)
+            break
+        except FileExistsError:  # pragma: no cover - 37**8 names
+            continue
     fd = hold(tmp)
     try:
         yield tmp

@@ -34,6 +34,7 @@ from builder._locks import TEMP_SUFFIX, clean_owned, clean_stale, locked, locked
 from builder.errors import BuilderError, require_input
 from builder.store import JsonlStore, atomic_write_text, read_jsonl
 from much_dataset import schema
+from much_metric.fileio import Output, check_outputs
 
 __all__ = ["add_arguments", "run", "collect_rows", "split_of", "export_folder", "check_loadable", "ALL_SPLITS"]
 
@@ -42,6 +43,15 @@ ALL_SPLITS = ("train", "test", "trash")
 #: ``rows/configs.jsonl`` (``engines``: one entry per distinct engine, version and sampling of the published rows).
 _ENGINE_FIELDS = ("engine", "engine_version", "sampling")
 _PUBLISHED = ("train", "test")
+#: The files of a published folder (``much_dataset.card.write_parquet_folder``): the only ones an export replaces.
+_PUBLISHED_FILE = re.compile(rf"README\.md|data/(?:{'|'.join(schema.LANGUAGES)})/(?:{'|'.join(_PUBLISHED)})"
+                             r"-00000-of-00001\.parquet")
+
+
+def published_folder_output(folder: Path) -> Output:
+    """The published folder as an output: replaced as a whole, so it may hold only an earlier export's files."""
+    return Output("--folder", Path(folder), folder=True, replaces=True,
+                  owns=lambda name: _PUBLISHED_FILE.fullmatch(name.as_posix()) is not None)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -199,6 +209,7 @@ def export_folder(rows: Mapping[str, list], folder: Path, *, card_body: str, che
     # One export at a time per folder; its temporary folder is locked while written, so a later run can tell a
     # leftover of a killed export (removed by clean_stale) from one in progress.
     with locked(folder):
+        check_outputs([published_folder_output(folder)])  # again under the lock: nothing foreign is replaced
         old = folder.with_name(f".{folder.name}.old")
         if old.exists():  # a killed export moved the old folder aside: put it back if nothing replaced it
             if folder.exists():
@@ -251,6 +262,10 @@ def run(args: argparse.Namespace) -> int:
     from builder._card import card_body, card_license, card_title
 
     out = Path(args.out)
+    folder = Path(args.folder) if args.folder else out / "much"
+    # Before any work: the folder replaced as a whole holds no input and nothing this step did not write.
+    check_outputs([published_folder_output(folder), Output("--out", out / "rows", folder=True)],
+                  inputs=[("--out", out)])
     rows, report = collect_rows(out, judge=args.judge, split=args.split)
     used = {r[schema.GENERATION_CONFIG] for split in _PUBLISHED for r in rows[split]}
     configs = [c for c in JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG).records()
@@ -260,7 +275,6 @@ def run(args: argparse.Namespace) -> int:
             config["engines"] = report["engines"][config[schema.GENERATION_CONFIG]]
     _write_rows(out, rows, configs)
     body = card_body(rows, configs, label_judge=report["label_judge"], label_rule=report["label_rule"])
-    folder = Path(args.folder) if args.folder else out / "much"
     sizes = export_folder(rows, folder, card_body=body, check=not args.no_check,
                           license=card_license(configs, label_judge=report["label_judge"]),
                           pretty_name=card_title(configs, label_judge=report["label_judge"]))

@@ -34,6 +34,7 @@ from builder.questions import DEFAULT_SOURCE, read_mushroom
 from builder.store import JsonlStore, Shard
 from much_dataset import schema
 from much_metric import mushroom
+from much_metric.fileio import Output, check_outputs
 
 __all__ = ["add_arguments", "run", "teacher_force", "OUT_OF_TOP"]
 
@@ -202,6 +203,9 @@ def run(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(args.threads)
     out = Path(args.out)
+    check_outputs([Output("--out", out / f"{name}.jsonl") for name in ("generations", "segments", f"labels.{JUDGE}",
+                                                                       "configs")],
+                  inputs=[("--source", source) for source in args.source or []])
     rows = [r for r in read_mushroom(args.source or [DEFAULT_SOURCE])
             if args.include_skipped_models or r["model_id"] not in MUSHROOM_SKIPPED_MODELS]
     rows = [r for r in rows if r["lang"].lower() in MUSHROOM_LANG_SEED]

@@ -17,6 +17,7 @@ from typing import Any
 from builder.configs import question_id
 from builder.store import JsonlStore
 from much_dataset import schema
+from much_metric.fileio import Output, check_outputs
 
 __all__ = ["add_arguments", "run", "read_mushroom", "questions_from_rows", "DEFAULT_SOURCE"]
 
@@ -71,6 +72,8 @@ def questions_from_rows(rows: Iterable[dict[str, Any]]) -> tuple[list[dict[str, 
 
 
 def run(args: argparse.Namespace) -> int:
+    check_outputs([Output("--out", Path(args.out) / "questions.jsonl")],
+                  inputs=[("--source", source) for source in args.source or []])
     rows = _read_hub() if args.hub else read_mushroom(args.source or [DEFAULT_SOURCE])
     questions, rejected = questions_from_rows(rows)
     store = JsonlStore(Path(args.out) / "questions.jsonl", key="question_id")

@@ -26,6 +26,7 @@ from typing import Any
 from builder.errors import BuilderError
 from builder.store import JsonlStore, Shard, read_jsonl
 from much_dataset import schema
+from much_metric.fileio import Output, check_outputs
 
 __all__ = ["add_arguments", "run", "read_rows", "replay_row", "PROMPT_STYLES", "OUT_OF_TOP"]
 
@@ -106,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.temperature <= 0:
         raise BuilderError(f"--temperature must be > 0, got {args.temperature}")
+    check_outputs([Output("--out", Path(args.out) / "replay.jsonl")], inputs=[("--source", args.source)])
     rows = list(Shard.parse(args.shard).select(list(read_rows(args.source))))[: args.limit]
     store = JsonlStore(Path(args.out) / "replay.jsonl", key=schema.GENERATION_ID)
     done = {r[schema.GENERATION_ID] for r in store.records()}

@@ -16,6 +16,7 @@ and column otherwise; a split whose shards hold no row at all is an error, not a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,9 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
 __all__ = ["INTEGER_COLUMNS", "read_parquet_folder", "integral_table"]
+
+#: Split names a hub file name may start with (MUCH's, plus the usual ones of ``datasets``).
+_SPLIT_NAMES = frozenset({*schema.SPLITS, "trash", "validation", "valid", "dev", "eval"})
 
 #: Columns whose values are integers at every nesting level (token ids, chunk indices, labels).
 INTEGER_COLUMNS: tuple[str, ...] = (
@@ -49,12 +53,45 @@ def _split_files(folder: Path, config: str, published: bool) -> dict[str, list[P
         return found
     from datasets.data_files import get_data_patterns, resolve_pattern
 
+    try:
+        patterns = get_data_patterns(str(folder))
+    except ValueError:  # e.g. data/test-en-00000-of-00001.parquet: datasets reads the split name "test-en"
+        return _split_files_by_name(folder)
+    def resolved(pattern: str) -> list[str]:
+        try:
+            return resolve_pattern(pattern, base_path=str(folder))
+        except FileNotFoundError:  # one of a split's patterns matching nothing is fine
+            return []
+
     found = {}
-    for split, patterns in get_data_patterns(str(folder)).items():
-        paths = sorted({Path(p) for pattern in patterns for p in resolve_pattern(pattern, base_path=str(folder))})
+    for split, split_patterns in patterns.items():
+        paths = sorted({Path(p) for pattern in split_patterns for p in resolved(pattern)})
         paths = [p for p in paths if p.suffix == ".parquet"]
         if paths:
             found[str(split)] = paths
+    return found
+
+
+#: A hub file name's split: its first word (``test-en-00000-of-00001.parquet``, ``train-00000-of-00003.parquet``,
+#: ``test.parquet``) or, failing that, its folder's name (``test/en.parquet``).
+_SPLIT_WORD = re.compile(r"([A-Za-z]+)(?=$|[-._ 0-9])")
+
+
+def _split_files_by_name(folder: Path) -> dict[str, list[Path]]:
+    """The parquet files of ``folder`` grouped by the split their name or folder starts with (every layout
+    ``push_to_hub`` and the hub write: ``data/<split>-NNNNN-of-NNNNN.parquet``, ``<config>/<split>-...``, and
+    per-language names such as ``data/<split>-<lang>-NNNNN-of-NNNNN.parquet``, which ``datasets``' default patterns
+    read as a split named ``<split>-<lang>``)."""
+    found: dict[str, list[Path]] = {}
+    for path in sorted(folder.rglob("*.parquet")):
+        if any(part.startswith(".") for part in path.relative_to(folder).parts):
+            continue
+        split = next((match.group(1).lower() for name in (path.stem, path.parent.name)
+                      if (match := _SPLIT_WORD.match(name)) and match.group(1).lower() in _SPLIT_NAMES), None)
+        if split is None:
+            raise FileNotFoundError(f"{path}: cannot tell which split this parquet file holds (its name or folder "
+                                    f"should start with one of {sorted(_SPLIT_NAMES)}, as push_to_hub writes them)")
+        found.setdefault(split, []).append(path)
     return found
 
 

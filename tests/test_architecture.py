@@ -419,7 +419,7 @@ def test_the_signature_walk_counts_methods_and_keyword_only_parameters():
 
 _GLOBAL_SWITCHES = {
     ("gc", "disable"), ("gc", "enable"), ("gc", "freeze"), ("matplotlib", "use"), ("logging", "basicConfig"),
-    ("sys", "setrecursionlimit"), ("torch", "set_num_threads"),
+    ("sys", "setrecursionlimit"), ("torch", "set_num_threads"), ("os", "umask"),
 }
 #: Entry points acting on the user's own flag (``--threads``) may set the process's state: that is their job.
 _ALLOWED = {("builder/import_mushroom.py", "set_num_threads")}

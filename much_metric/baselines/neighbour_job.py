@@ -325,10 +325,10 @@ def reduce_shards(out: str | Path, tokenizer: Any, *, top: int = 8, corpus: str 
             path = _block_path(out / "blocks", s, b, digest)
             if not path.exists():
                 raise ValueError(f"{out}: block {path.name} is missing (re-run its shard)")
-            with np.load(path, allow_pickle=False) as block:
-                keys, counts = merge_counts([(keys, counts), (block["keys"], block["counts"])])
-                n_tokens += int(block["n"][0])
-                n_documents += int(block["n"][1])
+            block_keys, block_counts, block_n = _read_block(path)
+            keys, counts = merge_counts([(keys, counts), (block_keys, block_counts)])
+            n_tokens += block_n[0]
+            n_documents += block_n[1]
             # Bounded memory: the running sum keeps 4 x keep neighbours per target (same order of blocks -> same
             # result however they were sharded).
             keys, counts = clip_top(keys, counts, vocab_size, 4 * keep)
@@ -340,3 +340,25 @@ def reduce_shards(out: str | Path, tokenizer: Any, *, top: int = 8, corpus: str 
         tokenizer=manifest["tokenizer"], corpus=corpus or "; ".join(manifest["sources"]), n_tokens=n_tokens,
         meta={"n_documents": n_documents, "block_size": manifest["block_size"], "block_keep": keep, **(meta or {})},
     )
+
+
+def _read_block(path: Path) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+    """The ``keys``, ``counts`` and ``(n_tokens, n_documents)`` of one block file; a file that is not a block (a
+    truncated or overwritten file, another archive) is a ``ValueError`` naming it."""
+    import zipfile
+
+    def bad(reason: str) -> ValueError:
+        return ValueError(f"{path}: not a readable block of neighbour counts ({reason}); delete it and re-run its "
+                          "shard")
+
+    try:
+        with np.load(path, allow_pickle=False) as block:
+            keys, counts, n = block["keys"], block["counts"], block["n"]
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        raise bad(f"{type(error).__name__}: {error}") from None
+    if keys.ndim != 1 or counts.shape != keys.shape or n.shape != (2,) \
+            or not all(np.issubdtype(a.dtype, np.integer) for a in (keys, counts, n)) \
+            or (counts.size and counts.min() < 0) or (keys.size and keys.min() < 0) or n.min() < 0:
+        raise bad(f"keys {keys.dtype}{keys.shape}, counts {counts.dtype}{counts.shape}, n {n.dtype}{n.shape}: "
+                  "expected equal 1-d non-negative integer arrays and n of 2")
+    return keys, counts, (int(n[0]), int(n[1]))

@@ -117,6 +117,9 @@ def check_arguments(args: argparse.Namespace) -> None:
             if path.exists() and not path.is_dir():
                 raise ValueError(f"--{name} {value}: is a file, expected a folder")
             _check_writable_folder(name, path, value)
+    from much_metric.cli._outputs import check_output_paths
+
+    check_output_paths(args)  # no output overwrites an input, a link, a device or another output's file
     _check_generation_time(args)
     _check_report_packages(args)
     for name in _DATA_ARGUMENTS:

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from much_dataset.schema import GENERATION_ID, OUTPUT, OUTPUT_TOKENS, TOKEN_CHUNKS
@@ -152,15 +150,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     # Whole-file atomic write: a rerun after an interruption simply starts again (segmenting is fast).
+    from much_metric.fileio import atomic_write_text
+
     target = Path(args.output)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(target, text)
     print(f"wrote {len(lines)} segmentations to {target}", file=sys.stderr)
     return 0

@@ -52,10 +52,13 @@ the connection died half-way), one without any token, or a non-streaming ``chat.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import re
+import socket
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -119,7 +122,14 @@ def token_to_id(entry: dict[str, Any], table: dict[bytes, int]) -> int | None:
     match = _TOKEN_ID.fullmatch(token or "")
     if match:
         return int(match.group(1))
-    raw = bytes(entry["bytes"]) if entry.get("bytes") is not None else str(token).encode("utf-8")
+    if entry.get("bytes") is not None:
+        values = entry["bytes"]
+        if not isinstance(values, list) or not all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255
+                                                   for b in values):
+            raise ValueError(f"token {token!r}: bytes must be a list of integers 0-255, got {values!r:.80}")
+        raw = bytes(values)
+    else:
+        raw = str(token).encode("utf-8")
     return table.get(raw)
 
 
@@ -139,6 +149,7 @@ def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
     extended with the sampled token when it is not among them.
     """
     table = _table(monitor.tokenizer)
+    vocabulary = _vocabulary_size(monitor.tokenizer)
     monitor.reset()
     position = 0
     finish_reason = None
@@ -170,14 +181,23 @@ def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
                                      "the tokenizer spells these bytes; is it the served model's tokenizer?")
                 where = f"stream chunk {number}, token {position} ({entry.get('token')!r})"
                 _check_logprob(entry, where)
-                for alternative in entry.get("top_logprobs") or []:
+                _check_id(token_id, vocabulary, where, "sampled token")
+                if not isinstance(entry.get("top_logprobs"), list):
+                    raise ValueError(f"{where}: top_logprobs is {entry.get('top_logprobs')!r}, not a list of "
+                                     "alternatives: request logprobs=true and top_logprobs (a list, [] for none)")
+                for alternative in entry["top_logprobs"]:
                     _check_logprob(alternative, where)
-                alternatives = sorted(entry.get("top_logprobs") or [], key=lambda e: -float(e["logprob"]))
+                alternatives = sorted(entry["top_logprobs"], key=lambda e: -float(e["logprob"]))
                 ids, probs = [], []
                 for alternative in alternatives[: monitor.top_k]:
                     alt_id = token_to_id(alternative, table)
-                    if alt_id is not None and alt_id in ids:
-                        continue
+                    if alt_id is not None:
+                        _check_id(alt_id, vocabulary, where, f"alternative {alternative.get('token')!r}")
+                        if alt_id in ids and _TOKEN_ID.fullmatch(str(alternative.get("token"))):
+                            raise ValueError(f"{where}: the alternative id {alt_id} is listed twice: a candidate row "
+                                             "holds each id once (the server's answer is malformed)")
+                        if alt_id in ids:  # two pieces spelling the same bytes: the table maps both to one id
+                            continue
                     ids.append(-1 if alt_id is None else alt_id)
                     probs.append(math.exp(float(alternative["logprob"])))
                 if token_id not in ids:
@@ -193,6 +213,22 @@ def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
                                     "or the connection stopped half-way and the answer is incomplete (the claims "
                                     "yielded so far are valid; monitor.finish() closes the rest)")
     yield from monitor.finish()
+
+
+def _vocabulary_size(tokenizer: Any) -> int | None:
+    """The number of ids of ``tokenizer`` (added tokens included), or None when it does not say."""
+    try:
+        return int(len(tokenizer))
+    except TypeError:
+        size = getattr(tokenizer, "vocab_size", None)
+        return int(size) if isinstance(size, int) else None
+
+
+def _check_id(token_id: int, vocabulary: int | None, where: str, what: str) -> None:
+    """An id is an integer in ``[0, vocabulary)``: the same rule as the dataset's rows."""
+    if token_id < 0 or (vocabulary is not None and token_id >= vocabulary):
+        raise ValueError(f"{where}: {what} id {token_id} is outside the tokenizer's vocabulary (0 to "
+                         f"{vocabulary - 1 if vocabulary else '?'}): is it the served model's tokenizer?")
 
 
 def _check_logprob(entry: dict[str, Any], where: str) -> None:
@@ -222,20 +258,21 @@ def stream_chat_completion(base_url: str, model: str, messages: list[dict[str, s
                            top_logprobs: int = 20, timeout: float = 60.0, **options: Any) -> Iterator[dict[str, Any]]:
     """POST ``{base_url}/chat/completions`` with ``stream=True, logprobs=True``; yield the parsed chunks.
 
-    Standard library only (``urllib``); ``options`` (``max_tokens``, ``temperature``, ``seed``,
+    Standard library only (``http.client``); ``options`` (``max_tokens``, ``temperature``, ``seed``,
     ``return_tokens_as_token_ids`` for vLLM/SGLang ...) go into the request body. ``top_logprobs`` above 20 only
     for servers that allow it (``vllm serve --max-logprobs 25``). Pass the chunks to :meth:`ClaimMonitor.stream_openai`.
 
-    ``timeout`` (seconds) is one deadline for the whole answer, from the request to ``data: [DONE]``: keep-alive
-    comments do not extend it.
+    ``timeout`` (seconds) is one deadline for the whole request, from connecting to ``data: [DONE]``: a server that
+    dribbles its answer byte by byte or sends keep-alive comments is cut at it (a watchdog shuts the socket down).
 
     Raises
     ------
     IncompleteStreamError
-        The stream ended without ``data: [DONE]``, the answer is not a stream, or the deadline passed.
+        The stream ended without ``data: [DONE]`` (the connection closed, even mid-chunk), the answer is not a stream,
+        the bytes are not UTF-8, more than ``max_tokens`` tokens came, or the deadline passed.
+    ConnectionError
+        The server cannot be reached or answered an HTTP error; the message names the server and the status.
     """
-    import urllib.request
-
     if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or top_logprobs < 0:
         raise ValueError(f"top_logprobs must be a non-negative integer (the OpenAI API allows at most 20, vLLM up "
                          f"to its --max-logprobs), got {top_logprobs!r}")
@@ -246,48 +283,139 @@ def stream_chat_completion(base_url: str, model: str, messages: list[dict[str, s
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    request = urllib.request.Request(base_url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
-                                     headers=headers, method="POST")
-    deadline = time.monotonic() + timeout
+    max_tokens = options.get("max_tokens", options.get("max_completion_tokens"))
+    with _Connection(base_url, timeout) as connection:
+        response = connection.post("/chat/completions", json.dumps(body).encode(), headers)
+        yield from _read_events(connection, response, max_tokens)
+
+
+class _Connection:
+    """One HTTP(S) request to ``base_url`` under one deadline: a watchdog timer shuts the socket down when it passes,
+    so no read (headers included) can outlive it; every failure names the server."""
+
+    def __init__(self, base_url: str, timeout: float) -> None:
+        import urllib.parse
+
+        self.base_url, self.timeout = base_url, timeout
+        self.url = urllib.parse.urlsplit(base_url)
+        if self.url.scheme not in ("http", "https") or not self.url.hostname:
+            raise ValueError(f"base_url must be an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}")
+        self.deadline = time.monotonic() + timeout
+        self.expired = threading.Event()
+        self._connection: Any = None
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self) -> _Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._connection is not None:
+            self._connection.close()
+
+    def _expire(self) -> None:
+        self.expired.set()
+        sock = getattr(self._connection, "sock", None)
+        with contextlib.suppress(OSError):
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def late(self, tokens: int) -> IncompleteStreamError:
+        return IncompleteStreamError(f"no complete answer from {self.base_url} within the {self.timeout:g}s deadline "
+                                     f"({tokens} tokens received; keep-alive comments and slow bytes do not extend "
+                                     "it): raise timeout= or check the server")
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def post(self, path: str, payload: bytes, headers: dict[str, str]) -> Any:
+        import http.client
+
+        kind = http.client.HTTPSConnection if self.url.scheme == "https" else http.client.HTTPConnection
+        self._connection = kind(self.url.hostname, self.url.port, timeout=max(self.remaining(), 1e-3))
+        self._timer = threading.Timer(max(self.remaining(), 0.0), self._expire)
+        self._timer.daemon = True
+        try:
+            self._connection.connect()
+            self._timer.start()
+            self._connection.request("POST", self.url.path.rstrip("/") + path, body=payload, headers=headers)
+            response = self._connection.getresponse()
+        except (OSError, http.client.HTTPException) as error:
+            if self.expired.is_set() or isinstance(error, TimeoutError):
+                raise self.late(0) from None
+            reason = "connection refused: is the server running?" if isinstance(error, ConnectionRefusedError) \
+                else f"{type(error).__name__}: {error}"
+            raise ConnectionError(f"cannot reach the server {self.base_url} ({self.url.hostname}:"
+                                  f"{self.url.port or (443 if self.url.scheme == 'https' else 80)}): {reason}") \
+                from None
+        if response.status != 200:
+            try:
+                text = response.read(2000).decode("utf-8", errors="replace")
+            except (OSError, http.client.HTTPException):
+                text = ""
+            hint = {401: " (check the API key; much monitor reads it from the variable --api-key-env names)",
+                    403: " (check the API key)",
+                    404: " (check the base URL, usually ending with /v1, and the model name)"}.get(response.status, "")
+            detail = " ".join(text.split())[:200]
+            raise ConnectionError(f"the server {self.base_url} answered HTTP {response.status} {response.reason}"
+                                  f"{hint}" + (f": {detail}" if detail else ""))
+        return response
+
+
+def _read_events(connection: _Connection, response: Any, max_tokens: Any) -> Iterator[dict[str, Any]]:
+    """The ``data:`` events of ``response`` as parsed chunks, under the connection's deadline (module docstring)."""
+    import http.client
+
+    base_url = connection.base_url
     tokens = 0
     other: list[str] = []  # non-SSE lines: a plain JSON answer when the server ignored stream=True
-
-    def late() -> IncompleteStreamError:
-        return IncompleteStreamError(f"no complete answer within the {timeout:g}s deadline ({tokens} tokens "
-                                     "received; keep-alive comments do not extend it): raise timeout= or check the "
-                                     "server")
-
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            sock = _response_socket(response)
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise late()
-                if sock is not None:
-                    sock.settimeout(remaining)
-                line = response.readline()
-                if not line:
-                    break
-                line = line.decode("utf-8", errors="replace").strip()
-                if not line.startswith("data:"):
-                    if line and not line.startswith(":") and len(other) < 1000:
-                        other.append(line)
-                    continue
-                data = line[len("data:"):].strip()
-                if data == "[DONE]":
-                    return
-                try:
-                    chunk = json.loads(data)
-                except ValueError:
-                    raise IncompleteStreamError(f"the stream from {base_url} sent an event that is not JSON after "
-                                                f"{tokens} tokens: {data[:80]!r}") from None
-                choices = chunk.get("choices") if isinstance(chunk, dict) else None
-                for choice in choices if isinstance(choices, list) else []:
-                    tokens += len(((choice or {}).get("logprobs") or {}).get("content") or [])
-                yield chunk
-    except TimeoutError:
-        raise late() from None
+    buffer = b""
+    while True:
+        if connection.remaining() <= 0 or connection.expired.is_set():
+            raise connection.late(tokens)
+        try:
+            block = response.read1(65536)
+        except (OSError, http.client.HTTPException) as error:
+            if connection.expired.is_set() or isinstance(error, TimeoutError):
+                raise connection.late(tokens) from None
+            raise IncompleteStreamError(f"the connection to {base_url} broke after {tokens} tokens "
+                                        f"({type(error).__name__}: {error}): the answer is incomplete") from None
+        if not block:
+            if connection.expired.is_set():
+                raise connection.late(tokens)
+            lines, buffer = ([buffer] if buffer else []), b""
+        else:
+            buffer += block
+            *lines, buffer = buffer.split(b"\n")
+        for raw in lines:
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as error:
+                raise IncompleteStreamError(f"the stream from {base_url} sent bytes that are not UTF-8 after {tokens} "
+                                            f"tokens ({error.reason} at byte {error.start} of a line): an event "
+                                            "stream of JSON is UTF-8; the server or the connection is broken") from None
+            if not line.startswith("data:"):
+                if line and not line.startswith(":") and len(other) < 1000:
+                    other.append(line)
+                continue
+            data = line[len("data:"):].strip()
+            if data == "[DONE]":
+                return
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise IncompleteStreamError(f"the stream from {base_url} sent an event that is not JSON after "
+                                            f"{tokens} tokens: {data[:80]!r}") from None
+            choices = chunk.get("choices") if isinstance(chunk, dict) else None
+            for choice in choices if isinstance(choices, list) else []:
+                tokens += len(((choice or {}).get("logprobs") or {}).get("content") or [])
+            if isinstance(max_tokens, int) and tokens > max_tokens:
+                raise IncompleteStreamError(f"the stream from {base_url} sent {tokens} tokens, more than the "
+                                            f"max_tokens={max_tokens} requested: the server ignores the request")
+            yield chunk
+        if not block:
+            break
     if other:
         try:
             answer = json.loads("\n".join(other))
@@ -298,10 +426,3 @@ def stream_chat_completion(base_url: str, model: str, messages: list[dict[str, s
     held = f"after {tokens} tokens" if tokens else "with no token"
     raise IncompleteStreamError(f"the stream from {base_url} ended without data: [DONE] {held}: the server or the "
                                 "connection stopped half-way and the answer is incomplete")
-
-
-def _response_socket(response: Any) -> Any:
-    """The socket under an ``http.client`` response (to bound each read by the time left), or None."""
-    raw = getattr(getattr(response, "fp", None), "raw", None)
-    sock = getattr(raw, "_sock", None)
-    return sock if hasattr(sock, "settimeout") else None

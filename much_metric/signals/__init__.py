@@ -76,6 +76,7 @@ __all__ = [
     "write_signals",
     "rank_methods",
     "MIN_RANK_RESAMPLES",
+    "MAX_RESAMPLES",
     "check_resamples",
     "CalibrationResult",
     "calibrate_table",
@@ -93,7 +94,7 @@ __all__ = [
 
 _LAZY = {
     "format_metric": "_report", "render_report": "_report", "write_report": "_report",
-    "rank_methods": "_rank", "MIN_RANK_RESAMPLES": "_rank", "check_resamples": "_rank",
+    "rank_methods": "_rank", "MIN_RANK_RESAMPLES": "_rank", "MAX_RESAMPLES": "_rank", "check_resamples": "_rank",
     "CalibrationResult": "_calibrate", "calibrate_table": "_calibrate", "calibration_json": "_calibrate",
     "DEFAULT_MUSHROOM": "_spans", "MUSHROOM_HINT": "_spans", "evaluate_spans": "_spans", "match_mushroom": "_spans",
     "PAPER_GENERATION_SECONDS": "_published", "PAPER_TABLE7": "_published", "REFERENCE_NOTEBOOK": "_published",
