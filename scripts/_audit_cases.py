@@ -138,14 +138,17 @@ class Fixtures:
         """A ``much run --out`` folder with ``max_likelihood.parquet`` for the embedded sample."""
         return self._once("run", lambda t: self._run(["much", "run", "--data", "sample", "--no-nli", "--signals",
                                                       "max_likelihood", "--bootstrap", "0", "--out", "run",
-                                                      "--no-progress"], t))
+                                                      "--no-progress"], t)) / "run"
 
     def detector(self, kind: str) -> Path:
         """A ``much train`` detector folder (fold en, one epoch)."""
         def build(target: Path) -> None:
             self._run(["much", "train", "--data", "sample", "--detector", kind, "--fold", "en", "--max-epochs",
                        "1", "--out", "det", "--no-progress"], target)
-        return self._once(f"det-{kind}", build) / "det" / "en"
+        found = sorted((self._once(f"det-{kind}", build) / "det").rglob("config.json"))
+        if not found:
+            raise RuntimeError(f"much train --detector {kind} wrote no config.json")
+        return found[0].parent
 
     def sample_rows(self) -> list[dict[str, Any]]:
         import pyarrow.parquet as pq
@@ -320,17 +323,24 @@ def _truncated_checkpoint(folder: Path) -> None:
 
 
 def truncated_checkpoint(ctx: CaseContext) -> None:
-    run = ctx.copy(ctx.fixtures.detector("linear").parent, "det")
-    _truncated_checkpoint(run / "en")
+    folder = ctx.fixtures.detector("linear")
+    top = folder
+    while top.parent.name != "det-linear":  # the whole `--out det` folder, wherever the fold landed in it
+        top = top.parent
+    run = ctx.copy(top, "det")
+    _truncated_checkpoint(run / folder.relative_to(top))
 
 
-def neighbours_garbage(ctx: CaseContext) -> None:
-    work = ctx.copy(ctx.fixtures.neighbours(), "nw")
-    for block in sorted(work.rglob("*.npz")):
-        if block.name == "neighbours.npz":
-            block.unlink()
-        else:
-            block.write_bytes(b"not a zip file at all\x00" * 10)
+def neighbours_garbage(zip_magic: bool) -> Callable[[CaseContext], None]:
+    """The work folder of a finished run, its blocks overwritten with garbage (starting like a zip or not)."""
+    def setup(ctx: CaseContext) -> None:
+        work = ctx.copy(ctx.fixtures.neighbours(), "nw")
+        for block in sorted(work.rglob("*.npz")):
+            if block.name == "neighbours.npz":
+                block.unlink()
+            else:
+                block.write_bytes((b"PK\x03\x04" if zip_magic else b"") + b"not a zip file at all\x00" * 10)
+    return setup
 
 
 def both(*setups: Callable[[CaseContext], None]) -> Callable[[CaseContext], None]:

@@ -145,11 +145,14 @@ def run_case(case, ctx_factory, repo: Path, env: dict[str, str], scale: float) -
                 argv = [part.format(**ctx.fields()) for part in case.argv]
                 full = [*command_prefix(repo, argv[0]), *argv[1:]]
                 before = snapshot(ctx.tmp, case.keep)
+                absent = [path for path, state in before.items() if state == ("missing",)]
+                if absent:
+                    raise RuntimeError(f"the setup did not create {absent}")
                 deadline = scale * max(60.0, 3.0 * case.timeout) if case.timeout else scale * case.deadline
                 rc, stdout, stderr, seconds = run_process(full, cwd=ctx.tmp, env=env, deadline=deadline)
                 lost = snapshot(ctx.tmp, case.keep).diff(before)
-                lost += [f"{path} is gone" for path in case.foreign if not (ctx.tmp / path).exists()
-                         and not (ctx.tmp / path).is_symlink()]
+                lost += [f"{path} is gone" for path in case.foreign if path not in case.keep
+                         and not (ctx.tmp / path).exists() and not (ctx.tmp / path).is_symlink()]
                 if case.check is not None:
                     problem = case.check(ctx)
                     if problem:
