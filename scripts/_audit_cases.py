@@ -48,6 +48,7 @@ class Case:
     check: Callable[[CaseContext], str | None] | None = None   # a reason when data was lost / bad data stored
     exit0_ok: Callable[[CaseContext, str, str], bool] | None = None  # an exit 0 that is a proper refusal
     clear_codes: tuple[int, ...] = (2,)
+    memory_gb: float = 0.0           # > 0: cap the command's address space (cases that allocate without bound)
     era: str = "new"
     reported: str = ""               # what issue #31 reported for it on main
 

@@ -155,11 +155,11 @@ add(
 # ---------------------------------------------------------------- learned detector folders
 add(
     Case("learned-hidden-200000", "learned", LEARNED, detector("sequence", _edit_config(hidden=200_000)),
-         names=("hidden|config.json",), deadline=SLOW, reported="traceback"),
+         names=("hidden|config.json",), memory_gb=6, deadline=SLOW, reported="traceback"),
     Case("learned-gru-wrong-shape", "learned", LEARNED, detector("sequence", _edit_weights(_wrong_gru_shape)),
          names=("gru|shape",), deadline=SLOW, reported="traceback"),
     Case("learned-weights-link-dev-zero", "learned", LEARNED, detector("linear", _weights_to_dev_zero),
-         names=("weights.safetensors",), deadline=SLOW, reported="traceback"),
+         names=("weights.safetensors",), memory_gb=6, deadline=SLOW, reported="traceback"),
     Case("learned-infinite-bias", "learned", LEARNED, detector("linear", _edit_weights(_infinite_bias)),
          names=("bias|finite|inf",), deadline=SLOW, reported="silent"),
     Case("learned-other-aggregator", "learned", (*LEARNED, "--aggregator", "max"), detector("linear"),

@@ -8,7 +8,7 @@ checkout given with ``--repo`` in its own temporary folder, in its own process g
 * ``silent``    -- exit 0 on a bad input, or data lost (an input or a foreign file changed/removed, a device node
   replaced, a bad row stored), whatever the exit code;
 * ``hang``      -- still running at the deadline (3x the command's own ``--timeout``, at least 60 s): killed;
-* ``traceback`` -- "Traceback" in its output;
+* ``traceback`` -- "Traceback" in its output, or killed by a signal (a crash);
 * for good inputs (controls): ``ok`` (exit 0, nothing lost) or ``refused``;
 * ``setup-failed`` / ``skipped`` -- the case could not be prepared (not counted).
 
@@ -67,13 +67,24 @@ def command_prefix(repo: Path, program: str) -> list[str]:
     raise ValueError(f"unknown program {program!r}")
 
 
-def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], deadline: float) -> tuple[int | None, str, str,
-                                                                                               float]:
-    """Run ``argv`` in its own process group; kill the group at ``deadline`` seconds (rc None)."""
+def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], deadline: float,
+                memory_gb: float = 0.0) -> tuple[int | None, str, str, float]:
+    """Run ``argv`` in its own process group; kill the group at ``deadline`` seconds (rc None).
+
+    ``memory_gb`` > 0 caps the address space (a case that reads /dev/zero must not take the machine's memory).
+    """
     start = time.monotonic()
+
+    def limit() -> None:
+        if memory_gb > 0:
+            import resource
+
+            cap = int(memory_gb * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=limit if memory_gb > 0 else None)
         try:
             rc: int | None = process.wait(timeout=deadline)
         except subprocess.TimeoutExpired:
@@ -115,6 +126,8 @@ def classify(case, rc: int | None, stdout: str, stderr: str, lost: list[str], ex
         return "hang", "killed at the deadline"
     if "Traceback (most recent call last)" in stderr or "Traceback (most recent call last)" in stdout:
         return "traceback", ""
+    if rc < 0:  # killed by a signal: a crash
+        return "traceback", f"killed by signal {-rc}"
     if lost:
         return "silent", "data lost: " + "; ".join(lost)
     if not case.bad:
@@ -149,7 +162,8 @@ def run_case(case, ctx_factory, repo: Path, env: dict[str, str], scale: float) -
                 if absent:
                     raise RuntimeError(f"the setup did not create {absent}")
                 deadline = scale * max(60.0, 3.0 * case.timeout) if case.timeout else scale * case.deadline
-                rc, stdout, stderr, seconds = run_process(full, cwd=ctx.tmp, env=env, deadline=deadline)
+                rc, stdout, stderr, seconds = run_process(full, cwd=ctx.tmp, env=env, deadline=deadline,
+                                                          memory_gb=case.memory_gb)
                 lost = snapshot(ctx.tmp, case.keep).diff(before)
                 lost += [f"{path} is gone" for path in case.foreign if path not in case.keep
                          and not (ctx.tmp / path).exists() and not (ctx.tmp / path).is_symlink()]
