@@ -48,6 +48,7 @@ class Case:
     check: Callable[[CaseContext], str | None] | None = None   # a reason when data was lost / bad data stored
     exit0_ok: Callable[[CaseContext, str, str], bool] | None = None  # an exit 0 that is a proper refusal
     clear_codes: tuple[int, ...] = (2,)
+    message_files: tuple[str, ...] = ()  # files (per-row failure logs) read with the output for ``names``
     memory_gb: float = 0.0           # > 0: cap the command's address space (cases that allocate without bound)
     era: str = "new"
     reported: str = ""               # what issue #31 reported for it on main
@@ -388,9 +389,13 @@ def _row_problem(row: dict[str, Any], *, vocab: int, max_tokens: int) -> str | N
     return None
 
 
+def failures_file(rows_file: str) -> str:
+    return rows_file.removesuffix(".jsonl") + ".failures.jsonl"
+
+
 def failures_recorded(rows_file: str) -> Callable[[CaseContext, str, str], bool]:
     def accepted(ctx: CaseContext, stdout: str, stderr: str) -> bool:
-        failures = ctx.path(rows_file.removesuffix(".jsonl") + ".failures.jsonl")
+        failures = ctx.path(failures_file(rows_file))
         return failures.exists() and failures.stat().st_size > 0
     return accepted
 

@@ -14,6 +14,7 @@ from _audit_cases import (
     both,
     builder_out,
     detector,
+    failures_file,
     failures_recorded,
     hub_layout,
     neighbours_garbage,
@@ -113,7 +114,8 @@ for _mode in _BAD_DATA:
     add(Case(f"generate-openai-{_mode}", "builder generate", GENERATE, questions, server=_mode, timeout=10,
              names=(_MONITOR_NAMES[_mode],),
              check=stored_row_problem("g/generations.jsonl", vocab=LLAMA3_VOCAB, max_tokens=MAX_NEW),
-             exit0_ok=failures_recorded("g/generations.jsonl"),
+             exit0_ok=failures_recorded("g/generations.jsonl"), clear_codes=(1, 2),
+             message_files=(failures_file("g/generations.jsonl"),),
              reported="silent" if _mode not in ("null_top_logprobs", "non_utf8") else ""))
     add(Case(f"monitor-base-url-{_mode}", "much monitor", MONITOR, server=_mode, timeout=5,
              names=(_MONITOR_NAMES[_mode],),
@@ -140,7 +142,8 @@ add(
 # ---------------------------------------------------------------- deadlines and bounded options
 add(
     Case("generate-openai-drip", "builder generate", GENERATE, questions, server="drip", timeout=10,
-         names=("10|timeout|deadline",), exit0_ok=failures_recorded("g/generations.jsonl"),
+         names=("10|timeout|deadline",), exit0_ok=failures_recorded("g/generations.jsonl"), clear_codes=(1, 2),
+         message_files=(failures_file("g/generations.jsonl"),),
          check=stored_row_problem("g/generations.jsonl", vocab=LLAMA3_VOCAB, max_tokens=MAX_NEW),
          reported="hang"),
     Case("monitor-drip", "much monitor", MONITOR, server="drip", timeout=5, names=("5|timeout|deadline",),

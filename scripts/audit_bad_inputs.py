@@ -119,8 +119,8 @@ def message_of(stdout: str, stderr: str) -> str:
     return ""
 
 
-def classify(case, rc: int | None, stdout: str, stderr: str, lost: list[str], exit0_accepted: bool) -> tuple[str,
-                                                                                                         str]:
+def classify(case, rc: int | None, stdout: str, stderr: str, lost: list[str], exit0_accepted: bool,
+             extra: str = "") -> tuple[str, str]:
     """(outcome, note) of one finished run; see the module docstring."""
     if rc is None:
         return "hang", "killed at the deadline"
@@ -136,7 +136,7 @@ def classify(case, rc: int | None, stdout: str, stderr: str, lost: list[str], ex
         return ("clear", "exit 0, refused in place (per-row failure / warning)") if exit0_accepted else \
             ("silent", "exit 0")
     tail = "\n".join([line for line in stderr.splitlines() if line.strip()][-5:]
-                     + [line for line in stdout.splitlines() if line.strip()][-2:]).lower()
+                     + [line for line in stdout.splitlines() if line.strip()][-2:] + [extra]).lower()
     named = all(any(alt.lower() in tail for alt in name.split("|")) for name in case.names)
     if rc in case.clear_codes and named:
         return "clear", ""
@@ -172,13 +172,15 @@ def run_case(case, ctx_factory, repo: Path, env: dict[str, str], scale: float) -
                     if problem:
                         lost.append(problem)
                 accepted = bool(case.exit0_ok and case.exit0_ok(ctx, stdout, stderr))
+                extra = "\n".join(ctx.path(rel).read_text(errors="replace")[-2000:] for rel in case.message_files
+                                  if ctx.path(rel).is_file())
         except SetupSkipped as skip:
             base.got, base.note, base.seconds = "skipped", str(skip), time.monotonic() - start
             return base
         except Exception as error:  # a broken fixture is the harness's fault, reported as such
             base.note, base.seconds = f"{type(error).__name__}: {error}"[:300], time.monotonic() - start
             return base
-    got, note = classify(case, rc, stdout, stderr, lost, accepted)
+    got, note = classify(case, rc, stdout, stderr, lost, accepted, extra)
     return Result(case.id, case.surface, case.era, case.bad, case.expect, got, round(seconds, 1), rc, note,
                   case.reported, message_of(stdout, stderr), [argv[0], *argv[1:]])
 
