@@ -1,342 +1,274 @@
-"""Run a table of bad inputs over the ``much`` commands and builder steps and count how each one ends.
+"""Bad-input audit harness (issue #31): run every case of ``scripts/_audit_cases.py`` and classify its outcome.
 
-Usage: ``python scripts/audit_bad_inputs.py [--timeout S] [--only SUBSTRING] [--verbose]``
+Each case runs one command (``much ...``, ``python -m builder ...``, ``python -m much_leaderboard ...``) of the
+checkout given with ``--repo`` in its own temporary folder, in its own process group, under a deadline. Outcome:
 
-Each case builds its files in a fresh temporary folder, runs one command in a subprocess (``python -m much_metric``
-or ``python -m builder``) with a time limit, then checks what it left. The outcome of a case is one of:
+* ``clear``     -- exit 2 (or a code the case allows) with a message naming the thing (the case's ``names``);
+* ``generic``   -- a non-zero exit whose message does not name it;
+* ``silent``    -- exit 0 on a bad input, or data lost (an input or a foreign file changed/removed, a device node
+  replaced, a bad row stored), whatever the exit code;
+* ``hang``      -- still running at the deadline (3x the command's own ``--timeout``, at least 60 s): killed;
+* ``traceback`` -- "Traceback" in its output, or killed by a signal (a crash);
+* for good inputs (controls): ``ok`` (exit 0, nothing lost) or ``refused``;
+* ``setup-failed`` / ``skipped`` -- the case could not be prepared (not counted).
 
-* ``clear``     -- a non-zero exit with one ``error:`` line naming the problem, and the protected files intact;
-* ``generic``   -- a non-zero exit, but several lines or no ``error:`` line;
-* ``silent``    -- exit 0 (the bad input was accepted), or a protected file was changed or deleted;
-* ``hang``      -- still running at the time limit (killed);
-* ``traceback`` -- a Python traceback on stderr.
+Usage::
 
-Servers for ``much monitor --base-url`` run in this process on 127.0.0.1 (a dribbling server, HTTP errors, a
-malformed stream). Offline: ``HF_HUB_OFFLINE=1``; the cases use the packaged sample and the ``smollm2`` tokenizer.
-The counts are printed per surface and in total (the numbers quoted in notes/NOTES_reliability_r3.md).
+    python scripts/audit_bad_inputs.py [--repo PATH] [--only SURFACE] [--jobs N] [--json OUT]
+
+Prints one line per case (id, expected, got, seconds) and a summary table per surface.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
+import concurrent.futures as futures
 import json
-import math
 import os
-import socket
+import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-OUTCOMES = ("clear", "generic", "silent", "hang", "traceback")
+CLASSES = ("clear", "generic", "silent", "hang", "traceback")
+HERE = Path(__file__).resolve().parent
 
 
 @dataclass
-class Case:
+class Result:
+    id: str
     surface: str
-    name: str
-    argv: Callable[[Path, dict], list[str]]  # (work folder, servers) -> argv after "python -m"
-    setup: Callable[[Path], list[Path]] = field(default=lambda work: [])  # returns the files that must stay intact
+    era: str
+    bad: bool
+    expected: str
+    got: str
+    seconds: float
+    rc: int | None
+    note: str = ""
+    reported: str = ""
+    message: str = ""
+    argv: list[str] = field(default_factory=list)
 
 
-# --- servers -----------------------------------------------------------------------------------------------------
+def command_prefix(repo: Path, program: str) -> list[str]:
+    """The interpreter command line of ``much`` / ``builder`` / ``leaderboard`` in ``repo``."""
+    if program == "much":
+        return [sys.executable, "-m", "much_metric"]
+    if program == "builder":
+        return [sys.executable, "-m", "builder"]
+    if program == "leaderboard":  # its own package on new checkouts, a `much` sub-command on older ones
+        if (repo / "much_leaderboard" / "__main__.py").is_file():
+            return [sys.executable, "-m", "much_leaderboard"]
+        return [sys.executable, "-m", "much_metric", "leaderboard"]
+    raise ValueError(f"unknown program {program!r}")
 
 
-def _events(chunks: list[dict], done: bool = True) -> bytes:
-    return ("".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + ("data: [DONE]\n\n" if done else "")).encode()
+def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], deadline: float,
+                memory_gb: float = 0.0) -> tuple[int | None, str, str, float]:
+    """Run ``argv`` in its own process group; kill the group at ``deadline`` seconds (rc None).
 
+    ``memory_gb`` > 0 caps the address space (a case that reads /dev/zero must not take the machine's memory).
+    """
+    start = time.monotonic()
 
-def _chunk(token: str, logprob: float = math.log(0.9), top: object = "same", finish: str | None = None) -> dict:
-    entry = {"token": token, "logprob": logprob,
-             "top_logprobs": [{"token": token, "logprob": logprob}] if top == "same" else top}
-    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "x"},
-                                                            "logprobs": {"content": [entry]}, "finish_reason": finish}]}
+    def limit() -> None:
+        if memory_gb > 0:
+            import resource
 
+            cap = int(memory_gb * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
-def _final() -> dict:
-    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-
-
-def _stream_answer(body: bytes) -> Callable:
-    def write(handler, stop):
-        handler.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + body)
-    return write
-
-
-def _status(code: int) -> Callable:
-    def write(handler, stop):
-        handler.wfile.write(f"HTTP/1.0 {code} Error\r\nContent-Type: application/json\r\n\r\n".encode()
-                            + b'{"error": {"message": "no"}}')
-    return write
-
-
-def _dribble(handler, stop):
-    handler.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
-    for byte in _events([_chunk("token_id:42")] * 50 + [_final()]):
-        if stop.wait(0.5):
-            return
-        handler.wfile.write(bytes([byte]))
-        handler.wfile.flush()
-
-
-def _mid_chunk(handler, stop):
-    first = _events([_chunk("token_id:42")], done=False)
-    handler.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-                        + f"{len(first):x}\r\n".encode() + first + b"\r\n1000\r\ndata: {")
-    handler.wfile.flush()
-    handler.connection.shutdown(socket.SHUT_RDWR)
-
-
-SERVERS: dict[str, Callable] = {
-    "dribble": _dribble,
-    "500": _status(500), "401": _status(401), "404": _status(404),
-    "null_top": _stream_answer(_events([_chunk("token_id:42", top=None), _final()])),
-    "oov": _stream_answer(_events([_chunk("token_id:999999"), _final()])),
-    "nan": _stream_answer(_events([_chunk("token_id:42", logprob=float("nan")), _final()])),
-    "above_1": _stream_answer(_events([_chunk("token_id:42", logprob=0.7), _final()])),
-    "not_utf8": _stream_answer(_events([_chunk("token_id:42"), _final()]).replace(b'"x"', b'"\xff\xfe"')),
-    "mid_chunk": _mid_chunk,
-    "not_streamed": lambda h, stop: h.wfile.write(
-        b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + json.dumps(
-            {"object": "chat.completion", "choices": [{"index": 0, "message": {"content": "Hi"},
-                                                       "finish_reason": "stop"}]}).encode()),
-    "cut": _stream_answer(_events([_chunk("token_id:42")], done=False)),
-}
-
-
-@contextlib.contextmanager
-def _servers():
-    stop = threading.Event()
-    started = []
-    urls = {}
-    for name, write in SERVERS.items():
-        class Handler(BaseHTTPRequestHandler):
-            behaviour = staticmethod(write)
-
-            def do_POST(self) -> None:  # noqa: N802
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with contextlib.suppress(OSError):
-                    self.behaviour(self, stop)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        started.append(httpd)
-        urls[name] = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        urls["refused"] = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
-    try:
-        yield urls
-    finally:
-        stop.set()
-        for httpd in started:
-            httpd.shutdown()
-            httpd.server_close()
-
-
-# --- files -------------------------------------------------------------------------------------------------------
-
-
-def _scores(work: Path) -> list[Path]:
-    """A real signal file over the packaged sample (1 - the top candidate probability)."""
-    import much_dataset
-    from much_metric.signals import write_signals
-
-    test = much_dataset.load("sample")["test"]
-    rows = [{"generation_id": gid, "signal_name": "max_likelihood", "values": [1.0 - p[0] for p in probs]}
-            for gid, probs in zip(test["generation_id"], test["logits_values"], strict=True)]
-    write_signals(work / "scores.jsonl", rows)
-    return [work / "scores.jsonl"]
-
-
-def _segment_input(work: Path) -> list[Path]:
-    from much_metric.models import load_tokenizer
-
-    text = "Paris is the capital of France."
-    ids = list(load_tokenizer("smollm2").encode(text, add_special_tokens=False))
-    (work / "in.jsonl").write_text(json.dumps({"generation_id": "g", "output": text, "output_tokens": ids}) + "\n")
-    return [work / "in.jsonl"]
-
-
-def _corpus(work: Path) -> list[Path]:
-    (work / "corpus.txt").write_text("Paris is the capital of France.\nBerlin is the capital of Germany.\n")
-    return [work / "corpus.txt"]
-
-
-def _garbage_block(work: Path) -> list[Path]:
-    _corpus(work)
-    subprocess.run([sys.executable, "-m", "much_metric", "neighbours", "--tokenizer", "smollm2", "--files",
-                    str(work / "corpus.txt"), "--out", str(work / "job"), "--no-progress", "--top", "2"],
-                   check=True, capture_output=True, env=_env())
-    for block in (work / "job" / "blocks").iterdir():
-        block.write_bytes(block.read_bytes()[: block.stat().st_size // 2])  # a truncated archive
-    return []
-
-
-def _artifacts(work: Path) -> list[Path]:
-    sys.path.insert(0, str(ROOT))
-    from tests.builder.test_export import _artifacts as make
-
-    (work / "out").mkdir()
-    make(work / "out")
-    return sorted((work / "out").glob("*.jsonl"))
-
-
-def _foreign_folder(work: Path) -> list[Path]:
-    protected = _artifacts(work)
-    (work / "mine").mkdir()
-    (work / "mine" / "thesis.tex").write_text("years of work")
-    return [*protected, work / "mine" / "thesis.tex"]
-
-
-def _own_replay(work: Path) -> list[Path]:
-    (work / "replay.jsonl").write_text("".join(json.dumps({"generation_id": f"g{i}", "output_tokens": [1]}) + "\n"
-                                               for i in range(2)))
-    return [work / "replay.jsonl"]
-
-
-def _device(work: Path) -> str:
-    """A copy of the full device in ``work`` (root may create one), else the system's ``/dev/full``, which a non-root
-    process cannot replace: a command that replaced its output path never damages the machine's real device."""
-    import stat
-
-    path = work / "full"
-    if not path.exists():
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                   start_new_session=True, preexec_fn=limit if memory_gb > 0 else None)
         try:
-            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
-        except (PermissionError, AttributeError):
-            return "/dev/full"
-    return str(path)
-
-
-def _device_link(target: str) -> Callable[[Path], list[Path]]:
-    def setup(work: Path) -> list[Path]:
-        _scores(work)
-        (work / "link.json").symlink_to(target)
-        return [work / "scores.jsonl"]
-    return setup
-
-
-# --- the table ---------------------------------------------------------------------------------------------------
-
-M = [sys.executable, "-m", "much_metric"]
-B = [sys.executable, "-m", "builder"]
-EVAL = [*M, "evaluate", "--data", "sample", "--bootstrap", "0", "--scores"]
-MONITOR = [*M, "monitor", "--model", "smollm2", "--prompt", "q", "--method", "max_likelihood", "--timeout", "5",
-           "--base-url"]
-
-CASES = [
-    Case("outputs", "evaluate --json = --scores", lambda w, s: [*EVAL, f"{w}/scores.jsonl", "--json",
-                                                                  f"{w}/scores.jsonl"], _scores),
-    Case("outputs", "evaluate --report = --scores", lambda w, s: [*EVAL, f"{w}/scores.jsonl", "--report",
-                                                                    f"{w}/scores.jsonl"], _scores),
-    Case("outputs", "evaluate --json link to /dev/null", lambda w, s: [*EVAL, f"{w}/scores.jsonl", "--json",
-                                                                         f"{w}/link.json"], _device_link("/dev/null")),
-    Case("outputs", "evaluate --json link to /proc/self/fd/1",
-         lambda w, s: [*EVAL, f"{w}/scores.jsonl", "--json", f"{w}/link.json"], _device_link("/proc/self/fd/1")),
-    Case("outputs", "evaluate --json = a copy of the full device",
-         lambda w, s: [*EVAL, f"{w}/scores.jsonl", "--json", _device(w)], _scores),
-    Case("outputs", "segment --output = --input", lambda w, s: [*M, "segment", "--input", f"{w}/in.jsonl",
-                                                                  "--tokenizer", "smollm2", "--output",
-                                                                  f"{w}/in.jsonl"], _segment_input),
-    Case("outputs", "run --json = a signal file of --out",
-         lambda w, s: [*M, "run", "--data", "sample", "--signals", "token_likelihood", "--bootstrap", "0", "--out",
-                       f"{w}/sig", "--json", f"{w}/sig/token_likelihood.parquet", "--no-progress"]),
-    Case("outputs", "neighbours --output = the corpus",
-         lambda w, s: [*M, "neighbours", "--tokenizer", "smollm2", "--files", f"{w}/corpus.txt", "--out", f"{w}/job",
-                       "--output", f"{w}/corpus.txt", "--no-progress"], _corpus),
-    Case("outputs", "builder export --folder = a folder of other files",
-         lambda w, s: [*B, "export", "--out", f"{w}/out", "--folder", f"{w}/mine"], _foreign_folder),
-    Case("outputs", "builder export --folder = --out",
-         lambda w, s: [*B, "export", "--out", f"{w}/out", "--folder", f"{w}/out"], _artifacts),
-    Case("outputs", "builder replay --source = its output",
-         lambda w, s: [*B, "replay", "--out", str(w), "--source", f"{w}/replay.jsonl", "--model", "smollm2"],
-         _own_replay),
-    Case("bounds", "run --bootstrap 100000000",
-         lambda w, s: [*M, "run", "--data", "sample", "--signals", "token_likelihood", "--bootstrap", "100000000",
-                       "--no-progress"]),
-    Case("bounds", "evaluate --bootstrap 100000000",
-         lambda w, s: [*M, "evaluate", "--data", "sample", "--scores", f"{w}/scores.jsonl", "--bootstrap",
-                       "100000000"], _scores),
-    Case("regressions", "neighbours --reduce over a truncated block",
-         lambda w, s: [*M, "neighbours", "--tokenizer", "smollm2", "--files", f"{w}/corpus.txt", "--out", f"{w}/job",
-                       "--reduce", "--no-progress"], _garbage_block),
-    *[Case("monitor server", f"monitor --base-url: {name}", lambda w, s, name=name: [*MONITOR, s[name]])
-      for name in [*SERVERS, "refused"]],
-]
-
-
-#: The checkout whose code the commands run (``--code``; default: this one), e.g. another worktree to compare.
-CODE = [ROOT]
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-            "PYTHONPATH": str(CODE[0]), "TQDM_DISABLE": "1"}
-
-
-def _digest(paths: list[Path]) -> dict[str, str | None]:
-    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None for p in paths}
-
-
-def run_case(case: Case, servers: dict, timeout: float) -> tuple[str, str]:
-    with tempfile.TemporaryDirectory(prefix="audit-") as folder:
-        work = Path(folder)
-        protected = case.setup(work)
-        before = _digest(protected)
-        argv = case.argv(work, servers)
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=_env(), cwd=work)
+            rc: int | None = process.wait(timeout=deadline)
         except subprocess.TimeoutExpired:
-            return "hang", f"still running after {timeout:g} s"
-        err = done.stderr.strip()
-        lines = [line for line in err.splitlines() if line.strip()]
-        if "Traceback (most recent call last)" in err:
-            return "traceback", lines[-1] if lines else ""
-        if done.returncode == 0 or _digest(protected) != before:
-            return "silent", f"exit {done.returncode}; protected files " + \
-                ("changed" if _digest(protected) != before else "intact")
-        errors = [line for line in lines if "error:" in line]
-        if len(errors) == 1:
-            return "clear", errors[0]
-        return "generic", (lines[-1] if lines else f"exit {done.returncode}, nothing on stderr")
+            rc = None
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # the command and anything it started
+            except ProcessLookupError:
+                pass
+            process.wait()
+        out.seek(0)
+        err.seek(0)
+        return (rc, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
+                time.monotonic() - start)
+
+
+def subprocess_env(repo: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(repo) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1", NO_COLOR="1",
+               PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
+    env.pop("MUCH_DEBUG", None)
+    return env
+
+
+def message_of(stdout: str, stderr: str) -> str:
+    """The last non-empty line of stderr (else stdout): what a user reads as the error."""
+    for text in (stderr, stdout):
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if lines:
+            return lines[-1][:300]
+    return ""
+
+
+def classify(case, rc: int | None, stdout: str, stderr: str, lost: list[str], exit0_accepted: bool,
+             extra: str = "") -> tuple[str, str]:
+    """(outcome, note) of one finished run; see the module docstring."""
+    if rc is None:
+        return "hang", "killed at the deadline"
+    if "Traceback (most recent call last)" in stderr or "Traceback (most recent call last)" in stdout:
+        return "traceback", ""
+    if rc < 0:  # killed by a signal: a crash
+        return "traceback", f"killed by signal {-rc}"
+    if lost:
+        return "silent", "data lost: " + "; ".join(lost)
+    if not case.bad:
+        return ("ok", "") if rc == 0 else ("refused", f"exit {rc}")
+    if rc == 0:
+        return ("clear", "exit 0, refused in place (per-row failure / warning)") if exit0_accepted else \
+            ("silent", "exit 0")
+    tail = "\n".join([line for line in stderr.splitlines() if line.strip()][-5:]
+                     + [line for line in stdout.splitlines() if line.strip()][-2:] + [extra]).lower()
+    named = all(any(alt.lower() in tail for alt in name.split("|")) for name in case.names)
+    if rc in case.clear_codes and named:
+        return "clear", ""
+    return "generic", f"exit {rc}" + ("" if named else f", does not name {list(case.names)}")
+
+
+def run_case(case, ctx_factory, repo: Path, env: dict[str, str], scale: float) -> Result:
+    from _audit_cases import CaseContext, SetupSkipped, snapshot  # noqa: PLC0415 -- sibling module
+
+    start = time.monotonic()
+    base = Result(case.id, case.surface, case.era, case.bad, case.expect, "setup-failed", 0.0, None,
+                  reported=case.reported)
+    with tempfile.TemporaryDirectory(prefix=f"audit-{case.id}-") as folder:
+        ctx: CaseContext = ctx_factory(Path(folder))
+        try:
+            with ctx.server(case.server):
+                if case.setup is not None:
+                    case.setup(ctx)
+                argv = [part.format(**ctx.fields()) for part in case.argv]
+                full = [*command_prefix(repo, argv[0]), *argv[1:]]
+                before = snapshot(ctx.tmp, case.keep)
+                absent = [path for path, state in before.items() if state == ("missing",)]
+                if absent:
+                    raise RuntimeError(f"the setup did not create {absent}")
+                deadline = scale * max(60.0, 3.0 * case.timeout) if case.timeout else scale * case.deadline
+                rc, stdout, stderr, seconds = run_process(full, cwd=ctx.tmp, env=env, deadline=deadline,
+                                                          memory_gb=case.memory_gb)
+                lost = snapshot(ctx.tmp, case.keep).diff(before)
+                lost += [f"{path} is gone" for path in case.foreign if path not in case.keep
+                         and not (ctx.tmp / path).exists() and not (ctx.tmp / path).is_symlink()]
+                if case.check is not None:
+                    problem = case.check(ctx)
+                    if problem:
+                        lost.append(problem)
+                accepted = bool(case.exit0_ok and case.exit0_ok(ctx, stdout, stderr))
+                extra = "\n".join(ctx.path(rel).read_text(errors="replace")[-2000:] for rel in case.message_files
+                                  if ctx.path(rel).is_file())
+        except SetupSkipped as skip:
+            base.got, base.note, base.seconds = "skipped", str(skip), time.monotonic() - start
+            return base
+        except Exception as error:  # a broken fixture is the harness's fault, reported as such
+            base.note, base.seconds = f"{type(error).__name__}: {error}"[:300], time.monotonic() - start
+            return base
+    got, note = classify(case, rc, stdout, stderr, lost, accepted, extra)
+    return Result(case.id, case.surface, case.era, case.bad, case.expect, got, round(seconds, 1), rc, note,
+                  case.reported, message_of(stdout, stderr), [argv[0], *argv[1:]])
+
+
+def summary(results: list[Result]) -> list[dict[str, Any]]:
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for result in results:
+        if not result.bad or result.got in ("skipped", "setup-failed"):
+            continue
+        for key in ((result.era, result.surface), (result.era, "(all)")):
+            row = rows.setdefault(key, {"era": key[0], "surface": key[1], "cases": 0, **dict.fromkeys(CLASSES, 0)})
+            row["cases"] += 1
+            row[result.got] += 1
+    return [rows[key] for key in sorted(rows, key=lambda k: (k[0] != "new", k[1] == "(all)", k[1]))]
+
+
+def print_summary(results: list[Result]) -> None:
+    print()
+    print(f"{'era':4} {'surface':24} {'cases':>5} " + " ".join(f"{c:>9}" for c in CLASSES))
+    for row in summary(results):
+        print(f"{row['era']:4} {row['surface']:24} {row['cases']:>5} " + " ".join(f"{row[c]:>9}" for c in CLASSES))
+    good = [r for r in results if not r.bad]
+    if good:
+        print(f"good-input controls: {sum(r.got == 'ok' for r in good)} ok / {len(good)}"
+              + "".join(f"; {r.id}: {r.got}" for r in good if r.got != "ok"))
+    other = [r for r in results if r.got in ("skipped", "setup-failed")]
+    if other:
+        print(f"not run: {len(other)} (" + ", ".join(f"{r.id}: {r.got}" for r in other) + ")")
+    unexpected = [r for r in results if r.got not in ("skipped", "setup-failed") and r.got != r.expected]
+    print(f"cases whose outcome differs from the expected one: {len(unexpected)} / {len(results)}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case (default 60)")
-    parser.add_argument("--only", default="", help="run the cases whose surface or name contains this")
-    parser.add_argument("--verbose", action="store_true", help="print each case's outcome and message")
-    parser.add_argument("--code", default=str(ROOT), help="checkout whose code the commands run (default: this one)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", type=Path, default=HERE.parent, help="checkout to audit (default: this one)")
+    parser.add_argument("--only", action="append", default=[],
+                        help="only cases whose surface (or id) starts with this (repeatable)")
+    parser.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
+    parser.add_argument("--json", type=Path, default=None, help="write every result and the summary here")
+    parser.add_argument("--deadline-scale", type=float, default=1.0,
+                        help="multiply every per-case deadline (a loaded machine: 2)")
+    parser.add_argument("--total-timeout", type=float, default=3600.0,
+                        help="seconds for the whole audit; cases not started by then are skipped (default 3600)")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
     args = parser.parse_args(argv)
-    CODE[0] = Path(args.code).resolve()
-    counts: dict[str, Counter] = {}
-    with _servers() as servers:
-        for case in CASES:
-            if args.only and args.only not in case.surface and args.only not in case.name:
-                continue
-            started = time.monotonic()
-            outcome, message = run_case(case, servers, args.timeout)
-            counts.setdefault(case.surface, Counter())[outcome] += 1
-            if args.verbose or outcome != "clear":
-                print(f"{outcome:9s} {time.monotonic() - started:5.1f}s  {case.name}: {message[:160]}", flush=True)
-    total = sum(counts.values(), Counter())
-    print(f"{'surface':16s} " + " ".join(f"{o:>9s}" for o in OUTCOMES) + "    cases")
-    for surface, counter in [*counts.items(), ("total", total)]:
-        print(f"{surface:16s} " + " ".join(f"{counter[o]:9d}" for o in OUTCOMES) + f"    {sum(counter.values()):5d}")
+    if args.jobs < 1 or args.deadline_scale <= 0 or args.total_timeout <= 0:
+        parser.error("--jobs, --deadline-scale and --total-timeout must be positive")
+    repo = args.repo.resolve()
+    if not (repo / "much_metric").is_dir() or not (repo / "builder").is_dir():
+        parser.error(f"--repo {repo}: not a MUCH checkout (no much_metric/ and builder/)")
+    sys.path[:0] = [str(HERE), str(repo)]  # the fixtures import the audited checkout's test helpers
+    import _audit_cases  # noqa: PLC0415 -- after sys.path names the checkout
+
+    cases = [c for c in _audit_cases.CASES
+             if not args.only or any(c.surface.startswith(o) or c.id.startswith(o) for o in args.only)]
+    if args.list:
+        for case in cases:
+            print(f"{case.id:40} {case.era:3} {case.surface:22} expect={case.expect:6} {' '.join(case.argv)}")
+        return 0
+    env = subprocess_env(repo)
+    work = Path(tempfile.mkdtemp(prefix="much-audit-"))
+    fixtures = _audit_cases.Fixtures(repo, work / "fixtures", env, scale=args.deadline_scale)
+    ctx_factory = lambda tmp: _audit_cases.CaseContext(tmp, fixtures, repo)  # noqa: E731
+    stop_at = time.monotonic() + args.total_timeout
+    results: list[Result] = []
+
+    def one(case) -> Result:
+        if time.monotonic() > stop_at:
+            return Result(case.id, case.surface, case.era, case.bad, case.expect, "skipped", 0.0, None,
+                          "--total-timeout reached", case.reported)
+        return run_case(case, ctx_factory, repo, env, args.deadline_scale)
+
+    print(f"auditing {repo} ({len(cases)} cases, {args.jobs} at a time)", flush=True)
+    try:
+        with futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for result in pool.map(one, cases):
+                results.append(result)
+                mark = "" if result.got == result.expected else \
+                    "  <-- " + " | ".join(filter(None, (result.note, result.message)))[:220]
+                print(f"{result.id:40} expected={result.expected:7} got={result.got:12} {result.seconds:6.1f}s"
+                      f"{mark}", flush=True)
+    finally:
+        fixtures.close()
+    print_summary(results)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"repo": str(repo), "results": [asdict(r) for r in results],
+                                         "summary": summary(results)}, indent=1) + "\n")
     return 0
 
 
