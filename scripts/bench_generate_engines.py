@@ -45,7 +45,7 @@ def _time(function, questions) -> tuple[int, float]:
 def bench_hf(model_dir: str, questions, max_new: int, batch: int) -> tuple[int, float]:
     from builder._llm import load_model
     from builder.configs import GenerationConfig
-    from builder.generate import generate_batch
+    from builder.generation.hf import generate_batch
 
     llm = load_model(model_dir, device="cpu", dtype="float32")
     config = GenerationConfig(model_name="bench", max_new_tokens=max_new)
