@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                              f"rows = {share:6.1%}; {found['per_hour']:8.0f} usable rows/hour; MUCH regeneration "
                              f"{MUCH_GENERATIONS / (found['rows'] / found['seconds']) / 3600:6.2f} h")
                 print(lines[-1], flush=True)
+                (ROOT / "benchmarks" / "generate_engines.txt").write_text("\n".join([*lines, "(run in progress)"])
+                                                                         + "\n")
     lines.append("Machine: CPU only (no GPU lent to this task): GPU-hours are not measured; run this script on a GPU "
                  "machine with VLLM_SPEC=vllm in scripts/run_vllm_tests.sh.")
     (ROOT / "benchmarks" / "generate_engines.txt").write_text("\n".join(lines) + "\n")
