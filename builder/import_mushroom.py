@@ -29,7 +29,7 @@ from typing import Any
 
 from builder import _mushroom_labels as ml
 from builder.configs import MUSHROOM_LANG_SEED, MUSHROOM_MODEL_MAP, MUSHROOM_SKIPPED_MODELS, GenerationConfig
-from builder.generate import generation_id
+from builder.generation.rows import generation_id
 from builder.questions import DEFAULT_SOURCE, read_mushroom
 from builder.store import JsonlStore, Shard
 from much_dataset import schema

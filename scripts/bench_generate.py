@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from builder._llm import build_prompt, load_model, reseed
     from builder.configs import GenerationConfig
-    from builder.generate import generate_batch
+    from builder.generation.hf import generate_batch
     from builder.questions import DEFAULT_SOURCE, questions_from_rows, read_mushroom
 
     if args.threads:

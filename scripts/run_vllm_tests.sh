@@ -19,6 +19,6 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 installed=$(date +%s)
 echo "run_vllm_tests: venv ready in $((installed - start)) s"
-export PYTHONPATH=$PWD VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
+export PYTHONPATH=$PWD VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} VLLM_CPU_CI_ENV=${VLLM_CPU_CI_ENV:-1}
 "$VENV/bin/python" -m pytest -q -s tests/builder/test_vllm_engine.py "$@"
 echo "run_vllm_tests: tests ran in $(( $(date +%s) - installed )) s"

@@ -5,22 +5,28 @@ identical rows). Per position the server draws a full 200-token distribution, re
 log-probabilities in vllm serve's order (the sampled token first, the list cut at ``top_logprobs``), and "samples"
 a token that is usually in the head and sometimes (position 3 of answers whose hash is even) outside it.
 ``script`` is a list of behaviours consumed one per request: ``error500``, ``rate_limit``, ``no_logprobs``,
-``bad_request``, ``string_tokens``, or ``("sleep", seconds)``.
+``bad_request``, ``string_tokens``, ``("sleep", seconds)``, ``trickle`` (the answer one byte every 0.5 s), or a
+misbehaviour whose data must never be stored (:data:`BAD_DATA`): ``nan``, ``prob_above_1``, ``sum_above_1``,
+``oov_id``, ``duplicate_ids``, ``too_many_tokens``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from typing import Any
 
 import numpy as np
 
-from tests.builder.fake_servers import FakeOpenAI
+from tests.builder.fake_servers import FakeOpenAI, Trickle
 
 VOCAB = 200
 EOS = 2
+#: behaviour -> the rule the engine must name when it refuses the row
+BAD_DATA = {"nan": "NaN", "prob_above_1": "> 1", "sum_above_1": "sum to", "oov_id": "outside the vocabulary",
+            "duplicate_ids": "duplicate candidate ids", "too_many_tokens": "more than max_new_tokens"}
 
 
 def answer(question: str, top: int, *, max_tokens: int = 500) -> tuple[list[int], list[np.ndarray], str]:
@@ -79,7 +85,8 @@ class FakeGenerationServer(FakeOpenAI):
             return 400, {}, {"error": {"message": "bad request", "type": "invalid_request_error"}}
         top = int(body["top_logprobs"])
         question = body["messages"][-1]["content"]
-        tokens, logprobs, finish = answer(question, top, max_tokens=int(body["max_tokens"]))
+        max_tokens = int(body["max_tokens"])
+        tokens, logprobs, finish = answer(question, top, max_tokens=max_tokens + 3 * (behaviour == "too_many_tokens"))
 
         def name(token: int) -> str:
             return f"tok{token}" if behaviour == "string_tokens" else f"token_id:{token}"
@@ -92,10 +99,30 @@ class FakeGenerationServer(FakeOpenAI):
             content.append({"token": name(token), "logprob": float(lp[token]), "bytes": None,
                             "top_logprobs": [{"token": name(int(i)), "logprob": float(lp[i]), "bytes": None}
                                              for i in order]})
+        _spoil(content, behaviour)
         choice = {"index": 0, "finish_reason": finish,
                   "message": {"role": "assistant", "content": " ".join(f"w{t}" for t in tokens)},
                   "logprobs": None if behaviour == "no_logprobs" else {"content": content}}
-        return 200, {}, {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
-                         "choices": [choice],
-                         "usage": {"prompt_tokens": 10, "completion_tokens": len(tokens),
-                                   "total_tokens": 10 + len(tokens)}}
+        reply = {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
+                 "choices": [choice],
+                 "usage": {"prompt_tokens": 10, "completion_tokens": len(tokens), "total_tokens": 10 + len(tokens)}}
+        if behaviour == "trickle":
+            return 200, {}, Trickle(json.dumps(reply).encode("utf-8"))
+        return 200, {}, reply
+
+
+def _spoil(content: list[dict[str, Any]], behaviour: Any) -> None:
+    """Make position 1 of the answer break one rule (json.dumps writes NaN as the literal ``NaN``)."""
+    entry = content[min(1, len(content) - 1)]
+    top = entry["top_logprobs"]
+    if behaviour == "nan":
+        top[3]["logprob"] = float("nan")
+    elif behaviour == "prob_above_1":
+        top[0]["logprob"] = 0.5
+    elif behaviour == "sum_above_1":
+        for candidate in top[:5]:
+            candidate["logprob"] = -0.1
+    elif behaviour == "oov_id":
+        top[2]["token"] = "token_id:999999"
+    elif behaviour == "duplicate_ids":
+        top[4]["token"] = top[5]["token"]

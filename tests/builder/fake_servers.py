@@ -12,12 +12,19 @@ import hashlib
 import json
 import re
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+
+
+class Trickle(bytes):
+    """A payload the fake servers send one byte every ``interval`` seconds (a server that never times out a read)."""
+
+    interval: float = 0.5
 
 
 class _Server:
@@ -45,7 +52,16 @@ class _Server:
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(data)
+                if not isinstance(payload, Trickle):
+                    self.wfile.write(data)
+                    return
+                try:
+                    for byte in data:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(payload.interval)
+                except OSError:  # the client gave up
+                    return
 
             def do_GET(self) -> None:  # noqa: N802 -- http.server's naming
                 self._serve("GET")

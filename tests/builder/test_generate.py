@@ -11,9 +11,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from builder import _llm
-from builder import generate as gen
 from builder.cli import main
 from builder.configs import GenerationConfig
+from builder.generation import hf as gen
+from builder.generation.rows import generation_id
 from builder.store import read_jsonl
 from much_dataset import schema
 from tests import assets
@@ -122,7 +123,7 @@ def test_generated_probabilities_match_a_teacher_forced_pass(llm, temperature):
     tokens = record[schema.OUTPUT_TOKENS]
     assert 1 <= len(tokens) <= 12
     assert record[schema.OUTPUT] == llm.tokenizer.decode(tokens, skip_special_tokens=False)
-    assert record[schema.GENERATION_CONFIG] == config.id and record[schema.GENERATION_ID] == gen.generation_id(record)
+    assert record[schema.GENERATION_CONFIG] == config.id and record[schema.GENERATION_ID] == generation_id(record)
     full = _forward_probs(llm, QUESTIONS[0]["prompt"], tokens, temperature)
     for i, (ids, probs) in enumerate(zip(record[schema.LOGITS_TOKEN_IDS], record[schema.LOGITS_VALUES], strict=True)):
         assert len(ids) == len(probs) >= 24 and tokens[i] in ids  # top_k=20 sampling keeps it in the top 24

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -17,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builder.cli import main
-from builder.engines import candidates_row
-from builder.sampling import SamplingSettings, SamplingSettingsError
+from builder.generation.rows import candidates_row
+from builder.generation.sampling import SamplingSettings, SamplingSettingsError
 from builder.store import read_jsonl
 from much_dataset import schema
 from tests.builder import fake_generation_server as fake
@@ -49,13 +50,26 @@ def _args(out: Path, server: FakeGenerationServer, *extra: str) -> list[str]:
 
 # ------------------------------------------------------------------------------------------------ settings
 
-@pytest.mark.parametrize("field, value", [("top_k", 20), ("top_p", 0.9), ("min_p", 0.05),
-                                          ("repetition_penalty", 1.1), ("presence_penalty", 0.5),
-                                          ("frequency_penalty", -0.2), ("logprobs", 20), ("temperature", 0.0),
-                                          ("max_new_tokens", 0)])
-def test_settings_refuse_what_changes_much_probabilities(field, value):
-    with pytest.raises(SamplingSettingsError, match=field):
+@pytest.mark.parametrize("field, value, reason", [
+    ("min_p", 0.05, "no min-p"), ("repetition_penalty", 1.1, "changes the logits"),
+    ("presence_penalty", 0.5, "changes the logits"), ("frequency_penalty", -0.2, "changes the logits"),
+    ("logprobs", 20, "MUCH stores 24"), ("temperature", 0.0, "MUCH samples"), ("max_new_tokens", 0, ">= 1"),
+    ("top_p", 0.0, r"\(0, 1\]"), ("top_k", -2, "0/-1 for off")])
+def test_settings_refuse_what_changes_much_probabilities(field, value, reason):
+    with pytest.raises(SamplingSettingsError, match=field) as error:
         SamplingSettings(**{field: value})
+    assert re.search(reason, str(error.value))
+
+
+def test_settings_default_to_much_sampler_and_a_tempered_model():
+    s = SamplingSettings(temperature=0.7, seed=3)
+    assert (s.top_k, s.top_p) == (20, 0.9)  # MUCH's sampler
+    kwargs = s.vllm_kwargs()
+    # the served model multiplies its logits by 1/T, the request asks for T = 1: MUCH's truncated softmax(l / T)
+    assert kwargs["temperature"] == 1.0 and math.isclose(s.logit_scale, 1 / 0.7)
+    assert kwargs["top_k"] == 20 and kwargs["top_p"] == 0.9 and kwargs["seed"] == 3
+    body = s.openai_body()
+    assert body["temperature"] == 1.0 and body["top_k"] == 20 and body["top_p"] == 0.9
 
 
 @pytest.mark.parametrize("field, value", [("top_k", "20"), ("temperature", float("nan")), ("seed", 1.5),
@@ -65,14 +79,15 @@ def test_settings_refuse_malformed_values(field, value):
         SamplingSettings(**{field: value})
 
 
-def test_settings_accept_the_neutral_configuration_and_set_every_knob():
-    s = SamplingSettings(temperature=0.7, top_k=-1, logprobs=30)
+def test_settings_accept_the_untruncated_sampler_and_set_every_knob():
+    s = SamplingSettings(temperature=0.7, top_k=-1, top_p=1.0, logprobs=30)
     kwargs = s.vllm_kwargs()
     assert kwargs["top_k"] == 0 and kwargs["top_p"] == 1.0 and kwargs["min_p"] == 0.0
     assert kwargs["repetition_penalty"] == 1.0 and kwargs["presence_penalty"] == 0.0
-    assert kwargs["frequency_penalty"] == 0.0 and kwargs["logprobs"] == 30 and kwargs["temperature"] == 0.7
+    assert kwargs["frequency_penalty"] == 0.0 and kwargs["logprobs"] == 30
     body = s.openai_body()
     assert body["top_logprobs"] == 31 and body["logprobs"] is True and body["return_tokens_as_token_ids"] is True
+    assert body["top_k"] == -1
     assert s.to_record()["temperature"] == 0.7
 
 
@@ -109,7 +124,7 @@ def test_openai_engine_rows_follow_the_server_distribution(tmp_path):
         assert main(_args(tmp_path, server, "--workers", "3")) == 0
         body = server.chat_requests()[0]
     # one more than 24: vllm serve's list order (see SamplingSettings.openai_body)
-    assert body["top_logprobs"] == 25 and body["top_p"] == 1.0 and body["top_k"] == -1
+    assert body["top_logprobs"] == 25 and body["top_p"] == 0.9 and body["top_k"] == 20
     assert body["repetition_penalty"] == 1.0 and body["return_tokens_as_token_ids"] is True
     rows = list(read_jsonl(tmp_path / "generations.jsonl"))
     assert sorted(r["question_id"] for r in rows) == [f"q{i}" for i in range(6)]
@@ -122,7 +137,7 @@ def test_openai_engine_rows_follow_the_server_distribution(tmp_path):
         tokens, logprobs, _ = fake.answer(prompt, int(body["top_logprobs"]))
         assert row[schema.OUTPUT_TOKENS] == tokens and row["finished"] is True
         assert row[schema.OUTPUT] == tokenizer.decode(tokens, skip_special_tokens=False)
-        assert row["engine"] == "openai" and row["sampling"]["logprobs"] == 24 and row["sampling"]["top_k"] == 0
+        assert row["engine"] == "openai" and row["sampling"]["logprobs"] == 24 and row["sampling"]["top_k"] == 20
         for token, lp, ids, probs in zip(tokens, logprobs, row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES],
                                          strict=True):
             order = np.argsort(-lp, kind="stable")[:24]
@@ -149,7 +164,7 @@ def test_openai_engine_records_a_failure_and_a_rerun_completes(tmp_path):
         assert main(_args(tmp_path, server, "--workers", "1")) == 1
         assert len(list(read_jsonl(tmp_path / "generations.jsonl"))) == 2
         failures = list(read_jsonl(tmp_path / "generations.failures.jsonl"))
-        assert len(failures) == 1 and "BadRequest" in str(failures[0])
+        assert len(failures) == 1 and "HTTP 400" in str(failures[0])
         assert main(_args(tmp_path, server, "--workers", "1")) == 0
     assert len(list(read_jsonl(tmp_path / "generations.jsonl"))) == 3
 
@@ -161,8 +176,10 @@ def test_openai_engine_refuses_string_tokens(tmp_path):
     assert "token_id" in (tmp_path / "generations.failures.jsonl").read_text()
 
 
-@pytest.mark.parametrize("flags, message", [(["--top-k", "20"], "top_k"), (["--top-p", "0.9"], "top_p"),
-                                            (["--greedy"], "greedy"), ([], "--base-url")])
+@pytest.mark.parametrize("flags, message", [
+    (["--greedy"], "greedy"), ([], "--base-url"), (["--top-k", "-3"], "top_k"),
+    (["--temperature", "0.7"], "logit_scale"), (["--temperature", "0.7", "--server-logit-scale", "1"], "logit_scale"),
+    (["--timeout", "-1"], "--timeout")])
 def test_cli_refuses_configurations_before_any_request(tmp_path, capsys, flags, message):
     _write_questions(tmp_path, QUESTIONS[:1])
     argv = ["generate", "--out", str(tmp_path), "--model", "m", "--engine", "openai", *flags]
@@ -171,6 +188,60 @@ def test_cli_refuses_configurations_before_any_request(tmp_path, capsys, flags, 
     assert main(argv) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "generations.jsonl").exists()
+
+
+@pytest.mark.parametrize("behaviour", sorted(fake.BAD_DATA))
+def test_openai_engine_never_stores_what_a_misbehaving_server_sends(tmp_path, behaviour):
+    """#31: each bad answer becomes a failure naming the rule; the other questions are stored, the run goes on."""
+    _write_questions(tmp_path, QUESTIONS[:3])
+    extra = ["--max-new-tokens", "2"] if behaviour == "too_many_tokens" else []
+    with FakeGenerationServer([behaviour]) as server:
+        assert main(_args(tmp_path, server, "--workers", "1", "--max-attempts", "1", *extra)) == 1
+    [failure] = list(read_jsonl(tmp_path / "generations.failures.jsonl"))
+    assert fake.BAD_DATA[behaviour] in failure["reason"] and next(iter(failure.values())).endswith("/q0")
+    stored = {r["question_id"] for r in read_jsonl(tmp_path / "generations.jsonl")}
+    assert stored == {"q1", "q2"}
+
+
+def test_openai_timeout_bounds_the_whole_request(tmp_path):
+    """#31: a server trickling its answer one byte every 0.5 s is cut at --timeout, not kept alive by each byte."""
+    _write_questions(tmp_path / "ok", QUESTIONS[:1])
+    _write_questions(tmp_path / "slow", QUESTIONS[:1])
+    with FakeGenerationServer(["ok", "trickle", "trickle"]) as server:
+        started = time.monotonic()
+        assert main(_args(tmp_path / "ok", server, "--timeout", "2", "--max-attempts", "2")) == 0
+        overhead = time.monotonic() - started  # tokenizer loading, one answer
+        started = time.monotonic()
+        assert main(_args(tmp_path / "slow", server, "--timeout", "2", "--max-attempts", "2")) == 1
+        took = time.monotonic() - started
+    # 2 attempts of at most 2 s each (+1 s each to close the connection); the answer alone would take > 1000 s
+    assert took < overhead + 2 * 3, f"{took:.1f} s for 2 attempts of 2 s (overhead {overhead:.1f} s)"
+    assert "within --timeout 2 s" in (tmp_path / "slow" / "generations.failures.jsonl").read_text()
+
+
+def test_openai_engine_does_not_retry_a_client_side_error():
+    """#32(d): only transport errors, 408/429/5xx and malformed answers are retried; a bug fails at once."""
+    from builder.generation.openai import MalformedAnswer, OpenAIGenerationFailed, RetryableHTTPError, openai_generate
+
+    calls = []
+
+    def broken():
+        calls.append(1)
+        raise AttributeError("'NoneType' object has no attribute 'post'")
+
+    with pytest.raises(OpenAIGenerationFailed, match="AttributeError"):
+        openai_generate(broken, max_attempts=5, backoff=0)
+    assert len(calls) == 1
+    for error in (RetryableHTTPError("HTTP 503"), MalformedAnswer("no logprobs")):
+        calls.clear()
+
+        def flaky(error=error):
+            calls.append(1)
+            raise error
+
+        with pytest.raises(OpenAIGenerationFailed, match="after 3 attempts"):
+            openai_generate(flaky, max_attempts=3, backoff=0)
+        assert len(calls) == 3
 
 
 # ------------------------------------------------------------------------------------------------ kills
@@ -224,7 +295,7 @@ def test_vllm_generate_parses_logprob_dicts_and_appends_an_outside_token(monkeyp
             captured.update(kwargs)
 
     monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(SamplingParams=SamplingParams))
-    from builder.engines import vllm_generate
+    from builder.generation.vllm import vllm_generate
 
     rng = np.random.default_rng(0)
     lps = [rng.normal(0, 3, 100) for _ in range(3)]
@@ -247,10 +318,11 @@ def test_vllm_generate_parses_logprob_dicts_and_appends_an_outside_token(monkeyp
 
     [result] = vllm_generate(FakeLLM(), [[1, 2, 3]], SamplingSettings(temperature=0.9, max_new_tokens=3))
     assert captured["prompts"] == [{"prompt_token_ids": [1, 2, 3]}]
-    assert captured["logprobs"] == 24 and captured["top_k"] == 0 and captured["temperature"] == 0.9
-    assert result["output_tokens"] == tokens
-    for lp, order, ids, probs in zip(lps, orders, result["ids"], result["probs"], strict=True):
+    # MUCH's sampler on a model tempered by logit_scale = 1/T: the request itself asks for T = 1
+    assert captured["logprobs"] == 24 and captured["top_k"] == 20 and captured["temperature"] == 1.0
+    assert result.tokens == tokens and result.finished is False
+    for lp, order, ids, probs in zip(lps, orders, result.ids, result.probs, strict=True):
         assert ids[:24] == order[:24].tolist()
         np.testing.assert_allclose(probs[:24], np.exp(lp[order[:24]]), rtol=1e-12)
-    assert len(result["ids"][0]) == 24 and len(result["ids"][2]) == 24
-    assert result["ids"][1][24:] == [tokens[1]]
+    assert len(result.ids[0]) == 24 and len(result.ids[2]) == 24
+    assert result.ids[1][24:] == [tokens[1]]

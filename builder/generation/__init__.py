@@ -1,0 +1,49 @@
+"""Generation engines of ``python -m builder generate`` behind one :class:`Engine` protocol.
+
+``hf`` (the reference procedure), ``vllm`` (offline, batched) and ``openai`` (an OpenAI-compatible server) are
+built by :func:`make_engine` from a :class:`~builder.configs.GenerationConfig`, the
+:class:`SamplingSettings` derived from it (:func:`settings_for`) and :class:`EngineOptions`; one record builder
+(:func:`~builder.generation.rows.make_record`) and one loop (:func:`run_engine`: validation, failures) serve all
+three. Heavy dependencies (torch, vllm, httpx) are imported by the engine modules only.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from builder.configs import GenerationConfig
+from builder.errors import BuilderError
+from builder.generation.engine import Engine, EngineOptions, EngineRun, run_engine
+from builder.generation.rows import EngineInfo, EngineResult, RowLimits, check_row, generation_id, make_record
+from builder.generation.sampling import SamplingSettings, SamplingSettingsError
+
+__all__ = ["ENGINES", "Engine", "EngineOptions", "EngineRun", "EngineInfo", "EngineResult", "RowLimits",
+           "SamplingSettings", "SamplingSettingsError", "make_engine", "settings_for", "run_engine", "check_row",
+           "generation_id", "make_record"]
+
+#: --engine -> (module, class)
+ENGINES: dict[str, tuple[str, str]] = {"hf": ("builder.generation.hf", "HFEngine"),
+                                       "vllm": ("builder.generation.vllm", "VLLMEngine"),
+                                       "openai": ("builder.generation.openai", "OpenAIEngine")}
+
+
+def settings_for(config: GenerationConfig) -> SamplingSettings:
+    """The serving settings of ``config``; raises :class:`BuilderError` when they would change MUCH's values."""
+    if config.greedy:
+        raise BuilderError("--greedy is not supported by the serving engines (MUCH samples)")
+    try:
+        return SamplingSettings(temperature=config.temperature, max_new_tokens=config.max_new_tokens,
+                                seed=config.seed, top_k=config.top_k, top_p=config.top_p)
+    except SamplingSettingsError as error:
+        raise BuilderError(str(error)) from None
+
+
+def make_engine(name: str, config: GenerationConfig, options: EngineOptions) -> Engine:
+    """The engine ``name`` for ``config`` (settings checked before any model is loaded)."""
+    if name not in ENGINES:
+        raise BuilderError(f"unknown engine {name!r}; choose one of {sorted(ENGINES)}")
+    module, cls = ENGINES[name]
+    engine_cls = getattr(importlib.import_module(module), cls)
+    if name == "hf":
+        return engine_cls(config, options)
+    return engine_cls(config, settings_for(config), options)

@@ -1,0 +1,102 @@
+"""The ``hf`` engine: the reference procedure (docs/reference-behaviour.md#generation), Hugging Face ``generate``.
+
+Every question starts from the same RNG state (reseed before each batch), sampling uses the config's top_p / top_k
+(MUCH's 0.9 / 20), the RAW logits of each step are divided by T and soft-maxed over the full vocabulary; the 24
+largest probabilities and their ids are kept, sorted descending, plus the entries down to the sampled token when it
+ranked below 24 (the filter step trashes those rows). ``batch_size`` 1 is the reference; larger batches left-pad
+and reseed once per batch (faster on a GPU, not bit-reproducible against batch size 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from builder.configs import GenerationConfig
+from builder.generation.engine import EngineOptions, distribution_version
+from builder.generation.rows import EngineInfo, EngineResult, RowLimits, make_record
+from much_dataset import schema
+
+__all__ = ["HFEngine", "generate_batch"]
+
+
+def _trim(tokens: list[int], eos_ids: set[int]) -> list[int]:
+    # Keep everything up to and including the first EOS: what follows in a batch is padding.
+    for position, token in enumerate(tokens):
+        if token in eos_ids:
+            return tokens[: position + 1]
+    return tokens
+
+
+def generate_batch(llm: Any, config: GenerationConfig, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Generate the answers of ``questions`` (one ``model.generate`` call) and return generation records.
+
+    With one question this is exactly the reference's procedure; with several, prompts are left-padded.
+    """
+    import torch
+
+    from builder._llm import build_prompt, eos_token_ids, reseed, top_candidates
+
+    tokenizer, model = llm.tokenizer, llm.model
+    prompts = [build_prompt(tokenizer, q[schema.PROMPT], brief=config.brief) for q in questions]
+    eos_ids = eos_token_ids(model, tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos_ids or [0])[0]
+    if len(prompts) == 1:
+        input_ids = torch.tensor([tokenizer.encode(prompts[0], add_special_tokens=False)], device=llm.device)
+        attention = torch.ones_like(input_ids)
+    else:
+        encoded = [tokenizer.encode(p, add_special_tokens=False) for p in prompts]
+        width = max(map(len, encoded))
+        input_ids = torch.tensor([[pad_id] * (width - len(e)) + e for e in encoded], device=llm.device)
+        attention = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in encoded], device=llm.device)
+    reseed(config.seed)
+    sampling = {} if config.greedy else {"temperature": config.temperature, "top_p": config.top_p,
+                                         "top_k": config.top_k}
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids=input_ids, attention_mask=attention, do_sample=not config.greedy, **sampling,
+            max_new_tokens=config.max_new_tokens, return_dict_in_generate=True, output_logits=True,
+            pad_token_id=pad_id,
+        )
+    new_tokens = out.sequences[:, input_ids.shape[1]:]
+    logits = torch.stack(out.logits, dim=1)  # (batch, steps, vocab), raw
+    temperature = 1.0 if config.greedy else config.temperature
+    info = EngineInfo("hf", distribution_version("transformers"))
+    records = []
+    for row, question in enumerate(questions):
+        tokens = _trim(new_tokens[row].tolist(), set(eos_ids))
+        ids, probs, _, _ = top_candidates(logits[row, :len(tokens)], torch.tensor(tokens), temperature=temperature)
+        # finished = ended with the model's EOS (not cut at max_new_tokens); export trashes unfinished rows.
+        result = EngineResult(tokens=tokens, ids=ids, probs=probs, finished=bool(tokens) and tokens[-1] in eos_ids,
+                              output=tokenizer.decode(tokens, skip_special_tokens=False))
+        records.append(make_record(config, question, result, engine=info))
+    return records
+
+
+class HFEngine:
+    """The reference engine; ``generate`` yields per question, in batches of ``options.batch_size``."""
+
+    name = "hf"
+
+    def __init__(self, config: GenerationConfig, options: EngineOptions) -> None:
+        from builder import _llm
+        from builder.errors import load_or_stop
+
+        self.config, self.options = config, options
+        self.llm = load_or_stop(_llm.load_model, options.model, device=options.device, dtype=options.dtype)
+        self.version = distribution_version("transformers")
+        vocab = getattr(getattr(self.llm.model, "config", None), "vocab_size", None)
+        self.limits = RowLimits(vocab_size=vocab if isinstance(vocab, int) else None,
+                                max_new_tokens=config.max_new_tokens, extend=True)
+
+    def generate(self, questions: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Any]]:
+        size = self.options.batch_size
+        for start in range(0, len(questions), size):
+            batch = list(questions[start: start + size])
+            try:
+                records = generate_batch(self.llm, self.config, batch)
+            except Exception as error:  # noqa: BLE001 - reported per question, the run goes on
+                for question in batch:
+                    yield question, error
+                continue
+            yield from zip(batch, records, strict=True)

