@@ -149,6 +149,7 @@ def run_benchmark(
     out: str | Path | None = None,
     file_format: Literal["parquet", "jsonl"] = "parquet",
     progress: bool = False,
+    internals: Any = None,
 ) -> BenchmarkResult:
     """Compute, time and evaluate the paper's baselines on a MUCH split: table 3 as data (what ``much run`` does).
 
@@ -201,6 +202,8 @@ def run_benchmark(
         Format of the signal files under ``out``.
     progress : bool, default False
         tqdm progress bars.
+    internals : str, path or InternalsPack, optional
+        An internals pack for the signals that need one (RAUQ; ``much run --internals PACK``).
 
     Returns
     -------
@@ -305,8 +308,8 @@ def run_benchmark(
         if stats is None:
             raise ValueError("KTC needs token-neighbour statistics of the generating LLM's tokenizer: pass "
                              "neighbours= (much run --neighbours PATH|HUB_ID, see `much neighbours --help`)")
-    runs = compute_signals(dataset, names, tokenizer=decoder, nli=nli_scorer, neighbours=stats, out=out,
-                           file_format=file_format, reference_window=reference_window, progress=progress)
+    runs = compute_signals(dataset, names, tokenizer=decoder, nli=nli_scorer, neighbours=stats, internals=internals,
+                           out=out, file_format=file_format, reference_window=reference_window, progress=progress)
     generation = generation_time_of(generation_time, data_source=str(source), n_samples=len(ids), n_tokens=n_tokens)
     order = _table_order(runs)
     if aggregator in ("product", "geometric"):

@@ -87,6 +87,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="KTC's token-neighbour statistics (`much neighbours`): a .npz, a folder (one .npz per "
                              "tokenizer for orailix/MUCH), a hub dataset id, or MODEL=PATH|HUB_ID (repeatable); "
                              "default: the SmolLM2 statistics shipped with the sample")
+    parser.add_argument("--internals", default=None,
+                        help="an internals pack (`python -m builder internals`) for the signals that need one: rauq, "
+                             "attention_previous")
     parser.add_argument("--aggregator", default="product", help="product (default), mean, max or geometric")
     parser.add_argument("--stopwords", choices=("null", "exclude"), default="null",
                         help="null (reference, default): stopword tokens score 0; exclude: removed from claims")
@@ -144,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         tokenizer=args.tokenizer or None, nli=args.nli_model or None, use_nli=not args.no_nli,
         nli_batch_size=args.nli_batch_size, nli_max_batch_tokens=args.nli_max_batch_tokens, device=args.device,
         reference_window=args.reference_window, neighbours=args.neighbours, generation_time=args.generation_time,
-        out=args.out, file_format=args.format, progress=not args.no_progress)
+        out=args.out, file_format=args.format, progress=not args.no_progress, internals=args.internals)
     _print(result)
     if args.json:
         from much_metric.fileio import atomic_write_bytes
