@@ -12,17 +12,20 @@ LANGS = ("de", "en", "es", "fr")
 
 
 def write_sample_source(path: Path) -> Path:
-    """Write every sample row (de, en, es, fr order) to ``path`` as JSONL, once (an existing file is kept, so the
-    source fingerprint of a pack being resumed does not change)."""
+    """Write every sample row to ``path`` as JSONL, the languages interleaved (de, en, es, fr, de, ...: a partial
+    pack covers every language), once (an existing file is kept, so the fingerprint of a pack being resumed does not
+    change)."""
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
+    per_language = [[row for shard in sorted((SAMPLE / lang).glob("*.parquet"))
+                     for row in pq.read_table(shard).to_pylist()] for lang in LANGS]
     tmp = path.with_suffix(".partial")
     with open(tmp, "w", encoding="utf-8") as handle:
-        for lang in LANGS:
-            for shard in sorted((SAMPLE / lang).glob("*.parquet")):
-                for row in pq.read_table(shard).to_pylist():
-                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        for position in range(max(len(rows) for rows in per_language)):
+            for rows in per_language:
+                if position < len(rows):
+                    handle.write(json.dumps(rows[position], ensure_ascii=False) + "\n")
     tmp.replace(path)
     return path
 
