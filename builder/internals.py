@@ -175,13 +175,14 @@ def file_sha256(path: str | Path) -> str:
 
 
 def weights_sha256(model: str, loaded: Any = None) -> str:
-    """sha256 of the weights: of the ``.gguf`` file, of a folder's weight files (sorted by name), or, for a hub id
-    resolved from the local cache, of its snapshot's weight files; else of the loaded tensors."""
+    """sha256 of the weights: of the ``.gguf`` file itself (as ``sha256sum`` prints it), of a folder's weight files
+    (name and hash of each, sorted by name), or, for a hub id resolved from the local cache, of its snapshot's weight
+    files; else of the loaded tensors."""
     name = model
     path = Path(name)
     files: list[Path] = []
     if path.is_file():
-        files = [path]
+        return file_sha256(path)
     else:
         folder = path if path.is_dir() else None
         if folder is None:
