@@ -40,14 +40,14 @@ from typing import Any
 import numpy as np
 
 from builder.errors import BuilderError
-from builder.replay import PROMPT_STYLES, _prompt_ids, read_rows
+from builder.replay import PROMPT_STYLES, read_rows
 from builder.store import Shard
 from much_dataset import schema
 from much_dataset._version import __version__
 from much_dataset.internals import FORMAT, MANIFEST, SHARDS
 
-__all__ = ["add_arguments", "run", "InternalsOptions", "forward_internals", "row_internals", "parse_layers",
-           "weights_sha256", "file_sha256"]
+__all__ = ["add_arguments", "run", "InternalsOptions", "forward_internals", "row_internals", "prompt_ids",
+           "parse_layers", "use_eager_attention", "weights_sha256", "file_sha256"]
 
 HIDDEN_DTYPES = ("float16", "float32", "bfloat16")
 
@@ -150,12 +150,27 @@ def stored_probability_difference(logits: Any, stored_ids: Sequence[Sequence[int
     return worst
 
 
+def prompt_ids(tokenizer: Any, question: str, style: str, *, brief: bool = True) -> list[int]:
+    """The prompt's token ids as ``replay`` builds them: ``much`` = generate's chat (system prompt, brevity sentence,
+    pinned date), ``user`` = one user message (the embedded sample's observer)."""
+    from builder._llm import build_prompt
+
+    if style == "much":
+        text = build_prompt(tokenizer, question, brief=brief)
+    elif style == "user":
+        text = tokenizer.apply_chat_template([{"role": "user", "content": question}], tokenize=False,
+                                             add_generation_prompt=True)
+    else:
+        raise ValueError(f"prompt_style must be one of {PROMPT_STYLES}, got {style!r}")
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
 def row_internals(llm: Any, row: dict[str, Any], options: InternalsOptions) -> tuple[dict[str, np.ndarray], float]:
     """Pack arrays of one stored row and the largest difference with its stored probabilities (nan if none)."""
     tokens = [int(t) for t in row[schema.OUTPUT_TOKENS]]
     if not tokens:
         raise ValueError(f"generation_id={row.get(schema.GENERATION_ID)!r}: field {schema.OUTPUT_TOKENS!r} is empty")
-    prompt = _prompt_ids(llm.tokenizer, row[schema.PROMPT], options.prompt_style, brief=options.brief)
+    prompt = prompt_ids(llm.tokenizer, row[schema.PROMPT], options.prompt_style, brief=options.brief)
     arrays, logits = forward_internals(llm.model, prompt, tokens, options)
     ids, probs = row.get(schema.LOGITS_TOKEN_IDS), row.get(schema.LOGITS_VALUES)
     if ids is None or probs is None:
@@ -301,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
     if not todo:
         return 0
     llm = load_model(args.model, device=args.device, dtype=args.dtype)
-    _use_eager_attention(llm.model)
+    use_eager_attention(llm.model)
     options = InternalsOptions(hidden_layers=parse_layers(args.hidden_layers, llm.model.config.num_hidden_layers),
                                temperature=args.temperature, prompt_style=args.prompt_style,
                                brief=not args.no_brief, hidden_dtype=args.hidden_dtype,
@@ -339,7 +354,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _use_eager_attention(model: Any) -> None:
+def use_eager_attention(model: Any) -> None:
     """Switch a loaded model to eager attention (SDPA/flash kernels return no weights)."""
     setter = getattr(model, "set_attn_implementation", None)
     if callable(setter):

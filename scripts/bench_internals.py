@@ -4,6 +4,7 @@ Likelihood, under leave-one-language-out with and without grouping by Wikipedia 
     python scripts/bench_internals.py probes --pack PACK [--layer 16] [--bootstrap 1000] [--json OUT.json]
     python scripts/bench_internals.py build --pack PACK            # the pack of the whole sample (SmolLM2, resumable)
     python scripts/bench_internals.py speed --rows 8 [--work DIR]  # internals vs replay time, bytes/Mtoken, load time
+    python scripts/bench_internals.py sizes --pack PACK            # bytes per million tokens, projected for MUCH
 
 The pack is SmolLM2-135M-Instruct's (the model whose probabilities the sample holds: a proxy observer of the
 texts, not their author), built by ``python -m builder internals --prompt-style user --hidden-layers 8,16,24``
@@ -110,7 +111,7 @@ def probes(pack_path: Path, *, layer: int, n_resamples: int, random_state: int, 
     languages = sorted({fold.language for fold in language_folds(langs, urls)})
     print(f"\nROC-AUC on the held-out language (product aggregator; 95% bootstrap interval over samples, "
           f"{n_resamples} resamples; p: paired bootstrap p-value against Token Likelihood):")
-    header = f"{'method':<42}" + "".join(f"{lang:>26}" for lang in languages)
+    header = f"{'method':<40}" + "".join(f"{lang:>33}" for lang in languages)
     print(header)
     for name, per in results.items():
         cells = []
@@ -119,10 +120,13 @@ def probes(pack_path: Path, *, layer: int, n_resamples: int, random_state: int, 
             cell = f"{entry['roc_auc']:.3f} [{entry['interval'][0]:.3f},{entry['interval'][1]:.3f}]"
             if "p_vs_token_likelihood" in entry:
                 cell += f" p={entry['p_vs_token_likelihood']:.3f}"
-            cells.append(f"{cell:>26}")
-        print(f"{name:<42}" + "".join(cells))
+            cells.append(f"{cell:>33}")
+        print(f"{name:<40}" + "".join(cells))
     dropped = {lang: results[next(iter(results))][lang]["n_dropped_train_rows"] for lang in languages}
-    print(f"\ntraining rows dropped by article grouping (shared Wikipedia title with the test language): {dropped}")
+    counts = {lang: (results[next(iter(results))][lang]["n_test_rows"], results[next(iter(results))][lang]["n_claims"])
+              for lang in languages}
+    print(f"\ntest rows and claims per language: {counts}")
+    print(f"training rows dropped by article grouping (shared Wikipedia title with the test language): {dropped}")
     if out_json:
         Path(out_json).write_text(json.dumps({"layer": layer, "n_rows": len(data), "results": results,
                                               "manifest_model": pack.manifest["model"]}, indent=1))
@@ -146,7 +150,7 @@ def speed(rows: int, work: Path) -> None:
             f"llm = load_model({_gguf()!r}, device='cpu', dtype='float32')\n"
             f"step = {step!r}\n"
             "if step == 'internals':\n"
-            "    internals._use_eager_attention(llm.model)\n"
+            "    internals.use_eager_attention(llm.model)\n"
             "    options = internals.InternalsOptions(hidden_layers=(8, 16, 24), prompt_style='user')\n"
             "    run = lambda row: internals.row_internals(llm, row, options)\n"
             "else:\n"
@@ -169,18 +173,7 @@ def speed(rows: int, work: Path) -> None:
         subprocess.run([sys.executable, "-m", "builder", "internals", "--out", str(pack), "--source", str(sample),
                         "--model", _gguf(), "--prompt-style", "user", "--hidden-layers", "8,16,24", "--limit",
                         str(rows)], cwd=ROOT, check=True, capture_output=True)
-    manifest = json.loads((pack / "manifest.json").read_text())
-    size = sum(entry["bytes"] for entry in manifest["shards"].values())
-    per_million = size / manifest["n_tokens"] * 1e6
-    per_token_model = 4 * manifest["n_layers"] * manifest["n_heads"] + 2 * 3 * manifest["hidden_size"]
-    print(f"\npack bytes per million tokens (SmolLM2: 30 layers x 9 heads float32 attention, 3 x 576 float16 hidden):"
-          f" {per_million / 1e9:.2f} GB measured ({size:,} bytes / {manifest['n_tokens']:,} tokens; "
-          f"{per_token_model} bytes of arrays per token)")
-    for name, layers, heads, width in (("Llama-3.1-8B", 32, 32, 4096), ("Ministral-8B", 36, 32, 4096),
-                                       ("Gemma-3-12B", 48, 16, 3840)):
-        projected = (4 * layers * heads + 2 * 3 * width) * 1e6
-        print(f"  projected {name:<14} ({layers} layers x {heads} heads, 3 x {width} hidden): "
-              f"{projected / 1e9:.2f} GB per million tokens")
+    sizes(pack)
     # load time of a 60,000-token pack: the measured rows' arrays repeated under new ids until 60,000 tokens
     big = work / "pack-60k"
     if not (big / "manifest.json").exists():
@@ -198,6 +191,29 @@ def speed(rows: int, work: Path) -> None:
     start = time.perf_counter()
     hidden = np.concatenate([np.asarray(loaded[gid]["hidden"][:, 1], dtype=np.float32) for gid in loaded])
     print(f"  read one hidden layer of every row into memory ({hidden.shape}): {time.perf_counter() - start:.2f}s")
+
+
+#: The MUCH models' shapes (config.json): layers, attention heads, hidden size.
+MUCH_MODELS = (("Llama-3.2-3B-Instruct", 28, 24, 3072), ("Llama-3.1-8B-Instruct", 32, 32, 4096),
+               ("Ministral-8B-Instruct-2410", 36, 32, 4096), ("gemma-3-4b-it", 34, 8, 2560))
+
+
+def sizes(pack: Path) -> None:
+    """Pack bytes per million tokens measured on ``pack``, and projected for the MUCH models with the same arrays
+    (float32 previous-token attention of every head, float16 hidden states of as many layers)."""
+    manifest = json.loads((pack / "manifest.json").read_text())
+    size = sum(entry["bytes"] for entry in manifest["shards"].values())
+    per_million = size / manifest["n_tokens"] * 1e6
+    n_hidden = len(manifest["hidden_layers"])
+    per_token = 4 * manifest["n_layers"] * manifest["n_heads"] + 2 * n_hidden * manifest["hidden_size"]
+    print(f"\npack bytes per million tokens ({Path(manifest['model']).name}: {manifest['n_layers']} layers x "
+          f"{manifest['n_heads']} heads float32 attention, {n_hidden} x {manifest['hidden_size']} float16 hidden): "
+          f"{per_million / 1e9:.2f} GB measured ({size:,} bytes / {manifest['n_tokens']:,} tokens; {per_token} bytes "
+          "of arrays per token, the rest is the safetensors headers)")
+    for name, layers, heads, width in MUCH_MODELS:
+        projected = (4 * layers * heads + 2 * n_hidden * width) * 1e6 * (per_million / 1e6 / per_token)
+        print(f"  projected {name:<27} ({layers} layers x {heads} heads, {n_hidden} x {width} hidden): "
+              f"{projected / 1e9:.2f} GB per million tokens")
 
 
 def _synthesise_pack(pack: Path, out: Path, n_tokens: int) -> None:
@@ -241,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--random-state", type=int, default=0)
     p.add_argument("--json", default=None)
+    p = sub.add_parser("sizes")
+    p.add_argument("--pack", required=True, type=Path)
     p = sub.add_parser("speed")
     p.add_argument("--rows", type=int, default=8)
     p.add_argument("--work", type=Path, default=ROOT / "out" / "bench_internals")
@@ -250,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "probes":
         probes(args.pack, layer=args.layer, n_resamples=args.bootstrap, random_state=args.random_state,
                out_json=args.json)
+    elif args.command == "sizes":
+        sizes(args.pack)
     else:
         speed(args.rows, args.work)
     return 0
