@@ -25,6 +25,7 @@ STEPS: dict[str, str] = {
     "questions": "questions",
     "generate": "generate",
     "replay": "replay",
+    "internals": "internals",
     "verify": "verify",
     "segment": "segment",
     "import-mushroom": "import_mushroom",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from much_dataset import schema
 from much_dataset._version import __version__
 
-__all__ = ["schema", "load", "load_with_problems", "__version__"]
+__all__ = ["schema", "load", "load_with_problems", "load_internals", "__version__"]
 
 
 def __getattr__(name: str):
@@ -17,4 +17,8 @@ def __getattr__(name: str):
         from much_dataset import loader
 
         return getattr(loader, name)
+    if name == "load_internals":
+        from much_dataset.internals import load_internals
+
+        return load_internals
     raise AttributeError(f"module 'much_dataset' has no attribute {name!r}")

@@ -57,8 +57,9 @@ METHODS_PACKAGE = "much_metric.baselines.methods"
 #: Entry-point group of third-party baselines.
 ENTRY_POINT_GROUP = "much.baselines"
 #: What a baseline may need, passed to ``compute`` as keyword arguments of these names: the generating LLM's
-#: tokenizer (or a per-sample decoder), an NLI scorer, KTC's token-neighbour statistics.
-RESOURCES = ("tokenizer", "nli", "neighbours")
+#: tokenizer (or a per-sample decoder), an NLI scorer, KTC's token-neighbour statistics, an internals pack
+#: (:func:`much_dataset.load_internals`: attention and hidden states per output token; RAUQ, probes).
+RESOURCES = ("tokenizer", "nli", "neighbours", "internals")
 
 _FIELD = re.compile(r"\{(\w+)\}")
 
@@ -420,7 +421,8 @@ def signal_groups() -> dict[str, tuple[str, ...]]:
     baselines = _REGISTRY.all().values()
     return {
         **TABLE_GROUPS,
-        "all": tuple(name for b in baselines for name in b.defaults),
+        # an internals pack is built per model (python -m builder internals): its methods are asked by name
+        "all": tuple(name for b in baselines if "internals" not in b.needs for name in b.defaults),
         "all-probability": tuple(name for b in baselines if not b.needs for name in b.defaults),
     }
 

@@ -112,6 +112,7 @@ _NEED_TEXT = {
     "tokenizer": "the generating LLM's tokenizer",
     "nli": "an NLI model",
     "neighbours": "token-neighbour statistics",
+    "internals": "an internals pack (python -m builder internals; much run --internals PACK)",
 }
 
 
@@ -132,6 +133,7 @@ def compute_signals(
     nli: Any = None,
     neighbours: Any = None,
     out: str | Path | None = None,
+    internals: Any = None,
     progress: bool = True,
     options: SignalOptions | None = None,
 ) -> dict[str, SignalRun]:
@@ -152,6 +154,9 @@ def compute_signals(
         Needed for CCP and SAR (see :func:`much_metric.baselines.methods.ccp.ccp`).
     neighbours : optional
         Token-neighbour statistics, for baselines that need them (KTC).
+    internals : str, path or InternalsPack, optional
+        An internals pack (:func:`much_dataset.load_internals`), for baselines that need one (RAUQ); a path is
+        opened and checked against the split (every sample, with its token count).
     out : str or path, optional
         Folder for ``<signal_name>.parquet`` files and ``timings.json``; existing values are reused.
     progress : bool, default True
@@ -187,7 +192,11 @@ def compute_signals(
         from much_metric.baselines.nli_routing import NliCache
 
         nli = NliCache(nli)
-    resources = {"tokenizer": tokenizer, "nli": nli, "neighbours": neighbours}
+    if "internals" in needed and isinstance(internals, str | Path):
+        from much_dataset.internals import load_internals
+
+        internals = load_internals(internals, dataset=dataset if not isinstance(dataset, TokenArrays) else None)
+    resources = {"tokenizer": tokenizer, "nli": nli, "neighbours": neighbours, "internals": internals}
     for need in sorted(needed):
         if resources[need] is None:
             users = ", ".join(spec.signal for spec in specs if need in spec.needs)

@@ -142,11 +142,15 @@ class ResourceOptions:
         KTC's token-neighbour statistics (``much run --neighbours`` forms); None: those shipped with the sample.
     generation_time : float, str or None
         LLM generation time: seconds or a JSON file (:func:`much_metric.baselines.runtime.generation_time`).
+    internals : str, path, InternalsPack or None
+        An internals pack (``python -m builder internals``) for the signals that need one (RAUQ); a path is opened
+        and checked against the split once.
     """
 
     tokenizer: Any = None
     neighbours: Any = None
     generation_time: Any = None
+    internals: Any = None
 
     def __post_init__(self) -> None:
         from much_metric.baselines.runtime import generation_time

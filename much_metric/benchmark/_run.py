@@ -120,7 +120,8 @@ def run_benchmark(
     segmentation_seconds, segmentation_note = lookup.segmentation_time(
         dataset, plan.tokenizer, plan.tokenizers, output.progress)
     runs = compute_signals(dataset, list(plan.signals), tokenizer=plan.decoder, nli=plan.nli,
-                           neighbours=plan.neighbours, out=output.out, progress=output.progress,
+                           neighbours=plan.neighbours, internals=resources.internals, out=output.out,
+                           progress=output.progress,
                            options=SignalOptions(reference_window=nli.reference_window,
                                                  file_format=output.file_format))
     generation = generation_time_of(resources.generation_time, data_source=str(plan.source),

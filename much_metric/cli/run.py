@@ -87,6 +87,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="KTC's token-neighbour statistics (`much neighbours`): a .npz, a folder (one .npz per "
                              "tokenizer for orailix/MUCH), a hub dataset id, or MODEL=PATH|HUB_ID (repeatable); "
                              "default: the SmolLM2 statistics shipped with the sample")
+    parser.add_argument("--internals", default=None,
+                        help="an internals pack (`python -m builder internals`) for the signals that need one: rauq, "
+                             "attention_previous")
     parser.add_argument("--aggregator", default="product", help="product (default), mean, max or geometric")
     parser.add_argument("--stopwords", choices=("null", "exclude"), default="null",
                         help="null (reference, default): stopword tokens score 0; exclude: removed from claims")
@@ -158,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
                        max_batch_tokens=args.nli_max_batch_tokens, device=args.device,
                        reference_window=args.reference_window),
         resources=ResourceOptions(tokenizer=args.tokenizer or None, neighbours=args.neighbours,
-                                  generation_time=args.generation_time),
+                                  generation_time=args.generation_time, internals=args.internals),
         output=OutputOptions(out=args.out, file_format=args.format, progress=not args.no_progress))
     _print(result)
     if args.json:

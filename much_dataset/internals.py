@@ -1,0 +1,208 @@
+"""Internals packs: a model's attention and hidden states per output token, written by ``python -m builder internals``.
+
+A pack is a folder::
+
+    PACK/manifest.json                      model, weights hash, layers, heads, hidden_layers, dtypes, source hash,
+                                            rows {generation_id: {"shard", "n_tokens", "max_abs_diff"}}, shards
+    PACK/shards/<sha256>.safetensors        tensors "<generation_id>/<name>", content-addressed
+
+Row ``t`` of every array is the sequence position of output token ``t`` (the position that reads token ``t``; its
+logits predict token ``t + 1``; the stored probabilities of token ``t`` came from the position before it).
+
+:func:`load_internals` memory-maps the shards (nothing is read until an array is used) and returns a read-only
+mapping ``generation_id -> {name: numpy array}`` with the manifest as ``.manifest``.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FORMAT", "MANIFEST", "SHARDS", "InternalsPack", "InternalsError", "MissingRowError", "load_internals"]
+
+FORMAT = "much-internals/1"
+MANIFEST = "manifest.json"
+SHARDS = "shards"
+
+_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
+           "I16": np.int16, "I8": np.int8, "U8": np.uint8}
+
+
+class InternalsError(ValueError):
+    """A pack that cannot be read, or that does not belong to the data or model it is used with."""
+
+
+class MissingRowError(KeyError, InternalsError):
+    """A generation_id the pack does not hold."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of its argument
+        return str(self.args[0]) if self.args else ""
+
+
+class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
+    """Read-only ``generation_id -> {name: array}`` over a pack's memory-mapped shards (see :func:`load_internals`).
+
+    Attributes
+    ----------
+    manifest : dict
+        The pack's ``manifest.json``.
+    path : pathlib.Path
+        The pack folder.
+    """
+
+    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
+        self.path = path
+        self.manifest = manifest
+        self._rows: dict[str, dict[str, Any]] = manifest["rows"]
+        self._shards: dict[str, tuple[np.ndarray, dict[str, Any]]] = {}
+
+    def __repr__(self) -> str:
+        return (f"InternalsPack({str(self.path)!r}, model={self.manifest.get('model')!r}, rows={len(self)}, "
+                f"tokens={self.manifest.get('n_tokens')})")
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __getitem__(self, generation_id: str) -> dict[str, np.ndarray]:
+        entry = self._rows.get(str(generation_id))
+        if entry is None:
+            raise MissingRowError(f"generation_id={generation_id!r}: no such row in the internals pack {self.path} "
+                                  f"({len(self)} rows; built from another dataset or split, or not finished?)")
+        buffer, header = self._shard(entry["shard"])
+        prefix = f"{generation_id}/"
+        arrays = {}
+        for key, info in header.items():
+            if key.startswith(prefix):
+                begin, end = info["data_offsets"]
+                array = buffer[begin:end].view(_DTYPES[info["dtype"]]).reshape(info["shape"])
+                name = key[len(prefix):]
+                if self.manifest.get("dtypes", {}).get(name) == "bfloat16":
+                    array = (array.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+                arrays[name] = array
+        if not arrays or any(array.shape[0] != entry["n_tokens"] for array in arrays.values()):
+            raise InternalsError(f"generation_id={generation_id!r}: shard {entry['shard']} of {self.path} does not "
+                                 f"hold its {entry['n_tokens']} rows")
+        return arrays
+
+    def _shard(self, name: str) -> tuple[np.ndarray, dict[str, Any]]:
+        if name not in self._shards:
+            self._shards[name] = _map_safetensors(self.path / SHARDS / name)
+        return self._shards[name]
+
+    def n_tokens(self, generation_id: str) -> int:
+        """Output tokens of a row (from the manifest, no shard read)."""
+        return int(self._rows[str(generation_id)]["n_tokens"])
+
+    def check(self, generation_ids: Sequence[str], n_tokens: Sequence[int] | None = None, *,
+              model: str | None = None, source: str | None = None) -> None:
+        """Raise :class:`InternalsError` unless the pack holds every ``generation_id`` with the given token counts
+        (and, when given, was built from ``model``: its name or weights sha256)."""
+        if model is not None and model not in (self.manifest.get("model"), self.manifest.get("weights_sha256")):
+            raise InternalsError(f"{self.path / MANIFEST}: the pack is of model {self.manifest.get('model')!r} "
+                                 f"(weights {str(self.manifest.get('weights_sha256'))[:12]}), not {model!r}")
+        ids = [str(g) for g in generation_ids]
+        missing = [g for g in ids if g not in self._rows]
+        if missing and len(missing) == len(ids):
+            raise InternalsError(f"the internals pack {self.path} holds none of the {len(ids)} samples (first: "
+                                 f"generation_id={ids[0]!r}): it was built from another dataset")
+        if missing:
+            raise MissingRowError(f"generation_id={missing[0]!r}: no such row in the internals pack {self.path} "
+                                  f"({len(missing)} of {len(ids)} samples missing)")
+        if n_tokens is not None:
+            for gid, count in zip(ids, n_tokens, strict=True):
+                if int(self._rows[gid]["n_tokens"]) != int(count):
+                    raise InternalsError(f"generation_id={gid!r}: the internals pack {self.path} has "
+                                         f"{self._rows[gid]['n_tokens']} tokens, the data {count} (field "
+                                         "output_tokens): a pack of another dataset or tokenizer")
+
+
+def _map_safetensors(path: Path) -> tuple[np.ndarray, dict[str, Any]]:
+    """The data section of a safetensors file as a read-only uint8 memmap, and its header."""
+    if not path.is_file():
+        raise InternalsError(f"{path}: shard file is missing from the internals pack")
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            raise InternalsError(f"{path}: truncated shard ({size} bytes)")
+        (length,) = struct.unpack("<Q", head)
+        if 8 + length > size:
+            raise InternalsError(f"{path}: truncated shard (header of {length} bytes, file of {size})")
+        try:
+            header = json.loads(handle.read(length))
+        except ValueError as error:
+            raise InternalsError(f"{path}: corrupt shard header ({error})") from error
+    header.pop("__metadata__", None)
+    end = max((info["data_offsets"][1] for info in header.values()), default=0)
+    if 8 + length + end > size:
+        raise InternalsError(f"{path}: truncated shard ({size} bytes, its header describes {8 + length + end})")
+    if end == 0:
+        return np.zeros(0, dtype=np.uint8), header
+    return np.memmap(path, dtype=np.uint8, mode="r", offset=8 + length, shape=(end,)), header
+
+
+def load_internals(pack: str | Path, *, dataset: Any = None, model: str | None = None) -> InternalsPack:
+    """Open an internals pack (``python -m builder internals``) read-only, memory-mapped.
+
+    Parameters
+    ----------
+    pack : str or path
+        The pack folder (holding ``manifest.json``).
+    dataset : datasets.Dataset, list of rows, or None
+        When given, every sample must be in the pack with its number of output tokens (else
+        :class:`InternalsError` naming the first ``generation_id`` that is not).
+    model : str, optional
+        When given, the pack must be of this model (its name as built, or its weights sha256).
+
+    Returns
+    -------
+    InternalsPack
+        ``pack[generation_id]`` -> ``{"attention_to_previous": (n_tokens, layers, heads), "hidden": (n_tokens,
+        len(hidden_layers), hidden_size), ...}``; ``pack.manifest``.
+    """
+    path = Path(pack)
+    manifest_path = path / MANIFEST
+    if not manifest_path.is_file():
+        raise InternalsError(f"{manifest_path}: not an internals pack (no {MANIFEST}; build one with "
+                             "`python -m builder internals`)")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise InternalsError(f"{manifest_path}: not valid JSON ({error})") from error
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("rows"), dict):
+        raise InternalsError(f"{manifest_path}: not a {FORMAT} manifest")
+    loaded = InternalsPack(path, manifest)
+    if dataset is not None or model is not None:
+        ids, counts = _ids_and_lengths(dataset) if dataset is not None else ([], None)
+        if dataset is not None:
+            loaded.check(ids, counts, model=model)
+        else:
+            loaded.check([], None, model=model)
+    return loaded
+
+
+def _ids_and_lengths(dataset: Any) -> tuple[list[str], list[int]]:
+    from much_dataset import schema
+
+    if isinstance(dataset, list):
+        return ([str(r[schema.GENERATION_ID]) for r in dataset], [len(r[schema.OUTPUT_TOKENS]) for r in dataset])
+    if hasattr(dataset, "select_columns") and hasattr(dataset, "with_format"):  # datasets.Dataset
+        table = dataset.select_columns([schema.GENERATION_ID, schema.OUTPUT_TOKENS]).with_format("arrow")[:]
+    else:  # pyarrow.Table
+        table = dataset
+    ids = [str(g) for g in table.column(schema.GENERATION_ID).to_pylist()]
+    lengths = table.column(schema.OUTPUT_TOKENS).combine_chunks().value_lengths().to_pylist() \
+        if hasattr(table.column(schema.OUTPUT_TOKENS), "combine_chunks") else \
+        [len(t) for t in table.column(schema.OUTPUT_TOKENS).to_pylist()]
+    return ids, [int(n) for n in lengths]

