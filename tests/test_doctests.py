@@ -28,6 +28,7 @@ DOCUMENTED = [
     ("much_dataset.params", "check_param", None),
     ("much_dataset.jsonl", "plain_json", None),  # the embedded sample, offline
     ("much_metric.learned.estimators", "LinearDetector", None),  # torch on CPU (extra learned)
+    ("much_metric.signals._training", "training_label", None),
 ]
 
 

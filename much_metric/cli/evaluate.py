@@ -122,15 +122,21 @@ def _metric_columns() -> list[Any]:
     return list(METRIC_TABLE)
 
 
-def _format_table(table: Any) -> str:
+def _format_table(table: Any, trained_as: dict[str, str] | None = None) -> str:
+    """``trained_as``: signal name -> what its row adds to the display name (a learned signal's detector, protocol and
+    held-out fold, from its file's metadata)."""
     from much_metric.baselines.registry import display_name
     from much_metric.signals import format_metric
+
+    trained_as = trained_as or {}
 
     metrics = _metric_columns()
     header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage"]
     rows = []
     for result in [*table.results, *table.floors]:
         name = f"[{result.signal_name}]" if result.level == "floor" else display_name(result.signal_name)
+        if result.signal_name in trained_as:
+            name = f"{name} ({trained_as[result.signal_name]})"
         coverage = f"{result.metrics.get('coverage', 1.0):.1%}"
         rows.append([name, result.aggregator or "—", *(format_metric(result.metrics, m.key) for m in metrics),
                      str(result.metrics["n_claims"]), str(result.metrics["n_hallucinated"]), coverage])
@@ -317,10 +323,12 @@ def run(args: argparse.Namespace) -> int:
     options = dict(aggregators=aggregators, stopword_handling=args.stopwords, by=args.by,
                    bootstrap=_bootstrap(args), random_state=args.seed, labels=args.labels,
                    min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage)
-    from much_metric.signals import signal_metadata_of, training_exclusions
+    from much_metric.signals import signal_metadata_of, training_exclusions, training_label
 
+    metadata_of = {name: metadata for name, metadata in signal_metadata_of(args.scores).items() if name in signals}
+    trained_as = {name: label for name, metadata in metadata_of.items() if (label := training_label(metadata))}
     options["training_rows"], training_notes = training_exclusions(
-        {name: metadata for name, metadata in signal_metadata_of(args.scores).items() if name in signals},
+        metadata_of,
         dataset["generation_id"], include_training_rows=args.include_training_rows, aggregators=aggregators)
     table = evaluate_signals(dataset, signals, **options)
     for note in training_notes:
@@ -368,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
         if count:
             print(f"note: {display_name(name)}: {count} samples have no values and are left out (coverage "
                   f"{table.coverage[name]:.1%})")
-    print(_format_table(table))
+    print(_format_table(table, trained_as))
     print(footnote(FLOOR_NOTE))
     if board:
         print()

@@ -42,6 +42,7 @@ from much_metric.signals._training import (
     TrainingRowsWarning,
     signal_metadata_of,
     training_exclusions,
+    training_label,
 )
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "TrainingRowsWarning",
     "signal_metadata_of",
     "training_exclusions",
+    "training_label",
     "EvaluationTable",
     "SignalResult",
     "SignalsFormatError",

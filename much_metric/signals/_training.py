@@ -24,7 +24,8 @@ from typing import Any
 
 from much_metric.scoring import MuchMetricWarning
 
-__all__ = ["DETECTOR_KEY", "TRAINING_IDS_KEY", "TrainingRowsWarning", "signal_metadata_of", "training_exclusions"]
+__all__ = ["DETECTOR_KEY", "TRAINING_IDS_KEY", "TrainingRowsWarning", "signal_metadata_of", "training_exclusions",
+           "training_label"]
 
 TRAINING_IDS_KEY = "training_generation_ids"
 DETECTOR_KEY = "detector"
@@ -57,6 +58,23 @@ def _ids(name: str, metadata: Mapping[str, Any]) -> list[str]:
         raise ValueError(f"signal {name!r}: metadata field {TRAINING_IDS_KEY!r} must be a list of generation_ids, got "
                          f"{type(ids).__name__}")
     return ids
+
+
+def training_label(metadata: Mapping[str, Any]) -> str | None:
+    """``"linear; leave-one-language-out, held out lang=de"`` from a learned signal's metadata (None without a
+    ``detector`` field): what a table row adds to the stored name, so the row names detector, protocol and fold.
+
+    >>> training_label({"detector": {"kind": "linear", "protocol": "leave-one-language-out", "fold": "lang=de"}})
+    'linear; leave-one-language-out, held out lang=de'
+    >>> training_label({}) is None
+    True
+    """
+    detector = metadata.get(DETECTOR_KEY)
+    if not isinstance(detector, Mapping):
+        return None
+    trained = ", ".join(part for part in (detector.get("protocol") and str(detector["protocol"]),
+                                          detector.get("fold") and f"held out {detector['fold']}") if part)
+    return f"{detector.get('kind') or 'learned'}; {trained or 'protocol not recorded'}"
 
 
 def _what(name: str, metadata: Mapping[str, Any]) -> str:

@@ -96,6 +96,8 @@ def test_much_run_scores_a_learned_signal_on_held_out_rows_and_says_so(trained, 
     assert main(["evaluate", "--data", "sample", "--scores", str(out), "--bootstrap", "0"]) == 0
     printed = capsys.readouterr().out
     assert f"{len(training)} of 606 rows left out because they trained or validated it" in printed
+    # ... and its row names the detector, the protocol and the held-out fold, read from the file's metadata.
+    assert "(linear; leave-one-language-out, held out lang=de)" in printed
 
     # Asked explicitly: every row, with a warning.
     with pytest.warns(TrainingRowsWarning, match=f"{len(training)} of which trained or validated it"):
