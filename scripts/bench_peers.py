@@ -49,13 +49,14 @@ def main(argv: list[str] | None = None) -> int:
 
     import importlib.metadata
 
-    from much_metric.baselines import run_benchmark
+    from much_metric.benchmark import EvaluationOptions, OutputOptions, run_benchmark
     from much_metric.scoring import Bootstrap
 
     ours, peers = signals()
     start = time.perf_counter()
-    result = run_benchmark(args.data, signals=ours + peers, bootstrap=Bootstrap(n_resamples=args.bootstrap),
-                           out=args.out, progress=False)
+    result = run_benchmark(args.data, signals=ours + peers,
+                           evaluation=EvaluationOptions(bootstrap=Bootstrap(n_resamples=args.bootstrap)),
+                           output=OutputOptions(out=args.out, progress=False))
     wall = time.perf_counter() - start
     versions = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in ("lm-polygraph", "uqlm"))
     lines = [

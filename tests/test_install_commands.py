@@ -142,6 +142,13 @@ def test_cli_install_hints_name_an_extra_that_installs_the_package():
         assert distribution.get(package, package.replace("_", "-")) in extras[extra], (package, extra, extras[extra])
     for command, (extra, packages) in _COMMAND_EXTRAS.items():
         assert packages <= extras[extra], (command, extra, packages - extras[extra])
+    from much_metric.cli import _BUILDER_REQUIREMENTS
+
+    requirements = (ROOT / "builder" / "requirements.txt").read_text(encoding="utf-8")
+    for package in _BUILDER_REQUIREMENTS:  # the builder's own requirements are not an extra of the package
+        assert distribution.get(package, package.replace("_", "-")) in requirements, package
+        assert "pip install -r builder/requirements.txt" in error_message(
+            ModuleNotFoundError(f"No module named {package!r}", name=package))
     missing_torch = ModuleNotFoundError("No module named 'torch'", name="torch")
     assert "pip install '.[learned]'" in error_message(missing_torch, "train")
     assert "pip install '.[models]'" in error_message(missing_torch, "monitor")

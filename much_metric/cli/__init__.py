@@ -25,7 +25,6 @@ EXPECTED_ERRORS = (ValueError, TypeError, OSError, KeyError, ImportError)
 #: Optional packages -> the extra that installs them (for ImportError messages). A command whose own extra also
 #: installs the package names that extra instead (:data:`_COMMAND_EXTRAS`).
 _EXTRAS = {"torch": "models", "gguf": "models", "sentencepiece": "models", "matplotlib": "report",
-           "openai": "builder", "sentence_transformers": "builder", "sklearn": "builder",
            "safetensors": "learned", "gradio": "leaderboard", "uvicorn": "leaderboard", "fastapi": "leaderboard",
            "playwright": "test", "vllm": "vllm"}
 
@@ -38,8 +37,14 @@ _COMMAND_EXTRAS = {"train": ("learned", frozenset({"torch", "safetensors"})),
 _CPU_TORCH_HINT = "; for CPU-only torch, first: pip install torch --index-url https://download.pytorch.org/whl/cpu"
 
 
+#: Packages of the maintainers' pipeline: not an extra of the installed package, but builder/requirements.txt.
+_BUILDER_REQUIREMENTS = frozenset({"openai", "sentence_transformers", "sklearn"})
+
+
 def install_hint(package: str, command: str | None = None) -> str | None:
     """The command that installs ``package``'s extra, run from the toolkit's checkout (it is not on PyPI)."""
+    if package in _BUILDER_REQUIREMENTS:
+        return "from the toolkit's checkout: pip install -r builder/requirements.txt"
     extra = _EXTRAS.get(package)
     if extra is None:
         return None

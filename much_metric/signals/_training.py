@@ -64,6 +64,7 @@ def training_label(metadata: Mapping[str, Any]) -> str | None:
     """``"linear; leave-one-language-out, held out lang=de"`` from a learned signal's metadata (None without a
     ``detector`` field): what a table row adds to the stored name, so the row names detector, protocol and fold.
 
+    >>> from much_metric.signals import training_label
     >>> training_label({"detector": {"kind": "linear", "protocol": "leave-one-language-out", "fold": "lang=de"}})
     'linear; leave-one-language-out, held out lang=de'
     >>> training_label({}) is None
