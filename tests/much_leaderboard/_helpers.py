@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import socket
+import threading
+import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,3 +64,28 @@ def store_is_empty(folder: Path) -> bool:
     store = Store(folder)
     return not store.submissions() and not any((folder / "archives").iterdir()) and not any(
         (folder / "scores").iterdir())
+
+
+@contextlib.contextmanager
+def serving(board: Any) -> Iterator[str]:
+    """Serve ``board``'s web app with uvicorn on a free loopback port in a thread; yields ``http://127.0.0.1:PORT``
+    (no trailing slash) once the server has started, and stops it on exit."""
+    import uvicorn
+
+    from much_leaderboard import create_server
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_server(board), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
+        time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

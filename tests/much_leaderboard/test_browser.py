@@ -10,15 +10,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from much_leaderboard import Leaderboard, Store
-from tests.much_leaderboard._helpers import make_zip, sample_signal, valid_archive
+from tests.much_leaderboard._helpers import make_zip, sample_signal, serving, valid_archive
 
 pytestmark = pytest.mark.browser
 
@@ -41,26 +38,10 @@ def server(tmp_path_factory, evaluation):
     for module in ("gradio", "playwright", "uvicorn"):
         _require(importlib.util.find_spec(module) is not None, f"{module} is not installed (extra 'leaderboard')")
     _require(_chromium() is not None, "no chromium binary (apt-get install chromium)")
-    import uvicorn
-
-    from much_leaderboard import create_server
-
     board = Leaderboard(tmp_path_factory.mktemp("browser") / "store", data=evaluation)
     board.add_baselines(("max_likelihood",))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = uvicorn.Config(create_server(board), host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
-        time.sleep(0.1)
-    yield board, f"http://127.0.0.1:{port}/"
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serving(board) as url:
+        yield board, url + "/"
 
 
 @pytest.fixture(scope="module")

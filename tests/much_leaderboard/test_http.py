@@ -5,11 +5,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
-import time
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +16,7 @@ import pytest
 
 from much_leaderboard import Leaderboard
 from much_leaderboard._store import archive_id
-from tests.much_leaderboard._helpers import make_zip, sample_signal, valid_archive
+from tests.much_leaderboard._helpers import make_zip, sample_signal, serving, valid_archive
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,24 +39,9 @@ def http_server(tmp_path_factory, evaluation):
             if os.environ.get("MUCH_REQUIRE_BROWSER") == "1":
                 pytest.fail(f"MUCH_REQUIRE_BROWSER=1 but {module} is not installed")
             pytest.skip(f"{module} is not installed (extra 'leaderboard')")
-    import uvicorn
-
-    from much_leaderboard import create_server
-
     board = Leaderboard(tmp_path_factory.mktemp("http") / "store", data=evaluation, max_parallel=2, daily_limit=100)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_server(board), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
-        time.sleep(0.1)
-    yield board, f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serving(board) as url:
+        yield board, url
 
 
 def test_twenty_concurrent_http_submissions(http_server):
