@@ -112,23 +112,26 @@ class EvaluationData:
                                                       n_tokens=n_tokens).seconds
 
 
-def _strip(metrics: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in metrics.items() if k not in ("by",)}
+def _strip(result: Any) -> dict[str, Any]:
+    """A row's metrics as stored (:meth:`much_metric.signals.SignalResult.to_dict`), without its name and ``by``."""
+    return {k: v for k, v in result.to_dict().items() if k not in ("signal_name", "by")}
 
 
-def _evaluate_group(subset: Any, signals: dict, options: dict) -> dict[str, dict[str, Any]]:
+def _evaluate_group(subset: Any, signals: dict, options: Any) -> dict[str, dict[str, Any]]:
+    from dataclasses import replace
+
     from much_metric.signals import evaluate_signals
 
     ids = set(subset["generation_id"])  # the group's own samples: other ids are not "unknown", nothing to warn
     signals = {name: {gid: v for gid, v in per_sample.items() if gid in ids} for name, per_sample in signals.items()}
     try:
-        table = evaluate_signals(subset, signals, min_coverage=0.0, **options)
+        table = evaluate_signals(subset, signals, evaluation=replace(options, min_coverage=0.0))
     except ValueError:  # e.g. no value for any sample of a small group: the group is left blank for this row
         return {}
-    return {r.signal_name: _strip(r.metrics) for r in table.results}
+    return {r.signal_name: _strip(r) for r in table.results}
 
 
-def _breakdowns(submission: ParsedSubmission, data: EvaluationData, overall: dict[str, dict], options: dict
+def _breakdowns(submission: ParsedSubmission, data: EvaluationData, overall: dict[str, dict], options: Any
                 ) -> dict[str, dict[str, dict[str, Any]]]:
     by: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in overall}
     for breakdown, groups in data.groups.items():
@@ -143,13 +146,14 @@ def _breakdowns(submission: ParsedSubmission, data: EvaluationData, overall: dic
 def score_breakdowns(submission: ParsedSubmission, data: EvaluationData) -> dict[str, dict[str, dict[str, Any]]]:
     """Every signal's breakdown metrics with their bootstrap intervals: ``{signal: {"lang": {"fr": metrics, ...},
     ...}}`` (the second phase after :func:`score_submission` with ``breakdown_intervals=False``)."""
-    from much_metric.signals import MIN_COVERAGE, evaluate_signals
+    from dataclasses import replace
 
-    options = dict(aggregators=("product",), bootstrap=data.bootstrap, floors=False)
+    from much_metric.signals import EvaluationOptions, evaluate_signals
+
+    options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False)
     # no warnings filter here: a filter is process-wide state and would silence every other thread's warnings
-    table = evaluate_signals(data.dataset, submission.signals, min_coverage=MIN_COVERAGE,
-                             **{**options, "bootstrap": None})
-    overall = {r.signal_name: _strip(r.metrics) for r in table.results}
+    table = evaluate_signals(data.dataset, submission.signals, evaluation=replace(options, bootstrap=None))
+    overall = {r.signal_name: _strip(r) for r in table.results}
     by = _breakdowns(submission, data, overall, options)
     # a group holding every sample reuses the overall values: those need the intervals too
     return {name: {b: {v: m for v, m in groups.items() if "intervals" in m or data.groups[b][v] is not None}
@@ -177,9 +181,11 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
         When a signal does not line up with the evaluation data (unknown sample, wrong number of values, coverage
         under the threshold): the toolkit's message, as is.
     """
-    from much_metric.signals import CLAIM_SUFFIX, MIN_COVERAGE, evaluate_signals
+    from dataclasses import replace
 
-    options = dict(aggregators=("product",), bootstrap=data.bootstrap, floors=False)
+    from much_metric.signals import CLAIM_SUFFIX, EvaluationOptions, evaluate_signals
+
+    options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False)
     known = set(data.dataset["generation_id"])
     for name, per_sample in submission.signals.items():
         unknown = [gid for gid in per_sample if gid not in known]
@@ -199,9 +205,9 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
     # Only ValueError (the toolkit's validation errors: they name the sample and field) is the submitter's fault;
     # any other exception is a bug of the server and propagates as such (Leaderboard reports a server error).
     try:
-        table = evaluate_signals(data.dataset, submission.signals, min_coverage=MIN_COVERAGE, **options)
-        overall = {r.signal_name: _strip(r.metrics) for r in table.results}
-        group_options = options if breakdown_intervals else {**options, "bootstrap": None}
+        table = evaluate_signals(data.dataset, submission.signals, evaluation=options)
+        overall = {r.signal_name: _strip(r) for r in table.results}
+        group_options = options if breakdown_intervals else replace(options, bootstrap=None)
         by = _breakdowns(submission, data, overall, group_options)
     except ValueError as error:
         raise SubmissionRejected(f"does not match the evaluation data: {error}") from None
@@ -237,7 +243,7 @@ def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: Evalua
 
     if not keys:
         return {}
-    results = [SignalResult(signal_name=key, aggregator="", metrics={}, claim_scores=a["claim_scores"],
+    results = [SignalResult(signal_name=key, claim_scores=a["claim_scores"],
                             hallucinated=a["hallucinated"], claim_rows=a["claim_rows"])
                for key, a in zip(keys, arrays, strict=True)]
     table = EvaluationTable(results=results, n_dataset_samples=len(data.dataset), missing={},

@@ -119,7 +119,7 @@ def _rows(tokenizer, n: int) -> list[dict]:
 
 
 def bench_ccp(n_samples: int, batch_size: int | None, max_batch_tokens: int | None) -> None:
-    from much_metric.baselines import NliScorer, ccp
+    from much_metric.baselines import NliBatching, NliScorer, ccp
 
     model, tokenizer = _tiny_nli()
     rows = _rows(tokenizer, n_samples)
@@ -127,7 +127,7 @@ def bench_ccp(n_samples: int, batch_size: int | None, max_batch_tokens: int | No
     # Library defaults unless asked: the comparison is with what a user gets.
     options = {key: value for key, value in (("batch_size", batch_size), ("max_batch_tokens", max_batch_tokens))
                if value is not None}
-    scorer = NliScorer(model, tokenizer, progress=False, **options)
+    scorer = NliScorer(model, tokenizer, progress=False, batching=NliBatching(**options))
     # Warm-up (first tokenizer call, first forward, decode caches) so that neither side pays it; best of 5.
     reference_ccp(rows[:1], model, tokenizer, delta=10, sigma=8)
     ccp(rows[:1], nli=scorer, tokenizer=tokenizer, delta=10, sigma=8)

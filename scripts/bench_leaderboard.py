@@ -96,7 +96,7 @@ def main() -> None:
     from much_leaderboard._scoring import rank_rows, score_breakdowns, score_submission
     from much_leaderboard._table import render_table, table_rows
     from much_metric.scoring import Bootstrap
-    from much_metric.signals import evaluate_signals, read_archive
+    from much_metric.signals import EvaluationOptions, evaluate_signals, read_archive
 
     data, rows = synthetic_data()
     lines = []
@@ -123,8 +123,8 @@ def main() -> None:
     say(f"background phase (breakdown intervals, 1000 resamples each): {background_s:6.2f} s")
     full_s, scored = best_of(lambda: score_submission(parsed, data), args.repeats)
     say(f"everything in one call (breakdown_intervals=True): {full_s:6.2f} s")
-    plain_s, _ = best_of(lambda: evaluate_signals(data.dataset, parsed.signals, bootstrap=Bootstrap(n_resamples=1000),
-                                                  floors=False),
+    plain_s, _ = best_of(lambda: evaluate_signals(data.dataset, parsed.signals, evaluation=EvaluationOptions(
+                                                  bootstrap=Bootstrap(n_resamples=1000), floors=False)),
                          args.repeats)
     say(f"toolkit evaluate_signals alone (1000 resamples, no breakdown): {plain_s:6.2f} s   (answer-time score / "
         f"this = {score_s / plain_s:.2f} x)")

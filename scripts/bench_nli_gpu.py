@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from much_metric.baselines import NliScorer, token_arrays
+    from much_metric.baselines import NliBatching, NliScorer, token_arrays
     from much_metric.baselines.methods.ccp import ccp
     from much_metric.baselines.methods.sar import sar
     from much_metric.baselines.runtime import PAPER_GENERATION_SECONDS, PAPER_N_SAMPLES
@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     seconds = {}
     seconds["ref_ccp"], ref_ccp = _timed(lambda: reference_ccp(reference_rows, model, tokenizer, device=device), device)
     seconds["ref_sar"], ref_sar = _timed(lambda: reference_sar(reference_rows, model, tokenizer, device), device)
-    fp32 = NliScorer(model, tokenizer, device=device, dtype=torch.float32, progress=False, **options)
+    fp32 = NliScorer(model, tokenizer, device=device, dtype=torch.float32, progress=False,
+                     batching=NliBatching(**options))
     ours_ccp32 = ccp(reference_rows, nli=fp32, tokenizer=tokenizer, delta=10, sigma=8)
     ours_sar32 = sar(reference_rows, nli=fp32, tokenizer=tokenizer, sigma=8)
     ccp_diff = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in zip(ours_ccp32, ref_ccp,
@@ -186,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         if device == "cpu" and dtype == "float16":
             print("  float16: skipped on CPU (no half-precision matmul speed-up; bfloat16 runs)")
             continue
-        scorer = NliScorer(model, tokenizer, device=device, dtype=dtype, progress=False, **options)
+        scorer = NliScorer(model, tokenizer, device=device, dtype=dtype, progress=False,
+                           batching=NliBatching(**options))
         ccp(reference_rows[:2], nli=scorer, tokenizer=tokenizer, delta=10, sigma=8)  # warm-up
         t_ccp, values = _timed(lambda scorer=scorer: ccp(arrays, nli=scorer, tokenizer=tokenizer, delta=10, sigma=8),
                                device)

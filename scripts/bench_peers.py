@@ -22,9 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def _interval(metrics: dict, key: str) -> str:
-    low, high = metrics.get("intervals", {}).get(key, (float("nan"), float("nan")))
-    return f"{metrics[key]:.3f} [{low:.3f}, {high:.3f}]"
+def _interval(score, key: str) -> str:
+    """``0.712 [0.690, 0.735]`` of a :class:`much_metric.ScoreResult`'s metric ``key``."""
+    low, high = (score.intervals or {}).get(key, (float("nan"), float("nan")))
+    return f"{getattr(score, key):.3f} [{low:.3f}, {high:.3f}]"
 
 
 def signals() -> tuple[list[str], list[str]]:
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     versions = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in ("lm-polygraph", "uqlm"))
     lines = [
         f"Data: {result.data} ({result.n_samples} samples, {result.n_tokens} tokens, "
-        f"{result.rows[0].metrics['n_claims']} claims); aggregator {result.aggregator}, stopwords "
+        f"{result.rows[0].score.n_claims} claims); aggregator {result.aggregator}, stopwords "
         f"{result.stopword_handling}; {result.n_resamples} bootstrap resamples (95 % intervals); {versions}; "
         f"wall {wall:.0f} s.",
         "",
@@ -72,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         toolkit = ("LM-Polygraph" if row.signal_name.startswith("lmpolygraph:") else
                    "UQLM" if row.signal_name.startswith("uqlm:") else "floor" if row.uq_seconds is None else "MUCH")
         seconds = "" if row.uq_seconds is None else f"{row.uq_seconds:.2f}"
-        lines.append(f"| {toolkit} | {row.method} | `{row.signal_name}` | {_interval(row.metrics, 'roc_auc')} | "
-                     f"{_interval(row.metrics, 'pr_auc')} | {_interval(row.metrics, 'prr')} | {seconds} |")
+        lines.append(f"| {toolkit} | {row.method} | `{row.signal_name}` | {_interval(row.score, 'roc_auc')} | "
+                     f"{_interval(row.score, 'pr_auc')} | {_interval(row.score, 'prr')} | {seconds} |")
     for note in result.notes:
         lines.append(f"\nNote: {note.message}")
     text = "\n".join(lines)

@@ -10,7 +10,8 @@
   ``much.baselines``), see :mod:`much_metric.baselines.registry`; the
   built-in methods live in :mod:`much_metric.baselines.methods`, one module each;
 * :func:`compute_signals` -- several signals by reference name (``token_entropy_24``, ``ccp_10_8`` ...), timed,
-  written resumably as MUCH-signals files; :mod:`much_metric.baselines.runtime` puts times relative to LLM
+  written resumably as MUCH-signals files, their resources (tokenizer, NLI, neighbours, internals) in one
+  :class:`ResourceOptions` resolved once; :mod:`much_metric.baselines.runtime` puts times relative to LLM
   generation, as in table 3;
 * what ``much run`` does as one call (:func:`~much_metric.benchmark.run_benchmark`) lives one layer up, in
   :mod:`much_metric.benchmark`.
@@ -43,6 +44,7 @@ _LAZY = {
     "token_arrays": "much_metric.baselines._arrays",
     "SignalRun": "much_metric.baselines.runner",
     "SignalOptions": "much_metric.baselines.runner",
+    "ResourceOptions": "much_metric.baselines.runner",
     "compute_signals": "much_metric.baselines.runner",
     "token_likelihood": "much_metric.baselines.methods.probability",
     "max_likelihood": "much_metric.baselines.methods.probability",
@@ -56,6 +58,7 @@ _LAZY = {
     "load_neighbours": "much_metric.baselines.neighbours",
     "DEFAULT_NLI_MODEL": "much_metric.baselines.nli",
     "NliScorer": "much_metric.baselines.nli",
+    "NliBatching": "much_metric.baselines.nli",
     "load_nli": "much_metric.baselines.nli",
     "PerSampleDecoder": "much_metric.baselines.context",
 }

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
 from much_metric.baselines._pair_encoding import (
     EncodedPairs,
     infer_pair_template,
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_MAX_BATCH_TOKENS",
     "DEFAULT_NLI_MODEL",
     "REFERENCE_NLI_SIZES",
+    "NliBatching",
     "NliLabels",
     "NliScorer",
     "nli_label_indices",
@@ -141,10 +143,45 @@ def _torch_dtype(dtype: Any, device: str):
     return dtype
 
 
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+@dataclass(frozen=True, kw_only=True)
+class NliBatching:
+    """How :class:`NliScorer` cuts a split's pairs into forward passes.
+
+    Attributes
+    ----------
+    batch_size : int, default 256
+        Most distinct pairs per forward pass.
+    max_batch_tokens : int, default 16384
+        Most padded tokens per forward pass: pairs x longest pair of the batch (a longer single pair runs alone).
+        Every forward pass has a fixed cost (Python, kernel launches), so short pairs should go in large batches;
+        long ones in the same number would waste compute on padding and take memory that grows with the padded
+        size (attention quadratically). The sorted pairs fill a batch until either limit is reached.
+    deduplicate, sort_by_length : bool, default True
+        Run identical pairs once / sort by length before batching. Switching them off only costs time (the
+        probabilities are the same up to float rounding of padded batches).
+
+    Examples
+    --------
+    >>> from much_metric.baselines import NliBatching
+    >>> NliBatching(batch_size=32).max_batch_tokens
+    16384
+    >>> NliBatching(batch_size=0)
+    Traceback (most recent call last):
+    ...
+    much_dataset.params.InvalidParameterError: NliBatching: batch_size must be a positive integer, got 0
+    """
+
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
+    deduplicate: bool = True
+    sort_by_length: bool = True
+
+    def __post_init__(self) -> None:
+        check_param("batch_size", self.batch_size, POSITIVE_INT, owner="NliBatching")
+        check_param("max_batch_tokens", self.max_batch_tokens, POSITIVE_INT, owner="NliBatching")
+        for flag in ("deduplicate", "sort_by_length"):
+            if not isinstance(getattr(self, flag), bool):
+                raise InvalidParameterError(f"NliBatching: {flag} must be True or False, got {getattr(self, flag)!r}")
 
 
 def token_budget_batches(lengths: np.ndarray, order: np.ndarray, batch_size: int,
@@ -181,19 +218,13 @@ class NliScorer:
         Encodes a pair as ``tokenizer(premises, hypotheses)``; needs a pad token. With a fast tokenizer whose pair
         layout is inferred at construction (``pair_template``), each distinct text is tokenized once and the pairs
         are assembled from it; the encodings are identical (checked on a few pairs of every call).
-    batch_size : int, default 256
-        Most distinct pairs per forward pass.
-    max_batch_tokens : int, default 16384
-        Most padded tokens per forward pass: pairs x longest pair of the batch (a longer single pair runs alone).
-        Every forward pass has a fixed cost (Python, kernel launches), so short pairs should go in large batches;
-        long ones in the same number would waste compute on padding and take memory that grows with the padded
-        size (attention quadratically). The sorted pairs fill a batch until either limit is reached.
+    batching : NliBatching, default NliBatching()
+        Pairs and padded tokens per forward pass, de-duplication, length sorting (read back as
+        ``scorer.batch_size``, ``scorer.max_batch_tokens``, ``scorer.deduplicate``, ``scorer.sort_by_length``).
     device : str, optional
         Default ``"cuda"`` when available, else ``"cpu"``.
     dtype : str or torch.dtype, optional
         Default float16 on GPU, float32 on CPU.
-    deduplicate, sort_by_length : bool, default True
-        Run identical pairs once / sort by length before batching. Switching them off only costs time.
     progress : bool, default True
         tqdm bar over batches.
     name : str, optional
@@ -205,19 +236,17 @@ class NliScorer:
         model: Any,
         tokenizer: Any,
         *,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+        batching: NliBatching = NliBatching(),
         device: str | None = None,
         dtype: Any = None,
-        deduplicate: bool = True,
-        sort_by_length: bool = True,
         progress: bool = True,
         name: str | None = None,
     ) -> None:
         import torch
 
-        self.batch_size = _positive_int("batch_size", batch_size)
-        self.max_batch_tokens = _positive_int("max_batch_tokens", max_batch_tokens)
+        if not isinstance(batching, NliBatching):
+            raise TypeError(f"NliScorer: batching must be an NliBatching, got {type(batching).__name__}")
+        self.batching = batching
         self.id2label = {int(k): v for k, v in model.config.id2label.items()}
         self.labels = nli_label_indices(self.id2label)
         if tokenizer.pad_token_id is None:
@@ -227,10 +256,28 @@ class NliScorer:
         self.tokenizer = tokenizer
         #: How the tokenizer lays out a pair (None: every pair is encoded by ``tokenizer(premise, hypothesis)``).
         self.pair_template = infer_pair_template(tokenizer)
-        self.deduplicate = deduplicate
-        self.sort_by_length = sort_by_length
         self.progress = progress
         self.name = name or getattr(model.config, "_name_or_path", None) or type(model).__name__
+
+    @property
+    def batch_size(self) -> int:
+        """Most distinct pairs per forward pass (``batching.batch_size``)."""
+        return self.batching.batch_size
+
+    @property
+    def max_batch_tokens(self) -> int:
+        """Most padded tokens per forward pass (``batching.max_batch_tokens``)."""
+        return self.batching.max_batch_tokens
+
+    @property
+    def deduplicate(self) -> bool:
+        """Whether identical pairs run once (``batching.deduplicate``)."""
+        return self.batching.deduplicate
+
+    @property
+    def sort_by_length(self) -> bool:
+        """Whether pairs are sorted by length before batching (``batching.sort_by_length``)."""
+        return self.batching.sort_by_length
 
     def _encode(self, premises: list[str], hypotheses: list[str]) -> EncodedPairs:
         if self.pair_template is not None:
@@ -306,14 +353,13 @@ def load_nli(
     *,
     device: str | None = None,
     dtype: Any = None,
-    batch_size: int | None = None,
-    max_batch_tokens: int | None = None,
+    batching: NliBatching | None = None,
     local_files_only: bool = False,
     progress: bool = True,
 ) -> NliScorer:
     """Load a sequence-classification NLI model and its tokenizer with transformers (hub id or local folder).
 
-    ``batch_size`` / ``max_batch_tokens``: None = :data:`DEFAULT_BATCH_SIZE` / :data:`DEFAULT_MAX_BATCH_TOKENS`.
+    ``batching``: None = ``NliBatching()`` (:data:`DEFAULT_BATCH_SIZE` pairs, :data:`DEFAULT_MAX_BATCH_TOKENS`).
     ``local_files_only=True`` never touches the network (only the local Hugging Face cache / folder).
     """
     from transformers import AutoModelForSequenceClassification
@@ -323,9 +369,7 @@ def load_nli(
     tokenizer = load_tokenizer(name_or_path, local_files_only=local_files_only)
     model = AutoModelForSequenceClassification.from_pretrained(name_or_path, local_files_only=local_files_only)
     return NliScorer(model, tokenizer, device=device, dtype=dtype,
-                     batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
-                     max_batch_tokens=DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens,
-                     progress=progress, name=name_or_path)
+                     batching=NliBatching() if batching is None else batching, progress=progress, name=name_or_path)
 
 
 def resolve_nli(nli: Any) -> Any:

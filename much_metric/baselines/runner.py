@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from much_metric.baselines.registry import TABLE_GROUPS, BaselineSpec, display_n
 
 __all__ = [
     "TABLE3_SIGNALS",
+    "ResourceOptions",
     "SignalOptions",
     "SignalRun",
     "compute_signals",
@@ -73,6 +74,70 @@ class SignalOptions:
     def __post_init__(self) -> None:
         check_param("block_size", self.block_size, POSITIVE_INT, owner="SignalOptions")
         check_param("file_format", self.file_format, OneOf(("parquet", "jsonl")), owner="SignalOptions")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResourceOptions:
+    """The resources of a run besides the data, each given by name or as a loaded object and resolved once.
+
+    Attributes
+    ----------
+    tokenizer : tokenizer, callable, PerSampleDecoder, str, mapping or None
+        The generating LLM's tokenizer (CCP/SAR): for :func:`compute_signals` a loaded tokenizer, a decoding callable
+        or one per sample; :func:`much_metric.benchmark.run_benchmark` also takes a name or
+        ``{generation_config: tokenizer}`` (None: SmolLM2's for the sample, the MUCH models' for orailix/MUCH).
+    nli : str, NliScorer-like or None
+        CCP/SAR's NLI model: a hub id or folder (loaded once) or a loaded scorer. ``run_benchmark`` takes it from
+        :class:`~much_metric.benchmark.NliOptions` (``model=``) instead, and refuses it here.
+    neighbours : NeighbourStats-like, str, sequence of str or None
+        KTC's token-neighbour statistics (loaded; ``run_benchmark`` also takes the ``much run --neighbours`` forms);
+        None: those shipped with the embedded sample.
+    internals : str, path, InternalsPack or None
+        An internals pack (``python -m builder internals``) for the signals that need one (RAUQ); a path is opened
+        once and checked against the split (every sample, with its token count).
+
+    Examples
+    --------
+    >>> from much_metric.baselines import ResourceOptions
+    >>> ResourceOptions(nli="microsoft/deberta-large-mnli").needs_loading("nli")
+    True
+    """
+
+    tokenizer: Any = None
+    nli: Any = None
+    neighbours: Any = None
+    internals: Any = None
+
+    def needs_loading(self, need: str) -> bool:
+        """Whether the resource ``need`` is still a name or a path (loaded by :meth:`resolved`)."""
+        return isinstance(getattr(self, need), str | Path)
+
+    def resolved(self, dataset: Any, needs: Collection[str]) -> ResourceOptions:
+        """A copy with each resource in ``needs`` loaded (NLI by name, an internals pack by path, the sample's
+        neighbour statistics by default); ValueError naming the signals' need for one that is missing."""
+        from dataclasses import replace
+
+        changes: dict[str, Any] = {}
+        if "nli" in needs:
+            from much_metric.baselines.nli import resolve_nli
+
+            changes["nli"] = resolve_nli(self.nli)
+        if "neighbours" in needs and self.neighbours is None:  # the embedded sample ships its SmolLM2 statistics
+            from much_metric.baselines.methods.ktc import default_neighbours
+
+            changes["neighbours"] = default_neighbours(dataset)
+        if "internals" in needs and self.needs_loading("internals"):
+            from much_dataset.internals import load_internals
+
+            changes["internals"] = load_internals(
+                self.internals, dataset=dataset if not isinstance(dataset, TokenArrays) else None)
+        return replace(self, **changes) if changes else self
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"tokenizer": ..., "nli": ..., "neighbours": ..., "internals": ...}``: what a method's ``compute``
+        reads."""
+        return {"tokenizer": self.tokenizer, "nli": self.nli, "neighbours": self.neighbours,
+                "internals": self.internals}
 
 
 @dataclass
@@ -129,11 +194,8 @@ def compute_signals(
     dataset: Any,
     signals: Sequence[str],
     *,
-    tokenizer: Any = None,
-    nli: Any = None,
-    neighbours: Any = None,
+    resources: ResourceOptions = ResourceOptions(),
     out: str | Path | None = None,
-    internals: Any = None,
     progress: bool = True,
     options: SignalOptions | None = None,
 ) -> dict[str, SignalRun]:
@@ -145,18 +207,12 @@ def compute_signals(
         A MUCH split.
     signals : sequence of str
         Reference names, e.g. ``["token_likelihood", "max_likelihood", "token_entropy_24", "ccp_10_8", "sar_8"]``.
-        The NLI suffix of CCP/SAR names is derived from ``nli``'s name; a name whose suffix contradicts it is an
-        error.
-    tokenizer : tokenizer, callable or PerSampleDecoder, optional
-        The generating LLM's tokenizer (or one per sample); needed by baselines whose ``needs`` has "tokenizer"
-        (CCP, SAR).
-    nli : str or NliScorer-like, optional
-        Needed for CCP and SAR (see :func:`much_metric.baselines.methods.ccp.ccp`).
-    neighbours : optional
-        Token-neighbour statistics, for baselines that need them (KTC).
-    internals : str, path or InternalsPack, optional
-        An internals pack (:func:`much_dataset.load_internals`), for baselines that need one (RAUQ); a path is
-        opened and checked against the split (every sample, with its token count).
+        The NLI suffix of CCP/SAR names is derived from ``resources.nli``'s name; a name whose suffix contradicts
+        it is an error.
+    resources : ResourceOptions
+        The generating LLM's tokenizer (CCP, SAR), the NLI model (CCP, SAR), token-neighbour statistics (KTC), an
+        internals pack (RAUQ): each needed only by the baselines whose ``needs`` name it, resolved once
+        (:meth:`ResourceOptions.resolved`) before anything is computed.
     out : str or path, optional
         Folder for ``<signal_name>.parquet`` files and ``timings.json``; existing values are reused.
     progress : bool, default True
@@ -168,39 +224,40 @@ def compute_signals(
     -------
     dict
         signal name -> :class:`SignalRun`, in the order asked.
+
+    Examples
+    --------
+    >>> import much_dataset
+    >>> from much_metric.baselines import compute_signals
+    >>> split = much_dataset.load("sample", split="test").select(range(3))
+    >>> runs = compute_signals(split, ["max_likelihood"], progress=False)
+    >>> run = runs["max_likelihood"]
+    >>> len(run.values), run.n_computed
+    (3, 3)
     """
     from tqdm.auto import tqdm
 
     options = SignalOptions() if options is None else options
     if not isinstance(options, SignalOptions):
         raise TypeError(f"compute_signals: options must be a SignalOptions or None, got {type(options).__name__}")
+    if not isinstance(resources, ResourceOptions):
+        raise TypeError(f"compute_signals: resources must be a ResourceOptions, got {type(resources).__name__}")
     reference_window, block_size, file_format = options.reference_window, options.block_size, options.file_format
     specs = [resolve(name) for name in signals]
     needed = {need for spec in specs for need in spec.needs}
-    if "nli" in needed:
-        from much_metric.baselines.nli import resolve_nli
-
-        nli = resolve_nli(nli)
-    if "neighbours" in needed and neighbours is None:  # the embedded sample ships its SmolLM2 statistics
-        from much_metric.baselines.methods.ktc import default_neighbours
-
-        neighbours = default_neighbours(dataset)
+    found = resources.resolved(dataset, needed).as_dict()
+    nli = found["nli"]
     nli_specs = [spec for spec in specs if "nli" in spec.needs]
     if len(nli_specs) > 1:
         # Several CCP/SAR configurations (table 7): one NLI cache, so that a pair is scored once (ccp_10_sigma's
         # pairs are ccp_24_sigma's, SAR's and short answers' windows recur); see nli_routing.NliCache.
         from much_metric.baselines.nli_routing import NliCache
 
-        nli = NliCache(nli)
-    if "internals" in needed and isinstance(internals, str | Path):
-        from much_dataset.internals import load_internals
-
-        internals = load_internals(internals, dataset=dataset if not isinstance(dataset, TokenArrays) else None)
-    resources = {"tokenizer": tokenizer, "nli": nli, "neighbours": neighbours, "internals": internals}
-    for need in sorted(needed):
-        if resources[need] is None:
+        nli = found["nli"] = NliCache(nli)
+    for need in sorted(needed):  # found: what each method's compute reads, {need: loaded resource}
+        if found[need] is None:
             users = ", ".join(spec.signal for spec in specs if need in spec.needs)
-            raise ValueError(f"{users} need {_NEED_TEXT[need]} ({need}=...)")
+            raise ValueError(f"{users} need {_NEED_TEXT[need]} (resources=ResourceOptions({need}=...))")
     method_options = {"reference_window": reference_window}
     arrays = token_arrays(dataset)
     out = Path(out) if out is not None else None
@@ -212,7 +269,7 @@ def compute_signals(
             # Windows of another sigma are other texts: keep the cache to one sigma (bounded memory).
             window = spec.params.get("sigma")
             nli.clear()
-        name = spec.stored_name(resources)
+        name = spec.stored_name(found)
         signal_metadata = spec.signal_metadata()
         stored: dict[str, np.ndarray] = {}
         path = out / f"{name}.{file_format}" if out is not None else None
@@ -234,7 +291,7 @@ def compute_signals(
                           leave=False):
             part = arrays.select(block)
             start = time.perf_counter()
-            flat = spec.compute(part, resources, method_options)
+            flat = spec.compute(part, found, method_options)
             elapsed = time.perf_counter() - start
             values = dict(zip(part.generation_ids, part.split(flat), strict=True))
             stored.update(values)
@@ -261,7 +318,7 @@ def compute_signals(
         stored_spec = spec if name == spec.signal or spec.baseline.metadata is not None else resolve(name)
         runs[name] = SignalRun(name, stored_spec, {gid: stored[gid] for gid in arrays.generation_ids},
                                _seconds_for(record, arrays), len(todo), signal_metadata)
-    order = {spec.stored_name(resources): i for i, spec in enumerate(specs)}
+    order = {spec.stored_name(found): i for i, spec in enumerate(specs)}
     return dict(sorted(runs.items(), key=lambda item: order[item[0]]))
 
 

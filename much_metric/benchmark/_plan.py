@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from much_metric.baselines import ResourceOptions
 from much_metric.benchmark import resources as lookup
-from much_metric.benchmark._options import DataOptions, NliOptions, ResourceOptions
+from much_metric.benchmark._options import DataOptions, NliOptions
 from much_metric.benchmark._result import BenchmarkNote
 
 __all__ = ["BenchmarkPlan", "check_signals", "plan_benchmark"]
@@ -38,13 +39,14 @@ class BenchmarkPlan:
         The signal names to compute, in the order asked (defaults: table 3's, plus what the resources allow).
     default_signals : bool
         True when no signal was asked by name.
-    tokenizer, tokenizers, decoder
-        The generating LLM's tokenizer (one for every sample, or None), per generation config, and the per-sample
-        decoder CCP/SAR use (None when some sample has no tokenizer).
-    nli : NliScorer-like or None
-        The loaded NLI model (None: not needed or not available).
-    neighbours : NeighbourStats-like or None
-        KTC's statistics (None: not needed or not available).
+    tokenizer, tokenizers
+        The generating LLM's tokenizer (one for every sample, or None) and one per generation config (the
+        segmentation time).
+    resources : ResourceOptions
+        What :func:`much_metric.baselines.compute_signals` reads, resolved: ``tokenizer`` the per-sample decoder
+        CCP/SAR use (None when some sample has no tokenizer), ``nli`` the loaded NLI model, ``neighbours`` KTC's
+        statistics (None: not needed or not available), ``internals`` the pack as given (opened once by
+        ``compute_signals`` when a signal needs it).
     notes : tuple of BenchmarkNote
         What was used and what was skipped, and why, in the order it arose.
     """
@@ -58,9 +60,7 @@ class BenchmarkPlan:
     default_signals: bool
     tokenizer: Any
     tokenizers: dict[str, Any]
-    decoder: Any
-    nli: Any
-    neighbours: Any
+    resources: ResourceOptions
     notes: tuple[BenchmarkNote, ...]
 
 
@@ -167,6 +167,9 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
     from much_metric.baselines.registry import resolve
     from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS
 
+    if resources.nli is not None:
+        raise ValueError("run_benchmark takes the NLI model from nli=NliOptions(model=...), not from "
+                         "ResourceOptions(nli=...)")
     if not isinstance(source, str) and (data.config != "all" or data.split is not None):
         raise ValueError("config and split apply to a data source (a str source); select the split yourself for a "
                          "loaded dataset")
@@ -201,7 +204,7 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
     if nli.enabled and (wanted is None or explicit):
         nli_scorer, why_not = lookup.load_nli_for_run(
             nli.model, explicit=explicit, dataset=dataset, notes=messages, device=nli.device,
-            batch_size=nli.batch_size, max_batch_tokens=nli.max_batch_tokens, progress=progress)
+            batching=nli.batching, progress=progress)
         inform()
         if why_not is not None:
             notes.append(BenchmarkNote(message=f"CCP and SAR skipped: {why_not}; pass --nli-model NAME to download "
@@ -219,5 +222,6 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
     names, stats = _with_neighbours(names, wanted is None, neighbour_sources, dataset, notes)
     return BenchmarkPlan(dataset=dataset, source=origin, splits_used=splits_used, load_seconds=load_seconds,
                          n_tokens=n_tokens, signals=tuple(names), default_signals=wanted is None, tokenizer=single,
-                         tokenizers=per_config, decoder=decoder, nli=nli_scorer, neighbours=stats,
+                         tokenizers=per_config,
+                         resources=replace(resources, tokenizer=decoder, nli=nli_scorer, neighbours=stats),
                          notes=tuple(notes))

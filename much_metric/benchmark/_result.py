@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from much_dataset.jsonl import plain_json
+from much_metric.scoring import ScoreResult
+from much_metric.signals import SignalResult
 
 __all__ = ["BenchmarkNote", "BenchmarkResult", "BenchmarkRow", "plain_json"]
 
@@ -44,10 +46,13 @@ class BenchmarkRow:
         The stored signal name (e.g. ``token_entropy_24``, ``ccp_10_8_nli``) or the floor's name.
     method : str
         The display label (``Token Entropy-24``; ``[floor: random]`` for a floor).
-    metrics : dict
-        :meth:`much_metric.ScoreResult.to_dict` of the claim scores (``roc_auc``, ``pr_auc``, ``n_claims``,
-        ``intervals`` ...) plus ``aggregator``, ``stopword_handling`` (methods) and ``coverage``. Claim scores are
-        uncertainties (higher = more likely hallucinated); the positive class is the hallucinated claim.
+    score : much_metric.ScoreResult
+        The metrics of the claim scores (``row.score.roc_auc``, ``row.score.intervals``, ``row.score.n_claims``
+        ...; ``nan`` where undefined); ``score.aggregator`` / ``score.stopword_handling`` for a method, a claim-level
+        result for a floor. Claim scores are uncertainties (higher = more likely hallucinated); the positive class
+        is the hallucinated claim.
+    coverage : float
+        Fraction of the samples the signal covers (1.0 for computed signals and floors).
     uq_seconds, segmentation_seconds, total_seconds : float or None
         Wall times (nan: not measured); None for a floor.
     samples_computed : int or None
@@ -56,7 +61,8 @@ class BenchmarkRow:
 
     signal_name: str
     method: str
-    metrics: Mapping[str, Any]
+    score: ScoreResult
+    coverage: float = 1.0
     uq_seconds: float | None = None
     segmentation_seconds: float | None = None
     total_seconds: float | None = None
@@ -67,12 +73,13 @@ class BenchmarkRow:
         return self.uq_seconds is None
 
     def to_dict(self) -> dict[str, Any]:
-        """The row as ``much run --json`` writes it (NaN as None)."""
+        """The row as ``much run --json`` writes it (NaN as None): names, times, then
+        :meth:`much_metric.signals.SignalResult.metrics_dict` (the score's metrics, ``aggregator``, ``coverage``)."""
         head: dict[str, Any] = {"signal_name": self.signal_name, "method": self.method}
         if not self.is_floor:
             head.update(uq_seconds=self.uq_seconds, segmentation_seconds=self.segmentation_seconds,
                         total_seconds=self.total_seconds, samples_computed=self.samples_computed)
-        return plain_json({**head, **self.metrics})
+        return plain_json({**head, **SignalResult.metrics_dict(self.score, self.coverage)})
 
 
 @dataclass(frozen=True, kw_only=True)

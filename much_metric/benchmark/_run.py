@@ -11,24 +11,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from much_dataset.schema import GENERATION_ID
-from much_metric.baselines import SignalOptions, compute_signals
+from much_metric.baselines import ResourceOptions, SignalOptions, compute_signals
 from much_metric.baselines.registry import available
 from much_metric.baselines.runtime import generation_time as generation_time_of
 from much_metric.benchmark import resources as lookup
-from much_metric.benchmark._options import (
-    DataOptions,
-    EvaluationOptions,
-    NliOptions,
-    OutputOptions,
-    ResourceOptions,
-)
+from much_metric.benchmark._options import DataOptions, NliOptions, OutputOptions
 from much_metric.benchmark._plan import plan_benchmark
 from much_metric.benchmark._result import BenchmarkNote, BenchmarkResult, BenchmarkRow
-from much_metric.signals import evaluate_signals, training_exclusions
+from much_metric.signals import EvaluationOptions, evaluate_signals, training_exclusions
 
 __all__ = ["run_benchmark"]
 
@@ -73,13 +68,16 @@ def run_benchmark(
         baselines, plus CCP/SAR when an NLI model is available and KTC when neighbour statistics are at hand
         (otherwise they are skipped with a note). A signal asked by name whose resource is missing is an error.
     evaluation : EvaluationOptions
-        Aggregator, stopword handling, bootstrap, the random floor's ``random_state``.
+        Aggregator (one), stopword handling, bootstrap, the random floor's ``random_state``, breakdowns, ground
+        truth, training rows (:class:`much_metric.signals.EvaluationOptions`, shared with ``evaluate_signals``).
     data : DataOptions
-        Config, split, selection, and where a loaded dataset comes from.
+        Config, split, selection, where a loaded dataset comes from, the LLM generation time.
     nli : NliOptions
         The NLI model of CCP/SAR and its batching, device and context window.
     resources : ResourceOptions
-        The generating LLM's tokenizer, KTC's neighbour statistics, the LLM generation time.
+        The generating LLM's tokenizer, KTC's neighbour statistics, an internals pack
+        (:class:`much_metric.baselines.ResourceOptions`, shared with ``compute_signals``; its NLI model comes from
+        ``nli``).
     output : OutputOptions
         Folder and format of the signal files; progress bars.
 
@@ -105,7 +103,7 @@ def run_benchmark(
     ['Max Likelihood', 'Token Entropy-24']
     >>> [row.method for row in result.floors]
     ['[floor: random]', '[floor: constant]', '[floor: length]']
-    >>> 0 <= result.rows[0].metrics["roc_auc"] <= 1
+    >>> 0 <= result.rows[0].score.roc_auc <= 1
     True
     """
     for name, value, kind in (("evaluation", evaluation, EvaluationOptions), ("data", data, DataOptions),
@@ -113,20 +111,22 @@ def run_benchmark(
                               ("output", output, OutputOptions)):
         if not isinstance(value, kind):
             raise TypeError(f"run_benchmark: {name} must be a {kind.__name__}, got {type(value).__name__}")
+    if len(evaluation.aggregators) != 1:
+        raise ValueError(f"run_benchmark: evaluation.aggregator must be one aggregator (a table 3 has one), got "
+                         f"{evaluation.aggregator!r}; evaluate the signal files with evaluate_signals for several")
     plan = plan_benchmark(source, signals=signals, data=data, nli=nli, resources=resources,
                           progress=output.progress)
     dataset = plan.dataset
     notes = list(plan.notes)
     segmentation_seconds, segmentation_note = lookup.segmentation_time(
         dataset, plan.tokenizer, plan.tokenizers, output.progress)
-    runs = compute_signals(dataset, list(plan.signals), tokenizer=plan.decoder, nli=plan.nli,
-                           neighbours=plan.neighbours, internals=resources.internals, out=output.out,
+    runs = compute_signals(dataset, list(plan.signals), resources=plan.resources, out=output.out,
                            progress=output.progress,
                            options=SignalOptions(reference_window=nli.reference_window,
                                                  file_format=output.file_format))
-    generation = generation_time_of(resources.generation_time, data_source=str(plan.source),
+    generation = generation_time_of(data.generation_time, data_source=str(plan.source),
                                     n_samples=len(dataset), n_tokens=plan.n_tokens)
-    aggregator = evaluation.aggregator
+    aggregator = evaluation.aggregators[0]
     order = _table_order(runs)
     if aggregator in ("product", "geometric"):
         # The product multiplies 1 - s: a signal with scores outside [0, 1] (NLL = -log p) gives meaningless claim
@@ -140,18 +140,18 @@ def run_benchmark(
         {name: runs[name].metadata for name in order}, dataset[GENERATION_ID],
         include_training_rows=evaluation.include_training_rows, aggregators=(aggregator,))
     notes.extend(BenchmarkNote(message=message) for message in messages)
-    table = evaluate_signals(dataset, {name: runs[name].values for name in order}, aggregators=(aggregator,),
-                             stopword_handling=evaluation.stopword_handling, min_coverage=1.0,
-                             random_state=evaluation.random_state, bootstrap=evaluation.bootstrap,
-                             training_rows=trained_on)
+    # The computed signals cover every sample: the evaluation asks for all of them (min_coverage 1).
+    table = evaluate_signals(dataset, {name: runs[name].values for name in order},
+                             evaluation=replace(evaluation, min_coverage=1.0), training_rows=trained_on)
     segmentation = 0.0 if math.isnan(segmentation_seconds) else segmentation_seconds
-    rows = tuple(BenchmarkRow(signal_name=r.signal_name, method=runs[r.signal_name].spec.display, metrics=r.metrics,
-                              uq_seconds=runs[r.signal_name].seconds, segmentation_seconds=segmentation_seconds,
+    rows = tuple(BenchmarkRow(signal_name=r.signal_name, method=runs[r.signal_name].spec.display, score=r.score,
+                              coverage=r.coverage, uq_seconds=runs[r.signal_name].seconds,
+                              segmentation_seconds=segmentation_seconds,
                               total_seconds=runs[r.signal_name].seconds + segmentation,
                               samples_computed=runs[r.signal_name].n_computed) for r in table.results)
     # Reference rows on the same claims: PR numbers read against what a random or constant score gets.
-    floors = tuple(BenchmarkRow(signal_name=r.signal_name, method=f"[{r.signal_name}]", metrics=r.metrics)
-                   for r in table.floors)
+    floors = tuple(BenchmarkRow(signal_name=r.signal_name, method=f"[{r.signal_name}]", score=r.score,
+                                coverage=r.coverage) for r in table.floors)
     bootstrap = evaluation.bootstrap
     return BenchmarkResult(
         data=plan.source, config=data.config, split=data.split, selection=data.selection,

@@ -106,8 +106,7 @@ def load_nli_for_run(
     dataset: Any,
     notes: list[str],
     device: str | None = None,
-    batch_size: int | None = None,
-    max_batch_tokens: int | None = None,
+    batching: Any = None,
     progress: bool = False,
 ) -> tuple[Any, str | None]:
     """The NLI scorer for CCP/SAR, and None or the reason it is not available.
@@ -115,13 +114,14 @@ def load_nli_for_run(
     ``nli_model``: a hub id or folder, a loaded scorer, a per-language mapping (``"en=MODEL,*=MODEL"`` or a JSON
     file, scored per sample's language), or None for ``microsoft/deberta-large-mnli`` **if already cached** (no
     1.6 GB download unasked). ``explicit``: CCP/SAR were asked by name, so a loading failure raises instead of
-    skipping them. Returns ``(scorer, None)`` or ``(None, reason)``.
+    skipping them. ``batching``: an :class:`~much_metric.baselines.NliBatching` (None: the defaults). Returns
+    ``(scorer, None)`` or ``(None, reason)``.
     """
     from much_metric.baselines.nli import DEFAULT_NLI_MODEL, load_nli
 
     if nli_model is not None and not isinstance(nli_model, str | Path):
         return nli_model, None
-    options = {"device": device, "batch_size": batch_size, "max_batch_tokens": max_batch_tokens, "progress": progress}
+    options = {"device": device, "batching": batching, "progress": progress}
     if _is_nli_mapping(nli_model):
         return _routed_nli(str(nli_model), dataset, notes, options), None
     name = str(nli_model or DEFAULT_NLI_MODEL)

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from much_metric.cli._flags import add_renamed_alias
 from much_metric.cli._text import FLOOR_NOTE, data_title, footnote, jsonable, text_table
 
 
@@ -52,12 +53,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--aggregator", action="append", default=None,
         help="product (default), mean, max, geometric or all (repeatable)",
     )
-    parser.add_argument("--stopwords", choices=("null", "exclude"), default="null",
+    parser.add_argument("--stopword-handling", choices=("null", "exclude"), default="null",
                         help="null (reference, default): stopword tokens score 0; exclude: removed from claims")
+    add_renamed_alias(parser, "--stopwords", "--stopword-handling", dest="stopword_handling",
+                      choices=("null", "exclude"))
     parser.add_argument("--by", action="append", default=[],
                         help="breakdown: lang, generation_config, model or temperature (repeatable)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for intervals (0 = none)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap / split / random-floor seed (default 0)")
+    parser.add_argument("--random-state", type=int, default=0,
+                        help="bootstrap / split / random-floor seed (default 0)")
+    add_renamed_alias(parser, "--seed", "--random-state", dest="random_state", type=int)
     parser.add_argument("--min-coverage", type=float, default=None,
                         help="least fraction of the samples a signal must cover (default 0.95; 0 accepts any)")
     parser.add_argument("--rank", default=None, metavar="METRIC",
@@ -137,13 +142,13 @@ def _format_table(table: Any, trained_as: dict[str, str] | None = None) -> str:
         name = f"[{result.signal_name}]" if result.level == "floor" else display_name(result.signal_name)
         if result.signal_name in trained_as:
             name = f"{name} ({trained_as[result.signal_name]})"
-        coverage = f"{result.metrics.get('coverage', 1.0):.1%}"
-        rows.append([name, result.aggregator or "—", *(format_metric(result.metrics, m.key) for m in metrics),
-                     str(result.metrics["n_claims"]), str(result.metrics["n_hallucinated"]), coverage])
-        for group, groups in result.metrics.get("by", {}).items():
-            for value, metrics_of in groups.items():
-                rows.append([f"  {group}={value}", "", *(format_metric(metrics_of, m.key) for m in metrics),
-                             str(metrics_of["n_claims"]), str(metrics_of["n_hallucinated"]), ""])
+        score = result.score
+        rows.append([name, result.aggregator or "—", *(format_metric(score, m.key) for m in metrics),
+                     str(score.n_claims), str(score.n_hallucinated), f"{result.coverage:.1%}"])
+        for group, groups in (score.by or {}).items():
+            for value, group_score in groups.items():
+                rows.append([f"  {group}={value}", "", *(format_metric(group_score, m.key) for m in metrics),
+                             str(group_score.n_claims), str(group_score.n_hallucinated), ""])
     return text_table(rows, header, keep=2)
 
 
@@ -255,7 +260,9 @@ def _format_spans(spans: dict[str, Any]) -> str:
             f"{spans['n_fit_items']} others)\n" + text_table(rows, header))
 
 
-def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: dict, options: dict) -> list[Any]:
+def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: dict, evaluation: Any) -> list[Any]:
+    from dataclasses import replace
+
     from much_metric.signals import calibrate_table, evaluate_signals
 
     spec = args.calibrate_on
@@ -264,7 +271,7 @@ def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: di
     except ValueError:
         fraction = None
     if fraction is not None:
-        return calibrate_table(table, fit_fraction=fraction, bootstrap=_bootstrap(args), split_seed=args.seed)
+        return calibrate_table(table, fit_fraction=fraction, bootstrap=_bootstrap(args), split_seed=args.random_state)
     if spec in ("auto", "manual"):
         fit_data = _load(args.data, args.config, None, spec)
     else:
@@ -277,23 +284,23 @@ def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: di
                 table.generation_ids):
             raise ValueError("--calibrate-on train: this dataset has no sample outside the evaluated ones (the "
                              "embedded sample is test only); use a fraction, e.g. --calibrate-on 0.5")
-    fit_table = evaluate_signals(fit_data, signals, **{**options, "bootstrap": None, "min_coverage": 0.0,
-                                                       "by": (), "floors": False})
-    return calibrate_table(table, fit_table=fit_table, bootstrap=_bootstrap(args), split_seed=args.seed)
+    fit_table = evaluate_signals(fit_data, signals, evaluation=replace(evaluation, bootstrap=None, min_coverage=0.0,
+                                                                       by=(), floors=False))
+    return calibrate_table(table, fit_table=fit_table, bootstrap=_bootstrap(args), split_seed=args.random_state)
 
 
 def _bootstrap(args: argparse.Namespace):
-    """``--bootstrap N --seed S`` as a :class:`much_metric.scoring.Bootstrap` (None for 0 resamples)."""
+    """``--bootstrap N --random-state S`` as a :class:`much_metric.scoring.Bootstrap` (None for 0 resamples)."""
     from much_metric.scoring import Bootstrap
 
-    return Bootstrap(n_resamples=args.bootstrap, random_state=args.seed) if args.bootstrap else None
+    return Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap else None
 
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate the signal files and print the tables; expected failures propagate to :func:`much_metric.cli.main`
     (one line ``much evaluate: error: ...``, exit 2)."""
     from much_metric.baselines.registry import display_name
-    from much_metric.signals import LABEL_CHOICES, MIN_COVERAGE, evaluate_signals, read_signals
+    from much_metric.signals import LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions, evaluate_signals, read_signals
 
     if args.labels not in LABEL_CHOICES:
         raise ValueError(f"--labels must be one of {LABEL_CHOICES}, got {args.labels!r}")
@@ -320,17 +327,19 @@ def run(args: argparse.Namespace) -> int:
     signals = read_signals(args.scores, signal_names=args.signal)
     timings = _timings(args.scores) if args.rank else {}  # checked before the data is loaded
     dataset = _load_dataset(args)
-    options = dict(aggregators=aggregators, stopword_handling=args.stopwords, by=args.by,
-                   bootstrap=_bootstrap(args), random_state=args.seed, labels=args.labels,
-                   min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage)
+    evaluation = EvaluationOptions(
+        aggregator=tuple(aggregators), stopword_handling=args.stopword_handling, by=tuple(args.by),
+        bootstrap=_bootstrap(args), random_state=args.random_state, labels=args.labels,
+        min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage,
+        include_training_rows=args.include_training_rows)
     from much_metric.signals import signal_metadata_of, training_exclusions, training_label
 
     metadata_of = {name: metadata for name, metadata in signal_metadata_of(args.scores).items() if name in signals}
     trained_as = {name: label for name, metadata in metadata_of.items() if (label := training_label(metadata))}
-    options["training_rows"], training_notes = training_exclusions(
+    training_rows, training_notes = training_exclusions(
         metadata_of,
         dataset["generation_id"], include_training_rows=args.include_training_rows, aggregators=aggregators)
-    table = evaluate_signals(dataset, signals, **options)
+    table = evaluate_signals(dataset, signals, evaluation=evaluation, training_rows=training_rows)
     for note in training_notes:
         print(f"note: {note}")
     board = calibration = spans = None
@@ -351,18 +360,18 @@ def run(args: argparse.Namespace) -> int:
         board["generation"] = None if generation is None else {"seconds": generation.seconds,
                                                                 "source": generation.source}
     if args.calibrate_on:
-        calibration = _calibration(args, dataset, table, signals, options)
+        calibration = _calibration(args, dataset, table, signals, evaluation)
     if args.spans:
         from much_metric.models import load_tokenizer
         from much_metric.signals import DEFAULT_MUSHROOM, evaluate_spans
 
         columns = dataset.select_columns(["lang", "prompt", "output", "output_tokens", "token_chunks"]).to_dict()
         spans = evaluate_spans(table, columns, load_tokenizer(args.tokenizer),
-                               mushroom_source=args.mushroom or DEFAULT_MUSHROOM, random_state=args.seed)
+                               mushroom_source=args.mushroom or DEFAULT_MUSHROOM, random_state=args.random_state)
     if args.data == "sample":
         print(data_title(args.data, "Evaluation"))
     print(f"{args.data} ({table.n_dataset_samples} samples with ground truth '{table.labels}', "
-          f"selection={args.selection}, stopwords={args.stopwords}"
+          f"selection={args.selection}, stopwords={args.stopword_handling}"
           f"{', 95% bootstrap intervals over samples' if args.bootstrap else ''})")
     if table.excluded:
         print(f"note: {table.excluded} samples have no ground truth '{table.labels}' ([0] = no human label"
@@ -397,8 +406,8 @@ def run(args: argparse.Namespace) -> int:
         payload = {
             "labels": table.labels, "excluded_samples": table.excluded, "n_samples": table.n_dataset_samples,
             "coverage": table.coverage,
-            "results": [{"signal_name": r.signal_name, **r.metrics} for r in table.results],
-            "floors": [{"signal_name": r.signal_name, **r.metrics} for r in table.floors],
+            "results": [r.to_dict() for r in table.results],
+            "floors": [r.to_dict() for r in table.floors],
         }
         if board:
             payload["leaderboard"] = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in board.items()}

@@ -32,6 +32,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from much_metric.cli._flags import add_renamed_alias
 from much_metric.cli._text import FLOOR_NOTE, data_title, footnote, text_table
 
 #: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
@@ -91,15 +92,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="an internals pack (`python -m builder internals`) for the signals that need one: rauq, "
                              "attention_previous")
     parser.add_argument("--aggregator", default="product", help="product (default), mean, max or geometric")
-    parser.add_argument("--stopwords", choices=("null", "exclude"), default="null",
+    parser.add_argument("--stopword-handling", choices=("null", "exclude"), default="null",
                         help="null (reference, default): stopword tokens score 0; exclude: removed from claims")
+    add_renamed_alias(parser, "--stopwords", "--stopword-handling", dest="stopword_handling",
+                      choices=("null", "exclude"))
     parser.add_argument("--bootstrap", type=int, default=1000,
                         help="bootstrap resamples for intervals: 0 = none, else at least 40")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--random-state", type=int, default=0, help="bootstrap and random-floor seed (default 0)")
+    add_renamed_alias(parser, "--seed", "--random-state", dest="random_state", type=int)
     parser.add_argument("--out", default=None,
                         help="folder for the signal files (<name>.parquet) and timings.json; a rerun reuses them")
-    parser.add_argument("--format", choices=("parquet", "jsonl"), default="parquet",
+    parser.add_argument("--file-format", choices=("parquet", "jsonl"), default="parquet",
                         help="signal file format under --out (default parquet, as orailix/MUCH-signals)")
+    add_renamed_alias(parser, "--format", "--file-format", dest="file_format", choices=("parquet", "jsonl"))
     parser.add_argument("--generation-time", default=None,
                         help="LLM generation time in seconds, or a JSON file from scripts/estimate_generation_time.py")
     parser.add_argument("--json", default=None, help="write the table (metrics and times) as JSON here")
@@ -126,16 +131,17 @@ def _signals_help() -> str:
     return "registered baselines (--signals):\n" + "\n".join(lines) + f"\nsignal groups: {groups}"
 
 
-def _cell(metrics: dict[str, Any], key: str) -> str:
+def _cell(score: Any, key: str) -> str:
     from much_metric.signals import format_metric
 
-    return format_metric(metrics, key)
+    return format_metric(score, key)
 
 
 def run(args: argparse.Namespace) -> int:
     """Parse the options into :func:`much_metric.benchmark.run_benchmark`'s, run it and print its result.
 
     Expected failures propagate to :func:`much_metric.cli.main` (one line ``much run: error: ...``, exit 2)."""
+    from much_metric.baselines import NliBatching
     from much_metric.benchmark import (
         DataOptions,
         EvaluationOptions,
@@ -153,16 +159,20 @@ def run(args: argparse.Namespace) -> int:
     result = run_benchmark(
         args.data, signals=_signal_names(args.signals),
         evaluation=EvaluationOptions(
-            aggregator=args.aggregator, stopword_handling=args.stopwords, random_state=args.seed,
+            aggregator=args.aggregator, stopword_handling=args.stopword_handling, random_state=args.random_state,
             include_training_rows=args.include_training_rows,
-            bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.seed) if args.bootstrap else None),
-        data=DataOptions(config=args.config, split=args.split, selection=args.selection),
-        nli=NliOptions(model=args.nli_model or None, enabled=not args.no_nli, batch_size=args.nli_batch_size,
-                       max_batch_tokens=args.nli_max_batch_tokens, device=args.device,
+            bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap
+            else None),
+        data=DataOptions(config=args.config, split=args.split, selection=args.selection,
+                         generation_time=args.generation_time),
+        nli=NliOptions(model=args.nli_model or None, enabled=not args.no_nli, device=args.device,
+                       batching=NliBatching(**{key: value for key, value in (
+                           ("batch_size", args.nli_batch_size), ("max_batch_tokens", args.nli_max_batch_tokens))
+                           if value is not None}),
                        reference_window=args.reference_window),
         resources=ResourceOptions(tokenizer=args.tokenizer or None, neighbours=args.neighbours,
-                                  generation_time=args.generation_time, internals=args.internals),
-        output=OutputOptions(out=args.out, file_format=args.format, progress=not args.no_progress))
+                                  internals=args.internals),
+        output=OutputOptions(out=args.out, file_format=args.file_format, progress=not args.no_progress))
     _print(result)
     if args.json:
         from much_metric.fileio import atomic_write_bytes
@@ -178,10 +188,11 @@ def _print(result: Any) -> None:
     from much_metric.scoring import METRIC_TABLE
 
     generation = result.generation.seconds
-    first = result.rows[0].metrics if result.rows else {}
+    first = result.rows[0].score if result.rows else None
+    n_claims, n_hallucinated = (first.n_claims, first.n_hallucinated) if first is not None else (0, 0)
     print(f"{data_title(result.data, 'Baselines')} (config={result.config}, split={result.splits_used}, "
           f"selection={result.selection}): {result.n_samples:,} samples, {result.n_tokens:,} tokens, "
-          f"{first.get('n_claims', 0):,} claims ({first.get('n_hallucinated', 0):,} hallucinated); "
+          f"{n_claims:,} claims ({n_hallucinated:,} hallucinated); "
           f"aggregator={result.aggregator}, stopwords={result.stopword_handling}")
     print(f"LLM generation time: {generation:,.1f}s ({result.generation.source})")
     print(f"Segmentation: {format_runtime(result.segmentation_seconds, generation)}, {result.segmentation_note}; "
@@ -197,9 +208,9 @@ def _print(result: Any) -> None:
     labels = {metric.key: metric.label for metric in METRIC_TABLE}
     print(text_table(
         [[r.method, format_runtime(r.segmentation_seconds, generation), format_runtime(r.uq_seconds, generation),
-          format_runtime(r.total_seconds, generation), *(_cell(r.metrics, key) for key in _TABLE3_METRICS)]
+          format_runtime(r.total_seconds, generation), *(_cell(r.score, key) for key in _TABLE3_METRICS)]
          for r in result.rows]
-        + [[r.method, "", "", "", *(_cell(r.metrics, key) for key in _TABLE3_METRICS)] for r in result.floors],
+        + [[r.method, "", "", "", *(_cell(r.score, key) for key in _TABLE3_METRICS)] for r in result.floors],
         ["Method", "Segmentation", "UQ", "Total", *(labels[key] for key in _TABLE3_METRICS)],
     ))
     print()
@@ -207,7 +218,7 @@ def _print(result: Any) -> None:
         else "no bootstrap"
     print(f"Operating points ({interval}):")
     others = [metric for metric in METRIC_TABLE if metric.key not in _TABLE3_METRICS]
-    print(text_table([[r.method, *(_cell(r.metrics, metric.key) for metric in others)]
+    print(text_table([[r.method, *(_cell(r.score, metric.key) for metric in others)]
                       for r in [*result.rows, *result.floors]], ["Method", *(metric.label for metric in others)]))
     if result.floors:
         print(footnote(FLOOR_NOTE))

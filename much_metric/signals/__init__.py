@@ -9,7 +9,9 @@
   model scored each sample); :func:`read_signal_metadata` / :func:`write_signal_metadata` -- metadata of the whole
   signal (a learned detector's ``training_generation_ids`` and ``detector``), turned into rows to leave out by
   :func:`training_exclusions`;
-* :func:`evaluate_signals` -> :class:`EvaluationTable` -- the loop behind both ``much run`` and ``much evaluate``:
+* :func:`evaluate_signals` -> :class:`EvaluationTable` (rows: :class:`SignalResult`, each holding a
+  :class:`much_metric.ScoreResult`; options: one frozen :class:`EvaluationOptions`) -- the loop behind both
+  ``much run`` and ``much evaluate``:
   joins signals with a MUCH split by ``generation_id``, builds each claim layout once, and scores every
   (signal, aggregator) pair;
 * :func:`write_report` -- a self-contained HTML report (matplotlib, extra ``report``, imported on first use);
@@ -36,6 +38,7 @@ from much_metric.signals._metadata import (
     read_signal_metadata,
     write_signal_metadata,
 )
+from much_metric.signals._options import EvaluationOptions
 from much_metric.signals._training import (
     DETECTOR_KEY,
     TRAINING_IDS_KEY,
@@ -66,6 +69,7 @@ __all__ = [
     "signal_metadata_of",
     "training_exclusions",
     "training_label",
+    "EvaluationOptions",
     "EvaluationTable",
     "SignalResult",
     "SignalsFormatError",
@@ -96,7 +100,8 @@ __all__ = [
 
 _LAZY = {
     "format_metric": "_report", "render_report": "_report", "write_report": "_report",
-    "rank_methods": "_rank", "MIN_RANK_RESAMPLES": "_rank", "MAX_RESAMPLES": "_rank", "check_resamples": "_rank",
+    "rank_methods": "_rank", "MIN_RANK_RESAMPLES": "_options", "MAX_RESAMPLES": "_options",
+    "check_resamples": "_options",
     "CalibrationResult": "_calibrate", "calibrate_table": "_calibrate", "calibration_json": "_calibrate",
     "DEFAULT_MUSHROOM": "_spans", "MUSHROOM_HINT": "_spans", "evaluate_spans": "_spans", "match_mushroom": "_spans",
     "PAPER_GENERATION_SECONDS": "_published", "PAPER_TABLE7": "_published", "REFERENCE_NOTEBOOK": "_published",

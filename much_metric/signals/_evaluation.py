@@ -16,10 +16,11 @@ the same claims).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -36,17 +37,13 @@ from much_dataset.schema import (
     STOPWORD_MASK,
     TOKEN_CHUNKS,
 )
-from much_metric.scoring import AGGREGATORS, Bootstrap, MuchMetricWarning, claim_layout, length_scores, score_claims
+from much_metric.scoring import Bootstrap, MuchMetricWarning, ScoreResult, claim_layout, length_scores, score_claims
 from much_metric.scoring.engine import aggregate_flat, flatten_scores
+from much_metric.signals._options import BREAKDOWNS, LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions
 
 __all__ = ["BREAKDOWNS", "CLAIM_SUFFIX", "FLOORS", "LABEL_CHOICES", "MIN_COVERAGE", "EvaluationTable", "SignalResult",
            "dataset_columns", "evaluate_signals", "ground_truth"]
 
-#: ``--by`` choices: dataset columns, or a field of the generation config
-#: (docs/reference-behaviour.md#generation-configs).
-BREAKDOWNS = ("lang", "generation_config", "model", "temperature")
-#: ``labels=`` choices: a label column, or the labels both human annotators agree on.
-LABEL_CHOICES = (LABELS, HUMAN_LABELS_0, HUMAN_LABELS_1, "human-agreed")
 #: Signal names ending with this hold one value per chunk (claim-level methods: P(True), judges, sampling).
 CLAIM_SUFFIX = "@claim"
 #: Names of the floor rows (reference rows, not methods).
@@ -55,13 +52,19 @@ FLOORS = ("floor: random", "floor: constant", "floor: length")
 
 @dataclass(kw_only=True)
 class SignalResult:
-    """Metrics of one (signal, aggregator) pair, and the claim scores the report draws its curves from."""
+    """Metrics of one (signal, aggregator) pair, and the claim scores the report draws its curves from.
+
+    ``score``: the metrics, a :class:`much_metric.ScoreResult` (``result.score.roc_auc``, ``result.score.intervals``,
+    ``result.score.by["lang"]["fr"]``); its ``aggregator`` and ``stopword_handling`` say how the token scores were
+    aggregated (``level="token"``), or it is a claim-level result (claim-level signals and floors: nothing
+    aggregated). None only for a row built to be ranked, not scored. Missing values are ``nan``/None: a display
+    writes its own placeholder ("—"), the data never holds one. ``coverage``: the fraction of the eligible samples
+    the signal covers. :meth:`to_dict` is the JSON row (``much evaluate --json``).
+    """
 
     signal_name: str
-    #: the token-to-claim aggregator; None where nothing is aggregated (claim-level signals, floors) -- displays
-    #: write "—" for it, the data never holds a placeholder string
-    aggregator: str | None
-    metrics: dict[str, Any]
+    score: ScoreResult | None = None
+    coverage: float = 1.0
     claim_scores: np.ndarray
     hallucinated: np.ndarray
     claim_groups: dict[str, np.ndarray] = field(default_factory=dict)
@@ -69,6 +72,27 @@ class SignalResult:
     claim_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     #: ``"token"`` (aggregated token scores), ``"claim"`` (claim-level input) or ``"floor"`` (reference row)
     level: str = "token"
+
+    @property
+    def aggregator(self) -> str | None:
+        """The token-to-claim aggregator; None where nothing is aggregated (claim-level signals, floors)."""
+        return None if self.score is None or self.score.level == "claim" else self.score.aggregator
+
+    @staticmethod
+    def metrics_dict(score: ScoreResult, coverage: float) -> dict[str, Any]:
+        """The JSON form of a row's metrics: ``score.to_dict()`` with ``aggregator`` (None for a claim-level
+        result, which has no ``level`` key here) and ``coverage`` last."""
+        out = score.to_dict()
+        if out.pop("level", None) == "claim":
+            out["aggregator"] = None
+        out["coverage"] = coverage
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"signal_name": ..., <metrics>, "aggregator": ..., ["stopword_handling": ...,] "coverage": ...}``
+        (Python values; NaN kept: :func:`much_dataset.jsonl.plain_json` makes it JSON)."""
+        metrics = {} if self.score is None else self.metrics_dict(self.score, self.coverage)
+        return {"signal_name": self.signal_name, **metrics}
 
 
 @dataclass(kw_only=True)
@@ -98,9 +122,6 @@ def _format_ids(ids: Sequence[str], *, limit: int = 10) -> str:
     """``'a', 'b', ... (and N more)``: the first ``limit`` ids of a list for a one-line message."""
     shown = ", ".join(repr(i) for i in ids[:limit])
     return shown + (f" (and {len(ids) - limit} more)" if len(ids) > limit else "")
-
-#: Default least fraction of the dataset's samples a signal must cover (``min_coverage``).
-MIN_COVERAGE = 0.95
 
 
 def dataset_columns(dataset: Any) -> dict[str, list]:
@@ -165,10 +186,8 @@ def _floor_results(columns: Mapping[str, list], rows: list[int], truth: list, by
     for name, claims in draws.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MuchMetricWarning)  # single-class groups already warned for methods
-            metrics = score_claims(claims, layout, by=groups or None, bootstrap=bootstrap).to_dict()
-        metrics.pop("level")
-        metrics.update(aggregator=None, coverage=1.0)
-        out.append(SignalResult(signal_name=name, aggregator=None, metrics=metrics, claim_scores=claims,
+            score = score_claims(claims, layout, by=groups or None, bootstrap=bootstrap)
+        out.append(SignalResult(signal_name=name, score=score, coverage=1.0, claim_scores=claims,
                                 hallucinated=hallucinated, claim_groups=claim_groups, claim_rows=claim_rows,
                                 level="floor"))
     return out
@@ -178,46 +197,71 @@ def evaluate_signals(
     dataset: Any,
     signals: Mapping[str, Mapping[str, Sequence[float]]],
     *,
-    aggregators: Sequence[str] = ("product",),
-    stopword_handling: Literal["null", "exclude"] = "null",
-    by: Sequence[str] = (),
-    bootstrap: Bootstrap | None = Bootstrap(),
-    min_coverage: float = MIN_COVERAGE,
+    evaluation: EvaluationOptions = EvaluationOptions(),
     source: str | None = None,
-    labels: str = LABELS,
-    claim_signals: Sequence[str] = (),
-    floors: bool = True,
-    random_state: int | None = None,
     training_rows: Mapping[str, Collection[str]] | None = None,
 ) -> EvaluationTable:
     """Score every signal of ``signals`` on the samples of ``dataset`` it covers.
 
-    ``labels``: the ground truth (:data:`LABEL_CHOICES`; samples without it are left out and counted);
-    ``claim_signals``: names of claim-level signals besides those ending with :data:`CLAIM_SUFFIX`;
-    ``floors``: add the random and constant reference rows (``EvaluationTable.floors``); ``random_state``: seed
-    of the random floor's scores (default: the bootstrap's ``random_state``, 0 without bootstrap); ``bootstrap``: the
-    resampling of the intervals (``None``: no intervals);
-    ``stopword_handling``: as in :func:`much_metric.score`; ``training_rows``: per signal, the generation_ids it
-    was trained or validated on (:func:`much_metric.signals.training_exclusions`), left out of that signal's
-    evaluation and counted in ``EvaluationTable.training_excluded`` (its coverage is over the other samples).
+    Parameters
+    ----------
+    dataset : datasets.Dataset or sequence of row dicts
+        A MUCH split (``generation_id``, ``output_tokens``, ``token_chunks``, the ground-truth column, optionally
+        ``stopword_mask``, ``lang``, ``generation_config``).
+    signals : mapping
+        ``{signal_name: {generation_id: values}}`` (:func:`much_metric.signals.read_signals`): one value per output
+        token, or per chunk for claim-level signals (names ending with :data:`CLAIM_SUFFIX` or listed in
+        ``evaluation.claim_signals``).
+    evaluation : EvaluationOptions
+        Aggregator(s), stopword handling, breakdowns, bootstrap, ``min_coverage``, ground truth (``labels``),
+        claim-level names, floors and their ``random_state``, ``include_training_rows``.
+    source : str or None
+        The signal file, named in messages.
+    training_rows : mapping or None
+        Per signal, the generation_ids it was trained or validated on
+        (:func:`much_metric.signals.training_exclusions`), left out of that signal's evaluation and counted in
+        ``EvaluationTable.training_excluded`` (its coverage is over the other samples); ignored when
+        ``evaluation.include_training_rows``.
+
+    Returns
+    -------
+    EvaluationTable
+        One :class:`SignalResult` per (signal, aggregator), each holding a :class:`much_metric.ScoreResult`, and the
+        floors on the same claims.
 
     Samples without values for a signal are left out of that signal's evaluation (counted in
-    ``EvaluationTable.missing``, with a warning), as in the reference. A signal covering less than ``min_coverage``
-    of the dataset's samples is an error (pass ``min_coverage=0`` to accept any partial coverage): a file of 5
-    samples must not pass for an evaluation of 606. A value list whose length differs from the sample's number of
-    output tokens is an error naming the sample (and ``source``, the signal file, when given).
+    ``EvaluationTable.missing``, with a warning), as in the reference. A signal covering less than
+    ``evaluation.min_coverage`` of the dataset's samples is an error (``min_coverage=0`` accepts any partial
+    coverage): a file of 5 samples must not pass for an evaluation of 606. A value list whose length differs from
+    the sample's number of output tokens is an error naming the sample (and ``source``, the signal file, when given).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import much_dataset
+    >>> from much_metric.signals import EvaluationOptions, evaluate_signals
+    >>> split = much_dataset.load("sample", split="test").select(range(30))
+    >>> rng = np.random.default_rng(0)
+    >>> noise = {row["generation_id"]: rng.random(len(row["output_tokens"])) for row in split}
+    >>> table = evaluate_signals(split, {"noise": noise},
+    ...                          evaluation=EvaluationOptions(aggregator=["product", "max"], bootstrap=None))
+    >>> [(row.signal_name, row.aggregator) for row in table.results]
+    [('noise', 'product'), ('noise', 'max')]
+    >>> row = table.results[0]
+    >>> 0 <= row.score.roc_auc <= 1, row.score.n_samples, row.coverage
+    (True, 30, 1.0)
+    >>> [floor.signal_name for floor in table.floors]
+    ['floor: random', 'floor: constant', 'floor: length']
     """
-    if not isinstance(min_coverage, int | float) or not 0 <= min_coverage <= 1:
-        raise ValueError(f"min_coverage must be a fraction in [0, 1], got {min_coverage!r}")
+    if not isinstance(evaluation, EvaluationOptions):
+        raise TypeError(f"evaluate_signals: evaluation must be an EvaluationOptions, got {type(evaluation).__name__}")
+    aggregators, stopword_handling, by = evaluation.aggregators, evaluation.stopword_handling, evaluation.by
+    bootstrap, min_coverage, labels = evaluation.bootstrap, evaluation.min_coverage, evaluation.labels
+    if evaluation.include_training_rows:
+        training_rows = None
     where = f" ({source})" if source else ""
     if not signals:
         raise ValueError(f"no signal to evaluate{where}: the signal file is empty")
-    for name in by:
-        if name not in BREAKDOWNS:
-            raise ValueError(f"unknown breakdown {name!r}; choose among {BREAKDOWNS}")
-    for aggregator in aggregators:
-        if aggregator not in AGGREGATORS:
-            raise ValueError(f"aggregator must be one of {AGGREGATORS}, got {aggregator!r}")
     columns = dataset_columns(dataset)
     for needed in (GENERATION_ID, OUTPUT_TOKENS, TOKEN_CHUNKS):
         if needed not in columns:
@@ -242,7 +286,7 @@ def evaluate_signals(
     results, missing, coverage, unknown, trained_on = [], {}, {}, {}, {}
     # disable=None: a progress bar on a terminal only (the bootstrap makes each step take a second or more).
     progress = tqdm(total=len(signals) * len(aggregators), desc="scoring", unit="signal x aggregator", disable=None)
-    claim_level = set(claim_signals)
+    claim_level = set(evaluation.claim_signals)
     for signal_name, per_sample in signals.items():
         level = "claim" if signal_name in claim_level or signal_name.endswith(CLAIM_SUFFIX) else "token"
         left_out = (training_rows or {}).get(signal_name, ())
@@ -291,30 +335,26 @@ def evaluate_signals(
         claim_groups = {name: np.asarray(vals, dtype=object)[layout.claim_sample] for name, vals in groups.items()}
         claim_rows = np.asarray(rows, dtype=np.int64)[layout.claim_sample]
         if level == "claim":
-            metrics = score_claims(values, layout, by=groups or None, bootstrap=bootstrap).to_dict()
-            metrics.pop("level")
+            score = score_claims(values, layout, by=groups or None, bootstrap=bootstrap)
             per_chunk, _ = flatten_scores(values, generation_ids=generation_ids)
             claims = per_chunk[layout.kept_chunks]
-            metrics.update(aggregator=None, coverage=coverage[signal_name])
-            results.append(SignalResult(signal_name=signal_name, aggregator=None, metrics=metrics, claim_scores=claims,
-                                        hallucinated=hallucinated, claim_groups=claim_groups, claim_rows=claim_rows,
-                                        level="claim"))
+            results.append(SignalResult(signal_name=signal_name, score=score, coverage=coverage[signal_name],
+                                        claim_scores=claims, hallucinated=hallucinated, claim_groups=claim_groups,
+                                        claim_rows=claim_rows, level="claim"))
             progress.update(len(aggregators))
             continue
         flat, _ = flatten_scores(values, generation_ids=generation_ids)
         for aggregator in aggregators:
             claims = aggregate_flat(flat, layout, aggregator=aggregator, stopword_handling=stopword_handling)
-            metrics = score_claims(claims, layout, by=groups or None, bootstrap=bootstrap).to_dict()
-            metrics.pop("level")
-            metrics.update(aggregator=aggregator, stopword_handling=stopword_handling, coverage=coverage[signal_name])
-            results.append(SignalResult(signal_name=signal_name, aggregator=aggregator, metrics=metrics,
+            score = dataclasses.replace(score_claims(claims, layout, by=groups or None, bootstrap=bootstrap),
+                                        level="token", aggregator=aggregator, stopword_handling=stopword_handling)
+            results.append(SignalResult(signal_name=signal_name, score=score, coverage=coverage[signal_name],
                                         claim_scores=claims, hallucinated=hallucinated, claim_groups=claim_groups,
                                         claim_rows=claim_rows))
             progress.update()
     progress.close()
-    if random_state is None:
-        random_state = bootstrap.random_state if bootstrap is not None else 0
-    floor_rows = _floor_results(columns, with_truth, truth, by, bootstrap, random_state) if floors else []
+    floor_rows = _floor_results(columns, with_truth, truth, by, bootstrap, evaluation.floor_random_state) \
+        if evaluation.floors else []
     langs = [str(v) for v in columns[LANG]] if LANG in columns else ["?"] * len(all_ids)
     return EvaluationTable(results=results, n_dataset_samples=len(ids), missing=missing, has_stopword_mask=has_mask,
                            coverage=coverage, floors=floor_rows, labels=labels, excluded=len(all_ids) - len(ids),

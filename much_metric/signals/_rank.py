@@ -22,35 +22,16 @@ import numpy as np
 from much_metric.scoring import METRICS, Bootstrap, leaderboard
 from much_metric.scoring.engine import curve_metrics, sort_claims
 from much_metric.signals._evaluation import EvaluationTable
+from much_metric.signals._options import (
+    MAX_RESAMPLES,
+    MAX_RESAMPLES_REASON,
+    MIN_RANK_RESAMPLES,
+    RESAMPLES_REASON,
+    check_resamples,
+)
 
-__all__ = ["MIN_RANK_RESAMPLES", "MAX_RESAMPLES", "RESAMPLES_REASON", "MAX_RESAMPLES_REASON", "rank_methods"]
-
-#: Fewest bootstrap resamples behind a 95 % interval, a rank probability or a p-value.
-MIN_RANK_RESAMPLES = 40
-#: Why: said by every message that refuses fewer.
-RESAMPLES_REASON = ("a 95% percentile interval needs at least one resample in each 2.5% tail (1 / 0.025 = 40 "
-                    "resamples; with fewer its bounds are the extreme replicates), and with B resamples no paired "
-                    "p-value can fall below 2/B")
-
-#: Most bootstrap resamples a run or an evaluation accepts.
-MAX_RESAMPLES = 100_000
-#: Why: said by every message that refuses more.
-MAX_RESAMPLES_REASON = ("time and memory grow linearly with the resamples, while the Monte-Carlo error of a 95% "
-                        "percentile bound shrinks only as 1/sqrt(B): at 100000 each 2.5% tail already holds 2500 "
-                        "resamples and more cannot move a bound printed to 3 decimals by a visible amount")
-
-
-def check_resamples(n_resamples: Any, option: str = "n_resamples") -> int:
-    """``n_resamples`` when it is 0 (no bootstrap) or between :data:`MIN_RANK_RESAMPLES` and :data:`MAX_RESAMPLES`;
-    ValueError otherwise."""
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) or not (
-            n_resamples == 0 or n_resamples >= MIN_RANK_RESAMPLES):
-        raise ValueError(f"{option} must be 0 (no intervals) or at least {MIN_RANK_RESAMPLES}, got {n_resamples!r}: "
-                         f"{RESAMPLES_REASON}")
-    if n_resamples > MAX_RESAMPLES:
-        raise ValueError(f"{option} must be at most {MAX_RESAMPLES}, got {n_resamples!r}: {MAX_RESAMPLES_REASON}")
-    return int(n_resamples)
-
+__all__ = ["MIN_RANK_RESAMPLES", "MAX_RESAMPLES", "RESAMPLES_REASON", "MAX_RESAMPLES_REASON", "check_resamples",
+           "rank_methods"]
 
 def _method_name(result: Any) -> str:
     return result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"

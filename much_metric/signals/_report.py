@@ -17,14 +17,14 @@ import io
 import math
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from much_metric.scoring import METRIC_TABLE, METRICS, pr_curve, rejection_curve, roc_curve
+from much_metric.scoring import METRIC_TABLE, METRICS, ScoreResult, pr_curve, rejection_curve, roc_curve
 from much_metric.signals._evaluation import EvaluationTable, SignalResult
 
 __all__ = ["render_report", "write_report", "format_metric"]
@@ -50,11 +50,15 @@ _GRID = np.linspace(0.0, 1.0, 101)
 _BAND_RESAMPLES = 200
 
 
-def format_metric(metrics: dict[str, Any], key: str) -> str:
-    """``0.712 [0.690, 0.735]`` (value and bootstrap interval when available)."""
-    value = metrics.get(key, float("nan"))
+def format_metric(metrics: ScoreResult | Mapping[str, Any], key: str) -> str:
+    """``0.712 [0.690, 0.735]`` (value and bootstrap interval when available) of a :class:`much_metric.ScoreResult`
+    or of its ``to_dict()`` form (e.g. a stored JSON row); a missing interval bound is written "—"."""
+    if isinstance(metrics, Mapping):
+        value, intervals = metrics.get(key, float("nan")), metrics.get("intervals") or {}
+    else:
+        value, intervals = getattr(metrics, key, float("nan")), metrics.intervals or {}
     text = "nan" if value is None or math.isnan(value) else f"{value:.3f}"
-    interval = metrics.get("intervals", {}).get(key)
+    interval = intervals.get(key)
     if interval is not None:
         low, high = interval
         text += " —" if low is None or math.isnan(low) else f" [{low:.3f}, {high:.3f}]"
@@ -201,18 +205,17 @@ def _value_cell(text: str) -> str:
     return f"{html.escape(value)}<br><span class='ci'>[{html.escape(interval)}</span>"
 
 
-def _table(rows: Sequence[tuple[str, str | None, dict[str, Any], str]], first: str) -> str:
+def _table(rows: Sequence[tuple[str, str | None, ScoreResult, float | None, str]], first: str) -> str:
     head = "".join(f"<th>{html.escape(_SHORT[k])}</th>" for k in METRICS)
     out = [f"<div class='scroll'><table><tr><th>{first}</th><th style='max-width: none'>aggregator</th>{head}"
            "<th>samples</th><th>claims</th>"
            "<th>halluc.</th><th>cover.</th></tr>"]
-    for name, aggregator, metrics, kind in rows:
+    for name, aggregator, metrics, coverage, kind in rows:
         cells = "".join(f"<td>{_value_cell(format_metric(metrics, k))}</td>" for k in METRICS)
-        coverage = metrics.get("coverage")
         shown = aggregator or "—"  # None: nothing aggregated (claim-level signal, floor)
         out.append(
             f'<tr class="{kind}"><td class="name">{html.escape(name)}</td><td>{html.escape(shown)}</td>{cells}'
-            f"<td>{metrics['n_samples']}</td><td>{metrics['n_claims']}</td><td>{metrics['n_hallucinated']}</td>"
+            f"<td>{metrics.n_samples}</td><td>{metrics.n_claims}</td><td>{metrics.n_hallucinated}</td>"
             f"<td>{'' if coverage is None else f'{coverage:.1%}'}</td></tr>"
         )
     out.append("</table></div>")
@@ -362,8 +365,8 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     if notes:
         parts.append(f"<p class='note'>Samples without values, left out: {', '.join(notes)}.</p>")
     parts.append("<h2>Results</h2>")
-    rows = [(display(r.signal_name), r.aggregator, r.metrics, "") for r in results]
-    rows += [(r.signal_name, r.aggregator, r.metrics, "floor") for r in table.floors]
+    rows = [(display(r.signal_name), r.aggregator, r.score, r.coverage, "") for r in results]
+    rows += [(r.signal_name, r.aggregator, r.score, r.coverage, "floor") for r in table.floors]
     parts.append(_table(rows, "method"))
     if table.floors:
         parts.append(f"<p class='note'>{html.escape(FLOOR_FOOTNOTE)}</p>")
@@ -391,8 +394,8 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
         parts.append(f"<h2>By {html.escape(name)}</h2>")
         rows = []
         for r in [*results, *table.floors]:
-            for value, metrics in r.metrics.get("by", {}).get(name, {}).items():
-                rows.append((f"{display(r.signal_name)} / {name}={value}", r.aggregator, metrics,
+            for value, group in (r.score.by or {}).get(name, {}).items():
+                rows.append((f"{display(r.signal_name)} / {name}={value}", r.aggregator, group, None,
                              "floor" if r.level == "floor" else ""))
         parts.append(_table(rows, "method / group"))
         for r in results:

@@ -107,7 +107,7 @@ def test_seeded_baselines_are_labelled_and_not_reseeded(tmp_path, evaluation):
 
 def test_ranking_matches_rank_methods_on_the_same_signals(tmp_path, evaluation, signals):
     from much_metric.scoring import Bootstrap
-    from much_metric.signals import evaluate_signals, rank_methods
+    from much_metric.signals import EvaluationOptions, evaluate_signals, rank_methods
 
     board = Leaderboard(tmp_path / "store", data=evaluation)
     noisy = sample_signal(seed=3)
@@ -115,7 +115,7 @@ def test_ranking_matches_rank_methods_on_the_same_signals(tmp_path, evaluation, 
     board.submit(valid_archive(noisy, name="b"), {"method": "b"})
     ranking = board.ranking()
     table = evaluate_signals(evaluation.dataset, {"a": signals["max_likelihood"], "b": noisy["max_likelihood"]},
-                             bootstrap=None, floors=False)
+                             evaluation=EvaluationOptions(bootstrap=None, floors=False))
     direct = rank_methods(table, "roc_auc", bootstrap=Bootstrap(n_resamples=50, random_state=0))
     by_signal = {key.split("/")[1]: value for key, value in ranking.items() if key != "_meta"}
     for row in direct["rows"]:

@@ -52,13 +52,13 @@ def test_language_filter_shows_that_language_values(board):
         assert row["metrics"] == stored[row["key"]]["metrics"]["by"]["lang"]["fr"]
         assert row["metrics"]["n_samples"] < 606
     # the French values are what the toolkit computes on the French samples alone
-    from much_metric.signals import evaluate_signals
+    from much_metric.signals import EvaluationOptions, evaluate_signals
 
     fr = board.data.dataset.filter(lambda r: r["lang"] == "fr")
     noisy = next(r for r in rows if r["signal"] == "noisy")
-    direct = evaluate_signals(fr, {"noisy": sample_signal(seed=1)["max_likelihood"]}, bootstrap=None,
-                              min_coverage=0.0)
-    assert noisy["metrics"]["roc_auc"] == pytest.approx(direct.results[0].metrics["roc_auc"], abs=1e-12)
+    direct = evaluate_signals(fr, {"noisy": sample_signal(seed=1)["max_likelihood"]},
+                              evaluation=EvaluationOptions(bootstrap=None, min_coverage=0.0))
+    assert noisy["metrics"]["roc_auc"] == pytest.approx(direct.results[0].score.roc_auc, abs=1e-12)
 
 
 def test_model_and_kind_and_needs_filters(board):
@@ -97,7 +97,7 @@ def test_selection_filter_on_data_with_human_labels(tmp_path, signals):
     import much_dataset
     from much_dataset.selection import select_samples
     from much_leaderboard import EvaluationData
-    from much_metric.signals import evaluate_signals
+    from much_metric.signals import EvaluationOptions, evaluate_signals
 
     sample = much_dataset.load("sample", split="test")
     labelled = sample.map(lambda row, i: {"human_labels_0": row["labels"] if i < 100 else [0],
@@ -111,5 +111,5 @@ def test_selection_filter_on_data_with_human_labels(tmp_path, signals):
     auto = table_rows(board.store.rows(), board.ranking(), subset="selection=auto")[0]["metrics"]
     assert (manual["n_samples"], auto["n_samples"]) == (100, 506)
     direct = evaluate_signals(select_samples(labelled, manual=True), {"my_method": signals["max_likelihood"]},
-                              bootstrap=None, min_coverage=0.0)
-    assert manual["roc_auc"] == pytest.approx(direct.results[0].metrics["roc_auc"], abs=1e-12)
+                              evaluation=EvaluationOptions(bootstrap=None, min_coverage=0.0))
+    assert manual["roc_auc"] == pytest.approx(direct.results[0].score.roc_auc, abs=1e-12)

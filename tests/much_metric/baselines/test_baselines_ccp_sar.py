@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from much_dataset import schema, synthetic
-from much_metric.baselines import NliScorer, ccp, sar
+from much_metric.baselines import NliBatching, NliScorer, ccp, sar
 from much_metric.baselines._arrays import token_arrays
 from much_metric.baselines.context import PerSampleDecoder, context_windows
 from much_metric.baselines.methods.ccp import ccp_signal_name
@@ -194,8 +194,9 @@ def test_end_to_end_tiny_deberta_batched_equals_one_pair_at_a_time():
     model, tokenizer = tiny_nli_parts()
     rows = mushroom_rows(tokenizer, 2, lang="en", max_tokens=7)  # + a duplicate of the first answer
     rows += mushroom_rows(tokenizer, 1, lang="fr", seed=1, repeat_first=False, max_tokens=7)
-    batched = NliScorer(model, tokenizer, batch_size=16, progress=False)
-    single = NliScorer(model, tokenizer, batch_size=1, deduplicate=False, sort_by_length=False, progress=False)
+    batched = NliScorer(model, tokenizer, batching=NliBatching(batch_size=16), progress=False)
+    single = NliScorer(model, tokenizer, batching=NliBatching(batch_size=1, deduplicate=False, sort_by_length=False),
+                       progress=False)
 
     def one(premise, hypothesis):  # one model call per pair, as the reference's loop
         return single.predict_proba([premise], [hypothesis])[0]

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from much_metric.baselines import NliScorer
+from much_metric.baselines import NliBatching, NliScorer
 from much_metric.baselines._arrays import token_arrays
 from much_metric.baselines._pair_encoding import PairTemplate, plain_encode, template_encode
 from much_metric.baselines.methods.ccp import ccp_pairs
@@ -75,7 +75,7 @@ def test_batched_deduplicated_equals_one_model_call_per_pair():
 
     model, tokenizer = tiny_nli_parts()
     premises, hypotheses = _pairs(10)
-    scorer = NliScorer(model, tokenizer, batch_size=4, progress=False)
+    scorer = NliScorer(model, tokenizer, batching=NliBatching(batch_size=4), progress=False)
     ours = scorer.predict_proba(premises, hypotheses)
     assert ours.shape == (len(premises), 3)
     with torch.inference_mode():
@@ -94,14 +94,15 @@ def test_batched_deduplicated_equals_one_model_call_per_pair():
 def test_options_and_left_padding_do_not_change_results():
     model, tokenizer = tiny_nli_parts()
     premises, hypotheses = _pairs(8)
-    reference = NliScorer(model, tokenizer, batch_size=1, deduplicate=False, sort_by_length=False,
+    reference = NliScorer(model, tokenizer, batching=NliBatching(batch_size=1, deduplicate=False, sort_by_length=False),
                           progress=False).predict_proba(premises, hypotheses)
     for options in ({"batch_size": 64}, {"batch_size": 3, "sort_by_length": False}, {"deduplicate": False}):
-        got = NliScorer(model, tokenizer, progress=False, **options).predict_proba(premises, hypotheses)
+        got = NliScorer(model, tokenizer, progress=False, batching=NliBatching(**options)).predict_proba(premises,
+                                                                                                       hypotheses)
         np.testing.assert_allclose(got, reference, atol=1e-5)
     left = tokenizer.__class__(tokenizer_object=tokenizer.backend_tokenizer, pad_token=tokenizer.pad_token,
                                padding_side="left")
-    got = NliScorer(model, left, batch_size=5, progress=False).predict_proba(premises, hypotheses)
+    got = NliScorer(model, left, batching=NliBatching(batch_size=5), progress=False).predict_proba(premises, hypotheses)
     assert got.shape == reference.shape
     assert np.isfinite(got).all()
 
@@ -113,10 +114,17 @@ def test_scorer_errors_and_empty_input():
     with pytest.raises(ValueError, match="2 premises but 1 hypotheses"):
         scorer.predict_proba(["a", "b"], ["c"])
     for bad in (0, -3, 2.5, True, "8"):
-        with pytest.raises(ValueError, match="batch_size must be a positive integer"):
-            NliScorer(model, tokenizer, batch_size=bad)
-        with pytest.raises(ValueError, match="max_batch_tokens must be a positive integer"):
-            NliScorer(model, tokenizer, max_batch_tokens=bad)
+        with pytest.raises(ValueError, match="NliBatching: batch_size must be a positive integer"):
+            NliBatching(batch_size=bad)
+        with pytest.raises(ValueError, match="NliBatching: max_batch_tokens must be a positive integer"):
+            NliBatching(max_batch_tokens=bad)
+    with pytest.raises(ValueError, match="NliBatching: deduplicate must be True or False"):
+        NliBatching(deduplicate="yes")
+    with pytest.raises(TypeError, match="batching must be an NliBatching"):
+        NliScorer(model, tokenizer, batching={"batch_size": 4})
+    batched = NliScorer(model, tokenizer, batching=NliBatching(batch_size=7, sort_by_length=False), progress=False)
+    assert (batched.batch_size, batched.max_batch_tokens, batched.deduplicate, batched.sort_by_length) == \
+        (7, 16_384, True, False)
     no_pad = tokenizer.__class__(tokenizer_object=tokenizer.backend_tokenizer)
     with pytest.raises(ValueError, match="no pad token"):
         NliScorer(model, no_pad)
@@ -299,7 +307,7 @@ def test_tokenizer_without_inferable_layout_falls_back_to_plain_pair_encoding(st
     model, tokenizer = tiny_nli_parts()
     tokenizer = stub(tokenizer)
     premises, hypotheses = _pairs(8)
-    scorer = NliScorer(model, tokenizer, batch_size=5, progress=False)
+    scorer = NliScorer(model, tokenizer, batching=NliBatching(batch_size=5), progress=False)
     assert scorer.pair_template is None
     np.testing.assert_allclose(scorer.predict_proba(premises, hypotheses),
                                _direct(model, tokenizer, premises, hypotheses), atol=1e-5)
@@ -385,7 +393,7 @@ def test_token_budget_bounds_every_forward_pass_and_leaves_results_unchanged():
     longest = max(len(ids) for ids in tokenizer(premises, hypotheses)["input_ids"])
     for batch_size, budget in ((256, 16_384), (256, 120), (8, 200), (3, 1)):
         spy = _ShapeSpy(model)
-        got = NliScorer(spy, tokenizer, batch_size=batch_size, max_batch_tokens=budget,
+        got = NliScorer(spy, tokenizer, batching=NliBatching(batch_size=batch_size, max_batch_tokens=budget),
                         progress=False).predict_proba(premises, hypotheses)
         np.testing.assert_allclose(got, reference, atol=1e-5)
         assert sum(n for n, _ in spy.shapes) == len(set(zip(premises, hypotheses, strict=True)))

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from much_metric.baselines import NliScorer, SignalOptions, compute_signals
+from much_metric.baselines import NliScorer, ResourceOptions, SignalOptions, compute_signals
 from much_metric.baselines.methods.ccp import ccp
 from much_metric.baselines.methods.sar import sar
 from much_metric.baselines.nli_routing import (
@@ -148,8 +148,8 @@ def test_cache_scores_each_pair_once_and_ccp10_is_free_after_ccp24():
 def test_runner_records_the_model_of_each_sample(models, split, tmp_path, file_format):
     rows, languages, tokenizer = split
     router = NliRouter({"en": models[0], "fr": models[1]}, languages)
-    runs = compute_signals(rows, ["ccp_5_3", "sar_3"], tokenizer=tokenizer, nli=router, out=tmp_path,
-                           options=SignalOptions(file_format=file_format, block_size=4), progress=False)
+    runs = compute_signals(rows, ["ccp_5_3", "sar_3"], resources=ResourceOptions(tokenizer=tokenizer, nli=router),
+                           out=tmp_path, options=SignalOptions(file_format=file_format, block_size=4), progress=False)
     alias = routed_nli_name({"en": "tiny/en-mnli", "fr": "tiny/xnli"})
     assert alias.startswith("multi-") and len(alias) == len("multi-") + 6
     assert set(runs) == {f"ccp_5_3_{alias}", f"sar_3_{alias}"}
@@ -198,7 +198,8 @@ def test_runner_shares_one_cache_between_nli_configurations():
     rows = synthetic.make_rows(6, seed=5)
     stub = HashNli()
     asked = ["ccp_10_2", "sar_3", "max_likelihood", "ccp_24_3", "ccp_24_2", "sar_2"]
-    runs = compute_signals(rows, asked, tokenizer=fake_decode, nli=stub, options=BLOCK4, progress=False)
+    runs = compute_signals(rows, asked, resources=ResourceOptions(tokenizer=fake_decode, nli=stub), options=BLOCK4,
+                           progress=False)
     assert list(runs) == asked  # the order asked, though computed grouped by sigma
     assert len(stub.calls) == len(set(stub.calls))  # no pair scored twice across the configurations
     ids = [r["generation_id"] for r in rows]
@@ -211,6 +212,7 @@ def test_runner_shares_one_cache_between_nli_configurations():
     union = set()
     for name in asked:
         alone = HashNli()
-        compute_signals(rows, [name], tokenizer=fake_decode, nli=alone, options=BLOCK4, progress=False)
+        compute_signals(rows, [name], resources=ResourceOptions(tokenizer=fake_decode, nli=alone), options=BLOCK4,
+                        progress=False)
         union |= set(alone.calls)
     assert set(stub.calls) == union

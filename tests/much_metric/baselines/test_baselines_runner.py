@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 
 from much_dataset import schema, synthetic
-from much_metric.baselines import SignalOptions, ccp, compute_signals, max_likelihood, resolve, sar, token_entropy
+from much_metric.baselines import (
+    ResourceOptions,
+    SignalOptions,
+    ccp,
+    compute_signals,
+    max_likelihood,
+    resolve,
+    sar,
+    token_entropy,
+)
 from much_metric.baselines.runner import TIMINGS_FILE
 from much_metric.baselines.runtime import (
     DEFAULT_TOKENS_PER_SECOND,
@@ -48,8 +57,8 @@ def test_signal_names_resolve_through_the_registry():
 
 
 def test_values_equal_the_direct_functions(split):
-    runs = compute_signals(split, ["max_likelihood", "token_entropy_5", "sar_2"], tokenizer=fake_decode,
-                           nli=HashNli(), progress=False)
+    runs = compute_signals(split, ["max_likelihood", "token_entropy_5", "sar_2"],
+                           resources=ResourceOptions(tokenizer=fake_decode, nli=HashNli()), progress=False)
     assert list(runs) == ["max_likelihood", "token_entropy_5", "sar_2"]
     ids = split[schema.GENERATION_ID]
     direct = {"max_likelihood": max_likelihood(split), "token_entropy_5": token_entropy(split, delta=5),
@@ -63,14 +72,14 @@ def test_values_equal_the_direct_functions(split):
 
 def test_resumable_no_duplicates_and_timings(split, tmp_path):
     names = ["token_likelihood", "ccp_5_1"]
-    first = compute_signals(split.select(range(15)), names, tokenizer=fake_decode, nli=HashNli(), out=tmp_path,
-                            options=BLOCK4, progress=False)
+    first = compute_signals(split.select(range(15)), names, resources=ResourceOptions(tokenizer=fake_decode,
+                            nli=HashNli()), out=tmp_path, options=BLOCK4, progress=False)
     assert all(run.n_computed == 15 for run in first.values())
     timings = json.loads((tmp_path / TIMINGS_FILE).read_text())
     assert timings["ccp_5_1"]["n_samples"] == 15 and timings["ccp_5_1"]["reference_window"] is False
     nli = HashNli()
-    second = compute_signals(split, names, tokenizer=fake_decode, nli=nli, out=tmp_path, options=BLOCK4,
-                             progress=False)
+    second = compute_signals(split, names, resources=ResourceOptions(tokenizer=fake_decode, nli=nli), out=tmp_path,
+                             options=BLOCK4, progress=False)
     assert all(run.n_computed == 25 for run in second.values())
     # Only the 25 new samples went to the NLI model.
     expected = HashNli()
@@ -80,19 +89,19 @@ def test_resumable_no_duplicates_and_timings(split, tmp_path):
     for name in names:
         assert set(stored[name]) == set(split[schema.GENERATION_ID])  # every sample once
     lines = (tmp_path / "token_likelihood.parquet").stat().st_size
-    third = compute_signals(split, names, tokenizer=fake_decode, nli=HashNli(), out=tmp_path, progress=False)
+    third = compute_signals(split, names, resources=ResourceOptions(tokenizer=fake_decode, nli=HashNli()),
+                            out=tmp_path, progress=False)
     assert all(run.n_computed == 0 for run in third.values())
     assert (tmp_path / "token_likelihood.parquet").stat().st_size == lines
     timings = json.loads((tmp_path / TIMINGS_FILE).read_text())
     assert timings["ccp_5_1"]["n_samples"] == 40
     assert third["ccp_5_1"].seconds == pytest.approx(timings["ccp_5_1"]["seconds"])
     with pytest.raises(ValueError, match="reference_window=False; resuming it with reference_window=True"):
-        compute_signals(split, names, tokenizer=fake_decode, nli=HashNli(), out=tmp_path,
-                        options=SignalOptions(reference_window=True),
-                        progress=False)
+        compute_signals(split, names, resources=ResourceOptions(tokenizer=fake_decode, nli=HashNli()), out=tmp_path,
+                        options=SignalOptions(reference_window=True), progress=False)
     # A fresh in-memory run and the resumed one evaluate the same (float32-rounded) numbers.
-    fresh = compute_signals(split, names, tokenizer=fake_decode, nli=HashNli(), out=tmp_path / "fresh",
-                            progress=False)
+    fresh = compute_signals(split, names, resources=ResourceOptions(tokenizer=fake_decode, nli=HashNli()),
+                            out=tmp_path / "fresh", progress=False)
     for name in names:
         for gid in split[schema.GENERATION_ID]:
             np.testing.assert_array_equal(fresh[name].values[gid], third[name].values[gid])
@@ -116,12 +125,14 @@ def test_suffix_mismatch_and_missing_tokenizer(split):
     class Named(HashNli):
         name = "microsoft/deberta-base-mnli"
 
-    runs = compute_signals(split, ["sar_1_M"], tokenizer=fake_decode, nli=Named(), progress=False)
+    runs = compute_signals(split, ["sar_1_M"], resources=ResourceOptions(tokenizer=fake_decode, nli=Named()),
+                           progress=False)
     assert list(runs) == ["sar_1_M"]
     with pytest.raises(ValueError, match="gives signal name 'sar_1_M'"):
-        compute_signals(split, ["sar_1_S"], tokenizer=fake_decode, nli=Named(), progress=False)
+        compute_signals(split, ["sar_1_S"], resources=ResourceOptions(tokenizer=fake_decode, nli=Named()),
+                        progress=False)
     with pytest.raises(ValueError, match="tokenizer"):
-        compute_signals(split, ["ccp_10_8"], nli=HashNli(), progress=False)
+        compute_signals(split, ["ccp_10_8"], resources=ResourceOptions(nli=HashNli()), progress=False)
 
 
 def test_generation_time_sources(tmp_path):

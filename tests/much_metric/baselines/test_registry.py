@@ -8,6 +8,7 @@ import pytest
 from much_dataset import synthetic
 from much_metric.baselines import (
     Baseline,
+    ResourceOptions,
     available,
     compute_signals,
     register,
@@ -83,4 +84,5 @@ def test_register_runs_a_new_method_through_the_runner_and_checks_its_output():
 
 def test_a_missing_resource_is_named():
     with pytest.raises(ValueError, match="NLI model"):
-        compute_signals(synthetic.make_rows(2, seed=1), ["sar_3"], tokenizer=lambda ids: "", progress=False)
+        compute_signals(synthetic.make_rows(2, seed=1), ["sar_3"],
+                        resources=ResourceOptions(tokenizer=lambda ids: ""), progress=False)

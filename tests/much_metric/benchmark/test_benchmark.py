@@ -13,7 +13,7 @@ import pytest
 import much_dataset
 import much_metric
 from much_dataset import schema
-from much_metric.baselines import max_likelihood, token_entropy
+from much_metric.baselines import NliBatching, max_likelihood, token_entropy
 from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS
 from much_metric.benchmark import (
     BenchmarkNote,
@@ -54,7 +54,7 @@ def test_same_numbers_as_much_run_json(sample, tmp_path):
     report = tmp_path / "run.json"
     signals = ",".join(PROBABILITY_SIGNALS)
     assert main(["run", "--data", "sample", "--split", "test", "--signals", signals, "--bootstrap", "40",
-                 "--seed", "3", "--no-progress", "--json", str(report)]) == 0
+                 "--random-state", "3", "--no-progress", "--json", str(report)]) == 0
     written = json.loads(report.read_text())
     evaluation = EvaluationOptions(bootstrap=Bootstrap(n_resamples=40, random_state=3), random_state=3)
     result = run_benchmark("sample", data=DataOptions(split="test"), signals=list(PROBABILITY_SIGNALS),
@@ -77,9 +77,9 @@ def test_metrics_equal_scoring_the_baselines_directly(sample):
                                       np.concatenate(values))  # the signals are returned, in dataset order
         expected = much_metric.score(values, part[schema.TOKEN_CHUNKS], part[schema.LABELS],
                                      stopword_mask=part[schema.STOPWORD_MASK])
-        assert rows[name].metrics["roc_auc"] == pytest.approx(expected.roc_auc, abs=1e-12)
-        assert rows[name].metrics["pr_auc"] == pytest.approx(expected.pr_auc, abs=1e-12)
-        assert rows[name].metrics["n_claims"] == expected.n_claims
+        assert rows[name].score.roc_auc == pytest.approx(expected.roc_auc, abs=1e-12)
+        assert rows[name].score.pr_auc == pytest.approx(expected.pr_auc, abs=1e-12)
+        assert rows[name].score.n_claims == expected.n_claims
     assert result.n_samples == len(part) and result.n_tokens == sum(len(t) for t in part[schema.OUTPUT_TOKENS])
     assert set(result.timings) == {"max_likelihood", "token_entropy_24"}
     assert all(seconds >= 0 for seconds in result.timings.values())
@@ -105,7 +105,7 @@ def test_result_is_frozen_and_to_dict_round_trips_through_json(sample, tmp_path)
     assert (tmp_path / "signals" / "timings.json").is_file()
     again = run_benchmark(sample.select(range(60)), signals=["max_likelihood"], evaluation=NO_BOOTSTRAP,
                           output=OutputOptions(out=tmp_path / "signals", file_format="jsonl"))
-    assert again.rows[0].samples_computed == 0 and again.rows[0].metrics == result.rows[0].metrics
+    assert again.rows[0].samples_computed == 0 and again.rows[0].score == result.rows[0].score
 
 
 def test_skipped_methods_are_data_not_messages(sample):
@@ -141,10 +141,20 @@ def test_skipped_methods_are_data_not_messages(sample):
         (lambda: EvaluationOptions(random_state=-1), ValueError, "EvaluationOptions: random_state must be"),
         (lambda: OutputOptions(file_format="csv"), ValueError, "OutputOptions: file_format must be one of"),
         (lambda: DataOptions(selection="some"), ValueError, "DataOptions: selection must be"),
-        (lambda: NliOptions(batch_size=0), ValueError, "NliOptions: batch_size must be a positive integer"),
-        (lambda: NliOptions(max_batch_tokens=2.5), ValueError,
-         "NliOptions: max_batch_tokens must be a positive integer"),
-        (lambda: ResourceOptions(generation_time="soon"), ValueError, "neither a number of seconds nor a file"),
+        (lambda: NliOptions(batching=NliBatching(batch_size=0)), ValueError,
+         "NliBatching: batch_size must be a positive integer"),
+        (lambda: NliOptions(batching=NliBatching(max_batch_tokens=2.5)), ValueError,
+         "NliBatching: max_batch_tokens must be a positive integer"),
+        (lambda: NliOptions(batching={"batch_size": 8}), TypeError, "NliOptions: batching must be"),
+        (lambda: DataOptions(generation_time="soon"), ValueError, "neither a number of seconds nor a file"),
+        (lambda: EvaluationOptions(by="country"), ValueError, "EvaluationOptions: by must be one of"),
+        (lambda: EvaluationOptions(min_coverage=1.5), ValueError, "EvaluationOptions: min_coverage must be"),
+        (lambda: EvaluationOptions(labels="gpt"), ValueError, "EvaluationOptions: labels must be one of"),
+        (lambda: EvaluationOptions(aggregator=()), ValueError, "EvaluationOptions: aggregator must be a name"),
+        (lambda: run_benchmark("sample", evaluation=EvaluationOptions(aggregator=("mean", "max"))), ValueError,
+         "evaluation.aggregator must be one aggregator"),
+        (lambda: run_benchmark("sample", resources=ResourceOptions(nli="some/model")), ValueError,
+         "takes the NLI model from nli=NliOptions"),
         (lambda: run_benchmark("sample", signals=["entropy_24"]), ValueError, "unknown signal 'entropy_24'"),
         (lambda: run_benchmark("sample", evaluation="mean"), TypeError, "evaluation must be a EvaluationOptions"),
     ],
@@ -161,6 +171,42 @@ def test_bad_options_raise_before_any_loading(monkeypatch, options, error, messa
 def test_config_and_split_apply_to_a_source_only(sample):
     with pytest.raises(ValueError, match="config and split apply to a data source"):
         run_benchmark(sample, data=DataOptions(split="test"))
+
+
+def test_one_options_class_per_concept_shared_by_the_layers():
+    import much_metric.baselines
+    import much_metric.signals
+
+    # The benchmark re-exports the signals layer's evaluation options and the baselines layer's resources: no copy.
+    assert EvaluationOptions is much_metric.signals.EvaluationOptions
+    assert ResourceOptions is much_metric.baselines.ResourceOptions
+    options = EvaluationOptions(aggregator=["max", "mean", "max"], by="lang", claim_signals="judge")
+    assert options.aggregators == ("max", "mean") and options.by == ("lang",) and options.claim_signals == ("judge",)
+    assert EvaluationOptions().aggregators == ("product",) and hash(options)  # frozen, hashable
+
+
+def test_rows_hold_score_results_and_write_the_same_json(sample):
+    from much_metric import ScoreResult
+    from much_metric.signals import evaluate_signals
+
+    part = sample.select(range(60))
+    result = run_benchmark(part, signals=["max_likelihood"], evaluation=NO_BOOTSTRAP)
+    row, floor = result.rows[0], result.floors[0]
+    assert isinstance(row.score, ScoreResult) and isinstance(floor.score, ScoreResult)
+    assert (row.score.aggregator, row.score.stopword_handling, row.score.level) == ("product", "null", "token")
+    assert floor.score.level == "claim" and row.coverage == floor.coverage == 1.0
+    # to_dict is the score's own to_dict, with the row's names, times and coverage: no placeholder string anywhere
+    direct = evaluate_signals(part, {"max_likelihood": result.signals["max_likelihood"].values},
+                              evaluation=NO_BOOTSTRAP).results[0]
+    written = row.to_dict()
+    assert list(written)[:6] == ["signal_name", "method", "uq_seconds", "segmentation_seconds", "total_seconds",
+                                 "samples_computed"]
+    assert {k: v for k, v in written.items() if k not in ("method", *TIMES, "samples_computed")} == \
+        {**direct.to_dict()}
+    assert list(written)[-3:] == ["aggregator", "stopword_handling", "coverage"]
+    floor_json = floor.to_dict()
+    assert floor_json["aggregator"] is None and "level" not in floor_json and "uq_seconds" not in floor_json
+    assert "—" not in json.dumps(result.to_dict())
 
 
 def test_exported_lazily_from_much_metric():

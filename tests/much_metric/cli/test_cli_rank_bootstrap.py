@@ -10,7 +10,7 @@ import much_dataset
 from much_dataset import schema
 from much_metric.cli import main
 from much_metric.scoring import Bootstrap
-from much_metric.signals import MIN_RANK_RESAMPLES, evaluate_signals, rank_methods, write_signals
+from much_metric.signals import MIN_RANK_RESAMPLES, EvaluationOptions, evaluate_signals, rank_methods, write_signals
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,8 @@ def test_too_few_resamples_are_refused_before_loading(scores, capsys, monkeypatc
 def test_rank_methods_without_resamples_gives_no_interval(sample, scores):
     from much_metric.signals import read_signals
 
-    table = evaluate_signals(sample, read_signals(scores), aggregators=("product",), bootstrap=None)
+    table = evaluate_signals(sample, read_signals(scores),
+                             evaluation=EvaluationOptions(aggregator=("product",), bootstrap=None))
     board = rank_methods(table, "roc_auc", bootstrap=None)
     assert [row["rank"] for row in board["rows"]] == [1, 2]
     assert board["rows"][0]["method"] == "max_likelihood (product)"

@@ -20,6 +20,7 @@ from much_metric.baselines import token_arrays  # noqa: E402
 from much_metric.learned import load_detector  # noqa: E402
 from much_metric.scoring import score  # noqa: E402
 from much_metric.signals import (  # noqa: E402
+    EvaluationOptions,
     TrainingRowsWarning,
     evaluate_signals,
     read_signal_metadata,
@@ -117,7 +118,7 @@ def test_run_benchmark_keyword(trained, sample):
     name = held_out.rows[0].signal_name
     assert held_out.table.training_excluded[name] == len(load_detector(trained).training_generation_ids)
     assert everything.table.training_excluded[name] == 0
-    assert held_out.rows[0].metrics["n_claims"] < everything.rows[0].metrics["n_claims"]
+    assert held_out.rows[0].score.n_claims < everything.rows[0].score.n_claims
 
 
 def test_a_detector_scored_through_another_aggregator_is_warned_about(trained, sample):
@@ -148,9 +149,11 @@ def test_signal_metadata_round_trips_and_drives_the_exclusion(tmp_path, sample, 
     metadata = signal_metadata_of(tmp_path)
     excluded, messages = training_exclusions(metadata, rows["generation_id"])
     assert excluded == {"mine": frozenset(trained_on)} and "10 of 30 rows left out" in messages[0]
-    table = evaluate_signals(rows, read_signals(path), bootstrap=None, training_rows=excluded)
+    table = evaluate_signals(rows, read_signals(path),
+                             evaluation=EvaluationOptions(bootstrap=None), training_rows=excluded)
     assert table.training_excluded == {"mine": 10} and table.coverage["mine"] == 1.0
     assert set(table.generation_ids[i] for i in table.results[0].claim_rows) == set(rows["generation_id"][10:])
     with pytest.raises(ValueError, match="every sample with ground truth trained or validated it"):
-        evaluate_signals(rows, read_signals(path), bootstrap=None,
-                         training_rows={"mine": frozenset(rows["generation_id"])})
+        evaluate_signals(rows, read_signals(path),
+                         evaluation=EvaluationOptions(bootstrap=None),
+                                                      training_rows={"mine": frozenset(rows["generation_id"])})

@@ -38,13 +38,13 @@ def test_length_scores_match_a_loop(drop_last_chunk, with_mask):
 def test_per_token_random_signal_lands_near_the_length_floor_on_the_sample():
     """Random token scores, product aggregator: above the random floor, near the length floor (claim length)."""
     import much_dataset
-    from much_metric.signals import evaluate_signals
+    from much_metric.signals import EvaluationOptions, evaluate_signals
 
     data = much_dataset.load("sample", split="test")
     rng = np.random.default_rng(0)
     noise = {g: rng.random(len(t)).tolist() for g, t in zip(data["generation_id"], data["output_tokens"],
                                                                 strict=True)}
-    table = evaluate_signals(data, {"noise": noise}, bootstrap=None)
-    roc = {r.signal_name: r.metrics["roc_auc"] for r in [*table.results, *table.floors]}
+    table = evaluate_signals(data, {"noise": noise}, evaluation=EvaluationOptions(bootstrap=None))
+    roc = {r.signal_name: r.score.roc_auc for r in [*table.results, *table.floors]}
     assert roc["floor: length"] > roc["floor: random"] + 0.03
     assert abs(roc["noise"] - roc["floor: length"]) < abs(roc["noise"] - roc["floor: random"])

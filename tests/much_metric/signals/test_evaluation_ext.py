@@ -10,8 +10,8 @@ from sklearn.metrics import roc_auc_score
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
 from much_metric.scoring import Bootstrap, aggregate_claims, ece, fit_calibrator, leaderboard, score
+from much_metric.signals import EvaluationOptions, evaluate_signals
 from much_metric.signals._calibrate import calibrate_table, fit_rows_by_fraction
-from much_metric.signals._evaluation import evaluate_signals
 from much_metric.signals._rank import rank_methods
 
 
@@ -41,35 +41,39 @@ def _claims(rows, labels_column=schema.LABELS):
 
 
 def test_floors_are_the_seeded_random_and_constant_scores(rows):
-    table = evaluate_signals(rows, _signals(rows), bootstrap=None)
+    table = evaluate_signals(rows, _signals(rows), evaluation=EvaluationOptions(bootstrap=None))
     random_row, constant_row, length_row = table.floors
     y = _claims(rows)
     expected_scores = np.random.default_rng(0).random(len(y))
     np.testing.assert_array_equal(random_row.claim_scores, expected_scores)
-    assert random_row.metrics["roc_auc"] == pytest.approx(roc_auc_score(y, expected_scores), abs=1e-12)
-    assert constant_row.metrics["roc_auc"] == 0.5
-    assert constant_row.metrics["average_precision"] == pytest.approx(y.mean())
-    assert constant_row.metrics["pr_auc"] == pytest.approx((1 + y.mean()) / 2)
-    assert constant_row.metrics["prr"] == pytest.approx(0.0, abs=1e-12)
+    assert random_row.score.roc_auc == pytest.approx(roc_auc_score(y, expected_scores), abs=1e-12)
+    assert constant_row.score.roc_auc == 0.5
+    assert constant_row.score.average_precision == pytest.approx(y.mean())
+    assert constant_row.score.pr_auc == pytest.approx((1 + y.mean()) / 2)
+    assert constant_row.score.prr == pytest.approx(0.0, abs=1e-12)
     lengths = length_row.claim_scores  # non-stopword token counts (tests/much_metric/scoring/test_length_floor.py)
     assert np.all(lengths == np.round(lengths)) and lengths.min() >= 0 and len(lengths) == len(y)
-    assert length_row.metrics["roc_auc"] == pytest.approx(roc_auc_score(y, lengths), abs=1e-12)
-    assert evaluate_signals(rows, _signals(rows), bootstrap=None, floors=False).floors == []
+    assert length_row.score.roc_auc == pytest.approx(roc_auc_score(y, lengths), abs=1e-12)
+    assert evaluate_signals(rows, _signals(rows),
+                            evaluation=EvaluationOptions(bootstrap=None, floors=False)).floors == []
 
 
 def test_random_state_of_the_floor_is_honoured_with_and_without_bootstrap(rows):
     """--seed must reach the random floor even with --bootstrap 0 (no silently ignored option)."""
     y = _claims(rows)
     seeded = np.random.default_rng(7).random(len(y))
-    no_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=None, random_state=7).floors[0]
+    no_bootstrap = evaluate_signals(rows, _signals(rows),
+                                    evaluation=EvaluationOptions(bootstrap=None, random_state=7)).floors[0]
     np.testing.assert_array_equal(no_bootstrap.claim_scores, seeded)
-    with_bootstrap = evaluate_signals(rows, _signals(rows), bootstrap=Bootstrap(n_resamples=5, random_state=7))
+    with_bootstrap = evaluate_signals(rows, _signals(rows),
+                                      evaluation=EvaluationOptions(bootstrap=Bootstrap(n_resamples=40, random_state=7)))
     from_bootstrap = with_bootstrap.floors[0]
     np.testing.assert_array_equal(from_bootstrap.claim_scores, seeded)
 
 
 def test_human_labels_exclude_the_sentinel_and_are_counted(rows):
-    table = evaluate_signals(rows, _signals(rows), bootstrap=None, labels=schema.HUMAN_LABELS_0, floors=False)
+    table = evaluate_signals(rows, _signals(rows),
+                             evaluation=EvaluationOptions(bootstrap=None, labels=schema.HUMAN_LABELS_0, floors=False))
     labelled = [r for r in rows if r[schema.HUMAN_LABELS_0] != [0]]
     assert table.excluded == len(rows) - len(labelled) == 40
     assert table.n_dataset_samples == 20
@@ -77,21 +81,22 @@ def test_human_labels_exclude_the_sentinel_and_are_counted(rows):
     direct = score([1 - np.asarray(r[schema.LOGITS_VALUES])[:, 0] for r in labelled],
                    [r[schema.TOKEN_CHUNKS] for r in labelled], [r[schema.HUMAN_LABELS_0] for r in labelled],
                    [r[schema.STOPWORD_MASK] for r in labelled])
-    assert result.metrics["roc_auc"] == pytest.approx(direct.roc_auc, abs=1e-12)
-    assert result.metrics["n_claims"] == direct.n_claims
+    assert result.score.roc_auc == pytest.approx(direct.roc_auc, abs=1e-12)
+    assert result.score.n_claims == direct.n_claims
 
 
 def test_human_agreed_keeps_only_identical_annotations(rows):
-    table = evaluate_signals(rows, _signals(rows), bootstrap=None, labels="human-agreed", floors=False)
+    table = evaluate_signals(rows, _signals(rows),
+                             evaluation=EvaluationOptions(bootstrap=None, labels="human-agreed", floors=False))
     agreed = [r for r in rows if r[schema.HUMAN_LABELS_0] != [0]
               and r[schema.HUMAN_LABELS_0] == r[schema.HUMAN_LABELS_1]]
     assert table.n_dataset_samples == len(agreed) == 10 and table.excluded == 50
     np.testing.assert_array_equal(table.results[0].hallucinated, _claims(agreed, schema.HUMAN_LABELS_0))
     with pytest.raises(ValueError, match="labels must be one of"):
-        evaluate_signals(rows, _signals(rows), labels="gpt")
+        evaluate_signals(rows, _signals(rows), evaluation=EvaluationOptions(labels="gpt"))
     no_human = [{**r, schema.HUMAN_LABELS_0: [0]} for r in rows]
     with pytest.raises(ValueError, match="no sample of the dataset has ground truth"):
-        evaluate_signals(no_human, _signals(rows), labels=schema.HUMAN_LABELS_0)
+        evaluate_signals(no_human, _signals(rows), evaluation=EvaluationOptions(labels=schema.HUMAN_LABELS_0))
 
 
 def test_claim_level_signal_equals_the_aggregated_token_signal(rows):
@@ -100,30 +105,33 @@ def test_claim_level_signal_equals_the_aggregated_token_signal(rows):
     claims = aggregate_claims([token[g] for g in ids], [r[schema.TOKEN_CHUNKS] for r in rows],
                               [r[schema.STOPWORD_MASK] for r in rows], drop_last_chunk=False)
     signals = {"max_likelihood": token, "ml@claim": dict(zip(ids, claims, strict=True))}
-    table = evaluate_signals(rows, signals, bootstrap=Bootstrap(n_resamples=20), floors=False)
+    table = evaluate_signals(rows, signals,
+                             evaluation=EvaluationOptions(bootstrap=Bootstrap(n_resamples=40), floors=False))
     by_name = {r.signal_name: r for r in table.results}
     assert by_name["ml@claim"].level == "claim" and by_name["ml@claim"].aggregator is None
     for key in ("roc_auc", "pr_auc", "prr", "prr_50"):
-        assert by_name["ml@claim"].metrics[key] == pytest.approx(by_name["max_likelihood"].metrics[key], abs=1e-12)
-    assert by_name["ml@claim"].metrics["intervals"] == by_name["max_likelihood"].metrics["intervals"]
+        assert by_name["ml@claim"].score.metrics[key] == pytest.approx(
+            by_name["max_likelihood"].score.metrics[key], abs=1e-12)
+    assert by_name["ml@claim"].score.intervals == by_name["max_likelihood"].score.intervals
     bad = {"x@claim": {ids[0]: [0.5]}}
     with pytest.raises(ValueError, match=f"generation_id={ids[0]!r}.*chunks"):
-        evaluate_signals(rows, bad, min_coverage=0)
+        evaluate_signals(rows, bad, evaluation=EvaluationOptions(min_coverage=0))
 
 
 def test_coverage_is_reported_and_enforced(rows):
     signals = _signals(rows)
     del signals["noise"][rows[0][schema.GENERATION_ID]]
     with pytest.warns(UserWarning, match="1 of 60 samples"):
-        table = evaluate_signals(rows, signals, bootstrap=None)
+        table = evaluate_signals(rows, signals, evaluation=EvaluationOptions(bootstrap=None))
     assert table.coverage == {"max_likelihood": 1.0, "noise": pytest.approx(59 / 60)}
-    assert table.results[1].metrics["coverage"] == pytest.approx(59 / 60)
+    assert table.results[1].coverage == pytest.approx(59 / 60)
     with pytest.raises(ValueError, match="below min_coverage=99%"):
-        evaluate_signals(rows, signals, bootstrap=None, min_coverage=0.99)
+        evaluate_signals(rows, signals, evaluation=EvaluationOptions(bootstrap=None, min_coverage=0.99))
 
 
 def test_rank_methods_matches_leaderboard_and_per_language_values(rows):
-    table = evaluate_signals(rows, _signals(rows), aggregators=("product", "max"), bootstrap=None)
+    table = evaluate_signals(rows, _signals(rows),
+                             evaluation=EvaluationOptions(aggregator=("product", "max"), bootstrap=None))
     board = rank_methods(table, "roc_auc", bootstrap=Bootstrap(n_resamples=200, random_state=3),
                          timings={"noise": {"seconds": 2.0}}, generation_seconds=100.0)
     scores = {f"{r.signal_name} ({r.aggregator})": r.claim_scores for r in table.results}
@@ -147,7 +155,7 @@ def test_rank_methods_matches_leaderboard_and_per_language_values(rows):
 
 
 def test_calibration_on_a_seeded_half_equals_a_direct_fit(rows):
-    table = evaluate_signals(rows, _signals(rows), bootstrap=None)
+    table = evaluate_signals(rows, _signals(rows), evaluation=EvaluationOptions(bootstrap=None))
     (first, second) = calibrate_table(table, fit_fraction=0.5, bootstrap=Bootstrap(n_resamples=50, random_state=1))
     result = table.results[0]
     fit_rows = fit_rows_by_fraction(result.claim_rows, 0.5, random_state=1)
@@ -160,7 +168,8 @@ def test_calibration_on_a_seeded_half_equals_a_direct_fit(rows):
     assert first.n_fit_samples == 30 and first.n_eval_samples == 30
     assert first.ece_interval[0] <= first.ece_interval[1]
     # fitting on another table: samples it shares with the evaluated one are not measured
-    fit_table = evaluate_signals(rows[:20], _signals(rows), bootstrap=None, min_coverage=0)
+    fit_table = evaluate_signals(rows[:20], _signals(rows),
+                                 evaluation=EvaluationOptions(bootstrap=None, min_coverage=0))
     (cal, _) = calibrate_table(table, fit_table=fit_table, bootstrap=None)
     assert cal.n_eval_samples == 40 and cal.ece_interval is None
     # without bootstrap the fitting half is still the one split_seed draws

@@ -9,8 +9,7 @@ import pytest
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
 from much_metric.scoring import Bootstrap
-from much_metric.signals import _report
-from much_metric.signals._evaluation import evaluate_signals
+from much_metric.signals import EvaluationOptions, _report, evaluate_signals
 from much_metric.signals._report import format_metric, render_report, write_report
 
 
@@ -27,8 +26,9 @@ def table():
                    for i, r in enumerate(rows)},
     }
     with pytest.warns(UserWarning, match="lang=de: no hallucinated claim"):
-        return evaluate_signals(rows, signals, aggregators=("product", "mean"), by=("lang",),
-                                bootstrap=Bootstrap(n_resamples=30))
+        return evaluate_signals(rows, signals,
+                                evaluation=EvaluationOptions(aggregator=("product", "mean"), by=("lang",),
+                                                             bootstrap=Bootstrap(n_resamples=40)))
 
 
 def _pngs(page):
@@ -50,7 +50,7 @@ def test_page_is_self_contained_with_figures_and_intervals(table):
     assert "max&lt;likelihood&gt;" in page and "max<likelihood>" not in page
     assert "lang=de" in page and re.search(r"\d\.\d{3}<br><span class='ci'>\[\d\.\d{3}, \d\.\d{3}\]", page)
     product = next(r for r in table.results if r.signal_name == "random" and r.aggregator == "product")
-    assert _report._value_cell(format_metric(product.metrics, "roc_auc")) in page
+    assert _report._value_cell(format_metric(product.score, "roc_auc")) in page
 
 
 def test_single_aggregator_has_no_aggregator_section(table, tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
 from much_metric.scoring import MuchMetricWarning
-from much_metric.signals import SignalsFormatError, evaluate_signals, read_signals, write_signals
+from much_metric.signals import EvaluationOptions, SignalsFormatError, evaluate_signals, read_signals, write_signals
 
 ROW = {"generation_id": "g0", "signal_name": "s", "values": [0.25, 0.5]}
 
@@ -109,38 +109,41 @@ def _signal(rows, keep):
 
 def test_partial_coverage_warns_in_the_api(rows):
     with pytest.warns(MuchMetricWarning, match=r"signal 'x' \(f\.jsonl\): 4 of 40 samples have no values"):
-        table = evaluate_signals(rows, _signal(rows, 36), bootstrap=None, min_coverage=0.9, source="f.jsonl")
+        table = evaluate_signals(rows, _signal(rows, 36),
+                                 evaluation=EvaluationOptions(bootstrap=None, min_coverage=0.9), source="f.jsonl")
     assert table.coverage == {"x": 0.9}
     assert table.missing == {"x": 4}
-    assert table.results[0].metrics["coverage"] == 0.9
-    assert table.results[0].metrics["n_samples"] == 36
+    assert table.results[0].coverage == 0.9
+    assert table.results[0].score.n_samples == 36
 
 
 def test_coverage_below_the_threshold_raises(rows):
     with pytest.raises(ValueError, match=r"covers 5 of the dataset's 40 samples \(12\.5%\), below min_coverage=95%"):
-        evaluate_signals(rows, _signal(rows, 5), bootstrap=None, source="f.jsonl")
+        evaluate_signals(rows, _signal(rows, 5), evaluation=EvaluationOptions(bootstrap=None), source="f.jsonl")
     with pytest.raises(ValueError, match="below min_coverage"):
-        evaluate_signals(rows, _signal(rows, 37), bootstrap=None)  # 92.5% < the default 95%
+        evaluate_signals(rows, _signal(rows, 37),
+                         evaluation=EvaluationOptions(bootstrap=None))  # 92.5% < the default 95%
     with pytest.warns(MuchMetricWarning, match="35 of 40 samples have no values"):
-        table = evaluate_signals(rows, _signal(rows, 5), bootstrap=None, min_coverage=0)  # accepted on request
+        table = evaluate_signals(rows, _signal(rows, 5),
+                                 evaluation=EvaluationOptions(bootstrap=None, min_coverage=0))  # accepted on request
     assert table.coverage == {"x": 5 / 40}
 
 
 def test_full_coverage_is_reported_without_warning(rows, recwarn):
-    table = evaluate_signals(rows, _signal(rows, 40), bootstrap=None)
-    assert table.coverage == {"x": 1.0} and table.results[0].metrics["coverage"] == 1.0
+    table = evaluate_signals(rows, _signal(rows, 40), evaluation=EvaluationOptions(bootstrap=None))
+    assert table.coverage == {"x": 1.0} and table.results[0].coverage == 1.0
     assert not [w for w in recwarn if "have no values" in str(w.message)]
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "0.9", None])
 def test_min_coverage_must_be_a_fraction(rows, bad):
-    with pytest.raises(ValueError, match="min_coverage must be a fraction"):
-        evaluate_signals(rows, _signal(rows, 40), bootstrap=None, min_coverage=bad)
+    with pytest.raises(ValueError, match=r"EvaluationOptions: min_coverage must be a number in \[0, 1\]"):
+        evaluate_signals(rows, _signal(rows, 40), evaluation=EvaluationOptions(bootstrap=None, min_coverage=bad))
 
 
 def test_no_signal_at_all_is_an_error(rows):
     with pytest.raises(ValueError, match=r"no signal to evaluate \(f\.jsonl\)"):
-        evaluate_signals(rows, {}, bootstrap=None, source="f.jsonl")
+        evaluate_signals(rows, {}, evaluation=EvaluationOptions(bootstrap=None), source="f.jsonl")
 
 
 # -- much run --out keeps the numbers of much run ----------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
 from much_metric.scoring import MuchMetricWarning
-from much_metric.signals import evaluate_signals
+from much_metric.signals import EvaluationOptions, evaluate_signals
 
 
 @pytest.fixture(scope="module")
@@ -27,13 +27,14 @@ def _signal(rows, n_unknown):
 def test_unknown_ids_are_counted_and_named(rows):
     with pytest.warns(MuchMetricWarning, match=r"signal 'x' \(f\.jsonl\): 100 generation_id\(s\) are not in the "
                                                r"dataset and are ignored: 'stranger-000', 'stranger-001'"):
-        table = evaluate_signals(rows, _signal(rows, 100), bootstrap=None, source="f.jsonl")
+        table = evaluate_signals(rows, _signal(rows, 100),
+                                 evaluation=EvaluationOptions(bootstrap=None), source="f.jsonl")
     assert table.unknown == {"x": [f"stranger-{k:03d}" for k in range(100)]}
     assert table.coverage == {"x": 1.0}  # the dataset's samples are all covered
 
 
 def test_no_unknown_id_no_warning(rows, recwarn):
-    table = evaluate_signals(rows, _signal(rows, 0), bootstrap=None)
+    table = evaluate_signals(rows, _signal(rows, 0), evaluation=EvaluationOptions(bootstrap=None))
     assert table.unknown == {"x": []}
     assert not [w for w in recwarn if "not in the dataset" in str(w.message)]
 
