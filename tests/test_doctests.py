@@ -24,7 +24,12 @@ DOCUMENTED = [
     ("much_dataset.loader", "load", None),
     ("much_metric.baselines.registry", "Baseline", None),
     ("much_metric.benchmark._run", "run_benchmark", None),
-    ("much_metric.benchmark._options", "EvaluationOptions", None),
+    ("much_metric.signals._options", "EvaluationOptions", None),
+    ("much_metric.signals._evaluation", "evaluate_signals", None),  # the embedded sample, offline
+    ("much_metric.signals._archive", "read_archive", None),  # a zip built in the example
+    ("much_metric.baselines.runner", "compute_signals", None),
+    ("much_metric.baselines.nli", "NliBatching", None),
+    ("builder.generation.sampling", "SamplingSettings", None),
     ("much_dataset.params", "check_param", None),
     ("much_dataset.jsonl", "plain_json", None),  # the embedded sample, offline
     ("much_metric.learned.estimators", "LinearDetector", None),  # torch on CPU (extra learned)

@@ -67,13 +67,25 @@ class SamplingSettings:
 
     Examples
     --------
+    MUCH's sampler by default; the temperature goes into the model (``logit_scale = 1 / T``), the engine samples at
+    1.0, so the stored probabilities are the tempered softmax:
+
+    >>> from builder.generation.sampling import SamplingSettings, SamplingSettingsError
     >>> s = SamplingSettings(temperature=0.7, seed=1)
     >>> (s.top_k, s.top_p, s.engine_temperature, round(s.logit_scale, 6))
     (20, 0.9, 1.0, 1.428571)
+
+    A setting that would make the stored values differ from MUCH's cannot be built at all:
+
     >>> SamplingSettings(repetition_penalty=1.1)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     builder.generation.sampling.SamplingSettingsError: repetition_penalty=1.1 changes the logits before the softmax: ...
+    >>> try:
+    ...     SamplingSettings(logprobs=5)
+    ... except SamplingSettingsError as error:
+    ...     print(error)
+    logprobs=5: MUCH stores 24 probabilities per token, ask for at least 24
     """
 
     temperature: float = 1.0

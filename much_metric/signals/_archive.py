@@ -278,6 +278,32 @@ def read_archive(data: bytes, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> Pars
     SubmissionRejected
         With a message naming the entry (and line) and the rule it breaks. Nothing is written outside a temporary
         folder that is removed before returning.
+
+    Examples
+    --------
+    A zip of one JSONL signal file (one record per sample: ``generation_id``, ``signal_name``, ``values``):
+
+    >>> import io, json, zipfile
+    >>> from much_metric.signals import SubmissionRejected, read_archive
+    >>> records = [{"generation_id": "en-1", "signal_name": "mine", "values": [0.1, 0.9, 0.0]}]
+    >>> buffer = io.BytesIO()
+    >>> with zipfile.ZipFile(buffer, "w") as archive:
+    ...     archive.writestr("mine.jsonl", "".join(json.dumps(r) + chr(10) for r in records))
+    ...     archive.writestr("timings.json", json.dumps({"mine": {"seconds": 1.5}}))
+    >>> parsed = read_archive(buffer.getvalue())
+    >>> parsed.signals["mine"]["en-1"].tolist(), parsed.timings["mine"]["seconds"]
+    ([0.1, 0.9, 0.0], 1.5)
+
+    An entry that would land outside its folder is refused, with the reason:
+
+    >>> attack = io.BytesIO()
+    >>> with zipfile.ZipFile(attack, "w") as archive:
+    ...     archive.writestr("../escape.jsonl", "{}")
+    >>> try:
+    ...     read_archive(attack.getvalue())
+    ... except SubmissionRejected as error:
+    ...     print(error)
+    archive entry '../escape.jsonl': path traversal ('..') in the file name
     """
     if not isinstance(data, bytes | bytearray):
         raise TypeError(f"the archive must be bytes, got {type(data).__name__}")

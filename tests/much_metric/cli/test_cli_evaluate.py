@@ -133,7 +133,7 @@ def test_errors_exit_2_and_name_the_sample(loader, split, tmp_path, capsys):
     assert _main(["evaluate", "--data", "sample", "--scores", str(other)]) == 2
     assert "no values for any generation_id" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        _main(["evaluate", "--data", "sample", "--scores", str(other), "--stopwords", "drop"])
+        _main(["evaluate", "--data", "sample", "--scores", str(other), "--stopword-handling", "drop"])
 
 
 def test_registered_in_the_much_cli():

@@ -40,7 +40,7 @@ def test_sample_run_prints_ktc_with_its_corpus_and_matches_the_library(tmp_path,
     out = tmp_path / "signals"
     report = tmp_path / "table.json"
     assert main(["run", "--data", "sample", "--split", "test", "--signals", "ktc", "--bootstrap", "40",
-                 "--no-progress", "--out", str(out), "--format", "jsonl", "--json", str(report)]) == 0
+                 "--no-progress", "--out", str(out), "--file-format", "jsonl", "--json", str(report)]) == 0
     text = capsys.readouterr().out
     assert "KTC neighbour statistics (shipped with the sample): SmolLM2-135M-Instruct: Mu-SHROOM test split" in text
     row = next(line for line in text.splitlines() if line.startswith("KTC"))
@@ -61,7 +61,7 @@ def test_sample_run_prints_ktc_with_its_corpus_and_matches_the_library(tmp_path,
     # The same file given explicitly: same scores (the run reuses nothing: another --out).
     assert main(["run", "--data", "sample", "--split", "test", "--signals", "ktc", "--bootstrap", "0",
                  "--no-progress", "--neighbours", str(SAMPLE_NEIGHBOURS), "--out", str(tmp_path / "again"),
-                 "--format", "jsonl"]) == 0
+                 "--file-format", "jsonl"]) == 0
     assert "KTC neighbour statistics: SmolLM2-135M-Instruct" in capsys.readouterr().out
     again = read_signals(tmp_path / "again")[result["signal_name"]]
     assert all(np.array_equal(again[gid], written[gid]) for gid in written)

@@ -59,7 +59,7 @@ def test_floors_are_the_seeded_random_and_constant_scores(rows):
 
 
 def test_random_state_of_the_floor_is_honoured_with_and_without_bootstrap(rows):
-    """--seed must reach the random floor even with --bootstrap 0 (no silently ignored option)."""
+    """--random-state must reach the random floor even with --bootstrap 0 (no silently ignored option)."""
     y = _claims(rows)
     seeded = np.random.default_rng(7).random(len(y))
     no_bootstrap = evaluate_signals(rows, _signals(rows),

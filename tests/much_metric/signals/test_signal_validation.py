@@ -169,8 +169,8 @@ def test_much_run_with_out_gives_bit_identical_metrics(tmp_path, monkeypatch, ca
     assert sorted(plain) == ["max_likelihood", "token_likelihood"]
     for fmt in ("parquet", "jsonl"):
         out = tmp_path / f"signals_{fmt}"
-        assert run("--out", str(out), "--format", fmt) == plain  # json floats: repr round-trips, so bit-identical
-        assert run("--out", str(out), "--format", fmt) == plain  # the rerun reads the files back
+        assert run("--out", str(out), "--file-format", fmt) == plain  # json floats: repr round-trips, so bit-identical
+        assert run("--out", str(out), "--file-format", fmt) == plain  # the rerun reads the files back
         evaluated = tmp_path / f"evaluate_{fmt}.json"
         assert main(["evaluate", "--data", "sample", "--scores", str(out), "--bootstrap", "50",
                      "--json", str(evaluated)]) == 0

@@ -1,0 +1,66 @@
+"""``much run`` / ``much evaluate`` flags named after the keyword they set (``--random-state`` ->
+``random_state``, ``--stopword-handling``, ``--file-format``); the old names still work as hidden aliases that say,
+on stderr, which name replaces them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from much_metric.cli import build_parser, main
+
+#: (command, old flag, new flag, value, attribute it sets)
+RENAMED = [
+    ("run", "--seed", "--random-state", "7", "random_state"),
+    ("run", "--stopwords", "--stopword-handling", "exclude", "stopword_handling"),
+    ("run", "--format", "--file-format", "jsonl", "file_format"),
+    ("evaluate", "--seed", "--random-state", "7", "random_state"),
+    ("evaluate", "--stopwords", "--stopword-handling", "exclude", "stopword_handling"),
+]
+
+
+def _parse(command: str, *extra: str):
+    required = ["--data", "sample"] + (["--scores", "signals.jsonl"] if command == "evaluate" else [])
+    return build_parser().parse_args([command, *required, *extra])
+
+
+@pytest.mark.parametrize(("command", "old", "new", "value", "attribute"), RENAMED)
+def test_old_flag_sets_the_same_keyword_and_warns(capsys, command, old, new, value, attribute):
+    expected = int(value) if attribute == "random_state" else value
+    assert getattr(_parse(command, new, value), attribute) == expected
+    assert capsys.readouterr().err == ""  # the new name is silent
+    assert getattr(_parse(command, old, value), attribute) == expected
+    err = capsys.readouterr().err
+    assert f"warning: {old} is deprecated" in err and f"use {new}" in err
+
+
+@pytest.mark.parametrize(("command", "old", "new", "value", "attribute"), RENAMED)
+def test_old_flag_is_hidden_from_help_and_keeps_its_checks(capsys, command, old, new, value, attribute):
+    parser = build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args([command, "--help"])
+    text = capsys.readouterr().out
+    assert new in text and f"{old} " not in text and f"{old}\n" not in text
+    defaults = _parse(command)
+    assert getattr(defaults, attribute) == {"random_state": 0, "stopword_handling": "null",
+                                            "file_format": "parquet"}[attribute]
+    if attribute != "random_state":
+        with pytest.raises(SystemExit):  # the alias keeps the new flag's choices
+            _parse(command, old, "neither")
+
+
+def test_much_run_with_the_old_seed_prints_the_same_table_as_random_state(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    common = ["run", "--data", "sample", "--split", "test", "--signals", "max_likelihood", "--bootstrap", "40",
+              "--no-progress", "--no-nli"]
+    assert main([*common, "--random-state", "5", "--json", str(tmp_path / "new.json")]) == 0
+    new = capsys.readouterr()
+    assert main([*common, "--seed", "5", "--json", str(tmp_path / "old.json")]) == 0
+    old = capsys.readouterr()
+    assert "--seed is deprecated" in old.err and "--seed" not in new.err
+    assert json.loads((tmp_path / "old.json").read_text())["results"][0]["intervals"] == \
+        json.loads((tmp_path / "new.json").read_text())["results"][0]["intervals"]
+    assert main([*common, "--random-state", "6", "--json", str(tmp_path / "other.json")]) == 0
+    assert json.loads((tmp_path / "other.json").read_text())["results"][0]["intervals"] != \
+        json.loads((tmp_path / "new.json").read_text())["results"][0]["intervals"]
