@@ -177,3 +177,22 @@ def test_calibration_on_a_seeded_half_equals_a_direct_fit(rows):
     assert no_interval.ece == first.ece and no_interval.ece_interval is None
     with pytest.raises(ValueError, match="exactly one"):
         calibrate_table(table)
+
+
+def test_options_object_drives_every_option_and_training_rows_can_be_included(rows):
+    ids = [r[schema.GENERATION_ID] for r in rows]
+    trained = {"max_likelihood": frozenset(ids[:10])}
+    options = EvaluationOptions(aggregator=("product", "mean"), by="lang", bootstrap=None, floors=False)
+    held_out = evaluate_signals(rows, _signals(rows), evaluation=options, training_rows=trained)
+    assert [(r.signal_name, r.aggregator) for r in held_out.results] == [
+        ("max_likelihood", "product"), ("max_likelihood", "mean"), ("noise", "product"), ("noise", "mean")]
+    assert held_out.floors == [] and held_out.training_excluded == {"max_likelihood": 10, "noise": 0}
+    assert held_out.results[0].score.n_samples == len(rows) - 10 and set(held_out.results[0].score.by) == {"lang"}
+    from dataclasses import replace
+
+    everything = evaluate_signals(rows, _signals(rows), evaluation=replace(options, include_training_rows=True),
+                                  training_rows=trained)
+    assert everything.training_excluded == {"max_likelihood": 0, "noise": 0}
+    assert everything.results[0].score.n_samples == len(rows)
+    with pytest.raises(TypeError, match="evaluation must be an EvaluationOptions"):
+        evaluate_signals(rows, _signals(rows), evaluation={"bootstrap": None})
