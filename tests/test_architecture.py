@@ -366,8 +366,6 @@ MAX_PARAMETERS = 8
 SIGNATURES_PENDING: dict[str, str] = {
     "much_metric.baselines.runner.compute_signals": "lead: 9 with internals=; the run's resources (tokenizer, NLI, "
                                                     "neighbours, internals) into one object, not done",
-    "much_metric.scoring._api.score": "house: aggregation options object (11 parameters; the core API, not done)",
-    "much_metric.scoring._api.compare": "house: aggregation options object (11 parameters, not done)",
     "much_metric.signals._evaluation.evaluate_signals": "house: evaluation options object (12 parameters, not done)",
     "much_metric.baselines.nli.NliScorer.__init__": "house: batching options object (10 parameters, not done)",
 }

@@ -4,7 +4,7 @@ numpy only. Sign conventions: token and claim scores are **uncertainties** (high
 the positive class of every metric is the hallucinated claim (label -1).
 
 * :func:`score` (-> :class:`ScoreResult`), :func:`score_claims`, :func:`aggregate_claims`, :func:`compare` -- the
-  public metric;
+  public metric; :class:`Aggregation` -- how token scores become claim scores, passed as ``aggregation=``;
 * :func:`claim_layout` / :class:`ClaimLayout` -- claims as flat index arrays, validated once and reusable;
 * :data:`METRIC_TABLE` -- one :class:`Metric` per reported number (key, label, function over :class:`Curves`,
   description): ``score``'s dict, the CLI tables, the HTML report and the module card iterate it;
@@ -38,12 +38,14 @@ from much_metric.scoring._calibration import fit as fit_calibrator
 from much_metric.scoring._comparison import Comparison, MetricComparison
 from much_metric.scoring._floors import constant_baseline, constant_expected, length_scores, random_baseline
 from much_metric.scoring._leaderboard import leaderboard, pairwise_p_values, rank_probabilities
+from much_metric.scoring._options import Aggregation
 from much_metric.scoring._ranking import METRIC_TABLE, METRICS, Curves, Metric, pr_curve, roc_curve
 from much_metric.scoring._rejection import prr, rejection_curve
 from much_metric.scoring._result import ScoreResult
 
 __all__ = [
     "AGGREGATORS",
+    "Aggregation",
     "Bootstrap",
     "Calibrator",
     "Comparison",

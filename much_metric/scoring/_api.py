@@ -2,14 +2,15 @@
 
 numpy only (no scikit-learn, torch, datasets or evaluate import). Sign conventions:
 
-* token and claim scores are **uncertainties**: higher = more likely hallucinated (``score_type="confidence"``
-  converts probabilities/confidences ``p`` into uncertainties ``1 - p`` first);
+* token and claim scores are **uncertainties**: higher = more likely hallucinated
+  (``aggregation=Aggregation(score_type="confidence")`` converts probabilities/confidences ``p`` into uncertainties
+  ``1 - p`` first);
 * the positive class of every metric is the hallucinated claim (label ``-1``, :data:`much_dataset.schema.HALLUCINATED`).
 
 Defaults reproduce the reference evaluation (docs/reference-behaviour.md#evaluation): the last chunk of every sample
 (the EOS claim) is dropped,
 stopword tokens are *nulled* (score 0, still counted in the claim length) and claims are aggregated with the
-noisy-OR ``product``.
+noisy-OR ``product``: the defaults of :class:`~much_metric.scoring.Aggregation`, passed as ``aggregation=``.
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ from much_metric.scoring._aggregation import (
 from much_metric.scoring._bootstrap import Bootstrap, bootstrap_intervals, paired_bootstrap
 from much_metric.scoring._checks import check_bootstrap, check_finite_claims, check_generation_ids, group_values
 from much_metric.scoring._comparison import Comparison
+from much_metric.scoring._options import Aggregation, as_aggregation
 from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
 from much_metric.scoring._result import ScoreResult
 
 __all__ = [
     "AGGREGATORS",
+    "Aggregation",
     "STOPWORD_MODES",
     "METRICS",
     "MUCH_GENERATION_CONFIGS",
@@ -82,12 +85,10 @@ def _layout_and_scores(
     token_chunks: Any,
     labels: Any,
     stopword_mask: Any,
-    *,
-    drop_last_chunk: bool,
-    score_type: str,
+    options: Aggregation,
     generation_ids: Sequence[str] | None,
 ) -> tuple[np.ndarray, ClaimLayout]:
-    flat, offsets = flatten_scores(token_scores, score_type=score_type, generation_ids=generation_ids)
+    flat, offsets = flatten_scores(token_scores, score_type=options.score_type, generation_ids=generation_ids)
     check_generation_ids(generation_ids, len(offsets) - 1)
     if isinstance(token_chunks, ClaimLayout):
         layout = token_chunks
@@ -101,10 +102,14 @@ def _layout_and_scores(
         np.diff(offsets),
         labels=labels,
         stopword_mask=stopword_mask,
-        drop_last_chunk=drop_last_chunk,
+        drop_last_chunk=options.drop_last_chunk,
         generation_ids=generation_ids,
     )
     return flat, layout
+
+
+def _aggregate(flat: np.ndarray, layout: ClaimLayout, options: Aggregation) -> np.ndarray:
+    return aggregate_flat(flat, layout, aggregator=options.aggregator, stopword_handling=options.stopword_handling)
 
 
 def aggregate_claims(
@@ -112,10 +117,7 @@ def aggregate_claims(
     token_chunks: Any,
     stopword_mask: Any = None,
     *,
-    aggregator: str = "product",
-    stopword_handling: Literal["null", "exclude"] = "null",
-    drop_last_chunk: bool = True,
-    score_type: Literal["uncertainty", "confidence"] = "uncertainty",
+    aggregation: Aggregation | str = "product",
     generation_ids: Sequence[str] | None = None,
 ) -> list[np.ndarray]:
     """Aggregate token scores into one score per claim.
@@ -132,21 +134,11 @@ def aggregate_claims(
         Per token, whether it is a stopword (``stopword_mask`` column). Without it no token is a stopword
         (:func:`score` and :func:`compare` then warn with :class:`MissingStopwordMaskWarning`: the reference
         evaluation needs the mask).
-    aggregator : {"product", "mean", "max", "geometric"}, default "product"
-        With ``s`` the claim's token scores and ``n`` their number (docs/reference-behaviour.md#aggregators):
-        ``product`` = 1 - prod(1 - s) (noisy-OR, reference default), ``mean`` = mean(s), ``max`` = max(s),
-        ``geometric`` = 1 - (prod(1 - s) + 1e-5) ** (1 / n). ``product`` and ``geometric`` assume s in [0, 1].
-    stopword_handling : {"null", "exclude"}, default "null"
-        ``"null"`` (reference, docs/reference-behaviour.md#stopword-rule; reproduces the paper's numbers): stopword
-        tokens score 0 but still
-        count in ``n``, so an all-stopword claim scores 0 (``geometric``: about -1e-5 / n).
-        ``"exclude"`` (corrected): stopword tokens are removed from their claim; a claim made only of stopwords
-        keeps all its tokens (it would otherwise have no score).
-    drop_last_chunk : bool, default True
-        Drop each sample's last chunk, the EOS claim (docs/reference-behaviour.md#evaluation-modes).
-    score_type : {"uncertainty", "confidence"}, default "uncertainty"
-        ``"confidence"``: ``token_scores`` are confidences (e.g. the sampled token's probability) in [0, 1]: they are
-        converted to uncertainties ``1 - p`` before aggregation (values outside [0, 1] are an error).
+    aggregation : Aggregation or str, default "product"
+        How token scores become claim scores: the aggregator (``product`` = 1 - prod(1 - s), the reference's
+        noisy-OR; ``mean``; ``max``; ``geometric``), the stopword rule (``"null"``, reference, or ``"exclude"``),
+        whether the EOS claim is dropped and whether the scores are uncertainties or confidences: see
+        :class:`~much_metric.scoring.Aggregation`. A str is the aggregator name, ``Aggregation(aggregator=name)``.
     generation_ids : sequence of str, optional
         ``generation_id`` of each sample, named in error messages.
 
@@ -164,22 +156,28 @@ def aggregate_claims(
     >>> scores, chunks = [[0.5, 0.2, 0.5, 0.0]], [[[0], [1, 2], [3]]]
     >>> [claims.tolist() for claims in aggregate_claims(scores, chunks)]  # product: 1 - prod(1 - s)
     [[0.5, 0.6]]
-    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, aggregator="max")]
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, aggregation="max")]
     [[0.5, 0.5]]
     >>> mask = [[False, False, True, False]]  # token 2 is a stopword: nulled (score 0) by default
-    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, mask, aggregator="mean")]
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, mask, aggregation="mean")]
     [[0.5, 0.1]]
-    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, mask, aggregator="mean",
-    ...                                                 stopword_handling="exclude")]
+    >>> from much_metric import Aggregation
+    >>> excluded = Aggregation(aggregator="mean", stopword_handling="exclude")
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, mask, aggregation=excluded)]
     [[0.5, 0.2]]
-    >>> [claims.tolist() for claims in aggregate_claims([[0.5, 0.8, 0.5, 1.0]], chunks, score_type="confidence")]
+    >>> confidences = Aggregation(score_type="confidence")
+    >>> [claims.tolist() for claims in aggregate_claims([[0.5, 0.8, 0.5, 1.0]], chunks, aggregation=confidences)]
     [[0.5, 0.6]]
-    """
-    flat, layout = _layout_and_scores(
-        token_scores, token_chunks, None, stopword_mask,
-        drop_last_chunk=drop_last_chunk, score_type=score_type, generation_ids=generation_ids,
-    )
-    claims = aggregate_flat(flat, layout, aggregator=aggregator, stopword_handling=stopword_handling)
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, aggregation=Aggregation(drop_last_chunk=False))]
+    [[0.5, 0.6, 0.0]]
+    >>> aggregate_claims(scores, chunks, aggregation={"aggregator": "max"})
+    Traceback (most recent call last):
+    ...
+    much_dataset.params.InvalidParameterError: aggregate_claims: aggregation must be a much_metric.Aggregation or an aggregator name (one of ('product', 'mean', 'max', 'geometric')), got dict {'aggregator': 'max'} (the options moved into one object: aggregation=Aggregation(aggregator=..., stopword_handling=..., drop_last_chunk=..., score_type=...))
+    """  # noqa: E501
+    options = as_aggregation(aggregation, "aggregate_claims")
+    flat, layout = _layout_and_scores(token_scores, token_chunks, None, stopword_mask, options, generation_ids)
+    claims = _aggregate(flat, layout, options)
     return np.split(claims, layout.sample_claim_offsets()[1:-1])
 
 
@@ -252,10 +250,7 @@ def score(
     labels: Any,
     stopword_mask: Any = None,
     *,
-    aggregator: str = "product",
-    stopword_handling: Literal["null", "exclude"] = "null",
-    drop_last_chunk: bool = True,
-    score_type: Literal["uncertainty", "confidence"] = "uncertainty",
+    aggregation: Aggregation | str = "product",
     by: Mapping[str, Sequence[Any]] | None = None,
     bootstrap: Bootstrap | None = None,
     generation_ids: Sequence[str] | None = None,
@@ -264,7 +259,7 @@ def score(
 
     Parameters
     ----------
-    token_scores, token_chunks, stopword_mask, aggregator, stopword_handling, drop_last_chunk, score_type
+    token_scores, token_chunks, stopword_mask, aggregation
         As in :func:`aggregate_claims`.
     generation_ids
         As in :func:`aggregate_claims`.
@@ -311,8 +306,17 @@ def score(
     >>> result.roc_auc, result.n_claims, result.n_hallucinated
     (1.0, 4, 2)
     >>> round(score([[0.9, 0.1, 0.0], [0.2, 0.7, 0.6, 0.0]], [[[0], [1], [2]], [[0], [1, 2], [3]]],
-    ...             [[-1, 1, 1], [1, -1, 1]], aggregator="mean").pr_auc, 4)
+    ...             [[-1, 1, 1], [1, -1, 1]], aggregation="mean").pr_auc, 4)
     1.0
+
+    The options of the aggregation travel together in an :class:`~much_metric.scoring.Aggregation`; here the
+    EOS claim is kept and counts as a correct claim:
+
+    >>> from much_metric import Aggregation
+    >>> kept = score([[0.9, 0.1, 0.0], [0.2, 0.7, 0.6, 0.0]], [[[0], [1], [2]], [[0], [1, 2], [3]]],
+    ...              [[-1, 1, 1], [1, -1, 1]], aggregation=Aggregation(aggregator="max", drop_last_chunk=False))
+    >>> kept.n_claims, kept.aggregator, kept.roc_auc
+    (6, 'max', 1.0)
     >>> result.to_dict()["aggregator"], sorted(result.metrics)[:3]
     ('product', ['average_precision', 'partial_average_precision_recall_20', 'partial_pr_auc_recall_20'])
     >>> with_intervals = score([[0.9, 0.1, 0.0], [0.2, 0.7, 0.6, 0.0]], [[[0], [1], [2]], [[0], [1, 2], [3]]],
@@ -325,17 +329,15 @@ def score(
             raise ValueError("score() needs labels: pass them, or build the ClaimLayout with labels=")
     elif labels is None:
         raise ValueError("score() needs labels (one per chunk, -1 hallucinated / +1 correct)")
+    options = as_aggregation(aggregation, "score")
     check_bootstrap(bootstrap)
     if stopword_mask is None and not isinstance(token_chunks, ClaimLayout):
         _warn_missing_mask("score")
-    flat, layout = _layout_and_scores(
-        token_scores, token_chunks, labels, stopword_mask,
-        drop_last_chunk=drop_last_chunk, score_type=score_type, generation_ids=generation_ids,
-    )
-    claims = aggregate_flat(flat, layout, aggregator=aggregator, stopword_handling=stopword_handling)
-    check_finite_claims(claims, layout, f"the {aggregator!r} aggregator")
-    return _score_layout(claims, layout, by, bootstrap=bootstrap, level="token", aggregator=aggregator,
-                         stopword_handling=stopword_handling)
+    flat, layout = _layout_and_scores(token_scores, token_chunks, labels, stopword_mask, options, generation_ids)
+    claims = _aggregate(flat, layout, options)
+    check_finite_claims(claims, layout, f"the {options.aggregator!r} aggregator")
+    return _score_layout(claims, layout, by, bootstrap=bootstrap, level="token", aggregator=options.aggregator,
+                         stopword_handling=options.stopword_handling)
 
 
 def _flat_confidences_to_uncertainties(claims: np.ndarray, layout: ClaimLayout) -> np.ndarray:
@@ -373,13 +375,33 @@ def score_claims(
         ``"confidence"``: ``claim_scores`` are confidences in [0, 1] (e.g. P(True)), converted to ``1 - p``
         (values outside [0, 1] are an error). Token-level options (aggregator, stopword handling) do not exist here:
         the claims are scored as given.
-    labels, drop_last_chunk, by, bootstrap, generation_ids
+    drop_last_chunk : bool, default True
+        Drop each sample's last chunk, the EOS claim, as ``Aggregation.drop_last_chunk`` does for :func:`score`.
+        (Nothing is aggregated here, so these two options are plain keywords, not an
+        :class:`~much_metric.scoring.Aggregation`.)
+    labels, by, bootstrap, generation_ids
         As in :func:`score`.
 
     Returns
     -------
     ScoreResult
         As :func:`score`, with ``level="claim"`` and ``aggregator`` / ``stopword_handling`` None.
+
+    Examples
+    --------
+    Two answers, one score per chunk (the EOS claim's score is ignored): a judge's P(hallucinated) ...
+
+    >>> from much_metric import score_claims
+    >>> chunks = [[[0], [1], [2]], [[0], [1, 2], [3]]]
+    >>> labels = [[-1, 1, 1], [1, -1, 1]]
+    >>> result = score_claims([[0.8, 0.3, 0.0], [0.4, 0.6, 0.0]], chunks, labels)
+    >>> result.roc_auc, result.n_claims, result.level, result.aggregator
+    (1.0, 4, 'claim', None)
+
+    ... or P(True), a confidence: ``1 - p`` is scored.
+
+    >>> score_claims([[0.2, 0.7, 1.0], [0.9, 0.8, 1.0]], chunks, labels, score_type="confidence").roc_auc
+    0.75
     """
     check_bootstrap(bootstrap)
     if isinstance(token_chunks, ClaimLayout):
@@ -422,10 +444,7 @@ def compare(
     labels: Any,
     stopword_mask: Any = None,
     *,
-    aggregator: str = "product",
-    stopword_handling: Literal["null", "exclude"] = "null",
-    drop_last_chunk: bool = True,
-    score_type: Literal["uncertainty", "confidence"] = "uncertainty",
+    aggregation: Aggregation | str = "product",
     bootstrap: Bootstrap = Bootstrap(),
     generation_ids: Sequence[str] | None = None,
 ) -> Comparison:
@@ -435,8 +454,8 @@ def compare(
     attribute), ``a``, ``b``, ``difference`` (a - b), ``interval`` (percentile
     interval of the difference over ``bootstrap.n_resamples`` paired resamples of the samples) and ``p_value``
     (two-sided bootstrap p-value of no difference, see :func:`much_metric.scoring._bootstrap.paired_bootstrap`). Both
-    methods' scores are of one kind: ``score_type="confidence"`` converts both to ``1 - p``; the other options are as in
-    :func:`score`.
+    methods' scores are of one kind and aggregated alike (``aggregation``, as in :func:`score`;
+    ``Aggregation(score_type="confidence")`` converts both to ``1 - p``); the other options are as in :func:`score`.
 
     Examples
     --------
@@ -450,15 +469,18 @@ def compare(
     (1.0, 0.125, 0.875)
     >>> result["roc_auc"]["interval"], result.roc_auc.p_value < 0.05
     ((0.5, 1.0), True)
+    >>> from much_metric import Aggregation
+    >>> kept = compare(sharp, vague, chunks, labels, aggregation=Aggregation(aggregator="max", drop_last_chunk=False),
+    ...                bootstrap=Bootstrap(n_resamples=200, random_state=0))
+    >>> kept.roc_auc.a, kept.roc_auc.b
+    (1.0, 0.5625)
     """
+    options = as_aggregation(aggregation, "compare")
     check_bootstrap(bootstrap, required=True)
     if stopword_mask is None and not isinstance(token_chunks, ClaimLayout):
         _warn_missing_mask("compare")
-    flat_a, layout = _layout_and_scores(
-        token_scores_a, token_chunks, labels, stopword_mask,
-        drop_last_chunk=drop_last_chunk, score_type=score_type, generation_ids=generation_ids,
-    )
-    flat_b, offsets_b = flatten_scores(token_scores_b, score_type=score_type, generation_ids=generation_ids)
+    flat_a, layout = _layout_and_scores(token_scores_a, token_chunks, labels, stopword_mask, options, generation_ids)
+    flat_b, offsets_b = flatten_scores(token_scores_b, score_type=options.score_type, generation_ids=generation_ids)
     if len(offsets_b) - 1 != layout.n_samples or not np.array_equal(offsets_b, layout.token_offsets):
         lengths_a, lengths_b = np.diff(layout.token_offsets), np.diff(offsets_b)
         if len(lengths_b) != len(lengths_a):
@@ -466,8 +488,8 @@ def compare(
         bad = int(np.flatnonzero(lengths_a != lengths_b)[0])
         raise ValueError(f"sample {layout.name(bad)}: token_scores_b has {int(lengths_b[bad])} scores but "
                          f"token_scores_a and the chunks have {int(lengths_a[bad])}")
-    claims_a = aggregate_flat(flat_a, layout, aggregator=aggregator, stopword_handling=stopword_handling)
-    claims_b = aggregate_flat(flat_b, layout, aggregator=aggregator, stopword_handling=stopword_handling)
+    claims_a = _aggregate(flat_a, layout, options)
+    claims_b = _aggregate(flat_b, layout, options)
     check_finite_claims(claims_a, layout, "token_scores_a")
     check_finite_claims(claims_b, layout, "token_scores_b")
     return Comparison.from_dict(paired_bootstrap(

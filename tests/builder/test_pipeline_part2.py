@@ -84,6 +84,6 @@ def test_part2_pipeline_end_to_end(tmp_path, monkeypatch):
     labels = train["labels"]
     assert any(-1 in row[:-1] for row in labels)  # the "Sydney" claim is hallucinated
     scores = token_likelihood(train)
-    result = score(scores, train["token_chunks"], labels, aggregator="max")
+    result = score(scores, train["token_chunks"], labels, aggregation="max")
     assert result.n_samples == 2 and result.n_hallucinated >= 1
     assert 0.0 <= result.roc_auc <= 1.0 and np.isfinite(result.roc_auc)

@@ -9,7 +9,7 @@ from sklearn.metrics import roc_auc_score
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
-from much_metric.scoring import Bootstrap, aggregate_claims, ece, fit_calibrator, leaderboard, score
+from much_metric.scoring import Aggregation, Bootstrap, aggregate_claims, ece, fit_calibrator, leaderboard, score
 from much_metric.signals._calibrate import calibrate_table, fit_rows_by_fraction
 from much_metric.signals._evaluation import evaluate_signals
 from much_metric.signals._rank import rank_methods
@@ -98,7 +98,7 @@ def test_claim_level_signal_equals_the_aggregated_token_signal(rows):
     token = _signals(rows)["max_likelihood"]
     ids = [r[schema.GENERATION_ID] for r in rows]
     claims = aggregate_claims([token[g] for g in ids], [r[schema.TOKEN_CHUNKS] for r in rows],
-                              [r[schema.STOPWORD_MASK] for r in rows], drop_last_chunk=False)
+                              [r[schema.STOPWORD_MASK] for r in rows], aggregation=Aggregation(drop_last_chunk=False))
     signals = {"max_likelihood": token, "ml@claim": dict(zip(ids, claims, strict=True))}
     table = evaluate_signals(rows, signals, bootstrap=Bootstrap(n_resamples=20), floors=False)
     by_name = {r.signal_name: r for r in table.results}
