@@ -4,10 +4,10 @@ A thin wrapper around :func:`much_metric.scoring.score`: ``compute`` returns exa
 (``ScoreResult.to_dict()``). This is the compatibility route for code written against ``evaluate``; in Python,
 ``much_metric.score`` is the direct one. ``compute`` keeps flat keywords (``aggregator=``, ``stopword_handling=``,
 ``drop_last_chunk=``, ``score_type=``), as ``evaluate`` modules do, and maps them to one
-:class:`much_metric.scoring.Aggregation`. Load it with ``much_metric.load_metric()``, or ``evaluate.load("much")`` from any
-directory once ``much install-metric`` (or a first ``much_metric.load_metric()``) has put this script in evaluate's
-module cache. The script imports the installed ``much_metric`` package rather than sibling files, so evaluate's copy
-in its modules cache needs nothing else.
+:class:`much_metric.scoring.Aggregation`. Load it with ``much_metric.load_metric()``, or ``evaluate.load("much")``
+from any directory once ``much install-metric`` (or a first ``much_metric.load_metric()``) has put this script in
+evaluate's module cache. The script imports the installed ``much_metric`` package rather than sibling files, so
+evaluate's copy in its modules cache needs nothing else.
 """
 
 import datasets
