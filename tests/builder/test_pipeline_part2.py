@@ -68,7 +68,7 @@ def test_part2_pipeline_end_to_end(tmp_path, monkeypatch):
     chunks = {r["generation_id"]: r["token_chunks"] for r in read_jsonl(out / "segments.jsonl")}
     kept = {r["generation_id"] for r in read_jsonl(out / "filter.jsonl") if r["split"] != "trash"}
     english = [g["generation_id"] for g in generations if g["lang"] == "en"]
-    chosen = human.select_samples(english, kept.__contains__, 1)[0]
+    chosen = human.draw_annotation_sample(english, kept.__contains__, 1)[0]
     answers = iter(["1"] * (len(chunks[chosen]) - 1) + [""])
     assert human.run(args, input_fn=lambda prompt: next(answers), print_fn=lambda text: None) == 0
     assert main(["filter", "--out", str(out)]) == 0

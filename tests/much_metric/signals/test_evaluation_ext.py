@@ -9,7 +9,7 @@ from sklearn.metrics import roc_auc_score
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
-from much_metric.scoring import Aggregation, Bootstrap, aggregate_claims, ece, fit_calibrator, leaderboard, score
+from much_metric.scoring import Aggregation, Bootstrap, aggregate_claims, ece, fit_calibrator, rank_claim_scores, score
 from much_metric.signals._calibrate import calibrate_table, fit_rows_by_fraction
 from much_metric.signals._evaluation import evaluate_signals
 from much_metric.signals._rank import rank_methods
@@ -128,8 +128,8 @@ def test_rank_methods_matches_leaderboard_and_per_language_values(rows):
                          timings={"noise": {"seconds": 2.0}}, generation_seconds=100.0)
     scores = {f"{r.signal_name} ({r.aggregator})": r.claim_scores for r in table.results}
     y = table.results[0].hallucinated
-    direct = leaderboard(scores, y, table.results[0].claim_rows, len(rows), metric="roc_auc",
-                         bootstrap=Bootstrap(n_resamples=200, random_state=3))
+    direct = rank_claim_scores(scores, y, table.results[0].claim_rows, len(rows), metric="roc_auc",
+                               bootstrap=Bootstrap(n_resamples=200, random_state=3))
     assert [r["method"] for r in board["rows"]] == [r["method"] for r in direct["rows"]]
     assert [r["rank"] for r in board["rows"]] == [r["rank"] + 1 for r in direct["rows"]]
     np.testing.assert_allclose(board["p_values"], direct["p_values"])
