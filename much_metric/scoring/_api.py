@@ -15,7 +15,6 @@ noisy-OR ``product``: the defaults of :class:`~much_metric.scoring.Aggregation`,
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -28,17 +27,24 @@ from much_metric.scoring._aggregation import (
     STOPWORD_MODES,
     ClaimLayout,
     MuchMetricWarning,
-    aggregate_flat,
     check_score_type,
     claim_layout,
     flatten_scores,
 )
-from much_metric.scoring._bootstrap import Bootstrap, bootstrap_intervals, paired_bootstrap
-from much_metric.scoring._checks import check_bootstrap, check_finite_claims, check_generation_ids, group_values
+from much_metric.scoring._bootstrap import Bootstrap, paired_bootstrap
+from much_metric.scoring._checks import check_bootstrap, check_finite_claims
 from much_metric.scoring._comparison import Comparison
 from much_metric.scoring._options import Aggregation, as_aggregation
-from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
+from much_metric.scoring._ranking import METRICS
 from much_metric.scoring._result import ScoreResult
+from much_metric.scoring._steps import (
+    MissingStopwordMaskWarning,
+    aggregate_with,
+    flat_confidences_to_uncertainties,
+    layout_and_scores,
+    score_layout,
+    warn_missing_mask,
+)
 
 __all__ = [
     "AGGREGATORS",
@@ -56,60 +62,6 @@ __all__ = [
     "compare",
     "select_samples",
 ]
-
-
-class MissingStopwordMaskWarning(MuchMetricWarning):
-    """:func:`score`/:func:`compare` got no ``stopword_mask``: no token is a stopword, unlike the reference."""
-
-
-#: What a missing ``stopword_mask`` changes, measured on the embedded sample (``token_entropy(delta=24)``, product
-#: aggregator): ROC-AUC without the mask, then with it. tests/much_metric/scoring/test_stopword_warning.py recomputes
-#: both and checks them against this text.
-MISSING_MASK_EFFECT = ("on the embedded sample, Token Entropy's ROC-AUC is 0.6069 without it instead of 0.6164 with "
-                       "it")
-
-
-def _warn_missing_mask(function: str) -> None:
-    warnings.warn(
-        f"{function}(): no stopword_mask given, so no token counts as a stopword; the reference evaluation (and the "
-        f"paper's numbers) nulls stopword tokens ({MISSING_MASK_EFFECT}). Pass the dataset's stopword_mask column "
-        "(much_dataset.load adds it to the hub rows, which lack it); to score without stopwords on purpose, pass an "
-        "all-False mask",
-        MissingStopwordMaskWarning,
-        stacklevel=3,
-    )
-
-
-def _layout_and_scores(
-    token_scores: Any,
-    token_chunks: Any,
-    labels: Any,
-    stopword_mask: Any,
-    options: Aggregation,
-    generation_ids: Sequence[str] | None,
-) -> tuple[np.ndarray, ClaimLayout]:
-    flat, offsets = flatten_scores(token_scores, score_type=options.score_type, generation_ids=generation_ids)
-    check_generation_ids(generation_ids, len(offsets) - 1)
-    if isinstance(token_chunks, ClaimLayout):
-        layout = token_chunks
-        if layout.n_samples != len(offsets) - 1 or not np.array_equal(layout.token_offsets, offsets):
-            raise ValueError("the token scores do not have the token counts the ClaimLayout was built for")
-        if labels is not None or stopword_mask is not None:
-            raise ValueError("labels and stopword_mask are part of a ClaimLayout; pass them to claim_layout()")
-        return flat, layout
-    layout = claim_layout(
-        token_chunks,
-        np.diff(offsets),
-        labels=labels,
-        stopword_mask=stopword_mask,
-        drop_last_chunk=options.drop_last_chunk,
-        generation_ids=generation_ids,
-    )
-    return flat, layout
-
-
-def _aggregate(flat: np.ndarray, layout: ClaimLayout, options: Aggregation) -> np.ndarray:
-    return aggregate_flat(flat, layout, aggregator=options.aggregator, stopword_handling=options.stopword_handling)
 
 
 def aggregate_claims(
@@ -176,72 +128,9 @@ def aggregate_claims(
     much_dataset.params.InvalidParameterError: aggregate_claims: aggregation must be a much_metric.Aggregation or an aggregator name (one of ('product', 'mean', 'max', 'geometric')), got dict {'aggregator': 'max'} (the options moved into one object: aggregation=Aggregation(aggregator=..., stopword_handling=..., drop_last_chunk=..., score_type=...))
     """  # noqa: E501
     options = as_aggregation(aggregation, "aggregate_claims")
-    flat, layout = _layout_and_scores(token_scores, token_chunks, None, stopword_mask, options, generation_ids)
-    claims = _aggregate(flat, layout, options)
+    flat, layout = layout_and_scores(token_scores, token_chunks, None, stopword_mask, options, generation_ids)
+    claims = aggregate_with(flat, layout, options)
     return np.split(claims, layout.sample_claim_offsets()[1:-1])
-
-
-def _metrics_of(
-    claim_scores: np.ndarray,
-    hallucinated: np.ndarray,
-    claim_sample: np.ndarray,
-    n_samples: int,
-    *,
-    group: str,
-    bootstrap: Bootstrap | None,
-) -> dict[str, Any]:
-    n_hallucinated = int(np.count_nonzero(hallucinated))
-    n_claims = int(len(hallucinated))
-    if n_hallucinated == 0 or n_hallucinated == n_claims:
-        kind = "no claim" if n_claims == 0 else ("no hallucinated" if n_hallucinated == 0 else "no correct")
-        warnings.warn(
-            f"{group}: {kind} claim among {n_claims} claims of {n_samples} samples; undefined metrics are nan",
-            MuchMetricWarning,
-            stacklevel=3,
-        )
-    point = curve_metrics(sort_claims(claim_scores, hallucinated))
-    result: dict[str, Any] = {key: float(point[key][0]) for key in METRICS}
-    result.update(n_samples=int(n_samples), n_claims=n_claims, n_hallucinated=n_hallucinated)
-    if bootstrap is not None:
-        intervals = bootstrap_intervals(
-            claim_scores, hallucinated, claim_sample, n_samples, n_resamples=bootstrap.n_resamples,
-            confidence_level=bootstrap.confidence_level, random_state=bootstrap.random_state,
-        )
-        result["intervals"] = {key: (float(low), float(high)) for key, (low, high) in intervals.items()}
-    return result
-
-
-def _score_layout(
-    claims: np.ndarray,
-    layout: ClaimLayout,
-    by: Mapping[str, Sequence[Any]] | None,
-    *,
-    bootstrap: Bootstrap | None,
-    level: str,
-    aggregator: str | None = None,
-    stopword_handling: str | None = None,
-) -> ScoreResult:
-    """Metrics (and breakdowns) of flat claim scores laid out as ``layout``'s evaluated claims."""
-    groups = group_values(by, layout.n_samples) if by is not None else {}
-    hallucinated = layout.labels == HALLUCINATED
-    options = dict(bootstrap=bootstrap)
-    meta = dict(level=level, aggregator=aggregator, stopword_handling=stopword_handling)
-    result = _metrics_of(claims, hallucinated, layout.claim_sample, layout.n_samples, group="all samples", **options)
-    breakdowns: dict[str, dict[str, ScoreResult]] = {}
-    if groups:
-        for name, (keys, sample_group) in groups.items():
-            per_value = {}
-            for position, key in enumerate(keys):
-                members = np.flatnonzero(sample_group == position)
-                remap = np.full(layout.n_samples, -1)
-                remap[members] = np.arange(len(members))
-                in_group = remap[layout.claim_sample] >= 0
-                per_value[key] = ScoreResult(**_metrics_of(
-                    claims[in_group], hallucinated[in_group], remap[layout.claim_sample[in_group]], len(members),
-                    group=f"{name}={key}", **options,
-                ), **meta)
-            breakdowns[name] = per_value
-    return ScoreResult(**result, **meta, by=breakdowns if groups else None)
 
 
 def score(
@@ -332,22 +221,12 @@ def score(
     options = as_aggregation(aggregation, "score")
     check_bootstrap(bootstrap)
     if stopword_mask is None and not isinstance(token_chunks, ClaimLayout):
-        _warn_missing_mask("score")
-    flat, layout = _layout_and_scores(token_scores, token_chunks, labels, stopword_mask, options, generation_ids)
-    claims = _aggregate(flat, layout, options)
+        warn_missing_mask("score")
+    flat, layout = layout_and_scores(token_scores, token_chunks, labels, stopword_mask, options, generation_ids)
+    claims = aggregate_with(flat, layout, options)
     check_finite_claims(claims, layout, f"the {options.aggregator!r} aggregator")
-    return _score_layout(claims, layout, by, bootstrap=bootstrap, level="token", aggregator=options.aggregator,
+    return score_layout(claims, layout, by, bootstrap=bootstrap, level="token", aggregator=options.aggregator,
                          stopword_handling=options.stopword_handling)
-
-
-def _flat_confidences_to_uncertainties(claims: np.ndarray, layout: ClaimLayout) -> np.ndarray:
-    """``1 - p`` of flat claim confidences laid out as ``layout``'s evaluated claims (each in [0, 1])."""
-    outside = np.flatnonzero(~((claims >= 0) & (claims <= 1)) & np.isfinite(claims))
-    if outside.size:
-        sample = int(layout.claim_sample[outside[0]])
-        raise ValueError(f"sample {layout.name(sample)}: with score_type='confidence', 'claim_scores' must be "
-                         f"probabilities in [0, 1], got {claims[outside[0]]}")
-    return 1.0 - claims
 
 
 def score_claims(
@@ -421,7 +300,7 @@ def score_claims(
         claims = np.asarray(claim_scores, dtype=np.float64)
         check_score_type(score_type)
         if score_type == "confidence":
-            claims = _flat_confidences_to_uncertainties(claims, layout)
+            claims = flat_confidences_to_uncertainties(claims, layout)
     else:
         per_chunk, offsets = flatten_scores(claim_scores, score_type=score_type, generation_ids=layout.generation_ids)
         n_chunks = np.diff(layout.chunk_offsets)
@@ -434,7 +313,7 @@ def score_claims(
                              f"token_chunks has {int(n_chunks[bad])} chunks (one score per chunk, EOS claim included)")
         claims = per_chunk[layout.kept_chunks]
     check_finite_claims(claims, layout, "claim_scores")
-    return _score_layout(claims, layout, by, bootstrap=bootstrap, level="claim")
+    return score_layout(claims, layout, by, bootstrap=bootstrap, level="claim")
 
 
 def compare(
@@ -478,8 +357,8 @@ def compare(
     options = as_aggregation(aggregation, "compare")
     check_bootstrap(bootstrap, required=True)
     if stopword_mask is None and not isinstance(token_chunks, ClaimLayout):
-        _warn_missing_mask("compare")
-    flat_a, layout = _layout_and_scores(token_scores_a, token_chunks, labels, stopword_mask, options, generation_ids)
+        warn_missing_mask("compare")
+    flat_a, layout = layout_and_scores(token_scores_a, token_chunks, labels, stopword_mask, options, generation_ids)
     flat_b, offsets_b = flatten_scores(token_scores_b, score_type=options.score_type, generation_ids=generation_ids)
     if len(offsets_b) - 1 != layout.n_samples or not np.array_equal(offsets_b, layout.token_offsets):
         lengths_a, lengths_b = np.diff(layout.token_offsets), np.diff(offsets_b)
@@ -488,8 +367,8 @@ def compare(
         bad = int(np.flatnonzero(lengths_a != lengths_b)[0])
         raise ValueError(f"sample {layout.name(bad)}: token_scores_b has {int(lengths_b[bad])} scores but "
                          f"token_scores_a and the chunks have {int(lengths_a[bad])}")
-    claims_a = _aggregate(flat_a, layout, options)
-    claims_b = _aggregate(flat_b, layout, options)
+    claims_a = aggregate_with(flat_a, layout, options)
+    claims_b = aggregate_with(flat_b, layout, options)
     check_finite_claims(claims_a, layout, "token_scores_a")
     check_finite_claims(claims_b, layout, "token_scores_b")
     return Comparison.from_dict(paired_bootstrap(
