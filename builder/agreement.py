@@ -26,12 +26,12 @@ from builder.filter import judge_kappa, load_labels
 from builder.store import atomic_write_text, read_jsonl
 from much_dataset.schema import CORRECT, GENERATION_ID, HALLUCINATED
 
-__all__ = ["compare", "load_annotator", "add_arguments", "run"]
+__all__ = ["label_agreement", "load_annotator", "add_arguments", "run"]
 
 _ORDER = [HALLUCINATED, CORRECT]
 
 
-def compare(first: Mapping[str, Sequence[int]], second: Mapping[str, Sequence[int]], *,
+def label_agreement(first: Mapping[str, Sequence[int]], second: Mapping[str, Sequence[int]], *,
             names: tuple[str, str] = ("a", "b")) -> dict[str, Any]:
     """Confusion matrix (2x2, order -1, +1; rows = ``first``) and kappa over the shared samples' non-EOS claims.
 
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         if not kept:
             raise BuilderError("--scope kept needs filter.jsonl (run `filter` first)")
         labels = {name: {g: v for g, v in rows.items() if g in kept} for name, rows in labels.items()}
-    results = [compare(labels[a], labels[b], names=(a, b)) for a, b in itertools.combinations(args.annotators, 2)]
+    results = [label_agreement(labels[a], labels[b], names=(a, b))
+               for a, b in itertools.combinations(args.annotators, 2)]
     for result in results:
         print(_format(result) + "\n")
     atomic_write_text(out / "agreement.json", json.dumps({"scope": args.scope, "pairs": results}, indent=2) + "\n")

@@ -30,7 +30,7 @@ from builder.filter import DEFAULT_JUDGES, EosResolver, classify, load_labels
 from builder.store import JsonlStore, read_jsonl
 from much_dataset.schema import CORRECT, GENERATION_CONFIG, GENERATION_ID, HALLUCINATED, LANG, OUTPUT, PROMPT
 
-__all__ = ["SELECTION_SEED", "select_samples", "ask_labels", "add_arguments", "run"]
+__all__ = ["SELECTION_SEED", "draw_annotation_sample", "ask_labels", "add_arguments", "run"]
 
 SELECTION_SEED = 53
 _ANSWERS = {"1": CORRECT, "+1": CORRECT, "y": CORRECT, "yes": CORRECT,
@@ -38,7 +38,7 @@ _ANSWERS = {"1": CORRECT, "+1": CORRECT, "y": CORRECT, "yes": CORRECT,
 HELP = "1/y = correct, -1/n = hallucinated, u = undo, h = guidelines, q = save & quit"
 
 
-def select_samples(ids: Sequence[str], eligible: Callable[[str], bool], size: int, *,
+def draw_annotation_sample(ids: Sequence[str], eligible: Callable[[str], bool], size: int, *,
                    seed: int = SELECTION_SEED) -> list[str]:
     """The fixed human-annotation sample: sorted ``ids`` shuffled by ``RandomState(seed)``, eligible, first ``size``.
 
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace, *, input_fn: Callable[[str], str] = input,
         return gid in segments and classify(generations[gid], [judge_labels[j].get(gid) for j in args.judges],
                                             resolver.ends_with_eos) is None
 
-    selected = select_samples(list(generations), eligible, args.size)
+    selected = draw_annotation_sample(list(generations), eligible, args.size)
     store = JsonlStore(out / f"human.{args.annotator}.jsonl")
     pending = [gid for gid in selected if gid not in store]
     print_fn(prompt.GUIDELINES)

@@ -18,21 +18,15 @@ from typing import Any
 from builder.errors import StepStopped, load_or_stop, require_input
 from builder.store import JsonlStore, Shard
 from much_dataset import schema
+from much_metric.models import load_tokenizer  # the toolkit's one loader (hub id, folder, .gguf, tokenizer file)
 
-__all__ = ["add_arguments", "run", "segment_record", "load_tokenizer"]
+__all__ = ["add_arguments", "run", "segment_record"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compat", default="0.2.1", help="much-segmenter version to reproduce (0.2.1 or 0.3.0)")
     parser.add_argument("--tokenizer", default=None,
                         help="hub id, folder or .gguf of the tokenizer for every generation (default: per config)")
-
-
-def load_tokenizer(source: str):
-    """A tokenizer from a hub id, folder, ``.gguf`` or tokenizer file (:func:`much_metric.models.load_tokenizer`)."""
-    from much_metric.models import load_tokenizer as load
-
-    return load(source)
 
 
 def segment_record(generation: dict[str, Any], tokenizer, *, compat: str = "0.2.1") -> dict[str, Any]:

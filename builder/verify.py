@@ -37,7 +37,7 @@ from builder.errors import BuilderError
 from builder.store import Shard
 from much_dataset import schema
 
-__all__ = ["add_arguments", "run", "compare", "row_problems", "RowProblem", "RULES"]
+__all__ = ["add_arguments", "run", "compare_probabilities", "row_problems", "RowProblem", "RULES"]
 
 RULES = ("candidates", "probabilities", "descending", "duplicate_ids", "sampled_token", "eos", "output", "chunks",
          "recomputed")
@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tolerance", type=float, default=1e-4, help="largest accepted |difference| (>= 0)")
 
 
-def compare(stored_ids: Sequence[Sequence[int]], stored_probs: Sequence[Sequence[float]],
+def compare_probabilities(stored_ids: Sequence[Sequence[int]], stored_probs: Sequence[Sequence[float]],
             ids: Sequence[Sequence[int]], probs: Sequence[Sequence[float]], *, tolerance: float) -> dict[str, Any]:
     """``max_abs_diff`` (NaN counts as infinite), ``positions``, ``id_mismatches`` (positions whose candidate count
     differs, or whose ids differ where the probabilities are not within ``tolerance``: a real difference, not a
@@ -184,8 +184,8 @@ def run(args: argparse.Namespace) -> int:
         if not any(p.rule == "candidates" and p.position is None for p in found):
             ids, probs = replay.replay_row(llm, row, temperature=args.temperature, prompt_style=args.prompt_style,
                                            brief=not args.no_brief, out_of_top=args.out_of_top)
-            numbers = compare(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], ids, probs,
-                              tolerance=args.tolerance)
+            numbers = compare_probabilities(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], ids, probs,
+                                            tolerance=args.tolerance)
             total["positions"] += numbers["positions"]
             total["id_mismatches"] += numbers["id_mismatches"]
             total["max_abs_diff"] = max(total["max_abs_diff"], numbers["max_abs_diff"])

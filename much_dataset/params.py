@@ -10,7 +10,7 @@ A constraint is an object with ``is_satisfied_by(value)`` and a ``description`` 
 The toolkit's shared option domains live here, at the bottom of the import graph (``much_dataset`` imports nothing
 of ``much_metric``), so the metric core, the signals, the benchmark and the CLI all read the same declaration:
 :data:`AGGREGATORS`, :data:`STOPWORD_MODES`, :data:`SCORE_TYPES` and the constraints :data:`AGGREGATOR`,
-:data:`STOPWORD_MODE`, :data:`POSITIVE_INT`, :data:`OPTIONAL_POSITIVE_INT`, :data:`FRACTION`,
+:data:`STOPWORD_MODE`, :data:`BOOL`, :data:`POSITIVE_INT`, :data:`OPTIONAL_POSITIVE_INT`, :data:`FRACTION`,
 :data:`OPEN_FRACTION`, :data:`RANDOM_STATE`.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "AGGREGATOR", "AGGREGATORS", "FRACTION", "OPEN_FRACTION", "OPTIONAL_POSITIVE_INT", "POSITIVE_INT",
+    "AGGREGATOR", "AGGREGATORS", "BOOL", "FRACTION", "OPEN_FRACTION", "OPTIONAL_POSITIVE_INT", "POSITIVE_INT",
     "RANDOM_STATE", "SCORE_TYPE", "SCORE_TYPES", "STOPWORD_MODE", "STOPWORD_MODES", "Constraint",
     "InvalidParameterError", "Interval", "NoneOr", "OneOf", "check_param", "check_params",
 ]
@@ -110,6 +110,17 @@ class NoneOr(Constraint):
         return f"{self.constraint.description} or None"
 
 
+@dataclass(frozen=True)
+class IsBool(Constraint):
+    """``True`` or ``False`` (a ``bool``; ``0``/``1`` and numpy bools are not)."""
+
+    description = "a bool"
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        """Whether ``value`` is a ``bool``."""
+        return isinstance(value, bool)
+
+
 #: Token-to-claim aggregators (docs/reference-behaviour.md#aggregators).
 AGGREGATORS: tuple[str, ...] = ("product", "mean", "max", "geometric")
 #: ``"null"``: stopword tokens scored 0 but counted in ``n`` (reference); ``"exclude"``: removed from the claim.
@@ -120,6 +131,7 @@ SCORE_TYPES: tuple[str, ...] = ("uncertainty", "confidence")
 AGGREGATOR = OneOf(AGGREGATORS)
 STOPWORD_MODE = OneOf(STOPWORD_MODES)
 SCORE_TYPE = OneOf(SCORE_TYPES)
+BOOL = IsBool()
 POSITIVE_INT = Interval(numbers.Integral, 1, None)
 OPTIONAL_POSITIVE_INT = NoneOr(POSITIVE_INT)
 #: A fraction in [0, 1] (a coverage, a share of samples).

@@ -18,6 +18,7 @@ _LAZY = {
     "IncrementalSegmenter": "much_metric.segmentation",
     "segment_many": "much_metric.segmentation",
     "aggregate_claims": "much_metric.scoring",
+    "Aggregation": "much_metric.scoring",
     "score": "much_metric.scoring",
     "score_claims": "much_metric.scoring",
     "ScoreResult": "much_metric.scoring",

@@ -1,16 +1,19 @@
 """MUCH metric: claim-level hallucination detection scores from token-level uncertainties (``evaluate`` module).
 
 A thin wrapper around :func:`much_metric.scoring.score`: ``compute`` returns exactly the core's result as a dict
-(``ScoreResult.to_dict()``). Load it with ``much_metric.load_metric()``, or ``evaluate.load("much")`` from any
-directory once ``much install-metric`` (or a first ``much_metric.load_metric()``) has put this script in evaluate's
-module cache. The script imports the installed ``much_metric`` package rather than sibling files, so evaluate's copy
-in its modules cache needs nothing else.
+(``ScoreResult.to_dict()``). This is the compatibility route for code written against ``evaluate``; in Python,
+``much_metric.score`` is the direct one. ``compute`` keeps flat keywords (``aggregator=``, ``stopword_handling=``,
+``drop_last_chunk=``, ``score_type=``), as ``evaluate`` modules do, and maps them to one
+:class:`much_metric.scoring.Aggregation`. Load it with ``much_metric.load_metric()``, or ``evaluate.load("much")``
+from any directory once ``much install-metric`` (or a first ``much_metric.load_metric()``) has put this script in
+evaluate's module cache. The script imports the installed ``much_metric`` package rather than sibling files, so
+evaluate's copy in its modules cache needs nothing else.
 """
 
 import datasets
 import evaluate
 
-from much_metric.scoring import score, score_claims
+from much_metric.scoring import Aggregation, score, score_claims
 
 _CITATION = """\
 @misc{much2025,
@@ -112,15 +115,18 @@ class MuchMetric(evaluate.Metric):
             return score_claims(predictions, token_chunks, references, drop_last_chunk=drop_last_chunk,
                                 score_type=score_type, by=by, bootstrap=bootstrap,
                                 generation_ids=generation_ids).to_dict()
+        aggregation = Aggregation(
+            aggregator="product" if aggregator is None else aggregator,
+            stopword_handling="null" if stopword_handling is None else stopword_handling,
+            drop_last_chunk=drop_last_chunk,
+            score_type=score_type,
+        )
         return score(
             predictions,
             token_chunks,
             references,
             stopword_mask,
-            aggregator="product" if aggregator is None else aggregator,
-            stopword_handling="null" if stopword_handling is None else stopword_handling,
-            drop_last_chunk=drop_last_chunk,
-            score_type=score_type,
+            aggregation=aggregation,
             by=by,
             bootstrap=bootstrap,
             generation_ids=generation_ids,

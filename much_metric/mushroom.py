@@ -19,6 +19,9 @@ Conventions of the official participant-kit scorer (``scorer.py``), reproduced e
   both are constant and 0.0 otherwise; else Spearman's rho (average ranks for ties, as ``scipy.stats.spearmanr``);
 * the reported scores are the plain means over items.
 
+:func:`score_spans` computes both (``score`` until round 4: ``much_metric.score`` is the claim-level metric; the old
+name still works, with a ``FutureWarning``).
+
 Where the official scorer fails with an ``AssertionError``/``IndexError`` or silently wraps a negative index, this
 module raises a :class:`MushroomFormatError` (a ``ValueError``) naming the record's ``id`` and the field.
 """
@@ -32,9 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from much_metric._deprecation import renamed
+
 __all__ = [
-    "MushroomFormatError", "read_jsonl", "hard_from_soft", "soft_from_hard", "item_iou", "item_cor",
-    "score", "baseline_predictions", "spearman", "token_char_ranges", "claim_char_ranges", "spans_prediction",
+    "MushroomFormatError", "read_mushroom_jsonl", "hard_from_soft", "soft_from_hard", "item_iou", "item_cor",
+    "score_spans", "baseline_predictions", "spearman", "token_char_ranges", "claim_char_ranges", "spans_prediction",
     "span_mask", "record_spans", "read_records", "output_text",
 ]
 
@@ -48,7 +53,7 @@ class MushroomFormatError(ValueError):
     """A Mu-SHROOM record is malformed (missing field, span out of range, unmatched id...)."""
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+def read_mushroom_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Records of a Mu-SHROOM JSONL file (one JSON object a line; blank lines skipped)."""
     from much_dataset.jsonl import read_jsonl as read_lines
 
@@ -66,7 +71,7 @@ def read_records(sources: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
         if not files or not all(f.is_file() for f in files):
             raise FileNotFoundError(f"no Mu-SHROOM JSONL file at {path}")
         for file in files:
-            yield from read_jsonl(file)
+            yield from read_mushroom_jsonl(file)
 
 
 def output_text(record: Mapping[str, Any]) -> str:
@@ -222,7 +227,7 @@ def _index(records: Iterable[Mapping[str, Any]], source: str) -> dict[str, Mappi
     return index
 
 
-def score(references: Iterable[Mapping[str, Any]], predictions: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def score_spans(references: Iterable[Mapping[str, Any]], predictions: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Mu-SHROOM IoU and correlation of ``predictions`` against ``references``.
 
     Parameters
@@ -330,3 +335,6 @@ def spans_prediction(item_id: str, ranges: np.ndarray, probabilities: Sequence[f
         else:
             merged.append([a, b])
     return {"id": item_id, "hard_labels": merged, "soft_labels": soft}
+
+
+__getattr__ = renamed(__name__, {"score": "score_spans", "read_jsonl": "read_mushroom_jsonl"})

@@ -97,13 +97,13 @@ def probes(pack_path: Path, *, layer: int, n_resamples: int, random_state: int, 
             sub = data.select(test.tolist())
             chunks, labels, mask = sub[schema.TOKEN_CHUNKS], sub[schema.LABELS], sub[schema.STOPWORD_MASK]
             for name, scores in methods.items():
-                result = score(scores, chunks, labels, mask, aggregator="product", bootstrap=bootstrap)
+                result = score(scores, chunks, labels, mask, aggregation="product", bootstrap=bootstrap)
                 entry = {"roc_auc": result.roc_auc, "interval": list(result.intervals["roc_auc"]),
                          "n_claims": result.n_claims, "n_test_rows": len(test), "n_train_rows": len(train_rows),
                          "n_dropped_train_rows": fold.n_dropped}
                 if name.startswith("Linear probe"):
                     reference = [baselines["Token Likelihood"][i] for i in test]
-                    paired = compare(scores, reference, chunks, labels, mask, aggregator="product",
+                    paired = compare(scores, reference, chunks, labels, mask, aggregation="product",
                                      bootstrap=bootstrap)
                     entry["p_vs_token_likelihood"] = paired["roc_auc"]["p_value"]
                     entry["fit_seconds"] = seconds

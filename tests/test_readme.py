@@ -12,6 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+CARD = ROOT / "much_metric" / "README.md"
 EXTENDING = ROOT / "docs" / "extending.md"
 
 
@@ -42,6 +43,45 @@ def test_readme_python_example_runs(monkeypatch, tmp_path):
     assert 0.5 < roc_auc < 1.0, printed  # token entropy beats chance on real Mu-SHROOM labels
     assert round(float(printed[1]), 4) == roc_auc  # the evaluate route gives the same number
     assert namespace["result"].n_claims == int(re.search(r"claims (\d+)", printed[0]).group(1))
+
+
+def test_metric_card_leads_with_score_on_much_dataset_load_and_agrees_with_the_readme(monkeypatch, tmp_path):
+    """much_metric/README.md: its first python block is much_metric.score on much_dataset.load (run as written on the
+    embedded sample), the evaluate block comes after it and gives the same ROC-AUC, and the printed number is the
+    front page's (same method, same split)."""
+    import warnings
+
+    from much_metric.scoring import MissingStopwordMaskWarning
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_EVALUATE_OFFLINE", "1")
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "modules"))
+    text = CARD.read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert "much_dataset.load(" in blocks[0] and "much_metric.score(" in blocks[0], blocks[0]
+    assert "evaluate.load(" in blocks[1] and text.index("much_metric.score(") < text.index("evaluate.load(")
+    assert "datasets.load_dataset(" not in "".join(blocks)
+    namespace: dict = {}
+    printed = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingStopwordMaskWarning)
+        for block in blocks[:2]:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(block, str(CARD), "exec"), namespace)
+            printed.append(out.getvalue())
+    roc_auc = float(re.search(r"ROC-AUC ([0-9.]+)", printed[0]).group(1))
+    assert 0.5 < roc_auc < 1.0
+    assert round(float(printed[1]), 4) == roc_auc == round(namespace["same"]["roc_auc"], 4)
+    corrected = namespace["corrected"]
+    assert (corrected.aggregator, corrected.stopword_handling) == ("max", "exclude")
+    assert corrected.roc_auc != namespace["result"].roc_auc
+    front = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)[0]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(front, str(README), "exec"), {})
+    assert out.getvalue() == printed[0].splitlines(keepends=True)[0]
 
 
 def test_readme_quotes_evaluate_error_without_install(tmp_path):

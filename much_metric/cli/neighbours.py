@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
         shard = parse_shard(args.shard)
         if Path(args.tokenizer).exists():  # tokenizer.json, folder, .gguf or tekken file
-            from much_metric.cli.segment import load_tokenizer as load_local
+            from much_metric.cli.segment import load_tokenizer_argument as load_local
 
             tokenizer = load_local(args.tokenizer)
         else:  # 'smollm2' or a hub id

@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def load_tokenizer(path: str, *, eos_token: str | None = None):
+def load_tokenizer_argument(path: str, *, eos_token: str | None = None):
     """The tokenizer of ``--tokenizer`` (the toolkit's one loader: also ``smollm2`` and hub ids).
 
     Raises ``FileNotFoundError`` for a missing path and ``ValueError`` for a file no loader accepts (``tokenizers``
@@ -113,7 +113,7 @@ def _check_content(generation_id: str, output: str, tokens: list[int], tokenizer
                      f"{output[first:first + 12]!r}): ids out of order, or of another generation or tokenizer")
 
 
-def segment_record(record: dict, tokenizer, *, compat: str) -> dict:
+def _segment_record(record: dict, tokenizer, *, compat: str) -> dict:
     """``{generation_id, token_chunks}`` for one input record; errors name the generation and the field."""
     from much_metric.segmentation import segment
 
@@ -140,9 +140,9 @@ def run(args: argparse.Namespace) -> int:
 
     # The whole input is read and checked before the tokenizer loads (which can take seconds): a bad record fails fast.
     records = list(_records(args.input))
-    tokenizer = load_tokenizer(args.tokenizer, eos_token=args.eos_token)
+    tokenizer = load_tokenizer_argument(args.tokenizer, eos_token=args.eos_token)
     lines = [
-        json.dumps(segment_record(record, tokenizer, compat=args.compat), ensure_ascii=False)
+        json.dumps(_segment_record(record, tokenizer, compat=args.compat), ensure_ascii=False)
         for record in tqdm(records, desc="segment", unit="generation", disable=None)
     ]
     text = "".join(line + "\n" for line in lines)

@@ -75,13 +75,13 @@ def held_out_scores(dataset: Any, folder: Path) -> dict[str, dict[str, Any]]:
     """ROC-AUC/PR-AUC of the detector and of Max Likelihood on ``dataset``'s claims (the detector's aggregator)."""
     from much_metric.baselines import max_likelihood, token_arrays
     from much_metric.learned import load_detector
-    from much_metric.scoring import score
+    from much_metric.scoring import Aggregation, score
 
     detector = load_detector(folder)
     arrays = token_arrays(dataset)
     masks = dataset["stopword_mask"] if "stopword_mask" in dataset.column_names else None
-    common = {"aggregator": detector.config["aggregator"],
-              "stopword_handling": detector.config["stopword_handling"]}
+    common = {"aggregation": Aggregation(aggregator=detector.config["aggregator"],
+                                         stopword_handling=detector.config["stopword_handling"])}
     chunks, labels = dataset["token_chunks"], dataset["labels"]
     return {"learned": score(arrays.split(detector.token_scores(arrays)), chunks, labels, masks, **common).to_dict(),
             "max_likelihood": score(max_likelihood(arrays), chunks, labels, masks, **common).to_dict()}

@@ -238,13 +238,13 @@ def _validation_metrics(detector: Detector, validation: Any, *, aggregator: str,
                         stopword_handling: str) -> dict[str, Any]:
     from much_metric.baselines import token_arrays
     from much_metric.learned._data import column
-    from much_metric.scoring import score
+    from much_metric.scoring import Aggregation, score
 
     arrays = token_arrays(validation)
     masks = column(validation, "stopword_mask")
     result = score(arrays.split(detector.token_scores(arrays)), column(validation, "token_chunks"),
                    column(validation, "labels"), masks if masks and all(m is not None for m in masks) else None,
-                   aggregator=aggregator, stopword_handling=stopword_handling)
+                   aggregation=Aggregation(aggregator=aggregator, stopword_handling=stopword_handling))
     values = result.to_dict()
     return {key: values[key] for key in ("roc_auc", "pr_auc", "n_claims", "n_hallucinated")}
 

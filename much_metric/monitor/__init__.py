@@ -264,7 +264,7 @@ class ClaimMonitor:
     def _score(self, closed: list[list[int]]) -> list[MonitoredClaim]:
         import time
 
-        from much_metric.scoring import aggregate_claims
+        from much_metric.scoring import Aggregation, aggregate_claims
 
         started = time.perf_counter()
         end = closed[-1][-1] + 1
@@ -276,8 +276,9 @@ class ClaimMonitor:
             ids = self._ids[first : last + 1]
             scores = self._scores[first : last + 1].copy()
             stop = np.fromiter((self._is_stopword(t) for t in ids), dtype=bool, count=len(ids))
-            (value,), = aggregate_claims([scores], [[list(range(len(ids)))]], [stop], aggregator=self.aggregator,
-                                         stopword_handling=self.stopword_handling, drop_last_chunk=False)
+            options = Aggregation(aggregator=self.aggregator, stopword_handling=self.stopword_handling,
+                                  drop_last_chunk=False)
+            (value,), = aggregate_claims([scores], [[list(range(len(ids)))]], [stop], aggregation=options)
             text = self._segmenter.text_of(first, last)  # decoded text the segmenter already maintains
             eos = all(t in self._eos_ids for t in ids)
             flagged = self.threshold is not None and not eos and float(value) >= self.threshold

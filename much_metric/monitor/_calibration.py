@@ -54,7 +54,7 @@ def calibrate(monitor, data: Any, *, target_fpr: float | None = None, target_pre
     """See :meth:`much_metric.monitor.ClaimMonitor.calibrate`."""
     from much_metric.baselines import token_arrays
     from much_metric.monitor._records import Calibration
-    from much_metric.scoring import aggregate_claims
+    from much_metric.scoring import Aggregation, aggregate_claims
 
     if target_fpr is not None and target_precision is not None:
         raise ValueError("give target_fpr or target_precision, not both")
@@ -74,8 +74,9 @@ def calibrate(monitor, data: Any, *, target_fpr: float | None = None, target_pre
         from much_dataset.stopwords import stopword_mask
 
         mask = arrays.split(stopword_mask(arrays.output_tokens, monitor.tokenizer))
-    claim_scores = aggregate_claims(arrays.split(flat), data[TOKEN_CHUNKS], mask, aggregator=monitor.aggregator,
-                                    stopword_handling=monitor.stopword_handling, drop_last_chunk=drop_last_chunk,
+    options = Aggregation(aggregator=monitor.aggregator, stopword_handling=monitor.stopword_handling,
+                          drop_last_chunk=drop_last_chunk)
+    claim_scores = aggregate_claims(arrays.split(flat), data[TOKEN_CHUNKS], mask, aggregation=options,
                                     generation_ids=arrays.generation_ids)
     labels = data[LABELS]
     kept = [np.asarray(row, dtype=np.int64)[: len(scores)] for row, scores in zip(labels, claim_scores, strict=True)]

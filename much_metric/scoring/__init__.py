@@ -4,7 +4,7 @@ numpy only. Sign conventions: token and claim scores are **uncertainties** (high
 the positive class of every metric is the hallucinated claim (label -1).
 
 * :func:`score` (-> :class:`ScoreResult`), :func:`score_claims`, :func:`aggregate_claims`, :func:`compare` -- the
-  public metric;
+  public metric; :class:`Aggregation` -- how token scores become claim scores, passed as ``aggregation=``;
 * :func:`claim_layout` / :class:`ClaimLayout` -- claims as flat index arrays, validated once and reusable;
 * :data:`METRIC_TABLE` -- one :class:`Metric` per reported number (key, label, function over :class:`Curves`,
   description): ``score``'s dict, the CLI tables, the HTML report and the module card iterate it;
@@ -16,13 +16,16 @@ the positive class of every metric is the hallucinated claim (label -1).
 * :func:`fit_calibrator` (isotonic / binned) -> :class:`Calibrator`, :func:`ece`, :func:`brier`,
   :func:`reliability_diagram`, :func:`bootstrap_ece` -- calibration of claim scores into probabilities;
 * :func:`random_baseline`, :func:`length_scores`, :func:`constant_baseline`, :func:`constant_expected` -- floors;
-* :func:`leaderboard`, :func:`rank_probabilities`, :func:`pairwise_p_values` -- ranking methods on the same claims.
+* :func:`rank_claim_scores`, :func:`rank_probabilities`, :func:`pairwise_p_values` -- ranking methods on the same claims
+  (``leaderboard`` until round 4, a deprecated alias now: the public leaderboard is the ``much_leaderboard``
+  package).
 
 ``__all__`` is what a user calls. The flat building blocks that the toolkit's own evaluation loop, ranking and
 report use (``aggregate_flat``, ``flatten_scores``, ``bootstrap_distribution``, ``curve_metrics``, ``sort_claims``)
 are in :mod:`much_metric.scoring.engine`.
 """
 
+from much_metric._deprecation import renamed
 from much_metric.scoring._aggregation import (
     AGGREGATORS,
     SCORE_TYPES,
@@ -37,13 +40,15 @@ from much_metric.scoring._calibration import Calibrator, bootstrap_ece, brier, e
 from much_metric.scoring._calibration import fit as fit_calibrator
 from much_metric.scoring._comparison import Comparison, MetricComparison
 from much_metric.scoring._floors import constant_baseline, constant_expected, length_scores, random_baseline
-from much_metric.scoring._leaderboard import leaderboard, pairwise_p_values, rank_probabilities
+from much_metric.scoring._leaderboard import pairwise_p_values, rank_claim_scores, rank_probabilities
+from much_metric.scoring._options import Aggregation
 from much_metric.scoring._ranking import METRIC_TABLE, METRICS, Curves, Metric, pr_curve, roc_curve
 from much_metric.scoring._rejection import prr, rejection_curve
 from much_metric.scoring._result import ScoreResult
 
 __all__ = [
     "AGGREGATORS",
+    "Aggregation",
     "Bootstrap",
     "Calibrator",
     "Comparison",
@@ -54,11 +59,11 @@ __all__ = [
     "constant_expected",
     "ece",
     "fit_calibrator",
-    "leaderboard",
     "length_scores",
     "pairwise_p_values",
     "prr",
     "random_baseline",
+    "rank_claim_scores",
     "rank_probabilities",
     "rejection_curve",
     "reliability_diagram",
@@ -82,3 +87,5 @@ __all__ = [
     "score",
     "score_claims",
 ]
+
+__getattr__ = renamed(__name__, {"leaderboard": "rank_claim_scores"})

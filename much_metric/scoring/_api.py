@@ -2,19 +2,19 @@
 
 numpy only (no scikit-learn, torch, datasets or evaluate import). Sign conventions:
 
-* token and claim scores are **uncertainties**: higher = more likely hallucinated (``score_type="confidence"``
-  converts probabilities/confidences ``p`` into uncertainties ``1 - p`` first);
+* token and claim scores are **uncertainties**: higher = more likely hallucinated
+  (``aggregation=Aggregation(score_type="confidence")`` converts probabilities/confidences ``p`` into uncertainties
+  ``1 - p`` first);
 * the positive class of every metric is the hallucinated claim (label ``-1``, :data:`much_dataset.schema.HALLUCINATED`).
 
 Defaults reproduce the reference evaluation (docs/reference-behaviour.md#evaluation): the last chunk of every sample
 (the EOS claim) is dropped,
 stopword tokens are *nulled* (score 0, still counted in the claim length) and claims are aggregated with the
-noisy-OR ``product``.
+noisy-OR ``product``: the defaults of :class:`~much_metric.scoring.Aggregation`, passed as ``aggregation=``.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -27,19 +27,28 @@ from much_metric.scoring._aggregation import (
     STOPWORD_MODES,
     ClaimLayout,
     MuchMetricWarning,
-    aggregate_flat,
     check_score_type,
     claim_layout,
     flatten_scores,
 )
-from much_metric.scoring._bootstrap import Bootstrap, bootstrap_intervals, paired_bootstrap
-from much_metric.scoring._checks import check_bootstrap, check_finite_claims, check_generation_ids, group_values
+from much_metric.scoring._bootstrap import Bootstrap, paired_bootstrap
+from much_metric.scoring._checks import check_bootstrap, check_finite_claims
 from much_metric.scoring._comparison import Comparison
-from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
+from much_metric.scoring._options import Aggregation, as_aggregation
+from much_metric.scoring._ranking import METRICS
 from much_metric.scoring._result import ScoreResult
+from much_metric.scoring._steps import (
+    MissingStopwordMaskWarning,
+    aggregate_with,
+    flat_confidences_to_uncertainties,
+    layout_and_scores,
+    score_layout,
+    warn_missing_mask,
+)
 
 __all__ = [
     "AGGREGATORS",
+    "Aggregation",
     "STOPWORD_MODES",
     "METRICS",
     "MUCH_GENERATION_CONFIGS",
@@ -55,67 +64,12 @@ __all__ = [
 ]
 
 
-class MissingStopwordMaskWarning(MuchMetricWarning):
-    """:func:`score`/:func:`compare` got no ``stopword_mask``: no token is a stopword, unlike the reference."""
-
-
-#: What a missing ``stopword_mask`` changes, measured on the embedded sample (``token_entropy(delta=24)``, product
-#: aggregator): ROC-AUC without the mask, then with it. tests/much_metric/scoring/test_stopword_warning.py recomputes
-#: both and checks them against this text.
-MISSING_MASK_EFFECT = ("on the embedded sample, Token Entropy's ROC-AUC is 0.6069 without it instead of 0.6164 with "
-                       "it")
-
-
-def _warn_missing_mask(function: str) -> None:
-    warnings.warn(
-        f"{function}(): no stopword_mask given, so no token counts as a stopword; the reference evaluation (and the "
-        f"paper's numbers) nulls stopword tokens ({MISSING_MASK_EFFECT}). Pass the dataset's stopword_mask column "
-        "(much_dataset.load adds it to the hub rows, which lack it); to score without stopwords on purpose, pass an "
-        "all-False mask",
-        MissingStopwordMaskWarning,
-        stacklevel=3,
-    )
-
-
-def _layout_and_scores(
-    token_scores: Any,
-    token_chunks: Any,
-    labels: Any,
-    stopword_mask: Any,
-    *,
-    drop_last_chunk: bool,
-    score_type: str,
-    generation_ids: Sequence[str] | None,
-) -> tuple[np.ndarray, ClaimLayout]:
-    flat, offsets = flatten_scores(token_scores, score_type=score_type, generation_ids=generation_ids)
-    check_generation_ids(generation_ids, len(offsets) - 1)
-    if isinstance(token_chunks, ClaimLayout):
-        layout = token_chunks
-        if layout.n_samples != len(offsets) - 1 or not np.array_equal(layout.token_offsets, offsets):
-            raise ValueError("the token scores do not have the token counts the ClaimLayout was built for")
-        if labels is not None or stopword_mask is not None:
-            raise ValueError("labels and stopword_mask are part of a ClaimLayout; pass them to claim_layout()")
-        return flat, layout
-    layout = claim_layout(
-        token_chunks,
-        np.diff(offsets),
-        labels=labels,
-        stopword_mask=stopword_mask,
-        drop_last_chunk=drop_last_chunk,
-        generation_ids=generation_ids,
-    )
-    return flat, layout
-
-
 def aggregate_claims(
     token_scores: Any,
     token_chunks: Any,
     stopword_mask: Any = None,
     *,
-    aggregator: str = "product",
-    stopword_handling: Literal["null", "exclude"] = "null",
-    drop_last_chunk: bool = True,
-    score_type: Literal["uncertainty", "confidence"] = "uncertainty",
+    aggregation: Aggregation | str = "product",
     generation_ids: Sequence[str] | None = None,
 ) -> list[np.ndarray]:
     """Aggregate token scores into one score per claim.
@@ -132,21 +86,11 @@ def aggregate_claims(
         Per token, whether it is a stopword (``stopword_mask`` column). Without it no token is a stopword
         (:func:`score` and :func:`compare` then warn with :class:`MissingStopwordMaskWarning`: the reference
         evaluation needs the mask).
-    aggregator : {"product", "mean", "max", "geometric"}, default "product"
-        With ``s`` the claim's token scores and ``n`` their number (docs/reference-behaviour.md#aggregators):
-        ``product`` = 1 - prod(1 - s) (noisy-OR, reference default), ``mean`` = mean(s), ``max`` = max(s),
-        ``geometric`` = 1 - (prod(1 - s) + 1e-5) ** (1 / n). ``product`` and ``geometric`` assume s in [0, 1].
-    stopword_handling : {"null", "exclude"}, default "null"
-        ``"null"`` (reference, docs/reference-behaviour.md#stopword-rule; reproduces the paper's numbers): stopword
-        tokens score 0 but still
-        count in ``n``, so an all-stopword claim scores 0 (``geometric``: about -1e-5 / n).
-        ``"exclude"`` (corrected): stopword tokens are removed from their claim; a claim made only of stopwords
-        keeps all its tokens (it would otherwise have no score).
-    drop_last_chunk : bool, default True
-        Drop each sample's last chunk, the EOS claim (docs/reference-behaviour.md#evaluation-modes).
-    score_type : {"uncertainty", "confidence"}, default "uncertainty"
-        ``"confidence"``: ``token_scores`` are confidences (e.g. the sampled token's probability) in [0, 1]: they are
-        converted to uncertainties ``1 - p`` before aggregation (values outside [0, 1] are an error).
+    aggregation : Aggregation or str, default "product"
+        How token scores become claim scores: the aggregator (``product`` = 1 - prod(1 - s), the reference's
+        noisy-OR; ``mean``; ``max``; ``geometric``), the stopword rule (``"null"``, reference, or ``"exclude"``),
+        whether the EOS claim is dropped and whether the scores are uncertainties or confidences: see
+        :class:`~much_metric.scoring.Aggregation`. A str is the aggregator name, ``Aggregation(aggregator=name)``.
     generation_ids : sequence of str, optional
         ``generation_id`` of each sample, named in error messages.
 
@@ -164,86 +108,29 @@ def aggregate_claims(
     >>> scores, chunks = [[0.5, 0.2, 0.5, 0.0]], [[[0], [1, 2], [3]]]
     >>> [claims.tolist() for claims in aggregate_claims(scores, chunks)]  # product: 1 - prod(1 - s)
     [[0.5, 0.6]]
-    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, aggregator="max")]
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, aggregation="max")]
     [[0.5, 0.5]]
     >>> mask = [[False, False, True, False]]  # token 2 is a stopword: nulled (score 0) by default
-    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, mask, aggregator="mean")]
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, mask, aggregation="mean")]
     [[0.5, 0.1]]
-    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, mask, aggregator="mean",
-    ...                                                 stopword_handling="exclude")]
+    >>> from much_metric import Aggregation
+    >>> excluded = Aggregation(aggregator="mean", stopword_handling="exclude")
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, mask, aggregation=excluded)]
     [[0.5, 0.2]]
-    >>> [claims.tolist() for claims in aggregate_claims([[0.5, 0.8, 0.5, 1.0]], chunks, score_type="confidence")]
+    >>> confidences = Aggregation(score_type="confidence")
+    >>> [claims.tolist() for claims in aggregate_claims([[0.5, 0.8, 0.5, 1.0]], chunks, aggregation=confidences)]
     [[0.5, 0.6]]
-    """
-    flat, layout = _layout_and_scores(
-        token_scores, token_chunks, None, stopword_mask,
-        drop_last_chunk=drop_last_chunk, score_type=score_type, generation_ids=generation_ids,
-    )
-    claims = aggregate_flat(flat, layout, aggregator=aggregator, stopword_handling=stopword_handling)
+    >>> [claims.tolist() for claims in aggregate_claims(scores, chunks, aggregation=Aggregation(drop_last_chunk=False))]
+    [[0.5, 0.6, 0.0]]
+    >>> aggregate_claims(scores, chunks, aggregation={"aggregator": "max"})
+    Traceback (most recent call last):
+    ...
+    much_dataset.params.InvalidParameterError: aggregate_claims: aggregation must be a much_metric.Aggregation or an aggregator name (one of ('product', 'mean', 'max', 'geometric')), got dict {'aggregator': 'max'} (the options moved into one object: aggregation=Aggregation(aggregator=..., stopword_handling=..., drop_last_chunk=..., score_type=...))
+    """  # noqa: E501
+    options = as_aggregation(aggregation, "aggregate_claims")
+    flat, layout = layout_and_scores(token_scores, token_chunks, None, stopword_mask, options, generation_ids)
+    claims = aggregate_with(flat, layout, options)
     return np.split(claims, layout.sample_claim_offsets()[1:-1])
-
-
-def _metrics_of(
-    claim_scores: np.ndarray,
-    hallucinated: np.ndarray,
-    claim_sample: np.ndarray,
-    n_samples: int,
-    *,
-    group: str,
-    bootstrap: Bootstrap | None,
-) -> dict[str, Any]:
-    n_hallucinated = int(np.count_nonzero(hallucinated))
-    n_claims = int(len(hallucinated))
-    if n_hallucinated == 0 or n_hallucinated == n_claims:
-        kind = "no claim" if n_claims == 0 else ("no hallucinated" if n_hallucinated == 0 else "no correct")
-        warnings.warn(
-            f"{group}: {kind} claim among {n_claims} claims of {n_samples} samples; undefined metrics are nan",
-            MuchMetricWarning,
-            stacklevel=3,
-        )
-    point = curve_metrics(sort_claims(claim_scores, hallucinated))
-    result: dict[str, Any] = {key: float(point[key][0]) for key in METRICS}
-    result.update(n_samples=int(n_samples), n_claims=n_claims, n_hallucinated=n_hallucinated)
-    if bootstrap is not None:
-        intervals = bootstrap_intervals(
-            claim_scores, hallucinated, claim_sample, n_samples, n_resamples=bootstrap.n_resamples,
-            confidence_level=bootstrap.confidence_level, random_state=bootstrap.random_state,
-        )
-        result["intervals"] = {key: (float(low), float(high)) for key, (low, high) in intervals.items()}
-    return result
-
-
-def _score_layout(
-    claims: np.ndarray,
-    layout: ClaimLayout,
-    by: Mapping[str, Sequence[Any]] | None,
-    *,
-    bootstrap: Bootstrap | None,
-    level: str,
-    aggregator: str | None = None,
-    stopword_handling: str | None = None,
-) -> ScoreResult:
-    """Metrics (and breakdowns) of flat claim scores laid out as ``layout``'s evaluated claims."""
-    groups = group_values(by, layout.n_samples) if by is not None else {}
-    hallucinated = layout.labels == HALLUCINATED
-    options = dict(bootstrap=bootstrap)
-    meta = dict(level=level, aggregator=aggregator, stopword_handling=stopword_handling)
-    result = _metrics_of(claims, hallucinated, layout.claim_sample, layout.n_samples, group="all samples", **options)
-    breakdowns: dict[str, dict[str, ScoreResult]] = {}
-    if groups:
-        for name, (keys, sample_group) in groups.items():
-            per_value = {}
-            for position, key in enumerate(keys):
-                members = np.flatnonzero(sample_group == position)
-                remap = np.full(layout.n_samples, -1)
-                remap[members] = np.arange(len(members))
-                in_group = remap[layout.claim_sample] >= 0
-                per_value[key] = ScoreResult(**_metrics_of(
-                    claims[in_group], hallucinated[in_group], remap[layout.claim_sample[in_group]], len(members),
-                    group=f"{name}={key}", **options,
-                ), **meta)
-            breakdowns[name] = per_value
-    return ScoreResult(**result, **meta, by=breakdowns if groups else None)
 
 
 def score(
@@ -252,10 +139,7 @@ def score(
     labels: Any,
     stopword_mask: Any = None,
     *,
-    aggregator: str = "product",
-    stopword_handling: Literal["null", "exclude"] = "null",
-    drop_last_chunk: bool = True,
-    score_type: Literal["uncertainty", "confidence"] = "uncertainty",
+    aggregation: Aggregation | str = "product",
     by: Mapping[str, Sequence[Any]] | None = None,
     bootstrap: Bootstrap | None = None,
     generation_ids: Sequence[str] | None = None,
@@ -264,7 +148,7 @@ def score(
 
     Parameters
     ----------
-    token_scores, token_chunks, stopword_mask, aggregator, stopword_handling, drop_last_chunk, score_type
+    token_scores, token_chunks, stopword_mask, aggregation
         As in :func:`aggregate_claims`.
     generation_ids
         As in :func:`aggregate_claims`.
@@ -311,8 +195,17 @@ def score(
     >>> result.roc_auc, result.n_claims, result.n_hallucinated
     (1.0, 4, 2)
     >>> round(score([[0.9, 0.1, 0.0], [0.2, 0.7, 0.6, 0.0]], [[[0], [1], [2]], [[0], [1, 2], [3]]],
-    ...             [[-1, 1, 1], [1, -1, 1]], aggregator="mean").pr_auc, 4)
+    ...             [[-1, 1, 1], [1, -1, 1]], aggregation="mean").pr_auc, 4)
     1.0
+
+    The options of the aggregation travel together in an :class:`~much_metric.scoring.Aggregation`; here the
+    EOS claim is kept and counts as a correct claim:
+
+    >>> from much_metric import Aggregation
+    >>> kept = score([[0.9, 0.1, 0.0], [0.2, 0.7, 0.6, 0.0]], [[[0], [1], [2]], [[0], [1, 2], [3]]],
+    ...              [[-1, 1, 1], [1, -1, 1]], aggregation=Aggregation(aggregator="max", drop_last_chunk=False))
+    >>> kept.n_claims, kept.aggregator, kept.roc_auc
+    (6, 'max', 1.0)
     >>> result.to_dict()["aggregator"], sorted(result.metrics)[:3]
     ('product', ['average_precision', 'partial_average_precision_recall_20', 'partial_pr_auc_recall_20'])
     >>> with_intervals = score([[0.9, 0.1, 0.0], [0.2, 0.7, 0.6, 0.0]], [[[0], [1], [2]], [[0], [1, 2], [3]]],
@@ -325,27 +218,15 @@ def score(
             raise ValueError("score() needs labels: pass them, or build the ClaimLayout with labels=")
     elif labels is None:
         raise ValueError("score() needs labels (one per chunk, -1 hallucinated / +1 correct)")
+    options = as_aggregation(aggregation, "score")
     check_bootstrap(bootstrap)
     if stopword_mask is None and not isinstance(token_chunks, ClaimLayout):
-        _warn_missing_mask("score")
-    flat, layout = _layout_and_scores(
-        token_scores, token_chunks, labels, stopword_mask,
-        drop_last_chunk=drop_last_chunk, score_type=score_type, generation_ids=generation_ids,
-    )
-    claims = aggregate_flat(flat, layout, aggregator=aggregator, stopword_handling=stopword_handling)
-    check_finite_claims(claims, layout, f"the {aggregator!r} aggregator")
-    return _score_layout(claims, layout, by, bootstrap=bootstrap, level="token", aggregator=aggregator,
-                         stopword_handling=stopword_handling)
-
-
-def _flat_confidences_to_uncertainties(claims: np.ndarray, layout: ClaimLayout) -> np.ndarray:
-    """``1 - p`` of flat claim confidences laid out as ``layout``'s evaluated claims (each in [0, 1])."""
-    outside = np.flatnonzero(~((claims >= 0) & (claims <= 1)) & np.isfinite(claims))
-    if outside.size:
-        sample = int(layout.claim_sample[outside[0]])
-        raise ValueError(f"sample {layout.name(sample)}: with score_type='confidence', 'claim_scores' must be "
-                         f"probabilities in [0, 1], got {claims[outside[0]]}")
-    return 1.0 - claims
+        warn_missing_mask("score")
+    flat, layout = layout_and_scores(token_scores, token_chunks, labels, stopword_mask, options, generation_ids)
+    claims = aggregate_with(flat, layout, options)
+    check_finite_claims(claims, layout, f"the {options.aggregator!r} aggregator")
+    return score_layout(claims, layout, by, bootstrap=bootstrap, level="token", aggregator=options.aggregator,
+                         stopword_handling=options.stopword_handling)
 
 
 def score_claims(
@@ -373,13 +254,33 @@ def score_claims(
         ``"confidence"``: ``claim_scores`` are confidences in [0, 1] (e.g. P(True)), converted to ``1 - p``
         (values outside [0, 1] are an error). Token-level options (aggregator, stopword handling) do not exist here:
         the claims are scored as given.
-    labels, drop_last_chunk, by, bootstrap, generation_ids
+    drop_last_chunk : bool, default True
+        Drop each sample's last chunk, the EOS claim, as ``Aggregation.drop_last_chunk`` does for :func:`score`.
+        (Nothing is aggregated here, so these two options are plain keywords, not an
+        :class:`~much_metric.scoring.Aggregation`.)
+    labels, by, bootstrap, generation_ids
         As in :func:`score`.
 
     Returns
     -------
     ScoreResult
         As :func:`score`, with ``level="claim"`` and ``aggregator`` / ``stopword_handling`` None.
+
+    Examples
+    --------
+    Two answers, one score per chunk (the EOS claim's score is ignored): a judge's P(hallucinated) ...
+
+    >>> from much_metric import score_claims
+    >>> chunks = [[[0], [1], [2]], [[0], [1, 2], [3]]]
+    >>> labels = [[-1, 1, 1], [1, -1, 1]]
+    >>> result = score_claims([[0.8, 0.3, 0.0], [0.4, 0.6, 0.0]], chunks, labels)
+    >>> result.roc_auc, result.n_claims, result.level, result.aggregator
+    (1.0, 4, 'claim', None)
+
+    ... or P(True), a confidence: ``1 - p`` is scored.
+
+    >>> score_claims([[0.2, 0.7, 1.0], [0.9, 0.8, 1.0]], chunks, labels, score_type="confidence").roc_auc
+    0.75
     """
     check_bootstrap(bootstrap)
     if isinstance(token_chunks, ClaimLayout):
@@ -399,7 +300,7 @@ def score_claims(
         claims = np.asarray(claim_scores, dtype=np.float64)
         check_score_type(score_type)
         if score_type == "confidence":
-            claims = _flat_confidences_to_uncertainties(claims, layout)
+            claims = flat_confidences_to_uncertainties(claims, layout)
     else:
         per_chunk, offsets = flatten_scores(claim_scores, score_type=score_type, generation_ids=layout.generation_ids)
         n_chunks = np.diff(layout.chunk_offsets)
@@ -412,7 +313,7 @@ def score_claims(
                              f"token_chunks has {int(n_chunks[bad])} chunks (one score per chunk, EOS claim included)")
         claims = per_chunk[layout.kept_chunks]
     check_finite_claims(claims, layout, "claim_scores")
-    return _score_layout(claims, layout, by, bootstrap=bootstrap, level="claim")
+    return score_layout(claims, layout, by, bootstrap=bootstrap, level="claim")
 
 
 def compare(
@@ -422,10 +323,7 @@ def compare(
     labels: Any,
     stopword_mask: Any = None,
     *,
-    aggregator: str = "product",
-    stopword_handling: Literal["null", "exclude"] = "null",
-    drop_last_chunk: bool = True,
-    score_type: Literal["uncertainty", "confidence"] = "uncertainty",
+    aggregation: Aggregation | str = "product",
     bootstrap: Bootstrap = Bootstrap(),
     generation_ids: Sequence[str] | None = None,
 ) -> Comparison:
@@ -435,8 +333,8 @@ def compare(
     attribute), ``a``, ``b``, ``difference`` (a - b), ``interval`` (percentile
     interval of the difference over ``bootstrap.n_resamples`` paired resamples of the samples) and ``p_value``
     (two-sided bootstrap p-value of no difference, see :func:`much_metric.scoring._bootstrap.paired_bootstrap`). Both
-    methods' scores are of one kind: ``score_type="confidence"`` converts both to ``1 - p``; the other options are as in
-    :func:`score`.
+    methods' scores are of one kind and aggregated alike (``aggregation``, as in :func:`score`;
+    ``Aggregation(score_type="confidence")`` converts both to ``1 - p``); the other options are as in :func:`score`.
 
     Examples
     --------
@@ -450,15 +348,18 @@ def compare(
     (1.0, 0.125, 0.875)
     >>> result["roc_auc"]["interval"], result.roc_auc.p_value < 0.05
     ((0.5, 1.0), True)
+    >>> from much_metric import Aggregation
+    >>> kept = compare(sharp, vague, chunks, labels, aggregation=Aggregation(aggregator="max", drop_last_chunk=False),
+    ...                bootstrap=Bootstrap(n_resamples=200, random_state=0))
+    >>> kept.roc_auc.a, kept.roc_auc.b
+    (1.0, 0.5625)
     """
+    options = as_aggregation(aggregation, "compare")
     check_bootstrap(bootstrap, required=True)
     if stopword_mask is None and not isinstance(token_chunks, ClaimLayout):
-        _warn_missing_mask("compare")
-    flat_a, layout = _layout_and_scores(
-        token_scores_a, token_chunks, labels, stopword_mask,
-        drop_last_chunk=drop_last_chunk, score_type=score_type, generation_ids=generation_ids,
-    )
-    flat_b, offsets_b = flatten_scores(token_scores_b, score_type=score_type, generation_ids=generation_ids)
+        warn_missing_mask("compare")
+    flat_a, layout = layout_and_scores(token_scores_a, token_chunks, labels, stopword_mask, options, generation_ids)
+    flat_b, offsets_b = flatten_scores(token_scores_b, score_type=options.score_type, generation_ids=generation_ids)
     if len(offsets_b) - 1 != layout.n_samples or not np.array_equal(offsets_b, layout.token_offsets):
         lengths_a, lengths_b = np.diff(layout.token_offsets), np.diff(offsets_b)
         if len(lengths_b) != len(lengths_a):
@@ -466,8 +367,8 @@ def compare(
         bad = int(np.flatnonzero(lengths_a != lengths_b)[0])
         raise ValueError(f"sample {layout.name(bad)}: token_scores_b has {int(lengths_b[bad])} scores but "
                          f"token_scores_a and the chunks have {int(lengths_a[bad])}")
-    claims_a = aggregate_flat(flat_a, layout, aggregator=aggregator, stopword_handling=stopword_handling)
-    claims_b = aggregate_flat(flat_b, layout, aggregator=aggregator, stopword_handling=stopword_handling)
+    claims_a = aggregate_with(flat_a, layout, options)
+    claims_b = aggregate_with(flat_b, layout, options)
     check_finite_claims(claims_a, layout, "token_scores_a")
     check_finite_claims(claims_b, layout, "token_scores_b")
     return Comparison.from_dict(paired_bootstrap(

@@ -1,11 +1,12 @@
-"""Leaderboard helpers: rank stability and pairwise paired-bootstrap p-values of methods on the same claims.
+"""Ranking methods given as claim scores on the same claims (:func:`rank_claim_scores`): rank stability and pairwise
+paired-bootstrap p-values.
 
 All methods are resampled with the SAME bootstrap replicates over samples (:func:`much_metric.scoring._bootstrap.
 bootstrap_distribution`), so differences account for the methods' correlation.
 
 * :func:`rank_probabilities`: as Mu-SHROOM's appendix C, ``P[m, r]`` = fraction of replicates in which method
-  ``m`` has rank ``r`` (0 = best); :func:`leaderboard` reports ``P[m, rank of m on the full data]``, the probability
-  that a method holds its rank. Tied methods in a replicate share the best of their ranks ("competition"
+  ``m`` has rank ``r`` (0 = best); :func:`rank_claim_scores` reports ``P[m, rank of m on the full data]``, the
+  probability that a method holds its rank. Tied methods in a replicate share the best of their ranks ("competition"
   ranking); each replicate still gives each method one rank, so every row of ``P`` sums to 1.
 * :func:`pairwise_p_values`: two-sided paired-bootstrap p-value of "no difference" for every pair, the formula of
   :func:`much_metric.scoring._bootstrap.paired_bootstrap`: ``min(1, 2 min((#{d <= 0} + 1) / (B + 1), (#{d >= 0} + 1) /
@@ -21,7 +22,7 @@ import numpy as np
 from much_metric.scoring._bootstrap import Bootstrap, bootstrap_distribution
 from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
 
-__all__ = ["ranks", "rank_probabilities", "pairwise_p_values", "leaderboard"]
+__all__ = ["ranks", "rank_probabilities", "pairwise_p_values", "rank_claim_scores"]
 
 
 def ranks(values: np.ndarray, *, higher_is_better: bool = True) -> np.ndarray:
@@ -61,7 +62,7 @@ def pairwise_p_values(replicates: np.ndarray) -> np.ndarray:
     return out
 
 
-def leaderboard(claim_scores: Mapping[str, np.ndarray], hallucinated, claim_sample, n_samples: int, *,
+def rank_claim_scores(claim_scores: Mapping[str, np.ndarray], hallucinated, claim_sample, n_samples: int, *,
                 metric: str = "pr_auc", bootstrap: Bootstrap = Bootstrap()) -> dict:
     """Methods ranked by ``metric`` with bootstrap intervals, rank stability and pairwise p-values.
 

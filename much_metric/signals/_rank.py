@@ -3,7 +3,7 @@
 Every evaluated (signal, aggregator) pair is a method. They are compared on the samples every method covers (a
 paired comparison needs the same claims), with the same seeded bootstrap replicates over samples: the interval of
 each value, the probability that a method holds its rank (Mu-SHROOM appendix C) and two-sided paired-bootstrap
-p-values for every pair come from :func:`much_metric.scoring.leaderboard`. Besides: the gap between the method's
+p-values for every pair come from :func:`much_metric.scoring.rank_claim_scores`. Besides: the gap between the method's
 best and worst language (point values; its own column) and the method's runtime relative to LLM generation when
 ``timings`` gives its seconds.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.scoring import METRICS, Bootstrap, leaderboard
+from much_metric.scoring import METRICS, Bootstrap, rank_claim_scores
 from much_metric.scoring.engine import curve_metrics, sort_claims
 from much_metric.signals._evaluation import EvaluationTable
 from much_metric.signals._options import (
@@ -89,8 +89,8 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | 
         names.append(name)
         scores[name] = result.claim_scores[np.isin(result.claim_rows, rows)]
     if bootstrap is not None:
-        board = leaderboard(scores, hallucinated, np.array([sample_of_row[r] for r in claim_rows.tolist()]),
-                            len(rows), metric=metric, bootstrap=bootstrap)
+        board = rank_claim_scores(scores, hallucinated, np.array([sample_of_row[r] for r in claim_rows.tolist()]),
+                                  len(rows), metric=metric, bootstrap=bootstrap)
     else:
         board = _point_board(scores, hallucinated, metric)
     langs = np.asarray(table.langs, dtype=object)[claim_rows] if table.langs else np.full(len(claim_rows), "?")

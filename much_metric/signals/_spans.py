@@ -102,7 +102,7 @@ def evaluate_spans(table: EvaluationTable, columns: Mapping[str, list], tokenize
     out: dict[str, Any] = {"n_items": len(eval_rows), "n_fit_items": len(fit_rows), "methods": {}}
     for name in ("mark_all", "mark_none"):
         out.setdefault("baselines", {})[name] = _summary(
-            mushroom.score(references, mushroom.baseline_predictions(references, name)))
+            mushroom.score_spans(references, mushroom.baseline_predictions(references, name)))
     for result in [*table.results, *table.floors]:
         by_row: dict[int, list[int]] = {}
         for position, row in enumerate(result.claim_rows.tolist()):
@@ -130,7 +130,7 @@ def evaluate_spans(table: EvaluationTable, columns: Mapping[str, list], tokenize
                                                          len(record["model_output_text"]), hard=scores > threshold))
             refs.append(record)
         name = result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"
-        out["methods"][name] = {"threshold": threshold, **_summary(mushroom.score(refs, predictions))}
+        out["methods"][name] = {"threshold": threshold, **_summary(mushroom.score_spans(refs, predictions))}
     return out
 
 

@@ -23,7 +23,7 @@ def test_compare_counts_claims_and_matches_sklearn_kappa(lengths, seed, overlap)
     second = {g: ([int(v) for v in rng.choice([-1, 1], len(x) - 1)] + [1]) for g, x in first.items()
               if rng.random() < overlap or g == "g0"}
     second["only-in-second"] = [1, 1]
-    result = agreement.compare(first, second, names=("an0", "an1"))
+    result = agreement.label_agreement(first, second, names=("an0", "an1"))
     shared = sorted(set(first) & set(second))
     pairs = [(a, b) for g in shared for a, b in zip(first[g][:-1], second[g][:-1], strict=True)]
     counts = [[sum(1 for a, b in pairs if (a, b) == (x, y)) for y in (-1, 1)] for x in (-1, 1)]
@@ -34,7 +34,7 @@ def test_compare_counts_claims_and_matches_sklearn_kappa(lengths, seed, overlap)
 
 def test_compare_names_the_sample_with_mismatched_lengths():
     with pytest.raises(ValueError, match="generation_id='g1'.*an0.*an1"):
-        agreement.compare({"g1": [1, 1, 1]}, {"g1": [1, 1]}, names=("an0", "an1"))
+        agreement.label_agreement({"g1": [1, 1, 1]}, {"g1": [1, 1]}, names=("an0", "an1"))
 
 
 def _write(path, rows):

@@ -24,16 +24,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 @settings(deadline=None, max_examples=50)
 @given(st.sets(st.text("abcdef0123", min_size=1, max_size=6), max_size=40), st.integers(0, 45), st.data())
-def test_select_samples_is_the_seeded_shuffle_of_sorted_ids(ids, size, data):
+def test_draw_annotation_sample_is_the_seeded_shuffle_of_sorted_ids(ids, size, data):
     ids = list(ids)
     eligible = set(data.draw(st.lists(st.sampled_from(ids), unique=True)) if ids else [])
     order = sorted(ids)
     expected = [order[i] for i in np.random.RandomState(53).permutation(len(order))]  # independent: permutation
     expected = [gid for gid in expected if gid in eligible][:size]
     data.draw(st.randoms()).shuffle(ids)  # input order must not matter
-    assert human.select_samples(ids, eligible.__contains__, size) == expected
+    assert human.draw_annotation_sample(ids, eligible.__contains__, size) == expected
     # a bigger sample extends a smaller one (annotators can be asked for more later)
-    assert human.select_samples(ids, eligible.__contains__, size + 3)[: len(expected)] == expected
+    assert human.draw_annotation_sample(ids, eligible.__contains__, size + 3)[: len(expected)] == expected
 
 
 def _feed(answers):
@@ -83,7 +83,7 @@ def artifacts(tmp_path):
 def _expected_selection(out, segments, size):
     english = [r["generation_id"] for r in read_jsonl(out / "generations.jsonl") if r["lang"] == "en"]
     usable = {"gen00", "gen01", "gen02", "gen06"}  # gen04 has no EOS, gen05 ranks a token 25th
-    return human.select_samples(english, usable.__contains__, size)
+    return human.draw_annotation_sample(english, usable.__contains__, size)
 
 
 def test_human_saves_each_sample_and_resumes(artifacts):

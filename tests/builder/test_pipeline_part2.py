@@ -68,7 +68,7 @@ def test_part2_pipeline_end_to_end(tmp_path, monkeypatch):
     chunks = {r["generation_id"]: r["token_chunks"] for r in read_jsonl(out / "segments.jsonl")}
     kept = {r["generation_id"] for r in read_jsonl(out / "filter.jsonl") if r["split"] != "trash"}
     english = [g["generation_id"] for g in generations if g["lang"] == "en"]
-    chosen = human.select_samples(english, kept.__contains__, 1)[0]
+    chosen = human.draw_annotation_sample(english, kept.__contains__, 1)[0]
     answers = iter(["1"] * (len(chunks[chosen]) - 1) + [""])
     assert human.run(args, input_fn=lambda prompt: next(answers), print_fn=lambda text: None) == 0
     assert main(["filter", "--out", str(out)]) == 0
@@ -84,6 +84,6 @@ def test_part2_pipeline_end_to_end(tmp_path, monkeypatch):
     labels = train["labels"]
     assert any(-1 in row[:-1] for row in labels)  # the "Sydney" claim is hallucinated
     scores = token_likelihood(train)
-    result = score(scores, train["token_chunks"], labels, aggregator="max")
+    result = score(scores, train["token_chunks"], labels, aggregation="max")
     assert result.n_samples == 2 and result.n_hallucinated >= 1
     assert 0.0 <= result.roc_auc <= 1.0 and np.isfinite(result.roc_auc)

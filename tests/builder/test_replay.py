@@ -10,7 +10,7 @@ import pytest
 from builder import replay
 from builder.cli import main
 from builder.store import read_jsonl
-from builder.verify import compare
+from builder.verify import compare_probabilities
 from much_dataset import schema
 from tests.builder import _smollm
 
@@ -29,8 +29,8 @@ def test_replay_rebuilds_the_embedded_sample_exactly():
     for row in _sample_rows(3):
         ids, probs = replay.replay_row(llm, row, **SAMPLE_OPTIONS)
         assert ids == row[schema.LOGITS_TOKEN_IDS]
-        assert compare(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], ids, probs,
-                       tolerance=0)["max_abs_diff"] <= 1e-6
+        assert compare_probabilities(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], ids, probs,
+                                     tolerance=0)["max_abs_diff"] <= 1e-6
 
 
 def test_replay_at_another_temperature_differs_as_softmax_says():
@@ -81,10 +81,11 @@ def test_replay_cli_resumes_and_verify_flags_a_tampered_row(tmp_path, capsys):
 
 def test_compare_counts_real_id_differences_but_not_near_ties():
     stored_ids, stored_probs = [[1, 2, 3]], [[0.5, 0.25, 0.25]]
-    assert compare(stored_ids, stored_probs, [[1, 3, 2]], [[0.5, 0.25, 0.25]], tolerance=1e-6)["id_mismatches"] == 0
-    assert compare(stored_ids, stored_probs, [[2, 1, 3]], [[0.5, 0.25, 0.25]], tolerance=1e-6)["id_mismatches"] == 1
+    same = compare_probabilities(stored_ids, stored_probs, [[1, 3, 2]], [[0.5, 0.25, 0.25]], tolerance=1e-6)
+    swapped = compare_probabilities(stored_ids, stored_probs, [[2, 1, 3]], [[0.5, 0.25, 0.25]], tolerance=1e-6)
+    assert (same["id_mismatches"], swapped["id_mismatches"]) == (0, 1)
     with pytest.raises(ValueError, match="2 stored positions"):
-        compare(stored_ids * 2, stored_probs * 2, stored_ids, stored_probs, tolerance=0)
+        compare_probabilities(stored_ids * 2, stored_probs * 2, stored_ids, stored_probs, tolerance=0)
 
 
 def _tamper(row: dict, how: str) -> dict:

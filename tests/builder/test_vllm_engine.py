@@ -141,7 +141,7 @@ def test_replay_and_verify_reproduce_the_vllm_rows(model_dir, vllm_out, vllm_row
     """builder replay / verify (HF teacher-forced) on rows vLLM generated: the same candidates within the tolerance,
     and a row changed by 1e-3 is reported."""
     from builder.cli import main
-    from builder.verify import compare
+    from builder.verify import compare_probabilities
 
     common = ["--source", str(vllm_out / "generations.jsonl"), "--model", str(model_dir), "--temperature",
               str(TEMPERATURE), "--out-of-top", "append", "--dtype", "float32"]
@@ -151,8 +151,9 @@ def test_replay_and_verify_reproduce_the_vllm_rows(model_dir, vllm_out, vllm_row
     worst = 0.0
     for row in vllm_rows:
         again = replayed[row[schema.GENERATION_ID]]
-        found = compare(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], again[schema.LOGITS_TOKEN_IDS],
-                        again[schema.LOGITS_VALUES], tolerance=PROB_TOLERANCE)
+        found = compare_probabilities(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES],
+                                      again[schema.LOGITS_TOKEN_IDS], again[schema.LOGITS_VALUES],
+                                      tolerance=PROB_TOLERANCE)
         assert found["id_mismatches"] == 0
         worst = max(worst, found["max_abs_diff"])
     print(f"\nreplay of the vllm rows: max |dp| = {worst:.3g}")

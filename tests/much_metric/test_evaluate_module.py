@@ -72,7 +72,7 @@ def test_loads_from_fresh_cache_and_equals_core(inputs, tmp_path, how):
     assert got["module"].startswith("evaluate_modules.metrics.much_metric.")
     for aggregator, result in got["results"].items():
         expected = score(payload["scores"], payload["chunks"], payload["labels"], stopword_mask=payload["mask"],
-                         aggregator=aggregator, by={"lang": payload["lang"]}, bootstrap=Bootstrap(n_resamples=20))
+                         aggregation=aggregator, by={"lang": payload["lang"]}, bootstrap=Bootstrap(n_resamples=20))
         assert result == json.loads(json.dumps(expected.to_dict()))
     copied = list((tmp_path / "modules").rglob("*.py"))
     assert any(p.name == "much_metric.py" for p in copied)
@@ -80,8 +80,8 @@ def test_loads_from_fresh_cache_and_equals_core(inputs, tmp_path, how):
 
 def test_card_and_metric_info():
     card = (REPO / "much_metric" / "README.md").read_text(encoding="utf-8")
-    for needed in ("EOS", "higher", "stopword_handling", 'much_dataset.load("sample")', "evaluate.load", "-1",
-                   "score_type", "Bootstrap", "load_metric"):
+    for needed in ("EOS", "higher", "stopword_handling", 'much_dataset.load("sample"', "evaluate.load", "-1",
+                   "score_type", "Bootstrap", "load_metric", "Aggregation("):
         assert needed in card, needed
 
 
@@ -91,11 +91,13 @@ from much_dataset import schema
 from much_dataset.synthetic import make_rows
 # Stand-in for the embedded sample (synthetic rows with the real typed features).
 ds = datasets.Dataset.from_list(make_rows(60), features=schema.features())
-much_dataset.load = lambda *args, **kwargs: datasets.DatasetDict({"test": ds})
+much_dataset.load = lambda *args, split=None, **kwargs: ds if split else datasets.DatasetDict({"test": ds})
 blocks = re.findall(r"```python\n(.*?)```", open(sys.argv[1], encoding="utf-8").read(), re.S)
-code = next(block for block in blocks if "same =" in block)  # the end-to-end example
+end = next(i for i, block in enumerate(blocks) if "same =" in block)  # the evaluate block, after the score one
+assert end >= 1 and "much_metric.score(" in blocks[0] and "evaluate.load(" in blocks[end]
 namespace = {}
-exec(code, namespace)
+for block in blocks[: end + 1]:  # in order, as a reader pastes them
+    exec(block, namespace)
 assert namespace["same"]["roc_auc"] == namespace["result"].roc_auc
 print("ok", namespace["result"].roc_auc)
 """

@@ -76,7 +76,7 @@ def official_scores(refs, preds):
 @pytest.fixture(scope="module")
 def references():
     assets.require("mushroom")
-    return [r for path in assets.mushroom_files() for r in mushroom.read_jsonl(path)]
+    return [r for path in assets.mushroom_files() for r in mushroom.read_mushroom_jsonl(path)]
 
 
 def _annotator_predictions(references, which):
@@ -102,7 +102,7 @@ def _noisy_soft_predictions(references, seed):
 
 
 def _check(references, predictions):
-    got = mushroom.score(references, predictions)
+    got = mushroom.score_spans(references, predictions)
     ious, cors = official_scores(references, predictions)
     np.testing.assert_allclose(got["items"]["iou"], ious, rtol=0, atol=1e-9)
     np.testing.assert_allclose(got["items"]["cor"], cors, rtol=0, atol=1e-9)
@@ -126,7 +126,7 @@ def test_matches_official_on_shipped_test_split_noisy_soft(references, seed):
 def test_reference_against_itself_and_soft_only(references):
     got = _check(references, [{"id": r["id"], "soft_labels": r["soft_labels"]} for r in references])
     assert got["cor"] == pytest.approx(1.0)
-    perfect = mushroom.score(references, copy.deepcopy(references))
+    perfect = mushroom.score_spans(references, copy.deepcopy(references))
     assert perfect["iou"] == 1.0 and perfect["cor"] == pytest.approx(1.0)
 
 
@@ -152,7 +152,7 @@ def _ref(hard, soft, text="abcdefghij", item_id="tst-en-1"):
 def test_hand_computed_iou_and_cor():
     ref = _ref([[0, 5]], [{"start": 0, "end": 5, "prob": 0.8}])
     pred = {"id": "tst-en-1", "hard_labels": [[3, 8]]}
-    got = mushroom.score([ref], [pred])
+    got = mushroom.score_spans([ref], [pred])
     assert got["iou"] == pytest.approx(2 / 8)  # {3,4} / {0..7}
     # Two two-valued vectors: rho = the phi coefficient of the indicators a = 1^5 0^5, b = 0^3 1^5 0^2:
     # cov = P(a & b) - P(a) P(b) = 2/10 - 1/4 = -0.05, var = 1/4 each -> rho = -0.2.
@@ -162,14 +162,14 @@ def test_hand_computed_iou_and_cor():
 
 def test_both_empty_is_one_and_constant_rule():
     ref = _ref([], [])
-    assert mushroom.score([ref], [{"id": "tst-en-1", "hard_labels": []}])["iou"] == 1.0
-    assert mushroom.score([ref], [{"id": "tst-en-1", "hard_labels": []}])["cor"] == 1.0
+    assert mushroom.score_spans([ref], [{"id": "tst-en-1", "hard_labels": []}])["iou"] == 1.0
+    assert mushroom.score_spans([ref], [{"id": "tst-en-1", "hard_labels": []}])["cor"] == 1.0
     # constant gold (nothing marked) vs non-constant prediction: 0
-    assert mushroom.score([ref], [{"id": "tst-en-1", "hard_labels": [[0, 2]]}])["cor"] == 0.0
+    assert mushroom.score_spans([ref], [{"id": "tst-en-1", "hard_labels": [[0, 2]]}])["cor"] == 0.0
     # constant prediction (everything at 0.3) vs constant gold: 1 even though the values differ
     full = {"id": "tst-en-1", "soft_labels": [{"start": 0, "end": 10, "prob": 0.3}]}
-    assert mushroom.score([ref], [full])["cor"] == 1.0
-    assert mushroom.score([ref], [full])["iou"] == 1.0  # 0.3 <= 0.5: no hard span
+    assert mushroom.score_spans([ref], [full])["cor"] == 1.0
+    assert mushroom.score_spans([ref], [full])["iou"] == 1.0  # 0.3 <= 0.5: no hard span
 
 
 def test_hard_from_soft_merges_adjacent_only():
@@ -185,13 +185,14 @@ def test_later_soft_span_overwrites_earlier():
     ref = _ref([[0, 4]], [{"start": 0, "end": 4, "prob": 1.0}, {"start": 2, "end": 6, "prob": 0.5}])
     pred = {"id": "tst-en-1",
             "soft_labels": [{"start": 0, "end": 10, "prob": 0.1}, {"start": 0, "end": 2, "prob": 0.9}]}
-    assert mushroom.score([ref], [pred])["cor"] == pytest.approx(official_scores([ref], [pred])[1][0])
+    assert mushroom.score_spans([ref], [pred])["cor"] == pytest.approx(official_scores([ref], [pred])[1][0])
 
 
 def test_per_language_from_lang_field_or_id():
     refs = [_ref([[0, 2]], [{"start": 0, "end": 2, "prob": 0.6}], item_id="tst-en-1"),
             dict(_ref([], [], item_id="x"), lang="FR")]
-    got = mushroom.score(refs, [{"id": "tst-en-1", "hard_labels": [[0, 2]]}, {"id": "x", "hard_labels": [[0, 1]]}])
+    got = mushroom.score_spans(refs, [{"id": "tst-en-1", "hard_labels": [[0, 2]]},
+                                      {"id": "x", "hard_labels": [[0, 1]]}])
     assert got["per_language"] == {"en": {"iou": 1.0, "cor": 1.0, "n_items": 1},
                                    "fr": {"iou": 0.0, "cor": 0.0, "n_items": 1}}
 
@@ -210,15 +211,15 @@ def test_per_language_from_lang_field_or_id():
 ])
 def test_clear_errors(pred, message):
     with pytest.raises(mushroom.MushroomFormatError, match=message) as info:
-        mushroom.score([_ref([], [])], [pred])
+        mushroom.score_spans([_ref([], [])], [pred])
     assert isinstance(info.value, ValueError)
 
 
 def test_duplicate_and_missing_text():
     with pytest.raises(mushroom.MushroomFormatError, match="duplicate id"):
-        mushroom.score([_ref([], []), _ref([], [])], [{"id": "tst-en-1", "hard_labels": []}])
+        mushroom.score_spans([_ref([], []), _ref([], [])], [{"id": "tst-en-1", "hard_labels": []}])
     with pytest.raises(mushroom.MushroomFormatError, match="model_output_text"):
-        mushroom.score([{"id": "a", "hard_labels": []}], [{"id": "a", "hard_labels": []}])
+        mushroom.score_spans([{"id": "a", "hard_labels": []}], [{"id": "a", "hard_labels": []}])
 
 
 # --- property test against the re-implementation ------------------------------------------------------------------
@@ -281,7 +282,7 @@ def test_spans_prediction_merges_marked_ranges_and_scores_like_the_task():
     forced = mushroom.spans_prediction("x", ranges, [0.9, 0.6, 0.2, 0.7], 15, hard=[False, False, True, False])
     assert forced["hard_labels"] == [[10, 12]]
     reference = {"id": "x", "model_output_text": "a" * 15, "hard_labels": [[0, 9]]}
-    scored = mushroom.score([reference], [prediction])
+    scored = mushroom.score_spans([reference], [prediction])
     assert scored["iou"] == pytest.approx(9 / 12)  # {0..8} vs {0..8, 12..14}
     with pytest.raises(ValueError, match="in \\[0, 1\\]"):
         mushroom.spans_prediction("x", ranges, [1.5, 0, 0, 0], 15)

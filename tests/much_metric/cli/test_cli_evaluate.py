@@ -91,7 +91,7 @@ def test_table_json_and_report(loader, split, signal_file, tmp_path, capsys):
     rows = split[0]
     expected = score([r["values"] for r in records if r["signal_name"] == "max_likelihood"],
                      [r[schema.TOKEN_CHUNKS] for r in rows], [r[schema.LABELS] for r in rows],
-                     stopword_mask=[r[schema.STOPWORD_MASK] for r in rows], aggregator="max",
+                     stopword_mask=[r[schema.STOPWORD_MASK] for r in rows], aggregation="max",
                      by={"lang": [r[schema.LANG] for r in rows]}, bootstrap=Bootstrap(n_resamples=50)).to_dict()
     got = next(m for m in metrics if m["signal_name"] == "max_likelihood" and m["aggregator"] == "max")
     for key in ("roc_auc", "pr_auc", "tpr_at_fpr_10", "n_claims"):

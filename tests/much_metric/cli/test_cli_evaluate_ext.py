@@ -36,7 +36,7 @@ def scores(sample, tmp_path_factory):
 
 def test_every_sample_row_matches_its_mushroom_record(sample):
     columns = sample.select_columns(["lang", "prompt", "output"]).to_dict()
-    records = [r for f in sorted(DEFAULT_MUSHROOM.glob("*.jsonl")) for r in mushroom.read_jsonl(f)]
+    records = [r for f in sorted(DEFAULT_MUSHROOM.glob("*.jsonl")) for r in mushroom.read_mushroom_jsonl(f)]
     matched = match_mushroom(columns, records)
     assert len(matched) == len(sample)
     assert len({r["id"] for r in matched.values()}) == len(sample)  # one record per row

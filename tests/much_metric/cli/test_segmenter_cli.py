@@ -58,7 +58,7 @@ def test_segment_checks_its_input_before_loading_the_tokenizer(tmp_path, capsys,
     def no_tokenizer(*args, **kwargs):
         raise AssertionError("the tokenizer must not load before the input is checked")
 
-    monkeypatch.setattr(segment_command, "load_tokenizer", no_tokenizer)
+    monkeypatch.setattr(segment_command, "load_tokenizer_argument", no_tokenizer)
     source = tmp_path / "in.jsonl"
     _write(source, [{GENERATION_ID: "a", OUTPUT: "fine"}, {GENERATION_ID: "b", OUTPUT: "x", OUTPUT_TOKENS: "1 2"}])
     assert main(["segment", "--input", str(source), "--tokenizer", "smollm2"]) == 2

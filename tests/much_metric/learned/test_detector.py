@@ -161,7 +161,7 @@ def test_much_train_then_much_run_on_the_sample(tmp_path, capsys):
 
 def test_monitor_runs_a_learned_detector_online_with_the_offline_scores(detectors, sample):
     from much_dataset.stopwords import stopword_mask
-    from much_metric import aggregate_claims
+    from much_metric import Aggregation, aggregate_claims
     from much_metric.models import load_tokenizer
     from much_metric.monitor import ClaimMonitor
 
@@ -177,7 +177,8 @@ def test_monitor_runs_a_learned_detector_online_with_the_offline_scores(detector
         np.testing.assert_allclose(np.concatenate([c.token_scores for c in online]), offline, rtol=1e-5, atol=1e-6,
                                    err_msg=kind)
         mask = stopword_mask(row["output_tokens"], tokenizer)
-        expected = aggregate_claims([offline], [row["token_chunks"]], [mask], drop_last_chunk=False)[0]
+        expected = aggregate_claims([offline], [row["token_chunks"]], [mask],
+                                    aggregation=Aggregation(drop_last_chunk=False))[0]
         np.testing.assert_allclose([c.score for c in online], expected, rtol=1e-5, atol=1e-6, err_msg=kind)
 
 

@@ -51,7 +51,7 @@ def test_capture_equals_the_builder_capture_of_the_same_generate_call(runs):
 
 def test_scores_equal_the_offline_baseline_for_every_probability_only_method(runs):
     from much_dataset.stopwords import stopword_mask
-    from much_metric import aggregate_claims
+    from much_metric import Aggregation, aggregate_claims
     from much_metric.baselines import available, resolve, token_arrays
     from much_metric.monitor import ClaimMonitor
 
@@ -69,13 +69,15 @@ def test_scores_equal_the_offline_baseline_for_every_probability_only_method(run
             online += replay.finish()
             offline = resolve(method).compute(token_arrays(rows), {}, {})
             np.testing.assert_array_equal(np.concatenate([c.token_scores for c in online]), offline)
-            expected = aggregate_claims([offline], [chunks], [mask], aggregator="geometric", drop_last_chunk=False)[0]
+            expected = aggregate_claims([offline], [chunks], [mask],
+                                        aggregation=Aggregation(aggregator="geometric", drop_last_chunk=False))[0]
             np.testing.assert_array_equal([c.score for c in online], expected)
             flags = [s >= 0.3 and not c.eos for s, c in zip(expected, online, strict=True)]
             assert [c.flagged for c in online] == flags
         # the generate run itself (token_entropy_24, product)
         offline = resolve("token_entropy_24").compute(token_arrays(rows), {}, {})
-        expected = aggregate_claims([offline], [chunks], [mask], aggregator="product", drop_last_chunk=False)[0]
+        expected = aggregate_claims([offline], [chunks], [mask],
+                                    aggregation=Aggregation(aggregator="product", drop_last_chunk=False))[0]
         np.testing.assert_array_equal([c.score for c in claims], expected)
         assert claims[-1].eos and not claims[-1].flagged and claims[-1].token_ids == [llm.tokenizer.eos_token_id]
 
@@ -160,7 +162,7 @@ def _claims_of(data, method, aggregator="product"):
 
     arrays = token_arrays(data)
     scores = arrays.split(resolve(method).compute(arrays, {}, {}))
-    claim_scores = aggregate_claims(scores, data["token_chunks"], data["stopword_mask"], aggregator=aggregator)
+    claim_scores = aggregate_claims(scores, data["token_chunks"], data["stopword_mask"], aggregation=aggregator)
     labels = [np.asarray(row[: len(s)]) for row, s in zip(data["labels"], claim_scores, strict=True)]
     return np.concatenate(claim_scores), np.concatenate(labels) == -1
 

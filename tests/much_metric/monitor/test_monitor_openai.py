@@ -80,7 +80,7 @@ def test_byte_table_maps_every_vocabulary_id_back(recorded):
 @pytest.mark.parametrize("client", ["urllib", "openai"])
 def test_stream_gives_the_offline_claims_and_scores(recorded, client):
     from much_dataset.stopwords import stopword_mask
-    from much_metric import aggregate_claims, segment
+    from much_metric import Aggregation, aggregate_claims, segment
     from much_metric.baselines import resolve, token_arrays
     from much_metric.monitor import ClaimMonitor
     from much_metric.monitor._openai import stream_chat_completion
@@ -110,7 +110,7 @@ def test_stream_gives_the_offline_claims_and_scores(recorded, client):
     offline = resolve("token_likelihood").compute(token_arrays(rows), {}, {})
     np.testing.assert_array_equal(np.concatenate([c.token_scores for c in claims]), offline)
     expected = aggregate_claims([offline], [[c.token_indices for c in claims]],
-                                [stopword_mask(tokens, tokenizer)], drop_last_chunk=False)[0]
+                                [stopword_mask(tokens, tokenizer)], aggregation=Aggregation(drop_last_chunk=False))[0]
     np.testing.assert_array_equal([c.score for c in claims], expected)
     # Token Likelihood needs only the sampled token's probability: same as with the 24 HF candidates.
     hf_tl = resolve("token_likelihood").compute(token_arrays(

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
 from much_metric.scoring._aggregation import AGGREGATORS, MuchMetricWarning, claim_layout
-from much_metric.scoring._api import aggregate_claims
+from much_metric.scoring._api import Aggregation, aggregate_claims
 from tests.much_metric._metric_helpers import columns, loop_aggregate, mushroom_rows
 
 
@@ -32,8 +32,8 @@ def mushroom():
 @pytest.mark.parametrize("stopwords", ["null", "exclude"])
 def test_matches_per_claim_loop_on_real_mushroom_text(mushroom, aggregator, stopwords):
     got = aggregate_claims(mushroom["scores"], mushroom[schema.TOKEN_CHUNKS],
-                           stopword_mask=mushroom[schema.STOPWORD_MASK], aggregator=aggregator,
-                           stopword_handling=stopwords)
+                           stopword_mask=mushroom[schema.STOPWORD_MASK],
+                           aggregation=Aggregation(aggregator=aggregator, stopword_handling=stopwords))
     assert len(got) == len(mushroom["scores"]) > 500
     for scores, chunks, mask, claims in zip(mushroom["scores"], mushroom[schema.TOKEN_CHUNKS],
                                             mushroom[schema.STOPWORD_MASK], got, strict=True):
@@ -44,7 +44,7 @@ def test_matches_per_claim_loop_on_real_mushroom_text(mushroom, aggregator, stop
 @pytest.mark.parametrize("aggregator", AGGREGATORS)
 def test_matches_loop_on_synthetic_without_mask_and_with_eos(synthetic, aggregator):
     scores, chunks, _ = synthetic
-    got = aggregate_claims(scores, chunks, aggregator=aggregator, drop_last_chunk=False)
+    got = aggregate_claims(scores, chunks, aggregation=Aggregation(aggregator=aggregator, drop_last_chunk=False))
     for s, c, claims in zip(scores, chunks, got, strict=True):
         assert len(claims) == len(c)  # the EOS claim is kept
         np.testing.assert_allclose(claims, loop_aggregate(s, c, aggregator=aggregator, drop_last_chunk=False),
@@ -57,19 +57,19 @@ def test_null_stopwords_score_all_stopword_claim_zero():
     mask = [[True, True, False, False]]
     product = aggregate_claims(scores, chunks, stopword_mask=mask)[0]
     np.testing.assert_allclose(product, [0.0, 0.7])
-    geometric = aggregate_claims(scores, chunks, stopword_mask=mask, aggregator="geometric")[0]
+    geometric = aggregate_claims(scores, chunks, stopword_mask=mask, aggregation="geometric")[0]
     np.testing.assert_allclose(geometric[0], 1 - (1 + 1e-5) ** 0.5)  # ~ -1e-5 / n, as the reference
     mean_null = aggregate_claims([[0.9, 0.5, 0.0]], [[[0, 1], [2]]], stopword_mask=[[True, False, False]],
-                                 aggregator="mean")[0]
+                                 aggregation="mean")[0]
     mean_excl = aggregate_claims([[0.9, 0.5, 0.0]], [[[0, 1], [2]]], stopword_mask=[[True, False, False]],
-                                 aggregator="mean", stopword_handling="exclude")[0]
+                                 aggregation=Aggregation(aggregator="mean", stopword_handling="exclude"))[0]
     np.testing.assert_allclose(mean_null, [0.25])  # nulled token still counts in n
     np.testing.assert_allclose(mean_excl, [0.5])  # excluded token does not
 
 
 def test_exclude_falls_back_to_all_tokens_of_an_all_stopword_claim():
     got = aggregate_claims([[0.2, 0.4, 0.1]], [[[0, 1], [2]]], stopword_mask=[[True, True, False]],
-                           aggregator="max", stopword_handling="exclude")[0]
+                           aggregation=Aggregation(aggregator="max", stopword_handling="exclude"))[0]
     np.testing.assert_allclose(got, [0.4])
 
 
@@ -77,11 +77,13 @@ def test_confidence_converts_probabilities(synthetic):
     scores, chunks, mask = synthetic
     probabilities = [[1.0 - s for s in row] for row in scores]
     direct = aggregate_claims(scores, chunks, stopword_mask=mask)
-    converted = aggregate_claims(probabilities, chunks, stopword_mask=mask, score_type="confidence")
+    converted = aggregate_claims(probabilities, chunks, stopword_mask=mask,
+                                 aggregation=Aggregation(score_type="confidence"))
     for a, b in zip(direct, converted, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-12)
     with pytest.raises(ValueError, match=r"generation_id='g1'.*\[0, 1\]"):
-        aggregate_claims([[0.5, 0.5], [1.5, 0.2]], [[[0], [1]], [[0], [1]]], score_type="confidence",
+        aggregate_claims([[0.5, 0.5], [1.5, 0.2]], [[[0], [1]], [[0], [1]]],
+                         aggregation=Aggregation(score_type="confidence"),
                          generation_ids=["g0", "g1"])
 
 
@@ -112,7 +114,7 @@ def test_product_and_geometric_warn_outside_unit_interval():
         aggregate_claims([[2.0, 0.5, 0.0]], [[[0, 1], [2]]])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        aggregate_claims([[2.0, 0.5, 0.0]], [[[0, 1], [2]]], aggregator="max")
+        aggregate_claims([[2.0, 0.5, 0.0]], [[[0, 1], [2]]], aggregation="max")
 
 
 @pytest.mark.parametrize(
@@ -140,17 +142,17 @@ def test_length_disagreement_between_fields():
     with pytest.raises(ValueError, match="stopword_mask' has 1 samples"):
         aggregate_claims([[0.1], [0.2]], [[[0]], [[0]]], stopword_mask=[[True]])
     with pytest.raises(ValueError, match="aggregator must be one of"):
-        aggregate_claims([[0.1]], [[[0]]], aggregator="median")
+        aggregate_claims([[0.1]], [[[0]]], aggregation="median")
     with pytest.raises(ValueError, match="stopword_handling must be one of"):
-        aggregate_claims([[0.1]], [[[0]]], stopword_handling="drop")
+        aggregate_claims([[0.1]], [[[0]]], aggregation=Aggregation(stopword_handling="drop"))
 
 
 def test_layout_reuse_and_eos_only_samples(synthetic):
     scores, chunks, mask = synthetic
     layout = claim_layout(chunks, [len(s) for s in scores], stopword_mask=mask)
     for aggregator in AGGREGATORS:
-        direct = aggregate_claims(scores, chunks, stopword_mask=mask, aggregator=aggregator)
-        reused = aggregate_claims(scores, layout, aggregator=aggregator)
+        direct = aggregate_claims(scores, chunks, stopword_mask=mask, aggregation=aggregator)
+        reused = aggregate_claims(scores, layout, aggregation=aggregator)
         for a, b in zip(direct, reused, strict=True):
             np.testing.assert_array_equal(a, b)
     # A sample made of the EOS claim alone contributes no claim.
@@ -175,8 +177,9 @@ def _samples(draw):
 @given(_samples(), st.sampled_from(["null", "exclude"]))
 def test_aggregator_order_and_range(samples, stopwords):
     scores, chunks, masks = samples
-    got = {a: np.concatenate(aggregate_claims(scores, chunks, stopword_mask=masks, aggregator=a,
-                                              stopword_handling=stopwords)) for a in AGGREGATORS}
+    got = {a: np.concatenate(aggregate_claims(scores, chunks, stopword_mask=masks,
+                                              aggregation=Aggregation(aggregator=a, stopword_handling=stopwords)))
+           for a in AGGREGATORS}
     tol = 1e-12
     assert (got["product"] >= got["max"] - tol).all()  # noisy-OR dominates every single token
     assert (got["max"] >= got["mean"] - tol).all()

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from much_metric.scoring import Bootstrap, claim_layout, compare, score, score_claims
+from much_metric.scoring import Aggregation, Bootstrap, claim_layout, compare, score, score_claims
 
 CHUNKS = [[[0], [1, 2], [3]], [[0, 1], [2], [3]], [[0], [1]]]
 LABELS = [[-1, 1, 1], [1, -1, 1], [1, 1]]
@@ -35,11 +35,13 @@ def test_score_claims_confidence_rejects_values_outside_0_1():
 def test_compare_confidence_converts_both_methods():
     tokens = [[0.1, 0.8, 0.9, 0.5], [0.9, 0.8, 0.2, 0.5], [0.7, 0.5]]
     noisy = [[0.5, 0.8, 0.9, 0.5], [0.9, 0.8, 0.4, 0.5], [0.6, 0.5]]
-    got = compare(tokens, noisy, CHUNKS, LABELS, score_type="confidence", bootstrap=Bootstrap(n_resamples=50))
+    got = compare(tokens, noisy, CHUNKS, LABELS,
+                  aggregation=Aggregation(score_type="confidence"), bootstrap=Bootstrap(n_resamples=50))
     flip = [[1 - p for p in sample] for sample in tokens]
-    assert got["roc_auc"]["a"] == score(tokens, CHUNKS, LABELS, score_type="confidence").roc_auc == \
+    confidence = Aggregation(score_type="confidence")
+    assert got["roc_auc"]["a"] == score(tokens, CHUNKS, LABELS, aggregation=confidence).roc_auc == \
         score(flip, CHUNKS, LABELS).roc_auc
-    assert got["roc_auc"]["b"] == score(noisy, CHUNKS, LABELS, score_type="confidence").roc_auc
+    assert got["roc_auc"]["b"] == score(noisy, CHUNKS, LABELS, aggregation=Aggregation(score_type="confidence")).roc_auc
     with pytest.raises(ValueError, match="with score_type='confidence'"):
         compare(tokens, [[0.1, 0.8, 0.9, 1.5], [0.9, 0.8, 0.2, 0.5], [0.7, 0.5]], CHUNKS, LABELS,
-                score_type="confidence")
+                aggregation=Aggregation(score_type="confidence"))

@@ -11,7 +11,7 @@ from sklearn.metrics import auc, average_precision_score, precision_recall_curve
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
-from much_metric.scoring import Bootstrap
+from much_metric.scoring import Aggregation, Bootstrap
 from much_metric.scoring._aggregation import MuchMetricWarning, claim_layout
 from much_metric.scoring._api import METRICS, aggregate_claims, compare, score, select_samples
 from tests.much_metric._metric_helpers import columns, loop_aggregate, mushroom_rows
@@ -36,7 +36,7 @@ def _loop_pipeline(data, aggregator, indices=None):
 @pytest.mark.parametrize("aggregator", ["product", "mean", "max", "geometric"])
 def test_score_matches_loop_plus_sklearn(data, aggregator):
     result = score(data["scores"], data[schema.TOKEN_CHUNKS], data[schema.LABELS],
-                   stopword_mask=data[schema.STOPWORD_MASK], aggregator=aggregator)
+                   stopword_mask=data[schema.STOPWORD_MASK], aggregation=aggregator)
     y, s = _loop_pipeline(data, aggregator)
     precision, recall, _ = precision_recall_curve(y, s)
     assert result.roc_auc == pytest.approx(roc_auc_score(y, s), abs=1e-10)
@@ -110,7 +110,8 @@ def test_layout_with_labels_and_drop_last_chunk(data):
     assert score(data["scores"], layout, None) == direct
     with pytest.raises(ValueError, match="token counts"):
         score(data["scores"][1:], layout, None)
-    keep_eos = score(data["scores"], data[schema.TOKEN_CHUNKS], data[schema.LABELS], drop_last_chunk=False)
+    keep_eos = score(data["scores"], data[schema.TOKEN_CHUNKS], data[schema.LABELS],
+                     aggregation=Aggregation(drop_last_chunk=False))
     assert keep_eos.n_claims == direct.n_claims + len(data["scores"])
 
 
@@ -143,10 +144,10 @@ def test_compare_is_consistent_with_score(data):
 
 def test_aggregate_and_score_agree(data):
     claims = aggregate_claims(data["scores"], data[schema.TOKEN_CHUNKS], stopword_mask=data[schema.STOPWORD_MASK],
-                              aggregator="max")
+                              aggregation="max")
     y = np.concatenate([np.asarray(labels[:-1]) == -1 for labels in data[schema.LABELS]])
     result = score(data["scores"], data[schema.TOKEN_CHUNKS], data[schema.LABELS],
-                   stopword_mask=data[schema.STOPWORD_MASK], aggregator="max")
+                   stopword_mask=data[schema.STOPWORD_MASK], aggregation="max")
     assert result.roc_auc == pytest.approx(roc_auc_score(y, np.concatenate(claims)))
 
 
@@ -190,7 +191,7 @@ def test_max_aggregator_metrics_invariant_under_increasing_token_transforms(seed
     chunks, labels = [r[schema.TOKEN_CHUNKS] for r in rows], [r[schema.LABELS] for r in rows]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MuchMetricWarning)
-        a = score(scores, chunks, labels, aggregator="max")
-        b = score([f(s) for s in scores], chunks, labels, aggregator="max")
+        a = score(scores, chunks, labels, aggregation="max")
+        b = score([f(s) for s in scores], chunks, labels, aggregation="max")
     for key in METRICS:
         assert b.metrics[key] == pytest.approx(a.metrics[key], abs=1e-12, nan_ok=True), key

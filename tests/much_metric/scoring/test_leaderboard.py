@@ -44,7 +44,7 @@ def _methods(seed=0, n_samples=200):
 
 def test_leaderboard_orders_methods_and_matches_paired_bootstrap():
     scores, hallucinated, claim_sample, n_samples = _methods()
-    board = leaderboard.leaderboard(scores, hallucinated, claim_sample, n_samples, metric="roc_auc",
+    board = leaderboard.rank_claim_scores(scores, hallucinated, claim_sample, n_samples, metric="roc_auc",
                                     bootstrap=Bootstrap(n_resamples=300, random_state=5))
     names = [row["method"] for row in board["rows"]]
     assert names[0] == "strong"
@@ -64,8 +64,8 @@ def test_leaderboard_orders_methods_and_matches_paired_bootstrap():
 def test_errors():
     scores, hallucinated, claim_sample, n_samples = _methods()
     with pytest.raises(ValueError, match="metric"):
-        leaderboard.leaderboard(scores, hallucinated, claim_sample, n_samples, metric="accuracy")
+        leaderboard.rank_claim_scores(scores, hallucinated, claim_sample, n_samples, metric="accuracy")
     with pytest.raises(ValueError, match="'weak'"):
-        leaderboard.leaderboard({**scores, "weak": scores["weak"][:-1]}, hallucinated, claim_sample, n_samples)
+        leaderboard.rank_claim_scores({**scores, "weak": scores["weak"][:-1]}, hallucinated, claim_sample, n_samples)
     with pytest.raises(ValueError, match="no method"):
-        leaderboard.leaderboard({}, hallucinated, claim_sample, n_samples)
+        leaderboard.rank_claim_scores({}, hallucinated, claim_sample, n_samples)

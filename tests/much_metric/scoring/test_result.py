@@ -53,7 +53,13 @@ def test_data_positional_options_keyword_only(function):
     positional = [p.name for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
     assert positional[-1] in ("stopword_mask", "labels")
     keyword = {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    assert {"bootstrap", "score_type", "generation_ids", "by", "drop_last_chunk"} <= keyword
+    # score groups the token-to-claim options in one Aggregation; score_claims aggregates nothing, so its two
+    # options stay plain keywords
+    options = {"aggregation"} if function is score else {"score_type", "drop_last_chunk"}
+    assert {"bootstrap", "generation_ids", "by"} | options <= keyword
+    assert not {"aggregator", "stopword_handling"} & keyword
+    if function is score:
+        assert not {"score_type", "drop_last_chunk"} & keyword
     assert not {"n_bootstrap", "n_resamples", "confidence_level", "random_state", "confidence", "stopwords",
                 "sample_ids"} & {p.name for p in parameters}
 

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from much_metric.scoring import Bootstrap, MissingStopwordMaskWarning, claim_layout, compare, score
-from much_metric.scoring._api import MISSING_MASK_EFFECT
+from much_metric.scoring._steps import MISSING_MASK_EFFECT
 
 SCORES = [[0.9, 0.1, 0.0], [0.2, 0.7, 0.6, 0.0]]
 CHUNKS = [[[0], [1], [2]], [[0], [1, 2], [3]]]

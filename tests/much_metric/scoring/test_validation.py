@@ -244,11 +244,11 @@ def test_huge_scores_with_mean_rank_correctly():
     # Sums of scores near the float64 maximum overflow; the mean of finite numbers never does.
     big = np.finfo(np.float64).max / 2
     scores = [[big, big, big, 0.0], [big, -big, big, big, 3.0, 0.0], [1.0, 2.0, 3.0, 0.0]]
-    claims = aggregate_claims(scores, CHUNKS, aggregator="mean")
+    claims = aggregate_claims(scores, CHUNKS, aggregation="mean")
     expected = [[big, big], [big, 0.0, big / 2], [2.0]]
     for got, want in zip(claims, expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-15)
-    result = score(scores, CHUNKS, LABELS, aggregator="mean")
+    result = score(scores, CHUNKS, LABELS, aggregation="mean")
     # Claims (score, hallucinated): (big, yes), (big, no), (big, no), (0, yes), (big / 2, no), (2, yes).
     assert result.roc_auc == pytest.approx((0.5 + 0.5 + 1) / 9)
 
@@ -256,7 +256,7 @@ def test_huge_scores_with_mean_rank_correctly():
 def test_ordinary_mean_keeps_the_plain_sum_over_n():
     rng = np.random.default_rng(0)
     scores = [rng.random(len(s)) * 1e3 for s in SCORES]
-    claims = aggregate_claims(scores, CHUNKS, aggregator="mean")
+    claims = aggregate_claims(scores, CHUNKS, aggregation="mean")
     for got, values, chunks in zip(claims, scores, CHUNKS, strict=True):
         assert got.tolist() == [np.add.reduce(values[c[0] : c[-1] + 1]) / len(c) for c in chunks[:-1]]
 

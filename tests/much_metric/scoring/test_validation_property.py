@@ -98,7 +98,7 @@ def test_valid_inputs_never_raise(inputs, aggregator):
     scores, chunks, labels = inputs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MuchMetricWarning)  # a single class among the claims: nan metrics
-        result = score(scores, chunks, labels, aggregator=aggregator,
+        result = score(scores, chunks, labels, aggregation=aggregator,
                        generation_ids=[f"g{i}" for i in range(len(scores))])
     assert result.n_samples == len(scores)
     assert result.n_claims == sum(len(c) - 1 for c in chunks)

@@ -9,7 +9,7 @@ from sklearn.metrics import roc_auc_score
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
-from much_metric.scoring import Bootstrap, aggregate_claims, ece, fit_calibrator, leaderboard, score
+from much_metric.scoring import Aggregation, Bootstrap, aggregate_claims, ece, fit_calibrator, rank_claim_scores, score
 from much_metric.signals import EvaluationOptions, evaluate_signals
 from much_metric.signals._calibrate import calibrate_table, fit_rows_by_fraction
 from much_metric.signals._rank import rank_methods
@@ -103,7 +103,7 @@ def test_claim_level_signal_equals_the_aggregated_token_signal(rows):
     token = _signals(rows)["max_likelihood"]
     ids = [r[schema.GENERATION_ID] for r in rows]
     claims = aggregate_claims([token[g] for g in ids], [r[schema.TOKEN_CHUNKS] for r in rows],
-                              [r[schema.STOPWORD_MASK] for r in rows], drop_last_chunk=False)
+                              [r[schema.STOPWORD_MASK] for r in rows], aggregation=Aggregation(drop_last_chunk=False))
     signals = {"max_likelihood": token, "ml@claim": dict(zip(ids, claims, strict=True))}
     table = evaluate_signals(rows, signals,
                              evaluation=EvaluationOptions(bootstrap=Bootstrap(n_resamples=40), floors=False))
@@ -136,8 +136,8 @@ def test_rank_methods_matches_leaderboard_and_per_language_values(rows):
                          timings={"noise": {"seconds": 2.0}}, generation_seconds=100.0)
     scores = {f"{r.signal_name} ({r.aggregator})": r.claim_scores for r in table.results}
     y = table.results[0].hallucinated
-    direct = leaderboard(scores, y, table.results[0].claim_rows, len(rows), metric="roc_auc",
-                         bootstrap=Bootstrap(n_resamples=200, random_state=3))
+    direct = rank_claim_scores(scores, y, table.results[0].claim_rows, len(rows), metric="roc_auc",
+                               bootstrap=Bootstrap(n_resamples=200, random_state=3))
     assert [r["method"] for r in board["rows"]] == [r["method"] for r in direct["rows"]]
     assert [r["rank"] for r in board["rows"]] == [r["rank"] + 1 for r in direct["rows"]]
     np.testing.assert_allclose(board["p_values"], direct["p_values"])

@@ -1,0 +1,28 @@
+"""Old public names kept for a while after a rename: reading one warns (``FutureWarning``, shown to end users by
+default) and returns the new object. A module installs them with ``__getattr__ = renamed(__name__, {...})``, so
+the old name is no definition of its own (tests/test_architecture.py's one-name-per-concept walk does not see it)
+and ``from module import *`` no longer exports it."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["renamed"]
+
+
+def renamed(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` resolving each old name of ``names`` (old -> new, both in ``module``) to the new
+    object with a ``FutureWarning`` that names both; any other name is the usual ``AttributeError``."""
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            new = names[name]
+            warnings.warn(f"{module}.{name} is deprecated and will be removed: use {module}.{new}, the same function "
+                          "under a name that says what it does", FutureWarning, stacklevel=2)
+            return getattr(sys.modules[module], new)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
