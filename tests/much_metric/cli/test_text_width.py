@@ -50,3 +50,22 @@ def test_much_run_prints_nothing_wider_than_120_columns(capsys, monkeypatch):
     assert header.startswith("Baselines on the embedded sample: Mu-SHROOM outputs scored with a small proxy model")
     assert "numbers are not comparable with the paper's (config=all, split=test, selection=all)" in header
     assert "LLM generation time:" in header and "scripts/estimate_generation_time.py" in header
+
+
+@pytest.mark.slow
+def test_much_evaluate_notes_fit_120_columns(tmp_path, capsys, monkeypatch):
+    """A signal file with generation_ids the dataset lacks: the note listing them is wrapped, none is lost."""
+    import much_dataset
+    from much_metric.signals import write_signals
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    data = much_dataset.load("sample", split="test")
+    values = {g: [0.5] * len(t) for g, t in zip(data["generation_id"], data["output_tokens"], strict=True)}
+    values.update({f"not-in-the-sample-{i:02d}": [0.5] for i in range(12)})
+    write_signals(tmp_path / "token_noise.jsonl", {"token_noise": values})
+    assert main(["evaluate", "--data", "sample", "--scores", str(tmp_path), "--bootstrap", "0"]) == 0
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if len(line) > TABLE_WIDTH] == []
+    flat = " ".join(out.split())
+    assert "12 generation_ids of the signal file are not in the dataset and are ignored:" in flat
+    assert "'not-in-the-sample-09' (and 2 more)" in flat
