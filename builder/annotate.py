@@ -207,44 +207,107 @@ def build_judge_messages(generation: Mapping[str, Any], segments: Mapping[str, A
     return messages, len(texts) - 1
 
 
-def run(args: argparse.Namespace) -> int:
-    from openai import OpenAI
-    from tqdm import tqdm
+@dataclass(frozen=True)
+class _Inputs:
+    """The step's artifacts, read once: rows by generation_id (infoboxes by wiki URL)."""
 
-    out = Path(args.out)
-    judges = _parse_judges(args.judge or DEFAULT_JUDGES)
-    prices = _parse_prices(args.price)
+    configs: dict[str, dict]
+    generations: dict[str, dict]
+    segments: dict[str, dict]
+    contexts: dict[str, dict]
+    infoboxes: dict[str, dict]
+
+
+def _read_inputs(out: Path) -> _Inputs:
     require_input(out / "generations.jsonl", made_by="generate")
     require_input(out / "segments.jsonl", made_by="segment")
-    configs = {r[GENERATION_CONFIG]: r for r in read_jsonl(out / "configs.jsonl")}
-    generations = {r[GENERATION_ID]: r for r in read_jsonl(out / "generations.jsonl")}
-    segments = {r[GENERATION_ID]: r for r in read_jsonl(out / "segments.jsonl")}
-    contexts = {r[GENERATION_ID]: r for r in read_jsonl(out / "context.jsonl")}
-    infoboxes = {r["wiki_url"]: r.get("infobox") or {} for r in read_jsonl(out / "wiki.jsonl")}
-    stores = {key: JsonlStore(out / f"labels.{key}.jsonl") for _, key in judges}
-    resolver = EosResolver(eos_ids=args.eos_ids, tokenizer=args.tokenizer, configs=configs)
-    decoders = Decoders(args.tokenizer, configs)
+    return _Inputs(configs={r[GENERATION_CONFIG]: r for r in read_jsonl(out / "configs.jsonl")},
+                   generations={r[GENERATION_ID]: r for r in read_jsonl(out / "generations.jsonl")},
+                   segments={r[GENERATION_ID]: r for r in read_jsonl(out / "segments.jsonl")},
+                   contexts={r[GENERATION_ID]: r for r in read_jsonl(out / "context.jsonl")},
+                   infoboxes={r["wiki_url"]: r.get("infobox") or {} for r in read_jsonl(out / "wiki.jsonl")})
 
-    ids = sorted(set(generations) & set(segments))
+
+def _select(ids: Sequence[str], done: Callable[[str, str], bool], judges: Sequence[tuple[str, str]],
+            worth_sending: Callable[[str], bool]) -> tuple[list[tuple[str, list[tuple[str, str]]]], int]:
+    """The samples to send, each with the judges ``(model, key)`` that have not labelled it yet (``done(gid, key)``),
+    and how many were left out because ``worth_sending(gid)`` is false (the filter would trash them)."""
     todo, skipped = [], 0
-    for gid in Shard.parse(args.shard).select(ids):
-        pending = [(model, key) for model, key in judges if gid not in stores[key]]
+    for gid in ids:
+        pending = [(model, key) for model, key in judges if not done(gid, key)]
         if not pending:
             continue
-        row = generations[gid]
-        if not args.annotate_all and (not resolver.ends_with_eos(row) or sampled_outside_top_k(row)):
+        if not worth_sending(gid):
             skipped += 1
             continue
         todo.append((gid, pending))
-    if args.limit is not None:
-        todo = todo[: args.limit]
+    return todo, skipped
 
-    client = OpenAI(base_url=args.base_url or os.environ.get("OPENAI_BASE_URL"),
-                    api_key=os.environ.get(args.api_key_env) or "EMPTY", max_retries=0, timeout=args.timeout)
 
-    refused = threading.Event()  # set by the first 401/403: no further call is made
+def _messages_for(gid: str, inputs: _Inputs, decoders: Decoders) -> tuple[list[dict[str, str]], int]:
+    """The judge's messages for ``gid`` and its number of non-EOS claims; ValueError/KeyError naming the sample when
+    its context is missing or empty."""
+    if gid not in inputs.contexts:
+        raise ValueError(f"generation_id={gid!r}: no row in context.jsonl (run `context` first)")
+    context = inputs.contexts[gid]
+    if not context.get("chunks") and context.get("status") not in (None, "ok"):
+        raise ValueError(f"generation_id={gid!r}: no reference knowledge (context status "
+                         f"{context.get('status')!r})")
+    generation = inputs.generations[gid]
+    return build_judge_messages(generation, inputs.segments[gid], context, inputs.infoboxes.get(generation["wiki_url"]),
+                                decoders.for_row(generation))
 
-    def work(gid: str, model: str, messages: list, n_segments: int) -> JudgeResult:
+
+class _Ledger:
+    """One judge's store of answers (``labels.<key>.jsonl``) and its running totals, printed at the end."""
+
+    def __init__(self, key: str, store: JsonlStore) -> None:
+        self.key, self.store = key, store
+        self.prompt_tokens = self.completion_tokens = self.ok = self.failed = 0
+        self.cost = 0.0
+
+    def fail(self, gid: str, reason: str, **fields: Any) -> None:
+        self.store.record_failure(gid, reason, **fields)
+        self.failed += 1
+
+    def settle(self, gid: str, model: str, future: Future, price: tuple[float, float] | None) -> None:
+        """Wait for ``model``'s answer about ``gid`` and append its labels (or its failure); an AuthenticationError
+        propagates (the caller cancels the calls not started yet)."""
+        try:
+            result = future.result()
+        except JudgeFailed as error:
+            self.fail(gid, str(error), judge=self.key, model=model, usage=error.usage,
+                      cost_usd=cost_usd(error.usage, price))
+            return
+        cost = cost_usd(result.usage, price)
+        self.store.append({GENERATION_ID: gid, "judge": self.key, "model": model,
+                           "labels": [*result.labels, CORRECT], "usage": result.usage, "cost_usd": cost,
+                           "attempts": result.attempts})
+        self.ok += 1
+        self.prompt_tokens += result.usage["prompt_tokens"]
+        self.completion_tokens += result.usage["completion_tokens"]
+        self.cost += cost or 0.0
+
+    def summary(self) -> str:
+        per_1000 = 1000 * self.cost / self.ok if self.ok else 0.0
+        return (f"annotate {self.key}: {self.ok} labelled, {self.failed} failed, {self.prompt_tokens} input + "
+                f"{self.completion_tokens} output tokens, USD {self.cost:.4f} (~{per_1000:.2f} per 1,000)")
+
+
+def _no_call_needed() -> Future:
+    """The answer for a sample with only the EOS claim: its label is +1 by definition, no call is made."""
+    future: Future = Future()
+    future.set_result(JudgeResult(labels=[], usage={"prompt_tokens": 0, "completion_tokens": 0, "calls": 0},
+                                  attempts=0))
+    return future
+
+
+def _judge_with(client: Any, args: argparse.Namespace) -> Callable[[str, list, int], JudgeResult]:
+    """``call_judge`` for the step's options, which stops calling after the first 401/403 (every further call would
+    be refused the same way)."""
+    refused = threading.Event()
+
+    def work(model: str, messages: list, n_segments: int) -> JudgeResult:
         if refused.is_set():
             raise AuthenticationError("stopped after the API refused the key")
         try:
@@ -254,63 +317,67 @@ def run(args: argparse.Namespace) -> int:
             refused.set()
             raise
 
-    n_calls = sum(len(pending) for _, pending in todo)
-    totals = {key: {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "ok": 0, "failed": 0}
-              for _, key in judges}
-    with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool, tqdm(total=n_calls, desc="annotate") as bar:
+    return work
+
+
+def _send(gid: str, pending: Sequence[tuple[str, str]], prepare: Callable[[str], tuple[list, int]],
+          submit: Callable[..., Future], ledgers: Mapping[str, _Ledger]) -> list[tuple[str, str, str, Future]]:
+    """``(gid, model, key, future answer)`` for each pending judge ``(model, key)`` of ``gid``; [] after recording a
+    failure for each when ``prepare(gid)`` (the judge's messages and the number of claims) raises about the sample."""
+    try:
+        messages, n_segments = prepare(gid)
+    except (ValueError, KeyError) as error:
+        for _, key in pending:
+            ledgers[key].fail(gid, str(error))
+        return []
+    return [(gid, model, key, _no_call_needed() if n_segments == 0 else submit(model, messages, n_segments))
+            for model, key in pending]
+
+
+def run(args: argparse.Namespace) -> int:
+    from openai import OpenAI
+    from tqdm import tqdm
+
+    out = Path(args.out)
+    judges = _parse_judges(args.judge or DEFAULT_JUDGES)
+    prices = _parse_prices(args.price)
+    inputs = _read_inputs(out)
+    ledgers = {key: _Ledger(key, JsonlStore(out / f"labels.{key}.jsonl")) for _, key in judges}
+    resolver = EosResolver(eos_ids=args.eos_ids, tokenizer=args.tokenizer, configs=inputs.configs)
+    decoders = Decoders(args.tokenizer, inputs.configs)
+
+    def worth_sending(gid: str) -> bool:  # the filter would trash a sample without EOS or sampled outside the top k
+        row = inputs.generations[gid]
+        return args.annotate_all or (resolver.ends_with_eos(row) and not sampled_outside_top_k(row))
+
+    ids = Shard.parse(args.shard).select(sorted(set(inputs.generations) & set(inputs.segments)))
+    todo, skipped = _select(ids, lambda gid, key: gid in ledgers[key].store, judges, worth_sending)
+    if args.limit is not None:
+        todo = todo[: args.limit]
+    client = OpenAI(base_url=args.base_url or os.environ.get("OPENAI_BASE_URL"),
+                    api_key=os.environ.get(args.api_key_env) or "EMPTY", max_retries=0, timeout=args.timeout)
+    work = _judge_with(client, args)
+    with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool, \
+            tqdm(total=sum(len(pending) for _, pending in todo), desc="annotate") as bar:
         futures = []
         for gid, pending in todo:
-            try:
-                if gid not in contexts:
-                    raise ValueError(f"generation_id={gid!r}: no row in context.jsonl (run `context` first)")
-                context = contexts[gid]
-                if not context.get("chunks") and context.get("status") not in (None, "ok"):
-                    raise ValueError(f"generation_id={gid!r}: no reference knowledge (context status "
-                                     f"{context.get('status')!r})")
-                generation = generations[gid]
-                messages, n_segments = build_judge_messages(generation, segments[gid], context,
-                                                            infoboxes.get(generation["wiki_url"]),
-                                                            decoders.for_row(generation))
-            except (ValueError, KeyError) as error:
-                for _, key in pending:
-                    stores[key].record_failure(gid, str(error))
-                    totals[key]["failed"] += 1
+            sent = _send(gid, pending, lambda gid: _messages_for(gid, inputs, decoders),
+                         lambda *call: pool.submit(work, *call), ledgers)
+            if not sent:  # no messages: a failure recorded for every pending judge
                 bar.update(len(pending))
-                continue
-            for model, key in pending:
-                if n_segments == 0:  # only the EOS claim: its label is +1 by definition, no call needed
-                    future = Future()
-                    future.set_result(JudgeResult(labels=[], usage={"prompt_tokens": 0, "completion_tokens": 0,
-                                                                    "calls": 0}, attempts=0))
-                else:
-                    future = pool.submit(work, gid, model, messages, n_segments)
-                futures.append((gid, model, key, n_segments, future))
-        for gid, model, key, _n_segments, future in futures:
+            futures += sent
+        for gid, model, key, future in futures:
             try:
-                result = future.result()
+                ledgers[key].settle(gid, model, future, prices.get(model))
             except AuthenticationError:
                 for *_, other in futures:
                     other.cancel()
                 raise
-            except JudgeFailed as error:
-                stores[key].record_failure(gid, str(error), judge=key, model=model, usage=error.usage,
-                                           cost_usd=cost_usd(error.usage, prices.get(model)))
-                totals[key]["failed"] += 1
-            else:
-                cost = cost_usd(result.usage, prices.get(model))
-                stores[key].append({GENERATION_ID: gid, "judge": key, "model": model,
-                                    "labels": [*result.labels, CORRECT], "usage": result.usage,
-                                    "cost_usd": cost, "attempts": result.attempts})
-                totals[key]["ok"] += 1
-                totals[key]["prompt_tokens"] += result.usage["prompt_tokens"]
-                totals[key]["completion_tokens"] += result.usage["completion_tokens"]
-                totals[key]["cost"] += cost or 0.0
             bar.update(1)
-    for key, total in totals.items():
-        per_1000 = 1000 * total["cost"] / total["ok"] if total["ok"] else 0.0
-        print(f"annotate {key}: {total['ok']} labelled, {total['failed']} failed, {total['prompt_tokens']} input + "
-              f"{total['completion_tokens']} output tokens, USD {total['cost']:.4f} (~{per_1000:.2f} per 1,000)")
+    for ledger in ledgers.values():
+        print(ledger.summary())
     if skipped:
         print(f"annotate: {skipped} samples not sent (no EOS or sampled token outside the top 24; --annotate-all "
               "sends them)")
-    return 0 if all(total["failed"] == 0 for total in totals.values()) else 1
+    return 0 if all(ledger.failed == 0 for ledger in ledgers.values()) else 1
+

@@ -5,20 +5,21 @@ options (``--out``, ``--shard``) are added here so every step spells them the sa
 dependencies inside ``run``.
 
 Steps and their helpers raise exceptions (:class:`builder.errors.BuilderError` for a step that cannot run as asked);
-this entry point alone turns them into ``builder <step>: error: ...`` on stderr and exit code 2. Any other exception
-(a bad ``--shard``, a corrupt artifact, a missing package) gets the same one line and exit code 2 as ``much`` gives;
-``python -m builder --traceback <step>`` (or ``MUCH_DEBUG=1``) re-raises it with its traceback.
+this entry point alone turns them into one line ``builder <step>: error: ...`` on stderr, through
+:func:`much_dataset.cli_errors.run_command`, the error loop ``much`` and ``much-leaderboard`` share: exit code 2 for
+an expected failure (a ``BuilderError``, a bad ``--shard``, a corrupt artifact, a missing package), 1 for a bug (the
+line names its type), 130 on Ctrl+C. ``python -m builder --traceback <step>`` (or ``MUCH_DEBUG=1``) re-raises it
+with its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from pathlib import Path
 
-from builder.errors import BuilderError
+from much_dataset.cli_errors import debug_requested, run_command
 
 # step name on the command line -> module under builder/
 STEPS: dict[str, str] = {
@@ -64,32 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
+
+    def command() -> int:
         from builder._locks import clean_stale
 
         # Leftovers of killed runs (temporary copies whose writer is gone) are removed before any step.
         for folder in (Path(args.out), Path(args.out) / "rows"):
             clean_stale(folder)
         return int(args.func(args) or 0)
-    except BuilderError as error:
-        if _debug(args):
-            raise
-        print(f"builder {args.step}: error: {' '.join(str(error).split())}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"builder {args.step}: interrupted", file=sys.stderr)
-        return 130
-    except Exception as error:  # noqa: BLE001 - same contract as `much`: one line, exit 2, --traceback for more
-        if _debug(args):
-            raise
-        message = " ".join((str(error) or type(error).__name__).split())
-        print(f"builder {args.step}: error: {type(error).__name__}: {message} (--traceback for details)",
-              file=sys.stderr)
-        return 2
 
-
-def _debug(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "traceback", False)) or os.environ.get("MUCH_DEBUG", "").lower() not in ("", "0")
+    return run_command(f"builder {args.step}", command, debug=debug_requested(args.traceback))
 
 
 if __name__ == "__main__":

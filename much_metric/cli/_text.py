@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import io
 import re
+import sys
 import textwrap
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from much_dataset.jsonl import plain_json
 
@@ -33,6 +37,69 @@ def footnote(text: str, width: int = TABLE_WIDTH) -> str:
     """``text`` wrapped to ``width`` columns (a table's legend); words, paths and ``[floor: x]`` never split."""
     kept = text.replace("[floor: ", "[floor:\0")
     return textwrap.fill(kept, width, break_long_words=False, break_on_hyphens=False).replace("\0", " ")
+
+
+def fit_line(line: str, width: int = TABLE_WIDTH) -> str:
+    """``line`` (one printed line, no newline) wrapped to ``width`` columns, continuation lines indented by two
+    spaces; words and paths never split. A line that fits, or that has a run of two spaces (a table's row, whose
+    columns :func:`text_table` already fits unless one is wider), is returned as is.
+
+    >>> print(fit_line("note: " + "word " * 6, width=20))
+    note: word word word
+      word word word
+    >>> fit_line("a  b", width=2)
+    'a  b'
+    """
+    if len(line) <= width or "  " in line.strip():
+        return line
+    return textwrap.fill(line, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+
+
+class _FittingWriter(io.TextIOBase):
+    """A text stream that passes every complete line through :func:`fit_line` to ``target``."""
+
+    def __init__(self, target: Any, width: int) -> None:
+        self._target, self._width, self._pending = target, width, ""
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return bool(getattr(self._target, "isatty", lambda: False)())
+
+    def write(self, text: str) -> int:
+        *lines, self._pending = (self._pending + text).split("\n")
+        for line in lines:
+            self._target.write(fit_line(line, self._width) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+    def finish(self) -> None:
+        if self._pending:
+            self._target.write(fit_line(self._pending, self._width))
+            self._pending = ""
+        self.flush()
+
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+def fits_width(command: _Command) -> _Command:
+    """Decorate a subcommand's ``run`` so that every line it prints on stdout fits in :data:`TABLE_WIDTH` columns:
+    its prose (headers, ``note:`` lines) is wrapped by :func:`fit_line`, line by line as it is printed."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        writer = _FittingWriter(sys.stdout, TABLE_WIDTH)
+        try:
+            with contextlib.redirect_stdout(writer):
+                return command(*args, **kwargs)
+        finally:
+            writer.finish()
+
+    return run  # type: ignore[return-value]
 
 
 _ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|obj|exc|ref|doc):`~?([^`]+)`")

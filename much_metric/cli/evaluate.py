@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from much_metric.cli._flags import add_renamed_alias
-from much_metric.cli._text import FLOOR_NOTE, data_title, footnote, jsonable, text_table
+from much_metric.cli._text import FLOOR_NOTE, data_title, fits_width, footnote, jsonable, text_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -296,6 +296,7 @@ def _bootstrap(args: argparse.Namespace):
     return Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap else None
 
 
+@fits_width  # prose lines (header, notes) wrapped at 120 columns like the tables
 def run(args: argparse.Namespace) -> int:
     """Evaluate the signal files and print the tables; expected failures propagate to :func:`much_metric.cli.main`
     (one line ``much evaluate: error: ...``, exit 2)."""

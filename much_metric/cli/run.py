@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from much_metric.cli._flags import add_renamed_alias
-from much_metric.cli._text import FLOOR_NOTE, data_title, footnote, text_table
+from much_metric.cli._text import FLOOR_NOTE, data_title, fits_width, footnote, text_table
 
 #: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
 _TABLE3_METRICS = ("roc_auc", "pr_auc")
@@ -137,6 +137,7 @@ def _cell(score: Any, key: str) -> str:
     return format_metric(score, key)
 
 
+@fits_width  # prose lines (header, notes) wrapped at 120 columns like the tables
 def run(args: argparse.Namespace) -> int:
     """Parse the options into :func:`much_metric.benchmark.run_benchmark`'s, run it and print its result.
 

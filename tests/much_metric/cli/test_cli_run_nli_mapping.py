@@ -74,7 +74,7 @@ def test_each_language_is_scored_by_its_own_model(workspace, tmp_path, capsys, m
     assert _run(root, f"en={en},fr={x}", tmp_path / "out", ["--json", str(tmp_path / "r.json")]) == 0
     printed = capsys.readouterr().out
     alias = routed_nli_name({"en": en, "fr": x})
-    assert f"NLI model per language ({alias}): en={en}, fr={x}" in printed
+    assert f"NLI model per language ({alias}): en={en}, fr={x}" in " ".join(printed.split())  # prose wraps at 120
     names = [r["signal_name"] for r in json.loads((tmp_path / "r.json").read_text())["results"]]
     assert names == [f"ccp_5_2_{alias}", f"ccp_3_2_{alias}", f"sar_2_{alias}"]
 

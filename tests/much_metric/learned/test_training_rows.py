@@ -74,7 +74,7 @@ def test_much_run_scores_a_learned_signal_on_held_out_rows_and_says_so(trained, 
     out = tmp_path / "signals"
     assert main(["run", "--data", "sample", "--signals", f"learned:{trained},max_likelihood", "--bootstrap", "0",
                  "--no-progress", "--out", str(out), "--json", str(tmp_path / "run.json")]) == 0
-    printed = capsys.readouterr().out
+    printed = " ".join(capsys.readouterr().out.split())  # prose lines wrap at 120 columns
     assert (f"{len(training)} of 606 rows left out because they trained or validated it; scored on the "
             f"{len(held_out)} held-out rows") in printed
     assert "Learned linear (linear-de; leave-one-language-out, held out lang=de)" in printed
@@ -95,7 +95,7 @@ def test_much_run_scores_a_learned_signal_on_held_out_rows_and_says_so(trained, 
 
     # much evaluate on the same files leaves them out too, and says so.
     assert main(["evaluate", "--data", "sample", "--scores", str(out), "--bootstrap", "0"]) == 0
-    printed = capsys.readouterr().out
+    printed = " ".join(capsys.readouterr().out.split())  # prose lines wrap at 120 columns
     assert f"{len(training)} of 606 rows left out because they trained or validated it" in printed
     # ... and its row names the detector, the protocol and the held-out fold, read from the file's metadata.
     assert "(linear; leave-one-language-out, held out lang=de)" in printed
@@ -104,7 +104,7 @@ def test_much_run_scores_a_learned_signal_on_held_out_rows_and_says_so(trained, 
     with pytest.warns(TrainingRowsWarning, match=f"{len(training)} of which trained or validated it"):
         assert main(["run", "--data", "sample", "--signals", f"learned:{trained}", "--bootstrap", "0",
                      "--no-progress", "--include-training-rows"]) == 0
-    assert "its numbers are not held-out numbers" in capsys.readouterr().out
+    assert "its numbers are not held-out numbers" in " ".join(capsys.readouterr().out.split())
 
 
 def test_run_benchmark_keyword(trained, sample):
