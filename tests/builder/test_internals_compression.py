@@ -238,3 +238,16 @@ def test_int8_on_smollm2_rows_within_about_one_percent():
     print(f"int8 on SmolLM2 (2 rows, layers 8/16/24): relative L2 error mean {errors.mean():.4f}, "
           f"max {errors.max():.4f}")
     assert errors.mean() < 0.012 and errors.max() < 0.02
+
+
+def test_generation_config_selects_its_rows_and_is_part_of_the_identity(tiny, tmp_path, capsys):
+    config = "Ks3gTjB5a4QiuE58Qv3-Mw"
+    assert _cli(tmp_path, "--limit", "3", "--generation-config", config) in (0, 1)
+    pack = load_internals(tmp_path)
+    assert pack.manifest["generation_config"] == config and pack.manifest["temperature"] == 1.0
+    chosen = [r[schema.GENERATION_ID] for r in replay.read_rows(SAMPLE) if r["generation_config"] == config][:3]
+    assert sorted(pack) == sorted(chosen)
+    assert _cli(tmp_path, "--limit", "3", "--generation-config", "z8Ot6qx8GU7M9Eo_TWG4nw") == 2
+    assert "generation_config: pack has 'Ks3gTjB5a4QiuE58Qv3-Mw'" in capsys.readouterr().err
+    assert _cli(tmp_path / "other", "--generation-config", "nope") == 2
+    assert "no row has generation_config='nope'" in capsys.readouterr().err
