@@ -222,8 +222,10 @@ def sizes(pack: Path) -> None:
     per_million = size / manifest["n_tokens"] * 1e6
     n_hidden = len(manifest["hidden_layers"])
     compression = manifest.get("compression", "none")
-    per_token = 4 * manifest["n_layers"] * manifest["n_heads"] + hidden_bytes(compression, n_hidden,
-                                                                              manifest["hidden_size"])
+    # float32 attention arrays of every head: previous token, optionally itself and a window of K positions
+    per_head = 1 + bool(manifest.get("attention_to_self")) + int(manifest.get("attention_window") or 0)
+    per_token = 4 * per_head * manifest["n_layers"] * manifest["n_heads"] + hidden_bytes(
+        compression, n_hidden, manifest["hidden_size"])
     error = manifest.get("hidden_error")
     error_text = "" if not error else (f"; hidden reconstruction error (relative L2 per token vector vs float32) "
                                        f"mean {error['mean']:.4f}, max {error['max']:.4f}")
@@ -232,11 +234,13 @@ def sizes(pack: Path) -> None:
           f"compression {compression}): {per_million / 1e9:.3f} GB measured ({size:,} bytes / "
           f"{manifest['n_tokens']:,} tokens; {per_token:.0f} bytes of arrays per token, the rest is the safetensors "
           f"headers){error_text}")
+    overhead = per_million / 1e6 / per_token  # measured bytes per byte of arrays (safetensors headers)
     for name, layers, heads, width in MUCH_MODELS:
-        projected = (4 * layers * heads + hidden_bytes(compression, n_hidden, width)) * 1e6 * (
-            per_million / 1e6 / per_token)
+        projected = (4 * per_head * layers * heads + hidden_bytes(compression, n_hidden, width)) * 1e6 * overhead
+        with_self = "" if manifest.get("attention_to_self") else \
+            f" (+ --attention-to-self: {(projected + 4 * layers * heads * 1e6 * overhead) / 1e9:.2f} GB)"
         print(f"  projected {name:<27} ({layers} layers x {heads} heads, {n_hidden} x {width} hidden): "
-              f"{projected / 1e9:.2f} GB per million tokens")
+              f"{projected / 1e9:.2f} GB per million tokens{with_self}")
 
 
 def compression(rows: int, work: Path, *, fit_rows: int = 64, k: int = 64) -> None:
