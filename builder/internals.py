@@ -262,7 +262,7 @@ def _ensure_basis(pack: Path, identity: dict[str, Any], llm: Any, options: Inter
         for row in fit_rows:
             try:
                 arrays, _, _ = row_internals(llm, row, plain)
-            except Exception:  # noqa: BLE001 - a row that cannot be re-forwarded is recorded as failed later
+            except Exception:  # a row that cannot be re-forwarded is recorded as failed by the run
                 continue
             vectors.append(arrays["hidden"])
         if not vectors:
@@ -281,9 +281,9 @@ def _ensure_basis(pack: Path, identity: dict[str, Any], llm: Any, options: Inter
     return read_basis(pack / BASIS / name)
 
 
-def run(args: argparse.Namespace) -> int:
-    from builder._llm import load_model
-
+def _source_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The source's rows (of ``--generation-config`` only, when given), after checking the numeric options; sets
+    the default temperature (the MUCH config's, else 1.0)."""
     if args.temperature is None:
         known = schema.MUCH_CONFIGS.get(args.generation_config or "")
         args.temperature = float(known[1]) if known else 1.0
@@ -291,13 +291,42 @@ def run(args: argparse.Namespace) -> int:
         raise BuilderError(f"--temperature must be > 0, got {args.temperature}")
     if args.rows_per_shard < 1 or args.attention_window < 0 or args.pca_fit_rows < 1:
         raise BuilderError("--rows-per-shard and --pca-fit-rows must be >= 1 and --attention-window >= 0")
-    pack = Path(args.out)
-    source = Path(args.source)
-    every_row = list(read_rows(source))
+    every_row = list(read_rows(Path(args.source)))
     if args.generation_config:
         every_row = [r for r in every_row if r.get(schema.GENERATION_CONFIG) == args.generation_config]
         if not every_row:
-            raise BuilderError(f"{source}: no row has {schema.GENERATION_CONFIG}={args.generation_config!r}")
+            raise BuilderError(f"{args.source}: no row has {schema.GENERATION_CONFIG}={args.generation_config!r}")
+    return every_row
+
+
+def _compute_chunk(llm: Any, chunk: list[dict[str, Any]], options: InternalsOptions,
+                   basis: dict[str, np.ndarray] | None) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]],
+                                                                 dict[str, str], list[np.ndarray]]:
+    """One shard's arrays, manifest entries, failures (per row: the run goes on) and hidden errors."""
+    arrays: dict[str, np.ndarray] = {}
+    entries: dict[str, dict[str, Any]] = {}
+    failures: dict[str, str] = {}
+    errors = []
+    for row in chunk:
+        gid = str(row[schema.GENERATION_ID])
+        try:
+            values, diff, error = row_internals(llm, row, options, basis=basis)
+        except Exception as problem:  # noqa: BLE001 - recorded per row, the run goes on
+            failures[gid] = f"{type(problem).__name__}: {problem}"
+            continue
+        arrays.update({f"{gid}/{name}": value for name, value in values.items()})
+        entries[gid] = {"n_tokens": int(values["hidden"].shape[0]), "max_abs_diff": diff,
+                        "hidden_error_mean": float(error.mean()), "hidden_error_max": float(error.max())}
+        errors.append(error.ravel())
+    return arrays, entries, failures, errors
+
+
+def run(args: argparse.Namespace) -> int:
+    from builder._llm import load_model
+
+    pack = Path(args.out)
+    source = Path(args.source)
+    every_row = _source_rows(args)
     rows = list(Shard.parse(args.shard).select(every_row))[: args.limit]
     manifest = read_manifest(pack)
     done = set(manifest["rows"]) if manifest else set()
@@ -320,40 +349,28 @@ def run(args: argparse.Namespace) -> int:
     basis = None
     if options.hidden_compression.startswith("pca"):
         basis = _ensure_basis(pack, identity, llm, options, every_row[: options.pca_fit_rows])
-    failed, worst, start = 0, 0.0, time.perf_counter()
-    error_sum, error_max, n_vectors = 0.0, 0.0, 0
+    failed, worst, start, all_errors = 0, 0.0, time.perf_counter(), []
     for begin in range(0, len(todo), args.rows_per_shard):
-        arrays: dict[str, np.ndarray] = {}
-        entries: dict[str, dict[str, Any]] = {}
-        failures: dict[str, str] = {}
-        chunk_worst = float("nan")
-        for row in todo[begin : begin + args.rows_per_shard]:
-            gid = str(row[schema.GENERATION_ID])
-            try:
-                values, diff, error = row_internals(llm, row, options, basis=basis)
-            except Exception as error:  # noqa: BLE001 - recorded per row, the run goes on
-                failures[gid] = f"{type(error).__name__}: {error}"
-                failed += 1
-                continue
-            arrays.update({f"{gid}/{name}": value for name, value in values.items()})
-            entries[gid] = {"n_tokens": int(values["hidden"].shape[0]), "max_abs_diff": diff,
-                            "hidden_error_mean": float(error.mean()), "hidden_error_max": float(error.max())}
-            error_sum, error_max, n_vectors = error_sum + float(error.sum()), max(error_max, float(error.max())), \
-                n_vectors + error.size
-            chunk_worst = diff if np.isnan(chunk_worst) else max(chunk_worst, diff)
+        arrays, entries, failures, errors = _compute_chunk(llm, todo[begin : begin + args.rows_per_shard], options,
+                                                           basis)
+        diffs = [entry["max_abs_diff"] for entry in entries.values() if not np.isnan(entry["max_abs_diff"])]
+        chunk_worst = max(diffs) if diffs else float("nan")
         shard, size = write_shard(pack, arrays) if arrays else (None, 0)
         for entry in entries.values():
             entry["shard"] = shard
         manifest = commit_rows(pack, identity, shard, size, entries, failures, chunk_worst)
-        worst = max(worst, 0.0 if np.isnan(chunk_worst) else chunk_worst)
+        worst = max([worst, *diffs])
+        failed += len(failures)
+        all_errors += errors
     seconds = time.perf_counter() - start
     print(f"internals: {len(todo) - failed} rows stored in {seconds:.1f}s, {failed} failed; largest difference "
           f"with the stored probabilities: {worst:.3g} (pack: {manifest['max_abs_diff']:.3g}, "
           f"{manifest['n_rows']} rows, {manifest['n_tokens']} tokens)")
-    if n_vectors:
+    if all_errors:
+        flat = np.concatenate(all_errors)
         total = manifest.get("hidden_error", {})
         print(f"internals: hidden reconstruction error ({options.hidden_compression}; relative L2 per token vector "
-              f"against float32): mean {error_sum / n_vectors:.3g}, max {error_max:.3g} over {n_vectors} vectors "
+              f"against float32): mean {flat.mean():.3g}, max {flat.max():.3g} over {flat.size} vectors "
               f"(pack: mean {total.get('mean', float('nan')):.3g}, max {total.get('max', float('nan')):.3g})")
     return 1 if failed else 0
 
