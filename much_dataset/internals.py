@@ -23,11 +23,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT", "MANIFEST", "SHARDS", "InternalsPack", "InternalsError", "MissingRowError", "load_internals"]
+__all__ = ["FORMAT", "MANIFEST", "SHARDS", "BASIS", "InternalsPack", "InternalsError", "MissingRowError",
+           "load_internals", "read_basis"]
 
 FORMAT = "much-internals/1"
 MANIFEST = "manifest.json"
 SHARDS = "shards"
+#: Folder of a ``pca:K`` pack's basis file (``basis/<sha256>.safetensors``: tensors ``mean`` and ``components``).
+BASIS = "basis"
 
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
            "I16": np.int16, "I8": np.int8, "U8": np.uint8}
@@ -60,6 +63,8 @@ class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
         self.manifest = manifest
         self._rows: dict[str, dict[str, Any]] = manifest["rows"]
         self._shards: dict[str, tuple[np.ndarray, dict[str, Any]]] = {}
+        self.compression = str(manifest.get("compression") or "none")
+        self._basis: dict[str, np.ndarray] | None = None
 
     def __repr__(self) -> str:
         return (f"InternalsPack({str(self.path)!r}, model={self.manifest.get('model')!r}, rows={len(self)}, "
@@ -93,7 +98,27 @@ class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
         if not arrays or any(array.shape[0] != entry["n_tokens"] for array in arrays.values()):
             raise InternalsError(f"generation_id={generation_id!r}: shard {entry['shard']} of {self.path} does not "
                                  f"hold its {entry['n_tokens']} rows")
+        if self.compression != "none" and "hidden" in arrays:  # dequantised on read: always float arrays
+            from much_dataset.internals_compression import decode_hidden
+
+            basis = self.basis() if self.compression.startswith("pca") else None
+            try:
+                arrays["hidden"] = decode_hidden(arrays, self.compression, basis=basis)
+            except (KeyError, ValueError) as error:
+                raise InternalsError(f"generation_id={generation_id!r}: shard {entry['shard']} of {self.path}: "
+                                     f"cannot decode the {self.compression} hidden states ({error})") from None
+            arrays.pop("hidden_scale", None)
         return arrays
+
+    def basis(self) -> dict[str, np.ndarray]:
+        """A ``pca:K`` pack's basis ``{"mean": [layers, d], "components": [layers, K, d]}`` (checked against its
+        content address)."""
+        if self._basis is None:
+            name = self.manifest.get("pca_basis")
+            if not name:
+                raise InternalsError(f"{self.path / MANIFEST}: a {self.compression} pack without its 'pca_basis'")
+            self._basis = read_basis(self.path / BASIS / str(name))
+        return self._basis
 
     def _shard(self, name: str) -> tuple[np.ndarray, dict[str, Any]]:
         if name not in self._shards:
@@ -152,6 +177,25 @@ def _map_safetensors(path: Path) -> tuple[np.ndarray, dict[str, Any]]:
     return np.memmap(path, dtype=np.uint8, mode="r", offset=8 + length, shape=(end,)), header
 
 
+def read_basis(path: Path) -> dict[str, np.ndarray]:
+    """A PCA basis file, checked: its name is the sha256 of its bytes (content-addressed)."""
+    import hashlib
+
+    if not path.is_file():
+        raise InternalsError(f"{path}: the PCA basis file is missing from the internals pack")
+    data = path.read_bytes()
+    if path.name != f"{hashlib.sha256(data).hexdigest()}.safetensors":
+        raise InternalsError(f"{path}: the basis file does not hash to its name (corrupt or replaced)")
+    buffer, header = _map_safetensors(path)
+    arrays = {}
+    for key, info in header.items():
+        begin, end = info["data_offsets"]
+        arrays[key] = np.array(buffer[begin:end].view(_DTYPES[info["dtype"]]).reshape(info["shape"]))
+    if set(arrays) != {"mean", "components"}:
+        raise InternalsError(f"{path}: a PCA basis holds 'mean' and 'components', not {sorted(arrays)}")
+    return arrays
+
+
 def load_internals(pack: str | Path, *, dataset: Any = None, model: str | None = None) -> InternalsPack:
     """Open an internals pack (``python -m builder internals``) read-only, memory-mapped.
 
@@ -169,7 +213,9 @@ def load_internals(pack: str | Path, *, dataset: Any = None, model: str | None =
     -------
     InternalsPack
         ``pack[generation_id]`` -> ``{"attention_to_previous": (n_tokens, layers, heads), "hidden": (n_tokens,
-        len(hidden_layers), hidden_size), ...}``; ``pack.manifest``.
+        len(hidden_layers), hidden_size), ...}``; ``pack.manifest``. A compressed ``hidden`` (``int8``, ``pca:K``:
+        ``pack.manifest["compression"]``) is decoded on read to a float32 array (see
+        :mod:`much_dataset.internals_compression`); uncompressed arrays are memory-mapped.
     """
     path = Path(pack)
     manifest_path = path / MANIFEST

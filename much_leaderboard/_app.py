@@ -16,6 +16,7 @@ from typing import Any
 
 from much_leaderboard._service import NEEDS, RANK_METRIC, Leaderboard
 from much_leaderboard._table import (
+    INTERNALS_FILTERS,
     metric_choices,
     published_html,
     render_submission,
@@ -41,10 +42,12 @@ img.figure {max-width: 100%}
 _KINDS = {"built-in baselines": "baseline", "submissions": "submission"}
 
 
-def _board_html(board: Leaderboard, subset: str, sort_label: str, kinds: list[str], needs: list[str]) -> str:
+def _board_html(board: Leaderboard, subset: str, sort_label: str, kinds: list[str], needs: list[str],
+                internals: str = "any") -> str:
     sort = dict(metric_choices()).get(sort_label, "roc_auc")
     rows = table_rows(board.store.rows(), board.ranking(), subset=subset or "all", sort=sort,
-                      kinds=tuple(_KINDS[k] for k in kinds or _KINDS), needs=tuple(needs or ()))
+                      kinds=tuple(_KINDS[k] for k in kinds or _KINDS), needs=tuple(needs or ()),
+                      internals=INTERNALS_FILTERS.get(internals or "any"))
     return (CSS + '<div id="much-board-wrap">'
             + render_table(rows, langs=board.data.langs, sort=sort, rank_metric=RANK_METRIC) + "</div>")
 
@@ -87,6 +90,9 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
                     kinds = gr.CheckboxGroup(list(_KINDS), value=list(_KINDS), label="rows", elem_id="kinds")
                     needs = gr.CheckboxGroup(list(NEEDS), value=[], label="method needs (any of)",
                                              elem_id="needs-filter")
+                    internals = gr.Dropdown(list(INTERNALS_FILTERS), value="any",
+                                            label="model internals (hidden states / attention)",
+                                            elem_id="internals-filter")
                 table = gr.HTML(elem_id="board-table")
                 refresh = gr.Button("refresh", size="sm", elem_id="refresh")
                 with gr.Accordion("Published rows (paper, not re-scored)", open=False):
@@ -97,7 +103,9 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
             with gr.Tab("Submit", id="submit"):
                 gr.Markdown("Upload a MUCH-signals folder as a .zip: `<signal_name>.parquet` or `.jsonl` "
                             "(`generation_id`, `signal_name`, `values`: one value per output token in [0, 1], or one "
-                            "per claim for names ending with `@claim`), `timings.json`, `hardware.json`. Limits: "
+                            "per claim for names ending with `@claim`), `timings.json`, `hardware.json`, and "
+                            '`submission.json` (`{"internals": ["attention", "hidden_states"]}` for a method that '
+                            "reads the model's internals; internals packs themselves are never uploaded). Limits: "
                             f"{board.limits.max_archive_bytes // 2**20} MiB, {board.limits.max_entries} files.")
                 archive = gr.File(label="submission archive (.zip)", file_types=[".zip"], type="filepath",
                                   elem_id="archive")
@@ -108,8 +116,8 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
                 send = gr.Button("Submit", variant="primary", elem_id="submit-button")
                 result = gr.HTML(elem_id="submit-result")
 
-        def show(subset_value, sort_value, kinds_value, needs_value):
-            return _board_html(board, subset_value, sort_value, kinds_value, needs_value)
+        def show(subset_value, sort_value, kinds_value, needs_value, internals_value):
+            return _board_html(board, subset_value, sort_value, kinds_value, needs_value, internals_value)
 
         def open_detail(value):
             return CSS + render_submission(board.store, (value or "").strip())
@@ -122,7 +130,7 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
             return page, gr.Tabs(selected="board"), "", ""
 
         on_load.__annotations__ = {"request": gr.Request}  # gradio passes the request by this annotation
-        controls = [subset, sort, kinds, needs]
+        controls = [subset, sort, kinds, needs, internals]
         for control in controls:
             control.change(show, controls, table)
         refresh.click(show, controls, table)

@@ -218,6 +218,7 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
         learned = submission.learned.get(name)
         rows[name] = jsonable({
             "detector": learned["detector"] if learned else None,
+            "internals": list(submission.internals),  # what the archive's submission.json declares
             "training_rows": len(learned["training_generation_ids"]) if learned else None,
             "overall": overall[name], "by": by[name],
             "coverage": table.coverage.get(name, 1.0), "level": result.level, "seconds": seconds,

@@ -26,8 +26,10 @@ __all__ = ["Leaderboard", "Outcome", "NEEDS", "validate_form", "RANK_METRIC", "B
 
 _log = logging.getLogger("much_leaderboard")
 
-#: What a method needs (the submission form's checkboxes and the table's "method type").
-NEEDS = ("probabilities only", "an NLI model", "sampling", "hidden states", "training on the auto split")
+#: What a method needs (the submission form's checkboxes and the table's "method type"). "hidden states" and
+#: "attention weights" are also set from the archive's ``submission.json`` (``{"internals": [...]}``).
+NEEDS = ("probabilities only", "an NLI model", "sampling", "hidden states", "attention weights",
+         "training on the auto split")
 #: The metric P(rank) is computed for.
 RANK_METRIC = "roc_auc"
 #: Built-in baselines added to an empty store (the registry's methods that need no model).

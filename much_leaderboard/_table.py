@@ -6,7 +6,9 @@ the cached ranking only (no scoring at render time): 200 rows render in millisec
 
 Subsets (the filters): ``all``, ``lang=<code>`` (the claims of one language), ``model=<name>`` (one generating
 model) and ``selection=manual`` / ``auto`` (when the data has human labels); each row then shows
-its metrics on that subset, with the subset's bootstrap intervals.
+its metrics on that subset, with the subset's bootstrap intervals. Rows can also be filtered by what the method needs
+(``needs``: any of the form's labels) and by whether it needs the model's internals (``internals``: the archive's
+``submission.json`` declares attention weights and/or hidden states, see :func:`much_metric.signals.read_archive`).
 """
 
 from __future__ import annotations
@@ -23,10 +25,28 @@ import numpy as np
 
 from much_leaderboard._admission import describe_detector
 
-__all__ = ["subsets", "table_rows", "render_table", "render_submission", "published_html", "metric_choices"]
+__all__ = ["subsets", "table_rows", "render_table", "render_submission", "published_html", "metric_choices",
+           "INTERNALS_FILTERS", "INTERNALS_LABELS"]
 
 
 _PROBABILITIES, _TRAINED = "probabilities only", "training on the auto split"
+#: The form's label of each kind of internals an archive may declare (``submission.json``).
+INTERNALS_LABELS = {"attention": "attention weights", "hidden_states": "hidden states"}
+#: The internals filter: every row, rows whose method needs the model's internals, rows whose method does not.
+INTERNALS_FILTERS = {"any": None, "needs internals": True, "no internals": False}
+
+
+def _row_needs(row: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(needs as shown, internals declared by the archive) of a stored row."""
+    metrics = row["metrics"]
+    internals = [kind for kind in INTERNALS_LABELS if kind in (metrics.get("internals") or [])]
+    needs = list(row["form"].get("needs", []))
+    if internals:  # the archive's declaration: the labels of what it needs, never "probabilities only"
+        needs = [n for n in needs if n != _PROBABILITIES]
+        needs += [INTERNALS_LABELS[kind] for kind in internals if INTERNALS_LABELS[kind] not in needs]
+    if metrics.get("detector") is not None:  # a learned detector: what it was trained on, whatever the form said
+        needs = [n for n in needs if n not in (_PROBABILITIES, _TRAINED)] + [_TRAINED]
+    return needs, internals
 
 
 def metric_choices() -> list[tuple[str, str]]:
@@ -52,14 +72,19 @@ def _metrics_of(row: dict[str, Any], subset: str) -> dict[str, Any] | None:
 
 def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subset: str = "all",
                sort: str = "roc_auc", kinds: Sequence[str] = ("baseline", "submission"),
-               needs: Sequence[str] = ()) -> list[dict[str, Any]]:
+               needs: Sequence[str] = (), internals: bool | None = None) -> list[dict[str, Any]]:
     """The main table's rows, best ``sort`` value first (rows without a value on the subset are left out).
+
+    ``needs``: keep rows needing any of these labels; ``internals``: True keeps the rows whose method needs the
+    model's internals (hidden states or attention weights, as the form or the archive's ``submission.json`` says),
+    False those that do not, None (default) every row.
 
     Each dict: ``key`` (``submission/signal``), ``submission``, ``signal``, ``kind``, ``method``, ``label`` (a
     submission's row is ``"<method> / <signal>"``: each signal is its own row), ``authors``, ``link``, ``needs``
     (a learned detector's row: "training on the auto split" instead of "probabilities only"), ``trained`` (its
     detector, protocol, fold and number of training rows; None for other rows), ``metrics`` (the subset's),
-    ``per_lang`` (ROC-AUC per language), ``p_rank``, ``rank`` (1 = best by ``sort``), ``relative_runtime``,
+    ``internals`` (what the archive declared: ``attention``, ``hidden_states``), ``per_lang`` (ROC-AUC per
+    language), ``p_rank``, ``rank`` (1 = best by ``sort``), ``relative_runtime``,
     ``seconds``, ``coverage``, ``submitted``.
     """
     keys = [key for _, key in metric_choices()]
@@ -71,10 +96,10 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
             continue
         form = row["form"]
         detector = row["metrics"].get("detector")
-        row_needs = list(form.get("needs", []))
-        if detector is not None:  # a learned detector: what it was trained on, whatever the form said
-            row_needs = [n for n in row_needs if n not in (_PROBABILITIES, _TRAINED)] + [_TRAINED]
+        row_needs, row_internals = _row_needs(row)
         if needs and not set(needs) & set(row_needs):
+            continue
+        if internals is not None and internals != bool(set(row_needs) & set(INTERNALS_LABELS.values())):
             continue
         metrics = _metrics_of(row, subset)
         if metrics is None:
@@ -86,7 +111,7 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
             "method": form.get("method", ""), "authors": form.get("authors", ""), "link": form.get("link", ""),
             "label": form.get("method", "") if row["kind"] == "baseline" else f"{form.get('method', '')} / "
                                                                                f"{row['signal']}",
-            "needs": row_needs, "metrics": metrics,
+            "needs": row_needs, "internals": row_internals, "metrics": metrics,
             "trained": None if detector is None else
             f"trained: {describe_detector(detector)} ({row['metrics'].get('training_rows') or 0:,} rows)",
             "per_lang": {lang: m.get("roc_auc") for lang, m in row["metrics"].get("by", {}).get("lang", {}).items()},
@@ -219,10 +244,11 @@ def render_submission(store: Any, submission: str) -> str:
     form = entry["form"]
     rows = [r for r in store.rows() if r["submission"] == submission]
     label = "built-in baseline" if entry["kind"] == "baseline" else "submission"
+    needs = _row_needs(rows[0])[0] if rows else list(form.get("needs", []))
     parts = [f'<div id="much-submission" data-submission="{submission}">',
              f"<h2>{_link(form.get('method', ''), form.get('link', ''))}</h2>",
              f"<p>{label} · authors: {html.escape(form.get('authors') or '—')} · needs: "
-             f"{html.escape(', '.join(form.get('needs', [])) or '—')} · archive SHA-256 <code>{submission}</code></p>"]
+             f"{html.escape(', '.join(needs) or '—')} · archive SHA-256 <code>{submission}</code></p>"]
     for row in rows:
         metrics = row["metrics"]["overall"]
         parts.append(f"<h3>{html.escape(row['signal'])}</h3><table class=\"much-table\"><tr>"

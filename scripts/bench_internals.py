@@ -5,6 +5,7 @@ Likelihood, under leave-one-language-out with and without grouping by Wikipedia 
     python scripts/bench_internals.py build --pack PACK            # the pack of the whole sample (SmolLM2, resumable)
     python scripts/bench_internals.py speed --rows 8 [--work DIR]  # internals vs replay time, bytes/Mtoken, load time
     python scripts/bench_internals.py sizes --pack PACK            # bytes per million tokens, projected for MUCH
+    python scripts/bench_internals.py compression --rows 96        # none / int8 / pca:64: bytes and errors
 
 The pack is SmolLM2-135M-Instruct's (the model whose probabilities the sample holds: a proxy observer of the
 texts, not their author), built by ``python -m builder internals --prompt-style user --hidden-layers 8,16,24``
@@ -198,22 +199,81 @@ MUCH_MODELS = (("Llama-3.2-3B-Instruct", 28, 24, 3072), ("Llama-3.1-8B-Instruct"
                ("Ministral-8B-Instruct-2410", 36, 32, 4096), ("gemma-3-4b-it", 34, 8, 2560))
 
 
+def hidden_bytes(compression: str, n_hidden: int, width: int) -> float:
+    """Bytes per token of the stored hidden states: float16, int8 with one float16 scale per block of 32 channels,
+    or K float32 PCA coefficients per layer (the basis, stored once per pack, is not counted)."""
+    from much_dataset.internals_compression import INT8_BLOCK, parse_compression
+
+    kind, k = parse_compression(compression)
+    if kind == "int8":
+        blocks = width // INT8_BLOCK if width % INT8_BLOCK == 0 else 1
+        return n_hidden * (width + 2 * blocks)
+    if kind == "pca":
+        return n_hidden * 4 * k
+    return n_hidden * 2 * width
+
+
 def sizes(pack: Path) -> None:
     """Pack bytes per million tokens measured on ``pack``, and projected for the MUCH models with the same arrays
-    (float32 previous-token attention of every head, float16 hidden states of as many layers)."""
+    (float32 previous-token attention of every head, hidden states of as many layers stored as the pack stores them:
+    float16, int8 or PCA-k)."""
     manifest = json.loads((pack / "manifest.json").read_text())
     size = sum(entry["bytes"] for entry in manifest["shards"].values())
     per_million = size / manifest["n_tokens"] * 1e6
     n_hidden = len(manifest["hidden_layers"])
-    per_token = 4 * manifest["n_layers"] * manifest["n_heads"] + 2 * n_hidden * manifest["hidden_size"]
+    compression = manifest.get("compression", "none")
+    # float32 attention arrays of every head: previous token, optionally itself and a window of K positions
+    per_head = 1 + bool(manifest.get("attention_to_self")) + int(manifest.get("attention_window") or 0)
+    per_token = 4 * per_head * manifest["n_layers"] * manifest["n_heads"] + hidden_bytes(
+        compression, n_hidden, manifest["hidden_size"])
+    error = manifest.get("hidden_error")
+    error_text = "" if not error else (f"; hidden reconstruction error (relative L2 per token vector vs float32) "
+                                       f"mean {error['mean']:.4f}, max {error['max']:.4f}")
     print(f"\npack bytes per million tokens ({Path(manifest['model']).name}: {manifest['n_layers']} layers x "
-          f"{manifest['n_heads']} heads float32 attention, {n_hidden} x {manifest['hidden_size']} float16 hidden): "
-          f"{per_million / 1e9:.2f} GB measured ({size:,} bytes / {manifest['n_tokens']:,} tokens; {per_token} bytes "
-          "of arrays per token, the rest is the safetensors headers)")
+          f"{manifest['n_heads']} heads float32 attention, {n_hidden} x {manifest['hidden_size']} hidden, "
+          f"compression {compression}): {per_million / 1e9:.3f} GB measured ({size:,} bytes / "
+          f"{manifest['n_tokens']:,} tokens; {per_token:.0f} bytes of arrays per token, the rest is the safetensors "
+          f"headers){error_text}")
+    overhead = per_million / 1e6 / per_token  # measured bytes per byte of arrays (safetensors headers)
     for name, layers, heads, width in MUCH_MODELS:
-        projected = (4 * layers * heads + 2 * n_hidden * width) * 1e6 * (per_million / 1e6 / per_token)
+        projected = (4 * per_head * layers * heads + hidden_bytes(compression, n_hidden, width)) * 1e6 * overhead
+        with_self = "" if manifest.get("attention_to_self") else \
+            f" (+ --attention-to-self: {(projected + 4 * layers * heads * 1e6 * overhead) / 1e9:.2f} GB)"
         print(f"  projected {name:<27} ({layers} layers x {heads} heads, {n_hidden} x {width} hidden): "
-              f"{projected / 1e9:.2f} GB per million tokens")
+              f"{projected / 1e9:.2f} GB per million tokens{with_self}")
+
+
+def compression(rows: int, work: Path, *, fit_rows: int = 64, k: int = 64) -> None:
+    """Build packs of the same first ``rows`` English sample rows (SmolLM2, hidden layers 8,16,24) with
+    ``--hidden-compression none``, ``int8`` and ``pca:K`` (basis fitted on the first ``fit_rows`` rows), print each
+    one's bytes per million tokens (measured, projected for the MUCH models) and reconstruction error (the builder's,
+    against the float32 hidden states), and the PCA error on the rows outside its fit set (against the float16 pack:
+    float16 rounding is ~0.05 %, far below the PCA error)."""
+    from much_dataset.internals import load_internals
+    from much_dataset.internals_compression import relative_errors
+
+    sample = ROOT / "much_dataset" / "sample" / "data" / "en" / "test-00000-of-00001.parquet"
+    packs = {}
+    for name in ("none", "int8", f"pca:{k}"):
+        pack = work / f"pack-{name.replace(':', '')}"
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "builder", "internals", "--out", str(pack), "--source",
+                               str(sample), "--model", _gguf(), "--prompt-style", "user", "--hidden-layers", "8,16,24",
+                               "--limit", str(rows), "--hidden-compression", name, "--pca-fit-rows", str(fit_rows)],
+                              cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"builder internals --hidden-compression {name} failed:\n{done.stderr[-2000:]}")
+        lines = [line for line in done.stdout.splitlines() if "reconstruction error" in line or "basis" in line]
+        print(f"--hidden-compression {name}: {time.perf_counter() - start:.0f}s; " + " | ".join(lines))
+        sizes(pack)
+        packs[name] = load_internals(pack)
+    reference, pca = packs["none"], packs[f"pca:{k}"]
+    ids = [gid for gid in reference][fit_rows:]
+    if ids:
+        errors = np.concatenate([relative_errors(np.asarray(reference[g]["hidden"], np.float32),
+                                                 pca[g]["hidden"]).ravel() for g in ids])
+        print(f"\npca:{k} on the {len(ids)} rows outside its fit set ({errors.size} token vectors): relative L2 "
+              f"error mean {errors.mean():.4f}, max {errors.max():.4f} (against the float16 pack)")
 
 
 def _synthesise_pack(pack: Path, out: Path, n_tokens: int) -> None:
@@ -259,6 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", default=None)
     p = sub.add_parser("sizes")
     p.add_argument("--pack", required=True, type=Path)
+    p = sub.add_parser("compression")
+    p.add_argument("--rows", type=int, default=96)
+    p.add_argument("--fit-rows", type=int, default=64)
+    p.add_argument("--k", type=int, default=64)
+    p.add_argument("--work", type=Path, default=ROOT / "out" / "bench_internals_compression")
     p = sub.add_parser("speed")
     p.add_argument("--rows", type=int, default=8)
     p.add_argument("--work", type=Path, default=ROOT / "out" / "bench_internals")
@@ -270,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
                out_json=args.json)
     elif args.command == "sizes":
         sizes(args.pack)
+    elif args.command == "compression":
+        compression(args.rows, args.work, fit_rows=args.fit_rows, k=args.k)
     else:
         speed(args.rows, args.work)
     return 0

@@ -59,6 +59,7 @@ __all__ = [
     "ParsedSubmission",
     "SubmissionRejected",
     "read_archive",
+    "SUBMISSION_INTERNALS",
     "add_sample_metadata",
     "read_sample_metadata",
     "read_signal_metadata",
@@ -107,7 +108,7 @@ _LAZY = {
     "PAPER_GENERATION_SECONDS": "_published", "PAPER_TABLE7": "_published", "REFERENCE_NOTEBOOK": "_published",
     "is_much": "_published",
     "ArchiveLimits": "_archive", "ParsedSubmission": "_archive", "SubmissionRejected": "_archive",
-    "read_archive": "_archive",
+    "read_archive": "_archive", "SUBMISSION_INTERNALS": "_archive",
 }
 
 

@@ -8,8 +8,14 @@ The archive is read in memory, entry by entry, with every limit checked before t
   header's claims are not trusted;
 * names: UTF-8 only, no absolute path, no drive letter, no ``..``, no backslash, no control character, no duplicate;
   symbolic links (zip entries whose Unix mode is a link), encrypted entries and any file other than ``*.parquet``,
-  ``*.jsonl``, ``timings.json``, ``hardware.json`` and ``README.md`` are refused (no pickle, no code: nothing in a
-  submission is ever imported, unpickled or executed);
+  ``*.jsonl``, ``timings.json``, ``hardware.json``, ``submission.json`` and ``README.md`` are refused (no pickle, no
+  code: nothing in a submission is ever imported, unpickled or executed);
+* internals packs are never uploaded: a ``*.safetensors`` file or a ``manifest.json`` of an internals pack
+  (``"format": "much-internals/..."``) is refused with a message saying so (the signals computed from a pack are
+  submitted instead);
+* ``submission.json`` (optional) says what the method needs beyond the probabilities: ``{"internals":
+  ["attention", "hidden_states"]}`` (a subset of :data:`SUBMISSION_INTERNALS`; absent or empty: probabilities only),
+  read into :attr:`ParsedSubmission.internals`;
 * files the board does not use (``README.md``, hidden files such as ``.DS_Store``, ``__MACOSX/`` forks) are kept in
   the stored archive, so each is bounded too (:attr:`ArchiveLimits.max_unused_bytes`, by its compressed and uncompressed
   size; a README is also UTF-8 text);
@@ -38,12 +44,20 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-__all__ = ["ArchiveLimits", "ParsedSubmission", "SubmissionRejected", "read_archive", "SIGNAL_NAME_PATTERN"]
+__all__ = ["ArchiveLimits", "ParsedSubmission", "SubmissionRejected", "read_archive", "SIGNAL_NAME_PATTERN",
+           "SUBMISSION_INTERNALS"]
 
 #: Signal names a submission may use (letters, digits, ``_ . - + @``): safe in a page, a file name and a URL.
 SIGNAL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+@-]{0,79}$")
 _SIGNAL_SUFFIXES = (".parquet", ".jsonl")
-_JSON_FILES = ("timings.json", "hardware.json")
+_SUBMISSION_FILE = "submission.json"
+_JSON_FILES = ("timings.json", "hardware.json", _SUBMISSION_FILE)
+#: What a submission may declare it needs of the model's internals (``submission.json``'s ``"internals"``).
+SUBMISSION_INTERNALS = ("attention", "hidden_states")
+_PACK_REFUSAL = ("internals packs (attention weights, hidden states) are never uploaded to the leaderboard: submit "
+                 "the signal files computed from the pack (`much run --internals PACK --out FOLDER`) and declare what "
+                 'the method needs in submission.json ({"internals": ["attention", "hidden_states"]})')
+_PACK_FORMAT = re.compile(rb'"format"\s*:\s*"much-internals')
 _ALLOWED_METADATA = {b"ARROW:schema", b"pandas", b"much.samples"}
 #: Per-sample metadata keys of a learned detector's signal (written by ``much run --signals learned:<folder>``).
 TRAINING_IDS_KEY, DETECTOR_KEY = "training_generation_ids", "detector"
@@ -83,12 +97,16 @@ class ParsedSubmission:
     """What a valid archive holds: ``signals`` ``{signal_name: {generation_id: float64 values}}``, the timings
     (``{signal_name: {"seconds": float, ...}}``), the free-form hardware description, and ``learned``: for each
     signal a learned detector wrote, ``{"detector": {"kind", "protocol", "fold"}, "training_generation_ids":
-    frozenset}`` (the rows it was trained and validated on, from the per-sample metadata)."""
+    frozenset}`` (the rows it was trained and validated on, from the per-sample metadata), and ``internals``: what
+    the method declares it needs of the model's internals (``submission.json``)."""
 
     signals: dict[str, dict[str, Any]]
     timings: dict[str, dict[str, Any]]
     hardware: dict[str, Any]
     learned: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: What the method needs of the model's internals (``submission.json``), in :data:`SUBMISSION_INTERNALS` order;
+    #: empty: probabilities only.
+    internals: tuple[str, ...] = ()
 
 
 def _check_name(info: zipfile.ZipInfo) -> PurePosixPath:
@@ -212,6 +230,25 @@ def _check_timings(timings: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _check_internals(value: dict[str, Any]) -> tuple[str, ...]:
+    unknown = sorted(set(value) - {"internals"})
+    if unknown:
+        raise SubmissionRejected(f"{_SUBMISSION_FILE}: unknown key(s) {[k[:40] for k in unknown[:5]]} (it holds "
+                                 '{"internals": [...]})')
+    declared = value.get("internals", [])
+    if not isinstance(declared, list) or not all(isinstance(v, str) and v in SUBMISSION_INTERNALS for v in declared):
+        raise SubmissionRejected(f'{_SUBMISSION_FILE}: "internals" must be a list among {list(SUBMISSION_INTERNALS)}')
+    return tuple(kind for kind in SUBMISSION_INTERNALS if kind in declared)
+
+
+def _refuse_pack(archive: zipfile.ZipFile, info: zipfile.ZipInfo, base: str, limits: ArchiveLimits) -> None:
+    """An internals pack's shard or manifest: refused with the reason (never stored)."""
+    if base.lower().endswith(".safetensors"):
+        raise SubmissionRejected(f"archive entry {info.filename!r}: a safetensors file; {_PACK_REFUSAL}")
+    if base == "manifest.json" and _PACK_FORMAT.search(_read_entry(archive, info, limits, limits.max_total_bytes)):
+        raise SubmissionRejected(f"archive entry {info.filename!r}: the manifest of an internals pack; {_PACK_REFUSAL}")
+
+
 def _check_unused(info: zipfile.ZipInfo, limits: ArchiveLimits) -> None:
     # a file the board keeps in the stored archive but never uses: bounded by its header sizes (it is never
     # decompressed; the compressed size bounds what is stored whatever the header claims uncompressed)
@@ -235,6 +272,7 @@ def _entries(archive: zipfile.ZipFile, limits: ArchiveLimits) -> dict[str, bytes
             continue
         if info.flag_bits & 0x1:
             raise SubmissionRejected(f"archive entry {info.filename!r}: encrypted entries are refused")
+        _refuse_pack(archive, info, path.name, limits)
         if len(path.parts) > 2:
             raise SubmissionRejected(f"archive entry {info.filename!r}: put the files at the top of the archive or "
                                      "in one folder")
@@ -244,8 +282,8 @@ def _entries(archive: zipfile.ZipFile, limits: ArchiveLimits) -> dict[str, bytes
             continue  # hidden files (.DS_Store) and macOS resource forks: bounded, never read
         if not (base.lower().endswith(_SIGNAL_SUFFIXES) or base in _JSON_FILES or base == "README.md"):
             raise SubmissionRejected(f"archive entry {info.filename!r}: unexpected file (a submission holds "
-                                     "<signal>.parquet or .jsonl files, timings.json, hardware.json and README.md; "
-                                     "nothing else -- no pickle, no code)")
+                                     "<signal>.parquet or .jsonl files, timings.json, hardware.json, submission.json "
+                                     "and README.md; nothing else -- no pickle, no code)")
         if base in files:
             raise SubmissionRejected(f"archive entry {info.filename!r}: two files named {base!r}")
         if base == "README.md":
@@ -331,12 +369,15 @@ def read_archive(data: bytes, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> Pars
     timings = _check_timings(_check_json("timings.json", files["timings.json"], limits)) \
         if "timings.json" in files else {}
     hardware = _check_json("hardware.json", files["hardware.json"], limits) if "hardware.json" in files else {}
+    internals = _check_internals(_check_json(_SUBMISSION_FILE, files[_SUBMISSION_FILE], limits)) \
+        if _SUBMISSION_FILE in files else ()
     signals, learned = _parse_signals(signal_files, limits)
     absent = sorted(set(timings) - set(signals))
     if absent:
         raise SubmissionRejected(f"timings.json: signal(s) {[a[:80] for a in absent[:5]]} are not in the archive "
                                  f"(it holds {sorted(signals)[:8]})")
-    return ParsedSubmission(signals=signals, timings=timings, hardware=hardware, learned=learned)
+    return ParsedSubmission(signals=signals, timings=timings, hardware=hardware, learned=learned,
+                            internals=internals)
 
 
 def _learned(name: str, metadata: dict[str, dict[str, Any]]) -> dict[str, Any] | None:

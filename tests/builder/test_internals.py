@@ -36,7 +36,7 @@ def test_tiny_llama_shapes_and_indices():
 
     model = _tiny_llama()
     options = internals.InternalsOptions(hidden_layers=(0, 2, 3), attention_window=3)
-    arrays, logits = internals.forward_internals(model, PROMPT, TOKENS, options)
+    arrays, logits, _ = internals.forward_internals(model, PROMPT, TOKENS, options)
     n, p = len(TOKENS), len(PROMPT)
     assert arrays["attention_to_previous"].shape == (n, 3, 4)
     assert arrays["hidden"].shape == (n, 3, 32) and arrays["hidden"].dtype == np.float16
@@ -64,7 +64,7 @@ def test_alignment_hidden_row_before_predicts_the_token_probability():
 
     model = _tiny_llama(1)
     options = internals.InternalsOptions(hidden_layers=(3,), hidden_dtype="float32")
-    arrays, logits = internals.forward_internals(model, PROMPT, TOKENS, options)
+    arrays, logits, _ = internals.forward_internals(model, PROMPT, TOKENS, options)
     with torch.inference_mode():
         head = model.lm_head(torch.from_numpy(arrays["hidden"][:, 0]))
     from_hidden = torch.softmax(head, dim=-1).numpy()

@@ -224,3 +224,13 @@ def test_read_archive_keeps_timings_and_hardware(signals):
 def test_token_values_outside_zero_one(tmp_path, evaluation, signals):
     scaled = {"m": {gid: v * 10 for gid, v in signals["max_likelihood"].items()}}
     _refused(tmp_path, evaluation, make_zip({"m.jsonl": jsonl_bytes(scaled)}), r"token values must lie in \[0, 1\]")
+
+
+def test_an_internals_pack_is_never_uploaded(tmp_path, evaluation, signals):
+    """A pack's shard or manifest beside valid signals: refused with the reason, nothing stored."""
+    good = {"my_method.jsonl": jsonl_bytes(signals, "my_method")}
+    manifest = json.dumps({"format": "much-internals/1", "rows": {"x": {"n_tokens": 3}}}).encode()
+    _refused(tmp_path / "a", evaluation, make_zip({**good, "shards/ab12.safetensors": b"\0" * 128}),
+             r"a safetensors file; internals packs .* are never uploaded")
+    _refused(tmp_path / "b", evaluation, make_zip({**good, "manifest.json": manifest}),
+             r"the manifest of an internals pack; internals packs .* are never uploaded")

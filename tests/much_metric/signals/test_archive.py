@@ -83,3 +83,39 @@ def test_timings_and_unused_files_are_checked():
         with pytest.raises(SubmissionRejected, match="does not use .* may hold at most 100"):
             read_archive(_zip({"s.jsonl": signal, name: b"x" * 101}), limits=limits)
         assert read_archive(_zip({"s.jsonl": signal, name: b"x" * 100}), limits=limits).signals
+
+
+# --- internals: what a submission declares it needs, and packs never uploaded ------------------------------------
+_RECORDS = _jsonl([{"generation_id": "a", "signal_name": "s", "values": [0.25, 1]}])
+
+
+def test_submission_json_declares_the_internals_a_method_needs():
+    from much_metric.signals import SUBMISSION_INTERNALS
+
+    assert SUBMISSION_INTERNALS == ("attention", "hidden_states")
+    assert read_archive(_zip({"s.jsonl": _RECORDS})).internals == ()
+    parsed = read_archive(_zip({"s.jsonl": _RECORDS,
+                                "submission.json": b'{"internals": ["hidden_states", "attention"]}'}))
+    assert parsed.internals == ("attention", "hidden_states")
+    assert read_archive(_zip({"s.jsonl": _RECORDS, "submission.json": b'{"internals": []}'})).internals == ()
+    for bad, match in ((b'{"internals": ["logits"]}', '"internals" must be a list among'),
+                       (b'{"internals": "attention"}', '"internals" must be a list among'),
+                       (b'{"needs": ["attention"]}', r"unknown key\(s\) \['needs'\]"),
+                       (b"[1]", "must hold a JSON object"), (b"{", "not valid JSON")):
+        with pytest.raises(SubmissionRejected, match=f"submission.json: {match}"):
+            read_archive(_zip({"s.jsonl": _RECORDS, "submission.json": bad}))
+
+
+def test_an_internals_pack_in_an_archive_is_refused_with_the_reason():
+    manifest = json.dumps({"attention_window": 0, "format": "much-internals/1", "rows": {}}, indent=1).encode()
+    for entries, match in (
+            ({"s.jsonl": _RECORDS, "shards/0a1b.safetensors": b"\0" * 64}, "'shards/0a1b.safetensors': a safetensors"),
+            ({"s.jsonl": _RECORDS, "pack/shards/x.SAFETENSORS": b"\0" * 8}, "a safetensors file"),
+            ({"s.jsonl": _RECORDS, "manifest.json": manifest}, "'manifest.json': the manifest of an internals pack"),
+            ({"s.jsonl": _RECORDS, "pack/manifest.json": manifest}, "the manifest of an internals pack")):
+        with pytest.raises(SubmissionRejected, match=match) as error:
+            read_archive(_zip(entries))
+        assert "internals packs (attention weights, hidden states) are never uploaded" in str(error.value)
+    # another manifest.json is an unexpected file like any other
+    with pytest.raises(SubmissionRejected, match="'manifest.json': unexpected file"):
+        read_archive(_zip({"s.jsonl": _RECORDS, "manifest.json": b'{"format": "other"}'}))

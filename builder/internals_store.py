@@ -1,0 +1,205 @@
+"""The storage of an internals pack (``python -m builder internals``): its identity, manifest, shards and PCA basis.
+
+A pack's **identity** (:func:`pack_identity`: model weights, layers, dtypes, compression, prompt, temperature, source
+hash) is written once in ``manifest.json``; every later run must ask for the same (:func:`check_identity`). Shards
+and the PCA basis are content-addressed safetensors files written atomically before the manifest, rewritten
+atomically under the pack's lock, names them (:func:`write_shard`, :func:`write_basis`, :func:`commit_rows`): a
+killed run loses at most the shard it was computing and a row is never listed twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from builder.errors import BuilderError
+from much_dataset._version import __version__
+from much_dataset.internals import BASIS, FORMAT, MANIFEST, SHARDS
+from much_dataset.internals_compression import parse_compression
+
+__all__ = ["IDENTITY_DEFAULTS", "pack_identity", "check_identity", "read_manifest", "new_manifest", "write_shard",
+           "write_basis", "commit_rows", "file_sha256", "weights_sha256"]
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def weights_sha256(model: str, loaded: Any = None) -> str:
+    """sha256 of the weights: of the ``.gguf`` file itself (as ``sha256sum`` prints it), of a folder's weight files
+    (name and hash of each, sorted by name), or, for a hub id resolved from the local cache, of its snapshot's weight
+    files; else of the loaded tensors."""
+    name = model
+    path = Path(name)
+    files: list[Path] = []
+    if path.is_file():
+        return file_sha256(path)
+    else:
+        folder = path if path.is_dir() else None
+        if folder is None:
+            try:
+                from huggingface_hub import snapshot_download
+
+                folder = Path(snapshot_download(name, local_files_only=True))
+            except Exception:  # noqa: BLE001 - not in the cache: hash the loaded tensors instead
+                folder = None
+        if folder is not None:
+            files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf", ".pt"))
+    digest = hashlib.sha256()
+    if files:
+        for file in files:
+            digest.update(file.name.encode() + b"\0" + file_sha256(file).encode())
+        return digest.hexdigest()
+    if loaded is None:
+        raise BuilderError(f"{model}: no weight files found to fingerprint")
+    for key, tensor in sorted(loaded.state_dict().items()):
+        digest.update(key.encode() + b"\0")
+        digest.update(tensor.detach().float().cpu().numpy().tobytes())
+    return digest.hexdigest()
+
+
+#: Identity keys newer than the first packs, and the value a manifest without them stands for.
+IDENTITY_DEFAULTS = {"attention_to_self": False, "pca_fit_rows": None, "compression": "none",
+                     "generation_config": None}
+
+
+def _hidden_dtypes(options: Any) -> dict[str, str]:
+    kind, _ = parse_compression(options.hidden_compression)
+    if kind == "int8":
+        return {"hidden": "int8", "hidden_scale": "float16"}
+    return {"hidden": "float32" if kind == "pca" else options.hidden_dtype}
+
+
+def pack_identity(model: str, weights: str, config: Any, options: Any, source: str) -> dict[str, Any]:
+    kind, _ = parse_compression(options.hidden_compression)
+    extra: dict[str, Any] = {}
+    if kind == "pca":
+        extra["pca_fit_rows"] = options.pca_fit_rows
+    if options.attention_to_self:
+        extra["attention_to_self"] = True
+    if options.generation_config:
+        extra["generation_config"] = options.generation_config
+    return {**extra,
+        "format": FORMAT,
+        "model": model,
+        "weights_sha256": weights,
+        "n_layers": int(config.num_hidden_layers),
+        "n_heads": int(config.num_attention_heads),
+        "hidden_size": int(config.hidden_size),
+        "hidden_layers": list(options.hidden_layers),
+        "attention_window": options.attention_window,
+        "dtypes": {"attention_to_previous": "float32", **_hidden_dtypes(options),
+                   **({"attention_window": "float32"} if options.attention_window else {}),
+                   **({"attention_to_self": "float32"} if options.attention_to_self else {})},
+        "compression": options.hidden_compression,
+        "temperature": options.temperature,
+        "prompt_style": options.prompt_style,
+        "brief": options.brief,
+        "source_sha256": source,
+    }
+
+
+def read_manifest(pack: Path) -> dict[str, Any] | None:
+    path = pack / MANIFEST
+    if not path.exists():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_shard(pack: Path, arrays: dict[str, np.ndarray]) -> tuple[str, int]:
+    from safetensors.numpy import save
+
+    from builder._locks import atomic_write_bytes
+
+    payload = save({key: np.ascontiguousarray(value) for key, value in arrays.items()})
+    digest = hashlib.sha256(payload).hexdigest()
+    name = f"{digest}.safetensors"
+    (pack / SHARDS).mkdir(parents=True, exist_ok=True)
+    target = pack / SHARDS / name
+    if not target.exists():  # content-addressed: an existing file of this name holds these bytes
+        atomic_write_bytes(target, payload)
+    return name, len(payload)
+
+
+def write_basis(pack: Path, basis: dict[str, np.ndarray]) -> str:
+    from safetensors.numpy import save
+
+    from builder._locks import atomic_write_bytes
+
+    payload = save({key: np.ascontiguousarray(value, dtype=np.float32) for key, value in basis.items()})
+    name = f"{hashlib.sha256(payload).hexdigest()}.safetensors"
+    target = pack / BASIS / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        atomic_write_bytes(target, payload)
+    return name
+
+
+def new_manifest(identity: dict[str, Any]) -> dict[str, Any]:
+    return {**identity, "rows": {}, "shards": {}, "failures": {}, "max_abs_diff": 0.0}
+
+
+def _merge_errors(manifest: dict[str, Any], new: dict[str, dict[str, Any]], n_hidden: int) -> None:
+    """Fold the new rows' hidden reconstruction errors into the manifest's ``hidden_error`` {mean, max, n_vectors}."""
+    total = manifest.get("hidden_error") or {"mean": 0.0, "max": 0.0, "n_vectors": 0}
+    count, mean, worst = int(total["n_vectors"]), float(total["mean"]), float(total["max"])
+    for entry in new.values():
+        if "hidden_error_mean" not in entry:
+            continue
+        vectors = int(entry["n_tokens"]) * n_hidden
+        mean = (mean * count + float(entry["hidden_error_mean"]) * vectors) / max(count + vectors, 1)
+        count += vectors
+        worst = max(worst, float(entry["hidden_error_max"]))
+    if count:
+        manifest["hidden_error"] = {"mean": mean, "max": worst, "n_vectors": count}
+
+
+def commit_rows(pack: Path, identity: dict[str, Any], shard: str | None, size: int, rows: dict[str, dict[str, Any]],
+            failures: dict[str, str], max_abs_diff: float) -> dict[str, Any]:
+    """Add one shard's rows to the manifest (under the pack's lock, atomically): rows another process stored
+    meanwhile are kept as they were (a row is never listed twice)."""
+    from builder._locks import atomic_write_text, locked
+
+    with locked(pack / MANIFEST):
+        manifest = read_manifest(pack) or new_manifest(identity)
+        new = {gid: entry for gid, entry in rows.items() if gid not in manifest["rows"]}
+        if shard is not None and new:
+            manifest["shards"][shard] = {"bytes": size, "sha256": shard.split(".")[0]}
+            manifest["rows"].update(new)
+            _merge_errors(manifest, new, len(manifest.get("hidden_layers") or ()))
+        for gid in new:
+            manifest["failures"].pop(gid, None)
+        manifest["failures"].update({gid: error for gid, error in failures.items() if gid not in manifest["rows"]})
+        if not np.isnan(max_abs_diff):
+            manifest["max_abs_diff"] = max(float(manifest.get("max_abs_diff") or 0.0), max_abs_diff)
+        manifest["n_rows"] = len(manifest["rows"])
+        manifest["n_tokens"] = int(sum(entry["n_tokens"] for entry in manifest["rows"].values()))
+        manifest["toolkit_version"] = __version__
+        atomic_write_text(pack / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+def check_identity(pack: Path, identity: dict[str, Any]) -> None:
+    manifest = read_manifest(pack)
+    if manifest is None:
+        return
+    # the model's name may differ (another path to the same file): its weights hash decides; a key a pack of an
+    # earlier version lacks stands for its default (its identity had it implicitly)
+    keys = set(identity) | (set(manifest) & set(IDENTITY_DEFAULTS))
+
+    def value(source: dict[str, Any], key: str) -> Any:
+        return source.get(key, IDENTITY_DEFAULTS.get(key))
+
+    differing = sorted(key for key in keys if key != "model" and value(manifest, key) != value(identity, key))
+    if differing:
+        details = "; ".join(f"{key}: pack has {value(manifest, key)!r}, asked {value(identity, key)!r}"
+                            for key in differing)
+        raise BuilderError(f"{pack / MANIFEST} was built differently ({details}); use another --out")
