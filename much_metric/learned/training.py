@@ -201,16 +201,19 @@ def _fit_token_probe(kind: Kind, settings: dict[str, Any], train: Any, validatio
 
     from much_metric.learned.probes import row_targets
 
-    parts = _parts(kind, train, validation, context)
-    train_inputs, mean, std, train_data, _ = parts
+    from much_metric.learned._data import standardisation
+
+    train_inputs, _, _, train_data, validation_data = _parts(kind, train, validation, context)
     targets = np.concatenate(row_targets(train, range(train_data.n_samples)))
     keep = targets >= 0
     if len(np.unique(targets[keep])) < 2:
         raise ValueError("a probe needs training tokens of both classes (hallucinated and correct claims)")
     start = time.perf_counter()
+    mean, std = standardisation(train_inputs[keep])  # as StandardScaler on the training examples
     model = LogisticRegression(C=settings["C"], max_iter=settings["max_iter"], class_weight=settings["class_weight"],
                                random_state=settings["random_state"])
-    model.fit(train_data.inputs[keep], targets[keep])
+    model.fit((train_inputs[keep] - mean) / std, targets[keep])
+    parts = (train_inputs, mean, std, train_data, validation_data)
     weights = {"linear.weight": model.coef_.astype(np.float32), "linear.bias": model.intercept_.astype(np.float32)}
     training = {"epochs": int(np.max(model.n_iter_)), "best_epoch": int(np.max(model.n_iter_)),
                 "best_validation_loss": None, "seconds": time.perf_counter() - start,
