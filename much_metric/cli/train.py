@@ -112,8 +112,8 @@ def estimator(args: argparse.Namespace) -> Any:
     for key in options:
         if key not in KINDS[args.detector].defaults:
             users = " and ".join(name for name, kind in KINDS.items() if key in kind.defaults)
-            raise ValueError(f"--{key.replace('_', '-')} applies to --detector {users}, not to --detector "
-                             f"{args.detector}")
+            raise ValueError(f"--{key.replace('_', '-')} applies to the {users} detector"
+                             f"{'s' if ' and ' in users else ''}, not to --detector {args.detector}")
     kind = KINDS[args.detector]
     if kind.needs_internals and args.internals is None:
         raise ValueError(f"--detector {args.detector} reads an internals pack: pass --internals PACK (python -m "

@@ -13,7 +13,7 @@ the hidden layer or attention window read), so one kind serves every observer mo
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -90,7 +90,8 @@ class Kind:
     ``module``: the class name in :mod:`much_metric.learned._torch`; ``needs_torch``: whether scoring needs torch;
     ``needs_internals``: whether it reads an internals pack (``reads``: ``"hidden"`` or ``"attention"``);
     ``trainer``: ``"claims"`` (Adam on the claim loss through the aggregator) or ``"tokens"`` (scikit-learn's
-    logistic regression on the claims' token labels); ``segmented``: the module attends within claims only.
+    logistic regression on the claims' token labels); ``segmented``: the module attends within claims only;
+    ``fixed``: hyper-parameters recorded in the folder but not set by the estimator.
     """
 
     name: str
@@ -105,6 +106,13 @@ class Kind:
     reads: str = ""
     trainer: str = "claims"
     segmented: bool = False
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def hyperparameters(self) -> dict[str, Any]:
+        """Every hyper-parameter recorded in a folder: the estimator's (``defaults``) and the kind's ``fixed`` ones
+        (the claim head's batch size, 4 attention heads, and the whole attention window of the pack)."""
+        return {**self.fixed, **self.defaults}
 
     def names(self, observer: Mapping[str, Any] | None = None) -> tuple[str, ...]:
         """The input column names (of ``observer``, the config's ``internals`` record, for a kind reading a pack)."""
@@ -127,10 +135,10 @@ KINDS: dict[str, Kind] = {
                   _linear_shapes, _linear_logits, "LinearModule", needs_torch=False, needs_internals=True,
                   reads="hidden", trainer="tokens"),
     "claim_head": Kind("claim_head", _internals.head_inputs, _internals.head_names,
-                       {"learning_rate": 0.002, "batch_size": 16, "max_epochs": 30, "patience": 4, "hidden": 32,
-                        "layers": 1, "heads": 4, "attention_window": None},
+                       {"learning_rate": 0.002, "max_epochs": 30, "patience": 4, "hidden": 32, "layers": 1},
                        _head_shapes, _torch_logits("ClaimHeadModule"), "ClaimHeadModule", needs_torch=True,
-                       needs_internals=True, reads="attention", segmented=True),
+                       needs_internals=True, reads="attention", segmented=True,
+                       fixed={"batch_size": 16, "heads": 4, "attention_window": None}),
 }
 
 

@@ -245,9 +245,9 @@ def _check_config(config: Any, path: Path) -> tuple[Kind, dict[str, Any]]:
     if not isinstance(hyper, dict):
         raise _fail(path, "hyperparameters", "must be a JSON object")
     for name, high in (("hidden", MAX_HIDDEN), ("layers", 8), ("heads", 64)):
-        if name in kind.defaults:
+        if name in kind.hyperparameters:
             _positive_int(path, f"hyperparameters.{name}", hyper.get(name), high)
-    if "heads" in kind.defaults and hyper["hidden"] % hyper["heads"]:
+    if "heads" in kind.hyperparameters and hyper["hidden"] % hyper["heads"]:
         raise _fail(path, "hyperparameters.heads", f"must divide hidden ({hyper['hidden']}), got {hyper['heads']}")
     if not isinstance(config.get("protocol", {}), dict):
         raise _fail(path, "protocol", "must be a JSON object")

@@ -40,9 +40,6 @@ CONSTRAINTS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "patience": _integer(1, 100_000),
     "hidden": _integer(1, MAX_HIDDEN),
     "layers": _integer(1, 8),
-    "heads": _integer(1, 64),
-    "attention_window": (lambda v: v is None or _integer(0, 4096)[0](v), "None (what the pack has) or an integer in "
-                         "[0, 4,096]"),
     "layer": (lambda v: v is None or _integer(0, 4096)[0](v), "None (the middle of the pack's hidden_layers) or a "
               "hidden_states index in [0, 4,096]"),
     "C": (lambda v: not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v) and v > 0,
@@ -82,8 +79,10 @@ class _Detector:
             check, what = CONSTRAINTS[name]
             if not check(value):
                 raise ValueError(f"{name} must be {what}, got {value!r}")
-        if "heads" in params and params["hidden"] % params["heads"]:
-            raise ValueError(f"heads must divide hidden ({params['hidden']}), got {params['heads']!r}")
+        heads = KINDS[self.kind].fixed.get("heads")
+        if heads and params["hidden"] % heads:
+            raise ValueError(f"hidden must be a multiple of {heads} (the claim head's attention heads), got "
+                             f"{params['hidden']!r}")
         return params
 
     def __repr__(self) -> str:
@@ -247,26 +246,25 @@ class ClaimHeadDetector(_Detector):
     ----------
     aggregator, stopword_handling : as :class:`LinearDetector`
     learning_rate : float, default 0.002
-    batch_size, max_epochs, patience : int, default 16, 30, 4
+    max_epochs, patience : int, default 30, 4
     hidden : int, default 32
-        Encoder width.
+        Encoder width (a multiple of 4: the encoder has 4 attention heads).
     layers : int in [1, 8], default 1
-    heads : int, default 4 (must divide ``hidden``)
-    attention_window : int or None, default None
-        ``attention_window`` columns read (None: all the pack has; 0: previous-token attention only).
+        Encoder layers.
     random_state : int, default 0
+
+    Fixed (recorded in the folder): batch size 16, 4 attention heads, and every ``attention_window`` column the
+    pack has (none in a pack built without ``--attention-window``).
     """
 
     kind = "claim_head"
 
     def __init__(self, *, aggregator: str = "product", stopword_handling: str = "null", learning_rate: float = 0.002,
-                 batch_size: int = 16, max_epochs: int = 30, patience: int = 4, hidden: int = 32, layers: int = 1,
-                 heads: int = 4, attention_window: int | None = None, random_state: int = 0) -> None:
+                 max_epochs: int = 30, patience: int = 4, hidden: int = 32, layers: int = 1,
+                 random_state: int = 0) -> None:
         self.aggregator, self.stopword_handling = aggregator, stopword_handling
-        self.learning_rate, self.batch_size, self.max_epochs, self.patience = (learning_rate, batch_size, max_epochs,
-                                                                               patience)
-        self.hidden, self.layers, self.heads, self.attention_window = hidden, layers, heads, attention_window
-        self.random_state = random_state
+        self.learning_rate, self.max_epochs, self.patience = learning_rate, max_epochs, patience
+        self.hidden, self.layers, self.random_state = hidden, layers, random_state
         self._check()
 
 

@@ -180,7 +180,7 @@ def _detector(kind: Kind, settings: dict[str, Any], weights: dict[str, np.ndarra
               "inputs": list(kind.names(None if context is None else context.observer)),
               "aggregator": settings["aggregator"], "stopword_handling": settings["stopword_handling"],
               "random_state": settings["random_state"],
-              "hyperparameters": {key: settings[key] for key in kind.defaults}, "protocol": {},
+              "hyperparameters": {key: settings[key] for key in kind.hyperparameters}, "protocol": {},
               "training_data": {"fingerprint": fingerprint(train_data.generation_ids, train_inputs, train_data.target),
                                 "n_samples": train_data.n_samples, "n_claims": int(len(train_data.target)),
                                 "n_validation_samples": validation_data.n_samples},
@@ -199,9 +199,8 @@ def _fit_token_probe(kind: Kind, settings: dict[str, Any], train: Any, validatio
     ``decision_function``."""
     from sklearn.linear_model import LogisticRegression
 
-    from much_metric.learned.probes import row_targets
-
     from much_metric.learned._data import standardisation
+    from much_metric.learned.probes import row_targets
 
     train_inputs, _, _, train_data, validation_data = _parts(kind, train, validation, context)
     targets = np.concatenate(row_targets(train, range(train_data.n_samples)))
@@ -232,6 +231,7 @@ def fit_detector(kind: Kind, settings: dict[str, Any], train: Any, validation: A
     ``train`` / ``validation``: MUCH rows (token arrays, ``token_chunks``, ``labels``, optional ``stopword_mask``,
     ``generation_id``); ``checkpoint``: folder of the per-epoch state (resumable), None for none; ``internals``: the
     internals pack a probe or a claim head reads (path or pack)."""
+    settings = {**kind.fixed, **settings}
     context = _context(kind, settings, internals)
     if kind.trainer == "tokens":
         return _fit_token_probe(kind, settings, train, validation, context)

@@ -85,7 +85,7 @@ def world(tmp_path_factory):
     fold = make_folds(row_info(rows), "leave-one-language-out", only="de")[0]
     train, validation, test = ([rows[i] for i in part] for part in (fold.train, fold.validation, fold.test))
     probe = ProbeDetector(layer=1, C=1.0).fit(train, validation, internals=pack, progress=False)
-    head = ClaimHeadDetector(max_epochs=12, patience=12, learning_rate=0.01, hidden=8, heads=2)
+    head = ClaimHeadDetector(max_epochs=12, patience=12, learning_rate=0.01, hidden=8)
     head = head.fit(train, validation, internals=pack, progress=False)
     return {"root": root, "rows": rows, "pack": pack, "train": train, "test": test, "probe": probe, "head": head}
 
@@ -235,8 +235,8 @@ def test_a_pack_of_another_model_or_without_the_layer_is_refused(world, tmp_path
         probe.token_scores(test)
     with pytest.raises(ValueError, match="layer must be None"):
         ProbeDetector(layer=-1)
-    with pytest.raises(ValueError, match="heads must divide hidden"):
-        ClaimHeadDetector(hidden=10, heads=4)
+    with pytest.raises(ValueError, match="hidden must be a multiple of 4"):
+        ClaimHeadDetector(hidden=10)
 
 
 def _export(folder, rows):
