@@ -13,7 +13,9 @@ of it held out by whole components for validation). On every fold it trains, on 
 and scores them with Token Likelihood and RAUQ on every row of the held-out language (product aggregator, null
 stopwords): ROC-AUC with a 95 % bootstrap interval over samples and the paired bootstrap p-value against Token
 Likelihood on the same claims. Detector folders are written under ``--work`` and reused by a rerun when they hold the
-same fold's rows and hyper-parameters (a killed run resumes; training checkpoints resume mid-fit).
+same fold's rows and hyper-parameters (a killed run resumes; training checkpoints resume mid-fit): ``--only LANG``
+trains and prints one fold (several can run side by side on different languages), a run without it then reuses
+their folders and prints the whole table. Delete ``--work`` after changing the detectors' code.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def _trained(estimator: Any, folder: Path, train: Any, validation: Any, pack: An
 
 
 def run(pack_path: Path, *, n_resamples: int, random_state: int, work: Path, layer: int | None,
-        out_json: str | None) -> dict[str, Any]:
+        out_json: str | None, only: str | None = None) -> dict[str, Any]:
     import much_dataset
     from much_dataset import schema
     from much_dataset.internals import load_internals
@@ -79,7 +81,7 @@ def run(pack_path: Path, *, n_resamples: int, random_state: int, work: Path, lay
     unsupervised = {TOKEN_LIKELIHOOD: arrays.split(resolve("token_likelihood").compute(arrays, {}, {})),
                     "RAUQ": arrays.split(resolve("rauq").compute(arrays, {"internals": pack}, {}))}
     bootstrap = Bootstrap(n_resamples=n_resamples, random_state=random_state)
-    folds = make_folds(row_info(data), "leave-one-language-out", random_state=random_state)
+    folds = make_folds(row_info(data), "leave-one-language-out", random_state=random_state, only=only)
     results: dict[str, dict[str, dict[str, Any]]] = {}
     chosen: dict[str, str] = {}
     for fold in folds:

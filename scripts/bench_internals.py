@@ -265,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--random-state", type=int, default=0)
     p.add_argument("--work", type=Path, default=ROOT / "out" / "bench_detectors")
+    p.add_argument("--only", default=None, help="only this held-out language's fold (e.g. de)")
     p.add_argument("--json", default=None)
     p = sub.add_parser("sizes")
     p.add_argument("--pack", required=True, type=Path)
@@ -276,13 +277,13 @@ def main(argv: list[str] | None = None) -> int:
         build(args.pack, limit=args.limit)
     elif args.command == "probes":
         probes(args.pack, layer=args.layer, n_resamples=args.bootstrap, random_state=args.random_state,
-               out_json=args.json)
+               out_json=args.json, only=args.only)
     elif args.command == "detectors":
         sys.path.insert(0, str(ROOT / "scripts"))
         from _bench_detectors import run
 
         run(args.pack, n_resamples=args.bootstrap, random_state=args.random_state, work=args.work, layer=args.layer,
-            out_json=args.json)
+            out_json=args.json, only=args.only)
     elif args.command == "sizes":
         sizes(args.pack)
     else:

@@ -24,6 +24,12 @@
   through the aggregator; the GRU is unidirectional, so token ``t``'s score depends on tokens ``<= t`` only and the
   monitor gives the offline scores.
 
+* :class:`ClaimHeadModule` (estimator :class:`~much_metric.learned.ClaimHeadDetector`) -- the claim head on an
+  internals pack: a linear projection of each token's attention features, top-24 log-probabilities and claim
+  features, transformer encoder layers whose attention is masked to the token's own claim (``segments``), and a
+  per-token read-out, trained through the aggregator like the others (after the uncertainty heads of Shelmanov et
+  al., EMNLP 2025, which feed attention features, top-k probabilities and a claim mask to a small transformer).
+
 Parameters are initialised from a ``numpy`` generator (no global torch seed is touched).
 """
 

@@ -3,7 +3,8 @@
 Folder layout (no pickle anywhere; :func:`load_detector` reads only JSON and safetensors)::
 
     DIR/config.json          format, version, detector kind, inputs (feature names), aggregator, stopword rule,
-                             protocol and fold, training-data fingerprint, hyper-parameters, validation numbers
+                             protocol and fold, training-data fingerprint, hyper-parameters, validation numbers;
+                             for a probe or claim head, "internals": the observer of the pack it was trained on
     DIR/weights.safetensors  the parameters and the input standardisation (``input_mean``, ``input_std``)
     DIR/training_rows.json   {"train": [generation_id, ...], "validation": [...]}: the exact rows that trained and
                              validated the detector (sorted); ``much run`` / ``much evaluate`` leave them out
@@ -16,8 +17,9 @@ bounded size, the config's fields and types, every parameter's exact name, dtype
 that fails is a :class:`DetectorFolderError` naming the file and the field.
 
 :meth:`Detector.token_scores` gives one score per output token, higher = more uncertain (``sigmoid`` of the token
-logit, in (0, 1)), the input of the metric's aggregator like any baseline's token scores. The linear detector
-scores with numpy only; the sequence detector needs torch (extra ``learned``).
+logit, in (0, 1)), the input of the metric's aggregator like any baseline's token scores. The linear detector and
+the probe score with numpy only; the sequence detector and the claim head need torch (extra ``learned``); the probe
+and the claim head read an internals pack of their observer model (``token_scores(data, internals=PACK)``).
 """
 
 from __future__ import annotations
