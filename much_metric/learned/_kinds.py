@@ -66,7 +66,7 @@ def _torch_logits(module: str) -> Callable[..., np.ndarray]:
                segments: np.ndarray | None = None) -> np.ndarray:
         from much_metric.learned import _torch  # torch only when a torch kind scores
 
-        return _torch.logits_of(module, weights, inputs, offsets, hyper=hyper, segments=segments)
+        return _torch.logits_of(module, weights, inputs, (offsets, segments), hyper)
 
     return logits
 

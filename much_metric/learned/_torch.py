@@ -134,11 +134,12 @@ def forward(model: nn.Module, batch: Batch) -> torch.Tensor:
     return model(inputs)
 
 
-def logits_of(module_name: str, weights: dict[str, np.ndarray], inputs: np.ndarray, offsets: np.ndarray, *,
-              hyper: Mapping[str, Any], segments: np.ndarray | None = None) -> np.ndarray:
-    """Flat token logits ``(N_tokens,)`` of standardised ``inputs`` (samples delimited by ``offsets``; ``segments``:
-    each token's claim id, for the claim head) under the module ``module_name`` with ``weights`` (batched by
-    length; padding never reaches a real token)."""
+def logits_of(module_name: str, weights: dict[str, np.ndarray], inputs: np.ndarray,
+              layout: tuple[np.ndarray, np.ndarray | None], hyper: Mapping[str, Any]) -> np.ndarray:
+    """Flat token logits ``(N_tokens,)`` of standardised ``inputs`` under the module ``module_name`` with
+    ``weights``; ``layout`` = (sample ``offsets``, each token's claim id for the claim head or None); batched by
+    length, padding never reaches a real token."""
+    offsets, segments = layout
     from much_metric.learned import _data
 
     sizes = tuple(sorted((k, int(v)) for k, v in hyper.items() if k in ("hidden", "layers", "heads")))

@@ -85,6 +85,7 @@ class Detector:
 
     @property
     def hyperparameters(self) -> dict[str, Any]:
+        """The folder's recorded hyper-parameters (a copy)."""
         return dict(self.config["hyperparameters"])
 
     @property
@@ -243,7 +244,14 @@ def _check_config(config: Any, path: Path) -> tuple[Kind, dict[str, Any]]:
         raise _fail(path, "aggregator", f"must be one of {AGGREGATORS}, got {config.get('aggregator')!r}")
     if config.get("stopword_handling") not in _STOPWORDS:
         raise _fail(path, "stopword_handling", f"must be one of {_STOPWORDS}, got {config.get('stopword_handling')!r}")
-    hyper = config.get("hyperparameters")
+    hyper = _check_sizes(config.get("hyperparameters"), path, kind)
+    if not isinstance(config.get("protocol", {}), dict):
+        raise _fail(path, "protocol", "must be a JSON object")
+    return kind, hyper
+
+
+def _check_sizes(hyper: Any, path: Path, kind: Kind) -> dict[str, Any]:
+    """The hyper-parameters, with the sizes that shape the parameters checked (before anything is allocated)."""
     if not isinstance(hyper, dict):
         raise _fail(path, "hyperparameters", "must be a JSON object")
     for name, high in (("hidden", MAX_HIDDEN), ("layers", 8), ("heads", 64)):
@@ -251,9 +259,7 @@ def _check_config(config: Any, path: Path) -> tuple[Kind, dict[str, Any]]:
             _positive_int(path, f"hyperparameters.{name}", hyper.get(name), high)
     if "heads" in kind.hyperparameters and hyper["hidden"] % hyper["heads"]:
         raise _fail(path, "hyperparameters.heads", f"must divide hidden ({hyper['hidden']}), got {hyper['heads']}")
-    if not isinstance(config.get("protocol", {}), dict):
-        raise _fail(path, "protocol", "must be a JSON object")
-    return kind, hyper
+    return hyper
 
 
 def _check_weights(weights: dict[str, np.ndarray], path: Path, kind: Kind, n_inputs: int,

@@ -226,7 +226,7 @@ class ProbeDetector(_Detector):
     kind = "probe"
 
     def __init__(self, *, aggregator: str = "product", stopword_handling: str = "null", layer: int | None = None,
-                 C: float = 0.05, max_iter: int = 500, class_weight: str | None = "balanced",  # noqa: N803
+                 C: float = 0.05, max_iter: int = 500, class_weight: str | None = "balanced",
                  random_state: int = 0) -> None:
         self.aggregator, self.stopword_handling = aggregator, stopword_handling
         self.layer, self.C, self.max_iter, self.class_weight = layer, C, max_iter, class_weight

@@ -169,11 +169,13 @@ def _parts(kind: Kind, train: Any, validation: Any, context: Any) -> tuple[Any, 
     return train_inputs, mean, std, prepared[0], prepared[1]
 
 
-def _detector(kind: Kind, settings: dict[str, Any], weights: dict[str, np.ndarray], parts: tuple[Any, ...],
-              training: dict[str, Any], context: Any) -> Detector:
-    """The fitted :class:`Detector`: config (with the observer record of a pack), weights, the exact rows."""
+def _detector(kind: Kind, settings: dict[str, Any], fitted: tuple[dict[str, np.ndarray], dict[str, Any]],
+              parts: tuple[Any, ...], context: Any) -> Detector:
+    """The fitted :class:`Detector` of ``fitted`` = (weights, training record): config (with the observer record of
+    a pack), weights, the exact rows."""
     from much_dataset._version import __version__
 
+    weights, training = fitted
     train_inputs, mean, std, train_data, validation_data = parts
     weights = {**weights, "input_mean": mean, "input_std": std}
     config = {"format": FORMAT, "version": FORMAT_VERSION, "detector": kind.name,
@@ -217,7 +219,7 @@ def _fit_token_probe(kind: Kind, settings: dict[str, Any], train: Any, validatio
     training = {"epochs": int(np.max(model.n_iter_)), "best_epoch": int(np.max(model.n_iter_)),
                 "best_validation_loss": None, "seconds": time.perf_counter() - start,
                 "n_training_tokens": int(keep.sum())}
-    detector = _detector(kind, settings, weights, parts, training, context)
+    detector = _detector(kind, settings, (weights, training), parts, context)
     detector.config["validation"] = _validation_metrics(detector, validation, settings, context)
     return detector, []
 
@@ -305,7 +307,7 @@ def fit_detector(kind: Kind, settings: dict[str, Any], train: Any, validation: A
     bar.close()
     training = {"epochs": state["epoch"], "best_epoch": state["best_epoch"], "best_validation_loss": state["best_loss"],
                 "seconds": state["seconds"]}
-    result = _detector(kind, settings, {k: v.numpy() for k, v in best.items()}, parts, training, context)
+    result = _detector(kind, settings, ({k: v.numpy() for k, v in best.items()}, training), parts, context)
     result.config["validation"] = _validation_metrics(result, validation, settings, context)
     return result, state["history"]
 
