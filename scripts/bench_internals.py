@@ -2,6 +2,7 @@
 Likelihood, under leave-one-language-out with and without grouping by Wikipedia article; pack sizes and speed.
 
     python scripts/bench_internals.py probes --pack PACK [--layer 16] [--bootstrap 1000] [--json OUT.json]
+    python scripts/bench_internals.py detectors --pack PACK [--bootstrap 1000] [--work DIR] [--json OUT.json]
     python scripts/bench_internals.py build --pack PACK            # the pack of the whole sample (SmolLM2, resumable)
     python scripts/bench_internals.py speed --rows 8 [--work DIR]  # internals vs replay time, bytes/Mtoken, load time
     python scripts/bench_internals.py sizes --pack PACK            # bytes per million tokens, projected for MUCH
@@ -317,6 +318,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--random-state", type=int, default=0)
     p.add_argument("--json", default=None)
+    p = sub.add_parser("detectors", help="probe, claim head, probability-only learned detectors, Token Likelihood "
+                                         "and RAUQ per held-out language (scripts/_bench_detectors.py)")
+    p.add_argument("--pack", required=True, type=Path)
+    p.add_argument("--layer", type=int, default=16)
+    p.add_argument("--bootstrap", type=int, default=1000)
+    p.add_argument("--random-state", type=int, default=0)
+    p.add_argument("--work", type=Path, default=ROOT / "out" / "bench_detectors")
+    p.add_argument("--only", default=None, help="only this held-out language's fold (e.g. de)")
+    p.add_argument("--json", default=None)
     p = sub.add_parser("sizes")
     p.add_argument("--pack", required=True, type=Path)
     p = sub.add_parser("compression")
@@ -332,7 +342,13 @@ def main(argv: list[str] | None = None) -> int:
         build(args.pack, limit=args.limit)
     elif args.command == "probes":
         probes(args.pack, layer=args.layer, n_resamples=args.bootstrap, random_state=args.random_state,
-               out_json=args.json)
+               out_json=args.json, only=args.only)
+    elif args.command == "detectors":
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from _bench_detectors import run
+
+        run(args.pack, n_resamples=args.bootstrap, random_state=args.random_state, work=args.work, layer=args.layer,
+            out_json=args.json, only=args.only)
     elif args.command == "sizes":
         sizes(args.pack)
     elif args.command == "compression":

@@ -106,6 +106,9 @@ class Baseline:
         ``metadata(params)`` -> a JSON-able mapping stored with the signal (its file's signal metadata). A method
         trained on MUCH rows gives ``training_generation_ids`` (sorted): every evaluation leaves those rows out of
         that signal unless asked to include them (see :mod:`much_metric.signals._training`).
+    needs_of : callable, optional
+        ``needs_of(params)`` -> the resources (among :data:`RESOURCES`) one instance needs when they depend on its
+        parameters (a learned detector folder that reads an internals pack); replaces ``needs`` for that instance.
 
     Examples
     --------
@@ -143,6 +146,7 @@ class Baseline:
     check: Callable[[dict[str, Any]], None] | None = None
     order: float = 100.0
     metadata: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None
+    needs_of: Callable[[dict[str, Any]], Sequence[str]] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z][\w{}.:-]*", self.name):
@@ -198,7 +202,13 @@ class BaselineSpec:
 
     @property
     def needs(self) -> tuple[str, ...]:
-        return self.baseline.needs
+        if self.baseline.needs_of is None:
+            return self.baseline.needs
+        needs = tuple(self.baseline.needs_of(dict(self.params)))
+        unknown = set(needs) - set(RESOURCES)
+        if unknown:
+            raise ValueError(f"signal {self.signal!r} needs {sorted(unknown)}, not among {RESOURCES}")
+        return needs
 
     @property
     def display(self) -> str:

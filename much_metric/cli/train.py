@@ -4,6 +4,8 @@ Examples::
 
     much train --data sample --protocol leave-one-language-out --fold de --detector linear --out runs/linear-de
     much train --data orailix/MUCH --protocol auto-to-manual --detector sequence --out runs/sequence
+    much train --data sample --internals PACK --detector probe --out runs/probe          # one folder per language
+    much train --data sample --internals PACK --detector claim_head --fold de --out runs/head-de
 
 Each fold of the protocol (see :mod:`much_metric.learned.splits`: grouped by question, Wikipedia article across
 languages and generation, checked for leakage; each fold prints what it purged) trains one detector with early
@@ -13,6 +15,11 @@ with the same arguments. The held-out test part of each fold is then scored with
 Max Likelihood on the same claims, with the protocol's name. Score the detector elsewhere with
 ``much run --signals learned:DIR``: the rows it was trained and validated on (``DIR/training_rows.json``) are left
 out there unless ``--include-training-rows`` is given.
+
+``--detector probe`` and ``--detector claim_head`` read an internals pack (``python -m builder internals``) given
+with ``--internals PACK``: the pack must hold every row of ``--data``/``--config`` with its token count; the folder
+records the pack's model, weights hash and the hidden layer (``--layer``) or attention window it read, and is
+scored with ``much run --internals PACK --signals learned:DIR`` on a pack of the same model only.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from much_metric.learned import KINDS, PROTOCOLS
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "train", help="train a learned detector (linear or sequence) on MUCH's claim labels",
+        "train", help="train a learned detector (linear, sequence, probe or claim_head) on MUCH's claim labels",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data", default="sample", help="'sample' (default, offline), orailix/MUCH, or a folder")
@@ -46,7 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--patience", type=int, default=None, help="epochs without validation improvement")
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--learning-rate", type=float, default=None)
-    parser.add_argument("--hidden", type=int, default=None, help="the sequence detector's GRU state size (default 32)")
+    parser.add_argument("--hidden", type=int, default=None,
+                        help="the sequence detector's GRU state / the claim head's width (default 32)")
+    parser.add_argument("--internals", default=None,
+                        help="internals pack (python -m builder internals) read by --detector probe / claim_head")
+    parser.add_argument("--layer", type=int, default=None,
+                        help="the probe's hidden_states index (one of the pack's hidden_layers; default: the middle)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
@@ -71,8 +83,9 @@ def fold_folder(out: Path, fold_name: str, n_folds: int, only: str | None) -> Pa
     return out / re.sub(r"[^\w.-]", "-", fold_name.split("=")[-1])
 
 
-def held_out_scores(dataset: Any, folder: Path) -> dict[str, dict[str, Any]]:
-    """ROC-AUC/PR-AUC of the detector and of Max Likelihood on ``dataset``'s claims (the detector's aggregator)."""
+def held_out_scores(dataset: Any, folder: Path, internals: Any = None) -> dict[str, dict[str, Any]]:
+    """ROC-AUC/PR-AUC of the detector and of Max Likelihood on ``dataset``'s claims (the detector's aggregator);
+    ``internals``: the pack a probe or claim head reads."""
     from much_metric.baselines import max_likelihood, token_arrays
     from much_metric.learned import load_detector
     from much_metric.scoring import Aggregation, score
@@ -83,7 +96,8 @@ def held_out_scores(dataset: Any, folder: Path) -> dict[str, dict[str, Any]]:
     common = {"aggregation": Aggregation(aggregator=detector.config["aggregator"],
                                          stopword_handling=detector.config["stopword_handling"])}
     chunks, labels = dataset["token_chunks"], dataset["labels"]
-    return {"learned": score(arrays.split(detector.token_scores(arrays)), chunks, labels, masks, **common).to_dict(),
+    scores = detector.token_scores(arrays, internals)
+    return {"learned": score(arrays.split(scores), chunks, labels, masks, **common).to_dict(),
             "max_likelihood": score(max_likelihood(arrays), chunks, labels, masks, **common).to_dict()}
 
 
@@ -93,10 +107,20 @@ def estimator(args: argparse.Namespace) -> Any:
 
     cls = ESTIMATORS[args.detector]
     given = {"learning_rate": args.learning_rate, "batch_size": args.batch_size, "max_epochs": args.max_epochs,
-             "patience": args.patience, "hidden": args.hidden}
+             "patience": args.patience, "hidden": args.hidden, "layer": args.layer}
     options = {key: value for key, value in given.items() if value is not None}
-    if "hidden" in options and "hidden" not in KINDS[args.detector].defaults:
-        raise ValueError(f"--hidden applies to the sequence detector, not to --detector {args.detector}")
+    for key in options:
+        if key not in KINDS[args.detector].defaults:
+            users = " and ".join(name for name, kind in KINDS.items() if key in kind.defaults)
+            raise ValueError(f"--{key.replace('_', '-')} applies to the {users} detector"
+                             f"{'s' if ' and ' in users else ''}, not to --detector {args.detector}")
+    kind = KINDS[args.detector]
+    if kind.needs_internals and args.internals is None:
+        raise ValueError(f"--detector {args.detector} reads an internals pack: pass --internals PACK (python -m "
+                         "builder internals)")
+    if not kind.needs_internals and args.internals is not None:
+        raise ValueError(f"--internals is read by --detector probe and claim_head, not by --detector "
+                         f"{args.detector}")
     try:
         return cls(aggregator=args.aggregator, stopword_handling=args.stopwords, random_state=args.random_state,
                    **options)
@@ -120,6 +144,11 @@ def run(args: argparse.Namespace) -> int:
     model = estimator(args)
 
     dataset, origin = load_with_origin(args.data, args.config)
+    pack = None
+    if args.internals is not None:  # every row with its token count, before any training
+        from much_dataset.internals import load_internals
+
+        pack = load_internals(args.internals, dataset=dataset)
     folds = make_folds(row_info(dataset, origin=origin), args.protocol, validation_fraction=args.validation_fraction,
                        random_state=args.random_state, only=args.fold)
     for fold in folds:
@@ -127,14 +156,17 @@ def run(args: argparse.Namespace) -> int:
         print(fold.describe())
         protocol = {"name": args.protocol, "fold": fold.name, "data": args.data, "config": args.config,
                     "n_test": int(len(fold.test)), "purged": dict(fold.purged)}
-        model.fit(dataset.select(fold.train), dataset.select(fold.validation), checkpoint=folder / "checkpoint",
-                  protocol=protocol, progress=not args.no_progress)
+        if pack is not None:
+            protocol["internals"] = str(args.internals)
+        model.fit(dataset.select(fold.train), dataset.select(fold.validation), internals=pack,
+                  checkpoint=folder / "checkpoint", protocol=protocol, progress=not args.no_progress)
         model.save(folder)
-        results = held_out_scores(dataset.select(fold.test), folder)
+        results = held_out_scores(dataset.select(fold.test), folder, pack)
         learned, baseline = results["learned"], results["max_likelihood"]
         print(f"  {args.protocol} [{fold.name}] held-out test, {learned['n_claims']} claims: {args.detector} "
               f"ROC-AUC {learned['roc_auc']:.3f} PR-AUC {learned['pr_auc']:.3f}; Max Likelihood ROC-AUC "
               f"{baseline['roc_auc']:.3f} PR-AUC {baseline['pr_auc']:.3f}")
-        print(f"  detector written to {folder} (score it with `much run --signals learned:{folder}`; its "
+        internals = f"--internals {args.internals} " if pack is not None else ""
+        print(f"  detector written to {folder} (score it with `much run {internals}--signals learned:{folder}`; its "
               f"{len(fold.train) + len(fold.validation)} training and validation rows are left out there)")
     return 0

@@ -12,6 +12,10 @@ the metric's own token-to-claim aggregation on the claim labels.
   generation, checked by :func:`check_disjoint` (:class:`LeakageError`), each fold saying what it purged;
 * :class:`LinearDetector`, :class:`SequenceDetector` -- scikit-learn-shaped estimators (hyper-parameters in the
   constructor, ``.fit(train, validation)``, ``.save(folder)``; torch on CPU, early stopping, resumable checkpoints);
+* :class:`ProbeDetector`, :class:`ClaimHeadDetector` -- the same, on an internals pack
+  (``.fit(train, validation, internals=PACK)``, :mod:`~much_metric.learned.internals`): a logistic-regression
+  probe on one hidden layer, and a small transformer over attention features, top-24 log-probabilities and the
+  claim mask; their folders record the pack's model and layers (:class:`PackMismatchError` on another pack);
 * :mod:`~much_metric.learned.detector` -- the detector folder (safetensors + JSON + the exact training rows + card,
   never pickle), checked completely by :func:`load_detector` (:class:`DetectorFolderError`). A folder is a baseline
   of the registry under the signal name ``learned:<folder>`` (``much run --signals learned:DIR``,
@@ -24,8 +28,9 @@ The detector kinds are one table, :data:`KINDS`. torch is imported only to train
 
 from much_metric.learned._kinds import KINDS, Kind
 from much_metric.learned.detector import Detector, DetectorFolderError, load_detector
-from much_metric.learned.estimators import LinearDetector, SequenceDetector
+from much_metric.learned.estimators import ClaimHeadDetector, LinearDetector, ProbeDetector, SequenceDetector
 from much_metric.learned.features import FEATURES, SEQUENCE_INPUTS, sequence_inputs, token_features
+from much_metric.learned.internals import PackMismatchError
 from much_metric.learned.splits import (
     PROTOCOLS,
     Fold,
@@ -38,6 +43,7 @@ from much_metric.learned.splits import (
 )
 
 __all__ = [
+    "ClaimHeadDetector",
     "FEATURES",
     "KINDS",
     "PROTOCOLS",
@@ -48,6 +54,8 @@ __all__ = [
     "Kind",
     "LeakageError",
     "LinearDetector",
+    "PackMismatchError",
+    "ProbeDetector",
     "RowInfo",
     "SequenceDetector",
     "article_title",

@@ -21,7 +21,8 @@ class Prepared:
 
     inputs : (N_tokens, D) float32, standardised; offsets : (n_samples + 1,); gather : (n_claim_tokens,) flat token
     positions of the claims' tokens, claim after claim; claim_offsets : (n_claims + 1,); claim_sample :
-    (n_claims,); stopword : (n_claim_tokens,) bool or None; target : (n_claims,) float32, 1 = hallucinated.
+    (n_claims,); stopword : (n_claim_tokens,) bool or None; target : (n_claims,) float32, 1 = hallucinated;
+    segments : (N_tokens,) int64 claim id of each token within its sample (the claim head), or None.
     """
 
     inputs: np.ndarray
@@ -32,6 +33,7 @@ class Prepared:
     stopword: np.ndarray | None
     target: np.ndarray
     generation_ids: list[str]
+    segments: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:
@@ -49,6 +51,7 @@ class Batch:
     stopword: np.ndarray | None  # (n_claim_tokens,) bool
     lengths: np.ndarray         # (n_claims,) tokens per claim
     target: np.ndarray          # (n_claims,) float32
+    segments: np.ndarray | None = None  # (B, T) int64 claim ids, -1 = padding (claim head only)
 
 
 def column(dataset: Any, name: str) -> list[Any]:
@@ -57,8 +60,10 @@ def column(dataset: Any, name: str) -> list[Any]:
     return [row[name] for row in dataset if name in row]
 
 
-def prepare(dataset: Any, inputs: np.ndarray, mean: np.ndarray, std: np.ndarray) -> Prepared:
-    """Standardise ``inputs`` (flat over the dataset's tokens) and lay out the claims as the metric does."""
+def prepare(dataset: Any, inputs: np.ndarray, mean: np.ndarray, std: np.ndarray,
+            segments: np.ndarray | None = None) -> Prepared:
+    """Standardise ``inputs`` (flat over the dataset's tokens) and lay out the claims as the metric does
+    (``segments``: each token's claim id, kept for the claim head)."""
     from much_metric.baselines import token_arrays
     from much_metric.scoring import claim_layout
 
@@ -71,7 +76,8 @@ def prepare(dataset: Any, inputs: np.ndarray, mean: np.ndarray, std: np.ndarray)
                           stopword_mask=stopword_mask, generation_ids=column(dataset, GENERATION_ID))
     standardised = ((inputs - mean) / std).astype(np.float32)
     return Prepared(standardised, arrays.offsets, layout.gather, layout.claim_offsets, layout.claim_sample,
-                    layout.stopword, (layout.labels == HALLUCINATED).astype(np.float32), list(arrays.generation_ids))
+                    layout.stopword, (layout.labels == HALLUCINATED).astype(np.float32), list(arrays.generation_ids),
+                    segments)
 
 
 def standardisation(inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -99,6 +105,10 @@ def batch(data: Prepared, samples: np.ndarray) -> Batch:
     inputs[row, time] = data.inputs[concatenated_ranges(starts, n_tokens)]
     mask = np.zeros((len(samples), width), dtype=bool)
     mask[row, time] = True
+    segments = None
+    if data.segments is not None:
+        segments = np.full((len(samples), width), -1, dtype=np.int64)
+        segments[row, time] = data.segments[concatenated_ranges(starts, n_tokens)]
     # Claims of these samples (claims are stored sample after sample).
     sample_claims = np.concatenate([[0], np.cumsum(np.bincount(data.claim_sample, minlength=data.n_samples))])
     claim_starts, claim_counts = sample_claims[samples], sample_claims[samples + 1] - sample_claims[samples]
@@ -109,7 +119,8 @@ def batch(data: Prepared, samples: np.ndarray) -> Batch:
     owner = np.repeat(np.repeat(np.arange(len(samples)), claim_counts), claim_lengths)
     positions = owner * width + (flat - starts[owner])
     return Batch(inputs, mask, positions, np.repeat(np.arange(len(claims)), claim_lengths),
-                 None if data.stopword is None else data.stopword[tokens], claim_lengths, data.target[claims])
+                 None if data.stopword is None else data.stopword[tokens], claim_lengths, data.target[claims],
+                 segments)
 
 
 def batches(data: Prepared, *, batch_size: int, rng: np.random.Generator | None) -> list[np.ndarray]:

@@ -24,11 +24,18 @@
   through the aggregator; the GRU is unidirectional, so token ``t``'s score depends on tokens ``<= t`` only and the
   monitor gives the offline scores.
 
+* :class:`ClaimHeadModule` (estimator :class:`~much_metric.learned.ClaimHeadDetector`) -- the claim head on an
+  internals pack: a linear projection of each token's attention features, top-24 log-probabilities and claim
+  features, transformer encoder layers whose attention is masked to the token's own claim (``segments``), and a
+  per-token read-out, trained through the aggregator like the others (after the uncertainty heads of Shelmanov et
+  al., EMNLP 2025, which feed attention features, top-k probabilities and a claim mask to a small transformer).
+
 Parameters are initialised from a ``numpy`` generator (no global torch seed is touched).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -41,15 +48,18 @@ GEOMETRIC_EPS = 1e-5
 
 
 def _init(module: nn.Module, rng: np.random.Generator) -> None:
+    """Uniform(+-1/sqrt(fan_in)) matrices, zero biases, unit layer-norm scales."""
     with torch.no_grad():
-        for parameter in module.parameters():
+        for name, parameter in module.named_parameters():
             bound = 1.0 / np.sqrt(parameter.shape[-1]) if parameter.ndim > 1 else 0.0
             values = rng.uniform(-bound, bound, size=tuple(parameter.shape)) if bound else np.zeros(parameter.shape)
+            if ".norm" in name and name.endswith("weight"):
+                values = np.ones(parameter.shape)
             parameter.copy_(torch.from_numpy(values.astype(np.float32)))
 
 
 class LinearModule(nn.Module):
-    def __init__(self, n_inputs: int, *, hidden: int = 0, rng: np.random.Generator) -> None:
+    def __init__(self, n_inputs: int, *, rng: np.random.Generator, **hyper: Any) -> None:
         super().__init__()
         self.linear = nn.Linear(n_inputs, 1)
         _init(self, rng)
@@ -60,7 +70,7 @@ class LinearModule(nn.Module):
 
 
 class SequenceModule(nn.Module):
-    def __init__(self, n_inputs: int, *, hidden: int = 32, rng: np.random.Generator) -> None:
+    def __init__(self, n_inputs: int, *, rng: np.random.Generator, hidden: int = 32, **hyper: Any) -> None:
         super().__init__()
         self.gru = nn.GRU(n_inputs, hidden, batch_first=True)
         self.read_out = nn.Linear(hidden, 1)
@@ -71,26 +81,71 @@ class SequenceModule(nn.Module):
         return self.read_out(states).squeeze(-1)
 
 
-def build(module: str, n_inputs: int, *, random_state: int, hidden: int = 0) -> nn.Module:
+class ClaimHeadModule(nn.Module):
+    """The claim head: a linear projection of each token's inputs, ``layers`` transformer encoder layers whose
+    attention stays within the token's claim (``segments``; post-norm, feed-forward 2 x hidden, ReLU, no dropout so
+    that training is deterministic), and a linear read-out per token. A claim's token logits therefore depend on
+    that claim's tokens only (padding and other claims are masked out of every attention)."""
+
+    def __init__(self, n_inputs: int, *, rng: np.random.Generator, hidden: int = 32, layers: int = 1,
+                 heads: int = 4, **hyper: Any) -> None:
+        super().__init__()
+        self.heads = heads
+        self.project = nn.Linear(n_inputs, hidden)
+        self.encoder = nn.ModuleList([nn.TransformerEncoderLayer(hidden, heads, dim_feedforward=2 * hidden,
+                                                                 dropout=0.0, batch_first=True)
+                                      for _ in range(layers)])
+        self.read_out = nn.Linear(hidden, 1)
+        _init(self, rng)
+
+    def forward(self, inputs: torch.Tensor, segments: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, D) inputs and (B, T) claim ids (-1 = padding; None: one claim per sample) -> logits (B, T)."""
+        batch, width = inputs.shape[:2]
+        if segments is None:
+            segments = torch.zeros((batch, width), dtype=torch.long)
+        allowed = (segments[:, :, None] == segments[:, None, :]) & (segments[:, None, :] >= 0)
+        allowed = allowed | torch.eye(width, dtype=torch.bool)[None]  # a padding position attends to itself
+        mask = (~allowed).repeat_interleave(self.heads, dim=0)  # True = may not attend
+        states = self.project(inputs)
+        for layer in self.encoder:
+            states = layer(states, src_mask=mask)
+        return self.read_out(states).squeeze(-1)
+
+
+def build(module: str, n_inputs: int, *, random_state: int, hyper: Mapping[str, Any] | None = None) -> nn.Module:
     """The torch module named ``module`` (a kind's ``Kind.module`` in :data:`much_metric.learned._kinds.KINDS`),
-    initialised from ``random_state``. The kind table passes the name, so this module never imports it back."""
-    return _MODULE_CLASSES[module](n_inputs, hidden=hidden, rng=np.random.default_rng(random_state))
+    initialised from ``random_state``, with the kind's hyper-parameters (``hidden``, ``layers``, ``heads``; others
+    ignored). The kind table passes the name, so this module never imports it back."""
+    sizes = {key: int(value) for key, value in (hyper or {}).items() if key in ("hidden", "layers", "heads")}
+    return _MODULE_CLASSES[module](n_inputs, rng=np.random.default_rng(random_state), **sizes)
 
 
-_MODULE_CLASSES: dict[str, type[nn.Module]] = {"LinearModule": LinearModule, "SequenceModule": SequenceModule}
+_MODULE_CLASSES: dict[str, type[nn.Module]] = {"LinearModule": LinearModule, "SequenceModule": SequenceModule,
+                                               "ClaimHeadModule": ClaimHeadModule}
 
-_MODULES: dict[tuple[int, str, int, int], tuple[Any, nn.Module]] = {}
+_MODULES: dict[tuple[Any, ...], tuple[Any, nn.Module]] = {}
 
 
-def logits_of(module_name: str, weights: dict[str, np.ndarray], inputs: np.ndarray, offsets: np.ndarray, *,
-              hidden: int) -> np.ndarray:
-    """Flat token logits ``(N_tokens,)`` of standardised ``inputs`` (samples delimited by ``offsets``) under the
-    module of ``kind`` with ``weights`` (batched by length, causal: padding never reaches a real token)."""
+def forward(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """The model's token logits (B, T) of a padded batch (with its claim ids for a segmented module)."""
+    inputs = torch.from_numpy(batch.inputs)
+    if isinstance(model, ClaimHeadModule):
+        return model(inputs, None if batch.segments is None else torch.from_numpy(batch.segments))
+    return model(inputs)
+
+
+def logits_of(module_name: str, weights: dict[str, np.ndarray], inputs: np.ndarray,
+              layout: tuple[np.ndarray, np.ndarray | None], hyper: Mapping[str, Any]) -> np.ndarray:
+    """Flat token logits ``(N_tokens,)`` of standardised ``inputs`` under the module ``module_name`` with
+    ``weights``; ``layout`` = (sample ``offsets``, each token's claim id for the claim head or None); batched by
+    length, padding never reaches a real token."""
+    offsets, segments = layout
     from much_metric.learned import _data
 
-    key = (id(weights), module_name, inputs.shape[1], hidden)
+    sizes = tuple(sorted((k, int(v)) for k, v in hyper.items() if k in ("hidden", "layers", "heads")))
+    key = (id(weights), module_name, inputs.shape[1], sizes)
     if key not in _MODULES:  # the live monitor rescores at each closed claim: build the module once per weights
-        module = build(module_name, inputs.shape[1], random_state=0, hidden=hidden)
+        module = build(module_name, inputs.shape[1], random_state=0, hyper=dict(sizes))
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()
                                 if not k.startswith("input_")})
         if len(_MODULES) >= 8:
@@ -98,7 +153,7 @@ def logits_of(module_name: str, weights: dict[str, np.ndarray], inputs: np.ndarr
         _MODULES[key] = (weights, module.eval())  # the weights are kept so that their id is not reused
     module = _MODULES[key][1]
     prepared = _data.Prepared(inputs, offsets, np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64),
-                              None, np.zeros(0, np.float32), [])
+                              None, np.zeros(0, np.float32), [], segments)
     out = np.empty(len(inputs), dtype=np.float64)
     for samples in _data.batches(prepared, batch_size=64, rng=None):
         flat = token_logits(module, _data.batch(prepared, samples))
@@ -152,5 +207,5 @@ def claim_loss(logits: torch.Tensor, batch: Batch, *, aggregator: str, stopword_
 def token_logits(model: nn.Module, batch: Batch) -> np.ndarray:
     """Flat token logits of a batch, in sample then token order (padding dropped)."""
     with torch.no_grad():
-        logits = model(torch.from_numpy(batch.inputs))
+        logits = forward(model, batch)
     return logits.numpy()[batch.mask]

@@ -3,7 +3,8 @@
 Folder layout (no pickle anywhere; :func:`load_detector` reads only JSON and safetensors)::
 
     DIR/config.json          format, version, detector kind, inputs (feature names), aggregator, stopword rule,
-                             protocol and fold, training-data fingerprint, hyper-parameters, validation numbers
+                             protocol and fold, training-data fingerprint, hyper-parameters, validation numbers;
+                             for a probe or claim head, "internals": the observer of the pack it was trained on
     DIR/weights.safetensors  the parameters and the input standardisation (``input_mean``, ``input_std``)
     DIR/training_rows.json   {"train": [generation_id, ...], "validation": [...]}: the exact rows that trained and
                              validated the detector (sorted); ``much run`` / ``much evaluate`` leave them out
@@ -16,8 +17,9 @@ bounded size, the config's fields and types, every parameter's exact name, dtype
 that fails is a :class:`DetectorFolderError` naming the file and the field.
 
 :meth:`Detector.token_scores` gives one score per output token, higher = more uncertain (``sigmoid`` of the token
-logit, in (0, 1)), the input of the metric's aggregator like any baseline's token scores. The linear detector
-scores with numpy only; the sequence detector needs torch (extra ``learned``).
+logit, in (0, 1)), the input of the metric's aggregator like any baseline's token scores. The linear detector and
+the probe score with numpy only; the sequence detector and the claim head need torch (extra ``learned``); the probe
+and the claim head read an internals pack of their observer model (``token_scores(data, internals=PACK)``).
 """
 
 from __future__ import annotations
@@ -82,8 +84,14 @@ class Detector:
         return kind_of(self.config["detector"])
 
     @property
-    def hidden(self) -> int:
-        return int(self.config["hyperparameters"].get("hidden", 0))
+    def hyperparameters(self) -> dict[str, Any]:
+        """The folder's recorded hyper-parameters (a copy)."""
+        return dict(self.config["hyperparameters"])
+
+    @property
+    def observer(self) -> dict[str, Any] | None:
+        """The internals pack's observer record (``config["internals"]``) of a detector that reads a pack."""
+        return self.config.get("internals")
 
     @property
     def training_generation_ids(self) -> list[str]:
@@ -99,19 +107,38 @@ class Detector:
                              "aggregator": self.config["aggregator"],
                              "stopword_handling": self.config["stopword_handling"]}}
 
-    def token_logits(self, data: Any) -> np.ndarray:
-        """Flat token logits ``(N_tokens,)`` of a split (any input of :func:`much_metric.baselines.token_arrays`)."""
+    def token_logits(self, data: Any, internals: Any = None) -> np.ndarray:
+        """Flat token logits ``(N_tokens,)`` of a split (any input of :func:`much_metric.baselines.token_arrays`);
+        ``internals``: the pack (path or :class:`~much_dataset.internals.InternalsPack`) a probe or claim head reads,
+        checked against the model and layers it was trained on
+        (:class:`~much_metric.learned.internals.PackMismatchError`)."""
         from much_metric.baselines import token_arrays
+        from much_metric.learned import internals as observed
 
         arrays = token_arrays(data)
-        inputs = ((self.kind.inputs(arrays) - self.weights["input_mean"]) / self.weights["input_std"])
-        return self.kind.logits(self.weights, inputs.astype(np.float32), arrays.offsets, self.hidden)
+        context = None
+        if self.kind.needs_internals:
+            if internals is None:
+                raise ValueError(f"{self.folder or 'this detector'}: a {self.kind.name} detector reads an internals "
+                                 "pack of the model it was trained on: pass internals=PACK (much run --internals "
+                                 "PACK)")
+            pack = observed.open_pack(internals)
+            observed.check_pack(self.observer, pack, folder=self.folder)
+            context = observed.Observed(pack, self.observer)
+        elif internals is not None:
+            raise ValueError(f"a {self.kind.name} detector reads no internals pack (internals= is for the probe and "
+                             "claim_head detectors)")
+        inputs = ((self.kind.inputs(arrays, context) - self.weights["input_mean"]) / self.weights["input_std"])
+        segments = observed.claim_segments(arrays) if self.kind.segmented else None
+        return self.kind.logits(self.weights, inputs.astype(np.float32), arrays.offsets, self.hyperparameters,
+                                segments)
 
-    def token_scores(self, data: Any) -> np.ndarray:
-        """Flat token uncertainties in (0, 1), shape ``(N_tokens,)``; higher = more likely hallucinated.
+    def token_scores(self, data: Any, internals: Any = None) -> np.ndarray:
+        """Flat token uncertainties in (0, 1), shape ``(N_tokens,)``; higher = more likely hallucinated
+        (``internals``: see :meth:`token_logits`).
 
         Warns (``RuntimeWarning``) when every token gets the same score: such a detector ranks nothing."""
-        scores = _sigmoid(self.token_logits(data))
+        scores = _sigmoid(self.token_logits(data, internals))
         if scores.size > 1 and np.ptp(scores) == 0:
             warnings.warn(f"{self.folder or 'the detector'}: every token gets the same score {scores[0]:.6g}; the "
                           "detector ranks nothing (check its weights, e.g. the bias)", RuntimeWarning, stacklevel=2)
@@ -171,7 +198,34 @@ def _positive_int(path: Path, field: str, value: Any, high: int) -> int:
     return value
 
 
-def _check_config(config: Any, path: Path) -> tuple[Kind, int]:
+_OBSERVER_INTS = {"n_layers": 4096, "n_heads": 4096, "hidden_size": 1 << 17}
+#: Largest number of per-token inputs a folder may declare (refused before anything is allocated).
+MAX_INPUTS = 1 << 20
+
+
+def _check_observer(config: dict[str, Any], path: Path, kind: Kind) -> dict[str, Any] | None:
+    """The ``internals`` record of a kind that reads a pack, checked (None for the other kinds)."""
+    if not kind.needs_internals:
+        return None
+    observer = config.get("internals")
+    if not isinstance(observer, dict):
+        raise _fail(path, "internals", f"must be a JSON object (the pack a {kind.name} detector was trained on)")
+    for key in ("model", "weights_sha256"):
+        if not isinstance(observer.get(key), str):
+            raise _fail(path, f"internals.{key}", f"must be a string, got {observer.get(key)!r}")
+    for key, high in _OBSERVER_INTS.items():
+        _positive_int(path, f"internals.{key}", observer.get(key), high)
+    read = "hidden_layer" if kind.reads == "hidden" else "attention_window"
+    value = observer.get(read)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 4096:
+        raise _fail(path, f"internals.{read}", f"must be an integer in [0, 4,096], got {value!r}")
+    width = observer["n_layers"] * observer["n_heads"] * max(observer.get("attention_window") or 1, 1)
+    if max(width, observer["hidden_size"]) > MAX_INPUTS:
+        raise _fail(path, "internals", f"declares more than {MAX_INPUTS:,} inputs per token")
+    return observer
+
+
+def _check_config(config: Any, path: Path) -> tuple[Kind, dict[str, Any]]:
     from much_metric.scoring import AGGREGATORS
 
     if not isinstance(config, dict):
@@ -183,24 +237,35 @@ def _check_config(config: Any, path: Path) -> tuple[Kind, int]:
     if config.get("detector") not in KINDS:
         raise _fail(path, "detector", f"must be one of {sorted(KINDS)}, got {config.get('detector')!r}")
     kind = KINDS[config["detector"]]
-    if list(config.get("inputs") or []) != list(kind.input_names):
+    observer = _check_observer(config, path, kind)
+    if list(config.get("inputs") or []) != list(kind.names(observer)):
         raise _fail(path, "inputs", f"differs from this toolkit's {kind.name} inputs")
     if config.get("aggregator") not in AGGREGATORS:
         raise _fail(path, "aggregator", f"must be one of {AGGREGATORS}, got {config.get('aggregator')!r}")
     if config.get("stopword_handling") not in _STOPWORDS:
         raise _fail(path, "stopword_handling", f"must be one of {_STOPWORDS}, got {config.get('stopword_handling')!r}")
-    hyper = config.get("hyperparameters")
-    if not isinstance(hyper, dict):
-        raise _fail(path, "hyperparameters", "must be a JSON object")
-    hidden = _positive_int(path, "hyperparameters.hidden", hyper.get("hidden"), MAX_HIDDEN) \
-        if "hidden" in kind.defaults else 0
+    hyper = _check_sizes(config.get("hyperparameters"), path, kind)
     if not isinstance(config.get("protocol", {}), dict):
         raise _fail(path, "protocol", "must be a JSON object")
-    return kind, hidden
+    return kind, hyper
 
 
-def _check_weights(weights: dict[str, np.ndarray], path: Path, kind: Kind, n_inputs: int, hidden: int) -> None:
-    expected = {**kind.shapes(n_inputs, hidden), "input_mean": (n_inputs,), "input_std": (n_inputs,)}
+def _check_sizes(hyper: Any, path: Path, kind: Kind) -> dict[str, Any]:
+    """The hyper-parameters, with the sizes that shape the parameters checked (before anything is allocated)."""
+    if not isinstance(hyper, dict):
+        raise _fail(path, "hyperparameters", "must be a JSON object")
+    for name, high in (("hidden", MAX_HIDDEN), ("layers", 8), ("heads", 64)):
+        if name in kind.hyperparameters:
+            _positive_int(path, f"hyperparameters.{name}", hyper.get(name), high)
+    if "heads" in kind.hyperparameters and hyper["hidden"] % hyper["heads"]:
+        raise _fail(path, "hyperparameters.heads", f"must divide hidden ({hyper['hidden']}), got {hyper['heads']}")
+    return hyper
+
+
+def _check_weights(weights: dict[str, np.ndarray], path: Path, kind: Kind, n_inputs: int,
+                   hyper: dict[str, Any]) -> None:
+    hidden = int(hyper.get("hidden", 0))
+    expected = {**kind.shapes(n_inputs, hyper), "input_mean": (n_inputs,), "input_std": (n_inputs,)}
     missing, extra = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
     if missing or extra:
         name = (missing or extra)[0]
@@ -245,16 +310,16 @@ def check_folder(folder: str | Path) -> Detector:
                                   "`much train`)")
     config_path = folder / CONFIG_FILE
     config = _json(config_path, MAX_CONFIG_BYTES)
-    kind, hidden = _check_config(config, config_path)
-    n_inputs = len(kind.input_names)
-    n_values = sum(int(np.prod(s)) for s in kind.shapes(n_inputs, hidden).values()) + 2 * n_inputs
+    kind, hyper = _check_config(config, config_path)
+    n_inputs = len(kind.names(config.get("internals")))
+    n_values = sum(int(np.prod(s)) for s in kind.shapes(n_inputs, hyper).values()) + 2 * n_inputs
     weights_path = folder / WEIGHTS_FILE
     raw = _read_regular(weights_path, 4 * n_values + _HEADER_BYTES)
     try:
         weights = load(raw)
     except Exception as error:  # noqa: BLE001 - safetensors raises its own error type for a corrupt file
         raise _fail(weights_path, None, f"is not a readable safetensors file ({error})") from error
-    _check_weights(weights, weights_path, kind, n_inputs, hidden)
+    _check_weights(weights, weights_path, kind, n_inputs, hyper)
     rows_path = folder / TRAINING_ROWS_FILE
     rows = _check_rows(_json(rows_path, MAX_ROWS_BYTES), rows_path)
     return Detector(config, weights, rows, folder)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from much_metric.learned._kinds import KINDS, MAX_HIDDEN
 
-__all__ = ["CONSTRAINTS", "LinearDetector", "SequenceDetector"]
+__all__ = ["CONSTRAINTS", "ClaimHeadDetector", "LinearDetector", "ProbeDetector", "SequenceDetector"]
 
 
 def _integer(low: int, high: int) -> tuple[Callable[[Any], bool], str]:
@@ -39,6 +39,13 @@ CONSTRAINTS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "max_epochs": _integer(1, 100_000),
     "patience": _integer(1, 100_000),
     "hidden": _integer(1, MAX_HIDDEN),
+    "layers": _integer(1, 8),
+    "layer": (lambda v: v is None or _integer(0, 4096)[0](v), "None (the middle of the pack's hidden_layers) or a "
+              "hidden_states index in [0, 4,096]"),
+    "C": (lambda v: not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v) and v > 0,
+          "a finite positive number"),
+    "max_iter": _integer(1, 1_000_000),
+    "class_weight": (lambda v: v in ("balanced", None), "'balanced' or None"),
     "random_state": _integer(0, 2**63 - 1),
 }
 
@@ -72,12 +79,16 @@ class _Detector:
             check, what = CONSTRAINTS[name]
             if not check(value):
                 raise ValueError(f"{name} must be {what}, got {value!r}")
+        heads = KINDS[self.kind].fixed.get("heads")
+        if heads and params["hidden"] % heads:
+            raise ValueError(f"hidden must be a multiple of {heads} (the claim head's attention heads), got "
+                             f"{params['hidden']!r}")
         return params
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
 
-    def fit(self, train: Any, validation: Any, *, checkpoint: str | Path | None = None,
+    def fit(self, train: Any, validation: Any, *, internals: Any = None, checkpoint: str | Path | None = None,
             protocol: dict[str, Any] | None = None, progress: bool = True) -> _Detector:
         """Fit on ``train`` with early stopping on ``validation``; returns ``self`` (fitted: ``detector_``,
         ``history_``).
@@ -89,6 +100,11 @@ class _Detector:
             make them with :func:`much_metric.learned.make_folds` so that no question, article or generation is in
             both. Their generation_ids are recorded (``training_rows.json``) and left out wherever the detector is
             scored.
+        internals : path or InternalsPack, optional
+            The internals pack (:func:`much_dataset.load_internals`) that :class:`ProbeDetector` and
+            :class:`ClaimHeadDetector` read (required there, refused by the probability-only detectors); its
+            observer (model, weights hash, layers, heads, the hidden layer or window read) is recorded in the
+            folder and checked wherever the detector is scored.
         checkpoint : path, optional
             Folder of the per-epoch training state: a killed fit resumes from it (see
             :mod:`much_metric.learned.training`).
@@ -100,7 +116,7 @@ class _Detector:
         from much_metric.learned.training import fit_detector
 
         detector, history = fit_detector(KINDS[self.kind], self._check(), train, validation, checkpoint=checkpoint,
-                                         progress=progress)
+                                         progress=progress, internals=internals)
         detector.config["protocol"] = dict(protocol or {})
         self.detector_, self.history_ = detector, history
         return self
@@ -117,9 +133,9 @@ class _Detector:
         detector = self._fitted()
         return detector.save(folder, card=card(detector.config, self.history_))
 
-    def token_scores(self, data: Any) -> Any:
+    def token_scores(self, data: Any, internals: Any = None) -> Any:
         """Flat token uncertainties in (0, 1) of the fitted detector (see ``Detector.token_scores``)."""
-        return self._fitted().token_scores(data)
+        return self._fitted().token_scores(data, internals)
 
 
 class LinearDetector(_Detector):
@@ -188,5 +204,70 @@ class SequenceDetector(_Detector):
         self._check()
 
 
+class ProbeDetector(_Detector):
+    """A linear probe on one hidden layer of an internals pack: scikit-learn's L2 logistic regression on the
+    standardised hidden state of every token of a labelled claim (its claim's label; stopwords and the last chunk
+    left out), stored as a linear detector folder (``linear.weight``, ``linear.bias`` and the standardisation in
+    safetensors), so its token logit is the regression's ``decision_function`` and its score ``predict_proba``.
+    ``fit(train, validation, internals=PACK)``; the validation part gives the folder's validation numbers.
+
+    Parameters
+    ----------
+    aggregator, stopword_handling : as :class:`LinearDetector` (how the folder is scored)
+    layer : int or None, default None
+        The ``hidden_states`` index read (one of the pack's ``hidden_layers``; None: the middle one).
+    C : float > 0, default 0.05
+        Inverse L2 strength (strong: tens of thousands of tokens, hundreds of dimensions).
+    max_iter : int, default 500
+    class_weight : "balanced" or None, default "balanced"
+    random_state : int, default 0
+    """
+
+    kind = "probe"
+
+    def __init__(self, *, aggregator: str = "product", stopword_handling: str = "null", layer: int | None = None,
+                 C: float = 0.05, max_iter: int = 500, class_weight: str | None = "balanced",
+                 random_state: int = 0) -> None:
+        self.aggregator, self.stopword_handling = aggregator, stopword_handling
+        self.layer, self.C, self.max_iter, self.class_weight = layer, C, max_iter, class_weight
+        self.random_state = random_state
+        self._check()
+
+
+class ClaimHeadDetector(_Detector):
+    """The claim head (after the uncertainty heads of Shelmanov et al., EMNLP 2025): per token, the observer's
+    previous-token attention of every layer and head (plus its ``attention_window`` columns when the pack has them),
+    the top-24 log-probabilities, and the claim features (claim mask, position in the claim, claim length, stopword
+    flag), projected and passed through a small transformer encoder whose attention stays within each claim, then a
+    per-token read-out; trained like the other detectors through the metric's aggregator on the claim labels
+    (:mod:`much_metric.learned._torch`). A claim's token scores depend on its own tokens only.
+
+    Parameters
+    ----------
+    aggregator, stopword_handling : as :class:`LinearDetector`
+    learning_rate : float, default 0.002
+    max_epochs, patience : int, default 30, 4
+    hidden : int, default 32
+        Encoder width (a multiple of 4: the encoder has 4 attention heads).
+    layers : int in [1, 8], default 1
+        Encoder layers.
+    random_state : int, default 0
+
+    Fixed (recorded in the folder): batch size 16, 4 attention heads, and every ``attention_window`` column the
+    pack has (none in a pack built without ``--attention-window``).
+    """
+
+    kind = "claim_head"
+
+    def __init__(self, *, aggregator: str = "product", stopword_handling: str = "null", learning_rate: float = 0.002,
+                 max_epochs: int = 30, patience: int = 4, hidden: int = 32, layers: int = 1,
+                 random_state: int = 0) -> None:
+        self.aggregator, self.stopword_handling = aggregator, stopword_handling
+        self.learning_rate, self.max_epochs, self.patience = learning_rate, max_epochs, patience
+        self.hidden, self.layers, self.random_state = hidden, layers, random_state
+        self._check()
+
+
 #: Detector kind -> its estimator class (the CLI's ``--detector`` choices).
-ESTIMATORS: dict[str, type[_Detector]] = {cls.kind: cls for cls in (LinearDetector, SequenceDetector)}
+ESTIMATORS: dict[str, type[_Detector]] = {cls.kind: cls for cls in (LinearDetector, SequenceDetector, ProbeDetector,
+                                                                     ClaimHeadDetector)}

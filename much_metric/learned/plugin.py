@@ -12,6 +12,10 @@ use the stored name ``learned_<folder name>-<weights hash>`` (a path cannot be a
 ``learned:<folder>`` form. The signal carries the detector's training rows and provenance as signal metadata
 (:meth:`much_metric.learned.Detector.signal_metadata`), so every evaluation leaves those rows out.
 
+A probe or claim head folder (trained on an internals pack) needs the pack of the same observer model:
+``much run --internals PACK --signals learned:DIR`` (the baseline's ``needs_of`` asks for it; a pack of another
+model, or one lacking the hidden layer read, is refused naming its ``manifest.json``).
+
 Loaded detectors are kept per folder and file modification time, so the live monitor, which rescores the tokens
 generated so far at each closed claim, reads the folder once.
 """
@@ -77,8 +81,13 @@ def _check(params: dict[str, Any]) -> None:
     _detector(params["path"])  # the whole folder, before any work
 
 
-def _compute(arrays: Any, *, path: Any) -> Any:
-    return _detector(path).token_scores(arrays)
+def _compute(arrays: Any, *, path: Any, internals: Any = None) -> Any:
+    return _detector(path).token_scores(arrays, internals)
+
+
+def _needs(params: dict[str, Any]) -> tuple[str, ...]:
+    """A probe or claim head folder reads an internals pack (``much run --internals PACK``)."""
+    return ("internals",) if _detector(params["path"]).kind.needs_internals else ()
 
 
 def _metadata(params: dict[str, Any]) -> dict[str, Any]:
@@ -93,7 +102,7 @@ def _stored_only(arrays: Any, *, name: Any) -> Any:
 BASELINES = (
     Baseline(
         name="learned:{path}", compute=_compute, params={"path": r".+"}, order=200, check=_check,
-        display=_display, metadata=_metadata,
+        display=_display, metadata=_metadata, needs_of=_needs,
         signal_name=lambda name, params, resources: stored_name(str(params["path"])),
         description="a detector trained with `much train` (folder: safetensors weights + config.json); scored on "
                     "the rows it was not trained or validated on",

@@ -46,7 +46,7 @@ def _evaluate_loss(model, data, *, aggregator: str, stopword_handling: str, batc
             part = _data.batch(data, samples)
             if not len(part.target):
                 continue
-            loss = _torch.claim_loss(model(torch.from_numpy(part.inputs)), part, aggregator=aggregator,
+            loss = _torch.claim_loss(_torch.forward(model, part), part, aggregator=aggregator,
                                      stopword_handling=stopword_handling)
             total += float(loss) * len(part.target)
             count += len(part.target)
@@ -130,13 +130,113 @@ def _read_run(folder: Path) -> dict[str, Any] | None:
     return saved["run"]
 
 
+def _context(kind: Kind, settings: dict[str, Any], internals: Any) -> Any:
+    """The :class:`~much_metric.learned.internals.Observed` pack of a kind that reads one (None otherwise)."""
+    from much_metric.learned import internals as observed
+
+    if not kind.needs_internals:
+        if internals is not None:
+            raise ValueError(f"a {kind.name} detector reads no internals pack (internals= is for the probe and "
+                             "claim_head detectors)")
+        return None
+    if internals is None:
+        raise ValueError(f"a {kind.name} detector reads an internals pack: pass internals=PACK (much train "
+                         "--internals PACK)")
+    pack = observed.open_pack(internals)
+    record = observed.observer_record(pack, layer=settings.get("layer"),
+                                      attention_window=settings.get("attention_window"), reads=kind.reads)
+    return observed.Observed(pack, record)
+
+
+def _parts(kind: Kind, train: Any, validation: Any, context: Any) -> tuple[Any, ...]:
+    """Raw training inputs, their standardisation, and both parts prepared (claims laid out as the metric)."""
+    from much_metric.baselines import token_arrays
+    from much_metric.learned import _data
+    from much_metric.learned.internals import claim_segments
+
+    train_arrays, validation_arrays = token_arrays(train), token_arrays(validation)
+    train_inputs = kind.inputs(train_arrays, context)
+    mean, std = _data.standardisation(train_inputs)
+    prepared = [_data.prepare(part, inputs, mean, std, claim_segments(arrays) if kind.segmented else None)
+                for part, arrays, inputs in ((train, train_arrays, train_inputs),
+                                             (validation, validation_arrays, kind.inputs(validation_arrays, context)))]
+    if not len(prepared[0].target) or not len(prepared[1].target):
+        raise ValueError("the training and the validation part need at least one labelled claim each")
+    shared = set(prepared[0].generation_ids) & set(prepared[1].generation_ids)
+    if shared:
+        raise ValueError(f"generation_id {sorted(shared)[0]!r} is in both the training and the validation part "
+                         f"({len(shared)} shared)")
+    return train_inputs, mean, std, prepared[0], prepared[1]
+
+
+def _detector(kind: Kind, settings: dict[str, Any], fitted: tuple[dict[str, np.ndarray], dict[str, Any]],
+              parts: tuple[Any, ...], context: Any) -> Detector:
+    """The fitted :class:`Detector` of ``fitted`` = (weights, training record): config (with the observer record of
+    a pack), weights, the exact rows."""
+    from much_dataset._version import __version__
+
+    weights, training = fitted
+    train_inputs, mean, std, train_data, validation_data = parts
+    weights = {**weights, "input_mean": mean, "input_std": std}
+    config = {"format": FORMAT, "version": FORMAT_VERSION, "detector": kind.name,
+              "inputs": list(kind.names(None if context is None else context.observer)),
+              "aggregator": settings["aggregator"], "stopword_handling": settings["stopword_handling"],
+              "random_state": settings["random_state"],
+              "hyperparameters": {key: settings[key] for key in kind.hyperparameters}, "protocol": {},
+              "training_data": {"fingerprint": fingerprint(train_data.generation_ids, train_inputs, train_data.target),
+                                "n_samples": train_data.n_samples, "n_claims": int(len(train_data.target)),
+                                "n_validation_samples": validation_data.n_samples},
+              "training": training, "toolkit_version": __version__}
+    if context is not None:
+        config["internals"] = dict(context.observer)
+    rows = {"train": sorted(set(train_data.generation_ids)), "validation": sorted(set(validation_data.generation_ids))}
+    return Detector(config, weights, rows)
+
+
+def _fit_token_probe(kind: Kind, settings: dict[str, Any], train: Any, validation: Any,
+                     context: Any) -> tuple[Detector, list[dict]]:
+    """The probe: scikit-learn's L2 logistic regression on standardised inputs, one example per token of a labelled
+    claim (its claim's label; stopwords and the last chunk left out: :func:`~much_metric.learned.probes.token_targets`),
+    stored as ``linear.weight``/``linear.bias`` with the standardisation, so the token logit is its
+    ``decision_function``."""
+    from sklearn.linear_model import LogisticRegression
+
+    from much_metric.learned._data import standardisation
+    from much_metric.learned.probes import row_targets
+
+    train_inputs, _, _, train_data, validation_data = _parts(kind, train, validation, context)
+    targets = np.concatenate(row_targets(train, range(train_data.n_samples)))
+    keep = targets >= 0
+    if len(np.unique(targets[keep])) < 2:
+        raise ValueError("a probe needs training tokens of both classes (hallucinated and correct claims)")
+    start = time.perf_counter()
+    mean, std = standardisation(train_inputs[keep])  # as StandardScaler on the training examples
+    model = LogisticRegression(C=settings["C"], max_iter=settings["max_iter"], class_weight=settings["class_weight"],
+                               random_state=settings["random_state"])
+    model.fit((train_inputs[keep] - mean) / std, targets[keep])
+    parts = (train_inputs, mean, std, train_data, validation_data)
+    weights = {"linear.weight": model.coef_.astype(np.float32), "linear.bias": model.intercept_.astype(np.float32)}
+    training = {"epochs": int(np.max(model.n_iter_)), "best_epoch": int(np.max(model.n_iter_)),
+                "best_validation_loss": None, "seconds": time.perf_counter() - start,
+                "n_training_tokens": int(keep.sum())}
+    detector = _detector(kind, settings, (weights, training), parts, context)
+    detector.config["validation"] = _validation_metrics(detector, validation, settings, context)
+    return detector, []
+
+
 def fit_detector(kind: Kind, settings: dict[str, Any], train: Any, validation: Any, *,
-                 checkpoint: str | Path | None = None, progress: bool = True) -> tuple[Detector, list[dict]]:
+                 checkpoint: str | Path | None = None, progress: bool = True,
+                 internals: Any = None) -> tuple[Detector, list[dict]]:
     """Fit a detector of ``kind`` with the estimator's checked ``settings`` (hyper-parameters, ``aggregator``,
     ``stopword_handling``, ``random_state``); returns the detector and the per-epoch loss history.
 
     ``train`` / ``validation``: MUCH rows (token arrays, ``token_chunks``, ``labels``, optional ``stopword_mask``,
-    ``generation_id``); ``checkpoint``: folder of the per-epoch state (resumable), None for none."""
+    ``generation_id``); ``checkpoint``: folder of the per-epoch state (resumable), None for none; ``internals``: the
+    internals pack a probe or a claim head reads (path or pack)."""
+    settings = {**kind.fixed, **settings}
+    context = _context(kind, settings, internals)
+    if kind.trainer == "tokens":
+        return _fit_token_probe(kind, settings, train, validation, context)
     import torch
     from tqdm.auto import tqdm
 
@@ -144,21 +244,12 @@ def fit_detector(kind: Kind, settings: dict[str, Any], train: Any, validation: A
 
     aggregator, stopwords, random_state = settings["aggregator"], settings["stopword_handling"], \
         settings["random_state"]
-    train_inputs = kind.inputs(train)
-    mean, std = _data.standardisation(train_inputs)
-    train_data = _data.prepare(train, train_inputs, mean, std)
-    validation_data = _data.prepare(validation, kind.inputs(validation), mean, std)
-    if not len(train_data.target) or not len(validation_data.target):
-        raise ValueError("the training and the validation part need at least one labelled claim each")
-    shared = set(train_data.generation_ids) & set(validation_data.generation_ids)
-    if shared:
-        raise ValueError(f"generation_id {sorted(shared)[0]!r} is in both the training and the validation part "
-                         f"({len(shared)} shared)")
+    parts = _parts(kind, train, validation, context)
+    train_inputs, _, _, train_data, validation_data = parts
     run = {"detector": kind.name, **settings,
            "train_fingerprint": fingerprint(train_data.generation_ids, train_inputs, train_data.target),
            "validation_ids": fingerprint(validation_data.generation_ids, np.zeros(0), validation_data.target)}
-    model = _torch.build(kind.module, train_inputs.shape[1], random_state=random_state,
-                         hidden=settings.get("hidden", 0))
+    model = _torch.build(kind.module, train_inputs.shape[1], random_state=random_state, hyper=settings)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings["learning_rate"])
     state: dict[str, Any] = {"run": run, "epoch": 0, "best_epoch": 0, "best_loss": None, "bad_epochs": 0,
                              "history": [], "seconds": 0.0, "finished": False}
@@ -185,7 +276,7 @@ def fit_detector(kind: Kind, settings: dict[str, Any], train: Any, validation: A
             if not len(part.target):
                 continue
             optimizer.zero_grad()
-            loss = _torch.claim_loss(model(torch.from_numpy(part.inputs)), part, aggregator=aggregator,
+            loss = _torch.claim_loss(_torch.forward(model, part), part, aggregator=aggregator,
                                      stopword_handling=stopwords)
             loss.backward()
             optimizer.step()
@@ -214,37 +305,26 @@ def fit_detector(kind: Kind, settings: dict[str, Any], train: Any, validation: A
         bar.update(1)
         bar.set_postfix(validation_loss=f"{validation_loss:.4f}")
     bar.close()
-    weights = {k: v.numpy() for k, v in best.items()}
-    weights.update({"input_mean": mean, "input_std": std})
-    hyper = {key: settings[key] for key in kind.defaults}
-    config = {"format": FORMAT, "version": FORMAT_VERSION, "detector": kind.name, "inputs": list(kind.input_names),
-              "aggregator": aggregator, "stopword_handling": stopwords, "random_state": random_state,
-              "hyperparameters": hyper, "protocol": {},
-              "training_data": {"fingerprint": run["train_fingerprint"], "n_samples": train_data.n_samples,
-                                "n_claims": int(len(train_data.target)),
-                                "n_validation_samples": validation_data.n_samples},
-              "training": {"epochs": state["epoch"], "best_epoch": state["best_epoch"],
-                           "best_validation_loss": state["best_loss"], "seconds": state["seconds"]}}
-    from much_dataset._version import __version__
-
-    config["toolkit_version"] = __version__
-    rows = {"train": sorted(set(train_data.generation_ids)), "validation": sorted(set(validation_data.generation_ids))}
-    result = Detector(config, weights, rows)
-    config["validation"] = _validation_metrics(result, validation, aggregator=aggregator, stopword_handling=stopwords)
+    training = {"epochs": state["epoch"], "best_epoch": state["best_epoch"], "best_validation_loss": state["best_loss"],
+                "seconds": state["seconds"]}
+    result = _detector(kind, settings, ({k: v.numpy() for k, v in best.items()}, training), parts, context)
+    result.config["validation"] = _validation_metrics(result, validation, settings, context)
     return result, state["history"]
 
 
-def _validation_metrics(detector: Detector, validation: Any, *, aggregator: str,
-                        stopword_handling: str) -> dict[str, Any]:
+def _validation_metrics(detector: Detector, validation: Any, settings: dict[str, Any],
+                        context: Any) -> dict[str, Any]:
     from much_metric.baselines import token_arrays
     from much_metric.learned._data import column
     from much_metric.scoring import Aggregation, score
 
     arrays = token_arrays(validation)
     masks = column(validation, "stopword_mask")
-    result = score(arrays.split(detector.token_scores(arrays)), column(validation, "token_chunks"),
+    scores = detector.token_scores(arrays, None if context is None else context.pack)
+    result = score(arrays.split(scores), column(validation, "token_chunks"),
                    column(validation, "labels"), masks if masks and all(m is not None for m in masks) else None,
-                   aggregation=Aggregation(aggregator=aggregator, stopword_handling=stopword_handling))
+                   aggregation=Aggregation(aggregator=settings["aggregator"],
+                                           stopword_handling=settings["stopword_handling"]))
     values = result.to_dict()
     return {key: values[key] for key in ("roc_auc", "pr_auc", "n_claims", "n_hallucinated")}
 

@@ -162,7 +162,7 @@ def test_non_float32_or_extra_tensors_are_refused(folders, tmp_path):
     (["--learning-rate", "1e300"], "--learning-rate must be a finite number in (0, 10], got 1e+300"),
     (["--learning-rate", "nan"], "--learning-rate must be a finite number"),
     (["--detector", "sequence", "--hidden", "0"], "--hidden must be an integer in [1, 1,024], got 0"),
-    (["--hidden", "8"], "--hidden applies to the sequence detector"),
+    (["--hidden", "8"], "--hidden applies to the sequence and claim_head detectors"),
     (["--max-epochs", "0"], "--max-epochs must be an integer"),
 ])
 def test_much_train_refuses_bad_options_before_loading_data(tmp_path, capsys, monkeypatch, args, message):
