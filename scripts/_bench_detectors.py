@@ -20,6 +20,7 @@ their folders and prints the whole table. Delete ``--work`` after changing the d
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -38,10 +39,11 @@ def _estimators(random_state: int, layer: int | None) -> dict[str, Any]:
             "sequence": SequenceDetector(random_state=random_state)}
 
 
-def _trained(estimator: Any, folder: Path, train: Any, validation: Any, pack: Any, protocol: dict) -> tuple[Any, float]:
+def _trained(estimator: Any, folder: Path, parts: tuple[Any, Any], pack: Any, protocol: dict) -> tuple[Any, float]:
     """The detector of ``folder`` when it holds these rows and hyper-parameters, else fitted and saved there."""
     from much_metric.learned import DetectorFolderError, load_detector
 
+    train, validation = parts
     rows = {"train": sorted(train["generation_id"]), "validation": sorted(validation["generation_id"])}
     if (folder / "config.json").exists():
         try:
@@ -61,8 +63,9 @@ def _trained(estimator: Any, folder: Path, train: Any, validation: Any, pack: An
     return estimator.detector_, float(estimator.detector_.config["training"]["seconds"])
 
 
-def run(pack_path: Path, *, n_resamples: int, random_state: int, work: Path, layer: int | None,
-        out_json: str | None, only: str | None = None) -> dict[str, Any]:
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The table for ``args`` (``pack``, ``bootstrap``, ``random_state``, ``work``, ``layer``, ``json``, ``only``:
+    the ``detectors`` command's options)."""
     import much_dataset
     from much_dataset import schema
     from much_dataset.internals import load_internals
@@ -70,6 +73,8 @@ def run(pack_path: Path, *, n_resamples: int, random_state: int, work: Path, lay
     from much_metric.learned import make_folds, row_info
     from much_metric.scoring import Bootstrap, compare, score
 
+    pack_path, n_resamples, random_state, work, layer, out_json, only = (
+        args.pack, args.bootstrap, args.random_state, args.work, args.layer, args.json, args.only)
     pack = load_internals(pack_path)
     data = much_dataset.load("sample", split="test")
     data = data.select([i for i, gid in enumerate(data[schema.GENERATION_ID]) if gid in pack])
@@ -94,7 +99,7 @@ def run(pack_path: Path, *, n_resamples: int, random_state: int, work: Path, lay
         selection = {}
         for key, estimator in _estimators(random_state, layer).items():
             start = time.perf_counter()
-            detector, seconds = _trained(estimator, work / key / language, train, validation, pack, protocol)
+            detector, seconds = _trained(estimator, work / key / language, (train, validation), pack, protocol)
             scores = detector.token_scores(test, pack if detector.kind.needs_internals else None)
             label = f"Linear probe (h[{detector.observer['hidden_layer']}])" if key == "probe" else {
                 "claim_head": "Claim head", "linear": "Learned linear (probabilities)",

@@ -347,8 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(ROOT / "scripts"))
         from _bench_detectors import run
 
-        run(args.pack, n_resamples=args.bootstrap, random_state=args.random_state, work=args.work, layer=args.layer,
-            out_json=args.json, only=args.only)
+        run(args)
     elif args.command == "sizes":
         sizes(args.pack)
     elif args.command == "compression":
