@@ -354,11 +354,10 @@ def run(args: argparse.Namespace) -> int:
         arrays, entries, failures, errors = _compute_chunk(llm, todo[begin : begin + args.rows_per_shard], options,
                                                            basis)
         diffs = [entry["max_abs_diff"] for entry in entries.values() if not np.isnan(entry["max_abs_diff"])]
-        chunk_worst = max(diffs) if diffs else float("nan")
-        shard, size = write_shard(pack, arrays) if arrays else (None, 0)
+        stored = write_shard(pack, arrays) if arrays else None
         for entry in entries.values():
-            entry["shard"] = shard
-        manifest = commit_rows(pack, identity, shard, size, entries, failures, chunk_worst)
+            entry["shard"] = stored[0] if stored else None
+        manifest = commit_rows(pack, identity, stored, entries, failures)
         worst = max([worst, *diffs])
         failed += len(failures)
         all_errors += errors

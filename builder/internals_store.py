@@ -162,11 +162,18 @@ def _merge_errors(manifest: dict[str, Any], new: dict[str, dict[str, Any]], n_hi
         manifest["hidden_error"] = {"mean": mean, "max": worst, "n_vectors": count}
 
 
-def commit_rows(pack: Path, identity: dict[str, Any], shard: str | None, size: int, rows: dict[str, dict[str, Any]],
-            failures: dict[str, str], max_abs_diff: float) -> dict[str, Any]:
+def commit_rows(pack: Path, identity: dict[str, Any], stored: tuple[str, int] | None, rows: dict[str, dict[str, Any]],
+                failures: dict[str, str]) -> dict[str, Any]:
     """Add one shard's rows to the manifest (under the pack's lock, atomically): rows another process stored
-    meanwhile are kept as they were (a row is never listed twice)."""
+    meanwhile are kept as they were (a row is never listed twice). ``stored``: the shard's file name and size as
+    :func:`write_shard` returns them (None when no row of the chunk was stored); the pack's ``max_abs_diff`` grows to
+    the largest of the rows' own ``max_abs_diff``."""
     from builder._locks import atomic_write_text, locked
+
+    shard, size = stored if stored is not None else (None, 0)
+    diffs = [float(entry["max_abs_diff"]) for entry in rows.values()
+             if entry.get("max_abs_diff") is not None and not np.isnan(entry["max_abs_diff"])]
+    max_abs_diff = max(diffs) if diffs else float("nan")
 
     with locked(pack / MANIFEST):
         manifest = read_manifest(pack) or new_manifest(identity)

@@ -303,7 +303,7 @@ def _synthesise_pack(pack: Path, out: Path, n_tokens: int) -> None:
         part = names[begin : begin + 32]
         arrays = {key: value for key, value in batch.items() if key.split("/")[0] in set(part)}
         shard, size = internals._write_shard(out, arrays)
-        internals._commit(out, identity, shard, size, {g: {**entries[g], "shard": shard} for g in part}, {}, 0.0)
+        internals._commit(out, identity, (shard, size), {g: {**entries[g], "shard": shard} for g in part}, {})
 
 
 def main(argv: list[str] | None = None) -> int:

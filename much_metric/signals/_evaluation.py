@@ -37,7 +37,7 @@ from much_dataset.schema import (
     STOPWORD_MASK,
     TOKEN_CHUNKS,
 )
-from much_metric.scoring import Bootstrap, MuchMetricWarning, ScoreResult, claim_layout, length_scores, score_claims
+from much_metric.scoring import MuchMetricWarning, ScoreResult, claim_layout, length_scores, score_claims
 from much_metric.scoring.engine import aggregate_flat, flatten_scores
 from much_metric.signals._options import BREAKDOWNS, LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions
 
@@ -165,10 +165,11 @@ def ground_truth(columns: Mapping[str, list], labels: str = LABELS) -> list[list
     return [list(value) if _labelled(value) else None for value in columns[labels]]
 
 
-def _floor_results(columns: Mapping[str, list], rows: list[int], truth: list, by: Sequence[str],
-                   bootstrap: Bootstrap | None, random_state: int | None) -> list[SignalResult]:
-    """The floors on the claims of ``rows``: seeded uniform random scores, one constant score, and each claim's
-    length (its non-stopword tokens, :func:`much_metric.scoring.length_scores`)."""
+def _floor_results(columns: Mapping[str, list], rows: list[int], truth: list,
+                   evaluation: EvaluationOptions) -> list[SignalResult]:
+    """The floors on the claims of ``rows``: seeded uniform random scores (``evaluation.floor_random_state``), one
+    constant score, and each claim's length (its non-stopword tokens, :func:`much_metric.scoring.length_scores`)."""
+    by, bootstrap, random_state = evaluation.by, evaluation.bootstrap, evaluation.floor_random_state
     generation_ids = [columns[GENERATION_ID][i] for i in rows]
     masks = [columns[STOPWORD_MASK][i] for i in rows] if STOPWORD_MASK in columns else None
     layout = claim_layout([columns[TOKEN_CHUNKS][i] for i in rows],
@@ -353,7 +354,7 @@ def evaluate_signals(
                                         claim_rows=claim_rows))
             progress.update()
     progress.close()
-    floor_rows = _floor_results(columns, with_truth, truth, by, bootstrap, evaluation.floor_random_state) \
+    floor_rows = _floor_results(columns, with_truth, truth, evaluation) \
         if evaluation.floors else []
     langs = [str(v) for v in columns[LANG]] if LANG in columns else ["?"] * len(all_ids)
     return EvaluationTable(results=results, n_dataset_samples=len(ids), missing=missing, has_stopword_mask=has_mask,

@@ -29,8 +29,8 @@ def _make_pack(path, rows: dict[str, int], *, layers: int = 4, heads: int = 3, w
                          "hidden": rng.standard_normal((n, 2, width)).astype(np.float16)}
         arrays.update({f"{gid}/{k}": v for k, v in expected[gid].items()})
     shard, size = internals._write_shard(path, arrays)
-    internals._commit(path, identity, shard, size, {g: {"n_tokens": n, "shard": shard, "max_abs_diff": 0.0}
-                                                    for g, n in rows.items()}, {}, 0.0)
+    internals._commit(path, identity, (shard, size), {g: {"n_tokens": n, "shard": shard, "max_abs_diff": 0.0}
+                                                     for g, n in rows.items()}, {})
     return expected, shard
 
 

@@ -105,7 +105,7 @@ def test_much_run_prints_an_llm_check_row(tmp_path, capsys):
         arrays[f"{gid}/hidden"] = np.zeros((n, 1, 4), dtype=np.float16)
         entries[gid] = {"n_tokens": n, "max_abs_diff": 0.0}
     shard, size = internals._write_shard(tmp_path, arrays)
-    internals._commit(tmp_path, identity, shard, size, {g: {**e, "shard": shard} for g, e in entries.items()}, {}, 0)
+    internals._commit(tmp_path, identity, (shard, size), {g: {**e, "shard": shard} for g, e in entries.items()}, {})
     code = main(["run", "--data", "sample", "--config", "en", "--internals", str(tmp_path), "--signals",
                  "llm_check_attention", "--bootstrap", "0", "--no-progress"])
     out = capsys.readouterr().out
