@@ -23,7 +23,7 @@ import numpy as np
 
 from builder.errors import BuilderError
 from builder.filter import judge_kappa, load_labels
-from builder.store import atomic_write_text, read_jsonl
+from builder.store import atomic_write_text, read_store
 from much_dataset.schema import CORRECT, GENERATION_ID, HALLUCINATED
 
 __all__ = ["label_agreement", "load_annotator", "add_arguments", "run"]
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         raise BuilderError("--annotators needs at least two names")
     labels = {name: load_annotator(out, name) for name in args.annotators}
     if args.scope == "kept":
-        kept = {r[GENERATION_ID] for r in read_jsonl(out / "filter.jsonl") if r["split"] != "trash"}
+        kept = {r[GENERATION_ID] for r in read_store(out / "filter.jsonl") if r["split"] != "trash"}
         if not kept:
             raise BuilderError("--scope kept needs filter.jsonl (run `filter` first)")
         labels = {name: {g: v for g, v in rows.items() if g in kept} for name, rows in labels.items()}

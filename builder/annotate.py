@@ -35,7 +35,7 @@ from typing import Any
 from builder import _judge_prompt as prompt
 from builder.errors import AuthenticationError, BuilderError, require_input
 from builder.filter import EosResolver, sampled_outside_top_k
-from builder.store import JsonlStore, Shard, read_jsonl
+from builder.store import JsonlStore, Shard, read_store
 from much_dataset.schema import CORRECT, GENERATION_CONFIG, GENERATION_ID, OUTPUT, OUTPUT_TOKENS, PROMPT, TOKEN_CHUNKS
 
 __all__ = ["DEFAULT_JUDGES", "DEFAULT_PRICES", "judge_key", "JudgeResult", "JudgeFailed", "call_judge", "cost_usd",
@@ -221,11 +221,11 @@ class _Inputs:
 def _read_inputs(out: Path) -> _Inputs:
     require_input(out / "generations.jsonl", made_by="generate")
     require_input(out / "segments.jsonl", made_by="segment")
-    return _Inputs(configs={r[GENERATION_CONFIG]: r for r in read_jsonl(out / "configs.jsonl")},
-                   generations={r[GENERATION_ID]: r for r in read_jsonl(out / "generations.jsonl")},
-                   segments={r[GENERATION_ID]: r for r in read_jsonl(out / "segments.jsonl")},
-                   contexts={r[GENERATION_ID]: r for r in read_jsonl(out / "context.jsonl")},
-                   infoboxes={r["wiki_url"]: r.get("infobox") or {} for r in read_jsonl(out / "wiki.jsonl")})
+    return _Inputs(configs={r[GENERATION_CONFIG]: r for r in read_store(out / "configs.jsonl")},
+                   generations={r[GENERATION_ID]: r for r in read_store(out / "generations.jsonl")},
+                   segments={r[GENERATION_ID]: r for r in read_store(out / "segments.jsonl")},
+                   contexts={r[GENERATION_ID]: r for r in read_store(out / "context.jsonl")},
+                   infoboxes={r["wiki_url"]: r.get("infobox") or {} for r in read_store(out / "wiki.jsonl")})
 
 
 def _select(ids: Sequence[str], done: Callable[[str, str], bool], judges: Sequence[tuple[str, str]],

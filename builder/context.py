@@ -23,7 +23,7 @@ from typing import Any
 
 from builder import _embeddings as emb
 from builder.errors import require_input
-from builder.store import JsonlStore, Shard, read_jsonl
+from builder.store import JsonlStore, Shard, read_store
 from much_dataset.schema import GENERATION_ID, OUTPUT, WIKI_URL
 
 __all__ = ["TOP_CHUNKS", "chunk_text_or_empty", "add_arguments", "run"]
@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     require_input(out / "generations.jsonl", made_by="generate")
     store = JsonlStore(out / "context.jsonl")
-    wiki = {r["wiki_url"]: r for r in read_jsonl(out / "wiki.jsonl")}
-    generations = [r for r in read_jsonl(out / "generations.jsonl")]
+    wiki = {r["wiki_url"]: r for r in read_store(out / "wiki.jsonl")}
+    generations = [r for r in read_store(out / "generations.jsonl")]
     generations.sort(key=lambda r: r[GENERATION_ID])
     todo = [r for r in Shard.parse(args.shard).select(generations) if r[GENERATION_ID] not in store]
     by_page: dict[str, list[dict[str, Any]]] = defaultdict(list)

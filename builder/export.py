@@ -32,7 +32,7 @@ from typing import Any
 
 from builder._locks import TEMP_SUFFIX, clean_owned, clean_stale, locked, locked_tempdir
 from builder.errors import BuilderError, require_input
-from builder.store import JsonlStore, atomic_write_text, read_jsonl
+from builder.store import JsonlStore, atomic_write_text, read_store
 from much_dataset import schema
 from much_metric.fileio import Output, check_outputs
 
@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _by_id(path: Path) -> dict[str, dict[str, Any]]:
-    return {str(r[schema.GENERATION_ID]): r for r in read_jsonl(path)}
+    return {str(r[schema.GENERATION_ID]): r for r in read_store(path)}
 
 
 def _judges(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
@@ -125,7 +125,7 @@ def _pick_judge(judges: Mapping[str, Any], judge: str | None) -> str:
 
 def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") -> tuple[dict[str, list], dict]:
     """Rows per split (``train``/``test``/``trash``) and a report of what was skipped and why."""
-    generations = list(read_jsonl(require_input(out / "generations.jsonl", made_by="generate")))
+    generations = list(read_store(require_input(out / "generations.jsonl", made_by="generate")))
     segments = _by_id(out / "segments.jsonl")
     judges = _judges(out)
     if not judges:

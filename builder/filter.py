@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from builder.errors import BuilderError
-from builder.store import atomic_write_text, read_jsonl
+from builder.store import atomic_write_text, read_store
 from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LOGITS_TOKEN_IDS, OUTPUT_TOKENS, TOP_K
 
 __all__ = [
@@ -175,7 +175,7 @@ def judge_kappa(pairs: Iterable[tuple[Sequence[int], Sequence[int]]]) -> tuple[f
 
 def load_labels(out: Path, name: str, *, prefix: str = "labels") -> dict[str, list[int]]:
     """``labels`` per generation_id from ``<prefix>.<name>.jsonl``."""
-    return {r[GENERATION_ID]: [int(v) for v in r["labels"]] for r in read_jsonl(out / f"{prefix}.{name}.jsonl")}
+    return {r[GENERATION_ID]: [int(v) for v in r["labels"]] for r in read_store(out / f"{prefix}.{name}.jsonl")}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -194,9 +194,9 @@ def run(args: argparse.Namespace) -> int:
         raise BuilderError("filter is a whole-dataset step (kappa, counts): run it without --shard")
     if len(args.judges) < 2:
         raise BuilderError("--judges needs at least two judge keys")
-    configs = {r[GENERATION_CONFIG]: r for r in read_jsonl(out / "configs.jsonl")}
+    configs = {r[GENERATION_CONFIG]: r for r in read_store(out / "configs.jsonl")}
     resolver = EosResolver(eos_ids=args.eos_ids, tokenizer=args.tokenizer, configs=configs)
-    n_chunks = {r[GENERATION_ID]: len(r["token_chunks"]) for r in read_jsonl(out / "segments.jsonl")}
+    n_chunks = {r[GENERATION_ID]: len(r["token_chunks"]) for r in read_store(out / "segments.jsonl")}
     labels = {judge: load_labels(out, judge) for judge in args.judges}
     for judge, rows in labels.items():
         for gid, values in rows.items():
@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     human_test = set(load_labels(out, args.test_annotator, prefix="human"))
 
     rows, counts = [], Counter()
-    for generation in read_jsonl(out / "generations.jsonl"):
+    for generation in read_store(out / "generations.jsonl"):
         gid = generation[GENERATION_ID]
         if gid not in n_chunks:
             continue

@@ -27,7 +27,7 @@ import numpy as np
 
 from builder import _judge_prompt as prompt
 from builder.filter import DEFAULT_JUDGES, EosResolver, classify, load_labels
-from builder.store import JsonlStore, read_jsonl
+from builder.store import JsonlStore, read_store
 from much_dataset.schema import CORRECT, GENERATION_CONFIG, GENERATION_ID, HALLUCINATED, LANG, OUTPUT, PROMPT
 
 __all__ = ["SELECTION_SEED", "draw_annotation_sample", "ask_labels", "add_arguments", "run"]
@@ -128,11 +128,11 @@ def run(args: argparse.Namespace, *, input_fn: Callable[[str], str] = input,
     from builder.annotate import Decoders
 
     out = Path(args.out)
-    configs = {r[GENERATION_CONFIG]: r for r in read_jsonl(out / "configs.jsonl")}
-    generations = {r[GENERATION_ID]: r for r in read_jsonl(out / "generations.jsonl") if r[LANG] == args.lang}
-    segments = {r[GENERATION_ID]: r for r in read_jsonl(out / "segments.jsonl")}
-    contexts = {r[GENERATION_ID]: r for r in read_jsonl(out / "context.jsonl")}
-    infoboxes = {r["wiki_url"]: r.get("infobox") or {} for r in read_jsonl(out / "wiki.jsonl")}
+    configs = {r[GENERATION_CONFIG]: r for r in read_store(out / "configs.jsonl")}
+    generations = {r[GENERATION_ID]: r for r in read_store(out / "generations.jsonl") if r[LANG] == args.lang}
+    segments = {r[GENERATION_ID]: r for r in read_store(out / "segments.jsonl")}
+    contexts = {r[GENERATION_ID]: r for r in read_store(out / "context.jsonl")}
+    infoboxes = {r["wiki_url"]: r.get("infobox") or {} for r in read_store(out / "wiki.jsonl")}
     judge_labels = {judge: load_labels(out, judge) for judge in args.judges}
     resolver = EosResolver(eos_ids=args.eos_ids, tokenizer=args.tokenizer, configs=configs)
 

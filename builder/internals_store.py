@@ -20,17 +20,10 @@ from builder.errors import BuilderError
 from much_dataset._version import __version__
 from much_dataset.internals import BASIS, FORMAT, MANIFEST, SHARDS
 from much_dataset.internals_compression import parse_compression
+from much_dataset.offline_tokenizers import file_sha256
 
 __all__ = ["IDENTITY_DEFAULTS", "pack_identity", "check_identity", "read_manifest", "new_manifest", "write_shard",
            "write_basis", "commit_rows", "file_sha256", "weights_sha256"]
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def weights_sha256(model: str, loaded: Any = None) -> str:

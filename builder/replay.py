@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import BuilderError
-from builder.store import JsonlStore, Shard, read_jsonl
+from builder.store import JsonlStore, Shard, read_store
 from much_dataset import schema
 from much_metric.fileio import Output, check_outputs
 
@@ -56,7 +56,7 @@ def read_rows(source: str | Path) -> Iterator[dict[str, Any]]:
 
         yield from pq.read_table(path).to_pylist()
     else:
-        yield from read_jsonl(path)
+        yield from read_store(path)
 
 
 def _prompt_ids(tokenizer: Any, question: str, style: str, *, brief: bool) -> list[int]:

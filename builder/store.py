@@ -40,7 +40,7 @@ from builder._locks import atomic_write_bytes, atomic_write_text, locked
 from builder._redact import redact
 from builder.errors import BuilderError
 
-__all__ = ["CorruptLineError", "JsonlStore", "Shard", "atomic_write_bytes", "atomic_write_text", "read_jsonl",
+__all__ = ["CorruptLineError", "JsonlStore", "Shard", "atomic_write_bytes", "atomic_write_text", "read_store",
            "parse_jsonl"]
 
 
@@ -103,7 +103,7 @@ def parse_jsonl(data: bytes, path: str | os.PathLike) -> tuple[list[dict[str, An
     return [record for record, _, _ in records], torn
 
 
-def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+def read_store(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
     """Records of a JSONL file; torn lines (see :func:`parse_jsonl`) are skipped, with a warning for those that are
     not the last line (the last one may be a write still in flight)."""
     path = Path(path)
@@ -216,7 +216,7 @@ class JsonlStore:
         return self.done_keys()
 
     def records(self) -> Iterator[dict[str, Any]]:
-        return read_jsonl(self.path)
+        return read_store(self.path)
 
     def append(self, record: dict[str, Any]) -> bool:
         """Append one record durably, unless another process stored its key meanwhile (then returns False).
@@ -265,7 +265,7 @@ class JsonlStore:
 
     def failures(self) -> dict[str, dict[str, Any]]:
         """Latest failure per key, for keys that have not succeeded since."""
-        latest = {str(r[self.key]): r for r in read_jsonl(self.failures_path)}
+        latest = {str(r[self.key]): r for r in read_store(self.failures_path)}
         return {k: v for k, v in latest.items() if k not in self._keys}
 
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from builder.store import JsonlStore, Shard, read_jsonl
+from builder.store import JsonlStore, Shard, read_store
 
 __all__ = ["parse_wiki_url", "split_sections", "to_markdown", "parse_infobox", "HttpCache", "MediaWikiClient",
            "WikiError", "fetch_page", "add_arguments", "run"]
@@ -277,7 +277,7 @@ def fetch_page(client: MediaWikiClient, wiki_url: str) -> dict[str, Any]:
 
 
 def _wiki_urls(out: Path) -> list[str]:
-    urls = {r["wiki_url"] for name in ("questions.jsonl", "generations.jsonl") for r in read_jsonl(out / name)}
+    urls = {r["wiki_url"] for name in ("questions.jsonl", "generations.jsonl") for r in read_store(out / name)}
     # Mu-SHROOM imports carry wiki_url="None": there is no page to fetch.
     return sorted(url for url in urls if url and url != "None")
 

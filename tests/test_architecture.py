@@ -404,10 +404,6 @@ COMMAND_PROTOCOL = frozenset({"add_arguments", "register", "run", "build_parser"
 #: Public function names still defined twice with different meanings, each with who renames it. Only shrinks: the
 #: test fails when an entry is no longer a duplicate (delete it then) and no entry may be added.
 DUPLICATE_NAMES_PENDING: dict[str, str] = {
-    "file_sha256": "packs: builder/internals.py defines its own copy of much_dataset.offline_tokenizers.file_sha256 "
-                   "(same meaning): import it instead (not done here: packs owns builder/internals.py)",
-    "read_jsonl": "builder.store.read_jsonl (records, torn lines skipped) vs much_dataset.jsonl.read_jsonl "
-                  "((line, value) pairs): rename the builder's (about 30 call sites in builder/ and tests/builder)",
 }
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from builder import _judge_prompt as jp
 from builder import annotate
 from builder.cli import main
-from builder.store import read_jsonl
+from builder.store import read_store
 from tests import assets
 from tests.builder.fake_servers import FakeOpenAI, default_truth, write_sample_artifacts
 
@@ -153,12 +153,12 @@ def test_annotate_step_writes_validated_labels_usage_and_cost_and_resumes(tmp_pa
         headers = [{k.lower(): v for k, v in r["headers"].items()} for r in server.requests]
     assert rc == 1  # one (sample, judge) failed and was recorded
     assert all(h.get("authorization") == "Bearer sk-secret-value" for h in headers)
-    by_judge = {key: {r["generation_id"]: r for r in read_jsonl(tmp_path / f"labels.{key}.jsonl")}
+    by_judge = {key: {r["generation_id"]: r for r in read_store(tmp_path / f"labels.{key}.jsonl")}
                 for key in ("gpt-4o", "gpt-4.1")}
     usable = {"gen00", "gen01", "gen02", "gen03", "gen06"}  # gen04 (no EOS) and gen05 (outside top 24) not sent
     assert set(by_judge["gpt-4.1"]) == usable
     assert set(by_judge["gpt-4o"]) == usable - {"gen02"}
-    segments = {r["generation_id"]: r["token_chunks"] for r in read_jsonl(tmp_path / "segments.jsonl")}
+    segments = {r["generation_id"]: r["token_chunks"] for r in read_store(tmp_path / "segments.jsonl")}
     for key, rows in by_judge.items():
         for gid, row in rows.items():
             assert row["judge"] == key and len(row["labels"]) == len(segments[gid]) and row["labels"][-1] == 1
@@ -167,7 +167,7 @@ def test_annotate_step_writes_validated_labels_usage_and_cost_and_resumes(tmp_pa
                                                      + row["usage"]["completion_tokens"] * price[1]) / 1e6)
     assert by_judge["gpt-4.1"]["gen01"]["labels"][:-1].count(-1) == 1  # "Sydney" claim flagged by the fake judge
     assert by_judge["gpt-4.1"]["gen00"]["attempts"] == 2 and by_judge["gpt-4.1"]["gen01"]["attempts"] == 1
-    failures = [r for r in read_jsonl(tmp_path / "labels.gpt-4o.failures.jsonl")]
+    failures = [r for r in read_store(tmp_path / "labels.gpt-4o.failures.jsonl")]
     assert [f["generation_id"] for f in failures] == ["gen02"] and "InternalServerError" in failures[0]["reason"]
     assert "sk-secret-value" not in (tmp_path / "labels.gpt-4o.failures.jsonl").read_text()
 
@@ -176,7 +176,7 @@ def test_annotate_step_writes_validated_labels_usage_and_cost_and_resumes(tmp_pa
         assert main([*argv, "--base-url", server.base_url]) == 0
         assert [b["model"] for b in server.chat_requests()] == ["gpt-4o-2024-11-20"]
     assert first_calls == 2 * 5 + 1 + 2  # 5 samples x 2 judges + 1 retry (gpt-4.1) + 2 more retries (gpt-4o gen02)
-    ids = [r["generation_id"] for r in read_jsonl(tmp_path / "labels.gpt-4o.jsonl")]
+    ids = [r["generation_id"] for r in read_store(tmp_path / "labels.gpt-4o.jsonl")]
     assert sorted(ids) == sorted(usable) and len(ids) == len(set(ids))
 
 
@@ -187,7 +187,7 @@ def test_annotate_records_a_failure_when_context_is_missing(tmp_path, llama3):
                    "--judge", "judge-a=a", "--judge", "judge-b=b", "--base-url", server.base_url, "--limit", "1"])
         assert server.chat_requests() == []
     assert rc == 1
-    failure = next(read_jsonl(tmp_path / "labels.a.failures.jsonl"))
+    failure = next(read_store(tmp_path / "labels.a.failures.jsonl"))
     assert failure["generation_id"] == "gen00" and "context.jsonl" in failure["reason"]
 
 
@@ -210,5 +210,5 @@ def test_eos_only_sample_is_labelled_without_a_call(tmp_path, llama3):
         assert main(["annotate", "--out", str(tmp_path), "--tokenizer", str(assets.llama3_tokenizer_json()),
                      "--base-url", server.base_url]) == 0
         assert server.chat_requests() == []
-    row = next(read_jsonl(tmp_path / "labels.gpt-4o.jsonl"))
+    row = next(read_store(tmp_path / "labels.gpt-4o.jsonl"))
     assert row["labels"] == [1] and row["usage"]["calls"] == 0 and row["cost_usd"] == 0

@@ -7,7 +7,7 @@ import pytest
 
 from builder import _redact, annotate
 from builder.cli import main
-from builder.store import JsonlStore, read_jsonl
+from builder.store import JsonlStore, read_store
 from tests import assets
 from tests.builder.fake_servers import FakeOpenAI, write_sample_artifacts
 from tests.builder.test_annotate import _context_rows, _messages
@@ -81,7 +81,7 @@ def test_a_provider_echoing_the_key_never_gets_it_written(tmp_path, llama3, monk
     with _FaultyJudge(always="echo500") as server:
         assert main(_argv(tmp_path, server)) == 1
     text = "".join(p.read_text() for p in tmp_path.glob("*.jsonl"))
-    failures = list(read_jsonl(tmp_path / "labels.gpt-4o.failures.jsonl"))
+    failures = list(read_store(tmp_path / "labels.gpt-4o.failures.jsonl"))
     assert failures and all("[REDACTED]" in f["reason"] for f in failures)
     assert KEY not in text
 
@@ -103,7 +103,7 @@ def test_store_masks_secret_values_in_records_and_failures(tmp_path, monkeypatch
     store.append({"generation_id": "a", "output": f"echo {KEY}; the token = 5"})
     store.record_failure("b", f"HTTP 500: Authorization: Bearer {KEY}")
     assert KEY not in (tmp_path / "x.jsonl").read_text() + (tmp_path / "x.failures.jsonl").read_text()
-    assert next(read_jsonl(tmp_path / "x.jsonl"))["output"] == "echo [REDACTED]; the token = 5"
+    assert next(read_store(tmp_path / "x.jsonl"))["output"] == "echo [REDACTED]; the token = 5"
 
 
 def test_two_overlapping_annotate_runs_store_every_label_once(tmp_path, llama3, monkeypatch):
@@ -120,5 +120,5 @@ def test_two_overlapping_annotate_runs_store_every_label_once(tmp_path, llama3, 
             run.join(timeout=120)
     assert codes == [0, 0]
     for key in ("gpt-4o", "gpt-4.1"):
-        ids = [r["generation_id"] for r in read_jsonl(tmp_path / f"labels.{key}.jsonl")]
+        ids = [r["generation_id"] for r in read_store(tmp_path / f"labels.{key}.jsonl")]
         assert len(ids) == 5 and len(set(ids)) == 5

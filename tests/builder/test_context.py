@@ -13,7 +13,7 @@ from sklearn.metrics.pairwise import cosine_similarity
 from builder import _embeddings as emb
 from builder import wiki
 from builder.cli import main
-from builder.store import read_jsonl
+from builder.store import read_store
 from tests import assets
 from tests.builder.fake_servers import (
     CANBERRA_EXTRACT,
@@ -137,7 +137,7 @@ def test_context_step_local_embeddings(tmp_path):
     _write(tmp_path, PAGES, GENERATIONS)
     argv = ["context", "--out", str(tmp_path), "--embeddings", "local", "--chunk-tokens", "40"]
     assert main(argv) == 1  # g5 has no wiki row
-    rows = {r["generation_id"]: r for r in read_jsonl(tmp_path / "context.jsonl")}
+    rows = {r["generation_id"]: r for r in read_store(tmp_path / "context.jsonl")}
     assert set(rows) == {"g1", "g2", "g3", "g4"}
     assert rows["g4"]["status"] == "disambiguation" and rows["g4"]["chunks"] == []
     for gid in ("g1", "g2", "g3"):
@@ -148,10 +148,10 @@ def test_context_step_local_embeddings(tmp_path):
     assert "814.2 square kilometres" in rows["g1"]["chunks"][0]
     assert "1927" in rows["g2"]["chunks"][0]
     assert "Warsaw" in rows["g3"]["chunks"][0]
-    failure = next(read_jsonl(tmp_path / "context.failures.jsonl"))
+    failure = next(read_store(tmp_path / "context.failures.jsonl"))
     assert failure["generation_id"] == "g5" and "wiki_url" in failure["reason"]
     assert main(argv) == 1  # rerun: only g5 again, nothing duplicated
-    assert len(list(read_jsonl(tmp_path / "context.jsonl"))) == 4
+    assert len(list(read_store(tmp_path / "context.jsonl"))) == 4
 
 
 def test_context_step_openai_compatible_embeddings(tmp_path, monkeypatch):
@@ -167,7 +167,7 @@ def test_context_step_openai_compatible_embeddings(tmp_path, monkeypatch):
     assert len(bodies) == 2 and len(bodies[1]["input"]) == 2
     chunks = bodies[0]["input"]
     vectors = np.array([hashed_embedding(c) for c in chunks])
-    for row in read_jsonl(tmp_path / "context.jsonl"):
+    for row in read_store(tmp_path / "context.jsonl"):
         output = next(g["output"] for g in GENERATIONS if g["generation_id"] == row["generation_id"])
         expected = np.argsort(-(vectors @ np.array(hashed_embedding(output))), kind="stable")[:3]
         assert row["chunks"] == [chunks[i] for i in expected]

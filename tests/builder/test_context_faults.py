@@ -7,7 +7,7 @@ import time
 import pytest
 
 from builder.cli import main
-from builder.store import read_jsonl
+from builder.store import read_store
 from tests import assets
 from tests.builder.fake_servers import FakeOpenAI
 from tests.builder.test_context import GENERATIONS, PAGES, _write
@@ -57,11 +57,11 @@ def test_a_down_server_records_every_item_and_a_rerun_retries(tmp_path):
         assert main(_argv(tmp_path, server, "--max-attempts", "2")) == 1
         assert len([r for r in server.requests if r["path"] == "/v1/embeddings"]) == 2 * 2  # 2 pages x 2 attempts
         server.always = None
-        failures = {f["generation_id"]: f["reason"] for f in read_jsonl(tmp_path / "context.failures.jsonl")}
+        failures = {f["generation_id"]: f["reason"] for f in read_store(tmp_path / "context.failures.jsonl")}
         assert set(failures) == {"g1", "g2", "g3"} and all("HTTP 500" in r for r in failures.values())
-        assert not list(read_jsonl(tmp_path / "context.jsonl"))
+        assert not list(read_store(tmp_path / "context.jsonl"))
         assert main(_argv(tmp_path, server)) == 0
-    assert {r["generation_id"] for r in read_jsonl(tmp_path / "context.jsonl")} == {"g1", "g2", "g3"}
+    assert {r["generation_id"] for r in read_store(tmp_path / "context.jsonl")} == {"g1", "g2", "g3"}
 
 
 @pytest.mark.parametrize("fault", ["garbage", "truncated", "short", "429", "500"])
@@ -69,7 +69,7 @@ def test_transient_faults_and_invalid_bodies_are_retried(tmp_path, fault):
     _write(tmp_path, PAGES[:1], GENERATIONS[:2])
     with _FaultyEmbeddings([fault, fault]) as server:
         assert main(_argv(tmp_path, server, "--max-attempts", "3")) == 0
-    assert len(list(read_jsonl(tmp_path / "context.jsonl"))) == 2
+    assert len(list(read_store(tmp_path / "context.jsonl"))) == 2
 
 
 def test_timeout_is_ours_not_openais_600_s(tmp_path):
@@ -78,7 +78,7 @@ def test_timeout_is_ours_not_openais_600_s(tmp_path):
         start = time.monotonic()
         assert main(_argv(tmp_path, server, "--timeout", "0.3", "--max-attempts", "2")) == 1
         elapsed = time.monotonic() - start
-    (failure,) = read_jsonl(tmp_path / "context.failures.jsonl")
+    (failure,) = read_store(tmp_path / "context.failures.jsonl")
     assert "Timeout" in failure["reason"] and elapsed < 20
 
 

@@ -17,7 +17,7 @@ from builder import _llm
 from builder import segment as segment_step
 from builder.cli import main
 from builder.configs import GenerationConfig
-from builder.store import read_jsonl
+from builder.store import read_store
 from much_dataset import schema
 from tests import assets
 from tests.builder import _smollm
@@ -65,25 +65,25 @@ def test_pipeline_end_to_end(tmp_path, monkeypatch):
     source = tmp_path / "mushroom.jsonl"
     picked = []
     for path in assets.mushroom_files():
-        picked.extend(list(read_jsonl(path))[:2])
+        picked.extend(list(read_store(path))[:2])
     source.write_text("".join(json.dumps(r) + "\n" for r in picked))
     assert main(["questions", "--out", str(out), "--source", str(source)]) == 0
     gguf = _smollm.gguf_path()
     for temperature in ("1.0", "0.7"):
         assert main(["generate", "--out", str(out), "--model", gguf, "--model-name", MODEL_NAME,
                      "--temperature", temperature, "--max-new-tokens", str(MAX_NEW_TOKENS)]) == 0
-    generations = list(read_jsonl(out / "generations.jsonl"))
+    generations = list(read_store(out / "generations.jsonl"))
     assert len(generations) == 16
     config_ids = {GenerationConfig(model_name=MODEL_NAME, temperature=t, max_new_tokens=MAX_NEW_TOKENS).id
                   for t in (1.0, 0.7)}
     assert {g[schema.GENERATION_CONFIG] for g in generations} == config_ids
     assert main(["segment", "--out", str(out)]) == 0  # tokenizer from configs.jsonl's model_source
-    segments = list(read_jsonl(out / "segments.jsonl"))
+    segments = list(read_store(out / "segments.jsonl"))
     assert len(segments) == 16
     _fixture_labels(out, generations, segments)
     assert main(["export", "--out", str(out)]) == 0
 
-    rows = {split: list(read_jsonl(out / "rows" / f"{split}.jsonl")) for split in ("train", "test", "trash")}
+    rows = {split: list(read_store(out / "rows" / f"{split}.jsonl")) for split in ("train", "test", "trash")}
     assert sum(len(r) for r in rows.values()) == 16
     trash_ids = {r[schema.GENERATION_ID] for r in rows["trash"]}
     assert generations[0][schema.GENERATION_ID] in trash_ids  # judges disagree

@@ -11,7 +11,7 @@ import pytest
 
 from builder.cli import main
 from builder.export import collect_rows, split_of
-from builder.store import read_jsonl
+from builder.store import read_store
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
 from much_dataset.validation import InvalidSampleError
@@ -104,8 +104,8 @@ def test_export_writes_rows_and_a_loadable_folder(tmp_path):
     rows = _artifacts(tmp_path)
     assert main(["export", "--out", str(tmp_path)]) == 0
     first = {split: (tmp_path / "rows" / f"{split}.jsonl").read_bytes() for split in ("train", "test", "trash")}
-    assert len(list(read_jsonl(tmp_path / "rows" / "train.jsonl"))) == len(rows) - 6
-    assert [c["generation_config"] for c in read_jsonl(tmp_path / "rows" / "configs.jsonl")] == ["synthetic"]
+    assert len(list(read_store(tmp_path / "rows" / "train.jsonl"))) == len(rows) - 6
+    assert [c["generation_config"] for c in read_store(tmp_path / "rows" / "configs.jsonl")] == ["synthetic"]
     loaded = datasets.load_dataset(str(tmp_path / "much"))
     assert {split: len(loaded[split]) for split in loaded} == {"train": len(rows) - 6, "test": 3}
     assert loaded["train"].features == schema.features()
@@ -129,7 +129,7 @@ def test_a_bad_row_names_the_sample_and_keeps_the_old_folder(tmp_path):
     assert main(["export", "--out", str(tmp_path)]) == 0
     before = (tmp_path / "much" / "README.md").read_bytes()
     bad_id = rows[0][schema.GENERATION_ID]
-    labels = list(read_jsonl(tmp_path / "labels.gpt-4o.jsonl"))
+    labels = list(read_store(tmp_path / "labels.gpt-4o.jsonl"))
     labels[0][schema.LABELS] = labels[0][schema.LABELS] + [1]  # one label too many
     _write(tmp_path / "labels.gpt-4o.jsonl", labels)
     _write(tmp_path / "labels.gpt-4.1.jsonl", [dict(r, judge="gpt-4.1") for r in labels])
@@ -147,8 +147,8 @@ def test_single_judge_and_forced_split(tmp_path, capsys):
     (tmp_path / "labels.gpt-4.1.jsonl").unlink()
     (tmp_path / "labels.gpt-4o.jsonl").rename(tmp_path / "labels.mushroom.jsonl")
     assert main(["export", "--out", str(tmp_path), "--split", "test"]) == 0
-    assert len(list(read_jsonl(tmp_path / "rows" / "test.jsonl"))) == 23  # the 25-candidate row goes to trash
-    assert not list(read_jsonl(tmp_path / "rows" / "train.jsonl"))
+    assert len(list(read_store(tmp_path / "rows" / "test.jsonl"))) == 23  # the 25-candidate row goes to trash
+    assert not list(read_store(tmp_path / "rows" / "train.jsonl"))
     assert main(["export", "--out", str(tmp_path), "--judge", "gpt-4o"]) == 2
     assert re.search(r"(?m)^builder export: error: no labels.gpt-4o", capsys.readouterr().err)
 
@@ -156,7 +156,7 @@ def test_single_judge_and_forced_split(tmp_path, capsys):
 def test_engine_of_serving_rows_is_kept_in_the_configs_record(tmp_path):
     # The hub columns drop generate --engine vllm|openai's per-row engine fields: rows/configs.jsonl keeps them.
     rows = _artifacts(tmp_path)
-    generations = list(read_jsonl(tmp_path / "generations.jsonl"))
+    generations = list(read_store(tmp_path / "generations.jsonl"))
     sampling = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "logprobs": 24}
     for index, generation in enumerate(generations):
         engine = "vllm" if index % 2 else "openai"
@@ -165,10 +165,10 @@ def test_engine_of_serving_rows_is_kept_in_the_configs_record(tmp_path):
     _write(tmp_path / "generations.jsonl", generations)
     assert main(["export", "--out", str(tmp_path), "--no-check"]) == 0
     published = {r[schema.GENERATION_ID] for split in ("train", "test")
-                 for r in read_jsonl(tmp_path / "rows" / f"{split}.jsonl")}
-    assert len(published) == len(rows) - 3 and all("engine" not in r for r in read_jsonl(tmp_path / "rows" /
+                 for r in read_store(tmp_path / "rows" / f"{split}.jsonl")}
+    assert len(published) == len(rows) - 3 and all("engine" not in r for r in read_store(tmp_path / "rows" /
                                                                                          "train.jsonl"))
-    (config,) = read_jsonl(tmp_path / "rows" / "configs.jsonl")
+    (config,) = read_store(tmp_path / "rows" / "configs.jsonl")
     assert sorted(config["engines"], key=lambda e: e["engine"]) == [
         {"engine": "openai", "engine_version": "0.32.0", "sampling": sampling},
         {"engine": "vllm", "engine_version": "0.32.0", "sampling": sampling}]

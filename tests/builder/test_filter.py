@@ -13,7 +13,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from builder import filter as flt
 from builder.cli import main
-from builder.store import read_jsonl
+from builder.store import read_store
 from tests import assets
 from tests.builder.fake_servers import write_sample_artifacts
 
@@ -106,7 +106,7 @@ def _labels(out, name, rows, prefix="labels"):
 
 def test_filter_step_splits_reports_counts_and_kappa(tmp_path, capsys):
     generations = write_sample_artifacts(tmp_path, assets.llama3_tokenizer())
-    chunks = {r["generation_id"]: len(r["token_chunks"]) for r in read_jsonl(tmp_path / "segments.jsonl")}
+    chunks = {r["generation_id"]: len(r["token_chunks"]) for r in read_store(tmp_path / "segments.jsonl")}
     agree = {g: [1] * chunks[g] for g in chunks}
     other = dict(agree)
     other["gen01"] = [-1] + [1] * (chunks["gen01"] - 1)  # disagreement on one claim
@@ -115,7 +115,7 @@ def test_filter_step_splits_reports_counts_and_kappa(tmp_path, capsys):
     _labels(tmp_path, "gpt-4.1", other)
     _labels(tmp_path, "an1", {"gen03": [1] * chunks["gen03"]}, prefix="human")
     assert main(["filter", "--out", str(tmp_path)]) == 0
-    rows = {r["generation_id"]: r for r in read_jsonl(tmp_path / "filter.jsonl")}
+    rows = {r["generation_id"]: r for r in read_store(tmp_path / "filter.jsonl")}
     assert {g: (r["split"], r["reason"]) for g, r in rows.items()} == {
         "gen00": ("train", None), "gen01": ("trash", "judge_disagreement"), "gen02": ("trash", "missing_labels"),
         "gen03": ("test", None), "gen04": ("trash", "no_eos"), "gen05": ("trash", "outside_top_k"),

@@ -15,7 +15,7 @@ from builder.cli import main
 from builder.configs import GenerationConfig
 from builder.generation import hf as gen
 from builder.generation.rows import generation_id
-from builder.store import read_jsonl
+from builder.store import read_store
 from much_dataset import schema
 from tests import assets
 from tests.builder import _smollm
@@ -167,10 +167,10 @@ def test_cli_run_is_resumable_and_records_failures(llm, tmp_path, monkeypatch):
     assert main([*argv, "--limit", "1"]) == 0
     assert main(argv) == 0  # resumes: only the second question is generated
     assert main(argv) == 0  # nothing left
-    rows = list(read_jsonl(tmp_path / "generations.jsonl"))
+    rows = list(read_store(tmp_path / "generations.jsonl"))
     assert [r["question_id"] for r in rows] == ["q-en", "q-fr"]
     config = GenerationConfig(model_name="smol", temperature=0.7, max_new_tokens=6)
-    [stored] = list(read_jsonl(tmp_path / "configs.jsonl"))
+    [stored] = list(read_store(tmp_path / "configs.jsonl"))
     assert stored["generation_config"] == config.id and stored["model_source"] == "/models/smollm2.gguf"
     # A failing question is recorded with its reason; the others go on.
     real = gen.generate_batch
@@ -183,9 +183,9 @@ def test_cli_run_is_resumable_and_records_failures(llm, tmp_path, monkeypatch):
     monkeypatch.setattr(gen, "generate_batch", flaky)
     assert main(["generate", "--out", str(tmp_path), "--model", "x.gguf", "--model-name", "smol2",
                  "--max-new-tokens", "4"]) == 1
-    failures = list(read_jsonl(tmp_path / "generations.failures.jsonl"))
+    failures = list(read_store(tmp_path / "generations.failures.jsonl"))
     assert len(failures) == 1 and "CUDA out of memory" in failures[0]["reason"]
-    assert len(list(read_jsonl(tmp_path / "generations.jsonl"))) == 3
+    assert len(list(read_store(tmp_path / "generations.jsonl"))) == 3
 
 
 def test_generate_without_questions_is_a_clear_error(tmp_path, capsys):

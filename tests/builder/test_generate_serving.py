@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from builder.cli import main
 from builder.generation.rows import candidates_row
 from builder.generation.sampling import SamplingSettings, SamplingSettingsError
-from builder.store import read_jsonl
+from builder.store import read_store
 from much_dataset import schema
 from tests.builder import fake_generation_server as fake
 from tests.builder.fake_generation_server import FakeGenerationServer
@@ -126,7 +126,7 @@ def test_openai_engine_rows_follow_the_server_distribution(tmp_path):
     # one more than 24: vllm serve's list order (see SamplingSettings.openai_body)
     assert body["top_logprobs"] == 25 and body["top_p"] == 0.9 and body["top_k"] == 20
     assert body["repetition_penalty"] == 1.0 and body["return_tokens_as_token_ids"] is True
-    rows = list(read_jsonl(tmp_path / "generations.jsonl"))
+    rows = list(read_store(tmp_path / "generations.jsonl"))
     assert sorted(r["question_id"] for r in rows) == [f"q{i}" for i in range(6)]
     from much_metric.models import load_tokenizer
 
@@ -155,18 +155,18 @@ def test_openai_engine_retries_transient_errors_and_bounds_concurrency(tmp_path)
     with FakeGenerationServer(script) as server:
         assert main(_args(tmp_path, server, "--workers", "2")) == 0
         assert server.max_in_flight <= 2 and len(server.chat_requests()) == 8 + 3
-    assert len(list(read_jsonl(tmp_path / "generations.jsonl"))) == 8
+    assert len(list(read_store(tmp_path / "generations.jsonl"))) == 8
 
 
 def test_openai_engine_records_a_failure_and_a_rerun_completes(tmp_path):
     _write_questions(tmp_path, QUESTIONS[:3])
     with FakeGenerationServer(["bad_request"]) as server:
         assert main(_args(tmp_path, server, "--workers", "1")) == 1
-        assert len(list(read_jsonl(tmp_path / "generations.jsonl"))) == 2
-        failures = list(read_jsonl(tmp_path / "generations.failures.jsonl"))
+        assert len(list(read_store(tmp_path / "generations.jsonl"))) == 2
+        failures = list(read_store(tmp_path / "generations.failures.jsonl"))
         assert len(failures) == 1 and "HTTP 400" in str(failures[0])
         assert main(_args(tmp_path, server, "--workers", "1")) == 0
-    assert len(list(read_jsonl(tmp_path / "generations.jsonl"))) == 3
+    assert len(list(read_store(tmp_path / "generations.jsonl"))) == 3
 
 
 def test_openai_engine_refuses_string_tokens(tmp_path):
@@ -197,9 +197,9 @@ def test_openai_engine_never_stores_what_a_misbehaving_server_sends(tmp_path, be
     extra = ["--max-new-tokens", "2"] if behaviour == "too_many_tokens" else []
     with FakeGenerationServer([behaviour]) as server:
         assert main(_args(tmp_path, server, "--workers", "1", "--max-attempts", "1", *extra)) == 1
-    [failure] = list(read_jsonl(tmp_path / "generations.failures.jsonl"))
+    [failure] = list(read_store(tmp_path / "generations.failures.jsonl"))
     assert fake.BAD_DATA[behaviour] in failure["reason"] and next(iter(failure.values())).endswith("/q0")
-    stored = {r["question_id"] for r in read_jsonl(tmp_path / "generations.jsonl")}
+    stored = {r["question_id"] for r in read_store(tmp_path / "generations.jsonl")}
     assert stored == {"q1", "q2"}
 
 
@@ -247,7 +247,7 @@ def test_openai_engine_does_not_retry_a_client_side_error():
 # ------------------------------------------------------------------------------------------------ kills
 
 def _rows(path: Path) -> dict[str, dict]:
-    rows = list(read_jsonl(path)) if path.exists() else []
+    rows = list(read_store(path)) if path.exists() else []
     ids = [r["question_id"] for r in rows]
     assert len(ids) == len(set(ids)), "duplicated rows"
     return {r["question_id"]: r for r in rows}

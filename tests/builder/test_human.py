@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from builder import human
 from builder.cli import build_parser
-from builder.store import read_jsonl
+from builder.store import read_store
 from tests import assets
 from tests.builder.fake_servers import write_sample_artifacts
 
@@ -69,7 +69,7 @@ def test_ask_labels(answers, expected):
 @pytest.fixture()
 def artifacts(tmp_path):
     write_sample_artifacts(tmp_path, assets.llama3_tokenizer())
-    segments = {r["generation_id"]: len(r["token_chunks"]) for r in read_jsonl(tmp_path / "segments.jsonl")}
+    segments = {r["generation_id"]: len(r["token_chunks"]) for r in read_store(tmp_path / "segments.jsonl")}
     for judge in ("gpt-4o", "gpt-4.1"):
         (tmp_path / f"labels.{judge}.jsonl").write_text("".join(
             json.dumps({"generation_id": g, "labels": [1] * n}) + "\n" for g, n in segments.items()))
@@ -81,7 +81,7 @@ def artifacts(tmp_path):
 
 
 def _expected_selection(out, segments, size):
-    english = [r["generation_id"] for r in read_jsonl(out / "generations.jsonl") if r["lang"] == "en"]
+    english = [r["generation_id"] for r in read_store(out / "generations.jsonl") if r["lang"] == "en"]
     usable = {"gen00", "gen01", "gen02", "gen06"}  # gen04 has no EOS, gen05 ranks a token 25th
     return human.draw_annotation_sample(english, usable.__contains__, size)
 
@@ -96,7 +96,7 @@ def test_human_saves_each_sample_and_resumes(artifacts):
     answers = ["-1"] + ["1"] * (segments[first] - 2) + [""] + ["1", "q"]  # one sample, then quit mid-sample
     printed = []
     assert human.run(args, input_fn=_feed(answers), print_fn=printed.append) == 0
-    rows = list(read_jsonl(out / "human.an0.jsonl"))
+    rows = list(read_store(out / "human.an0.jsonl"))
     assert [r["generation_id"] for r in rows] == [first]
     assert rows[0]["labels"] == [-1] + [1] * (segments[first] - 2) + [1] and rows[0]["annotator"] == "an0"
     text = "\n".join(printed)
@@ -107,7 +107,7 @@ def test_human_saves_each_sample_and_resumes(artifacts):
     answers = [a for gid in selection[1:] for a in ["1"] * (segments[gid] - 1) + [""]]
     printed = []
     assert human.run(args, input_fn=_feed(answers), print_fn=printed.append) == 0
-    rows = list(read_jsonl(out / "human.an0.jsonl"))
+    rows = list(read_store(out / "human.an0.jsonl"))
     assert [r["generation_id"] for r in rows] == selection
     assert "1 already done, 2 to go" in "\n".join(printed)
 
@@ -123,8 +123,8 @@ def test_human_through_real_stdin(artifacts):
          "--size", "1", "--tokenizer", str(assets.llama3_tokenizer_json())],
         input=stdin, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
-    generation = next(r for r in read_jsonl(out / "generations.jsonl") if r["generation_id"] == gid)
+    generation = next(r for r in read_store(out / "generations.jsonl") if r["generation_id"] == gid)
     assert f"# Question\n{generation['prompt']}" in result.stdout and f"CHUNK-FOR-{gid}" in result.stdout
-    rows = list(read_jsonl(out / "human.an1.jsonl"))
+    rows = list(read_store(out / "human.an1.jsonl"))
     assert rows[0]["generation_id"] == gid and rows[0]["labels"] == [-1] * (segments[gid] - 1) + [1]
     assert "done: 1 samples of 'en' labelled by an1" in result.stdout

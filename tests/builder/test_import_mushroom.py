@@ -15,7 +15,7 @@ from builder import import_mushroom as im
 from builder.cli import main
 from builder.configs import GenerationConfig
 from builder.questions import read_mushroom
-from builder.store import read_jsonl
+from builder.store import read_store
 from much_dataset import schema
 from tests import assets
 from tests.builder import _smollm
@@ -146,20 +146,20 @@ def test_cli_drop_policy_resume_and_failures(llm, rows, tmp_path, monkeypatch):
     assert main([*argv, "--limit", "2"]) == 0
     assert main(argv) == 0
     assert main(argv) == 0
-    failures = list(read_jsonl(out / "labels.mushroom.failures.jsonl"))
+    failures = list(read_store(out / "labels.mushroom.failures.jsonl"))
     assert len(failures) == len({f["generation_id"] for f in failures})  # a dropped row is not retried
-    kept = list(read_jsonl(out / "labels.mushroom.jsonl"))
-    dropped = list(read_jsonl(out / "labels.mushroom.failures.jsonl"))
+    kept = list(read_store(out / "labels.mushroom.jsonl"))
+    dropped = list(read_store(out / "labels.mushroom.failures.jsonl"))
     # The reference's rule: a row with a token ranked >= 24 by the observer is dropped, with the reason.
     assert {r["mushroom_id"] for r in kept} | {f["generation_id"] for f in dropped} == {r["id"] for r in chosen}
     assert all("ranks" in f["reason"] for f in dropped)
     for name in ("generations", "segments", "labels.mushroom"):
-        ids = [r["generation_id"] for r in read_jsonl(out / f"{name}.jsonl")]
+        ids = [r["generation_id"] for r in read_store(out / f"{name}.jsonl")]
         assert len(ids) == len(set(ids)) == len(kept)
     swapped = tmp_path / "swap"
     assert main(["import-mushroom", "--out", str(swapped), "--source", str(source), "--observer", "smol.gguf",
                  "--out-of-top", "swap", "--labels", "hard"]) == 0
-    assert len(list(read_jsonl(swapped / "labels.mushroom.jsonl"))) == 4
+    assert len(list(read_store(swapped / "labels.mushroom.jsonl"))) == 4
 
 
 @pytest.mark.slow

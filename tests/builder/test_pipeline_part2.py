@@ -15,7 +15,7 @@ import pytest
 
 from builder import human
 from builder.cli import build_parser, main
-from builder.store import read_jsonl
+from builder.store import read_store
 from tests import assets
 from tests.builder.fake_servers import FakeMediaWiki, FakeOpenAI, default_truth, write_sample_artifacts
 
@@ -41,11 +41,11 @@ def test_part2_pipeline_end_to_end(tmp_path, monkeypatch):
 
     with FakeMediaWiki() as wiki_server:
         assert main(["wiki", "--out", str(out), "--api", wiki_server.api_template, "--min-interval", "0"]) == 0
-    statuses = {r["wiki_url"].rsplit("/", 1)[1]: r["status"] for r in read_jsonl(out / "wiki.jsonl")}
+    statuses = {r["wiki_url"].rsplit("/", 1)[1]: r["status"] for r in read_store(out / "wiki.jsonl")}
     assert statuses == {"Canberra": "ok", "Curie": "redirected", "Paris": "ok", "Mercury": "disambiguation"}
 
     assert main(["context", "--out", str(out), "--embeddings", "local"]) == 0
-    contexts = {r["generation_id"]: r for r in read_jsonl(out / "context.jsonl")}
+    contexts = {r["generation_id"]: r for r in read_store(out / "context.jsonl")}
     assert len(contexts) == len(generations) and contexts["gen06"]["chunks"] == []
     assert "Warsaw" in " ".join(contexts["gen02"]["chunks"])
 
@@ -65,14 +65,14 @@ def test_part2_pipeline_end_to_end(tmp_path, monkeypatch):
     # an1 labels one English sample through the terminal tool -> it moves to the test split
     args = build_parser().parse_args(["human", "--out", str(out), "--annotator", "an1", "--lang", "en", "--size", "1",
                                       "--tokenizer", tokenizer_json])
-    chunks = {r["generation_id"]: r["token_chunks"] for r in read_jsonl(out / "segments.jsonl")}
-    kept = {r["generation_id"] for r in read_jsonl(out / "filter.jsonl") if r["split"] != "trash"}
+    chunks = {r["generation_id"]: r["token_chunks"] for r in read_store(out / "segments.jsonl")}
+    kept = {r["generation_id"] for r in read_store(out / "filter.jsonl") if r["split"] != "trash"}
     english = [g["generation_id"] for g in generations if g["lang"] == "en"]
     chosen = human.draw_annotation_sample(english, kept.__contains__, 1)[0]
     answers = iter(["1"] * (len(chunks[chosen]) - 1) + [""])
     assert human.run(args, input_fn=lambda prompt: next(answers), print_fn=lambda text: None) == 0
     assert main(["filter", "--out", str(out)]) == 0
-    splits = {r["generation_id"]: r["split"] for r in read_jsonl(out / "filter.jsonl")}
+    splits = {r["generation_id"]: r["split"] for r in read_store(out / "filter.jsonl")}
     assert splits[chosen] == "test" and sum(s == "train" for s in splits.values()) == 2
 
     assert main(["agreement", "--out", str(out), "--annotators", "gpt-4o", "gpt-4.1", "an1"]) == 0

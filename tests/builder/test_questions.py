@@ -9,7 +9,7 @@ import pytest
 from builder.cli import main
 from builder.configs import question_id
 from builder.questions import questions_from_rows, read_mushroom
-from builder.store import read_jsonl
+from builder.store import read_store
 from tests import assets
 
 
@@ -41,7 +41,7 @@ def test_real_mushroom_files(tmp_path):
     rows = list(read_mushroom([assets.MUSHROOM_DIR]))
     assert len(rows) == 606
     assert main(["questions", "--out", str(tmp_path)]) == 0
-    stored = list(read_jsonl(tmp_path / "questions.jsonl"))
+    stored = list(read_store(tmp_path / "questions.jsonl"))
     expected = {(r["lang"].lower(), r["model_input"], r["wikipedia_url"]) for r in rows}
     assert {(q["lang"], q["prompt"], q["wiki_url"]) for q in stored} == expected
     assert len({q["question_id"] for q in stored}) == len(stored) == len(expected)
@@ -51,7 +51,7 @@ def test_real_mushroom_files(tmp_path):
     duplicated.write_text("".join(json.dumps(r) + "\n" for r in rows[:50] * 2))
     assert main(["questions", "--out", str(tmp_path)]) == 0
     assert main(["questions", "--out", str(tmp_path), "--source", str(duplicated)]) == 0
-    assert len(list(read_jsonl(tmp_path / "questions.jsonl"))) == len(stored)
+    assert len(list(read_store(tmp_path / "questions.jsonl"))) == len(stored)
 
 
 def test_missing_source_is_a_clear_error(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from builder import replay
 from builder.cli import main
-from builder.store import read_jsonl
+from builder.store import read_store
 from builder.verify import compare_probabilities
 from much_dataset import schema
 from tests.builder import _smollm
@@ -62,12 +62,12 @@ def test_replay_cli_resumes_and_verify_flags_a_tampered_row(tmp_path, capsys):
     gguf = _smollm.gguf_path()
     common = ["--model", gguf, "--prompt-style", "user", "--out-of-top", "swap"]
     assert main(["replay", "--out", str(tmp_path), "--source", str(SAMPLE), "--limit", "2", *common]) == 0
-    rows = list(read_jsonl(tmp_path / "replay.jsonl"))
+    rows = list(read_store(tmp_path / "replay.jsonl"))
     assert [r[schema.GENERATION_ID] for r in rows] == [r[schema.GENERATION_ID] for r in _sample_rows(2)]
     assert [r[schema.LOGITS_TOKEN_IDS] for r in rows] == [r[schema.LOGITS_TOKEN_IDS] for r in _sample_rows(2)]
     assert main(["replay", "--out", str(tmp_path), "--source", str(SAMPLE), "--limit", "2", *common]) == 0
     assert "2 done, 0 to go" in capsys.readouterr().out
-    assert len(list(read_jsonl(tmp_path / "replay.jsonl"))) == 2
+    assert len(list(read_store(tmp_path / "replay.jsonl"))) == 2
 
     tampered = [dict(r) for r in _sample_rows(2)]
     tampered[1][schema.LOGITS_VALUES] = [list(p) for p in tampered[1][schema.LOGITS_VALUES]]

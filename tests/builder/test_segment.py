@@ -8,7 +8,7 @@ import pytest
 
 from builder.cli import main
 from builder.segment import segment_record
-from builder.store import read_jsonl
+from builder.store import read_store
 from much_dataset import schema
 from much_dataset.stopwords import EVALUATION_STOPWORDS
 from tests import assets
@@ -63,8 +63,8 @@ def test_step_is_resumable_and_records_failures(smol_tokenizer, tmp_path):
                                                         "model_source": gguf}) + "\n")
     assert main(["segment", "--out", str(tmp_path)]) == 1  # one failure, recorded, the rest done
     assert main(["segment", "--out", str(tmp_path), "--tokenizer", gguf]) == 1  # retries only the failed one
-    stored = list(read_jsonl(tmp_path / "segments.jsonl"))
+    stored = list(read_store(tmp_path / "segments.jsonl"))
     assert [r[schema.GENERATION_ID] for r in stored] == ["g0", "g1", "g2"]
-    failures = list(read_jsonl(tmp_path / "segments.failures.jsonl"))
+    failures = list(read_store(tmp_path / "segments.failures.jsonl"))
     assert {f["generation_id"] for f in failures} == {"broken"}
     assert "characters" in failures[0]["reason"]

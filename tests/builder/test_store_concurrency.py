@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.store import JsonlStore, read_jsonl
+from builder.store import JsonlStore, read_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,18 +69,18 @@ def test_a_torn_fragment_glued_to_the_next_record_is_repaired_keeping_that_recor
     text = (json.dumps(good[0]) + "\n" + torn + json.dumps(good[1]) + "\n" + json.dumps(good[2]) + "\n")
     path.write_text(text, encoding="utf-8")
     with pytest.warns(UserWarning, match=r"generations.jsonl: skipped torn record fragment\(s\) at line\(s\) \[2\]"):
-        assert [r["generation_id"] for r in read_jsonl(path)] == ["g0", "g1", "g2"]
+        assert [r["generation_id"] for r in read_store(path)] == ["g0", "g1", "g2"]
     with pytest.warns(UserWarning, match="repaired 1 torn"):
         store = JsonlStore(path)
     assert store.done_keys() == {"g0", "g1", "g2"}
     assert store.append(good[3]) and store.append({"generation_id": "gX"})
-    assert [r["generation_id"] for r in read_jsonl(path)] == ["g0", "g1", "g2", "g3", "gX"]
+    assert [r["generation_id"] for r in read_store(path)] == ["g0", "g1", "g2", "g3", "gX"]
 
 
 def test_torn_tail_is_cut_before_the_next_append(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_text('{"generation_id": "a"}\n{"generation_id": "b", "outp', encoding="utf-8")
-    assert [r["generation_id"] for r in read_jsonl(path)] == ["a"]  # a write in flight: no warning needed
+    assert [r["generation_id"] for r in read_store(path)] == ["a"]  # a write in flight: no warning needed
     with pytest.warns(UserWarning, match=r"repaired 1 torn record fragment\(s\) at line\(s\) \[2\]"):
         store = JsonlStore(path)
     assert store.append({"generation_id": "b"})
@@ -93,7 +93,7 @@ def test_a_key_stored_by_another_process_is_not_written_again(tmp_path):
     assert first.append({"generation_id": "a", "by": 1})
     assert "a" not in second  # second opened before: it does not know yet
     assert second.append({"generation_id": "a", "by": 2}) is False
-    assert [r["by"] for r in read_jsonl(path)] == [1]
+    assert [r["by"] for r in read_store(path)] == [1]
     assert "a" in second
     # Learnt from another writer: still a normal race (checked, then stored by the other run), not a caller bug.
     assert second.append({"generation_id": "a"}) is False

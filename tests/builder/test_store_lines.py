@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from builder.errors import BuilderError
-from builder.store import JsonlStore, read_jsonl
+from builder.store import JsonlStore, read_store
 
 GOOD = '{"generation_id": "a"}\n'
 AFTER = '{"generation_id": "b"}\n'
@@ -24,7 +24,7 @@ AFTER = '{"generation_id": "b"}\n'
 def test_a_line_that_is_not_a_record_is_named(tmp_path, line, what):
     path = tmp_path / "x.jsonl"
     path.write_text(GOOD + line + "\n" + AFTER, encoding="utf-8")
-    for read in (lambda: JsonlStore(path), lambda: list(read_jsonl(path))):
+    for read in (lambda: JsonlStore(path), lambda: list(read_store(path))):
         with pytest.raises(BuilderError) as caught:
             read()
         message = str(caught.value)
@@ -37,7 +37,7 @@ def test_a_record_without_its_key_is_named(tmp_path):
     path.write_text(GOOD + '{"id": "c", "output": "x"}\n' + AFTER, encoding="utf-8")
     with pytest.raises(BuilderError, match=r"x\.jsonl:2: the record has no 'generation_id'.*delete that line"):
         JsonlStore(path)
-    assert [r.get("generation_id") for r in read_jsonl(path)] == ["a", None, "b"]  # keyless reading is the step's
+    assert [r.get("generation_id") for r in read_store(path)] == ["a", None, "b"]  # keyless reading is the step's
 
 
 @pytest.mark.parametrize("line", ["[1, 2]", '{"id": "c"}', "not json"])

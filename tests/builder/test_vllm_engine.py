@@ -22,7 +22,7 @@ import pytest
 
 pytest.importorskip("vllm", reason="vLLM is tested by scripts/run_vllm_tests.sh in its own venv")
 
-from builder.store import read_jsonl  # noqa: E402
+from builder.store import read_store  # noqa: E402
 from much_dataset import schema  # noqa: E402
 from tests.builder import _smollm  # noqa: E402
 
@@ -86,7 +86,7 @@ def vllm_out(vllm_outs) -> Path:
 
 @pytest.fixture(scope="module")
 def vllm_rows(vllm_out) -> list[dict]:
-    return list(read_jsonl(vllm_out / "generations.jsonl"))
+    return list(read_store(vllm_out / "generations.jsonl"))
 
 
 def _teacher_forced(model_dir: Path, rows: list[dict]):
@@ -134,7 +134,7 @@ def _check_parity(model_dir: Path, rows: list[dict], engine: str, temperature: f
 @pytest.mark.parametrize("temperature", TEMPERATURES)
 def test_vllm_top24_equals_a_teacher_forced_hf_pass(model_dir, vllm_outs, temperature):
     """MUCH's sampler (top_p 0.9, top_k 20) and MUCH's untruncated softmax(logits / T), at T = 1 and 0.7."""
-    _check_parity(model_dir, list(read_jsonl(vllm_outs[temperature] / "generations.jsonl")), "vllm", temperature)
+    _check_parity(model_dir, list(read_store(vllm_outs[temperature] / "generations.jsonl")), "vllm", temperature)
 
 
 def test_replay_and_verify_reproduce_the_vllm_rows(model_dir, vllm_out, vllm_rows, tmp_path):
@@ -146,7 +146,7 @@ def test_replay_and_verify_reproduce_the_vllm_rows(model_dir, vllm_out, vllm_row
     common = ["--source", str(vllm_out / "generations.jsonl"), "--model", str(model_dir), "--temperature",
               str(TEMPERATURE), "--out-of-top", "append", "--dtype", "float32"]
     assert main(["replay", "--out", str(tmp_path / "replay"), *common]) == 0
-    replayed = {r[schema.GENERATION_ID]: r for r in read_jsonl(tmp_path / "replay" / "replay.jsonl")}
+    replayed = {r[schema.GENERATION_ID]: r for r in read_store(tmp_path / "replay" / "replay.jsonl")}
     assert sorted(replayed) == sorted(r[schema.GENERATION_ID] for r in vllm_rows)
     worst = 0.0
     for row in vllm_rows:
@@ -244,9 +244,9 @@ def openai_out(model_dir, served_tempered, tmp_path_factory) -> Path:
 def test_openai_engine_against_vllm_serve_equals_a_teacher_forced_hf_pass(model_dir, openai_out, served,
                                                                            tmp_path):
     """Both temperatures against real servers: T = 0.7 (tempered server) and T = 1 (plain server)."""
-    _check_parity(model_dir, list(read_jsonl(openai_out / "generations.jsonl")), "openai", TEMPERATURE)
+    _check_parity(model_dir, list(read_store(openai_out / "generations.jsonl")), "openai", TEMPERATURE)
     plain = _openai_generate(model_dir, served, tmp_path, 1.0)
-    _check_parity(model_dir, list(read_jsonl(plain / "generations.jsonl")), "openai", 1.0)
+    _check_parity(model_dir, list(read_store(plain / "generations.jsonl")), "openai", 1.0)
 
 
 def test_vllm_rows_end_with_eos_when_finished(vllm_rows):
@@ -277,14 +277,14 @@ def test_engine_rows_export_load_and_score_with_much_run(model_dir, vllm_outs, o
     out.mkdir()
     vllm_out = vllm_outs[1.0]
     shutil.copy(vllm_out / "questions.jsonl", out / "questions.jsonl")
-    generations = [*read_jsonl(vllm_out / "generations.jsonl"), *read_jsonl(openai_out / "generations.jsonl")]
-    configs = [*read_jsonl(vllm_out / "configs.jsonl"), *read_jsonl(openai_out / "configs.jsonl")]
+    generations = [*read_store(vllm_out / "generations.jsonl"), *read_store(openai_out / "generations.jsonl")]
+    configs = [*read_store(vllm_out / "configs.jsonl"), *read_store(openai_out / "configs.jsonl")]
     assert len({c[schema.GENERATION_CONFIG] for c in configs}) == 2 and len(generations) == 2 * len(QUESTIONS)
     (out / "generations.jsonl").write_text("".join(json.dumps(g) + "\n" for g in generations))
     (out / "configs.jsonl").write_text("".join(json.dumps(c) + "\n" for c in configs))
 
     assert main(["segment", "--out", str(out), "--tokenizer", str(model_dir)]) == 0
-    chunks = {s[schema.GENERATION_ID]: s[schema.TOKEN_CHUNKS] for s in read_jsonl(out / "segments.jsonl")}
+    chunks = {s[schema.GENERATION_ID]: s[schema.TOKEN_CHUNKS] for s in read_store(out / "segments.jsonl")}
     assert len(chunks) == len(generations)
     judge = [{"generation_id": g[schema.GENERATION_ID], "judge": "gpt-4o",
               "labels": _judge_labels(i, len(chunks[g[schema.GENERATION_ID]]))} for i, g in enumerate(generations)]
@@ -293,7 +293,7 @@ def test_engine_rows_export_load_and_score_with_much_run(model_dir, vllm_outs, o
     (out / "human.an1.jsonl").write_text(json.dumps({**first_finished, "annotator": "an1"}) + "\n")
     assert main(["export", "--out", str(out)]) == 0
 
-    rows = {split: list(read_jsonl(out / "rows" / f"{split}.jsonl")) for split in ("train", "test", "trash")}
+    rows = {split: list(read_store(out / "rows" / f"{split}.jsonl")) for split in ("train", "test", "trash")}
     cannot = {g[schema.GENERATION_ID] for g in generations if not g["finished"]
               or any(len(ids) != schema.TOP_K for ids in g[schema.LOGITS_TOKEN_IDS])}
     assert {r[schema.GENERATION_ID] for r in rows["trash"]} == cannot  # cut at max tokens / 25 candidates
@@ -305,7 +305,7 @@ def test_engine_rows_export_load_and_score_with_much_run(model_dir, vllm_outs, o
     assert {engine_of[r[schema.GENERATION_ID]] for r in kept} == {"vllm", "openai"}
     assert len(rows["test"]) == 1
     # the hub columns drop the per-row engine fields; rows/configs.jsonl keeps them per config
-    engines = {c["temperature"]: c["engines"] for c in read_jsonl(out / "rows" / "configs.jsonl")}
+    engines = {c["temperature"]: c["engines"] for c in read_store(out / "rows" / "configs.jsonl")}
     assert [e["engine"] for e in engines[1.0]] == ["vllm"]
     assert engines[1.0][0]["engine_version"] == next(g for g in generations
                                                      if g["engine"] == "vllm")["engine_version"]
@@ -440,7 +440,7 @@ def test_monitor_on_vllm_serve_equals_the_server_and_a_teacher_forced_hf_pass(mo
 
 def _generation_rows(path: Path) -> dict[str, dict]:
     rows: dict[str, dict] = {}
-    for row in read_jsonl(path) if path.exists() else []:
+    for row in read_store(path) if path.exists() else []:
         assert row["question_id"] not in rows, f"question {row['question_id']} stored twice"
         assert all(len(ids) in (24, 25) for ids in row[schema.LOGITS_TOKEN_IDS])
         rows[row["question_id"]] = row

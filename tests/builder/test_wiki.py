@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from builder import wiki
 from builder.cli import main
-from builder.store import read_jsonl
+from builder.store import read_store
 from tests.builder.fake_servers import CANBERRA_EXTRACT, CANBERRA_WIKITEXT, FakeMediaWiki
 
 
@@ -85,7 +85,7 @@ def test_wiki_step_handles_every_failure_mode_and_caches(tmp_path):
                 "--backoff", "0", "--max-attempts", "3", "--user-agent", "MUCH-test/1.0 (test@example.org)"]
         assert main(argv) == 1  # Broken page failed
         first = len(server.requests)
-        rows = {r["wiki_url"]: r for r in read_jsonl(tmp_path / "wiki.jsonl")}
+        rows = {r["wiki_url"]: r for r in read_store(tmp_path / "wiki.jsonl")}
         status = {url.rsplit("/", 1)[1]: row["status"] for url, row in rows.items()}
         assert status == {"Canberra": "ok", "Curie": "redirected", "Mercury": "disambiguation",
                           "Atlantis_(nonexistent)": "missing", "Flaky_page": "ok", "Throttled_page": "ok",
@@ -98,7 +98,7 @@ def test_wiki_step_handles_every_failure_mode_and_caches(tmp_path):
         assert "## Climate" in canberra["markdown"]
         assert rows["https://fr.wikipedia.org/wiki/Paris"]["infobox"]["région"] == "[[Île-de-France]]"
         assert rows["https://en.wikipedia.org/wiki/Mercury"]["markdown"] == ""
-        failures = list(read_jsonl(tmp_path / "wiki.failures.jsonl"))
+        failures = list(read_store(tmp_path / "wiki.failures.jsonl"))
         assert [f["wiki_url"] for f in failures] == ["https://en.wikipedia.org/wiki/Broken_page"]
         assert "HTTP 500" in failures[0]["reason"] and "3 attempts" in failures[0]["reason"]
         assert all(r["headers"].get("User-Agent") == "MUCH-test/1.0 (test@example.org)" for r in server.requests)
@@ -107,7 +107,7 @@ def test_wiki_step_handles_every_failure_mode_and_caches(tmp_path):
         # rerun: only the broken page is asked again (3 attempts), no row is duplicated
         assert main(argv) == 1
         assert len(server.requests) == first + 3
-        assert len(list(read_jsonl(tmp_path / "wiki.jsonl"))) == len(rows)
+        assert len(list(read_store(tmp_path / "wiki.jsonl"))) == len(rows)
 
         # a fresh output folder sharing the cache answers from disk without any request
         other = tmp_path / "other"
@@ -115,7 +115,7 @@ def test_wiki_step_handles_every_failure_mode_and_caches(tmp_path):
         _urls(other, URLS[:2])
         assert main([*argv[:2], str(other), *argv[3:], "--cache", str(tmp_path / "wiki_cache.sqlite")]) == 0
         assert len(server.requests) == first + 3
-        assert len(list(read_jsonl(other / "wiki.jsonl"))) == 2
+        assert len(list(read_store(other / "wiki.jsonl"))) == 2
 
 
 def test_client_spaces_requests_and_honours_retry_after(tmp_path):
@@ -136,7 +136,7 @@ def test_shards_split_the_urls(tmp_path):
         for shard in ("0/2", "1/2"):
             assert main(["wiki", "--out", str(tmp_path), "--shard", shard, "--api", server.api_template,
                          "--min-interval", "0"]) == 0
-    assert len(list(read_jsonl(tmp_path / "wiki.jsonl"))) == 3
+    assert len(list(read_store(tmp_path / "wiki.jsonl"))) == 3
 
 
 class _ErroringMediaWiki(FakeMediaWiki):
@@ -159,14 +159,14 @@ def test_mediawiki_errors_are_recorded_not_cached_and_retried(tmp_path, action):
         argv = ["wiki", "--out", str(tmp_path), "--api", server.api_template, "--min-interval", "0",
                 "--backoff", "0", "--max-attempts", "2", "--timeout", "5"]
         assert main(argv) == 1
-        assert not list(read_jsonl(tmp_path / "wiki.jsonl"))  # never stored as OK with infobox={}
-        failures = list(read_jsonl(tmp_path / "wiki.failures.jsonl"))
+        assert not list(read_store(tmp_path / "wiki.jsonl"))  # never stored as OK with infobox={}
+        failures = list(read_store(tmp_path / "wiki.failures.jsonl"))
         assert [f["wiki_url"] for f in failures] == [URLS[0]] and "badvalue" in failures[0]["reason"]
         server.failing.clear()  # the server is healthy again: the rerun asks again and succeeds
         before = len(server.requests)
         assert main(argv) == 0
         assert len(server.requests) > before
-        (row,) = read_jsonl(tmp_path / "wiki.jsonl")
+        (row,) = read_store(tmp_path / "wiki.jsonl")
         assert row["infobox"]["established"] == "12 March 1913"
 
 
