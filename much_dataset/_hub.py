@@ -49,7 +49,7 @@ def hub_reachable(timeout: float = HUB_TIMEOUT_S) -> bool:
 
 
 def unreachable_message(what: str) -> str:
-    """The one message for an unreachable hub; ``what`` names the argument (``--data orailix/MUCH``, ...)."""
+    """The one message for an unreachable hub; ``what`` names the argument (``--source orailix/MUCH``, ...)."""
     return (f"{what}: the Hugging Face hub is unreachable (no answer from {hub_endpoint()} within "
             f"{HUB_TIMEOUT_S:g} s). If it is already in your Hugging Face cache, rerun with HF_HUB_OFFLINE=1; "
             "otherwise pass a local folder (e.g. a `python -m builder export` folder or a saved copy)")

@@ -138,14 +138,14 @@ class Fixtures:
 
     def signals(self) -> Path:
         """A ``much run --out`` folder with ``max_likelihood.parquet`` for the embedded sample."""
-        return self._once("run", lambda t: self._run(["much", "run", "--data", "sample", "--no-nli", "--signals",
+        return self._once("run", lambda t: self._run(["much", "run", "--source", "sample", "--no-nli", "--signals",
                                                       "max_likelihood", "--bootstrap", "0", "--out", "run",
                                                       "--no-progress"], t)) / "run"
 
     def detector(self, kind: str) -> Path:
         """A ``much train`` detector folder (fold en, one epoch)."""
         def build(target: Path) -> None:
-            self._run(["much", "train", "--data", "sample", "--detector", kind, "--fold", "en", "--max-epochs",
+            self._run(["much", "train", "--source", "sample", "--detector", kind, "--fold", "en", "--max-epochs",
                        "1", "--out", "det", "--no-progress"], target)
         found = sorted((self._once(f"det-{kind}", build) / "det").rglob("config.json"))
         if not found:

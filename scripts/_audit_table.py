@@ -28,14 +28,14 @@ from _audit_cases import (
     warned,
 )
 
-EVAL = ("much", "evaluate", "--data", "sample", "--bootstrap", "0")
-RUN = ("much", "run", "--data", "sample", "--no-nli", "--signals", "max_likelihood", "--bootstrap", "0",
+EVAL = ("much", "evaluate", "--source", "sample", "--bootstrap", "0")
+RUN = ("much", "run", "--source", "sample", "--no-nli", "--signals", "max_likelihood", "--bootstrap", "0",
        "--no-progress")
 SEGMENT = ("much", "segment", "--tokenizer", "smollm2", "--compat", "0.2.1")
 REPLAY_OPTS = ("--model", "{gguf}", "--prompt-style", "user", "--out-of-top", "swap")
-LEARNED = ("much", "run", "--data", "sample", "--config", "en", "--no-nli", "--signals", "learned:det",
+LEARNED = ("much", "run", "--source", "sample", "--config", "en", "--no-nli", "--signals", "learned:det",
            "--bootstrap", "0", "--no-progress")
-TRAIN = ("much", "train", "--data", "sample", "--detector", "linear", "--fold", "en", "--max-epochs", "1",
+TRAIN = ("much", "train", "--source", "sample", "--detector", "linear", "--fold", "en", "--max-epochs", "1",
          "--no-progress")
 MAX_NEW = 6
 GENERATE = ("builder", "generate", "--out", "g", "--model", "fake-model", "--engine", "openai", "--base-url", "{url}",
@@ -150,7 +150,7 @@ add(
          reported="hang"),
     Case("run-bootstrap-1e8", "much run", (*RUN[:-3], "--bootstrap", "100000000", "--no-progress"),
          names=("bootstrap",), deadline=60, reported="hang"),
-    Case("evaluate-bootstrap-1e8", "much evaluate", ("much", "evaluate", "--data", "sample", "--scores", "s.parquet",
+    Case("evaluate-bootstrap-1e8", "much evaluate", ("much", "evaluate", "--source", "sample", "--scores", "s.parquet",
                                                      "--bootstrap", "100000000"),
          signals_file(), names=("bootstrap",), deadline=60, reported="hang"),
 )
@@ -192,7 +192,7 @@ add(
 
 # ---------------------------------------------------------------- regressions since the previous audit
 add(
-    Case("hub-layout-without-stopword-mask", "regressions", (*EVAL, "--data", "hub", "--scores", "s.parquet"),
+    Case("hub-layout-without-stopword-mask", "regressions", (*EVAL, "--source", "hub", "--scores", "s.parquet"),
          both(hub_layout, signals_file()), expect="ok", reported="refused"),
     *(Case(f"neighbours-reduce-garbage-block{suffix}", "regressions",
            ("much", "neighbours", "--tokenizer", "smollm2", "--out", "nw", "--reduce", "--no-progress"),
@@ -205,13 +205,13 @@ add(
 
 # ---------------------------------------------------------------- older surfaces: controls
 OLD: list[tuple[str, str, tuple[str, ...], object, tuple[str, ...]]] = [
-    ("run-data-missing", "much run", (*RUN, "--data", "no-such-folder"), None, ("no-such-folder",)),
-    ("run-data-a-file", "much run", (*RUN, "--data", "x.txt"), lambda c: c.write("x.txt", "hi"), ("x.txt",)),
-    ("run-data-garbage-parquet", "much run", (*RUN, "--data", "gd"),
+    ("run-data-missing", "much run", (*RUN, "--source", "no-such-folder"), None, ("no-such-folder",)),
+    ("run-data-a-file", "much run", (*RUN, "--source", "x.txt"), lambda c: c.write("x.txt", "hi"), ("x.txt",)),
+    ("run-data-garbage-parquet", "much run", (*RUN, "--source", "gd"),
      lambda c: c.write("gd/data/en/test-00000-of-00001.parquet", b"garbage" * 20), ("gd|parquet",)),
-    ("run-signals-unknown", "much run", ("much", "run", "--data", "sample", "--no-nli", "--signals", "nope",
+    ("run-signals-unknown", "much run", ("much", "run", "--source", "sample", "--no-nli", "--signals", "nope",
                                          "--bootstrap", "0"), None, ("nope",)),
-    ("run-signals-empty", "much run", ("much", "run", "--data", "sample", "--no-nli", "--signals", "",
+    ("run-signals-empty", "much run", ("much", "run", "--source", "sample", "--no-nli", "--signals", "",
                                        "--bootstrap", "0"), None, ("signal",)),
     *((f"run-bootstrap-{n}", "much run", (*RUN[:-3], "--bootstrap", n, "--no-progress"), None, ("bootstrap",))
       for n in ("1", "5", "39", "-1", "abc")),
@@ -233,7 +233,7 @@ OLD: list[tuple[str, str, tuple[str, ...], object, tuple[str, ...]]] = [
     ("evaluate-min-coverage-2", "much evaluate", (*EVAL, "--scores", "s.parquet", "--min-coverage", "2"),
      signals_file(), ("coverage",)),
     *((f"evaluate-bootstrap-{n}", "much evaluate",
-       ("much", "evaluate", "--data", "sample", "--scores", "s.parquet", "--bootstrap", n), signals_file(),
+       ("much", "evaluate", "--source", "sample", "--scores", "s.parquet", "--bootstrap", n), signals_file(),
        ("bootstrap",)) for n in ("1", "39", "-5")),
     ("evaluate-rank-unknown", "much evaluate", (*EVAL, "--scores", "s.parquet", "--rank", "nope"), signals_file(),
      ("nope",)),
@@ -249,7 +249,7 @@ OLD: list[tuple[str, str, tuple[str, ...], object, tuple[str, ...]]] = [
     ("train-validation-fraction-1.5", "much train", (*TRAIN, "--validation-fraction", "1.5", "--out", "t"), None,
      ("validation",)),
     ("train-batch-size-0", "much train", (*TRAIN, "--batch-size", "0", "--out", "t"), None, ("batch",)),
-    ("train-fold-unknown", "much train", ("much", "train", "--data", "sample", "--fold", "xx", "--out", "t",
+    ("train-fold-unknown", "much train", ("much", "train", "--source", "sample", "--fold", "xx", "--out", "t",
                                           "--no-progress"), None, ("xx",)),
     ("export-out-missing", "builder export", ("builder", "export", "--out", "nope", "--no-check"), None,
      ("nope|generations",)),

@@ -190,13 +190,13 @@ def table(workdir: Path, report: str | None = None) -> Path:
         write_signals(signals / f"{name}.parquet", [{"generation_id": g, "signal_name": name, "values": v}
                                                    for g, v in zip(ids, values, strict=True)])
     say()
-    say("much evaluate --data sample --scores <held-out signals> --rank roc_auc --bootstrap 1000 "
+    say("much evaluate --source sample --scores <held-out signals> --rank roc_auc --bootstrap 1000 "
         "(learned_*_lolo = leave-one-language-out held-out scores):")
     from much_metric.cli import main
 
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
-        code = main(["evaluate", "--data", "sample", "--scores", str(signals), "--rank", "roc_auc",
+        code = main(["evaluate", "--source", "sample", "--scores", str(signals), "--rank", "roc_auc",
                      "--bootstrap", "1000", *(["--report", report] if report else [])])
     for line in buffer.getvalue().splitlines():
         say("  " + line)

@@ -7,7 +7,7 @@ whose token scores lie in [0, 1], as the product aggregator needs); the peers' a
 ``much_peers.LMPOLYGRAPH`` and ``much_peers.UQLM`` (MUCH's stopword rule). One :func:`run_benchmark` call: same
 claims, same bootstrap resamples, each signal timed. With ``--out`` the signal files are kept and a rerun reuses them.
 
-    python scripts/bench_peers.py [--data sample|orailix/MUCH|FOLDER] [--bootstrap 1000] [--out DIR]
+    python scripts/bench_peers.py [--source sample|orailix/MUCH|FOLDER] [--bootstrap 1000] [--out DIR]
                                   [--markdown FILE]
 """
 
@@ -42,7 +42,7 @@ def signals() -> tuple[list[str], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="sample", help="much_dataset.load source (default: the embedded sample)")
+    parser.add_argument("--source", default="sample", help="much_dataset.load source (default: the embedded sample)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     parser.add_argument("--out", default=None, help="folder for the signal files (a rerun reuses them)")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ours, peers = signals()
     start = time.perf_counter()
-    result = run_benchmark(args.data, signals=ours + peers,
+    result = run_benchmark(args.source, signals=ours + peers,
                            evaluation=EvaluationOptions(bootstrap=Bootstrap(n_resamples=args.bootstrap)),
                            output=OutputOptions(out=args.out, progress=False))
     wall = time.perf_counter() - start

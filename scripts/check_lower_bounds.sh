@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that pyproject.toml's [project] dependencies lower bounds are true: installs every core dependency at exactly its
-# lower bound (`>=X` read as `==X`) in a throw-away venv, then runs the main job (`much run --data sample`) and the
+# lower bound (`>=X` read as `==X`) in a throw-away venv, then runs the main job (`much run --source sample`) and the
 # core's tests (loader, scoring, segmentation, the probability baselines) on that environment. A bound that cannot
 # be installed together with the others, or under which something fails, must be raised in pyproject.toml.
 # Slow (a full resolution of old wheels) and run by hand when a bound changes, not in CI.
@@ -36,8 +36,8 @@ if ! "$py" -m pip install -q -c "$work/lower.txt" -e . pytest hypothesis scipy s
 fi
 echo "== installed core versions"
 "$py" -m pip freeze | grep -iE "^($(sed 's/==.*//' "$work/lower.txt" | paste -sd'|'))=="
-echo "== much run --data sample"
-HF_HUB_OFFLINE=1 "$work/venv/bin/much" run --data sample --bootstrap 0 --no-progress || { echo "check_lower_bounds.sh: much run failed"; exit 1; }
+echo "== much run --source sample"
+HF_HUB_OFFLINE=1 "$work/venv/bin/much" run --source sample --bootstrap 0 --no-progress || { echo "check_lower_bounds.sh: much run failed"; exit 1; }
 echo "== core tests"
 "$py" -m pytest -q -p no:cacheprovider tests/much_dataset tests/much_metric/scoring tests/much_metric/segmentation \
     tests/much_metric/baselines/test_baselines_probability.py "$@"

@@ -6,9 +6,9 @@ questions drawn with RandomState(42)).
 
     python scripts/estimate_generation_time.py                          # smollm2 on the sample -> generation_time.json
     python scripts/estimate_generation_time.py --n-questions 5 --max-new-tokens 100   # quicker, rougher
-    python scripts/estimate_generation_time.py --model meta-llama/Llama-3.2-3B-Instruct --data orailix/MUCH \
+    python scripts/estimate_generation_time.py --model meta-llama/Llama-3.2-3B-Instruct --source orailix/MUCH \
         --extrapolate questions
-    much run --data sample --generation-time generation_time.json
+    much run --source sample --generation-time generation_time.json
 
 The JSON keeps both rates (seconds per question, per generated token); ``much run`` extrapolates the chosen one
 (``--extrapolate``, default ``tokens``: the timed model did not write the sample's answers, so their token count
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2", help="'smollm2' (offline GGUF), a .gguf file, folder or hub id")
-    parser.add_argument("--data", default="sample", help="dataset whose questions are timed (default: sample)")
+    parser.add_argument("--source", default="sample", help="dataset whose questions are timed (default: sample)")
     parser.add_argument("--config", default="all")
     parser.add_argument("--split", default=None)
     parser.add_argument("--fraction", type=float, default=0.05, help="share of distinct questions timed (0.05)")
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     from much_metric.baselines.generation import extrapolate, measure_generation, pick_questions
     from much_metric.models import load_causal_lm
 
-    data = much_dataset.load(args.data, config=args.config, split=args.split)
+    data = much_dataset.load(args.source, config=args.config, split=args.split)
     if isinstance(data, datasets.DatasetDict):
         data = datasets.concatenate_datasets([data[name] for name in data])
     n_tokens = sum(map(len, data[OUTPUT_TOKENS]))
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     measurement = measure_generation(model, tokenizer, questions, temperature=args.temperature,
                                      max_new_tokens=args.max_new_tokens, seed=args.seed)
     estimate = extrapolate(measurement, n_samples=len(data), n_tokens=n_tokens, mode=args.extrapolate)
-    record = {"model": args.model, **measurement, "extrapolate": args.extrapolate, "dataset": args.data,
+    record = {"model": args.model, **measurement, "extrapolate": args.extrapolate, "dataset": args.source,
               "config": args.config, "split": args.split, "n_dataset_samples": len(data),
               "n_dataset_tokens": n_tokens, "generation_seconds": estimate}
     Path(args.out).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{measurement['generated_tokens']} tokens in {measurement['timed_seconds']:.1f}s "
           f"({1 / measurement['seconds_per_token']:.1f} tokens/s, {measurement['seconds_per_question']:.2f}s per "
           f"question)")
-    print(f"estimated generation time of {args.data} ({len(data):,} samples, {n_tokens:,} output tokens, by "
+    print(f"estimated generation time of {args.source} ({len(data):,} samples, {n_tokens:,} output tokens, by "
           f"{args.extrapolate}): {estimate:,.0f}s -> {args.out}")
     return 0
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures the README's main command on a fresh virtual environment: install time, environment size, whether a GPU
-# stack (torch, nvidia-*, triton) came with it, and the time of `much run --data sample` (offline), whose output it
+# stack (torch, nvidia-*, triton) came with it, and the time of `much run --source sample` (offline), whose output it
 # prints.
 #
 #   bash scripts/measure_install.sh [SPEC]      # SPEC: what to pip install (default ".", the README's command)
@@ -39,9 +39,9 @@ echo "environment size: ${SIZE_MB} MB (bare venv ${VENV_BARE} MB), ${N_PACKAGES}
 echo "GPU stack installed: ${GPU:-none}"
 echo "much --version: $("$WORK/venv/bin/much" --version)"
 echo
-echo "$ HF_HUB_OFFLINE=1 much run --data sample --no-progress"
+echo "$ HF_HUB_OFFLINE=1 much run --source sample --no-progress"
 start=$(date +%s.%N)
-(cd "$WORK" && HF_HUB_OFFLINE=1 HF_HOME="$WORK/hf" "$WORK/venv/bin/much" run --data sample --no-progress)
+(cd "$WORK" && HF_HUB_OFFLINE=1 HF_HOME="$WORK/hf" "$WORK/venv/bin/much" run --source sample --no-progress)
 end=$(date +%s.%N)
-printf '\nmuch run --data sample: %.1f s wall (first run: includes loading the sample into the datasets cache)\n' \
+printf '\nmuch run --source sample: %.1f s wall (first run: includes loading the sample into the datasets cache)\n' \
     "$(echo "$end - $start" | bc)"

@@ -158,7 +158,7 @@ def test_cli_install_hints_name_an_extra_that_installs_the_package():
 def test_much_train_without_torch_names_the_learned_extra(tmp_path):
     code = ("import sys; sys.modules['torch'] = None\n"
             "from much_metric.cli import main\n"
-            f"sys.exit(main(['train', '--data', 'sample', '--out', {str(tmp_path / 'out')!r}]))")
+            f"sys.exit(main(['train', '--source', 'sample', '--out', {str(tmp_path / 'out')!r}]))")
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr

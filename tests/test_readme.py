@@ -131,7 +131,7 @@ def test_readme_keeps_the_two_setup_commands():
     """The front page's two set-up commands, each alone in a bash block, exactly as the docs and CI expect them."""
     text = README.read_text(encoding="utf-8")
     bash_blocks = [block.strip() for block in re.findall(r"```bash\n(.*?)```", text, re.S)]
-    assert "pip install . && much run --data sample" in bash_blocks
+    assert "pip install . && much run --source sample" in bash_blocks
     assert "bash scripts/run_tests.sh" in bash_blocks
     assert (ROOT / "scripts" / "run_tests.sh").is_file()
 

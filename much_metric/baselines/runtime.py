@@ -130,7 +130,7 @@ def generation_time(
         Seconds (number or numeric string), a path to a JSON file from ``scripts/estimate_generation_time.py``,
         or None for the default.
     data_source : str
-        The ``--data`` argument (``"orailix/MUCH"`` selects the paper's figure).
+        The ``--source`` argument (``"orailix/MUCH"`` selects the paper's figure).
     n_samples, n_tokens : int
         Samples and output tokens (EOS included) being evaluated.
     """

@@ -15,7 +15,7 @@ from much_metric.fileio import Output, check_outputs
 __all__ = ["check_output_paths", "INPUT_ARGUMENTS"]
 
 #: Arguments that may name a local file or folder the command reads (a value that is not a local path is ignored).
-INPUT_ARGUMENTS = ("input", "scores", "data", "mushroom", "files", "neighbours", "generation_time", "calibrate",
+INPUT_ARGUMENTS = ("input", "scores", "source", "mushroom", "files", "neighbours", "generation_time", "calibrate",
                    "tokenizer", "model", "nli_model")
 #: Arguments naming a file the command writes.
 _OUTPUT_FILES = ("output", "json", "report")

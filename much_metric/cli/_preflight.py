@@ -1,7 +1,7 @@
 """Checks every ``much`` subcommand runs on its arguments before any long work (model loading, data loading).
 
 :func:`check_arguments` looks at the arguments the subcommands share by name -- input files, output paths,
-``--generation-time``, hub ids in ``--data``/``--tokenizer``/``--model`` -- so that a typo fails in a second, not
+``--generation-time``, hub ids in ``--source``/``--tokenizer``/``--model`` -- so that a typo fails in a second, not
 after the tokenizer or the dataset has loaded. Every check raises ``ValueError``/``OSError`` with one line that says
 what is wrong and what to do; :func:`much_metric.cli.main` prints it as ``much <cmd>: error: ...``.
 """
@@ -23,9 +23,9 @@ _OUTPUT_FILES = ("output", "json", "report")
 #: Arguments naming a folder the command writes into.
 _OUTPUT_FOLDERS = ("out", "figures")
 #: Arguments that may name a hub repository.
-_HUB_ARGUMENTS = ("data", "tokenizer", "model", "nli_model", "calibrate")
+_HUB_ARGUMENTS = ("source", "tokenizer", "model", "nli_model", "calibrate")
 #: Arguments naming a dataset: the packaged ``sample``, an existing local folder/file, or a hub id ``owner/name``.
-_DATA_ARGUMENTS = ("data", "calibrate")
+_DATA_ARGUMENTS = ("source", "calibrate")
 #: Names that are not hub ids although they have no path separator.
 _ALIASES = ("sample", "smollm2")
 
@@ -80,7 +80,7 @@ def _check_generation_time(args: argparse.Namespace) -> None:
 
     try:
         # Same parser as the run itself (seconds or a JSON file); sizes are placeholders, only validity matters here.
-        generation_time(value, data_source=getattr(args, "data", "") or "", n_samples=1, n_tokens=1)
+        generation_time(value, data_source=getattr(args, "source", "") or "", n_samples=1, n_tokens=1)
     except (ValueError, OSError, KeyError, TypeError) as error:
         message = str(error)
         raise ValueError(message if "--generation-time" in message else f"--generation-time {value}: {message}") \

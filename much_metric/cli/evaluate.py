@@ -2,7 +2,7 @@
 
 Example::
 
-    much evaluate --data sample --scores signals/ --aggregator all --by lang --rank roc_auc --spans \\
+    much evaluate --source sample --scores signals/ --aggregator all --by lang --rank roc_auc --spans \\
         --calibrate-on 0.5 --report report.html --figures figures/
 
 Every table has the floors (a seeded random score and a constant score on the same claims) as reference rows and
@@ -27,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--data", required=True, help="'sample', a hub dataset id (orailix/MUCH) or a local folder")
+    parser.add_argument("--source", help="'sample', a hub dataset id (orailix/MUCH) or a local folder")
+    add_renamed_alias(parser, "--data", "--source", dest="source")
     parser.add_argument("--config", default="all", help="dataset config: all, en, fr, es or de (default: all)")
     parser.add_argument("--split", default=None, help="split to evaluate (default: every split of the dataset)")
     parser.add_argument(
@@ -118,7 +119,7 @@ def _load(data: str, config: str, split: str | None, selection: str) -> Any:
 
 
 def _load_dataset(args: argparse.Namespace) -> Any:
-    return _load(args.data, args.config, args.split, args.selection)
+    return _load(args.source, args.config, args.split, args.selection)
 
 
 def _metric_columns() -> list[Any]:
@@ -213,7 +214,7 @@ def _format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
 def _published_rows(args: argparse.Namespace, metric: str) -> list[list[str]]:
     from much_metric.signals import PAPER_GENERATION_SECONDS, PAPER_TABLE7, REFERENCE_NOTEBOOK, is_much
 
-    if not is_much(args.data):
+    if not is_much(args.source):
         return []
     rows = []
     column = {"roc_auc": 3, "pr_auc": 4}.get(metric)
@@ -273,13 +274,13 @@ def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: di
     if fraction is not None:
         return calibrate_table(table, fit_fraction=fraction, bootstrap=_bootstrap(args), split_seed=args.random_state)
     if spec in ("auto", "manual"):
-        fit_data = _load(args.data, args.config, None, spec)
+        fit_data = _load(args.source, args.config, None, spec)
     else:
         if spec == "train":
             # MUCH's train split is its "auto" samples (no human label); a test-only dataset has none
-            fit_data = _load(args.data, args.config, None, "auto")
+            fit_data = _load(args.source, args.config, None, "auto")
         else:
-            fit_data = _load(args.data, args.config, spec, "all")
+            fit_data = _load(args.source, args.config, spec, "all")
         if spec == "train" and len(fit_data) == len(dataset) and set(fit_data["generation_id"]) == set(
                 table.generation_ids):
             raise ValueError("--calibrate-on train: this dataset has no sample outside the evaluated ones (the "
@@ -303,6 +304,8 @@ def run(args: argparse.Namespace) -> int:
     from much_metric.baselines.registry import display_name
     from much_metric.signals import LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions, evaluate_signals, read_signals
 
+    if args.source is None:  # not argparse's required=: the hidden --data alias must satisfy it too
+        raise ValueError("--source is required: 'sample', a hub dataset id (orailix/MUCH) or a local folder")
     if args.labels not in LABEL_CHOICES:
         raise ValueError(f"--labels must be one of {LABEL_CHOICES}, got {args.labels!r}")
     from much_metric.signals import check_resamples
@@ -354,7 +357,7 @@ def run(args: argparse.Namespace) -> int:
             ids = set(table.generation_ids)
             n_tokens = sum(len(t) for g, t in zip(dataset["generation_id"], dataset["output_tokens"],
                                                   strict=True) if g in ids)
-            generation = generation_time(args.generation_time, data_source=args.data, n_samples=len(ids),
+            generation = generation_time(args.generation_time, data_source=args.source, n_samples=len(ids),
                                          n_tokens=n_tokens)
         board = rank_methods(table, args.rank, bootstrap=_bootstrap(args),
                              timings=timings, generation_seconds=generation.seconds if generation else None)
@@ -369,9 +372,9 @@ def run(args: argparse.Namespace) -> int:
         columns = dataset.select_columns(["lang", "prompt", "output", "output_tokens", "token_chunks"]).to_dict()
         spans = evaluate_spans(table, columns, load_tokenizer(args.tokenizer),
                                mushroom_source=args.mushroom or DEFAULT_MUSHROOM, random_state=args.random_state)
-    if args.data == "sample":
-        print(data_title(args.data, "Evaluation"))
-    print(f"{args.data} ({table.n_dataset_samples} samples with ground truth '{table.labels}', "
+    if args.source == "sample":
+        print(data_title(args.source, "Evaluation"))
+    print(f"{args.source} ({table.n_dataset_samples} samples with ground truth '{table.labels}', "
           f"selection={args.selection}, stopwords={args.stopword_handling}"
           f"{', 95% bootstrap intervals over samples' if args.bootstrap else ''})")
     if table.excluded:
@@ -422,7 +425,7 @@ def run(args: argparse.Namespace) -> int:
         from much_metric.signals import write_report
 
         try:
-            write_report(args.report, table, title=data_title(args.data, "Evaluation"), source=str(args.data),
+            write_report(args.report, table, title=data_title(args.source, "Evaluation"), source=str(args.source),
                          leaderboard=board, calibration=calibration,
                          spans=spans, figures=args.figures, display=display_name)
         except ImportError as error:  # matplotlib is an optional dependency (extra "report"): main names the extra

@@ -2,8 +2,8 @@
 
 Examples::
 
-    much run --data sample                       # offline: probability baselines on the embedded sample
-    much run --data orailix/MUCH --split test --nli-model microsoft/deberta-large-mnli --out signals/
+    much run --source sample                       # offline: probability baselines on the embedded sample
+    much run --source orailix/MUCH --split test --nli-model microsoft/deberta-large-mnli --out signals/
 
 For every baseline it prints table 3's columns -- segmentation, UQ and total wall time, absolute and relative to
 the LLM generation time, ROC-AUC and PR-AUC (product aggregator by default) -- then the extra operating points
@@ -58,7 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_signals_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--data", default="sample", help="'sample' (default, offline), orailix/MUCH, or a folder")
+    parser.add_argument("--source", default="sample", help="'sample' (default, offline), orailix/MUCH, or a folder")
+    add_renamed_alias(parser, "--data", "--source", dest="source")
     parser.add_argument("--config", default="all", help="dataset config: all, en, fr, es or de (default: all)")
     parser.add_argument("--split", default=None, help="train or test (default: every split)")
     parser.add_argument("--selection", choices=("all", "manual", "auto"), default="all",
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--aggregator must be one of {AGGREGATORS}, got {args.aggregator!r}")
     check_resamples(args.bootstrap, "--bootstrap")  # 1-39 resamples give no honest 95 % interval
     result = run_benchmark(
-        args.data, signals=_signal_names(args.signals),
+        args.source, signals=_signal_names(args.signals),
         evaluation=EvaluationOptions(
             aggregator=args.aggregator, stopword_handling=args.stopword_handling, random_state=args.random_state,
             include_training_rows=args.include_training_rows,

@@ -2,10 +2,10 @@
 
 Examples::
 
-    much train --data sample --protocol leave-one-language-out --fold de --detector linear --out runs/linear-de
-    much train --data orailix/MUCH --protocol auto-to-manual --detector sequence --out runs/sequence
-    much train --data sample --internals PACK --detector probe --out runs/probe          # one folder per language
-    much train --data sample --internals PACK --detector claim_head --fold de --out runs/head-de
+    much train --source sample --protocol leave-one-language-out --fold de --detector linear --out runs/linear-de
+    much train --source orailix/MUCH --protocol auto-to-manual --detector sequence --out runs/sequence
+    much train --source sample --internals PACK --detector probe --out runs/probe          # one folder per language
+    much train --source sample --internals PACK --detector claim_head --fold de --out runs/head-de
 
 Each fold of the protocol (see :mod:`much_metric.learned.splits`: grouped by question, Wikipedia article across
 languages and generation, checked for leakage; each fold prints what it purged) trains one detector with early
@@ -17,7 +17,7 @@ Max Likelihood on the same claims, with the protocol's name. Score the detector 
 out there unless ``--include-training-rows`` is given.
 
 ``--detector probe`` and ``--detector claim_head`` read an internals pack (``python -m builder internals``) given
-with ``--internals PACK``: the pack must hold every row of ``--data``/``--config`` with its token count; the folder
+with ``--internals PACK``: the pack must hold every row of ``--source``/``--config`` with its token count; the folder
 records the pack's model, weights hash and the hidden layer (``--layer``) or attention window it read, and is
 scored with ``much run --internals PACK --signals learned:DIR`` on a pack of the same model only.
 """
@@ -29,6 +29,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from much_metric.cli._flags import add_renamed_alias
 from much_metric.learned import KINDS, PROTOCOLS
 
 
@@ -37,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "train", help="train a learned detector (linear, sequence, probe or claim_head) on MUCH's claim labels",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--data", default="sample", help="'sample' (default, offline), orailix/MUCH, or a folder")
+    parser.add_argument("--source", default="sample", help="'sample' (default, offline), orailix/MUCH, or a folder")
+    add_renamed_alias(parser, "--data", "--source", dest="source")
     parser.add_argument("--config", default="all", help="dataset config: all, en, fr, es or de (default: all)")
     parser.add_argument("--protocol", default="leave-one-language-out", choices=tuple(PROTOCOLS),
                         help="auto-to-manual, leave-one-language-out (default) or leave-one-model-out")
@@ -143,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--validation-fraction must be in (0, 1), got {args.validation_fraction}")
     model = estimator(args)
 
-    dataset, origin = load_with_origin(args.data, args.config)
+    dataset, origin = load_with_origin(args.source, args.config)
     pack = None
     if args.internals is not None:  # every row with its token count, before any training
         from much_dataset.internals import load_internals
@@ -154,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     for fold in folds:
         folder = fold_folder(Path(args.out), fold.name, len(folds), args.fold)
         print(fold.describe())
-        protocol = {"name": args.protocol, "fold": fold.name, "data": args.data, "config": args.config,
+        protocol = {"name": args.protocol, "fold": fold.name, "data": args.source, "config": args.config,
                     "n_test": int(len(fold.test)), "purged": dict(fold.purged)}
         if pack is not None:
             protocol["internals"] = str(args.internals)

@@ -56,5 +56,5 @@ REFERENCE_NOTEBOOK: tuple[tuple[str, str, float, float], ...] = (
 
 
 def is_much(data: str) -> bool:
-    """Whether ``--data`` names the published dataset (hub id, case-insensitive)."""
+    """Whether ``--source`` names the published dataset (hub id, case-insensitive)."""
     return str(data).strip().lower().rstrip("/") in ("orailix/much", "hf://datasets/orailix/much")

@@ -325,7 +325,7 @@ def test_engine_rows_export_load_and_score_with_much_run(model_dir, vllm_outs, o
                                        np.array(generation[schema.LOGITS_VALUES]), rtol=1e-6)
 
     report = tmp_path / "run.json"
-    assert much(["run", "--data", str(out / "much"), "--signals", "max_likelihood,token_entropy_24",
+    assert much(["run", "--source", str(out / "much"), "--signals", "max_likelihood,token_entropy_24",
                  "--bootstrap", "0", "--no-nli", "--tokenizer", str(model_dir), "--json", str(report),
                  "--no-progress"]) == 0
     table = json.loads(report.read_text())

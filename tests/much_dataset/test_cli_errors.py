@@ -35,7 +35,7 @@ def _much(monkeypatch, error):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(much_dataset, "load", _raise(error))
-    return "much run", lambda extra=(): main([*extra, "run", "--data", "sample", "--signals", "token_likelihood",
+    return "much run", lambda extra=(): main([*extra, "run", "--source", "sample", "--signals", "token_likelihood",
                                               "--bootstrap", "0"])
 
 

@@ -49,11 +49,11 @@ def test_library_load_of_unreachable_hub_fails_fast_with_the_cli_message(hub_env
 
 
 def test_cli_and_library_say_the_same(hub_env):
-    done = subprocess.run([sys.executable, "-m", "much_metric", "evaluate", "--data", "orailix/MUCH", "--scores",
+    done = subprocess.run([sys.executable, "-m", "much_metric", "evaluate", "--source", "orailix/MUCH", "--scores",
                            str(ROOT / "README.md")], env=hub_env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     library = _hub.unreachable_message("much_dataset.load('orailix/MUCH')").split(": ", 1)[1]
-    assert done.stderr.strip() == f"much evaluate: error: --data orailix/MUCH: {library}".replace(
+    assert done.stderr.strip() == f"much evaluate: error: --source orailix/MUCH: {library}".replace(
         _hub.hub_endpoint(), hub_env["HF_ENDPOINT"])
 
 

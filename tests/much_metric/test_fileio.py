@@ -107,7 +107,7 @@ def test_outputs_do_not_collide(tmp_path):
 
 
 def test_inputs_that_are_not_local_paths_are_ignored(tmp_path):
-    check_outputs([Output("--json", tmp_path / "a.json")], inputs=[("--data", "orailix/MUCH"), ("--data", "sample"),
+    check_outputs([Output("--json", tmp_path / "a.json")], inputs=[("--source", "orailix/MUCH"), ("--source", "sample"),
                                                                     ("--input", "-"), ("--x", None)])
 
 

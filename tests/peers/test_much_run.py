@@ -1,4 +1,4 @@
-"""The issue's "done when": ``much run --data sample --signals lmpolygraph:MaximumClaimProbability,
+"""The issue's "done when": ``much run --source sample --signals lmpolygraph:MaximumClaimProbability,
 uqlm:sequence_probability,token_likelihood`` prints three rows, LM-Polygraph's with Token Likelihood's ROC-AUC."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _much(args, tmp_path):
 @pytest.mark.slow
 def test_much_run_prints_the_peers_beside_token_likelihood(tmp_path):
     out = tmp_path / "signals"
-    result = _much(["run", "--data", "sample", "--signals", SIGNALS, "--no-progress", "--bootstrap", "200",
+    result = _much(["run", "--source", "sample", "--signals", SIGNALS, "--no-progress", "--bootstrap", "200",
                     "--out", str(out), "--json", str(tmp_path / "table.json")], tmp_path)
     assert result.returncode == 0, result.stderr
     printed = {}
@@ -51,7 +51,7 @@ def test_much_run_prints_the_peers_beside_token_likelihood(tmp_path):
 
 
 def test_a_refused_estimator_fails_before_any_work(tmp_path):
-    result = _much(["run", "--data", "sample", "--signals", "token_likelihood,lmpolygraph:PTrueClaim",
+    result = _much(["run", "--source", "sample", "--signals", "token_likelihood,lmpolygraph:PTrueClaim",
                     "--no-progress"], tmp_path)
     assert result.returncode == 2
     assert "PTrueClaim needs the generating model" in result.stderr

@@ -80,7 +80,8 @@ def test_script_writes_a_file_much_run_reads(tiny_llm, tmp_path, monkeypatch):
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     out = tmp_path / "generation_time.json"
-    assert script.main(["--data", str(tmp_path), "--n-questions", "2", "--max-new-tokens", "3", "--out", str(out)]) == 0
+    assert script.main(["--source", str(tmp_path), "--n-questions", "2", "--max-new-tokens", "3",
+                        "--out", str(out)]) == 0
     record = json.loads(out.read_text())
     n_tokens = sum(len(r["output_tokens"]) for r in rows)
     assert record["n_dataset_samples"] == 20 and record["n_dataset_tokens"] == n_tokens

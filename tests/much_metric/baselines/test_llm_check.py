@@ -83,7 +83,7 @@ def test_registered_as_needing_internals_and_not_in_the_all_group():
 
 
 def test_much_run_prints_an_llm_check_row(tmp_path, capsys):
-    """``much run --data sample --config en --internals PACK --signals llm_check_attention`` on a pack written by the
+    """``much run --source sample --config en --internals PACK --signals llm_check_attention`` on a pack written by the
     builder's writers (random self-attention weights for every English sample row)."""
     import much_dataset
     from builder import internals
@@ -106,7 +106,7 @@ def test_much_run_prints_an_llm_check_row(tmp_path, capsys):
         entries[gid] = {"n_tokens": n, "max_abs_diff": 0.0}
     shard, size = internals._write_shard(tmp_path, arrays)
     internals._commit(tmp_path, identity, (shard, size), {g: {**e, "shard": shard} for g, e in entries.items()}, {})
-    code = main(["run", "--data", "sample", "--config", "en", "--internals", str(tmp_path), "--signals",
+    code = main(["run", "--source", "sample", "--config", "en", "--internals", str(tmp_path), "--signals",
                  "llm_check_attention", "--bootstrap", "0", "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0

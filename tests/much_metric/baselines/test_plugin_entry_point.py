@@ -43,7 +43,7 @@ def test_an_installed_plugin_is_listed_and_runs_like_a_builtin(plugin_site, tmp_
     assert "top2_gap" in help_text.stdout and "example plugin" in help_text.stdout
 
     out = tmp_path / "signals"
-    result = _much(["run", "--data", "sample", "--signals", "top2_gap,probability_margin", "--bootstrap", "40",
+    result = _much(["run", "--source", "sample", "--signals", "top2_gap,probability_margin", "--bootstrap", "40",
                     "--no-progress", "--out", str(out), "--json", str(tmp_path / "table.json")], plugin_site, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Top-2 gap (plugin)" in result.stdout
@@ -54,7 +54,7 @@ def test_an_installed_plugin_is_listed_and_runs_like_a_builtin(plugin_site, tmp_
         assert plugin[key] == builtin[key], key
     assert (out / "top2_gap.parquet").is_file()
 
-    evaluated = _much(["evaluate", "--data", "sample", "--scores", str(out / "top2_gap.parquet"), "--bootstrap", "0"],
+    evaluated = _much(["evaluate", "--source", "sample", "--scores", str(out / "top2_gap.parquet"), "--bootstrap", "0"],
                       plugin_site, tmp_path)
     assert evaluated.returncode == 0, evaluated.stderr
     assert f"{plugin['roc_auc']:.3f}" in evaluated.stdout

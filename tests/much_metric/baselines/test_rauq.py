@@ -121,7 +121,7 @@ def test_registered_as_needing_internals_and_not_in_the_all_group():
 
 
 def test_much_run_prints_a_rauq_row(tmp_path, capsys):
-    """``much run --data sample --config en --internals PACK --signals rauq`` on a pack written by the builder's
+    """``much run --source sample --config en --internals PACK --signals rauq`` on a pack written by the builder's
     writers (random attention for every English sample row; the SmolLM2 pack is built by scripts/bench_internals.py)."""
     import much_dataset
     from builder import internals
@@ -143,13 +143,13 @@ def test_much_run_prints_a_rauq_row(tmp_path, capsys):
         entries[gid] = {"n_tokens": n, "max_abs_diff": 0.0}
     shard, size = internals._write_shard(tmp_path, arrays)
     internals._commit(tmp_path, identity, (shard, size), {g: {**e, "shard": shard} for g, e in entries.items()}, {})
-    code = main(["run", "--data", "sample", "--config", "en", "--internals", str(tmp_path), "--signals",
+    code = main(["run", "--source", "sample", "--config", "en", "--internals", str(tmp_path), "--signals",
                  "rauq,attention_previous", "--bootstrap", "0", "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0
     assert any(line.lstrip("│| ").startswith("RAUQ") for line in out.splitlines()), out
     assert "Attention to previous" in out
     # without a pack: a clear error naming what is missing
-    assert main(["run", "--data", "sample", "--config", "en", "--signals", "rauq", "--bootstrap", "0",
+    assert main(["run", "--source", "sample", "--config", "en", "--signals", "rauq", "--bootstrap", "0",
                  "--no-progress"]) == 2
     assert "internals pack" in capsys.readouterr().err

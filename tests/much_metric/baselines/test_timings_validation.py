@@ -82,7 +82,7 @@ def test_much_evaluate_reports_bad_timings_in_one_line(tmp_path, capsys, monkeyp
         for gid, values in zip(sample[schema.GENERATION_ID], sample[schema.LOGITS_VALUES], strict=True)])
     _write(tmp_path, {"ml": {"seconds": -1}})
     capsys.readouterr()  # the loading above
-    assert main(["evaluate", "--data", "sample", "--scores", str(tmp_path / "s.parquet"), "--rank", "roc_auc",
+    assert main(["evaluate", "--source", "sample", "--scores", str(tmp_path / "s.parquet"), "--rank", "roc_auc",
                  "--bootstrap", "0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("much evaluate: error: ") and err.count("\n") == 1 and "timings.json" in err

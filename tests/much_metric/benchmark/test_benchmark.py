@@ -53,7 +53,7 @@ def test_same_numbers_as_much_run_json(sample, tmp_path):
 
     report = tmp_path / "run.json"
     signals = ",".join(PROBABILITY_SIGNALS)
-    assert main(["run", "--data", "sample", "--split", "test", "--signals", signals, "--bootstrap", "40",
+    assert main(["run", "--source", "sample", "--split", "test", "--signals", signals, "--bootstrap", "40",
                  "--random-state", "3", "--no-progress", "--json", str(report)]) == 0
     written = json.loads(report.read_text())
     evaluation = EvaluationOptions(bootstrap=Bootstrap(n_resamples=40, random_state=3), random_state=3)

@@ -11,8 +11,8 @@ from much_metric.cli import main
 from much_metric.signals import MAX_RESAMPLES, check_resamples
 
 
-@pytest.mark.parametrize("command", [["run", "--data", "sample", "--signals", "token_likelihood", "--no-progress"],
-                                     ["evaluate", "--data", "sample", "--scores", "__file__"]])
+@pytest.mark.parametrize("command", [["run", "--source", "sample", "--signals", "token_likelihood", "--no-progress"],
+                                     ["evaluate", "--source", "sample", "--scores", "__file__"]])
 def test_too_many_resamples_are_refused_at_once(capsys, command):
     command = [__file__ if part == "__file__" else part for part in command]
     start = time.monotonic()

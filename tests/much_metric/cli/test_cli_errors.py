@@ -49,8 +49,8 @@ def test_version_is_the_one_version(capsys):
     [
         (["run", "--generation-time", "soon"], "--generation-time"),
         (["run", "--generation-time", "-3"], "positive number of seconds"),
-        (["evaluate", "--data", "sample", "--scores", "{tmp}/missing.parquet"], "--scores"),
-        (["evaluate", "--data", "sample", "--scores", "{tmp}", "--report", "{tmp}/a_file/report.html"], "is a file"),
+        (["evaluate", "--source", "sample", "--scores", "{tmp}/missing.parquet"], "--scores"),
+        (["evaluate", "--source", "sample", "--scores", "{tmp}", "--report", "{tmp}/a_file/report.html"], "is a file"),
         (["run", "--out", "{tmp}/a_file"], "is a file, expected a folder"),
         (["run", "--json", "{tmp}"], "is a folder, expected a file"),
         (["segment", "--input", "{tmp}/missing.jsonl", "--tokenizer", "smollm2"], "no such file"),
@@ -81,9 +81,9 @@ def test_every_command_is_covered_above():
 def test_unreachable_hub_fails_before_loading_with_what_to_do(tmp_path, capsys, unreachable_hub, no_data_loading):
     scores = tmp_path / "scores.jsonl"
     scores.write_text(json.dumps({"generation_id": "g", "signal_name": "s", "values": [0.1]}) + "\n")
-    assert main(["evaluate", "--data", "orailix/MUCH", "--scores", str(scores)]) == 2
+    assert main(["evaluate", "--source", "orailix/MUCH", "--scores", str(scores)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("much evaluate: error: --data orailix/MUCH: the Hugging Face hub is unreachable")
+    assert err.startswith("much evaluate: error: --source orailix/MUCH: the Hugging Face hub is unreachable")
     assert "HF_HUB_OFFLINE=1" in err and "local folder" in err and err.count("\n") == 1
 
 

@@ -72,7 +72,7 @@ def signal_file(tmp_path_factory, split):
 def test_table_json_and_report(loader, split, signal_file, tmp_path, capsys):
     path, records = signal_file
     out_json, out_html = tmp_path / "metrics.json", tmp_path / "report.html"
-    code = _main(["evaluate", "--data", "sample", "--scores", str(path), "--aggregator", "product",
+    code = _main(["evaluate", "--source", "sample", "--scores", str(path), "--aggregator", "product",
                   "--aggregator", "max", "--by", "lang", "--by", "model", "--bootstrap", "50",
                   "--json", str(out_json), "--report", str(out_html)])
     assert code == 0
@@ -107,7 +107,7 @@ def test_table_json_and_report(loader, split, signal_file, tmp_path, capsys):
 def test_selection_split_and_signal_filter(loader, split, signal_file, tmp_path, capsys):
     path, _ = signal_file
     out_json = tmp_path / "m.json"
-    assert _main(["evaluate", "--data", "some/folder", "--split", "train", "--selection", "manual", "--scores",
+    assert _main(["evaluate", "--source", "some/folder", "--split", "train", "--selection", "manual", "--scores",
                   str(path), "--signal", "max_likelihood", "--bootstrap", "0", "--json", str(out_json)]) == 0
     assert loader[-1] == ("some/folder", "all", "train")
     (metrics,) = json.loads(out_json.read_text())["results"]
@@ -122,18 +122,18 @@ def test_errors_exit_2_and_name_the_sample(loader, split, tmp_path, capsys):
     rows, _ = split
     bad = tmp_path / "bad.jsonl"
     write_signals(bad, [{"generation_id": rows[3][schema.GENERATION_ID], "signal_name": "short", "values": [0.5]}])
-    assert _main(["evaluate", "--data", "sample", "--scores", str(bad), "--bootstrap", "0",
+    assert _main(["evaluate", "--source", "sample", "--scores", str(bad), "--bootstrap", "0",
                   "--min-coverage", "0"]) == 2
     err = capsys.readouterr().err
     assert f"generation_id={rows[3][schema.GENERATION_ID]!r}" in err and "output tokens" in err
-    assert _main(["evaluate", "--data", "sample", "--scores", str(tmp_path / "none.parquet")]) == 2
+    assert _main(["evaluate", "--source", "sample", "--scores", str(tmp_path / "none.parquet")]) == 2
     assert "none.parquet: no such file or folder" in capsys.readouterr().err  # the entry point checks it first
     other = tmp_path / "other.jsonl"
     write_signals(other, [{"generation_id": "not-in-data", "signal_name": "x", "values": [0.5]}])
-    assert _main(["evaluate", "--data", "sample", "--scores", str(other)]) == 2
+    assert _main(["evaluate", "--source", "sample", "--scores", str(other)]) == 2
     assert "no values for any generation_id" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        _main(["evaluate", "--data", "sample", "--scores", str(other), "--stopword-handling", "drop"])
+        _main(["evaluate", "--source", "sample", "--scores", str(other), "--stopword-handling", "drop"])
 
 
 def test_registered_in_the_much_cli():
@@ -159,7 +159,7 @@ def test_with_the_real_loader_on_an_export_folder(monkeypatch, tmp_path, capsys)
     write_signals(signals, [{"generation_id": r[schema.GENERATION_ID], "signal_name": "max_likelihood",
                              "values": (1 - np.asarray(r[schema.LOGITS_VALUES])[:, 0]).tolist()} for r in rows])
     out_json = tmp_path / "m.json"
-    assert _main(["evaluate", "--data", str(tmp_path / "export"), "--split", "test", "--scores", str(signals),
+    assert _main(["evaluate", "--source", str(tmp_path / "export"), "--split", "test", "--scores", str(signals),
                   "--bootstrap", "0", "--json", str(out_json)]) == 0
     (metrics,) = json.loads(out_json.read_text())["results"]
     test_rows = rows[:10]

@@ -44,7 +44,7 @@ def test_every_sample_row_matches_its_mushroom_record(sample):
 
 def test_rank_spans_calibration_report(sample, scores, tmp_path, capsys):
     report, figures, out_json = tmp_path / "r.html", tmp_path / "fig", tmp_path / "m.json"
-    code = main(["evaluate", "--data", "sample", "--scores", str(scores), "--rank", "roc_auc", "--spans",
+    code = main(["evaluate", "--source", "sample", "--scores", str(scores), "--rank", "roc_auc", "--spans",
                  "--calibrate-on", "0.5", "--by", "lang", "--bootstrap", "50", "--report", str(report),
                  "--figures", str(figures), "--json", str(out_json), "--generation-time", "100"])
     out = capsys.readouterr().out
@@ -70,12 +70,12 @@ def test_rank_spans_calibration_report(sample, scores, tmp_path, capsys):
 
 
 def test_cli_errors(scores, capsys):
-    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--labels", "human_labels_0",
+    assert main(["evaluate", "--source", "sample", "--scores", str(scores), "--labels", "human_labels_0",
                  "--bootstrap", "0"]) == 2
     assert "no sample of the dataset has ground truth" in capsys.readouterr().err
-    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--rank", "accuracy"]) == 2
+    assert main(["evaluate", "--source", "sample", "--scores", str(scores), "--rank", "accuracy"]) == 2
     assert "--rank must be one of" in capsys.readouterr().err
-    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--calibrate-on", "train",
+    assert main(["evaluate", "--source", "sample", "--scores", str(scores), "--calibrate-on", "train",
                  "--bootstrap", "0"]) == 2
     assert "use a fraction" in capsys.readouterr().err
 

@@ -40,7 +40,7 @@ def test_data_loading_error_exits_2_every_time(broken_export, extra):
     folder, scores, tmp = broken_export
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
            "HF_DATASETS_CACHE": str(tmp / "cache")}
-    argv = [sys.executable, "-m", "much_metric", "evaluate", "--data", str(folder), "--scores", str(scores),
+    argv = [sys.executable, "-m", "much_metric", "evaluate", "--source", str(folder), "--scores", str(scores),
             "--bootstrap", "0", *extra]
     results = []
     for start in range(0, RUNS, AT_ONCE):

@@ -32,12 +32,12 @@ def test_data_that_is_not_a_folder_nor_a_hub_id_fails_at_once(command, data, tmp
     monkeypatch.chdir(tmp_path)
     scores = tmp_path / "s.jsonl"
     scores.write_text("")
-    argv = [command, "--data", data] + (["--scores", str(scores)] if command == "evaluate" else [])
+    argv = [command, "--source", data] + (["--scores", str(scores)] if command == "evaluate" else [])
     started = time.perf_counter()
     assert main(argv) == 2
     assert time.perf_counter() - started < 5
     err = capsys.readouterr().err
-    assert err.startswith(f"much {command}: error: --data {data}: no such folder"), err
+    assert err.startswith(f"much {command}: error: --source {data}: no such folder"), err
     assert "owner/name" in err and err.count("\n") == 1
 
 
@@ -50,7 +50,7 @@ def test_spans_without_the_mushroom_files_says_how_to_get_them(tmp_path, capsys,
     scores = tmp_path / "s.jsonl"
     scores.write_text("")
     started = time.perf_counter()
-    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--spans"]) == 2
+    assert main(["evaluate", "--source", "sample", "--scores", str(scores), "--spans"]) == 2
     assert time.perf_counter() - started < 5
     err = capsys.readouterr().err
     assert err.startswith("much evaluate: error: --spans: no Mu-SHROOM JSONL file at") and err.count("\n") == 1
@@ -61,7 +61,7 @@ def test_spans_without_the_mushroom_files_says_how_to_get_them(tmp_path, capsys,
 def test_spans_with_a_missing_mushroom_option_fails_before_loading(tmp_path, capsys, no_data_loading):
     scores = tmp_path / "s.jsonl"
     scores.write_text("")
-    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--spans",
+    assert main(["evaluate", "--source", "sample", "--scores", str(scores), "--spans",
                  "--mushroom", str(tmp_path / "nope")]) == 2
     assert "no Mu-SHROOM JSONL file" in capsys.readouterr().err
 
@@ -87,7 +87,7 @@ def test_nli_signal_without_torch_names_the_models_extra_before_any_loading(tmp_
     monkeypatch.setattr(resources, "llm_tokenizers", lambda *a: pytest.fail("tokenizers loaded first"))
     without("torch")
     started = time.perf_counter()
-    assert main(["run", "--data", "sample", "--signals", "ccp_10_8"]) == 2
+    assert main(["run", "--source", "sample", "--signals", "ccp_10_8"]) == 2
     assert time.perf_counter() - started < 5
     err = capsys.readouterr().err
     assert err.startswith("much run: error: --signals ccp_10_8: needs an NLI model") and err.count("\n") == 1
@@ -98,14 +98,14 @@ def test_report_without_matplotlib_fails_before_the_evaluation(tmp_path, capsys,
     without("matplotlib")
     scores = tmp_path / "s.jsonl"
     scores.write_text("")
-    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--report", str(tmp_path / "r.html")]) == 2
+    assert main(["evaluate", "--source", "sample", "--scores", str(scores), "--report", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("much evaluate: error: --report draws its figures with matplotlib") and err.count("\n") == 1
     assert "pip install '.[report]'" in err
 
 
 def test_sample_outputs_say_they_are_not_much(tmp_path, capsys, monkeypatch):
-    """Header and report title of `much evaluate --data sample` say it is Mu-SHROOM scored with a proxy model."""
+    """Header and report title of `much evaluate --source sample` say it is Mu-SHROOM scored with a proxy model."""
     import numpy as np
 
     from much_metric.signals import write_signals
@@ -117,7 +117,7 @@ def test_sample_outputs_say_they_are_not_much(tmp_path, capsys, monkeypatch):
                             "values": (1 - np.asarray(v)[:, 0]).tolist()}
                            for g, v in zip(rows["generation_id"], rows["logits_values"], strict=True)])
     report = tmp_path / "r.html"
-    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--bootstrap", "0",
+    assert main(["evaluate", "--source", "sample", "--scores", str(scores), "--bootstrap", "0",
                  "--report", str(report)]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("Evaluation on the embedded sample: Mu-SHROOM outputs scored with a small proxy model")
@@ -156,13 +156,13 @@ def test_ktc_has_one_label_in_run_evaluate_and_the_report():
 
 def test_all_probability_leaves_nll_out_under_the_product_aggregator(capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert main(["run", "--data", "sample", "--signals", "all-probability", "--bootstrap", "0", "--no-progress"]) == 0
+    assert main(["run", "--source", "sample", "--signals", "all-probability", "--bootstrap", "0", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert not any(line.startswith("NLL ") for line in printed.splitlines())
     flat = " ".join(printed.split())  # prose lines are wrapped at 120 columns
     assert "note: NLL left out: its token scores lie outside [0, 1]" in flat and "--aggregator mean" in flat
     assert any(line.startswith("Max Likelihood ") for line in printed.splitlines())
-    assert main(["run", "--data", "sample", "--signals", "nll", "--aggregator", "mean", "--bootstrap", "0",
+    assert main(["run", "--source", "sample", "--signals", "nll", "--aggregator", "mean", "--bootstrap", "0",
                  "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert sum(line.startswith("NLL ") for line in printed.splitlines()) == 2  # both tables

@@ -44,7 +44,7 @@ def _refused(capsys, argv, *phrases):
 def test_evaluate_output_equal_to_the_scores_file_is_refused(tmp_path, capsys, scores, option):
     copy = tmp_path / "scores.jsonl"
     copy.write_bytes(scores.read_bytes())
-    _refused(capsys, ["evaluate", "--data", "sample", "--scores", str(copy), "--bootstrap", "0", option, str(copy)],
+    _refused(capsys, ["evaluate", "--source", "sample", "--scores", str(copy), "--bootstrap", "0", option, str(copy)],
              f"{option} {copy}", "is the input --scores", "nothing was written")
     assert copy.read_bytes() == scores.read_bytes()
 
@@ -53,7 +53,7 @@ def test_evaluate_output_inside_a_scores_folder_over_a_signal_file_is_refused(tm
     folder = tmp_path / "signals"
     folder.mkdir()
     (folder / scores.name).write_bytes(scores.read_bytes())
-    _refused(capsys, ["evaluate", "--data", "sample", "--scores", str(folder), "--bootstrap", "0",
+    _refused(capsys, ["evaluate", "--source", "sample", "--scores", str(folder), "--bootstrap", "0",
                       "--json", str(folder / scores.name)], "file of the input --scores")
 
 
@@ -61,7 +61,7 @@ def test_evaluate_output_inside_a_scores_folder_over_a_signal_file_is_refused(tm
 def test_evaluate_json_through_a_link_to_a_device_is_refused_and_the_link_kept(tmp_path, capsys, scores, target):
     link = tmp_path / "table.json"
     link.symlink_to(target)
-    _refused(capsys, ["evaluate", "--data", "sample", "--scores", str(scores), "--bootstrap", "0",
+    _refused(capsys, ["evaluate", "--source", "sample", "--scores", str(scores), "--bootstrap", "0",
                       "--json", str(link)], "symbolic link", target)
     assert link.is_symlink() and os.readlink(link) == target
 
@@ -70,7 +70,7 @@ def test_evaluate_json_on_a_device_node_is_refused(tmp_path, capsys, scores):
     from tests.much_metric.test_fileio import device_copy
 
     device = device_copy(tmp_path)  # a copy of the full device: a regression never replaces the real /dev/full
-    _refused(capsys, ["evaluate", "--data", "sample", "--scores", str(scores), "--bootstrap", "0",
+    _refused(capsys, ["evaluate", "--source", "sample", "--scores", str(scores), "--bootstrap", "0",
                       "--json", str(device)], "is a device")
     assert stat.S_ISCHR(os.stat(device).st_mode)
 
@@ -80,7 +80,7 @@ def test_evaluate_reports_a_full_disk_and_exits_non_zero(tmp_path, capsys, score
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(fileio.os, "fsync", full)
-    code = main(["evaluate", "--data", "sample", "--scores", str(scores), "--bootstrap", "0",
+    code = main(["evaluate", "--source", "sample", "--scores", str(scores), "--bootstrap", "0",
                  "--json", str(tmp_path / "table.json")])
     err = capsys.readouterr().err
     assert code == 2 and "No space left on device" in err, err
@@ -102,10 +102,12 @@ def test_segment_output_equal_to_the_input_is_refused(tmp_path, capsys):
 
 def test_run_json_over_a_signal_file_of_out_is_refused(tmp_path, capsys):
     out = tmp_path / "signals"
-    _refused(capsys, ["run", "--data", "sample", "--signals", "token_likelihood", "--bootstrap", "0", "--out", str(out),
+    _refused(capsys, ["run", "--source", "sample", "--signals", "token_likelihood", "--bootstrap", "0",
+                      "--out", str(out),
                       "--json", str(out / "token_likelihood.parquet"), "--no-progress"],
              "is a file that --out", "writes")
-    _refused(capsys, ["run", "--data", "sample", "--signals", "token_likelihood", "--bootstrap", "0", "--out", str(out),
+    _refused(capsys, ["run", "--source", "sample", "--signals", "token_likelihood", "--bootstrap", "0",
+                      "--out", str(out),
                       "--json", str(out / "timings.json"), "--no-progress"], "is a file that --out")
     assert not out.exists()
 

@@ -33,7 +33,7 @@ def scores(sample, tmp_path_factory):
 
 def test_bootstrap_0_ranks_by_point_values_without_intervals(scores, capsys, tmp_path):
     report = tmp_path / "report.html"
-    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--rank", "roc_auc",
+    assert main(["evaluate", "--source", "sample", "--scores", str(scores), "--rank", "roc_auc",
                  "--bootstrap", "0", "--report", str(report)]) == 0
     page = report.read_text()
     assert "no bootstrap: ranked by the point values" in page and "p-values" not in page
@@ -54,7 +54,7 @@ def test_too_few_resamples_are_refused_before_loading(scores, capsys, monkeypatc
         raise AssertionError("data loaded before --bootstrap was checked")
 
     monkeypatch.setattr(much_dataset, "load", forbidden)
-    assert main(["evaluate", "--data", "sample", "--scores", str(scores), "--rank", "roc_auc",
+    assert main(["evaluate", "--source", "sample", "--scores", str(scores), "--rank", "roc_auc",
                  "--bootstrap", count]) == 2
     err = capsys.readouterr().err
     assert err.startswith("much evaluate: error: --bootstrap") and err.count("\n") == 1

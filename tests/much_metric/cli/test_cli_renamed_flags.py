@@ -21,7 +21,7 @@ RENAMED = [
 
 
 def _parse(command: str, *extra: str):
-    required = ["--data", "sample"] + (["--scores", "signals.jsonl"] if command == "evaluate" else [])
+    required = ["--source", "sample"] + (["--scores", "signals.jsonl"] if command == "evaluate" else [])
     return build_parser().parse_args([command, *required, *extra])
 
 
@@ -52,7 +52,7 @@ def test_old_flag_is_hidden_from_help_and_keeps_its_checks(capsys, command, old,
 
 def test_much_run_with_the_old_seed_prints_the_same_table_as_random_state(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    common = ["run", "--data", "sample", "--split", "test", "--signals", "max_likelihood", "--bootstrap", "40",
+    common = ["run", "--source", "sample", "--split", "test", "--signals", "max_likelihood", "--bootstrap", "40",
               "--no-progress", "--no-nli"]
     assert main([*common, "--random-state", "5", "--json", str(tmp_path / "new.json")]) == 0
     new = capsys.readouterr()
@@ -64,3 +64,24 @@ def test_much_run_with_the_old_seed_prints_the_same_table_as_random_state(tmp_pa
     assert main([*common, "--random-state", "6", "--json", str(tmp_path / "other.json")]) == 0
     assert json.loads((tmp_path / "other.json").read_text())["results"][0]["intervals"] != \
         json.loads((tmp_path / "new.json").read_text())["results"][0]["intervals"]
+
+
+@pytest.mark.parametrize("command", ["run", "evaluate", "train"])
+def test_data_is_the_hidden_old_name_of_source(capsys, command):
+    extra = {"evaluate": ["--scores", "signals.jsonl"], "train": ["--out", "runs/x"]}.get(command, [])
+    new = build_parser().parse_args([command, "--source", "orailix/MUCH", *extra])
+    assert new.source == "orailix/MUCH" and capsys.readouterr().err == ""
+    old = build_parser().parse_args([command, "--data", "orailix/MUCH", *extra])
+    assert old.source == "orailix/MUCH" and not hasattr(old, "data")
+    err = capsys.readouterr().err
+    assert "warning: --data is deprecated" in err and "use --source" in err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    assert "--data" not in capsys.readouterr().out
+
+
+def test_evaluate_without_source_names_the_flag(tmp_path, capsys):
+    scores = tmp_path / "signals.jsonl"
+    scores.write_text("")
+    assert main(["evaluate", "--scores", str(scores)]) == 2
+    assert "--source is required" in capsys.readouterr().err

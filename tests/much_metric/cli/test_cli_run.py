@@ -72,7 +72,7 @@ def test_probability_baselines_table_json_and_resume(workspace, capsys, monkeypa
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     root, rows = workspace
     out, report = root / "signals", root / "report.json"
-    argv = ["run", "--data", str(root / "data"), "--bootstrap", "40", "--out", str(out), "--json", str(report),
+    argv = ["run", "--source", str(root / "data"), "--bootstrap", "40", "--out", str(out), "--json", str(report),
             "--generation-time", "50", "--no-progress", "--no-nli"]
     assert _much(argv) == 0
     printed = capsys.readouterr().out
@@ -107,7 +107,7 @@ def test_probability_baselines_table_json_and_resume(workspace, capsys, monkeypa
 def test_ccp_sar_with_local_nli_model_and_tokenizer(workspace, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     root, rows = workspace
-    argv = ["run", "--data", str(root / "data"), "--split", "test", "--tokenizer", str(root / "llm_tokenizer"),
+    argv = ["run", "--source", str(root / "data"), "--split", "test", "--tokenizer", str(root / "llm_tokenizer"),
             "--nli-model", str(root / "nli"), "--signals", "ccp_5_2,sar_2", "--signals", "max_likelihood",
             "--bootstrap", "0", "--no-progress", "--json", str(root / "ccp.json")]
     assert _much(argv) == 0
@@ -131,7 +131,7 @@ def test_signal_aliases():
 def test_default_run_offline_skips_nli_with_a_note(workspace, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     root, _ = workspace
-    assert _much(["run", "--data", str(root / "data"), "--bootstrap", "0", "--no-progress"]) == 0
+    assert _much(["run", "--source", str(root / "data"), "--bootstrap", "0", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "CCP and SAR skipped" in printed
     rows = [line for line in printed.splitlines() if line.startswith(("CCP", "SAR", "Token Entropy"))]
@@ -155,7 +155,7 @@ def test_default_run_offline_skips_nli_with_a_note(workspace, capsys, monkeypatc
 def test_errors_exit_2_with_a_message(workspace, capsys, monkeypatch, extra, message):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     root, _ = workspace
-    assert _much(["run", "--data", str(root / "data"), "--bootstrap", "0", "--no-progress", *extra]) == 2
+    assert _much(["run", "--source", str(root / "data"), "--bootstrap", "0", "--no-progress", *extra]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -172,7 +172,7 @@ def test_run_on_the_embedded_sample(capsys, monkeypatch):
             pytest.fail(message)
         pytest.skip(message)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # SmolLM2's tokenizer ships with the package: nothing to install
-    assert _much(["run", "--data", "sample", "--bootstrap", "50", "--no-progress"]) == 0
+    assert _much(["run", "--source", "sample", "--bootstrap", "50", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "Baselines on the embedded sample: Mu-SHROOM outputs scored with a small proxy model" in printed
     assert "Token Entropy-24" in printed and "not the paper's numbers" in printed

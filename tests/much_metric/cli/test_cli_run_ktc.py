@@ -39,7 +39,7 @@ def _much_dataset() -> dict[str, list[str]]:
 def test_sample_run_prints_ktc_with_its_corpus_and_matches_the_library(tmp_path, capsys):
     out = tmp_path / "signals"
     report = tmp_path / "table.json"
-    assert main(["run", "--data", "sample", "--split", "test", "--signals", "ktc", "--bootstrap", "40",
+    assert main(["run", "--source", "sample", "--split", "test", "--signals", "ktc", "--bootstrap", "40",
                  "--no-progress", "--out", str(out), "--file-format", "jsonl", "--json", str(report)]) == 0
     text = capsys.readouterr().out
     assert "KTC neighbour statistics (shipped with the sample): SmolLM2-135M-Instruct: Mu-SHROOM test split" in text
@@ -59,7 +59,7 @@ def test_sample_run_prints_ktc_with_its_corpus_and_matches_the_library(tmp_path,
         np.testing.assert_array_equal(written[gid], values)
 
     # The same file given explicitly: same scores (the run reuses nothing: another --out).
-    assert main(["run", "--data", "sample", "--split", "test", "--signals", "ktc", "--bootstrap", "0",
+    assert main(["run", "--source", "sample", "--split", "test", "--signals", "ktc", "--bootstrap", "0",
                  "--no-progress", "--neighbours", str(SAMPLE_NEIGHBOURS), "--out", str(tmp_path / "again"),
                  "--file-format", "jsonl"]) == 0
     assert "KTC neighbour statistics: SmolLM2-135M-Instruct" in capsys.readouterr().out
@@ -100,6 +100,6 @@ def test_one_file_for_several_models_is_an_error(tmp_path):
 
 
 def test_run_errors_exit_2(capsys, tmp_path):
-    assert main(["run", "--data", "sample", "--split", "test", "--signals", "ktc", "--bootstrap", "0",
+    assert main(["run", "--source", "sample", "--split", "test", "--signals", "ktc", "--bootstrap", "0",
                  "--no-progress", "--neighbours", str(tmp_path / "none.npz")]) == 2
     assert "much run: error: neighbour statistics" in capsys.readouterr().err

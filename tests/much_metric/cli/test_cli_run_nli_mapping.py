@@ -62,7 +62,7 @@ def workspace(tmp_path_factory):
 
 
 def _run(root, nli_model, out, extra=()):
-    return _much(["run", "--data", str(root / "data"), "--tokenizer", str(root / "llm_tokenizer"), "--nli-model",
+    return _much(["run", "--source", str(root / "data"), "--tokenizer", str(root / "llm_tokenizer"), "--nli-model",
                   nli_model, "--signals", "ccp_5_2,ccp_3_2,sar_2", "--bootstrap", "0", "--no-progress",
                   "--out", str(out), *extra])
 

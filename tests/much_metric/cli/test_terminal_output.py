@@ -63,7 +63,7 @@ def evaluate_output(tmp_path_factory):
 
 def test_evaluate_tables_fit_120_columns_and_name_ktc_once(evaluate_output, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert main(["evaluate", "--data", "sample", "--scores", str(evaluate_output), "--by", "lang", "--bootstrap",
+    assert main(["evaluate", "--source", "sample", "--scores", str(evaluate_output), "--by", "lang", "--bootstrap",
                  "50", "--rank", "roc_auc", "--calibrate-on", "0.5"]) == 0
     out = capsys.readouterr().out
     tables = _table_lines(out)
@@ -104,8 +104,8 @@ def test_help_is_plain_text(name, parser):
 
 def test_every_command_is_checked_and_plain_text_rules():
     assert {name.split()[1] for name, _ in list(_parsers())[1:]} == set(COMMANDS)
-    assert plain_text("See :func:`~much_metric.scoring.score` and ``--data``.\nExamples::\n") == \
-        "See score and --data.\nExamples:\n"
+    assert plain_text("See :func:`~much_metric.scoring.score` and ``--source``.\nExamples::\n") == \
+        "See score and --source.\nExamples:\n"
     assert plain_text(":mod:`much_metric.cli._preflight`") == "much_metric.cli._preflight"
 
 

@@ -42,7 +42,8 @@ def test_fits_width_wraps_each_printed_line_as_it_is_printed(capsys):
 @pytest.mark.slow
 def test_much_run_prints_nothing_wider_than_120_columns(capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert main(["run", "--data", "sample", "--signals", "token_likelihood", "--bootstrap", "0", "--no-progress"]) == 0
+    assert main(["run", "--source", "sample", "--signals", "token_likelihood", "--bootstrap", "0",
+                 "--no-progress"]) == 0
     out = capsys.readouterr().out
     too_wide = [line for line in out.splitlines() if len(line) > TABLE_WIDTH]
     assert too_wide == []
@@ -63,7 +64,7 @@ def test_much_evaluate_notes_fit_120_columns(tmp_path, capsys, monkeypatch):
     values = {g: [0.5] * len(t) for g, t in zip(data["generation_id"], data["output_tokens"], strict=True)}
     values.update({f"not-in-the-sample-{i:02d}": [0.5] for i in range(12)})
     write_signals(tmp_path / "token_noise.jsonl", {"token_noise": values})
-    assert main(["evaluate", "--data", "sample", "--scores", str(tmp_path), "--bootstrap", "0"]) == 0
+    assert main(["evaluate", "--source", "sample", "--scores", str(tmp_path), "--bootstrap", "0"]) == 0
     out = capsys.readouterr().out
     assert [line for line in out.splitlines() if len(line) > TABLE_WIDTH] == []
     flat = " ".join(out.split())

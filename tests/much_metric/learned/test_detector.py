@@ -144,18 +144,18 @@ def test_much_train_then_much_run_on_the_sample(tmp_path, capsys):
     from much_metric.cli import main
 
     out = tmp_path / "linear-fr"
-    assert main(["train", "--data", "sample", "--protocol", "leave-one-language-out", "--fold", "fr",
+    assert main(["train", "--source", "sample", "--protocol", "leave-one-language-out", "--fold", "fr",
                  "--detector", "linear", "--out", str(out), "--max-epochs", "2", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "leave-one-language-out [lang=fr] held-out test" in printed and "Max Likelihood ROC-AUC" in printed
     assert "shared a Wikipedia article" in printed
-    assert main(["run", "--data", "sample", "--config", "fr", "--signals", f"learned:{out},max_likelihood",
+    assert main(["run", "--source", "sample", "--config", "fr", "--signals", f"learned:{out},max_likelihood",
                  "--bootstrap", "0", "--no-progress", "--out", str(tmp_path / "signals")]) == 0
     printed = capsys.readouterr().out
     assert "Learned linear (linear-fr; leave-one-language-out, held out lang=fr)" in printed
     assert "Max Likelihood" in printed and "rows left out" not in printed  # fr rows never trained it
     assert len(list((tmp_path / "signals").glob("learned_linear-fr-*.parquet"))) == 1
-    assert main(["train", "--data", "sample", "--protocol", "auto-to-manual", "--out", str(tmp_path / "x")]) == 2
+    assert main(["train", "--source", "sample", "--protocol", "auto-to-manual", "--out", str(tmp_path / "x")]) == 2
     assert "test-only" in capsys.readouterr().err
 
 

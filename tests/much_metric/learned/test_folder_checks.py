@@ -52,7 +52,7 @@ def _cli_refuses(folder, capsys, *expected):
     """`much run --signals learned:FOLDER` exits 2 with one line naming the folder's problem, no traceback."""
     from much_metric.cli import main
 
-    assert main(["run", "--data", "sample", "--signals", f"learned:{folder}", "--bootstrap", "0",
+    assert main(["run", "--source", "sample", "--signals", f"learned:{folder}", "--bootstrap", "0",
                  "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
@@ -179,7 +179,7 @@ def test_much_train_with_a_truncated_checkpoint_exits_2_naming_it(tmp_path, caps
     from much_metric.cli import main
 
     out = tmp_path / "d"
-    command = ["train", "--data", "sample", "--fold", "es", "--out", str(out), "--max-epochs", "1", "--no-progress"]
+    command = ["train", "--source", "sample", "--fold", "es", "--out", str(out), "--max-epochs", "1", "--no-progress"]
     assert main(command) == 0
     state = out / "checkpoint" / "state.safetensors"
     state.write_bytes(state.read_bytes()[:100])

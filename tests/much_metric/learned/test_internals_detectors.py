@@ -254,13 +254,13 @@ def test_much_train_internals_writes_a_folder_much_run_reads_back(world, tmp_pat
 
     data = _export(tmp_path / "data", world["rows"])
     pack, out = str(world["root"] / "pack"), tmp_path / "probe-de"
-    assert main(["train", "--data", str(data), "--internals", pack, "--detector", "probe", "--layer", "2",
+    assert main(["train", "--source", str(data), "--internals", pack, "--detector", "probe", "--layer", "2",
                  "--fold", "de", "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "held-out test" in printed and f"--internals {pack}" in printed
     detector = load_detector(out)
     assert detector.config["internals"]["hidden_layer"] == 2 and detector.config["protocol"]["internals"] == pack
-    assert main(["run", "--data", str(data), "--internals", pack, "--signals", f"learned:{out},token_likelihood",
+    assert main(["run", "--source", str(data), "--internals", pack, "--signals", f"learned:{out},token_likelihood",
                  "--bootstrap", "0", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "Learned probe" in printed, printed
@@ -269,12 +269,12 @@ def test_much_train_internals_writes_a_folder_much_run_reads_back(world, tmp_pat
     # the same folder on a pack of another model, and a probe without a pack: one-line errors, exit 2
     other = tmp_path / "other"
     _write_pack(other, world["rows"], weights="c" * 64)
-    assert main(["run", "--data", str(data), "--internals", str(other), "--signals", f"learned:{out}",
+    assert main(["run", "--source", str(data), "--internals", str(other), "--signals", f"learned:{out}",
                  "--bootstrap", "0", "--no-progress"]) == 2
     assert "weights_sha256" in capsys.readouterr().err
-    assert main(["run", "--data", str(data), "--signals", f"learned:{out}", "--bootstrap", "0",
+    assert main(["run", "--source", str(data), "--signals", f"learned:{out}", "--bootstrap", "0",
                  "--no-progress"]) == 2
     assert "internals" in capsys.readouterr().err
-    assert main(["train", "--data", str(data), "--detector", "probe", "--out", str(tmp_path / "x"),
+    assert main(["train", "--source", str(data), "--detector", "probe", "--out", str(tmp_path / "x"),
                  "--no-progress"]) == 2
     assert "--internals PACK" in capsys.readouterr().err

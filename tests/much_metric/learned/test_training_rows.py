@@ -1,6 +1,6 @@
 """Issue #35: a detector is never scored on the rows it was trained or validated on without the output saying so.
 
-The issue's scenario: `much train --data sample --protocol leave-one-language-out --fold de`, then `much run --data
+The issue's scenario: `much train --source sample --protocol leave-one-language-out --fold de`, then `much run --source
 sample --signals learned:DIR` scored all 606 rows, the training and validation rows among them, and said nothing.
 """
 
@@ -38,7 +38,7 @@ def trained(tmp_path_factory):
     from much_metric.cli import main
 
     folder = tmp_path_factory.mktemp("learned") / "linear-de"
-    assert main(["train", "--data", "sample", "--protocol", "leave-one-language-out", "--fold", "de",
+    assert main(["train", "--source", "sample", "--protocol", "leave-one-language-out", "--fold", "de",
                  "--out", str(folder), "--max-epochs", "2", "--no-progress"]) == 0
     return folder
 
@@ -72,7 +72,7 @@ def test_much_run_scores_a_learned_signal_on_held_out_rows_and_says_so(trained, 
     held_out = set(sample["generation_id"]) - set(training)
     assert len(training) + len(held_out) == 606 and len(training) > 300
     out = tmp_path / "signals"
-    assert main(["run", "--data", "sample", "--signals", f"learned:{trained},max_likelihood", "--bootstrap", "0",
+    assert main(["run", "--source", "sample", "--signals", f"learned:{trained},max_likelihood", "--bootstrap", "0",
                  "--no-progress", "--out", str(out), "--json", str(tmp_path / "run.json")]) == 0
     printed = " ".join(capsys.readouterr().out.split())  # prose lines wrap at 120 columns
     assert (f"{len(training)} of 606 rows left out because they trained or validated it; scored on the "
@@ -94,7 +94,7 @@ def test_much_run_scores_a_learned_signal_on_held_out_rows_and_says_so(trained, 
     assert len(read_signals(path)[path.stem]) == 606  # every row computed; only the evaluation leaves some out
 
     # much evaluate on the same files leaves them out too, and says so.
-    assert main(["evaluate", "--data", "sample", "--scores", str(out), "--bootstrap", "0"]) == 0
+    assert main(["evaluate", "--source", "sample", "--scores", str(out), "--bootstrap", "0"]) == 0
     printed = " ".join(capsys.readouterr().out.split())  # prose lines wrap at 120 columns
     assert f"{len(training)} of 606 rows left out because they trained or validated it" in printed
     # ... and its row names the detector, the protocol and the held-out fold, read from the file's metadata.
@@ -102,7 +102,7 @@ def test_much_run_scores_a_learned_signal_on_held_out_rows_and_says_so(trained, 
 
     # Asked explicitly: every row, with a warning.
     with pytest.warns(TrainingRowsWarning, match=f"{len(training)} of which trained or validated it"):
-        assert main(["run", "--data", "sample", "--signals", f"learned:{trained}", "--bootstrap", "0",
+        assert main(["run", "--source", "sample", "--signals", f"learned:{trained}", "--bootstrap", "0",
                      "--no-progress", "--include-training-rows"]) == 0
     assert "its numbers are not held-out numbers" in " ".join(capsys.readouterr().out.split())
 

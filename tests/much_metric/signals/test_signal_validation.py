@@ -156,7 +156,7 @@ def test_much_run_with_out_gives_bit_identical_metrics(tmp_path, monkeypatch, ca
     from much_metric.cli import main
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    base = ["run", "--data", "sample", "--signals", "token_likelihood,max_likelihood", "--bootstrap", "50",
+    base = ["run", "--source", "sample", "--signals", "token_likelihood,max_likelihood", "--bootstrap", "50",
             "--no-progress"]
 
     def run(*extra) -> dict:
@@ -172,7 +172,7 @@ def test_much_run_with_out_gives_bit_identical_metrics(tmp_path, monkeypatch, ca
         assert run("--out", str(out), "--file-format", fmt) == plain  # json floats: repr round-trips, so bit-identical
         assert run("--out", str(out), "--file-format", fmt) == plain  # the rerun reads the files back
         evaluated = tmp_path / f"evaluate_{fmt}.json"
-        assert main(["evaluate", "--data", "sample", "--scores", str(out), "--bootstrap", "50",
+        assert main(["evaluate", "--source", "sample", "--scores", str(out), "--bootstrap", "50",
                      "--json", str(evaluated)]) == 0
         for result in json.loads(evaluated.read_text())["results"]:
             expected = plain[result["signal_name"]]

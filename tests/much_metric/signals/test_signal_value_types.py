@@ -106,7 +106,7 @@ def test_much_evaluate_reports_a_wrongly_typed_file_in_one_line(tmp_path, capsys
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     path = tmp_path / "scores.parquet"
     _parquet(path, pa.array([["0.5"], ["1"]], type=pa.list_(pa.string())))
-    assert main(["evaluate", "--data", "sample", "--scores", str(path)]) == 2
+    assert main(["evaluate", "--source", "sample", "--scores", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("much evaluate: error: ") and err.count("\n") == 1, err
     assert str(path) in err and "string>" in err and "row 0" in err

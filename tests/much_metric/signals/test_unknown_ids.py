@@ -50,7 +50,7 @@ def test_much_evaluate_prints_how_many_and_which(tmp_path, capsys, monkeypatch):
                for gid, values in zip(sample[schema.GENERATION_ID], sample[schema.LOGITS_VALUES], strict=True)]
     records += [{"generation_id": f"other-{k}", "signal_name": "ml", "values": [0.5]} for k in range(12)]
     write_signals(tmp_path / "s.jsonl", records)
-    assert main(["evaluate", "--data", "sample", "--scores", str(tmp_path / "s.jsonl"), "--bootstrap", "0"]) == 0
+    assert main(["evaluate", "--source", "sample", "--scores", str(tmp_path / "s.jsonl"), "--bootstrap", "0"]) == 0
     out = capsys.readouterr().out
     assert "note: ml: 12 generation_ids of the signal file are not in the dataset and are ignored: 'other-0'" in out
     assert "(and 2 more)" in out
