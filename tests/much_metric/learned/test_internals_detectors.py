@@ -265,7 +265,7 @@ def test_much_train_internals_writes_a_folder_much_run_reads_back(world, tmp_pat
     printed = capsys.readouterr().out
     assert "Learned probe" in printed, printed
     assert f"{len(detector.training_generation_ids)} of 48 rows left out because they trained or validated it" in \
-        printed  # the training rows are left out, and the output says so
+        " ".join(printed.split())  # the training rows are left out, and the output says so (prose wraps at 120)
     # the same folder on a pack of another model, and a probe without a pack: one-line errors, exit 2
     other = tmp_path / "other"
     _write_pack(other, world["rows"], weights="c" * 64)
