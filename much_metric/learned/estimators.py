@@ -253,8 +253,10 @@ class ClaimHeadDetector(_Detector):
         Encoder layers.
     random_state : int, default 0
 
-    Fixed (recorded in the folder): batch size 16, 4 attention heads, and every ``attention_window`` column the
-    pack has (none in a pack built without ``--attention-window``).
+    Notes
+    -----
+    Fixed, and recorded in the folder: batch size 16, 4 attention heads, and every ``attention_window`` column of
+    the internals pack (none in a pack built without ``--attention-window``).
     """
 
     kind = "claim_head"
