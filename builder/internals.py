@@ -374,10 +374,6 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-# the writers under their earlier names (tests write packs with them)
-_identity, _write_shard, _commit = pack_identity, write_shard, commit_rows
-
-
 def use_eager_attention(model: Any) -> None:
     """Switch a loaded model to eager attention (SDPA/flash kernels return no weights)."""
     setter = getattr(model, "set_attn_implementation", None)

@@ -278,7 +278,7 @@ def compression(rows: int, work: Path, *, fit_rows: int = 64, k: int = 64) -> No
 
 
 def _synthesise_pack(pack: Path, out: Path, n_tokens: int) -> None:
-    from builder import internals
+    from builder.internals_store import commit_rows, write_shard
     from much_dataset.internals import load_internals
 
     source = load_internals(pack)
@@ -302,8 +302,8 @@ def _synthesise_pack(pack: Path, out: Path, n_tokens: int) -> None:
     for begin in range(0, len(names), 32):
         part = names[begin : begin + 32]
         arrays = {key: value for key, value in batch.items() if key.split("/")[0] in set(part)}
-        shard, size = internals._write_shard(out, arrays)
-        internals._commit(out, identity, (shard, size), {g: {**entries[g], "shard": shard} for g in part}, {})
+        shard, size = write_shard(out, arrays)
+        commit_rows(out, identity, (shard, size), {g: {**entries[g], "shard": shard} for g in part}, {})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,23 +14,24 @@ pytest.importorskip("safetensors")
 
 def _make_pack(path, rows: dict[str, int], *, layers: int = 4, heads: int = 3, width: int = 8, seed: int = 0):
     """A pack written with the builder's own shard/manifest writers, from seeded random arrays."""
-    from builder import internals
+    from builder.internals import InternalsOptions
+    from builder.internals_store import commit_rows, pack_identity, write_shard
 
     rng = np.random.default_rng(seed)
-    options = internals.InternalsOptions(hidden_layers=(1, 3))
+    options = InternalsOptions(hidden_layers=(1, 3))
 
     class _Config:
         num_hidden_layers, num_attention_heads, hidden_size = layers, heads, width
 
-    identity = internals._identity("tiny", "0" * 64, _Config, options, "f" * 64)
+    identity = pack_identity("tiny", "0" * 64, _Config, options, "f" * 64)
     arrays, expected = {}, {}
     for gid, n in rows.items():
         expected[gid] = {"attention_to_previous": rng.random((n, layers, heads), dtype=np.float32),
                          "hidden": rng.standard_normal((n, 2, width)).astype(np.float16)}
         arrays.update({f"{gid}/{k}": v for k, v in expected[gid].items()})
-    shard, size = internals._write_shard(path, arrays)
-    internals._commit(path, identity, (shard, size), {g: {"n_tokens": n, "shard": shard, "max_abs_diff": 0.0}
-                                                     for g, n in rows.items()}, {})
+    shard, size = write_shard(path, arrays)
+    commit_rows(path, identity, (shard, size), {g: {"n_tokens": n, "shard": shard, "max_abs_diff": 0.0}
+                                                for g, n in rows.items()}, {})
     return expected, shard
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from much_metric.baselines import resolve, signal_groups, token_arrays
 from much_metric.baselines.methods import llm_check
+from tests.much_metric.baselines._packs import write_random_pack
 
 PROMPT, TOKENS = [3, 7, 11, 2, 9], [5, 17, 23, 4, 8, 30, 12, 6]
 
@@ -86,26 +87,10 @@ def test_much_run_prints_an_llm_check_row(tmp_path, capsys):
     """``much run --source sample --config en --internals PACK --signals llm_check_attention`` on a pack written by the
     builder's writers (random self-attention weights for every English sample row)."""
     import much_dataset
-    from builder import internals
     from much_metric.cli import main
 
     data = much_dataset.load("sample", config="en", split="test")
-    rng = np.random.default_rng(0)
-    options = internals.InternalsOptions(hidden_layers=(1,), attention_to_self=True)
-
-    class _Config:
-        num_hidden_layers, num_attention_heads, hidden_size = 6, 3, 4
-
-    identity = internals._identity("random", "0" * 64, _Config, options, "f" * 64)
-    arrays, entries = {}, {}
-    for gid, tokens in zip(data["generation_id"], data["output_tokens"], strict=True):
-        n = len(tokens)
-        arrays[f"{gid}/attention_to_previous"] = rng.random((n, 6, 3), dtype=np.float32)
-        arrays[f"{gid}/attention_to_self"] = rng.uniform(0.01, 1, (n, 6, 3)).astype(np.float32)
-        arrays[f"{gid}/hidden"] = np.zeros((n, 1, 4), dtype=np.float16)
-        entries[gid] = {"n_tokens": n, "max_abs_diff": 0.0}
-    shard, size = internals._write_shard(tmp_path, arrays)
-    internals._commit(tmp_path, identity, (shard, size), {g: {**e, "shard": shard} for g, e in entries.items()}, {})
+    write_random_pack(tmp_path, data, attention_to_self=True)
     code = main(["run", "--source", "sample", "--config", "en", "--internals", str(tmp_path), "--signals",
                  "llm_check_attention", "--bootstrap", "0", "--no-progress"])
     out = capsys.readouterr().out

@@ -11,6 +11,7 @@ import pytest
 
 from much_metric.baselines import resolve, signal_groups, token_arrays
 from much_metric.baselines.methods import rauq as rauq_module
+from tests.much_metric.baselines._packs import write_random_pack
 
 
 # --- an independent, straightforward transcription of the authors' RAUQ estimator (mbzuai-nlp, rauq.py, default
@@ -124,25 +125,10 @@ def test_much_run_prints_a_rauq_row(tmp_path, capsys):
     """``much run --source sample --config en --internals PACK --signals rauq`` on a pack written by the builder's
     writers (random attention for every English sample row; the SmolLM2 pack is built by scripts/bench_internals.py)."""
     import much_dataset
-    from builder import internals
     from much_metric.cli import main
 
     data = much_dataset.load("sample", config="en", split="test")
-    rng = np.random.default_rng(0)
-    options = internals.InternalsOptions(hidden_layers=(1,))
-
-    class _Config:
-        num_hidden_layers, num_attention_heads, hidden_size = 6, 3, 4
-
-    identity = internals._identity("random", "0" * 64, _Config, options, "f" * 64)
-    arrays, entries = {}, {}
-    for gid, tokens in zip(data["generation_id"], data["output_tokens"], strict=True):
-        n = len(tokens)
-        arrays[f"{gid}/attention_to_previous"] = rng.random((n, 6, 3), dtype=np.float32)
-        arrays[f"{gid}/hidden"] = np.zeros((n, 1, 4), dtype=np.float16)
-        entries[gid] = {"n_tokens": n, "max_abs_diff": 0.0}
-    shard, size = internals._write_shard(tmp_path, arrays)
-    internals._commit(tmp_path, identity, (shard, size), {g: {**e, "shard": shard} for g, e in entries.items()}, {})
+    write_random_pack(tmp_path, data)
     code = main(["run", "--source", "sample", "--config", "en", "--internals", str(tmp_path), "--signals",
                  "rauq,attention_previous", "--bootstrap", "0", "--no-progress"])
     out = capsys.readouterr().out
