@@ -45,6 +45,7 @@ from much_metric.scoring._options import Aggregation
 from much_metric.scoring._ranking import METRIC_TABLE, METRICS, Curves, Metric, pr_curve, roc_curve
 from much_metric.scoring._rejection import prr, rejection_curve
 from much_metric.scoring._result import ScoreResult
+from much_metric.scoring._steps import suppress_single_class_warning
 
 __all__ = [
     "AGGREGATORS",
@@ -86,6 +87,7 @@ __all__ = [
     "roc_curve",
     "score",
     "score_claims",
+    "suppress_single_class_warning",
 ]
 
 __getattr__ = renamed(__name__, {"leaderboard": "rank_claim_scores"})

@@ -6,7 +6,9 @@ The public functions and their documentation are in :mod:`much_metric.scoring._a
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -26,7 +28,38 @@ from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
 from much_metric.scoring._result import ScoreResult
 
 __all__ = ["MISSING_MASK_EFFECT", "MissingStopwordMaskWarning", "aggregate_with", "flat_confidences_to_uncertainties",
-           "layout_and_scores", "metrics_of", "score_layout", "warn_missing_mask"]
+           "layout_and_scores", "metrics_of", "score_layout", "suppress_single_class_warning", "warn_missing_mask"]
+
+#: Whether :func:`metrics_of` warns about a group with a single class. A context variable, not a warnings filter:
+#: ``warnings.catch_warnings`` changes process-wide state, so a server thread silencing its floors would silence
+#: (or un-silence) every other thread's warnings meanwhile; a context variable is private to its thread and task.
+_WARN_SINGLE_CLASS: ContextVar[bool] = ContextVar("much_metric_warn_single_class", default=True)
+
+
+@contextmanager
+def suppress_single_class_warning() -> Iterator[None]:
+    """Within the block, and only in the calling thread (or asyncio task), groups whose claims are all of one class
+    get nan metrics without a :class:`MuchMetricWarning`.
+
+    For callers that score the same claims twice (the evaluation's floors after the methods): the first scoring
+    already warned. Every other warning, and every other thread, is unaffected.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from much_metric.scoring import score_claims, suppress_single_class_warning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error")  # any warning would raise here
+    ...     with suppress_single_class_warning():
+    ...         result = score_claims([[0.2, 0.4, 0.0]], [[[0], [1], [2]]], [[1, 1, 1]])
+    >>> result.roc_auc
+    nan
+    """
+    token = _WARN_SINGLE_CLASS.set(False)
+    try:
+        yield
+    finally:
+        _WARN_SINGLE_CLASS.reset(token)
 
 
 class MissingStopwordMaskWarning(MuchMetricWarning):
@@ -94,7 +127,7 @@ def metrics_of(
 ) -> dict[str, Any]:
     n_hallucinated = int(np.count_nonzero(hallucinated))
     n_claims = int(len(hallucinated))
-    if n_hallucinated == 0 or n_hallucinated == n_claims:
+    if (n_hallucinated == 0 or n_hallucinated == n_claims) and _WARN_SINGLE_CLASS.get():
         kind = "no claim" if n_claims == 0 else ("no hallucinated" if n_hallucinated == 0 else "no correct")
         warnings.warn(
             f"{group}: {kind} claim among {n_claims} claims of {n_samples} samples; undefined metrics are nan",

@@ -37,7 +37,14 @@ from much_dataset.schema import (
     STOPWORD_MASK,
     TOKEN_CHUNKS,
 )
-from much_metric.scoring import MuchMetricWarning, ScoreResult, claim_layout, length_scores, score_claims
+from much_metric.scoring import (
+    MuchMetricWarning,
+    ScoreResult,
+    claim_layout,
+    length_scores,
+    score_claims,
+    suppress_single_class_warning,
+)
 from much_metric.scoring.engine import aggregate_flat, flatten_scores
 from much_metric.signals._options import BREAKDOWNS, LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions
 
@@ -185,8 +192,7 @@ def _floor_results(columns: Mapping[str, list], rows: list[int], truth: list,
              FLOORS[2]: length_scores(layout)}
     out = []
     for name, claims in draws.items():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MuchMetricWarning)  # single-class groups already warned for methods
+        with suppress_single_class_warning():  # the methods' scoring of these claims already warned
             score = score_claims(claims, layout, by=groups or None, bootstrap=bootstrap)
         out.append(SignalResult(signal_name=name, score=score, coverage=1.0, claim_scores=claims,
                                 hallucinated=hallucinated, claim_groups=claim_groups, claim_rows=claim_rows,

@@ -3,6 +3,8 @@ calibration of an EvaluationTable -- each against a direct computation (scikit-l
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
@@ -196,3 +198,27 @@ def test_options_object_drives_every_option_and_training_rows_can_be_included(ro
     assert everything.results[0].score.n_samples == len(rows)
     with pytest.raises(TypeError, match="evaluation must be an EvaluationOptions"):
         evaluate_signals(rows, _signals(rows), evaluation={"bootstrap": None})
+
+
+def test_floors_change_no_process_wide_warnings_state(rows, monkeypatch):
+    """The floors score the methods' claims again without repeating the single-class warning; they must do it
+    without touching ``warnings.filters``, which every thread of a server shares."""
+    from much_metric.signals import _evaluation
+
+    seen = []
+    original = _evaluation.score_claims
+
+    def spy(*args, **kwargs):
+        seen.append(list(warnings.filters))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_evaluation, "score_claims", spy)
+    one_class = [dict(r, **{schema.LABELS: [1] * len(r[schema.LABELS])}) for r in rows]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        before = list(warnings.filters)
+        table = evaluate_signals(one_class, _signals(one_class), evaluation=EvaluationOptions(bootstrap=None))
+    assert len(table.floors) == 3 and len(seen) >= 3  # the three floors (and the methods, scored the same way)
+    assert all(filters == before for filters in seen)
+    single_class = [w for w in caught if "no hallucinated claim" in str(w.message)]
+    assert len(single_class) == 2  # once per method (max_likelihood, noise), not again for the three floors
