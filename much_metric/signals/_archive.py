@@ -23,12 +23,14 @@ The archive is read in memory, entry by entry, with every limit checked before t
   ``timings.json`` names only signals the archive holds;
 * parquet: opened from memory with pyarrow, footer and key-value metadata size-limited, the schema must be exactly
   ``generation_id: string``, optional ``signal_name: string``, ``values: list<float|double>`` (no nested or
-  extension types, no metadata key but the per-sample metadata ``much.samples``), row count and row groups bounded.
+  extension types, no metadata key but MUCH's per-sample ``much.samples`` and signal-level ``much.signal``), row count
+  and row groups bounded.
 
 Files that pass are written under their own (checked) base names to a fresh temporary folder and read with the
 toolkit's own signal-file reader, which checks every record (non-empty, finite values); a (generation_id,
-signal_name) pair given twice is refused. The per-sample metadata of a learned detector's signal (keys
-``training_generation_ids`` and ``detector``, see :attr:`ParsedSubmission.learned`) is read and checked too.
+signal_name) pair given twice is refused. The metadata of a learned detector's signal (keys
+``training_generation_ids`` and ``detector``, see :attr:`ParsedSubmission.learned`), per sample or for the whole
+signal as ``much run --signals learned:DIR --out OUT`` writes it, is read and checked too.
 """
 
 from __future__ import annotations
@@ -58,7 +60,9 @@ _PACK_REFUSAL = ("internals packs (attention weights, hidden states) are never u
                  "the signal files computed from the pack (`much run --internals PACK --out FOLDER`) and declare what "
                  'the method needs in submission.json ({"internals": ["attention", "hidden_states"]})')
 _PACK_FORMAT = re.compile(rb'"format"\s*:\s*"much-internals')
-_ALLOWED_METADATA = {b"ARROW:schema", b"pandas", b"much.samples"}
+#: Parquet key-value metadata a signal file may carry: pyarrow's and pandas' own, and MUCH's per-sample
+#: (``much.samples``) and signal-level (``much.signal``, a learned detector's training rows) metadata.
+_ALLOWED_METADATA = {b"ARROW:schema", b"pandas", b"much.samples", b"much.signal"}
 #: Per-sample metadata keys of a learned detector's signal (written by ``much run --signals learned:<folder>``).
 TRAINING_IDS_KEY, DETECTOR_KEY = "training_generation_ids", "detector"
 
@@ -380,18 +384,22 @@ def read_archive(data: bytes, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> Pars
                             internals=internals)
 
 
-def _learned(name: str, metadata: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    """The detector and training rows a learned signal's per-sample metadata records (None: not a learned signal)."""
+def _learned(name: str, per_sample: dict[str, Any], signal_level: dict[str, Any]) -> dict[str, Any] | None:
+    """The detector and training rows a learned signal's metadata records (None: not a learned signal): the
+    per-sample metadata, or the signal-level metadata that ``much run --signals learned:DIR --out OUT`` writes."""
     detectors, ids = [], set()
-    for generation_id, values in metadata.items():
+    sources = [(f"generation_id={generation_id[:80]!r}", values) for generation_id, values in per_sample.items()]
+    if signal_level:
+        sources.append(("signal metadata", signal_level))
+    for where, values in sources:
         if not isinstance(values, dict):
-            raise SubmissionRejected(f"signal {name!r}, generation_id={generation_id!r}: metadata must be an object")
+            raise SubmissionRejected(f"signal {name!r}, {where}: metadata must be an object")
         if DETECTOR_KEY in values:
             detectors.append(values[DETECTOR_KEY])
         if TRAINING_IDS_KEY in values:
             found = values[TRAINING_IDS_KEY]
             if not isinstance(found, list) or not all(isinstance(i, str) for i in found):
-                raise SubmissionRejected(f"signal {name!r}, generation_id={generation_id!r}: metadata "
+                raise SubmissionRejected(f"signal {name!r}, {where}: metadata "
                                          f"{TRAINING_IDS_KEY!r} must be a list of generation_id strings")
             ids.update(found)
     if not detectors and not ids:
@@ -412,10 +420,11 @@ def _learned(name: str, metadata: dict[str, dict[str, Any]]) -> dict[str, Any] |
 def _parse_signals(signal_files: dict[str, bytes], limits: ArchiveLimits
                    ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     from much_metric.signals._files import read_records
-    from much_metric.signals._metadata import read_sample_metadata
+    from much_metric.signals._metadata import read_sample_metadata, read_signal_metadata
 
     signals: dict[str, dict[str, Any]] = {}
     metadata: dict[str, dict[str, dict[str, Any]]] = {}
+    signal_level: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="much-submission-") as folder:
         for name, blob in signal_files.items():
             path = Path(folder) / name
@@ -423,6 +432,9 @@ def _parse_signals(signal_files: dict[str, bytes], limits: ArchiveLimits
             try:
                 records = read_records(path)
                 per_sample = read_sample_metadata(path)
+                whole_signal = read_signal_metadata(path)
+            except json.JSONDecodeError as error:
+                raise SubmissionRejected(f"{name}: its metadata is not valid JSON ({error})") from None
             except (ValueError, KeyError, OSError) as error:
                 message = str(error).replace(folder + "/", "").replace(folder, "the archive")
                 raise SubmissionRejected(message) from None
@@ -434,6 +446,7 @@ def _parse_signals(signal_files: dict[str, bytes], limits: ArchiveLimits
                 per_signal[generation_id] = values
             for signal in {record[1] for record in records}:
                 metadata.setdefault(signal, {}).update(per_sample)
+                signal_level.setdefault(signal, {}).update(whole_signal)
     if len(signals) > limits.max_signals:
         raise SubmissionRejected(f"{len(signals)} signals in one submission, more than the limit of "
                                  f"{limits.max_signals}")
@@ -441,5 +454,6 @@ def _parse_signals(signal_files: dict[str, bytes], limits: ArchiveLimits
     if bad:
         raise SubmissionRejected(f"signal_name {bad[0][:100]!r}: names may use letters, digits and _ . + @ - "
                                  "(80 at most)")
-    learned = {name: info for name in signals if (info := _learned(name, metadata.get(name, {}))) is not None}
+    learned = {name: info for name in signals
+               if (info := _learned(name, metadata.get(name, {}), signal_level.get(name, {}))) is not None}
     return signals, learned
