@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT", "MANIFEST", "SHARDS", "BASIS", "InternalsPack", "InternalsError", "MissingRowError",
+__all__ = ["FORMAT", "MANIFEST", "SHARDS", "BASIS", "NOT_COMPUTATION", "InternalsPack", "InternalsError", "MissingRowError",
            "load_internals", "read_basis"]
 
 FORMAT = "much-internals/1"
@@ -31,6 +31,13 @@ MANIFEST = "manifest.json"
 SHARDS = "shards"
 #: Folder of a ``pca:K`` pack's basis file (``basis/<sha256>.safetensors``: tensors ``mean`` and ``components``).
 BASIS = "basis"
+
+#: Manifest fields that say which rows a pack holds, where they came from and how they were checked, not how its
+#: arrays are computed: left out of :attr:`InternalsPack.fingerprint`, so a pack keeps its fingerprint as it grows
+#: (a resumed build, one more ``--source``) and two folders built the same way share it. ``model`` is a name: the
+#: weights hash decides.
+NOT_COMPUTATION = frozenset({"rows", "shards", "n_rows", "n_tokens", "failures", "max_abs_diff", "hidden_error",
+                             "toolkit_version", "model", "source_sha256"})
 
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
            "I16": np.int16, "I8": np.int8, "U8": np.uint8}
@@ -65,6 +72,19 @@ class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
         self._shards: dict[str, tuple[np.ndarray, dict[str, Any]]] = {}
         self.compression = str(manifest.get("compression") or "none")
         self._basis: dict[str, np.ndarray] | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of how the pack's arrays are computed: every manifest field except :data:`NOT_COMPUTATION`
+        (weights hash, layers, dtypes, compression and basis, prompt style, ...).
+
+        Signals computed from a pack record it (``much run --internals PACK --out DIR``), so that a resumed run or
+        ``much evaluate --internals PACK`` never mixes or scores values of another observer.
+        """
+        import hashlib
+
+        computation = {key: value for key, value in self.manifest.items() if key not in NOT_COMPUTATION}
+        return hashlib.sha256(json.dumps(computation, sort_keys=True).encode("utf-8")).hexdigest()
 
     def __repr__(self) -> str:
         return (f"InternalsPack({str(self.path)!r}, model={self.manifest.get('model')!r}, rows={len(self)}, "

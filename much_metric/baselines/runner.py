@@ -25,6 +25,7 @@ import numpy as np
 from much_dataset.params import POSITIVE_INT, OneOf, check_param
 from much_metric.baselines._arrays import TokenArrays, token_arrays
 from much_metric.baselines.registry import TABLE_GROUPS, BaselineSpec, display_name, resolve
+from much_metric.signals import INTERNALS_PACK_KEY, check_internals_pack, internals_pack_record, read_signal_metadata
 
 __all__ = [
     "TABLE3_SIGNALS",
@@ -271,12 +272,16 @@ def compute_signals(
             nli.clear()
         name = spec.stored_name(found)
         signal_metadata = spec.signal_metadata()
+        if "internals" in spec.needs:  # its values belong to that pack: recorded, and checked on resume
+            signal_metadata = {**signal_metadata, INTERNALS_PACK_KEY: internals_pack_record(found["internals"])}
         stored: dict[str, np.ndarray] = {}
         path = out / f"{name}.{file_format}" if out is not None else None
         if path is not None and path.exists():
             from much_metric.signals import read_signals
 
             stored = read_signals(path).get(name, {})
+            if stored and "internals" in spec.needs:
+                check_internals_pack(read_signal_metadata(path), found["internals"], file=path)
         recorded_window = timings.get(name, {}).get("reference_window")
         uses_window = "reference_window" in spec.baseline.options
         if stored and uses_window and recorded_window is not None and recorded_window != reference_window:

@@ -47,6 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "records without signal_name are named after their file; names ending with @claim: one value per chunk",
     )
     parser.add_argument("--signal", action="append", default=None, help="evaluate only this signal (repeatable)")
+    parser.add_argument("--internals", default=None,
+                        help="the internals pack the internals signals (rauq, probes, ...) of --scores were computed "
+                             "from (`much run --internals PACK --out DIR`): a file computed from another pack is "
+                             "refused")
     parser.add_argument("--include-training-rows", action="store_true",
                         help="score a learned signal on the rows it was trained or validated on too (default: those "
                              "named in its file's metadata are left out, with a note; this prints a warning)")
@@ -302,7 +306,14 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate the signal files and print the tables; expected failures propagate to :func:`much_metric.cli.main`
     (one line ``much evaluate: error: ...``, exit 2)."""
     from much_metric.baselines.registry import display_name
-    from much_metric.signals import LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions, evaluate_signals, read_signals
+    from much_metric.signals import (
+        LABEL_CHOICES,
+        MIN_COVERAGE,
+        EvaluationOptions,
+        check_signal_files,
+        evaluate_signals,
+        read_signals,
+    )
 
     if args.source is None:  # not argparse's required=: the hidden --data alias must satisfy it too
         raise ValueError("--source is required: 'sample', a hub dataset id (orailix/MUCH) or a local folder")
@@ -329,6 +340,7 @@ def run(args: argparse.Namespace) -> int:
                                     f"{MUSHROOM_HINT if not args.mushroom else ''}")
     aggregators = _aggregators(args.aggregator)
     signals = read_signals(args.scores, signal_names=args.signal)
+    from_pack = check_signal_files(args.scores, args.internals, signals) if args.internals else []
     timings = _timings(args.scores) if args.rank else {}  # checked before the data is loaded
     dataset = _load_dataset(args)
     evaluation = EvaluationOptions(
@@ -346,6 +358,10 @@ def run(args: argparse.Namespace) -> int:
     table = evaluate_signals(dataset, signals, evaluation=evaluation, training_rows=training_rows)
     for note in training_notes:
         print(f"note: {note}")
+    if args.internals:
+        print(f"note: internals pack {args.internals}: " + (
+            f"{', '.join(display_name(n) for n in from_pack)} computed from it (checked)" if from_pack else
+            "no signal of --scores records an internals pack (signals of the probabilities only)"))
     board = calibration = spans = None
     if args.rank:
         from much_metric.signals import rank_methods

@@ -8,7 +8,8 @@
 * :func:`read_sample_metadata` / :func:`add_sample_metadata` -- per-sample metadata of a signal file (which NLI
   model scored each sample); :func:`read_signal_metadata` / :func:`write_signal_metadata` -- metadata of the whole
   signal (a learned detector's ``training_generation_ids`` and ``detector``), turned into rows to leave out by
-  :func:`training_exclusions`;
+  :func:`training_exclusions`; a signal computed from an internals pack records it (:func:`internals_pack_record`,
+  checked by :func:`check_internals_pack` when the file is resumed or evaluated with ``--internals``);
 * :func:`evaluate_signals` -> :class:`EvaluationTable` (rows: :class:`SignalResult`, each holding a
   :class:`much_metric.ScoreResult`; options: one frozen :class:`EvaluationOptions`) -- the loop behind both
   ``much run`` and ``much evaluate``:
@@ -32,6 +33,12 @@ from much_metric.signals._evaluation import (
     ground_truth,
 )
 from much_metric.signals._files import SignalsFormatError, read_signals, write_signals
+from much_metric.signals._internals import (
+    INTERNALS_PACK_KEY,
+    check_internals_pack,
+    check_signal_files,
+    internals_pack_record,
+)
 from much_metric.signals._metadata import (
     add_sample_metadata,
     read_sample_metadata,
@@ -65,7 +72,11 @@ __all__ = [
     "read_signal_metadata",
     "write_signal_metadata",
     "DETECTOR_KEY",
+    "INTERNALS_PACK_KEY",
     "TRAINING_IDS_KEY",
+    "check_internals_pack",
+    "check_signal_files",
+    "internals_pack_record",
     "TrainingRowsWarning",
     "signal_metadata_of",
     "training_exclusions",
