@@ -47,7 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--detector", choices=tuple(KINDS), default="linear")
     parser.add_argument("--out", required=True, help="detector folder (checkpoints under <out>/checkpoint)")
     parser.add_argument("--aggregator", default="product", help="claim aggregator of the loss (default product)")
-    parser.add_argument("--stopwords", choices=("null", "exclude"), default="null")
+    parser.add_argument("--stopword-handling", choices=("null", "exclude"), default="null",
+                        help="null (reference, default): stopword tokens score 0; exclude: removed from claims")
+    add_renamed_alias(parser, "--stopwords", "--stopword-handling", dest="stopword_handling",
+                      choices=("null", "exclude"))
     parser.add_argument("--random-state", type=int, default=0,
                         help="initialisation, batch order and validation draw (default 0)")
     parser.add_argument("--validation-fraction", type=float, default=0.15)
@@ -124,7 +127,7 @@ def estimator(args: argparse.Namespace) -> Any:
         raise ValueError(f"--internals is read by --detector probe and claim_head, not by --detector "
                          f"{args.detector}")
     try:
-        return cls(aggregator=args.aggregator, stopword_handling=args.stopwords, random_state=args.random_state,
+        return cls(aggregator=args.aggregator, stopword_handling=args.stopword_handling, random_state=args.random_state,
                    **options)
     except ValueError as error:  # name the flag, not the keyword
         name = str(error).split(" ", 1)[0]

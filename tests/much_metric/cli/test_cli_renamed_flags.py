@@ -1,4 +1,4 @@
-"""``much run`` / ``much evaluate`` flags named after the keyword they set (``--random-state`` ->
+"""``much run`` / ``much evaluate`` / ``much train`` flags named after the keyword they set (``--random-state`` ->
 ``random_state``, ``--stopword-handling``, ``--file-format``); the old names still work as hidden aliases that say,
 on stderr, which name replaces them."""
 
@@ -17,11 +17,13 @@ RENAMED = [
     ("run", "--format", "--file-format", "jsonl", "file_format"),
     ("evaluate", "--seed", "--random-state", "7", "random_state"),
     ("evaluate", "--stopwords", "--stopword-handling", "exclude", "stopword_handling"),
+    ("train", "--stopwords", "--stopword-handling", "exclude", "stopword_handling"),
 ]
 
 
 def _parse(command: str, *extra: str):
-    required = ["--source", "sample"] + (["--scores", "signals.jsonl"] if command == "evaluate" else [])
+    required = ["--source", "sample"] + {"evaluate": ["--scores", "signals.jsonl"], "train": ["--out", "runs/x"]}.get(
+        command, [])
     return build_parser().parse_args([command, *required, *extra])
 
 
@@ -85,3 +87,34 @@ def test_evaluate_without_source_names_the_flag(tmp_path, capsys):
     scores.write_text("")
     assert main(["evaluate", "--scores", str(scores)]) == 2
     assert "--source is required" in capsys.readouterr().err
+
+
+def _options(parser):
+    import argparse
+
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for command, sub in commands.choices.items():
+        for action in sub._actions:
+            longs = [o for o in action.option_strings if o.startswith("--") and o != "--help"]
+            if longs:
+                yield command, longs[0], action
+
+
+def test_every_visible_flag_is_named_after_the_keyword_it_sets():
+    """One name per concept: ``--x-y`` sets ``x_y`` in ``much``, ``python -m builder`` and ``much-leaderboard``;
+    a flag that does not is a hidden alias of one that does (and says so when used). (Hidden flags named after
+    their keyword, such as ``push --token`` that exists to be refused, pass as visible ones.)"""
+    import argparse
+
+    from builder.cli import build_parser as builder_parser
+    from much_leaderboard._cli import build_parser as leaderboard_parser
+
+    for parser in (build_parser(), builder_parser(), leaderboard_parser()):
+        seen = list(_options(parser))
+        assert len(seen) >= 10
+        for command, flag, action in seen:
+            if action.help == argparse.SUPPRESS and flag[2:].replace("-", "_") != action.dest:
+                assert any(other.dest == action.dest and other.help != argparse.SUPPRESS
+                           for where, _, other in seen if where == command), (command, flag)
+                continue
+            assert flag[2:].replace("-", "_") == action.dest, f"{parser.prog} {command} {flag} sets {action.dest}"
