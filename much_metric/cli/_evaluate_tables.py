@@ -1,0 +1,141 @@
+"""The tables ``much evaluate`` prints: the metrics of every signal (and floors), the leaderboard with its intervals
+and p-values and the paper's reference rows, calibration and Mu-SHROOM span scores. Pure formatting of results
+computed in :mod:`much_metric.cli.evaluate`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from much_metric.cli._text import text_table
+
+__all__ = ["format_calibration", "format_rank", "format_spans", "format_table", "metric_columns", "published_rows",
+           "runtime_text"]
+
+
+def metric_columns() -> list[Any]:
+    from much_metric.scoring import METRIC_TABLE
+
+    return list(METRIC_TABLE)
+
+
+def format_table(table: Any, trained_as: dict[str, str] | None = None) -> str:
+    """``trained_as``: signal name -> what its row adds to the display name (a learned signal's detector, protocol and
+    held-out fold, from its file's metadata)."""
+    from much_metric.baselines.registry import display_name
+    from much_metric.signals import format_metric
+
+    trained_as = trained_as or {}
+
+    metrics = metric_columns()
+    header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage"]
+    rows = []
+    for result in [*table.results, *table.floors]:
+        name = f"[{result.signal_name}]" if result.level == "floor" else display_name(result.signal_name)
+        if result.signal_name in trained_as:
+            name = f"{name} ({trained_as[result.signal_name]})"
+        score = result.score
+        rows.append([name, result.aggregator or "—", *(format_metric(score, m.key) for m in metrics),
+                     str(score.n_claims), str(score.n_hallucinated), f"{result.coverage:.1%}"])
+        for group, groups in (score.by or {}).items():
+            for value, group_score in groups.items():
+                rows.append([f"  {group}={value}", "", *(format_metric(group_score, m.key) for m in metrics),
+                             str(group_score.n_claims), str(group_score.n_hallucinated), ""])
+    return text_table(rows, header, keep=2)
+
+
+def runtime_text(seconds: float, relative: float | None) -> str:
+    """``0.017s (0.00031%)``: the measured seconds and their share of LLM generation."""
+    if relative:
+        from much_metric.baselines.runtime import format_runtime
+
+        return format_runtime(seconds, seconds / relative)
+    return f"{seconds:.3g}s"
+
+
+def format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
+    import math
+
+    from much_metric.baselines.registry import display_method
+    from much_metric.signals import MIN_RANK_RESAMPLES
+
+    resampled = bool(board["n_resamples"])
+    header = ["rank", "method", board["metric"], *(["95% interval", "P(rank)"] if resampled else []),
+              "lang gap (best-worst)", "runtime (rel.)"]
+    rows = []
+    for row in board["rows"]:
+        gap = "n/a" if math.isnan(row["lang_gap"]) else \
+            f"{row['lang_gap']:.3f} ({row['lang_best']}-{row['lang_worst']})"
+        runtime = "n/a" if row["seconds"] is None else runtime_text(row["seconds"], row["relative_runtime"])
+        random_columns = []
+        if resampled:
+            low, high = row["interval"]
+            random_columns = [f"[{low:.3f}, {high:.3f}]", f"{row['rank_probability']:.2f}"]
+        rows.append([str(row["rank"]), display_method(row["method"]), f"{row['value']:.3f}", *random_columns, gap,
+                     runtime])
+    for name, value in board["floors"].items():
+        rows.append(["", f"[{name}]", f"{value:.3f}", *([""] * (len(header) - 3))])
+    rows.extend(row if resampled else [*row[:3], *row[5:]] for row in published)
+    names = [display_method(row["method"]) for row in board["rows"]]
+    what = (f"{board['n_resamples']} paired bootstrap resamples" if resampled else
+            f"no bootstrap (--bootstrap 0): ranked by the point values; no interval, P(rank) or p-value, which need "
+            f"at least {MIN_RANK_RESAMPLES} resamples (--bootstrap {MIN_RANK_RESAMPLES})")
+    lines = [f"leaderboard by {board['metric']} on the {board['n_samples']} samples ({board['n_claims']} claims) "
+             f"every method covers; {what}", text_table(rows, header)]
+    if len(names) > 1 and resampled:
+        p = board["p_values"]
+        short = [str(k + 1) for k in range(len(names))]
+        matrix = [[f"{k + 1}. {name}", *("—" if i == k else f"{p[k][i]:.3f}" for i in range(len(names)))]
+                  for k, name in enumerate(names)]
+        lines += ["pairwise paired-bootstrap p-values (two-sided, no difference):", text_table(matrix, ["", *short])]
+    return "\n".join(lines)
+
+
+def published_rows(args: argparse.Namespace, metric: str) -> list[list[str]]:
+    from much_metric.signals import PAPER_GENERATION_SECONDS, PAPER_TABLE7, REFERENCE_NOTEBOOK, is_much
+
+    if not is_much(args.source):
+        return []
+    rows = []
+    column = {"roc_auc": 3, "pr_auc": 4}.get(metric)
+    for label, _, seconds, roc, pr, in3 in PAPER_TABLE7:
+        value = {3: roc, 4: pr}.get(column)
+        rows.append(["", f"[paper table {'3/7' if in3 else '7'}] {label}",
+                     "—" if value is None else f"{value:.3f}", "", "", "",
+                     f"{seconds:,.0f}s ({100 * seconds / PAPER_GENERATION_SECONDS:.3g}%)"])
+    for label, subset, roc, ppr in REFERENCE_NOTEBOOK:
+        value = {"roc_auc": roc, "partial_pr_auc_recall_20": ppr}.get(metric)
+        rows.append(["", f"[reference notebook, {subset}] {label}", "—" if value is None else f"{value:.4f}",
+                     "", "", "", ""])
+    return rows
+
+
+def format_calibration(results: list[Any]) -> str:
+    from much_metric.baselines.registry import display_name
+
+    header = ["method", "aggregator", "fit claims", "measured claims", "ECE", "95% interval", "Brier",
+              "Brier (prevalence)"]
+    rows = []
+    for r in results:
+        interval = "" if r.ece_interval is None else f"[{r.ece_interval[0]:.3f}, {r.ece_interval[1]:.3f}]"
+        rows.append([display_name(r.signal_name), r.aggregator or "—", str(r.n_fit_claims), str(r.n_eval_claims),
+                     f"{r.ece:.3f}", interval, f"{r.brier:.3f}", f"{r.brier_prevalence:.3f}"])
+    return text_table(rows, header, keep=2)
+
+
+def format_spans(spans: dict[str, Any]) -> str:
+    from much_metric.baselines.registry import display_name
+
+    langs = sorted({lang for m in [*spans["methods"].values(), *spans["baselines"].values()]
+                    for lang in m["per_language"]})
+    header = ["method", "threshold", "IoU", "rho", *(f"IoU {lang}" for lang in langs),
+              *(f"rho {lang}" for lang in langs)]
+    rows = []
+    for name, m in [*((display_name(k), v) for k, v in spans["methods"].items()),
+                    *((f"[{k}]", v) for k, v in spans["baselines"].items())]:
+        per = m["per_language"]
+        rows.append([name, f"{m['threshold']:.4g}" if "threshold" in m else "", f"{m['iou']:.3f}", f"{m['cor']:.3f}",
+                     *(f"{per[lang]['iou']:.3f}" if lang in per else "" for lang in langs),
+                     *(f"{per[lang]['cor']:.3f}" if lang in per else "" for lang in langs)])
+    return (f"Mu-SHROOM span scores on {spans['n_items']} items (threshold and probability map fitted on "
+            f"{spans['n_fit_items']} others)\n" + text_table(rows, header))
