@@ -40,17 +40,17 @@ import io
 import json
 import re
 import stat
-import tempfile
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
+
+from much_metric.signals._archive_limits import DEFAULT_LIMITS, SIGNAL_NAME_PATTERN, ArchiveLimits, SubmissionRejected
+from much_metric.signals._archive_signals import parse_signal_files
 
 __all__ = ["ArchiveLimits", "ParsedSubmission", "SubmissionRejected", "read_archive", "SIGNAL_NAME_PATTERN",
            "SUBMISSION_INTERNALS"]
 
-#: Signal names a submission may use (letters, digits, ``_ . - + @``): safe in a page, a file name and a URL.
-SIGNAL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+@-]{0,79}$")
 _SIGNAL_SUFFIXES = (".parquet", ".jsonl")
 _SUBMISSION_FILE = "submission.json"
 _JSON_FILES = ("timings.json", "hardware.json", _SUBMISSION_FILE)
@@ -63,37 +63,6 @@ _PACK_FORMAT = re.compile(rb'"format"\s*:\s*"much-internals')
 #: Parquet key-value metadata a signal file may carry: pyarrow's and pandas' own, and MUCH's per-sample
 #: (``much.samples``) and signal-level (``much.signal``, a learned detector's training rows) metadata.
 _ALLOWED_METADATA = {b"ARROW:schema", b"pandas", b"much.samples", b"much.signal"}
-#: Per-sample metadata keys of a learned detector's signal (written by ``much run --signals learned:<folder>``).
-TRAINING_IDS_KEY, DETECTOR_KEY = "training_generation_ids", "detector"
-
-
-class SubmissionRejected(ValueError):
-    """The submission is refused; the message says why (shown to the submitter as is)."""
-
-
-@dataclass(frozen=True)
-class ArchiveLimits:
-    """Upper bounds on an untrusted archive (defaults fit a MUCH-sized submission of a few signals).
-
-    ``max_unused_bytes`` bounds each file the board keeps but does not use (``README.md``, hidden files, macOS
-    forks); ``max_json_bytes`` bounds ``timings.json`` and ``hardware.json``."""
-
-    max_archive_bytes: int = 64 * 2**20
-    max_entries: int = 32
-    max_entry_bytes: int = 64 * 2**20
-    max_total_bytes: int = 256 * 2**20
-    max_ratio: float = 100.0
-    max_line_bytes: int = 2**20
-    max_json_bytes: int = 64 * 2**10
-    max_signals: int = 8
-    max_rows: int = 200_000
-    max_row_groups: int = 256
-    max_footer_bytes: int = 4 * 2**20
-    max_metadata_bytes: int = 2**20
-    max_unused_bytes: int = 64 * 2**10
-
-
-DEFAULT_LIMITS = ArchiveLimits()
 
 
 @dataclass
@@ -375,85 +344,10 @@ def read_archive(data: bytes, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> Pars
     hardware = _check_json("hardware.json", files["hardware.json"], limits) if "hardware.json" in files else {}
     internals = _check_internals(_check_json(_SUBMISSION_FILE, files[_SUBMISSION_FILE], limits)) \
         if _SUBMISSION_FILE in files else ()
-    signals, learned = _parse_signals(signal_files, limits)
+    signals, learned = parse_signal_files(signal_files, limits)
     absent = sorted(set(timings) - set(signals))
     if absent:
         raise SubmissionRejected(f"timings.json: signal(s) {[a[:80] for a in absent[:5]]} are not in the archive "
                                  f"(it holds {sorted(signals)[:8]})")
     return ParsedSubmission(signals=signals, timings=timings, hardware=hardware, learned=learned,
                             internals=internals)
-
-
-def _learned(name: str, per_sample: dict[str, Any], signal_level: dict[str, Any]) -> dict[str, Any] | None:
-    """The detector and training rows a learned signal's metadata records (None: not a learned signal): the
-    per-sample metadata, or the signal-level metadata that ``much run --signals learned:DIR --out OUT`` writes."""
-    detectors, ids = [], set()
-    sources = [(f"generation_id={generation_id[:80]!r}", values) for generation_id, values in per_sample.items()]
-    if signal_level:
-        sources.append(("signal metadata", signal_level))
-    for where, values in sources:
-        if not isinstance(values, dict):
-            raise SubmissionRejected(f"signal {name!r}, {where}: metadata must be an object")
-        if DETECTOR_KEY in values:
-            detectors.append(values[DETECTOR_KEY])
-        if TRAINING_IDS_KEY in values:
-            found = values[TRAINING_IDS_KEY]
-            if not isinstance(found, list) or not all(isinstance(i, str) for i in found):
-                raise SubmissionRejected(f"signal {name!r}, {where}: metadata "
-                                         f"{TRAINING_IDS_KEY!r} must be a list of generation_id strings")
-            ids.update(found)
-    if not detectors and not ids:
-        return None
-    detector = detectors[0] if detectors else None
-    fields = ("kind", "protocol", "fold")
-    if not isinstance(detector, dict) or any(d != detector for d in detectors) or not all(
-            isinstance(detector.get(f), str | type(None)) and len(str(detector.get(f))) <= 80 for f in fields):
-        raise SubmissionRejected(f"signal {name!r}: a learned signal's metadata needs one {DETECTOR_KEY!r} object "
-                                 f"{{'kind', 'protocol', 'fold'}} (short strings) and the {TRAINING_IDS_KEY!r} it "
-                                 "was trained and validated on")
-    if not ids:
-        raise SubmissionRejected(f"signal {name!r}: a learned detector's signal must list its "
-                                 f"{TRAINING_IDS_KEY!r} (the rows it was trained and validated on)")
-    return {DETECTOR_KEY: {f: detector.get(f) for f in fields}, TRAINING_IDS_KEY: frozenset(ids)}
-
-
-def _parse_signals(signal_files: dict[str, bytes], limits: ArchiveLimits
-                   ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    from much_metric.signals._files import read_records
-    from much_metric.signals._metadata import read_sample_metadata, read_signal_metadata
-
-    signals: dict[str, dict[str, Any]] = {}
-    metadata: dict[str, dict[str, dict[str, Any]]] = {}
-    signal_level: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="much-submission-") as folder:
-        for name, blob in signal_files.items():
-            path = Path(folder) / name
-            path.write_bytes(blob)
-            try:
-                records = read_records(path)
-                per_sample = read_sample_metadata(path)
-                whole_signal = read_signal_metadata(path)
-            except json.JSONDecodeError as error:
-                raise SubmissionRejected(f"{name}: its metadata is not valid JSON ({error})") from None
-            except (ValueError, KeyError, OSError) as error:
-                message = str(error).replace(folder + "/", "").replace(folder, "the archive")
-                raise SubmissionRejected(message) from None
-            for generation_id, signal, values in records:
-                per_signal = signals.setdefault(signal, {})
-                if generation_id in per_signal:  # a broken submission, not a warning
-                    raise SubmissionRejected(f"{name}: (generation_id={generation_id[:80]!r}, signal_name="
-                                             f"{signal[:80]!r}) given twice")
-                per_signal[generation_id] = values
-            for signal in {record[1] for record in records}:
-                metadata.setdefault(signal, {}).update(per_sample)
-                signal_level.setdefault(signal, {}).update(whole_signal)
-    if len(signals) > limits.max_signals:
-        raise SubmissionRejected(f"{len(signals)} signals in one submission, more than the limit of "
-                                 f"{limits.max_signals}")
-    bad = [name for name in signals if not SIGNAL_NAME_PATTERN.match(name)]
-    if bad:
-        raise SubmissionRejected(f"signal_name {bad[0][:100]!r}: names may use letters, digits and _ . + @ - "
-                                 "(80 at most)")
-    learned = {name: info for name in signals
-               if (info := _learned(name, metadata.get(name, {}), signal_level.get(name, {}))) is not None}
-    return signals, learned
