@@ -1,0 +1,215 @@
+"""What one method is: a :class:`Baseline` (its signal-name pattern, what it needs, how it computes token scores)
+and a :class:`BaselineSpec` (a signal name resolved to a baseline and its parameters). The registry that finds them
+by name is :mod:`much_metric.baselines.registry`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["RESOURCES", "Baseline", "BaselineSpec"]
+
+#: What a baseline may need, passed to ``compute`` as keyword arguments of these names: the generating LLM's
+#: tokenizer (or a per-sample decoder), an NLI scorer, KTC's token-neighbour statistics, an internals pack
+#: (:func:`much_dataset.load_internals`: attention and hidden states per output token; RAUQ, probes).
+RESOURCES = ("tokenizer", "nli", "neighbours", "internals")
+
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One token-level uncertainty method.
+
+    Parameters
+    ----------
+    name : str
+        Signal name, or a pattern with ``{field}`` parameters (``token_entropy_{delta}``). Signal files and tables
+        use the concrete name (``token_entropy_24``).
+    compute : callable
+        ``compute(arrays, **params, **resources)`` -> float array of shape (N_tokens,) over the split's
+        concatenated tokens (or a list of per-sample arrays). ``arrays`` is a
+        :class:`much_metric.baselines.TokenArrays` (sample offsets, sampled token ids, top-K candidate ids and
+        probabilities); ``params`` are the fields of the name; ``resources`` are those of ``needs``.
+        Higher = more uncertain.
+    display : str or callable, optional
+        Table label, may use the fields (``"Token Entropy-{delta}"``), or a function of the fields returning the
+        label; defaults to the name.
+    needs : tuple of str
+        Among :data:`RESOURCES`.
+    description : str
+        One line for ``much run --help`` (formula and source).
+    params : mapping of str to str
+        Regular expressions of fields that are not plain integers.
+    defaults : tuple of str
+        Concrete signal names run by the group ``all`` (and ``all-probability`` when ``needs`` is empty); a name
+        without fields defaults to itself.
+    options : tuple of str
+        Run-wide options the runner forwards when set (``reference_window`` for CCP/SAR).
+    signal_name : callable, optional
+        ``signal_name(name, params, resources)`` -> the stored name when it depends on a resource (CCP/SAR add the
+        NLI model's suffix).
+    order : float, default 100
+        Position in tables and help (table 3's rows: CCP 10, SAR 20, Max Likelihood 30, Token Likelihood 40, Token
+        Entropy 50); ties keep registration order.
+    check : callable, optional
+        ``check(params)`` raises ``ValueError`` for parameters out of range; called when a name is resolved, so a
+        bad ``--signals`` fails before any work.
+    metadata : callable, optional
+        ``metadata(params)`` -> a JSON-able mapping stored with the signal (its file's signal metadata). A method
+        trained on MUCH rows gives ``training_generation_ids`` (sorted): every evaluation leaves those rows out of
+        that signal unless asked to include them (see :mod:`much_metric.signals._training`).
+    needs_of : callable, optional
+        ``needs_of(params)`` -> the resources (among :data:`RESOURCES`) one instance needs when they depend on its
+        parameters (a learned detector folder that reads an internals pack); replaces ``needs`` for that instance.
+
+    Examples
+    --------
+    A method with one parameter ``k``, scored on the embedded sample (offline). Registering it (:func:`register`
+    in a notebook, ``BASELINES = (...)`` in a file of this package, or a ``much.baselines`` entry point) makes
+    ``much run --signals top_gap_2`` work; here it is only called:
+
+    >>> import much_dataset
+    >>> from much_metric import score
+    >>> from much_metric.baselines import Baseline, token_arrays
+    >>> def top_gap(arrays, *, k):
+    ...     # 1 - (p1 - pk): the top candidate barely ahead of the k-th one = uncertain
+    ...     p = arrays.probabilities                     # (N_tokens, 24), by decreasing probability
+    ...     return 1.0 - (p[:, 0] - p[:, k - 1])         # one score per token, higher = more uncertain
+    >>> gap = Baseline(name="top_gap_{k}", compute=top_gap, display="Top gap-{k}", description="1 - (p1 - pk)")
+    >>> gap.match("top_gap_2"), gap.label({"k": 2}), gap.match("token_entropy_24")
+    ({'k': 2}, 'Top gap-2', None)
+    >>> data = much_dataset.load("sample", split="test")
+    >>> arrays = token_arrays(data)
+    >>> token_scores = arrays.split(gap.compute(arrays, k=2))
+    >>> result = score(token_scores, data["token_chunks"], data["labels"], data["stopword_mask"])
+    >>> result.n_claims, 0.5 < result.roc_auc < 1.0
+    (10320, True)
+    """
+
+    name: str
+    compute: Callable[..., Any]
+    display: str | Callable[[Mapping[str, Any]], str] | None = None
+    needs: tuple[str, ...] = ()
+    description: str = ""
+    params: Mapping[str, str] = field(default_factory=dict)
+    defaults: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    signal_name: Callable[[str, dict[str, Any], dict[str, Any]], str] | None = None
+    check: Callable[[dict[str, Any]], None] | None = None
+    order: float = 100.0
+    metadata: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None
+    needs_of: Callable[[dict[str, Any]], Sequence[str]] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z][\w{}.:-]*", self.name):
+            raise ValueError(f"Baseline name must be a signal name or pattern like 'token_entropy_{{delta}}', got "
+                             f"{self.name!r}")
+        if not callable(self.compute):
+            raise TypeError(f"Baseline {self.name!r}: compute must be callable, got {type(self.compute).__name__}")
+        unknown = set(self.needs) - set(RESOURCES)
+        if unknown:
+            raise ValueError(f"Baseline {self.name!r}: unknown needs {sorted(unknown)}; choose among {RESOURCES}")
+        fields = _FIELD.findall(self.name)
+        if set(self.params) - set(fields):
+            raise ValueError(f"Baseline {self.name!r}: params {sorted(set(self.params) - set(fields))} are not "
+                             "fields of its name")
+        object.__setattr__(self, "needs", tuple(self.needs))
+        object.__setattr__(self, "defaults", tuple(self.defaults) or (() if fields else (self.name,)))
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(_FIELD.findall(self.name))
+
+    def match(self, signal: str) -> dict[str, Any] | None:
+        """The parameters of ``signal`` if it is an instance of this baseline's name, else None."""
+        match = self._pattern().fullmatch(signal)
+        if match is None:
+            return None
+        return {key: _convert(value) for key, value in match.groupdict().items()}
+
+    def _pattern(self) -> re.Pattern[str]:
+        parts, last = [], 0
+        for found in _FIELD.finditer(self.name):
+            parts.append(re.escape(self.name[last:found.start()]))
+            key = found.group(1)
+            parts.append(f"(?P<{key}>{self.params.get(key, r'[0-9]+')})")
+            last = found.end()
+        parts.append(re.escape(self.name[last:]))
+        return re.compile("".join(parts))
+
+    def label(self, params: Mapping[str, Any]) -> str:
+        """The table label of one instance (``Token Entropy-24``)."""
+        if callable(self.display):
+            return self.display(params)
+        return (self.display or self.name).format(**params)
+
+
+@dataclass(frozen=True)
+class BaselineSpec:
+    """A resolved signal name: the baseline and its parameters."""
+
+    signal: str
+    baseline: Baseline
+    params: dict[str, Any]
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        if self.baseline.needs_of is None:
+            return self.baseline.needs
+        needs = tuple(self.baseline.needs_of(dict(self.params)))
+        unknown = set(needs) - set(RESOURCES)
+        if unknown:
+            raise ValueError(f"signal {self.signal!r} needs {sorted(unknown)}, not among {RESOURCES}")
+        return needs
+
+    @property
+    def display(self) -> str:
+        return self.baseline.label(self.params)
+
+    def stored_name(self, resources: Mapping[str, Any]) -> str:
+        """The signal name written to files (a baseline may add a resource's suffix, e.g. the NLI model's)."""
+        if self.baseline.signal_name is None:
+            return self.signal
+        return self.baseline.signal_name(self.signal, dict(self.params), dict(resources))
+
+    def signal_metadata(self) -> dict[str, Any]:
+        """The metadata stored with this signal ({} for most baselines; a learned one's training rows)."""
+        return {} if self.baseline.metadata is None else dict(self.baseline.metadata(dict(self.params)))
+
+    def compute(self, arrays: Any, resources: Mapping[str, Any], options: Mapping[str, Any]) -> np.ndarray:
+        """Flat float64 scores (N_tokens,) of this signal; checks the shape the baseline returned."""
+        kwargs = {**self.params, **{need: resources.get(need) for need in self.needs}}
+        kwargs.update({key: options[key] for key in self.baseline.options if key in options})
+        values = self.baseline.compute(arrays, **kwargs)
+        if isinstance(values, np.ndarray) and values.ndim == 1:
+            flat = values
+        elif isinstance(values, Sequence) and len(values) == arrays.n_samples:
+            lengths = [len(v) for v in values]
+            expected = np.diff(arrays.offsets).tolist()
+            for index, (got, want) in enumerate(zip(lengths, expected, strict=True)):
+                if got != want:
+                    raise ValueError(f"baseline {self.signal!r} returned {got} scores for generation_id="
+                                     f"{arrays.generation_ids[index]!r}, which has {want} output tokens")
+            flat = np.concatenate([np.asarray(v, dtype=np.float64) for v in values]) if values else np.zeros(0)
+        else:
+            raise TypeError(f"baseline {self.signal!r} must return a 1-D array of {arrays.n_tokens} token scores or "
+                            f"a list of {arrays.n_samples} per-sample arrays, got {type(values).__name__}")
+        flat = np.asarray(flat, dtype=np.float64)
+        if flat.shape != (arrays.n_tokens,):
+            raise ValueError(f"baseline {self.signal!r} returned {flat.shape[0]} token scores for a split of "
+                             f"{arrays.n_tokens} output tokens")
+        return flat
+
+
+def _convert(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
