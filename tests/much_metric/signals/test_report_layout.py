@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from much_metric.signals import _report
+from much_metric.signals import _report, _report_figures
 
 pytest.importorskip("matplotlib")
 
@@ -25,10 +25,10 @@ def test_reliability_diagram_joins_only_dense_bins_and_labels_counts():
     result = SimpleNamespace(diagram=diagram, signal_name="max_likelihood", aggregator="product", ece=0.05)
     from much_metric.baselines import display_name
 
-    fig = _report._reliability_figure([result], display_name)  # the command passes the registry's labels
+    fig = _report_figures.reliability_figure([result], display_name)  # the command passes the registry's labels
     ax = fig.axes[0]
     joined = [line for line in ax.lines if line.get_label() != "perfect calibration"]
-    dense = counts >= _report.SPARSE_BIN_CLAIMS
+    dense = counts >= _report_figures.SPARSE_BIN_CLAIMS
     assert len(joined) == 1 and np.allclose(joined[0].get_xdata(), diagram["confidence"][dense])
     assert sorted(text.get_text() for text in ax.texts) == sorted(str(n) for n in counts[counts > 0])
     assert "Max Likelihood (product)" in ax.get_legend().get_texts()[1].get_text()
@@ -38,5 +38,5 @@ def test_rejection_plot_says_what_its_y_axis_is():
     rng = np.random.default_rng(0)
     scores = rng.random(50)
     positive = rng.random(50) < 0.4
-    fig = _report._curves_figure([("m", scores, positive, None)], "t")
+    fig = _report_figures.curves_figure([("m", scores, positive, None)], "t")
     assert fig.axes[2].get_ylabel() == "accuracy of the kept claims (correct kept / kept)"
