@@ -27,18 +27,7 @@ What 20 alternatives instead of MUCH's 24 change
   ``top_logprobs``, so with 24 a sampled token ranked below 24 takes the place of the 24th candidate. Each row keeps
   the ``monitor.top_k`` most probable alternatives received (then the sampled token when it is not among them).
 
-Token strings to ids
---------------------
-The segmenter and the stopword rule need token ids. A ``token`` of the form ``token_id:N`` (vLLM's and SGLang's
-``return_tokens_as_token_ids``; ``much monitor --base-url`` requests it unless ``--no-token-ids``) is taken as is.
-Otherwise the token's raw ``bytes`` (or its UTF-8 text when a server sends no bytes) are looked up in a table built
-once from the tokenizer's vocabulary (byte-level BPE pieces such as ``Ġthe`` mapped back to bytes; SentencePiece
-``▁`` and ``<0xNN>`` pieces likewise). When several ids spell the same bytes the first non-special id wins; a
-sampled token that maps to no id is an error, an alternative that maps to none keeps its probability with id -1 (Max
-Likelihood and Token Entropy do not use ids). A token that is part of a UTF-8 character split over several tokens
-(CJK, emoji, rare accents) has no text of its own: vLLM streams it with an empty ``token`` and ``bytes`` (the last
-piece carries the whole character), so its id cannot be known from the text -- such a sampled token is an error that
-asks for ``return_tokens_as_token_ids`` (never a guessed id).
+Token strings to ids: :mod:`much_metric.monitor._token_ids`.
 
 Incomplete answers
 ------------------
@@ -53,84 +42,21 @@ the connection died half-way), one without any token, or a non-streaming ``chat.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import math
-import re
 import socket
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from much_metric.monitor._token_ids import TOKEN_ID_PATTERN, cached_token_table, token_bytes_table, token_to_id
+
 __all__ = ["IncompleteStreamError", "token_bytes_table", "token_to_id", "claims_from_stream",
            "stream_chat_completion"]
 
 class IncompleteStreamError(ValueError):
     """The stream did not deliver a complete answer: cut half-way, empty, not a stream, or past its deadline."""
-
-
-_TOKEN_ID = re.compile(r"token_id:(\d+)")
-_BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
-
-
-@functools.lru_cache(maxsize=1)
-def _byte_level_decoder() -> dict[str, int]:
-    """The inverse of GPT-2's byte -> printable character map (every byte-level BPE vocabulary uses it)."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    chars = {b: b for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in chars:
-            chars[b] = 256 + extra
-            extra += 1
-    return {chr(c): b for b, c in chars.items()}
-
-
-def _piece_bytes(piece: str, byte_level: bool, decoder: dict[str, int]) -> bytes | None:
-    if byte_level:
-        try:
-            return bytes(decoder[ch] for ch in piece)
-        except KeyError:
-            return None
-    match = _BYTE_PIECE.fullmatch(piece)
-    if match:
-        return bytes([int(match.group(1), 16)])
-    return piece.replace("▁", " ").encode("utf-8")
-
-
-def token_bytes_table(tokenizer) -> dict[bytes, int]:
-    """``{raw bytes of a vocabulary piece: id}`` of ``tokenizer`` (first non-special id for duplicated bytes)."""
-    vocab = tokenizer.get_vocab()
-    decoder = _byte_level_decoder()
-    byte_level = "Ġ" in vocab or "ĠĠ" in vocab
-    special = set(getattr(tokenizer, "all_special_ids", []) or [])
-    table: dict[bytes, int] = {}
-    for piece, token_id in sorted(vocab.items(), key=lambda item: (item[1] in special, item[1])):
-        if token_id in special:
-            raw = piece.encode("utf-8")  # special tokens are sent as their literal text
-        else:
-            raw = _piece_bytes(piece, byte_level, decoder)
-        if raw is not None:
-            table.setdefault(raw, token_id)
-    return table
-
-
-def token_to_id(entry: dict[str, Any], table: dict[bytes, int]) -> int | None:
-    """The id of one ``logprobs`` entry (``token``, optional ``bytes``), or None when it maps to none."""
-    token = entry.get("token", "")
-    match = _TOKEN_ID.fullmatch(token or "")
-    if match:
-        return int(match.group(1))
-    if entry.get("bytes") is not None:
-        values = entry["bytes"]
-        if not isinstance(values, list) or not all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255
-                                                   for b in values):
-            raise ValueError(f"token {token!r}: bytes must be a list of integers 0-255, got {values!r:.80}")
-        raw = bytes(values)
-    else:
-        raw = str(token).encode("utf-8")
-    return table.get(raw)
 
 
 def _as_dict(chunk: Any) -> dict[str, Any]:
@@ -148,7 +74,7 @@ def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
     token's row: the ``top_logprobs`` alternatives sorted by decreasing probability, at most ``monitor.top_k``,
     extended with the sampled token when it is not among them.
     """
-    table = _table(monitor.tokenizer)
+    table = cached_token_table(monitor.tokenizer)
     vocabulary = _vocabulary_size(monitor.tokenizer)
     monitor.reset()
     position = 0
@@ -193,7 +119,7 @@ def claims_from_stream(monitor, chunks: Iterable[Any]) -> Iterator[Any]:
                     alt_id = token_to_id(alternative, table)
                     if alt_id is not None:
                         _check_id(alt_id, vocabulary, where, f"alternative {alternative.get('token')!r}")
-                        if alt_id in ids and _TOKEN_ID.fullmatch(str(alternative.get("token"))):
+                        if alt_id in ids and TOKEN_ID_PATTERN.fullmatch(str(alternative.get("token"))):
                             raise ValueError(f"{where}: the alternative id {alt_id} is listed twice: a candidate row "
                                              "holds each id once (the server's answer is malformed)")
                         if alt_id in ids:  # two pieces spelling the same bytes: the table maps both to one id
@@ -240,18 +166,6 @@ def _check_logprob(entry: dict[str, Any], where: str) -> None:
         raise ValueError(f"{where}: log-probability {value!r} of {entry.get('token')!r} is not a log-probability "
                          f"(probability {math.exp(value) if value == value else value} > 1; log-probabilities are "
                          "<= 0): is the server sending logits or scores?")
-
-
-@functools.lru_cache(maxsize=4)
-def _table_cached(tokenizer) -> dict[bytes, int]:
-    return token_bytes_table(tokenizer)
-
-
-def _table(tokenizer) -> dict[bytes, int]:
-    try:
-        return _table_cached(tokenizer)
-    except TypeError:  # unhashable tokenizer
-        return token_bytes_table(tokenizer)
 
 
 def stream_chat_completion(base_url: str, model: str, messages: list[dict[str, str]], *, api_key: str | None = None,
