@@ -121,8 +121,20 @@ def read_store(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
 class JsonlStore:
     """An append-only JSONL file of records unique by ``key``, shared safely between processes (module docstring).
 
-    >>> store = JsonlStore(out / "generations.jsonl", key="generation_id")  # doctest: +SKIP
-    >>> if item_id not in store: store.append({"generation_id": item_id, ...})  # doctest: +SKIP
+    A second writer of the same key (another process, or a rerun after a crash) is told, not duplicated:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from builder.store import JsonlStore
+    >>> out = Path(tempfile.mkdtemp())
+    >>> store = JsonlStore(out / "generations.jsonl", key="generation_id")
+    >>> store.append({"generation_id": "a", "output": "Paris."})
+    True
+    >>> rerun = JsonlStore(out / "generations.jsonl", key="generation_id")
+    >>> "a" in rerun, rerun.append({"generation_id": "a", "output": "Lyon."}), len(rerun)
+    (True, False, 1)
+    >>> [record["output"] for record in rerun.records()]
+    ['Paris.']
     """
 
     def __init__(self, path: str | os.PathLike, *, key: str = "generation_id") -> None:

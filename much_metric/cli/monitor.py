@@ -256,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
             _progress(f"loading the tokenizer of {args.tokenizer or args.model}")
             tokenizer = _load_tokenizer(args.tokenizer or args.model)
         threshold = 0.5 if args.threshold is None and args.calibrate is None else args.threshold
-        monitor = ClaimMonitor(tokenizer, args.method, aggregator=args.aggregator, threshold=threshold,
+        monitor = ClaimMonitor(tokenizer, args.method, aggregation=args.aggregator, threshold=threshold,
                                top_k=width, neighbours=resources["neighbours"])
         if args.calibrate is not None:
             _progress("calibrating the threshold")

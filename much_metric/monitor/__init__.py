@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.params import POSITIVE_INT, check_param
 from much_dataset.schema import TOP_K
 from much_metric.monitor._openai import IncompleteStreamError, stream_chat_completion
 from much_metric.monitor._records import Calibration, MonitoredClaim
@@ -40,7 +41,6 @@ from much_metric.monitor._records import Calibration, MonitoredClaim
 __all__ = ["ClaimMonitor", "MonitoredClaim", "Calibration", "IncompleteStreamError", "online_spec",
            "stream_chat_completion"]
 
-_AGGREGATORS = ("product", "mean", "max", "geometric")
 
 
 #: What an online baseline may need besides the probabilities: static data, no model.
@@ -103,9 +103,10 @@ class ClaimMonitor:
         The generating model's tokenizer (segmentation, stopword rule, token strings of an endpoint).
     method : str, default "token_entropy_24"
         A signal name of the baseline registry whose baseline needs nothing but the probabilities.
-    aggregator : {"product", "mean", "max", "geometric"}, keyword-only, default "product"
-    stopword_handling : {"null", "exclude"}, keyword-only, default "null"
-        The metric's stopword rule (see :func:`much_metric.aggregate_claims`).
+    aggregation : Aggregation or str, keyword-only, default "product"
+        How a claim's token scores become its score, as for :func:`much_metric.score`: an aggregator name or a
+        :class:`~much_metric.scoring.Aggregation` (aggregator and stopword rule; a claim is scored as it closes, so
+        its ``drop_last_chunk`` does not apply). ``monitor.aggregator`` / ``monitor.stopword_handling`` read it.
     threshold : float, optional
         Flag claims with ``score >= threshold``; set by :meth:`calibrate` too.
     compat : {"0.3.0", "0.2.1"}, keyword-only
@@ -118,26 +119,40 @@ class ClaimMonitor:
 
     Examples
     --------
-    >>> monitor = ClaimMonitor(tokenizer, method="token_entropy_24", threshold=0.5)   # doctest: +SKIP
-    >>> for claim in monitor.generate(model, input_ids, max_new_tokens=64):          # doctest: +SKIP
-    ...     print(claim.text, claim.score, claim.flagged)
+    Replaying a sample row token by token (its top-24 candidates as a model would give them): the claims close in
+    the order the dataset's ``token_chunks`` list them.
+
+    >>> import much_dataset
+    >>> from much_metric.models import load_tokenizer
+    >>> from much_metric.monitor import ClaimMonitor
+    >>> row = much_dataset.load("sample", "en", split="test")[0]
+    >>> monitor = ClaimMonitor(load_tokenizer("smollm2"), "max_likelihood", aggregation="max", threshold=0.5)
+    >>> claims = []
+    >>> for token, ids, probs in zip(row["output_tokens"], row["logits_token_ids"], row["logits_values"]):
+    ...     claims += monitor.push(token, ids, probs)
+    >>> claims += monitor.finish()
+    >>> [claim.token_indices for claim in claims] == row["token_chunks"]
+    True
+    >>> monitor.aggregator, claims[0].text
+    ('max', ' No')
+
+    With a model, ``monitor.generate(model, input_ids, max_new_tokens=64)`` yields the claims while it generates,
+    ``monitor.stream_openai(chunks)`` while an OpenAI-compatible server streams.
     """
 
-    def __init__(self, tokenizer, method: str = "token_entropy_24", *, aggregator: str = "product",
-                 stopword_handling: str = "null", threshold: float | None = None, compat: str = "0.3.0",
-                 top_k: int = TOP_K, neighbours: Any = None) -> None:
+    def __init__(self, tokenizer, method: str = "token_entropy_24", *, aggregation: Any = "product",
+                 threshold: float | None = None, compat: str = "0.3.0", top_k: int = TOP_K,
+                 neighbours: Any = None) -> None:
+        from dataclasses import replace
+
+        from much_metric.scoring.engine import as_aggregation
         from much_metric.segmentation import IncrementalSegmenter
 
-        if aggregator not in _AGGREGATORS:
-            raise ValueError(f"aggregator must be one of {_AGGREGATORS}, got {aggregator!r}")
-        if stopword_handling not in ("null", "exclude"):
-            raise ValueError(f"stopword_handling must be 'null' or 'exclude', got {stopword_handling!r}")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+        check_param("top_k", top_k, POSITIVE_INT, owner="ClaimMonitor")
         self.tokenizer = tokenizer
         self.method = str(method)
-        self.aggregator = aggregator
-        self.stopword_handling = stopword_handling
+        # a claim is aggregated alone, as it closes: there is no EOS claim to drop from one claim
+        self.aggregation = replace(as_aggregation(aggregation, "ClaimMonitor"), drop_last_chunk=False)
         self.threshold = self._check_threshold(threshold)
         self.compat = compat
         self.top_k = top_k
@@ -181,6 +196,16 @@ class ClaimMonitor:
         return value
 
     # -- one generation ----------------------------------------------------------------------------------------------
+
+    @property
+    def aggregator(self) -> str:
+        """The claim aggregator (``aggregation.aggregator``)."""
+        return self.aggregation.aggregator
+
+    @property
+    def stopword_handling(self) -> str:
+        """The stopword rule (``aggregation.stopword_handling``)."""
+        return self.aggregation.stopword_handling
 
     def reset(self) -> None:
         """Start a new generation (called by the token sources)."""
@@ -264,7 +289,7 @@ class ClaimMonitor:
     def _score(self, closed: list[list[int]]) -> list[MonitoredClaim]:
         import time
 
-        from much_metric.scoring import Aggregation, aggregate_claims
+        from much_metric.scoring import aggregate_claims
 
         started = time.perf_counter()
         end = closed[-1][-1] + 1
@@ -276,9 +301,7 @@ class ClaimMonitor:
             ids = self._ids[first : last + 1]
             scores = self._scores[first : last + 1].copy()
             stop = np.fromiter((self._is_stopword(t) for t in ids), dtype=bool, count=len(ids))
-            options = Aggregation(aggregator=self.aggregator, stopword_handling=self.stopword_handling,
-                                  drop_last_chunk=False)
-            (value,), = aggregate_claims([scores], [[list(range(len(ids)))]], [stop], aggregation=options)
+            (value,), = aggregate_claims([scores], [[list(range(len(ids)))]], [stop], aggregation=self.aggregation)
             text = self._segmenter.text_of(first, last)  # decoded text the segmenter already maintains
             eos = all(t in self._eos_ids for t in ids)
             flagged = self.threshold is not None and not eos and float(value) >= self.threshold

@@ -8,7 +8,8 @@ Not the user API (that is :mod:`much_metric.scoring`'s ``__all__``): these take 
 
 from much_metric.scoring._aggregation import STOPWORD_MODES, aggregate_flat, flatten_scores
 from much_metric.scoring._bootstrap import bootstrap_distribution
+from much_metric.scoring._options import as_aggregation
 from much_metric.scoring._ranking import curve_metrics, sort_claims
 
-__all__ = ["STOPWORD_MODES", "aggregate_flat", "bootstrap_distribution", "curve_metrics", "flatten_scores",
-           "sort_claims"]
+__all__ = ["STOPWORD_MODES", "aggregate_flat", "as_aggregation", "bootstrap_distribution", "curve_metrics",
+           "flatten_scores", "sort_claims"]

@@ -53,7 +53,7 @@ def test_export_folder_is_loaded_before_the_model(splits, tmp_path, capsys, mode
 def test_calibration_on_an_export_folder_sets_the_threshold(tmp_path):
     folder = tmp_path / "much"
     card.write_parquet_folder({"train": ROWS[:20], "test": ROWS[20:]}, folder)
-    monitor = ClaimMonitor(load_tokenizer("smollm2"), "max_likelihood", aggregator="max")
+    monitor = ClaimMonitor(load_tokenizer("smollm2"), "max_likelihood", aggregation="max")
     result = monitor.calibrate(_calibration_data(str(folder)), target_fpr=0.2)
     assert monitor.threshold == result.threshold
     assert result.fpr <= 0.2

@@ -64,7 +64,7 @@ def test_scores_equal_the_offline_baseline_for_every_probability_only_method(run
         mask = stopword_mask(monitor.token_ids, llm.tokenizer)
         chunks = [c.token_indices for c in claims]
         for method in methods:
-            replay = ClaimMonitor(llm.tokenizer, method, aggregator="geometric", threshold=0.3)
+            replay = ClaimMonitor(llm.tokenizer, method, aggregation="geometric", threshold=0.3)
             online = [c for i, t in enumerate(monitor.token_ids) for c in replay.push(t, ids[i], probs[i])]
             online += replay.finish()
             offline = resolve(method).compute(token_arrays(rows), {}, {})
