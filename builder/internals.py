@@ -161,7 +161,7 @@ def parse_layers(text: str | None, n_layers: int) -> tuple[int, ...]:
 
 def load_engine(args: argparse.Namespace) -> Any:
     """The ``--engine`` backend of ``args`` (``.config``: the model's text config, ``.weights``: its sha256,
-    ``.forward(rows, options, basis)``); vLLM is imported only by its own module."""
+    ``.prepare(options)``, ``.forward(rows, options, basis)``); vLLM is imported only by its own module."""
     import importlib
 
     engine = ENGINES[args.engine]
@@ -269,8 +269,10 @@ def run(args: argparse.Namespace) -> int:
                                pca_fit_rows=args.pca_fit_rows, attention_to_self=args.attention_to_self,
                                engine=args.engine, attention=ENGINES[args.engine].attention)
     identity = pack_identity(args.model, backend.weights, backend.config, options, file_sha256(source))
+    check_identity(pack, identity)  # before the engine starts (minutes for vLLM)
+    backend.prepare(options)
     pack.mkdir(parents=True, exist_ok=True)
-    check_identity(pack, identity)
+    check_identity(pack, identity)  # again: a concurrent --shard run may have created the pack meanwhile
     basis = None
     if options.hidden_compression.startswith("pca"):
         basis = _ensure_basis(pack, identity, backend, options, every_row[: options.pca_fit_rows])

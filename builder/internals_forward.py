@@ -164,6 +164,9 @@ class TransformersInternals:
         self.config = self.llm.model.config
         self.weights = weights_sha256(args.model, self.llm.model)
 
+    def prepare(self, options: InternalsOptions) -> None:
+        """Nothing to prepare: the model is loaded and every layer's output is returned by each pass."""
+
     def forward(self, rows: Sequence[dict[str, Any]], options: InternalsOptions,
                 basis: dict[str, np.ndarray] | None = None) -> list[Any]:
         """Per row: ``(arrays, max_abs_diff, hidden errors)`` as :func:`row_internals` returns them, or the

@@ -67,6 +67,10 @@ class VLLMInternals:
         self._built_for: tuple[tuple[int, ...], float] | None = None
         self._storage = tempfile.TemporaryDirectory(prefix="much-vllm-hidden-")
 
+    def prepare(self, options: InternalsOptions) -> None:
+        """Refuse what vLLM cannot extract (``hidden_states[L]``) and start the engine for ``options``' layers."""
+        self._engine(options)
+
     def _engine(self, options: InternalsOptions) -> Any:
         layers = tuple(sorted(options.hidden_layers))
         n_layers = int(self.config.num_hidden_layers)
@@ -90,18 +94,27 @@ class VLLMInternals:
         from builder.generation.vllm import check_tempered, tempered_overrides
 
         overrides = tempered_overrides(self.model, SamplingSettings(temperature=options.temperature))
-        name, module = CONNECTOR
         aux = {"hf_config": {"eagle_aux_hidden_state_layer_ids": list(layers)}}
-        self._llm = LLM(
+        try:
+            self._llm = self._start(LLM, overrides, aux)
+        except RuntimeError as error:  # vLLM's engine core failed to start: its root cause is in its log above
+            raise BuilderError(
+                f"vLLM could not start {self.model} with the extract_hidden_states method ({error}); the model class "
+                "must implement vLLM's EAGLE-3 auxiliary hidden-state interface (Llama, Mistral, Qwen, ...: not "
+                "Gemma 3 in vLLM 0.32), else use --engine transformers") from error
+        check_tempered(self._llm, overrides)
+        self._built_for = key
+        return self._llm
+
+    def _start(self, cls: Any, overrides: dict[str, Any], aux: dict[str, Any]) -> Any:
+        name, module = CONNECTOR
+        return cls(
             model=self.model, dtype=self.dtype, max_logprobs=TOP_LOGPROBS + 1, logprobs_mode="raw_logprobs",
             generation_config="vllm", hf_overrides=overrides or None,
             speculative_config={"method": "extract_hidden_states", "num_speculative_tokens": 1,
                                 "draft_model_config": aux},
             kv_transfer_config={"kv_connector": name, "kv_connector_module_path": module, "kv_role": "kv_producer",
                                 "kv_connector_extra_config": {"shared_storage_path": self._storage.name}})
-        check_tempered(self._llm, overrides)
-        self._built_for = key
-        return self._llm
 
     def forward(self, rows: Sequence[dict[str, Any]], options: InternalsOptions,
                 basis: dict[str, np.ndarray] | None = None) -> list[Any]:
