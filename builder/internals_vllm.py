@@ -52,8 +52,9 @@ CONNECTOR = ("HostHiddenStatesConnector", "builder._vllm_hidden_connector")
 
 
 class VLLMInternals:
-    """The ``vllm`` internals engine: an offline ``vllm.LLM`` with the ``extract_hidden_states`` method, built on
-    the first :meth:`forward` (the layers to extract are part of its configuration)."""
+    """The ``vllm`` internals engine: an offline ``vllm.LLM`` with the ``extract_hidden_states`` method, started by
+    :meth:`prepare` (the layers to extract and the temperature are part of its configuration; the model's config and
+    weights hash are read first, without vLLM)."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         from transformers import AutoConfig

@@ -124,3 +124,26 @@ def test_attention_methods_name_a_hidden_only_pack_and_the_missing_array(tmp_pat
         message = str(caught.value)
         assert f"generation_id={gid!r}" in message and manifest in message and f"no {name!r} array" in message
         assert "engine vllm" in message and "--engine transformers" in message
+
+
+def test_prompt_logprob_difference_compares_listed_candidates_and_counts_the_others():
+    """The vLLM engine's free check on vLLM-shaped prompt log-probabilities (position i = the token at i)."""
+    import math
+    from collections import namedtuple
+
+    from builder.internals_vllm import prompt_logprob_difference
+
+    logprob = namedtuple("Logprob", "logprob")
+    row = {schema.GENERATION_ID: "g", schema.OUTPUT_TOKENS: [5, 7],
+           schema.LOGITS_TOKEN_IDS: [[5, 9], [7, 3]], schema.LOGITS_VALUES: [[0.6, 0.3], [0.5, 0.2]]}
+    n_prompt = 3
+    listed = [None, {}, {}, {5: logprob(math.log(0.61)), 9: logprob(math.log(0.3))},
+              {7: logprob(math.log(0.5)), 8: logprob(math.log(0.25))}]
+    worst, unchecked = prompt_logprob_difference(listed, n_prompt, row)
+    assert worst == pytest.approx(0.01) and unchecked == 1  # token 3 is not in vLLM's list at position 4
+    # one position off (the prompt one token shorter) compares other numbers
+    assert prompt_logprob_difference(listed, n_prompt - 1, row)[1] == 4
+    assert np.isnan(prompt_logprob_difference(listed, n_prompt, {schema.OUTPUT_TOKENS: [5, 7]})[0])
+    with pytest.raises(ValueError, match="generation_id='g': 1 stored probability rows for 2 output tokens"):
+        prompt_logprob_difference(listed, n_prompt, {**row, schema.LOGITS_TOKEN_IDS: [[5]],
+                                                     schema.LOGITS_VALUES: [[0.6]]})
