@@ -61,7 +61,7 @@ def weights_sha256(model: str, loaded: Any = None) -> str:
 
 #: Identity keys newer than the first packs, and the value a manifest without them stands for.
 IDENTITY_DEFAULTS = {"attention_to_self": False, "pca_fit_rows": None, "compression": "none",
-                     "generation_config": None}
+                     "generation_config": None, "engine": "transformers"}
 
 
 def _hidden_dtypes(options: Any) -> dict[str, str]:
@@ -72,6 +72,8 @@ def _hidden_dtypes(options: Any) -> dict[str, str]:
 
 
 def pack_identity(model: str, weights: str, config: Any, options: Any, source: str) -> dict[str, Any]:
+    """The keys every run into a pack must agree on (``options``: ``builder.internals.InternalsOptions``; a pack of
+    an engine without attention, ``options.attention`` False, has no ``attention_to_previous`` in ``dtypes``)."""
     kind, _ = parse_compression(options.hidden_compression)
     extra: dict[str, Any] = {}
     if kind == "pca":
@@ -89,7 +91,9 @@ def pack_identity(model: str, weights: str, config: Any, options: Any, source: s
         "hidden_size": int(config.hidden_size),
         "hidden_layers": list(options.hidden_layers),
         "attention_window": options.attention_window,
-        "dtypes": {"attention_to_previous": "float32", **_hidden_dtypes(options),
+        "engine": getattr(options, "engine", "transformers"),
+        "dtypes": {**({"attention_to_previous": "float32"} if getattr(options, "attention", True) else {}),
+                   **_hidden_dtypes(options),
                    **({"attention_window": "float32"} if options.attention_window else {}),
                    **({"attention_to_self": "float32"} if options.attention_to_self else {})},
         "compression": options.hidden_compression,

@@ -20,5 +20,5 @@ fi
 installed=$(date +%s)
 echo "run_vllm_tests: venv ready in $((installed - start)) s"
 export PYTHONPATH=$PWD VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} VLLM_CPU_CI_ENV=${VLLM_CPU_CI_ENV:-1}
-"$VENV/bin/python" -m pytest -q -s tests/builder/test_vllm_engine.py "$@"
+"$VENV/bin/python" -m pytest -q -s tests/builder/test_vllm_engine.py tests/builder/test_vllm_internals.py "$@"
 echo "run_vllm_tests: tests ran in $(( $(date +%s) - installed )) s"

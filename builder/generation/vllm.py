@@ -22,7 +22,7 @@ from builder.generation.rows import EngineInfo, EngineResult, RowLimits, candida
 from builder.generation.sampling import SamplingSettings
 from much_dataset import schema
 
-__all__ = ["VLLMEngine", "load_vllm", "vllm_generate", "tempered_overrides"]
+__all__ = ["VLLMEngine", "load_vllm", "vllm_generate", "tempered_overrides", "check_tempered"]
 
 
 def tempered_overrides(model: str, settings: SamplingSettings) -> dict[str, Any]:
@@ -36,7 +36,8 @@ def tempered_overrides(model: str, settings: SamplingSettings) -> dict[str, Any]
     return {"logit_scale": base * settings.logit_scale}
 
 
-def _check_tempered(llm: Any, overrides: dict[str, Any]) -> None:
+def check_tempered(llm: Any, overrides: dict[str, Any]) -> None:
+    """Raise :class:`BuilderError` unless vLLM applied ``overrides["logit_scale"]`` and its model class reads it."""
     # The override is only a config field: refuse a model class whose logits layer ignores it (the stored values
     # would be untempered). vLLM's model classes pass config.logit_scale to LogitsProcessor(scale=...).
     if not overrides:
@@ -65,7 +66,7 @@ def load_vllm(model: str, *, settings: SamplingSettings, dtype: str = "auto", **
     overrides = tempered_overrides(model, settings)
     llm = LLM(model=model, dtype=dtype, logprobs_mode="raw_logprobs", max_logprobs=settings.logprobs,
               generation_config="vllm", seed=settings.seed, hf_overrides=overrides or None, **engine_kwargs)
-    _check_tempered(llm, overrides)
+    check_tempered(llm, overrides)
     return llm
 
 

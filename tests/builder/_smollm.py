@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import os
+import sys
+from pathlib import Path
 
 from tests import assets
 
@@ -24,3 +27,14 @@ def smollm2():
 def gguf_path() -> str:
     assets.require("smollm2")
     return str(assets.smollm2_gguf_path())
+
+
+def safetensors_folder(folder: str | Path) -> Path:
+    """The model as a safetensors folder (what vLLM loads): ``MUCH_VLLM_MODEL_DIR`` when set, else the GGUF converted
+    into ``folder`` by ``scripts/gguf_to_safetensors.py``."""
+    if os.environ.get("MUCH_VLLM_MODEL_DIR"):
+        return Path(os.environ["MUCH_VLLM_MODEL_DIR"])
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    from gguf_to_safetensors import convert
+
+    return Path(convert(gguf_path(), str(folder)))

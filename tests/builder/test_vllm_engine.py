@@ -53,12 +53,7 @@ EOS_ID = 2  # SmolLM2's <|im_end|>
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
-    if os.environ.get("MUCH_VLLM_MODEL_DIR"):
-        return Path(os.environ["MUCH_VLLM_MODEL_DIR"])
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from gguf_to_safetensors import convert
-
-    return convert(_smollm.gguf_path(), str(tmp_path_factory.mktemp("smollm2-safetensors")))
+    return _smollm.safetensors_folder(tmp_path_factory.mktemp("smollm2-safetensors"))
 
 
 def _vllm_generate(model_dir: Path, out: Path, temperature: float, questions=QUESTIONS, *extra: str) -> Path:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays
-from much_metric.baselines.methods.rauq import rauq_layers
+from much_metric.baselines.methods.rauq import pack_array, rauq_layers
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["FLOOR", "NAME", "self_attention_log", "llm_check_attention", "span_attention_score", "BASELINES"]
@@ -51,11 +51,7 @@ def llm_check_attention(arrays: TokenArrays, *, internals: Any, layers: Any = No
     """Token scores ``1 - exp(u(t))`` per sample (higher = less self-attention = more uncertain)."""
     scores = []
     for gid, n in zip(arrays.generation_ids, np.diff(arrays.offsets), strict=True):
-        stored = internals[gid]
-        if NAME not in stored:
-            raise ValueError(f"generation_id={gid!r}: the internals pack has no {NAME!r} array (build it with "
-                             "`python -m builder internals --attention-to-self`)")
-        attention = np.asarray(stored[NAME])
+        attention = pack_array(internals, gid, NAME, flag="--attention-to-self")
         if attention.shape[0] != n:
             raise ValueError(f"generation_id={gid!r}: the internals pack's {NAME!r} has {attention.shape[0]} rows for "
                              f"{n} output tokens (a pack of another dataset)")

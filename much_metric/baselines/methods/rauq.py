@@ -30,7 +30,8 @@ from much_metric.baselines._arrays import TokenArrays
 from much_metric.baselines._topk import sampled_probability
 from much_metric.baselines.registry import Baseline
 
-__all__ = ["rauq_layers", "select_heads", "rauq_confidences", "rauq", "attention_previous", "BASELINES"]
+__all__ = ["rauq_layers", "select_heads", "rauq_confidences", "rauq", "attention_previous", "pack_array",
+           "BASELINES"]
 
 #: RAUQ's default alpha (the authors' ``rauq.py``).
 ALPHA = 0.2
@@ -68,11 +69,26 @@ def rauq_confidences(probability: np.ndarray, attention: np.ndarray, *, alpha: f
     return confidence
 
 
+def pack_array(internals: Any, generation_id: str, name: str, *, flag: str = "") -> np.ndarray:
+    """The ``name`` array of one row of an internals pack, or a ``ValueError`` naming the sample, the pack (its
+    ``manifest.json``), the missing array and what the pack holds (a hidden-states-only pack, ``--engine vllm``, has
+    no attention; ``flag``: the ``builder internals`` option that stores ``name``)."""
+    stored = internals[generation_id]
+    if name not in stored:
+        path = getattr(internals, "path", None)
+        where = f"{path}/manifest.json" if path is not None else "the internals pack"
+        engine = (getattr(internals, "manifest", None) or {}).get("engine", "transformers")
+        raise ValueError(f"generation_id={generation_id!r}: {where} has no {name!r} array (it holds {sorted(stored)}; "
+                         f"engine {engine}): rebuild it with `python -m builder internals --engine transformers"
+                         f"{' ' + flag if flag else ''}`")
+    return np.asarray(stored[name])
+
+
 def _per_sample(arrays: TokenArrays, internals: Any, name: str) -> list[tuple[np.ndarray, np.ndarray]]:
     probabilities = arrays.split(sampled_probability(arrays, missing="raise"))
     pairs = []
     for gid, probability in zip(arrays.generation_ids, probabilities, strict=True):
-        attention = np.asarray(internals[gid][name])
+        attention = pack_array(internals, gid, name)
         if attention.shape[0] != len(probability):
             raise ValueError(f"generation_id={gid!r}: the internals pack's {name!r} has {attention.shape[0]} rows for "
                              f"{len(probability)} output tokens (a pack of another dataset)")
