@@ -38,7 +38,9 @@ checks. The engine is part of the pack's identity (``engine`` in the manifest).
 
 Resumable and kill-safe: rows are written a shard at a time (``--rows-per-shard``); a shard file is complete before
 the manifest, rewritten atomically under the pack's lock, names it, so a killed run loses at most the shard it was
-computing and a rerun never stores a row twice. A rerun with another model, source, prompt or layers is refused.
+computing and a rerun never stores a row twice. A rerun with another model, engine, prompt or layers is refused; a run
+with another ``--source`` file adds its rows to the pack (one pack per generation config holds every language and
+shard; the manifest lists each file's sha256 under ``sources``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -249,6 +252,15 @@ def _compute_chunk(backend: Any, chunk: list[dict[str, Any]], options: Internals
     return arrays, entries, failures, errors
 
 
+def _options(args: argparse.Namespace, n_layers: int) -> InternalsOptions:
+    return InternalsOptions(hidden_layers=parse_layers(args.hidden_layers, n_layers), temperature=args.temperature,
+                            generation_config=args.generation_config, prompt_style=args.prompt_style,
+                            brief=not args.no_brief, hidden_dtype=args.hidden_dtype,
+                            attention_window=args.attention_window, hidden_compression=args.hidden_compression,
+                            pca_fit_rows=args.pca_fit_rows, attention_to_self=args.attention_to_self,
+                            engine=args.engine, attention=ENGINES[args.engine].attention)
+
+
 def run(args: argparse.Namespace) -> int:
     pack = Path(args.out)
     source = Path(args.source)
@@ -259,15 +271,14 @@ def run(args: argparse.Namespace) -> int:
     todo = [r for r in rows if r[schema.GENERATION_ID] not in done]
     print(f"internals: {len(rows) - len(todo)} done, {len(todo)} to go")
     if not todo:
+        if manifest is not None:  # nothing to compute, but asking for another configuration is still an error
+            built = SimpleNamespace(num_hidden_layers=manifest["n_layers"], num_attention_heads=manifest["n_heads"],
+                                    hidden_size=manifest["hidden_size"])
+            check_identity(pack, pack_identity(args.model, manifest["weights_sha256"], built,
+                                               _options(args, built.num_hidden_layers), file_sha256(source)))
         return 0
     backend = load_engine(args)
-    options = InternalsOptions(hidden_layers=parse_layers(args.hidden_layers, backend.config.num_hidden_layers),
-                               temperature=args.temperature, generation_config=args.generation_config,
-                               prompt_style=args.prompt_style,
-                               brief=not args.no_brief, hidden_dtype=args.hidden_dtype,
-                               attention_window=args.attention_window, hidden_compression=args.hidden_compression,
-                               pca_fit_rows=args.pca_fit_rows, attention_to_self=args.attention_to_self,
-                               engine=args.engine, attention=ENGINES[args.engine].attention)
+    options = _options(args, backend.config.num_hidden_layers)
     identity = pack_identity(args.model, backend.weights, backend.config, options, file_sha256(source))
     check_identity(pack, identity)  # before the engine starts (minutes for vLLM)
     backend.prepare(options)

@@ -184,6 +184,8 @@ def commit_rows(pack: Path, identity: dict[str, Any], stored: tuple[str, int] | 
         manifest["failures"].update({gid: error for gid, error in failures.items() if gid not in manifest["rows"]})
         if not np.isnan(max_abs_diff):
             manifest["max_abs_diff"] = max(float(manifest.get("max_abs_diff") or 0.0), max_abs_diff)
+        first = manifest.get("source_sha256")
+        manifest["sources"] = sorted({*manifest.get("sources", [first] if first else []), identity["source_sha256"]})
         manifest["n_rows"] = len(manifest["rows"])
         manifest["n_tokens"] = int(sum(entry["n_tokens"] for entry in manifest["rows"].values()))
         manifest["toolkit_version"] = __version__
@@ -202,7 +204,10 @@ def check_identity(pack: Path, identity: dict[str, Any]) -> None:
     def value(source: dict[str, Any], key: str) -> Any:
         return source.get(key, IDENTITY_DEFAULTS.get(key))
 
-    differing = sorted(key for key in keys if key != "model" and value(manifest, key) != value(identity, key))
+    # the source file is not part of how the arrays are computed: a pack grows from several files (every language
+    # of a generation config, every shard of a split), each recorded in "sources"
+    differing = sorted(key for key in keys if key not in ("model", "source_sha256")
+                       and value(manifest, key) != value(identity, key))
     if differing:
         details = "; ".join(f"{key}: pack has {value(manifest, key)!r}, asked {value(identity, key)!r}"
                             for key in differing)

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT", "MANIFEST", "SHARDS", "BASIS", "NOT_COMPUTATION", "InternalsPack", "InternalsError", "MissingRowError",
-           "load_internals", "read_basis"]
+__all__ = ["FORMAT", "MANIFEST", "SHARDS", "BASIS", "NOT_COMPUTATION", "InternalsPack", "InternalsError",
+           "MissingRowError", "load_internals", "read_basis"]
 
 FORMAT = "much-internals/1"
 MANIFEST = "manifest.json"
@@ -34,10 +34,10 @@ BASIS = "basis"
 
 #: Manifest fields that say which rows a pack holds, where they came from and how they were checked, not how its
 #: arrays are computed: left out of :attr:`InternalsPack.fingerprint`, so a pack keeps its fingerprint as it grows
-#: (a resumed build, one more ``--source``) and two folders built the same way share it. ``model`` is a name: the
+#: (a resumed build, one more ``--source`` file) and two folders built the same way share it. ``model`` is a name: the
 #: weights hash decides.
 NOT_COMPUTATION = frozenset({"rows", "shards", "n_rows", "n_tokens", "failures", "max_abs_diff", "hidden_error",
-                             "toolkit_version", "model", "source_sha256"})
+                             "toolkit_version", "model", "source_sha256", "sources"})
 
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
            "I16": np.int16, "I8": np.int8, "U8": np.uint8}

@@ -164,3 +164,24 @@ def test_smollm2_cli_resumes_never_twice_and_refuses_another_configuration(tmp_p
                  "--hidden-layers", "3", *common]) == 2
     assert "built differently" in capsys.readouterr().err
     assert len(json.loads((tmp_path / "manifest.json").read_text())["rows"]) == 2
+
+
+def test_a_pack_grows_from_several_source_files(tmp_path):
+    """One pack per generation config holds every language: a run with another --source file adds its rows (and
+    its sha256 under "sources") instead of being refused, keeps the pack's fingerprint, and loads against both
+    languages' rows; another model is still refused."""
+    gguf = _smollm.gguf_path()
+    french = SAMPLE.parents[1] / "fr" / SAMPLE.name
+    common = ["--model", gguf, "--prompt-style", "user", "--hidden-layers", "6", "--limit", "1"]
+    assert main(["internals", "--out", str(tmp_path), "--source", str(SAMPLE), *common]) == 0
+    fingerprint = load_internals(tmp_path).fingerprint
+    assert main(["internals", "--out", str(tmp_path), "--source", str(french), *common]) == 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["sources"] == sorted({internals.file_sha256(SAMPLE), internals.file_sha256(french)})
+    rows = [*_rows(1), *list(replay.read_rows(french))[:1]]
+    pack = load_internals(tmp_path, dataset=rows)  # every row of both files, with its token count
+    assert set(pack) == {r[schema.GENERATION_ID] for r in rows} and pack.fingerprint == fingerprint
+    before = manifest["rows"]
+    assert main(["internals", "--out", str(tmp_path), "--source", str(french), *common[:-4], "--hidden-layers", "3",
+                 "--limit", "1"]) == 2  # other layers: still refused
+    assert json.loads((tmp_path / "manifest.json").read_text())["rows"] == before
