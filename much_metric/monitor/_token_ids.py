@@ -84,12 +84,18 @@ def token_to_id(entry: dict[str, Any], table: dict[bytes, int]) -> int | None:
 
 
 @functools.lru_cache(maxsize=4)
-def _table_cached(tokenizer) -> dict[bytes, int]:
+def _table_cached(tokenizer, vocabulary_size: int) -> dict[bytes, int]:
     return token_bytes_table(tokenizer)
 
 
 def cached_token_table(tokenizer) -> dict[bytes, int]:
+    """:func:`token_bytes_table` of ``tokenizer``, built once per tokenizer and vocabulary size: a tokenizer that
+    gains tokens (``add_tokens``, ``add_special_tokens``) gets a new table, never the stale one."""
     try:
-        return _table_cached(tokenizer)
+        size = len(tokenizer)
+    except TypeError:
+        size = -1
+    try:
+        return _table_cached(tokenizer, size)
     except TypeError:  # unhashable tokenizer
         return token_bytes_table(tokenizer)

@@ -131,3 +131,17 @@ def test_stream_errors_are_clear(recorded):
         {"token": "\ufffd", "bytes": [0xff, 0xfe, 0xfd], "logprob": -0.1, "top_logprobs": []}]}}]}]
     with pytest.raises(ValueError, match="chunk 0, token 0"):
         list(monitor.stream_openai(unknown))
+
+
+def test_the_cached_token_table_follows_a_grown_vocabulary():
+    """The table is cached per tokenizer; a tokenizer that gains a token must not be served the old table."""
+    from much_metric.models import load_tokenizer
+    from much_metric.monitor._token_ids import cached_token_table
+
+    tokenizer = load_tokenizer("smollm2")
+    before = cached_token_table(tokenizer)
+    assert cached_token_table(tokenizer) is before  # built once
+    assert b"<much_claim>" not in before
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<much_claim>"]})
+    after = cached_token_table(tokenizer)
+    assert after[b"<much_claim>"] == tokenizer.convert_tokens_to_ids("<much_claim>") == len(tokenizer) - 1
