@@ -48,6 +48,7 @@ class _Profile:
     """Per-tokenizer facts, computed once: EOS ids/strings, fast-path eligibility, single-token decode cache."""
 
     def __init__(self, tokenizer) -> None:
+        self.vocabulary_size = _vocabulary_size(tokenizer)
         self.eos_ids = _known_eos_or_eot(tokenizer)
         # The reference decodes each id on its own (``decode(int)``) and looks the string up in the generation.
         self.eos_strings = [tokenizer.decode(token_id) for token_id in self.eos_ids]
@@ -93,16 +94,25 @@ _UNWEAKABLE: dict[int, tuple[object, _Profile]] = {}
 _UNWEAKABLE_LIMIT = 8
 
 
+def _vocabulary_size(tokenizer) -> int:
+    try:
+        return len(tokenizer)
+    except TypeError:
+        return -1
+
+
 def profile(tokenizer) -> _Profile:
-    """The cached :class:`_Profile` of ``tokenizer`` (like the reference's ``lru_cache`` on the tokenizer)."""
+    """The cached :class:`_Profile` of ``tokenizer`` (like the reference's ``lru_cache`` on the tokenizer), rebuilt
+    when the tokenizer's vocabulary has grown since (``add_special_tokens`` may add an end-of-turn marker)."""
+    size = _vocabulary_size(tokenizer)
     try:
         found = _PROFILES.get(tokenizer)
-        if found is None:
+        if found is None or found.vocabulary_size != size:
             found = _PROFILES[tokenizer] = _Profile(tokenizer)
         return found
     except TypeError:  # not weak-referenceable / not hashable: keep it alive with its profile, keyed by identity
         entry = _UNWEAKABLE.get(id(tokenizer))
-        if entry is None or entry[0] is not tokenizer:
+        if entry is None or entry[0] is not tokenizer or entry[1].vocabulary_size != size:
             if len(_UNWEAKABLE) >= _UNWEAKABLE_LIMIT:
                 _UNWEAKABLE.pop(next(iter(_UNWEAKABLE)))  # bounded: the oldest tokenizer goes first
             entry = _UNWEAKABLE[id(tokenizer)] = (tokenizer, _Profile(tokenizer))

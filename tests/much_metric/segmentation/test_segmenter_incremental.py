@@ -107,3 +107,16 @@ def test_empty_and_misuse():
         segmenter.push(1)
     with pytest.raises(ValueError, match="compat"):
         IncrementalSegmenter(tokenizer, compat="1.0")
+
+
+def test_a_tokenizer_that_gains_an_end_of_turn_token_is_profiled_again():
+    """The per-tokenizer profile (EOS ids, decode caches) is cached; a tokenizer that gains a special end-of-turn
+    token must not keep the profile of its old vocabulary, or the new token would never end an answer."""
+    from much_metric.models import load_tokenizer
+    from much_metric.segmentation import IncrementalSegmenter
+
+    tokenizer = load_tokenizer("smollm2")
+    before = IncrementalSegmenter(tokenizer).eos_ids
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<end_of_turn>"]})
+    added = tokenizer.convert_tokens_to_ids("<end_of_turn>")
+    assert added not in before and added in IncrementalSegmenter(tokenizer).eos_ids
