@@ -38,7 +38,7 @@ from much_dataset.jsonl import parse_jsonl_lines
 from much_dataset.schema import GENERATION_ID, SIGNAL_COLUMNS
 from much_metric.fileio import atomic_write_bytes
 
-__all__ = ["write_signals", "read_signals", "SignalsFormatError"]
+__all__ = ["write_signals", "read_signals", "signal_files_in", "SignalsFormatError"]
 
 _SIGNAL_NAME, _VALUES = SIGNAL_COLUMNS[1], SIGNAL_COLUMNS[2]
 _SUFFIXES = (".jsonl", ".parquet")
@@ -208,9 +208,14 @@ def read_records(path: Path) -> list[tuple[str, str, np.ndarray]]:
     return records
 
 
+def signal_files_in(folder: Path) -> list[Path]:
+    """The signal files of a folder (``.jsonl``/``.parquet``, hidden files left out), sorted by name."""
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in _SUFFIXES and not p.name.startswith("."))
+
+
 def _files(path: Path) -> list[Path]:
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix.lower() in _SUFFIXES and not p.name.startswith("."))
+        files = signal_files_in(path)
         if not files:
             raise FileNotFoundError(f"{path}: folder holds no .jsonl or .parquet signal file")
         return files

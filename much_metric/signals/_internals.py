@@ -62,14 +62,13 @@ def check_signal_files(scores: str | os.PathLike, pack: Any, signal_names: Colle
     record no pack are signals of the probabilities only, and are not checked.
     """
     from much_dataset.internals import load_internals
-    from much_metric.signals._files import read_signals
+    from much_metric.signals._files import read_signals, signal_files_in
     from much_metric.signals._metadata import read_signal_metadata
 
     if isinstance(pack, str | os.PathLike):
         pack = load_internals(pack)
     path = Path(scores)
-    files = sorted(p for p in path.iterdir() if p.suffix.lower() in (".jsonl", ".parquet")
-                   and not p.name.startswith(".")) if path.is_dir() else [path]
+    files = signal_files_in(path) if path.is_dir() else [path]
     checked: list[str] = []
     for file in files:
         metadata = read_signal_metadata(file)

@@ -38,12 +38,11 @@ class TrainingRowsWarning(MuchMetricWarning):
 def signal_metadata_of(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     """Signal name -> the signal metadata of the file that holds it, for a signal file or a folder of them (only
     files with signal metadata appear)."""
-    from much_metric.signals._files import read_signals
+    from much_metric.signals._files import read_signals, signal_files_in
     from much_metric.signals._metadata import read_signal_metadata
 
     path = Path(path)
-    files = sorted(p for p in path.iterdir() if p.suffix.lower() in (".jsonl", ".parquet")
-                   and not p.name.startswith(".")) if path.is_dir() else [path]
+    files = signal_files_in(path) if path.is_dir() else [path]
     out: dict[str, dict[str, Any]] = {}
     for file in files:
         metadata = read_signal_metadata(file)
