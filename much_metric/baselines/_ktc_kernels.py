@@ -7,7 +7,8 @@ the same batched calls: the heat kernel ``expm(-tau L)`` comes from a handful of
 polynomial of the similarity graph's Laplacian, see :func:`_heat_taylor`; one ``eigh`` per token only for
 ``tau * delta > 300``), and the entropy from one batched ``numpy.linalg.eigvalsh`` on the ``(n, delta, delta)`` stack
 of normalised kernels -- the one LAPACK call per token that remains, and the floor of the cost. There is no
-per-token ``expm``.
+per-token ``expm``. With ``device`` (a torch device such as ``"cuda"``), that last batched eigen-decomposition runs
+in torch on the device instead, still in float64 (the kernels are built on the CPU either way).
 
 The reference computes in float32 (torch defaults); this module computes in float64, so its scores differ from the
 reference's by float32 rounding (about 1e-6), not by formula.
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EPSILON", "KERNELS", "NORMALIZATIONS", "ktc_token_scores"]
+__all__ = ["EPSILON", "KERNELS", "NORMALIZATIONS", "check_device", "ktc_token_scores"]
 
 #: Eigenvalue floor of the reference (``EPSILON`` in its ``signals/utils.py``): clip kernel, augm shift, entropy.
 EPSILON = 1e-5
@@ -28,6 +29,8 @@ KERNELS = ("heat", "square", "augm", "clip")
 NORMALIZATIONS = ("scale", "comb", "none")
 #: Tokens per batched call: keeps the (chunk, delta, delta) float64 temporaries (2.4 MB at delta=24) in cache.
 _CHUNK = 512
+#: Tokens per batched call when the eigen-decomposition runs on a torch device: fewer, larger transfers and launches.
+_DEVICE_CHUNK = 16384
 #: Heat kernel by Taylor polynomial while tau * delta stays far from exp's range (else one eigh per token).
 _TAYLOR_MAX_TAU_DELTA = 300.0
 _TAYLOR_NORM = 0.5
@@ -168,7 +171,38 @@ def _entropy(eigenvalues: np.ndarray, delta: int) -> np.ndarray:
     return -(lam * np.log(lam)).sum(axis=1) / np.log(delta)
 
 
-def _scores(q: np.ndarray, a: np.ndarray, *, tau: float, kernel: str, normalization: str, alpha: float) -> np.ndarray:
+def check_device(device: Any) -> str | None:
+    """``device`` as a torch device name, or None for numpy's LAPACK; a :class:`ValueError` naming it when torch
+    does not know it or cannot use it."""
+    if device is None:
+        return None
+    if not isinstance(device, str):
+        raise ValueError(f"device must be a torch device name such as 'cuda' or 'cpu', or None, got {device!r}")
+    try:
+        import torch
+    except ImportError as error:
+        raise ImportError(f"device={device!r} needs torch (pip install torch); device=None uses numpy") from error
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError) as error:
+        raise ValueError(f"device={device!r} is not a torch device name: {error}") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}: torch sees no CUDA device here")
+    return str(parsed)
+
+
+def _eigvalsh(k: np.ndarray, device: str | None) -> np.ndarray:
+    """Ascending eigenvalues of a stack of symmetric float64 matrices: numpy's LAPACK, or torch's batched solver on
+    ``device``."""
+    if device is None:
+        return np.linalg.eigvalsh(k)
+    import torch
+
+    return torch.linalg.eigvalsh(torch.from_numpy(k).to(device)).cpu().numpy()
+
+
+def _scores(q: np.ndarray, a: np.ndarray, *, tau: float, kernel: str, normalization: str, alpha: float,
+            device: str | None = None) -> np.ndarray:
     k, eigenvalues, vectors = _kernel(a, kernel, tau)
     if normalization == "none" and k is None:
         return _entropy(eigenvalues, q.shape[1])  # eigenvalues of K are known: no second decomposition
@@ -189,7 +223,7 @@ def _scores(q: np.ndarray, a: np.ndarray, *, tau: float, kernel: str, normalizat
     if (bad := np.flatnonzero(~(trace > 0))).size:
         raise ValueError(f"token {bad[0]}: the normalised kernel has trace {trace[bad[0]]}; KTC is undefined")
     k /= trace[:, None, None]
-    return _entropy(np.linalg.eigvalsh(k), q.shape[1])
+    return _entropy(_eigvalsh(k, device), q.shape[1])
 
 
 def ktc_token_scores(
@@ -200,6 +234,7 @@ def ktc_token_scores(
     kernel: str = "heat",
     normalization: str = "scale",
     alpha: float = 0.5,
+    device: str | None = None,
 ) -> np.ndarray:
     """KTC score of each token: the normalised von Neumann entropy of its candidates' kernel
     (docs/reference-behaviour.md#signals).
@@ -222,6 +257,9 @@ def ktc_token_scores(
         reference runs; its docstring says the reverse); ``none``: ``K``.
     alpha : float, default 0.5
         Weight of ``Q`` in ``comb``, in [0, 1].
+    device : str, optional
+        Torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``) for the batched eigen-decomposition of the normalised
+        kernels, in float64; None (default) uses numpy's LAPACK. The scores agree to float64 rounding.
 
     Returns
     -------
@@ -235,30 +273,34 @@ def ktc_token_scores(
     ValueError
         Naming the token index: wrong shapes, probabilities outside [0, 1] or all zero, an adjacency that is not
         finite, not symmetric or without a unit diagonal; unknown kernel/normalisation, tau < 0, alpha outside
-        [0, 1].
+        [0, 1]; a device torch does not know.
     """
     tau, alpha = _check_options(tau, kernel, normalization, alpha)
     q, a = _check_arrays(probabilities, adjacency)
-    return _chunked_scores(q, a, tau=tau, kernel=kernel, normalization=normalization, alpha=alpha)
+    return _chunked_scores(q, a, tau=tau, kernel=kernel, normalization=normalization, alpha=alpha,
+                           device=check_device(device))
 
 
 def ktc_scores_of_built_adjacency(probabilities: Any, adjacency: np.ndarray, *, tau: float, kernel: str,
-                                  normalization: str, alpha: float) -> np.ndarray:
+                                  normalization: str, alpha: float, device: str | None = None) -> np.ndarray:
     """:func:`ktc_token_scores` for an adjacency that :func:`much_metric.baselines.methods.ktc.ktc_adjacency` just built
     (float64, symmetric, unit diagonal by construction): the options and probabilities are checked, the adjacency's
-    three full passes of checks are skipped."""
+    three full passes of checks are skipped. ``device`` must already be checked (:func:`check_device`)."""
     tau, alpha = _check_options(tau, kernel, normalization, alpha)
     q = _check_probabilities(probabilities)
     if adjacency.dtype != np.float64 or adjacency.shape != (q.shape[0], q.shape[1], q.shape[1]):
         raise ValueError(f"adjacency must be float64 of shape {(q.shape[0], q.shape[1], q.shape[1])}, got "
                          f"{adjacency.dtype} {adjacency.shape}")
-    return _chunked_scores(q, adjacency, tau=tau, kernel=kernel, normalization=normalization, alpha=alpha)
+    return _chunked_scores(q, adjacency, tau=tau, kernel=kernel, normalization=normalization, alpha=alpha,
+                           device=device)
 
 
 def _chunked_scores(q: np.ndarray, a: np.ndarray, *, tau: float, kernel: str, normalization: str,
-                    alpha: float) -> np.ndarray:
+                    alpha: float, device: str | None) -> np.ndarray:
     out = np.empty(q.shape[0])
-    for start in range(0, q.shape[0], _CHUNK):
-        part = slice(start, start + _CHUNK)
-        out[part] = _scores(q[part], a[part], tau=tau, kernel=kernel, normalization=normalization, alpha=alpha)
+    chunk = _CHUNK if device is None else _DEVICE_CHUNK
+    for start in range(0, q.shape[0], chunk):
+        part = slice(start, start + chunk)
+        out[part] = _scores(q[part], a[part], tau=tau, kernel=kernel, normalization=normalization, alpha=alpha,
+                            device=device)
     return out

@@ -39,6 +39,7 @@ from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._ktc_kernels import (
     KERNELS,
     NORMALIZATIONS,
+    check_device,
     ktc_scores_of_built_adjacency,
 )
 from much_metric.baselines.neighbours import NeighbourStats, PerSampleNeighbours, load_neighbours
@@ -245,7 +246,8 @@ def _check_stats(stats: Any, config: KTCConfig, reference: bool) -> NeighbourSta
 _TOKENS_PER_BLOCK = 4096
 
 
-def _ktc_flat(arrays: TokenArrays, config: KTCConfig, neighbours: Any, *, reference: bool = False) -> np.ndarray:
+def _ktc_flat(arrays: TokenArrays, config: KTCConfig, neighbours: Any, *, reference: bool = False,
+              device: str | None = None) -> np.ndarray:
     if config.language_specific:
         raise ValueError("KTC with language_specific=True needs per-language statistics, which this toolkit does not "
                          "support; use language_specific=False (the paper's configs)")
@@ -268,7 +270,7 @@ def _ktc_flat(arrays: TokenArrays, config: KTCConfig, neighbours: Any, *, refere
         out = np.empty(arrays.n_tokens)
         for key, samples in groups.items():
             out[arrays.token_index(samples)] = _ktc_flat(arrays.select(samples), config, neighbours.stats[key],
-                                                         reference=reference)
+                                                         reference=reference, device=device)
         return out
     stats = _check_stats(neighbours, config, reference)
     if config.prefix_entail:
@@ -281,7 +283,8 @@ def _ktc_flat(arrays: TokenArrays, config: KTCConfig, neighbours: Any, *, refere
                                       prefix_entail=config.prefix_entail)
             return ktc_scores_of_built_adjacency(arrays.probabilities[part, : config.delta], adjacency,
                                                  tau=config.tau, kernel=config.kernel_method,
-                                                 normalization=config.normalization_method, alpha=config.alpha)
+                                                 normalization=config.normalization_method, alpha=config.alpha,
+                                                 device=device)
         except ValueError as error:
             text = str(error)
             if text.startswith("token "):  # name the sample instead of the block's token index
@@ -302,7 +305,8 @@ def _ktc_flat(arrays: TokenArrays, config: KTCConfig, neighbours: Any, *, refere
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def ktc(dataset: Any, config: KTCConfig | None = None, *, neighbours: Any, reference: bool = False) -> list[np.ndarray]:
+def ktc(dataset: Any, config: KTCConfig | None = None, *, neighbours: Any, reference: bool = False,
+        device: str | None = None) -> list[np.ndarray]:
     """KTC token scores of a split.
 
     Parameters
@@ -314,6 +318,10 @@ def ktc(dataset: Any, config: KTCConfig | None = None, *, neighbours: Any, refer
         Statistics of the generating LLM's tokenizer (one per sample with :class:`PerSampleNeighbours`).
     reference : bool, default False
         Ignore ``token_position`` as the reference does (any statistics are used).
+    device : str, optional
+        Torch device (e.g. ``"cuda"``) for the batched eigen-decomposition of the kernels, the floor of KTC's cost;
+        None (default) computes everything with numpy on the CPU. Same scores to float64 rounding
+        (``scripts/bench_gpu.py`` compares both on a GPU).
 
     Returns
     -------
@@ -321,7 +329,7 @@ def ktc(dataset: Any, config: KTCConfig | None = None, *, neighbours: Any, refer
         Values in [0, 1]; higher = more uncertain.
     """
     config = KTC_DEFAULT if config is None else config
-    return per_sample(_ktc_flat, dataset, config, neighbours, reference=reference)
+    return per_sample(_ktc_flat, dataset, config, neighbours, reference=reference, device=check_device(device))
 
 
 def default_neighbours(dataset: Any) -> NeighbourStats | None:

@@ -158,6 +158,14 @@ def test_ktc_on_the_sample_matches_straightforward():
         np.testing.assert_allclose(got, want, atol=1e-9)
 
 
+def test_ktc_device_path_gives_the_numpy_scores_on_the_sample():
+    pytest.importorskip("torch")
+    data = much_dataset.load("sample", split="test").select(range(8))
+    stats = default_neighbours(data)
+    want = np.concatenate(ktc(data, neighbours=stats))
+    np.testing.assert_allclose(np.concatenate(ktc(data, neighbours=stats, device="cpu")), want, atol=1e-10)
+
+
 def test_compute_signals_uses_the_sample_statistics_by_default():
     data = much_dataset.load("sample", split="test").select(range(5))
     runs = compute_signals(data, ["ktc"], progress=False)

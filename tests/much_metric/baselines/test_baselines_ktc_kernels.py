@@ -178,3 +178,24 @@ def test_heat_taylor_kernel_matches_expm():
         for gi, ai in zip(got, a, strict=True):
             want = expm(-tau * (np.diag(ai.sum(axis=0)) - ai))
             np.testing.assert_allclose(gi, want / np.trace(want), atol=1e-14, rtol=1e-11)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_torch_device_path_matches_numpy(kernel):
+    """device= routes the batched eigen-decomposition through torch (the GPU path; "cpu" runs the same code here)."""
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    q, a = random_inputs(rng, 600, 24, levels=4)  # more than one device chunk would need _DEVICE_CHUNK; one here
+    want = ktc_token_scores(q, a, tau=0.3, kernel=kernel, normalization="scale")
+    got = ktc_token_scores(q, a, tau=0.3, kernel=kernel, normalization="scale", device="cpu")
+    np.testing.assert_allclose(got, want, atol=1e-10)
+    assert not np.array_equal(got, ktc_token_scores(q, a, tau=0.6, kernel=kernel, device="cpu")) or kernel != "heat"
+
+
+def test_unknown_device_is_refused_by_name():
+    pytest.importorskip("torch")
+    q, a = random_inputs(np.random.default_rng(0), 2, 4)
+    with pytest.raises(ValueError, match="device='gpu0' is not a torch device name"):
+        ktc_token_scores(q, a, tau=0.3, device="gpu0")
+    with pytest.raises(ValueError, match="device must be a torch device name"):
+        ktc_token_scores(q, a, tau=0.3, device=0)
