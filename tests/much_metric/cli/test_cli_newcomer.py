@@ -1,8 +1,12 @@
-"""A newcomer's first commands fail in about a second, naming the fix (no hub retries, no long work first)."""
+"""A newcomer's first commands fail at once, naming the fix: no data loaded, no network touched, no long work first.
+
+"At once" is checked by what the command does before failing (fixtures that fail the test on any data loading or
+socket connection), not by a clock: a wall-time bound fails on a loaded machine and proves nothing on an idle one.
+"""
 
 from __future__ import annotations
 
-import time
+import socket
 
 import pytest
 
@@ -20,9 +24,17 @@ def no_data_loading(monkeypatch):
 
 @pytest.fixture
 def unreachable_hub(monkeypatch):
+    """Online mode, and any connection attempt fails the test: the rule must not even probe the hub."""
     for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HF_ENDPOINT", "http://10.255.255.1")  # would hang: the rule must not even probe it
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+
+    def no_network(*args, **kwargs):
+        raise AssertionError(f"the command touched the network before failing: {args[1:] or kwargs}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket.socket, "connect_ex", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
 
 
 @pytest.mark.parametrize("command", ["run", "evaluate"])
@@ -33,9 +45,7 @@ def test_data_that_is_not_a_folder_nor_a_hub_id_fails_at_once(command, data, tmp
     scores = tmp_path / "s.jsonl"
     scores.write_text("")
     argv = [command, "--source", data] + (["--scores", str(scores)] if command == "evaluate" else [])
-    started = time.perf_counter()
     assert main(argv) == 2
-    assert time.perf_counter() - started < 5
     err = capsys.readouterr().err
     assert err.startswith(f"much {command}: error: --source {data}: no such folder"), err
     assert "owner/name" in err and err.count("\n") == 1
@@ -49,9 +59,7 @@ def test_spans_without_the_mushroom_files_says_how_to_get_them(tmp_path, capsys,
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     scores = tmp_path / "s.jsonl"
     scores.write_text("")
-    started = time.perf_counter()
     assert main(["evaluate", "--source", "sample", "--scores", str(scores), "--spans"]) == 2
-    assert time.perf_counter() - started < 5
     err = capsys.readouterr().err
     assert err.startswith("much evaluate: error: --spans: no Mu-SHROOM JSONL file at") and err.count("\n") == 1
     assert "--mushroom FOLDER" in err and "mushroom.<lang>-tst.v1.extra.jsonl" in err
@@ -86,9 +94,7 @@ def test_nli_signal_without_torch_names_the_models_extra_before_any_loading(tmp_
 
     monkeypatch.setattr(resources, "llm_tokenizers", lambda *a: pytest.fail("tokenizers loaded first"))
     without("torch")
-    started = time.perf_counter()
     assert main(["run", "--source", "sample", "--signals", "ccp_10_8"]) == 2
-    assert time.perf_counter() - started < 5
     err = capsys.readouterr().err
     assert err.startswith("much run: error: --signals ccp_10_8: needs an NLI model") and err.count("\n") == 1
     assert "pip install '.[models]'" in err
