@@ -15,7 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from much_dataset.schema import GENERATION_ID
+from much_dataset.schema import GENERATION_ID, LABEL_COLUMNS, missing_label_columns
+from much_dataset.validation import LabelsWithheldError
 from much_metric.baselines import ResourceOptions, SignalOptions, compute_signals
 from much_metric.baselines.registry import available
 from much_metric.baselines.runtime import generation_time as generation_time_of
@@ -118,6 +119,11 @@ def run_benchmark(
                           progress=output.progress)
     dataset = plan.dataset
     notes = list(plan.notes)
+    withheld = missing_label_columns(dataset.column_names)
+    labelled = len(withheld) < len(LABEL_COLUMNS)
+    if not labelled and output.out is None:  # nothing to evaluate: the signals are the only result, keep them
+        raise LabelsWithheldError("run_benchmark on rows without labels needs output.out (much run --out DIR) to "
+                                  "keep the signals", withheld)
     segmentation_seconds, segmentation_note = lookup.segmentation_time(
         dataset, plan.tokenizer, plan.tokenizers, output.progress)
     runs = compute_signals(dataset, list(plan.signals), resources=plan.resources, out=output.out,
@@ -128,6 +134,9 @@ def run_benchmark(
                                     n_samples=len(dataset), n_tokens=plan.n_tokens)
     aggregator = evaluation.aggregators[0]
     order = _table_order(runs)
+    if not labelled:
+        return _unlabelled_result(plan, runs, order, data, evaluation, output, generation, notes,
+                                  (segmentation_seconds, segmentation_note))
     if aggregator in ("product", "geometric"):
         # The product multiplies 1 - s: a signal with scores outside [0, 1] (NLL = -log p) gives meaningless claim
         # scores under it, so its row is left out with a note saying how to see it, not printed as a number.
@@ -163,3 +172,26 @@ def run_benchmark(
         generation=generation, segmentation_seconds=segmentation_seconds, segmentation_note=segmentation_note,
         load_seconds=plan.load_seconds, table=table, rows=rows, floors=floors, notes=tuple(notes))
 
+
+
+def _unlabelled_result(plan: Any, runs: Mapping[str, Any], order: list[str], data: DataOptions,
+                       evaluation: EvaluationOptions, output: OutputOptions, generation: Any, notes: list,
+                       segmentation: tuple[float, str]) -> BenchmarkResult:
+    """The result of a run on rows whose labels are withheld: the signals (written to ``output.out``) and their
+    times, no metric (``score`` None, no table, no floors)."""
+    seconds, note = segmentation
+    spent = 0.0 if math.isnan(seconds) else seconds
+    notes.append(BenchmarkNote(message=f"the rows have no labels (withheld): no metric here; the signals are in "
+                                       f"{output.out}, to submit (zipped) to the leaderboard that holds the labels"))
+    rows = tuple(BenchmarkRow(signal_name=name, method=runs[name].spec.display, score=None,
+                              uq_seconds=runs[name].seconds, segmentation_seconds=seconds,
+                              total_seconds=runs[name].seconds + spent, samples_computed=runs[name].n_computed)
+                 for name in order)
+    return BenchmarkResult(
+        data=plan.source, config=data.config, split=data.split, selection=data.selection,
+        splits_used=plan.splits_used, n_samples=len(plan.dataset), n_tokens=plan.n_tokens,
+        aggregator=evaluation.aggregators[0], stopword_handling=evaluation.stopword_handling, n_resamples=0,
+        default_signals=plan.default_signals, signals={name: runs[name] for name in order}, out=Path(output.out),
+        file_format=output.file_format, generation=generation, segmentation_seconds=seconds,
+        segmentation_note=note, load_seconds=plan.load_seconds, table=None, rows=rows, floors=(),
+        notes=tuple(notes))
