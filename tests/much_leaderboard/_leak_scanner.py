@@ -32,9 +32,9 @@ import numpy as np
 
 MIN_ROW_CLAIMS = 8
 MIN_RUN = 32
-_ARRAY = re.compile(r"\[\s*(?:(?:-?1|0|true|false|True|False)\s*,\s*){%d,}(?:-?1|0|true|false|True|False)\s*\]"
-                    % (MIN_RUN - 1))
-_BITS = re.compile(r"[01]{%d,}" % MIN_RUN)
+_VALUE = r"(?:-?1|0|true|false|True|False)"
+_ARRAY = re.compile(rf"\[\s*(?:{_VALUE}\s*,\s*){{{MIN_RUN - 1},}}{_VALUE}\s*\]")
+_BITS = re.compile(rf"[01]{{{MIN_RUN},}}")
 _DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
 _NUMBER = re.compile(r"-?\d+\.\d+(?:[eE]-?\d+)?")
 _COUNT_CONTEXT = re.compile(r"hallucinat|positive", re.IGNORECASE)
@@ -76,7 +76,8 @@ class LeakScanner:
         bools = [str(bool(h)).lower() for h in hallucinated]
         encodings = {
             "json list": f"[{compact}]", "spaced list": f"[{spaced}]", "comma numbers": compact,
-            "space numbers": " ".join(map(str, vector)), "bits": _bits(hallucinated), "bits (inverse)": _bits(~hallucinated),
+            "space numbers": " ".join(map(str, vector)), "bits": _bits(hallucinated),
+            "bits (inverse)": _bits(~hallucinated),
             "json bools": "[" + ",".join(bools) + "]", "python bools": "[" + ", ".join(b.title() for b in bools) + "]",
         }
         if len(vector) >= 32:  # 4 bytes of packed bits at least: shorter base64 strings occur in any blob
