@@ -61,12 +61,14 @@ def export_private_half(work: Path) -> tuple[Path, Path]:
         (out / name).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
 
     write("generations.jsonl", [{**{k: r[k] for k in schema.HUB_COLUMNS[:9]}, "finished": True} for r in rows])
-    write("segments.jsonl", [{schema.GENERATION_ID: r[schema.GENERATION_ID], schema.TOKEN_CHUNKS: r[schema.TOKEN_CHUNKS],
+    write("segments.jsonl", [{schema.GENERATION_ID: r[schema.GENERATION_ID],
+                              schema.TOKEN_CHUNKS: r[schema.TOKEN_CHUNKS],
                               schema.STOPWORD_MASK: r[schema.STOPWORD_MASK]} for r in rows])
     write("labels.mushroom.jsonl", [{schema.GENERATION_ID: r[schema.GENERATION_ID], schema.LABELS: r[schema.LABELS]}
                                     for r in rows])
-    write("configs.jsonl", [{schema.GENERATION_CONFIG: c, "model_name": c, "temperature": 1.0, "seed": 2, "top_p": 0.9,
-                             "top_k": 20, "max_new_tokens": 500} for c in sorted({r["generation_config"] for r in rows})])
+    configs = sorted({r["generation_config"] for r in rows})
+    write("configs.jsonl", [{schema.GENERATION_CONFIG: c, "model_name": c, "temperature": 1.0, "seed": 2,
+                             "top_p": 0.9, "top_k": 20, "max_new_tokens": 500} for c in configs])
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     subprocess.run([sys.executable, "-m", "builder", "export", "--out", str(out), "--split", "test", "--judge",
                     "mushroom", "--withhold-labels", "--folder", str(work / "private")], cwd=ROOT, env=env, check=True,
@@ -157,7 +159,7 @@ def run(split, labels_path: Path, *, targets: int, seed: int = 0) -> dict:
     base_auc = exact_auc(probe.base, probe.hallucinated)
     boundary = math.floor(base_auc * 100 - 1) / 100 + 0.005  # a rounding boundary below the base ROC-AUC
     naive, tuned, guesses = [], [], {"naive": [], "tuned": []}
-    for target, label in zip(chosen, labels, strict=True):
+    for target in chosen:
         low = probe.submit(probe.with_target(probe.base, target, high=False))
         high = probe.submit(probe.with_target(probe.base, target, high=True))
         naive.append("up" if high > low else "down" if high < low else "same")
