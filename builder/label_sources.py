@@ -20,7 +20,7 @@ from typing import Any
 from builder import _mushroom_labels as ml
 from builder.errors import BuilderError
 from much_dataset import schema
-from much_dataset.label_files import rows_fingerprint, write_label_file
+from much_dataset.label_files import LabelFile, rows_fingerprint, write_label_file
 from much_metric import mushroom
 
 __all__ = ["mushroom_label_source", "write_mushroom_label_source", "SOFT_DESCRIPTION"]
@@ -59,10 +59,11 @@ def mushroom_label_source(rows: Any, records: Iterable[Mapping[str, Any]], token
 
 
 def write_mushroom_label_source(path: str | Path, rows: Any, records: Iterable[Mapping[str, Any]], tokenizer: Any,
-                                *, name: str = "soft", rule: str = "reference") -> str:
-    """Write :func:`mushroom_label_source` of ``rows`` as a label file (with its ``.sha256``); returns its digest."""
+                                *, rule: str = "reference") -> str:
+    """Write :func:`mushroom_label_source` of ``rows`` as a label file (with its ``.sha256``) named after the rule
+    (``soft`` for ``reference``); returns its digest."""
     labels = mushroom_label_source(rows, records, tokenizer, rule=rule)
-    return write_label_file(path, {gid: {schema.LABELS: values} for gid, values in labels.items()}, name=name,
-                            rows_sha256=rows_fingerprint(rows),
-                            description=SOFT_DESCRIPTION if rule == "reference" else f"Mu-SHROOM rule {rule!r}",
-                            mode=0o644)
+    return write_label_file(path, LabelFile(
+        name="soft" if rule == "reference" else rule, rows={gid: {schema.LABELS: v} for gid, v in labels.items()},
+        rows_sha256=rows_fingerprint(rows),
+        description=SOFT_DESCRIPTION if rule == "reference" else f"Mu-SHROOM rule {rule!r}"), mode=0o644)

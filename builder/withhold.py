@@ -17,7 +17,7 @@ from typing import Any
 
 from builder.errors import BuilderError
 from much_dataset import schema
-from much_dataset.label_files import checksum_path, rows_fingerprint, write_label_file
+from much_dataset.label_files import LabelFile, checksum_path, rows_fingerprint, write_label_file
 from much_metric.fileio import Output
 
 __all__ = ["DEFAULT_PRIVATE_LABELS", "withhold_labels", "private_labels_outputs", "write_private_labels",
@@ -81,9 +81,9 @@ def write_private_labels(path: Path, public: Mapping[str, Sequence[Mapping[str, 
                          labels: Mapping[str, Mapping[str, list[int]]], *, label_judge: str) -> str:
     """Write the label file of the public rows (all splits together); returns its SHA-256."""
     published = [row for split_rows in public.values() for row in split_rows]
-    return write_label_file(
-        path, labels, name="private", rows_sha256=rows_fingerprint(published), columns=schema.LABEL_COLUMNS,
-        description=f"withheld labels of {len(published)} rows (labels from {label_judge}); server only")
+    return write_label_file(path, LabelFile(
+        name="private", rows=labels, columns=schema.LABEL_COLUMNS, rows_sha256=rows_fingerprint(published),
+        description=f"withheld labels of {len(published)} rows (labels from {label_judge}); server only"))
 
 
 def withheld_card_body(body: str) -> str:

@@ -106,20 +106,19 @@ def _check_row(path: Path, gid: str, row: Any, columns: Sequence[str], n_chunks:
     return out
 
 
-def write_label_file(path: str | Path, labels: Mapping[str, Mapping[str, Sequence[int]]], *, name: str,
-                     rows_sha256: str, columns: Sequence[str] = (schema.LABELS,), description: str = "",
-                     mode: int = 0o600) -> str:
-    """Write a label file and its ``.sha256`` (each atomically: a temporary file renamed into place); returns the
-    digest. ``labels`` maps each ``generation_id`` to ``{column: labels}`` for every one of ``columns``. ``mode``:
-    the files' permissions (default owner-only: a hidden split's labels; 0o644 for a published label source)."""
+def write_label_file(path: str | Path, label_file: LabelFile, *, mode: int = 0o600) -> str:
+    """Write ``label_file`` (its ``rows`` map each ``generation_id`` to ``{column: labels}`` for every one of its
+    ``columns``) and its ``.sha256``, each atomically (a temporary file renamed into place); returns the digest.
+    ``mode``: the files' permissions (default owner-only: a hidden split's labels; 0o644 for a published label
+    source)."""
     path = Path(path)
-    columns = tuple(columns)
+    columns = tuple(label_file.columns)
     if not columns or not set(columns) <= set(schema.LABEL_COLUMNS) or schema.LABELS not in columns:
         raise ValueError(f"columns must include 'labels' and be among {list(schema.LABEL_COLUMNS)}, got {columns}")
     rows = {str(gid): _check_row(path, str(gid), {k: [int(v) for v in row[k]] for k in row}, columns, None)
-            for gid, row in sorted(labels.items())}
-    document = {"format": FORMAT, "name": name, "description": description, "rows_sha256": rows_sha256,
-                "columns": list(columns), "n_rows": len(rows),
+            for gid, row in sorted(label_file.rows.items())}
+    document = {"format": FORMAT, "name": label_file.name, "description": label_file.description,
+                "rows_sha256": label_file.rows_sha256, "columns": list(columns), "n_rows": len(rows),
                 "n_claims": sum(len(row[schema.LABELS]) for row in rows.values()), "rows": rows}
     data = (json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
     digest = hashlib.sha256(data).hexdigest()
@@ -143,6 +142,35 @@ def _atomic_write(path: Path, data: bytes, mode: int) -> None:
         raise
 
 
+def _checked_digest(path: Path, data: bytes, require_checksum: bool) -> str:
+    digest = hashlib.sha256(data).hexdigest()
+    sums = checksum_path(path)
+    if sums.is_file():
+        if sums.read_text(encoding="utf-8").split()[:1] != [digest]:
+            raise LabelFileError(f"{path}: its SHA-256 is not the one in {sums.name} (changed or damaged since it was "
+                                 "written; export it again)")
+    elif require_checksum:
+        raise LabelFileError(f"{path}: no {sums.name} next to it (the export writes both; copy both to the server)")
+    return digest
+
+
+def _chunks_of(path: Path, rows: Any, document: Mapping[str, Any], entries: Mapping[str, Any]) -> dict[str, int]:
+    """``{generation_id: number of claims}`` of ``rows``, after checking they are the rows the file was made for."""
+    fingerprint = rows_fingerprint(rows)
+    if fingerprint != document.get("rows_sha256"):
+        raise LabelFileError(f"{path}: made for other rows (rows_sha256 {str(document.get('rows_sha256'))[:12]}... "
+                             f"!= {fingerprint[:12]}... of the rows given): pair it with the split it was exported "
+                             "with")
+    table = rows if hasattr(rows, "column_names") else None
+    ids = table[schema.GENERATION_ID] if table is not None else [r[schema.GENERATION_ID] for r in rows]
+    chunk_lists = table[schema.TOKEN_CHUNKS] if table is not None else [r[schema.TOKEN_CHUNKS] for r in rows]
+    chunks = {str(gid): len(c) for gid, c in zip(ids, chunk_lists, strict=True)}
+    if set(chunks) != set(entries):
+        raise LabelFileError(f"{path}: holds labels for {len(entries)} generation_id(s), the rows are {len(chunks)}; "
+                             "they must be the same set")
+    return chunks
+
+
 def read_label_file(path: str | Path, *, rows: Any = None, require_checksum: bool = True) -> LabelFile:
     """Read and check a label file (module docstring). ``rows``: the rows it must belong to (a dataset or row
     mappings with ``generation_id``, ``output_tokens``, ``token_chunks``): same fingerprint, one label per claim.
@@ -153,15 +181,7 @@ def read_label_file(path: str | Path, *, rows: Any = None, require_checksum: boo
         data = path.read_bytes()
     except OSError as error:
         raise LabelFileError(f"{path}: cannot read the label file ({error.strerror or error})") from None
-    digest = hashlib.sha256(data).hexdigest()
-    sums = checksum_path(path)
-    if sums.is_file():
-        expected = sums.read_text(encoding="utf-8").split()[:1]
-        if expected != [digest]:
-            raise LabelFileError(f"{path}: its SHA-256 is not the one in {sums.name} (changed or damaged since it was "
-                                 "written; export it again)")
-    elif require_checksum:
-        raise LabelFileError(f"{path}: no {sums.name} next to it (the export writes both; copy both to the server)")
+    digest = _checked_digest(path, data, require_checksum)
     try:
         document = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -174,20 +194,7 @@ def read_label_file(path: str | Path, *, rows: Any = None, require_checksum: boo
     entries = document.get("rows")
     if not isinstance(entries, dict) or not entries:
         raise LabelFileError(f"{path}: 'rows' must be a non-empty mapping generation_id -> labels")
-    chunks = None
-    if rows is not None:
-        fingerprint = rows_fingerprint(rows)
-        if fingerprint != document.get("rows_sha256"):
-            raise LabelFileError(f"{path}: made for other rows (rows_sha256 {str(document.get('rows_sha256'))[:12]}... "
-                                 f"!= {fingerprint[:12]}... of the rows given): pair it with the split it was "
-                                 "exported with")
-        ids = rows[schema.GENERATION_ID] if hasattr(rows, "column_names") else [r[schema.GENERATION_ID] for r in rows]
-        chunk_lists = rows[schema.TOKEN_CHUNKS] if hasattr(rows, "column_names") else \
-            [r[schema.TOKEN_CHUNKS] for r in rows]
-        chunks = {str(gid): len(c) for gid, c in zip(ids, chunk_lists, strict=True)}
-        if set(chunks) != set(entries):
-            raise LabelFileError(f"{path}: holds labels for {len(entries)} generation_id(s), the rows are "
-                                 f"{len(chunks)}; they must be the same set")
+    chunks = None if rows is None else _chunks_of(path, rows, document, entries)
     checked = {str(gid): _check_row(path, str(gid), row, columns, None if chunks is None else chunks[str(gid)])
                for gid, row in entries.items()}
     return LabelFile(name=str(document.get("name") or path.stem), rows=checked, columns=tuple(columns),

@@ -8,6 +8,7 @@ import pytest
 
 from much_dataset import schema
 from much_dataset.label_files import (
+    LabelFile,
     LabelFileError,
     checksum_path,
     read_label_file,
@@ -21,11 +22,14 @@ def _labels(rows):
     return {r[schema.GENERATION_ID]: {name: list(r[name]) for name in schema.LABEL_COLUMNS} for r in rows}
 
 
+def _file(labels, rows_sha256):
+    return LabelFile(name="private", rows=labels, columns=schema.LABEL_COLUMNS, rows_sha256=rows_sha256)
+
+
 def test_a_label_file_round_trips_and_is_tied_to_its_rows(tmp_path):
     rows = make_rows(12, seed=1)
     path = tmp_path / "labels.json"
-    digest = write_label_file(path, _labels(rows), name="private", rows_sha256=rows_fingerprint(rows),
-                              columns=schema.LABEL_COLUMNS)
+    digest = write_label_file(path, _file(_labels(rows), rows_fingerprint(rows)))
     assert checksum_path(path).read_text() == f"{digest}  labels.json\n"
     assert oct(path.stat().st_mode & 0o777) == "0o600"  # a hidden split's labels: owner only
     found = read_label_file(path, rows=rows)
@@ -42,8 +46,7 @@ def test_a_label_file_round_trips_and_is_tied_to_its_rows(tmp_path):
 def test_a_changed_or_unsigned_label_file_is_refused(tmp_path):
     rows = make_rows(6, seed=2)
     path = tmp_path / "labels.json"
-    write_label_file(path, _labels(rows), name="private", rows_sha256=rows_fingerprint(rows),
-                     columns=schema.LABEL_COLUMNS)
+    write_label_file(path, _file(_labels(rows), rows_fingerprint(rows)))
     document = json.loads(path.read_text())
     first = next(iter(document["rows"]))
     document["rows"][first]["labels"][0] *= -1
@@ -63,10 +66,10 @@ def test_bad_label_values_and_counts_name_the_row(tmp_path):
     gid = rows[1][schema.GENERATION_ID]
     path = tmp_path / "labels.json"
     with pytest.raises(LabelFileError, match=rf"generation_id={gid!r}, column 'labels': labels must be -1 or 1"):
-        write_label_file(path, {**labels, gid: {**labels[gid], "labels": [2] * len(labels[gid]["labels"])}},
-                         name="x", rows_sha256="", columns=schema.LABEL_COLUMNS)
+        write_label_file(path, _file({**labels, gid: {**labels[gid], "labels": [2] * len(labels[gid]["labels"])}},
+                                     ""))
     short = {**labels, gid: {**labels[gid], "labels": labels[gid]["labels"][:-1] or [1, 1]}}
-    write_label_file(path, short, name="x", rows_sha256=rows_fingerprint(rows), columns=schema.LABEL_COLUMNS)
+    write_label_file(path, _file(short, rows_fingerprint(rows)))
     with pytest.raises(LabelFileError, match=rf"generation_id={gid!r}, column 'labels': \d+ labels for \d+ claims"):
         read_label_file(path, rows=rows)
 

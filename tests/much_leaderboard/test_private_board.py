@@ -106,7 +106,7 @@ def test_results_follow_the_label_file_and_stay_out_of_the_main_store(tmp_path, 
     import json
 
     from much_dataset import schema
-    from much_dataset.label_files import read_label_file, write_label_file
+    from much_dataset.label_files import LabelFile, read_label_file, write_label_file
     from much_leaderboard import PrivateSplit
 
     board = _board(tmp_path / "store", public_evaluation, private_split)
@@ -121,7 +121,8 @@ def test_results_follow_the_label_file_and_stay_out_of_the_main_store(tmp_path, 
     flipped = {gid: {name: [-v if v != 0 else 0 for v in values] for name, values in row.items()}
                for gid, row in found.rows.items()}
     other = tmp_path / "flipped.json"
-    write_label_file(other, flipped, name="private", rows_sha256=found.rows_sha256, columns=schema.LABEL_COLUMNS)
+    write_label_file(other, LabelFile(name="private", rows=flipped, columns=schema.LABEL_COLUMNS,
+                                      rows_sha256=found.rows_sha256))
     moved = Leaderboard(tmp_path / "store", data=public_evaluation)
     moved.attach_private(PrivateSplit(hidden_split.private, other))
     after = {r["key"]: r["private"] for r in moved.private.table(moved.store.rows())["rows"]}
