@@ -23,16 +23,16 @@ from much_leaderboard import PrivatePolicy, PrivateSplit, serve, start
 
 def main() -> None:
     default_store = "/data/much-leaderboard" if os.path.isdir("/data") else "much-leaderboard"
+    private_data, private_labels = (os.environ.get(f"MUCH_LEADERBOARD_PRIVATE_{name}") for name in ("DATA", "LABELS"))
+    private = None
+    if private_data and private_labels:
+        policy = PrivatePolicy(daily_limit=int(os.environ.get("MUCH_LEADERBOARD_PRIVATE_DAILY_LIMIT", "1")))
+        private = PrivateSplit(private_data, private_labels, policy=policy)
     board = start(os.environ.get("MUCH_LEADERBOARD_STORE", default_store),
                   data=os.environ.get("MUCH_LEADERBOARD_DATA", "sample"),
                   n_resamples=int(os.environ.get("MUCH_LEADERBOARD_BOOTSTRAP", "1000")),
                   hub_repo=os.environ.get("MUCH_LEADERBOARD_REPO") or None,
-                  daily_limit=int(os.environ.get("MUCH_LEADERBOARD_DAILY_LIMIT", "5")))
-    private_data, private_labels = (os.environ.get(f"MUCH_LEADERBOARD_PRIVATE_{name}") for name in ("DATA", "LABELS"))
-    if private_data and private_labels:
-        policy = PrivatePolicy(daily_limit=int(os.environ.get("MUCH_LEADERBOARD_PRIVATE_DAILY_LIMIT", "1")))
-        board.join()
-        board.attach_private(PrivateSplit(private_data, private_labels, policy=policy))
+                  daily_limit=int(os.environ.get("MUCH_LEADERBOARD_DAILY_LIMIT", "5")), private=private)
     serve(board, host=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
           port=int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860"))))
 

@@ -237,15 +237,17 @@ def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
 
 def start(folder: str | os.PathLike, *, data: str = "sample", n_resamples: int = 1000, baselines: bool = True,
           hub_repo: str | None = None, token: str | None = None, endpoint: str | None = None,
-          daily_limit: int = 5) -> Leaderboard:
+          daily_limit: int = 5, private: Any = None) -> Leaderboard:
     """Open the store, pull the hub mirror (if any), re-score pending submissions, add the built-in baselines.
-    ``daily_limit``: submissions per submitter in any 24 hours."""
+    ``daily_limit``: submissions per submitter in any 24 hours. ``private``: a
+    :class:`much_leaderboard.PrivateSplit`, there before anything is re-scored (an entry with private values is
+    only valid with it)."""
     from much_leaderboard._hub import HubMirror
     from much_leaderboard._scoring import EvaluationData
 
     mirror = HubMirror(hub_repo, token=token, endpoint=endpoint) if hub_repo else None
     board = Leaderboard(folder, data=EvaluationData(data, n_resamples=n_resamples), mirror=mirror, background=True,
-                        daily_limit=daily_limit)
+                        daily_limit=daily_limit, private=private)
     if mirror is not None:
         mirror.pull(board.store)
     board.recover()

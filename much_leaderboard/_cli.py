@@ -96,11 +96,9 @@ def _serve(args: argparse.Namespace) -> int:
             raise ImportError(f"{_PROG} serve needs gradio", name="gradio")
         check_address(args.host, args.port)
     board = start(args.store, data=args.data, n_resamples=args.bootstrap, baselines=not args.no_baselines,
-                  hub_repo=args.hub_repo, endpoint=args.endpoint, daily_limit=args.daily_limit)
+                  hub_repo=args.hub_repo, endpoint=args.endpoint, daily_limit=args.daily_limit, private=private)
     print(f"{_PROG}: {len(board.store.rows())} rows in {args.store} (evaluation data: {args.data})")
     if private is not None:
-        board.join()
-        board.attach_private(private)
         print(f"{_PROG}: private split {args.private_data}: {len(private.ids)} samples, {private.n_claims} claims "
               f"(labels sha256 {private.labels_sha256[:12]}...)")
     if args.check:

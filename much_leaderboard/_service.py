@@ -108,6 +108,9 @@ class Leaderboard:
     daily_limit : int
         Submissions one submitter (the ``authors`` field) may make in any 24 hours (default 5); the other rules on
         names are those of :mod:`much_leaderboard._admission`.
+    private : PrivateSplit, optional
+        A private split (rows without labels, labels on this server): every row is ranked on it too
+        (:meth:`attach_private`); it is scored for what the store holds by :meth:`recover`.
     background : bool
         False (default): :meth:`submit` returns when everything is computed. True (the server): it returns once the
         row is scored with its overall intervals and the breakdown point values; the breakdown intervals and P(rank)
@@ -117,7 +120,7 @@ class Leaderboard:
 
     def __init__(self, folder: str | Path, *, data: EvaluationData | None = None,
                  limits: ArchiveLimits | None = None, mirror: Any = None, max_parallel: int = 1,
-                 background: bool = False, daily_limit: int = 5) -> None:
+                 background: bool = False, daily_limit: int = 5, private: PrivateSplit | None = None) -> None:
         self.store = Store(folder)
         self.data = data if data is not None else EvaluationData()
         self.admission = Admission(self.data, daily_limit=daily_limit)
@@ -129,7 +132,7 @@ class Leaderboard:
         self._threads: list[threading.Thread] = []
         self.background = background
         #: The private board (:meth:`attach_private`), None without a private split.
-        self.private: PrivateBoard | None = None
+        self.private: PrivateBoard | None = None if private is None else PrivateBoard(private, self.store.folder)
         self._label_sources: Any = None
 
     def attach_private(self, split: PrivateSplit) -> PrivateBoard:
@@ -234,6 +237,8 @@ class Leaderboard:
                 outcomes.append(Outcome("rejected", f"rejected: {error}"))
                 continue
             outcomes.append(self._score(submission, parsed, copies, private))
+        if self.private is not None:  # entries pulled from a mirror or scored before the private split existed
+            self.private.catch_up(self)
         if self.background:
             self._after_accept(None)
         else:

@@ -133,3 +133,29 @@ def test_results_follow_the_label_file_and_stay_out_of_the_main_store(tmp_path, 
         metrics = [json.loads(m) for (m,) in db.execute("SELECT metrics FROM rows")]
     assert all("private" not in json.dumps(m) for m in metrics)
     assert outcome.submission in {r["submission"] for r in moved.store.rows()}
+
+
+def test_a_space_restored_from_the_hub_keeps_entries_with_private_values(tmp_path, monkeypatch, hidden_split,
+                                                                        public_evaluation, private_split):
+    """The mirror holds archives with private values: a fresh start re-scores them WITH the private split (attached
+    before anything is re-scored), not as archives naming unknown samples."""
+    import huggingface_hub.constants
+
+    from much_leaderboard import HubMirror, start
+    from tests.much_leaderboard._fake_hub import GOOD_TOKEN, LeaderboardHub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    with LeaderboardHub() as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        mirror = HubMirror("me/much-leaderboard", token=GOOD_TOKEN, endpoint=hub.endpoint, backoff=0.01)
+        board = Leaderboard(tmp_path / "a", data=public_evaluation, mirror=mirror, private=private_split)
+        outcome = board.submit(valid_archive(sample_signal(seed=41), name="kept"), {"method": "Kept", "authors": "k"})
+        assert outcome.status == "accepted", outcome.message
+        shown = {r["signal"]: r["private"] for r in board.private.table(board.store.rows())["rows"]}
+        monkeypatch.setenv("HF_TOKEN", GOOD_TOKEN)
+        restored = start(tmp_path / "fresh", data=str(hidden_split.public), n_resamples=50, baselines=False,
+                         hub_repo="me/much-leaderboard", endpoint=hub.endpoint, private=private_split)
+        restored.join()
+        assert [r["submission"] for r in restored.store.rows()] == [outcome.submission]
+        again = {r["signal"]: r["private"] for r in restored.private.table(restored.store.rows())["rows"]}
+        assert again == {"kept": shown["kept"]} and again["kept"] is not None
