@@ -18,6 +18,10 @@ every kept row in one split
 (the embedded sample: Mu-SHROOM's human labels, all in test). ``labels`` come from ``--judge`` (default ``gpt-4o``
 when present, else the only judge). The folder is loaded back with plain ``datasets.load_dataset`` and its row
 counts checked before the step reports success; it replaces the previous ``much/`` only then.
+
+``--withhold-labels`` makes the folder a hidden test split (:mod:`builder.withhold`): its rows have no label column
+and its card no label count; the labels go to ``--private-labels`` (default ``<out>/private/labels.json`` and its
+``.sha256``), a file for the leaderboard server only.
 """
 
 from __future__ import annotations
@@ -62,6 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "every kept row in that split")
     parser.add_argument("--folder", default=None, help="published folder (default <out>/much)")
     parser.add_argument("--no-check", action="store_true", help="skip the datasets.load_dataset check (not advised)")
+    parser.add_argument("--withhold-labels", action="store_true",
+                        help="a hidden test split: publish the rows without any label and write the labels to "
+                             "--private-labels, for the leaderboard server only (docs/leaderboard.md#hidden-split)")
+    parser.add_argument("--private-labels", default=None,
+                        help="with --withhold-labels: the label file (default <out>/private/labels.json, plus its "
+                             ".sha256), outside the published folder")
 
 
 def _by_id(path: Path) -> dict[str, dict[str, Any]]:
@@ -263,9 +273,18 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     folder = Path(args.folder) if args.folder else out / "much"
+    outputs = [published_folder_output(folder), Output("--out", out / "rows", folder=True)]
+    private = None
+    if args.private_labels is not None and not args.withhold_labels:
+        raise BuilderError("--private-labels goes with --withhold-labels (a labelled export writes no label file)")
+    if args.withhold_labels:
+        from builder.withhold import DEFAULT_PRIVATE_LABELS, check_outside, private_labels_outputs
+
+        private = Path(args.private_labels) if args.private_labels else out / DEFAULT_PRIVATE_LABELS
+        check_outside(private, folder)
+        outputs += private_labels_outputs(private)
     # Before any work: the folder replaced as a whole holds no input and nothing this step did not write.
-    check_outputs([published_folder_output(folder), Output("--out", out / "rows", folder=True)],
-                  inputs=[("--out", out)])
+    check_outputs(outputs, inputs=[("--out", out)])
     rows, report = collect_rows(out, judge=args.judge, split=args.split)
     used = {r[schema.GENERATION_CONFIG] for split in _PUBLISHED for r in rows[split]}
     configs = [c for c in JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG).records()
@@ -274,8 +293,17 @@ def run(args: argparse.Namespace) -> int:
         if config[schema.GENERATION_CONFIG] in report["engines"]:
             config["engines"] = report["engines"][config[schema.GENERATION_CONFIG]]
     _write_rows(out, rows, configs)
-    body = card_body(rows, configs, label_judge=report["label_judge"], label_rule=report["label_rule"])
-    sizes = export_folder(rows, folder, card_body=body, check=not args.no_check,
+    published = rows
+    if private is not None:
+        from builder.withhold import withheld_card_body, withhold_labels, write_private_labels
+
+        public, labels = withhold_labels(rows, _PUBLISHED)
+        published = {**public, "trash": rows["trash"]}
+        digest = write_private_labels(private, public, labels, label_judge=report["label_judge"])
+    body = card_body(published, configs, label_judge=report["label_judge"], label_rule=report["label_rule"])
+    if private is not None:
+        body = withheld_card_body(body)
+    sizes = export_folder(published, folder, card_body=body, check=not args.no_check,
                           license=card_license(configs, label_judge=report["label_judge"]),
                           pretty_name=card_title(configs, label_judge=report["label_judge"]))
     print(f"export: train={len(rows['train'])} test={len(rows['test'])} trash={len(rows['trash'])} "
@@ -283,4 +311,7 @@ def run(args: argparse.Namespace) -> int:
     for reason, count in sorted(report["reasons"].items()):
         print(f"  {count:6d}  {reason}")
     print(f"export: wrote {out / 'rows'} and {folder} ({sum(sum(v.values()) for v in sizes.values())} rows checked)")
+    if private is not None:
+        print(f"export: labels withheld: {folder} has none; they are in {private} (sha256 {digest}), for the "
+              "leaderboard server only (much-leaderboard serve --private-data FOLDER --private-labels FILE)")
     return 0

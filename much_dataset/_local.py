@@ -211,6 +211,8 @@ def _merge_shards(shards: list[tuple[Path, pa.Table]], split: str) -> pa.Table:
     union = set().union(*(table.column_names for _, table in shards))
     for path, table in shards:
         missing = [name for name in schema.HUB_COLUMNS if name not in table.column_names]
+        if len(schema.missing_label_columns(table.column_names)) == len(schema.LABEL_COLUMNS):
+            missing = [name for name in missing if name not in schema.LABEL_COLUMNS]  # withheld labels
         if missing:
             raise InvalidFileError(path, f"the shard lacks the MUCH column(s) {missing}", column=missing[0])
         lacking = sorted(name for name in union - set(table.column_names) if name in targets)

@@ -221,7 +221,8 @@ def write_parquet_folder(
     validated first (:func:`much_dataset.validation.validate_table`, raising :class:`InvalidSampleError` on the first
     bad row) unless ``validate=False``. ``with_stopword_mask`` defaults to whether the first non-empty split carries
     the column. ``metadata`` (:func:`card_metadata`; default: the languages with rows and the size category,
-    no license) goes into the card's YAML. Returns ``{lang: {split: n_rows}}``.
+    no license) goes into the card's YAML. Rows without any label column (a split whose labels are withheld) are
+    written with :func:`much_dataset.schema.features` ``(with_labels=False)``. Returns ``{lang: {split: n_rows}}``.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -240,7 +241,11 @@ def write_parquet_folder(
         with_stopword_mask = any(
             schema.STOPWORD_MASK in table.column_names for table in tables.values() if len(table)
         )
-    features = schema.features(with_stopword_mask=with_stopword_mask)
+    labelled = {not schema.missing_label_columns(table.column_names) for table in tables.values() if len(table)}
+    if len(labelled) > 1:
+        raise ValueError("some splits have label columns and others not: a folder is either labelled or a split "
+                         f"whose labels are withheld (none of {list(schema.LABEL_COLUMNS)})")
+    features = schema.features(with_stopword_mask=with_stopword_mask, with_labels=labelled != {False})
     folder = Path(folder)
     splits = [split for split in schema.SPLITS if split in tables]
     sizes: dict[str, dict[str, int]] = {lang: {} for lang in schema.LANGUAGES}

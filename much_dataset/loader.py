@@ -15,6 +15,9 @@ Sources:
   :class:`much_dataset._hub.HubUnreachableError` (a ``ConnectionError``) saying what to do, unless
   ``HF_HUB_OFFLINE=1`` asks for the local cache.
 
+A split whose labels are withheld (``python -m builder export --withhold-labels``) loads the same way, without the
+label columns (:data:`much_dataset.schema.LABEL_COLUMNS`): every column a detector needs is there.
+
 Whatever the source, the result has the typed features of :func:`much_dataset.schema.features` (the hub's
 list-of-lists ``logits_*`` are cast to ``Array2D((None, 24))``, ids to int32) and every row is validated
 (:mod:`much_dataset.validation`).
@@ -41,7 +44,7 @@ import numpy as np
 from much_dataset import schema
 from much_dataset.card import CONFIG_NAMES, is_parquet_folder
 from much_dataset.params import OneOf, check_param
-from much_dataset.validation import Problem, invalid_rows, validate_table
+from much_dataset.validation import Problem, check_columns, invalid_rows, validate_table
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -253,10 +256,9 @@ def _typed(dataset: datasets.Dataset) -> datasets.Dataset:
     """Cast the hub's list-of-lists layout to the schema's typed features (extra columns are kept as they are)."""
     import datasets
 
-    missing = [name for name in schema.HUB_COLUMNS if name not in dataset.column_names]
-    if missing:
-        raise ValueError(f"the loaded dataset lacks the MUCH column(s) {missing}")
-    target = schema.features(with_stopword_mask=schema.STOPWORD_MASK in dataset.column_names)
+    check_columns(dataset.column_names, what="the loaded dataset")
+    target = schema.features(with_stopword_mask=schema.STOPWORD_MASK in dataset.column_names,
+                             with_labels=not schema.missing_label_columns(dataset.column_names))
     features = datasets.Features({name: target.get(name, dataset.features[name]) for name in dataset.column_names})
     if dataset.features == features:
         return dataset
@@ -269,9 +271,7 @@ def _arrow(dataset: datasets.Dataset):
 
 
 def _validated(dataset: datasets.Dataset, on_error: str, problems: list[Problem]) -> datasets.Dataset:
-    missing = [name for name in schema.HUB_COLUMNS if name not in dataset.column_names]
-    if missing:
-        raise ValueError(f"the loaded dataset lacks the MUCH column(s) {missing}")
+    check_columns(dataset.column_names, what="the loaded dataset")
     table = _arrow(dataset)
     if on_error == "raise":
         validate_table(table)

@@ -17,6 +17,11 @@ Conventions (docs/reference-behaviour.md#hub-columns):
   :data:`CORRECT` (+1). The EOS claim's label is always +1. In metrics the positive class is "hallucinated".
 * ``human_labels_0`` / ``human_labels_1`` use the same convention, or the sentinel :data:`NO_HUMAN_LABEL` (``[0]``)
   when that annotator did not label the sample.
+* :data:`LABEL_COLUMNS` are the labels; a split whose labels are withheld (a hidden test split: ``python -m builder
+  export --withhold-labels``) has every column but these (:data:`UNLABELLED_COLUMNS`), and its labels live in a
+  label file on the leaderboard's server only (:mod:`much_dataset.label_files`). :data:`LABEL_DERIVED_FIELDS` names
+  the builder's per-row fields computed from labels (judge outputs, agreement, filter reasons, per-claim
+  annotations): never published with a withheld split either.
 * ``stopword_mask`` (our exports only; the hub lacks it) is, per output token, whether that token decoded alone is
   in the evaluation stopword set (:data:`much_dataset.stopwords.EVALUATION_STOPWORDS`).
 * Token-level uncertainty scores everywhere in this project: one float per output token (EOS included),
@@ -55,6 +60,10 @@ __all__ = [
     "HUB_COLUMNS",
     "DERIVED_COLUMNS",
     "COLUMNS",
+    "LABEL_COLUMNS",
+    "UNLABELLED_COLUMNS",
+    "LABEL_DERIVED_FIELDS",
+    "missing_label_columns",
     "TOKEN_ALIGNED_COLUMNS",
     "HUB_REPO_ID",
     "CONFIGS_REPO_ID",
@@ -105,6 +114,20 @@ HUB_COLUMNS: Final = (
 )
 DERIVED_COLUMNS: Final = (STOPWORD_MASK,)
 COLUMNS: Final = HUB_COLUMNS + DERIVED_COLUMNS
+#: The label columns: withheld together from a hidden split (the only columns a detector never reads).
+LABEL_COLUMNS: Final = (LABELS, HUMAN_LABELS_0, HUMAN_LABELS_1)
+#: What a split whose labels are withheld publishes: every column a detector needs, no label.
+UNLABELLED_COLUMNS: Final = tuple(name for name in COLUMNS if name not in LABEL_COLUMNS)
+#: Per-row fields of the builder's artifacts that are labels or computed from them (judge outputs and their
+#: reasons, human annotations, agreement statistics, the filter's label-dependent reasons, Mu-SHROOM's per-claim
+#: annotations): a withheld export publishes none of them (it writes :data:`UNLABELLED_COLUMNS` only, by name).
+LABEL_DERIVED_FIELDS: Final = frozenset({
+    *LABEL_COLUMNS,
+    "judge", "rule",  # labels.<judge>.jsonl: which judge / span rule produced the labels
+    "annotator",  # human.<annotator>.jsonl
+    "labels_reference", "labels_hard", "soft_max",  # import-mushroom: per-claim label variants and annotations
+    "split", "reason",  # filter.jsonl: trash when the judges disagree
+})
 #: Columns with one entry per output token.
 TOKEN_ALIGNED_COLUMNS: Final = (OUTPUT_TOKENS, LOGITS_TOKEN_IDS, LOGITS_VALUES, STOPWORD_MASK)
 
@@ -134,11 +157,19 @@ MUCH_CONFIGS: Final = {
 }
 
 
-def features(*, with_stopword_mask: bool = True) -> datasets.Features:
+def missing_label_columns(column_names: Any) -> list[str]:
+    """The label columns (:data:`LABEL_COLUMNS`) that ``column_names`` lacks: all three for a split whose labels
+    are withheld, none for a labelled one."""
+    present = set(column_names)
+    return [name for name in LABEL_COLUMNS if name not in present]
+
+
+def features(*, with_stopword_mask: bool = True, with_labels: bool = True) -> datasets.Features:
     """The typed ``datasets.Features`` of a MUCH split.
 
     ``logits_token_ids`` and ``logits_values`` are ``Array2D((None, 24))`` (int32 / float32), so a batch in numpy
     format comes out as ``(n_tokens, 24)`` arrays without a Python loop. Ids are int32, labels int8.
+    ``with_labels=False``: the features of a split whose labels are withheld (no :data:`LABEL_COLUMNS`).
     """
     import datasets
 
@@ -159,6 +190,8 @@ def features(*, with_stopword_mask: bool = True) -> datasets.Features:
     }
     if with_stopword_mask:
         columns[STOPWORD_MASK] = datasets.List(datasets.Value("bool"))
+    if not with_labels:
+        columns = {name: value for name, value in columns.items() if name not in LABEL_COLUMNS}
     return datasets.Features(columns)
 
 

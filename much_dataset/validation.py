@@ -23,7 +23,8 @@ What is checked, per row (the ``field`` of the error in brackets):
 * ``token_chunks`` non-empty chunks whose concatenation is exactly ``0, 1, ..., n_tokens - 1`` (contiguous,
   exhaustive, in range, in order) [token_chunks];
 * ``labels``: one per chunk, each -1 or +1 [labels]; ``human_labels_0/1``: the sentinel ``[0]`` or one -1/+1 per
-  chunk [human_labels_0 / human_labels_1].
+  chunk [human_labels_0 / human_labels_1]. A split whose labels are withheld has none of the three columns
+  (:data:`much_dataset.schema.LABEL_COLUMNS`) and is valid; a table with some of them but not all is not.
 
 ``on_error="raise"`` raises :class:`InvalidSampleError` for the first bad row (naming its ``generation_id`` and the
 field); ``on_error="drop"`` returns the good rows and a report: one :class:`Problem` per defect found.
@@ -46,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
 __all__ = ["InvalidFileError", "InvalidSampleError", "Problem", "validate_table", "validate_rows", "invalid_rows",
-           "rows_to_table", "PROBABILITY_SUM_TOLERANCE"]
+           "rows_to_table", "check_columns", "LabelsWithheldError", "PROBABILITY_SUM_TOLERANCE"]
 
 _ON_ERROR = ("raise", "drop")
 _LIST_COLUMNS = (
@@ -76,6 +77,19 @@ class InvalidFileError(ValueError):
         where = "" if column is None else f", column {column!r}"
         row = "" if generation_id is None else f", generation_id={generation_id!r}"
         super().__init__(f"{path}{where}{row}: {reason}")
+
+
+class LabelsWithheldError(ValueError):
+    """Labels were needed (to compute a metric, to train) but the rows have none: a split whose labels are withheld
+    (``python -m builder export --withhold-labels``), scored only by the leaderboard server that holds them.
+    ``missing`` names the label columns the rows lack."""
+
+    def __init__(self, where: str, missing: Sequence[str]) -> None:
+        self.missing = list(missing)
+        super().__init__(
+            f"{where}: the rows have no labels (they lack the column(s) {self.missing}): a split whose labels are "
+            "withheld is scored only by the leaderboard that holds its label file (much-leaderboard serve "
+            "--private-labels FILE); compute its signals with `much run --out DIR` and submit DIR as a zip")
 
 
 @dataclass(frozen=True)
@@ -178,9 +192,7 @@ def invalid_rows(
     """
     if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
-    missing = [name for name in schema.HUB_COLUMNS if name not in table.column_names]
-    if missing:
-        raise ValueError(f"MUCH rows lack the column(s) {missing}; expected {list(schema.HUB_COLUMNS)}")
+    check_columns(table.column_names)
     ids = table[schema.GENERATION_ID].to_pylist()
     found = _Collector(len(table))
     _check_scalars(table, ids, found)
@@ -189,6 +201,20 @@ def invalid_rows(
     _check_chunks_and_labels(table, found)
     found.items.sort()
     return found.bad, [Problem(ids[row], field, reason) for row, _, field, reason in found.items]
+
+
+def check_columns(column_names: Sequence[str], *, what: str = "MUCH rows") -> None:
+    """Raise ``ValueError`` naming the hub columns ``column_names`` lacks. The label columns may all be absent (a
+    split whose labels are withheld), but not only some of them."""
+    names = set(column_names)
+    missing = [name for name in schema.HUB_COLUMNS if name not in names]
+    absent_labels = schema.missing_label_columns(names)
+    if len(absent_labels) == len(schema.LABEL_COLUMNS):  # withheld labels: the rest must be there
+        missing = [name for name in missing if name not in schema.LABEL_COLUMNS]
+    if missing:
+        raise ValueError(f"{what} lack the column(s) {missing}; expected {list(schema.HUB_COLUMNS)} (or every "
+                         f"one but the label columns {list(schema.LABEL_COLUMNS)}, for a split whose labels are "
+                         "withheld)")
 
 
 def _check_scalars(table: pa.Table, ids: list, found: _Collector) -> None:
@@ -207,6 +233,8 @@ def _check_scalars(table: pa.Table, ids: list, found: _Collector) -> None:
 
 def _check_nulls(table: pa.Table, found: _Collector) -> None:
     for name in _LIST_COLUMNS:
+        if name not in table.column_names:  # a label column of a split whose labels are withheld
+            continue
         nulls = table[name].is_null().to_numpy(zero_copy_only=False)
         found.add_mask(nulls, name, lambda _row: "missing (null)")
 
@@ -315,6 +343,8 @@ def _check_chunks_and_labels(table: pa.Table, found: _Collector) -> None:
         "(they must be contiguous, exhaustive and in range)"))
 
     for name in (schema.LABELS, schema.HUMAN_LABELS_0, schema.HUMAN_LABELS_1):
+        if name not in table.column_names:  # withheld labels
+            continue
         labels = _list_array(table[name])
         n_labels = _lengths(labels)
         values = _numpy(_flatten(labels), np.int64)

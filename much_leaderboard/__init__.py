@@ -6,6 +6,9 @@ and checking an archive, its limits, its rejection error) is :func:`much_metric.
 * :class:`Leaderboard` -- submit / recover / add the built-in baselines / rank, over a :class:`Store` (SQLite + the
   archives in a folder, one entry per archive content) and an :class:`EvaluationData`; :class:`Outcome` is the
   answer to a submission;
+* :class:`PrivateSplit` / :class:`PrivatePolicy` -- a private split (rows published without labels, their label file
+  on the server only), attached with :meth:`Leaderboard.attach_private`: every row is ranked on it too, with only a
+  rounded ROC-AUC over the whole split shown, within a daily quota;
 * :class:`HubMirror` (:class:`HubError`) -- persisting the entries in a hub dataset repository;
 * :func:`start` / :func:`serve` / :func:`create_server` -- what ``much-leaderboard serve`` (:func:`main`, also
   ``python -m much_leaderboard``) and the Space's ``app.py`` run (gradio/FastAPI imported on first use).
@@ -14,6 +17,7 @@ and checking an archive, its limits, its rejection error) is :func:`much_metric.
 from much_leaderboard._app import create_server, serve, start
 from much_leaderboard._cli import main
 from much_leaderboard._hub import HubError, HubMirror
+from much_leaderboard._private import PrivatePolicy, PrivateSplit
 from much_leaderboard._scoring import EvaluationData
 from much_leaderboard._service import Leaderboard, Outcome
 from much_leaderboard._store import Store
@@ -24,6 +28,8 @@ __all__ = [
     "HubMirror",
     "Leaderboard",
     "Outcome",
+    "PrivatePolicy",
+    "PrivateSplit",
     "Store",
     "create_server",
     "main",

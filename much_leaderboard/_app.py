@@ -6,6 +6,11 @@ mounts it in a FastAPI application next to ``POST /api/submit`` (multipart: ``ar
 load tests. The table is plain HTML rendered by the table module (not a dataframe component):
 its cells hold values with their intervals on two lines, method names are escaped links to their page, and the
 filters select precomputed subsets on the server.
+
+With a private split (:meth:`much_leaderboard.Leaderboard.attach_private`) the main table gains two columns (private
+ROC-AUC, rank shift), a "Private split" tab shows the two boards side by side and a submission page its private
+lines; with two label sources or more, a "Label sources" tab compares the rankings. ``GET /api/boards`` answers
+the public ranking, the private board and the label sources as JSON (:mod:`much_leaderboard._private_pages`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,13 @@ import html
 import os
 from typing import Any
 
+from much_leaderboard._private_pages import (
+    boards_json,
+    private_columns,
+    render_label_sources,
+    render_private_board,
+    render_private_section,
+)
 from much_leaderboard._service import NEEDS, RANK_METRIC, Leaderboard
 from much_leaderboard._table import (
     INTERNALS_FILTERS,
@@ -45,11 +57,32 @@ _KINDS = {"built-in baselines": "baseline", "submissions": "submission"}
 def _board_html(board: Leaderboard, subset: str, sort_label: str, kinds: list[str], needs: list[str],
                 internals: str = "any") -> str:
     sort = dict(metric_choices()).get(sort_label, "roc_auc")
-    rows = table_rows(board.store.rows(), board.ranking(), subset=subset or "all", sort=sort,
+    stored = board.store.rows()
+    rows = table_rows(stored, board.ranking(), subset=subset or "all", sort=sort,
                       kinds=tuple(_KINDS[k] for k in kinds or _KINDS), needs=tuple(needs or ()),
                       internals=INTERNALS_FILTERS.get(internals or "any"))
+    extra = private_columns(board.private.table(stored)) if board.private is not None else ()
     return (CSS + '<div id="much-board-wrap">'
-            + render_table(rows, langs=board.data.langs, sort=sort, rank_metric=RANK_METRIC) + "</div>")
+            + render_table(rows, langs=board.data.langs, sort=sort, rank_metric=RANK_METRIC, extra_columns=extra)
+            + "</div>")
+
+
+def _private_html(board: Leaderboard) -> str:
+    if board.private is None:
+        return ""
+    return CSS + '<div id="much-private-wrap">' + render_private_board(board.private.table(board.store.rows())) \
+        + "</div>"
+
+
+def _sources_table(board: Leaderboard) -> dict[str, Any]:
+    return board.label_sources.table(board.store.rows(), board.store.scores, board.store.version())
+
+
+def _detail_html(board: Leaderboard, submission: str) -> str:
+    page = CSS + render_submission(board.store, submission)
+    if board.private is not None:  # nothing for an unknown or pending entry (it has no stored row)
+        page += render_private_section(board.private.table(board.store.rows()), submission)
+    return page
 
 
 def _submit(board: Leaderboard, path: str | None, method: str, authors: str, link: str, needs: list[str]) -> str:
@@ -97,6 +130,14 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
                 refresh = gr.Button("refresh", size="sm", elem_id="refresh")
                 with gr.Accordion("Published rows (paper, not re-scored)", open=False):
                     gr.HTML(CSS + published_html())
+            private = None
+            if board.private is not None:
+                with gr.Tab("Private split", id="private"):
+                    private = gr.HTML(elem_id="private-board")
+            sources = None
+            if len(board.label_sources.sources) > 1:
+                with gr.Tab("Label sources", id="sources"):
+                    sources = gr.HTML(elem_id="label-sources")
             with gr.Tab("Submission page", id="detail"):
                 submission_id = gr.Textbox(label="submission (archive SHA-256)", elem_id="submission-id")
                 detail = gr.HTML(elem_id="submission-detail")
@@ -120,24 +161,33 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
             return _board_html(board, subset_value, sort_value, kinds_value, needs_value, internals_value)
 
         def open_detail(value):
-            return CSS + render_submission(board.store, (value or "").strip())
+            return _detail_html(board, (value or "").strip())
+
+        def others():
+            return [*([_private_html(board)] if private is not None else []),
+                    *([CSS + render_label_sources(_sources_table(board))] if sources is not None else [])]
 
         def on_load(request):
             wanted = (request.query_params.get("submission") or "").strip() if request else ""
             page = _board_html(board, "all", labels[0], list(_KINDS), [])
             if wanted:
-                return page, gr.Tabs(selected="detail"), wanted, open_detail(wanted)
-            return page, gr.Tabs(selected="board"), "", ""
+                return page, gr.Tabs(selected="detail"), wanted, open_detail(wanted), *others()
+            return page, gr.Tabs(selected="board"), "", "", *others()
 
         on_load.__annotations__ = {"request": gr.Request}  # gradio passes the request by this annotation
         controls = [subset, sort, kinds, needs, internals]
         for control in controls:
             control.change(show, controls, table)
+        extra_views = [view for view in (private, sources) if view is not None]
         refresh.click(show, controls, table)
+        if extra_views:
+            refresh.click(others, None, extra_views)
         submission_id.submit(open_detail, submission_id, detail)
-        send.click(lambda *a: _submit(board, *a), [archive, method, authors, link, needs_in], result).then(
+        sent = send.click(lambda *a: _submit(board, *a), [archive, method, authors, link, needs_in], result).then(
             show, controls, table)
-        demo.load(on_load, None, [table, tabs, submission_id, detail])
+        if extra_views:
+            sent.then(others, None, extra_views)
+        demo.load(on_load, None, [table, tabs, submission_id, detail, *extra_views])
     return demo
 
 
@@ -170,21 +220,34 @@ def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
                               "needs": list[str]}
     api.post("/api/submit")(submit)
 
+    async def boards():
+        def answer():
+            stored = board.store.rows()
+            private = board.private.table(stored) if board.private is not None else None
+            sources = _sources_table(board) if len(board.label_sources.sources) > 1 else None
+            return boards_json(stored, private, sources)
+
+        return JSONResponse(await run_in_threadpool(answer))
+
+    api.get("/api/boards")(boards)
+
     demo = build_app(board, **({"title": title} if title else {}))
     return gr.mount_gradio_app(api, demo, path="/", max_file_size=board.limits.max_archive_bytes)
 
 
 def start(folder: str | os.PathLike, *, data: str = "sample", n_resamples: int = 1000, baselines: bool = True,
           hub_repo: str | None = None, token: str | None = None, endpoint: str | None = None,
-          daily_limit: int = 5) -> Leaderboard:
+          daily_limit: int = 5, private: Any = None) -> Leaderboard:
     """Open the store, pull the hub mirror (if any), re-score pending submissions, add the built-in baselines.
-    ``daily_limit``: submissions per submitter in any 24 hours."""
+    ``daily_limit``: submissions per submitter in any 24 hours. ``private``: a
+    :class:`much_leaderboard.PrivateSplit`, there before anything is re-scored (an entry with private values is
+    only valid with it)."""
     from much_leaderboard._hub import HubMirror
     from much_leaderboard._scoring import EvaluationData
 
     mirror = HubMirror(hub_repo, token=token, endpoint=endpoint) if hub_repo else None
     board = Leaderboard(folder, data=EvaluationData(data, n_resamples=n_resamples), mirror=mirror, background=True,
-                        daily_limit=daily_limit)
+                        daily_limit=daily_limit, private=private)
     if mirror is not None:
         mirror.pull(board.store)
     board.recover()

@@ -5,17 +5,23 @@ Example::
 
     much-leaderboard serve                          # embedded sample, store in ./much-leaderboard, port 7860
     much-leaderboard serve --data orailix/MUCH --store /data/board --hub-repo my-org/much-leaderboard
+    much-leaderboard serve --private-data hidden/much --private-labels hidden/private/labels.json
 
 Submissions (a zip of a MUCH-signals folder) are validated, re-scored with the toolkit and shown in the table; the
 built-in baselines are computed and added on first start. With ``--hub-repo`` every accepted entry is also committed
 to that dataset repository (token from ``$HF_TOKEN`` or the saved login) and pulled back at start. The address is
 resolved and bound before anything is loaded: an address that cannot be listened on is a one-line error (exit 2).
+
+``--private-data FOLDER --private-labels FILE`` adds a private split (``python -m builder export --withhold-labels``
+wrote both): every row is ranked on it too, showing public rank, private rank and the shift; only the rounded
+ROC-AUC over the whole split is ever shown (docs/leaderboard.md#hidden-split).
 """
 
 from __future__ import annotations
 
 import argparse
 import socket
+from typing import Any
 
 from much_dataset.cli_errors import debug_requested, run_command
 
@@ -41,6 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--endpoint", default=None, help="hub endpoint (default $HF_ENDPOINT or huggingface.co)")
     serve.add_argument("--daily-limit", type=int, default=5,
                        help="submissions one submitter (authors field) may make in any 24 hours (default 5)")
+    serve.add_argument("--private-data", default=None,
+                       help="rows of a private split, published without labels (builder export --withhold-labels)")
+    serve.add_argument("--private-labels", default=None,
+                       help="their label file (with its .sha256 next to it): read by this server only")
+    serve.add_argument("--private-daily-limit", type=int, default=1,
+                       help="submissions with private values one submitter may make in any 24 hours (default 1)")
+    serve.add_argument("--private-decimals", type=int, default=2,
+                       help="digits of the private ROC-AUC shown (default 2, at most 4)")
+    serve.add_argument("--private-min-claims", type=int, default=1000,
+                       help="least number of claims a private split must hold (default 1000)")
     serve.add_argument("--check", action="store_true", help="prepare the store, print the table size and exit")
     return parser
 
@@ -74,19 +90,36 @@ def _serve(args: argparse.Namespace) -> int:
         raise ValueError(f"--bootstrap must be a positive integer, got {args.bootstrap}")
     if args.daily_limit < 1:
         raise ValueError(f"--daily-limit must be a positive integer, got {args.daily_limit}")
+    private = _private_split(args)
     if not args.check:
         if importlib.util.find_spec("gradio") is None:
             raise ImportError(f"{_PROG} serve needs gradio", name="gradio")
         check_address(args.host, args.port)
     board = start(args.store, data=args.data, n_resamples=args.bootstrap, baselines=not args.no_baselines,
-                  hub_repo=args.hub_repo, endpoint=args.endpoint, daily_limit=args.daily_limit)
+                  hub_repo=args.hub_repo, endpoint=args.endpoint, daily_limit=args.daily_limit, private=private)
     print(f"{_PROG}: {len(board.store.rows())} rows in {args.store} (evaluation data: {args.data})")
+    if private is not None:
+        print(f"{_PROG}: private split {args.private_data}: {len(private.ids)} samples, {private.n_claims} claims "
+              f"(labels sha256 {private.labels_sha256[:12]}...)")
     if args.check:
         board.join()  # the built-in baselines' breakdown intervals and the ranking
         return 0
     print(f"{_PROG}: serving on http://{args.host}:{args.port}/ (Ctrl+C stops)", flush=True)
     serve(board, host=args.host, port=args.port)
     return 0
+
+
+def _private_split(args: argparse.Namespace) -> Any:
+    """The private split of ``--private-data`` / ``--private-labels`` (both or neither), loaded and checked."""
+    if (args.private_data is None) != (args.private_labels is None):
+        raise ValueError("--private-data and --private-labels go together (the rows and their label file)")
+    if args.private_data is None:
+        return None
+    from much_leaderboard._private import PrivatePolicy, PrivateSplit
+
+    policy = PrivatePolicy(decimals=args.private_decimals, min_claims=args.private_min_claims,
+                           daily_limit=args.private_daily_limit)
+    return PrivateSplit(args.private_data, args.private_labels, policy=policy)
 
 
 def main(argv: list[str] | None = None) -> int:

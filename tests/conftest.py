@@ -46,3 +46,20 @@ def _restore_evaluate_modules(monkeypatch):
     yield
     for name in [name for name in sys.modules if name.split(".")[0] == "evaluate_modules" and name not in before]:
         del sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def hidden_split(tmp_path_factory):
+    """A private split made from part of the embedded sample with ``builder export --withhold-labels``, and the
+    other part as a labelled public folder (:mod:`tests._hidden_split`)."""
+    from tests._hidden_split import make_hidden_split
+
+    cache = tmp_path_factory.mktemp("hidden_split_datasets_cache")
+    with pytest.MonkeyPatch.context() as patch:  # session-scoped: the per-test private caches are not set up yet
+        import datasets.config
+
+        patch.setenv("HF_DATASETS_CACHE", str(cache))
+        patch.setattr(datasets.config, "HF_DATASETS_CACHE", cache)
+        patch.setattr(datasets.config, "DOWNLOADED_DATASETS_PATH", cache / "downloads")
+        patch.setattr(datasets.config, "EXTRACTED_DATASETS_PATH", cache / "downloads" / "extracted")
+        return make_hidden_split(tmp_path_factory.mktemp("hidden_split"))

@@ -100,7 +100,13 @@ def _load(source: str, config: str, split: str | None, selection: str, tokenizer
 
 def _select(dataset: Any, selection: str, what: str) -> Any:
     if selection != "all":
+        from much_dataset.schema import HUMAN_LABELS_0, HUMAN_LABELS_1, missing_label_columns
         from much_dataset.selection import select_samples
+        from much_dataset.validation import LabelsWithheldError
+
+        absent = missing_label_columns(getattr(dataset, "column_names", ()))
+        if HUMAN_LABELS_0 in absent or HUMAN_LABELS_1 in absent:
+            raise LabelsWithheldError(f"selection={selection!r} (it reads the human labels)", absent)
 
         dataset = select_samples(dataset, manual=selection == "manual")
     if len(dataset) == 0:

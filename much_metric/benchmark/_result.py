@@ -46,11 +46,11 @@ class BenchmarkRow:
         The stored signal name (e.g. ``token_entropy_24``, ``ccp_10_8_nli``) or the floor's name.
     method : str
         The display label (``Token Entropy-24``; ``[floor: random]`` for a floor).
-    score : much_metric.ScoreResult
-        The metrics of the claim scores (``row.score.roc_auc``, ``row.score.intervals``, ``row.score.n_claims``
-        ...; ``nan`` where undefined); ``score.aggregator`` / ``score.stopword_handling`` for a method, a claim-level
-        result for a floor. Claim scores are uncertainties (higher = more likely hallucinated); the positive class
-        is the hallucinated claim.
+    score : much_metric.ScoreResult or None
+        None on rows whose labels are withheld (nothing to score). Otherwise the metrics of the claim scores
+        (``row.score.roc_auc``, ``row.score.intervals``, ``row.score.n_claims`` ...; ``nan`` where undefined);
+        ``score.aggregator`` / ``score.stopword_handling`` for a method, a claim-level result for a floor. Claim
+        scores are uncertainties (higher = more likely hallucinated); the positive class is the hallucinated claim.
     coverage : float
         Fraction of the samples the signal covers (1.0 for computed signals and floors).
     uq_seconds, segmentation_seconds, total_seconds : float or None
@@ -61,7 +61,7 @@ class BenchmarkRow:
 
     signal_name: str
     method: str
-    score: ScoreResult
+    score: ScoreResult | None
     coverage: float = 1.0
     uq_seconds: float | None = None
     segmentation_seconds: float | None = None
@@ -79,6 +79,8 @@ class BenchmarkRow:
         if not self.is_floor:
             head.update(uq_seconds=self.uq_seconds, segmentation_seconds=self.segmentation_seconds,
                         total_seconds=self.total_seconds, samples_computed=self.samples_computed)
+        if self.score is None:  # rows whose labels are withheld: no metric
+            return plain_json({**head, "coverage": self.coverage})
         return plain_json({**head, **SignalResult.metrics_dict(self.score, self.coverage)})
 
 
@@ -119,8 +121,9 @@ class BenchmarkResult:
         How many samples segment exactly as their ``token_chunks``, or why the time was not measured.
     load_seconds : float
         Wall time of loading the data (0 for a dataset passed in memory); not part of any runtime.
-    table : EvaluationTable
-        The evaluation (claim scores, labels, coverage, floors) the rows come from.
+    table : EvaluationTable or None
+        The evaluation (claim scores, labels, coverage, floors) the rows come from; None on rows whose labels are
+        withheld (the signals and times are the whole result).
     rows, floors : tuple of BenchmarkRow
         Table 3's rows (methods, in registry order) and the floors (random, constant) on the same claims.
     notes : tuple of BenchmarkNote

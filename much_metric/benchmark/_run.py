@@ -15,7 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from much_dataset.schema import GENERATION_ID
+from much_dataset.schema import GENERATION_ID, LABEL_COLUMNS, missing_label_columns
+from much_dataset.validation import LabelsWithheldError
 from much_metric.baselines import ResourceOptions, SignalOptions, compute_signals
 from much_metric.baselines.registry import available
 from much_metric.baselines.runtime import generation_time as generation_time_of
@@ -118,6 +119,11 @@ def run_benchmark(
                           progress=output.progress)
     dataset = plan.dataset
     notes = list(plan.notes)
+    withheld = missing_label_columns(dataset.column_names)
+    labelled = len(withheld) < len(LABEL_COLUMNS)
+    if not labelled and output.out is None:  # nothing to evaluate: the signals are the only result, keep them
+        raise LabelsWithheldError("run_benchmark on rows without labels needs output.out (much run --out DIR) to "
+                                  "keep the signals", withheld)
     segmentation_seconds, segmentation_note = lookup.segmentation_time(
         dataset, plan.tokenizer, plan.tokenizers, output.progress)
     runs = compute_signals(dataset, list(plan.signals), resources=plan.resources, out=output.out,
@@ -128,6 +134,35 @@ def run_benchmark(
                                     n_samples=len(dataset), n_tokens=plan.n_tokens)
     aggregator = evaluation.aggregators[0]
     order = _table_order(runs)
+    table, floors = None, ()
+    if labelled:
+        table = _evaluate(dataset, runs, order, evaluation, notes)
+        scores = {r.signal_name: (r.score, r.coverage) for r in table.results}
+        # Reference rows on the same claims: PR numbers read against what a random or constant score gets.
+        floors = tuple(BenchmarkRow(signal_name=r.signal_name, method=f"[{r.signal_name}]", score=r.score,
+                                    coverage=r.coverage) for r in table.floors)
+    else:  # rows whose labels are withheld: the signals and their times are the whole result
+        scores = {name: (None, 1.0) for name in order}
+        notes.append(BenchmarkNote(message=f"the rows have no labels (withheld): no metric here; the signals are in "
+                                           f"{output.out}, to submit (zipped) to the leaderboard that holds them"))
+    rows = tuple(_method_row(runs[name], name, *scores[name], segmentation_seconds) for name in scores)
+    bootstrap = evaluation.bootstrap if labelled else None
+    return BenchmarkResult(
+        data=plan.source, config=data.config, split=data.split, selection=data.selection,
+        splits_used=plan.splits_used, n_samples=len(dataset), n_tokens=plan.n_tokens, aggregator=aggregator,
+        stopword_handling=evaluation.stopword_handling,
+        n_resamples=0 if bootstrap is None else bootstrap.n_resamples, default_signals=plan.default_signals,
+        signals={name: runs[name] for name in _table_order(runs)},
+        out=None if output.out is None else Path(output.out), file_format=output.file_format,
+        generation=generation, segmentation_seconds=segmentation_seconds, segmentation_note=segmentation_note,
+        load_seconds=plan.load_seconds, table=table, rows=rows, floors=floors, notes=tuple(notes))
+
+
+def _evaluate(dataset: Any, runs: Mapping[str, Any], order: list[str], evaluation: EvaluationOptions,
+              notes: list[BenchmarkNote]) -> Any:
+    """The evaluation table of the signals of ``order`` (appending to ``notes`` what is left out and why)."""
+    aggregator = evaluation.aggregators[0]
+    order = list(order)
     if aggregator in ("product", "geometric"):
         # The product multiplies 1 - s: a signal with scores outside [0, 1] (NLL = -log p) gives meaningless claim
         # scores under it, so its row is left out with a note saying how to see it, not printed as a number.
@@ -141,25 +176,12 @@ def run_benchmark(
         include_training_rows=evaluation.include_training_rows, aggregators=(aggregator,))
     notes.extend(BenchmarkNote(message=message) for message in messages)
     # The computed signals cover every sample: the evaluation asks for all of them (min_coverage 1).
-    table = evaluate_signals(dataset, {name: runs[name].values for name in order},
-                             evaluation=replace(evaluation, min_coverage=1.0), training_rows=trained_on)
-    segmentation = 0.0 if math.isnan(segmentation_seconds) else segmentation_seconds
-    rows = tuple(BenchmarkRow(signal_name=r.signal_name, method=runs[r.signal_name].spec.display, score=r.score,
-                              coverage=r.coverage, uq_seconds=runs[r.signal_name].seconds,
-                              segmentation_seconds=segmentation_seconds,
-                              total_seconds=runs[r.signal_name].seconds + segmentation,
-                              samples_computed=runs[r.signal_name].n_computed) for r in table.results)
-    # Reference rows on the same claims: PR numbers read against what a random or constant score gets.
-    floors = tuple(BenchmarkRow(signal_name=r.signal_name, method=f"[{r.signal_name}]", score=r.score,
-                                coverage=r.coverage) for r in table.floors)
-    bootstrap = evaluation.bootstrap
-    return BenchmarkResult(
-        data=plan.source, config=data.config, split=data.split, selection=data.selection,
-        splits_used=plan.splits_used, n_samples=len(dataset), n_tokens=plan.n_tokens, aggregator=aggregator,
-        stopword_handling=evaluation.stopword_handling,
-        n_resamples=0 if bootstrap is None else bootstrap.n_resamples, default_signals=plan.default_signals,
-        signals={name: runs[name] for name in _table_order(runs)},
-        out=None if output.out is None else Path(output.out), file_format=output.file_format,
-        generation=generation, segmentation_seconds=segmentation_seconds, segmentation_note=segmentation_note,
-        load_seconds=plan.load_seconds, table=table, rows=rows, floors=floors, notes=tuple(notes))
+    return evaluate_signals(dataset, {name: runs[name].values for name in order},
+                            evaluation=replace(evaluation, min_coverage=1.0), training_rows=trained_on)
 
+
+def _method_row(run: Any, name: str, score: Any, coverage: float, segmentation_seconds: float) -> BenchmarkRow:
+    segmentation = 0.0 if math.isnan(segmentation_seconds) else segmentation_seconds
+    return BenchmarkRow(signal_name=name, method=run.spec.display, score=score, coverage=coverage,
+                        uq_seconds=run.seconds, segmentation_seconds=segmentation_seconds,
+                        total_seconds=run.seconds + segmentation, samples_computed=run.n_computed)

@@ -183,6 +183,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_unlabelled(result: Any) -> None:
+    from much_metric.baselines.runtime import format_runtime
+
+    generation = result.generation.seconds
+    print(f"{data_title(result.data, 'Signals')} (config={result.config}, split={result.splits_used}): "
+          f"{result.n_samples:,} samples, {result.n_tokens:,} tokens; labels withheld, so no metric")
+    print(f"LLM generation time: {generation:,.1f}s ({result.generation.source})")
+    for note in result.notes:
+        print(f"note: {note.message}")
+    print()
+    print(text_table([[r.method, format_runtime(r.uq_seconds, generation), format_runtime(r.total_seconds, generation)]
+                      for r in result.rows], ["Method", "UQ", "Total"]))
+    print(f"\nsignals written to {result.out}/<signal_name>.{result.file_format}: zip the folder and submit it to "
+          "the leaderboard that holds the labels")
+
+
 def _print(result: Any) -> None:
     """Table 3 and the operating points of a :class:`much_metric.benchmark.BenchmarkResult`, with its notes."""
     from much_metric.baselines.runner import NLI_SIGNALS
@@ -190,6 +206,9 @@ def _print(result: Any) -> None:
     from much_metric.scoring import METRIC_TABLE
 
     generation = result.generation.seconds
+    if result.table is None:  # rows whose labels are withheld: the signals and their times, no metric
+        _print_unlabelled(result)
+        return
     first = result.rows[0].score if result.rows else None
     n_claims, n_hallucinated = (first.n_claims, first.n_hallucinated) if first is not None else (0, 0)
     print(f"{data_title(result.data, 'Baselines')} (config={result.config}, split={result.splits_used}, "

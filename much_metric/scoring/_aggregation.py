@@ -29,7 +29,7 @@ from much_dataset.schema import LABEL_VALUES, LABELS, STOPWORD_MASK, TOKEN_CHUNK
 from much_metric.scoring._ragged import flatten_1d, flatten_2d
 
 __all__ = ["AGGREGATORS", "STOPWORD_MODES", "SCORE_TYPES", "ClaimLayout", "claim_layout", "aggregate_flat",
-           "MuchMetricWarning"]
+           "MuchMetricWarning", "NO_LABELS_HINT"]
 
 #: Added inside the geometric aggregator's root, as the reference does (docs/reference-behaviour.md#aggregators).
 GEOMETRIC_EPS = 1e-5
@@ -99,6 +99,12 @@ class ClaimLayout:
 
     def name(self, index: int) -> str:
         return _id_namer(self.generation_ids)(index)
+
+
+#: The end of every "no labels" message of the metric: where a split's withheld labels are scored instead.
+NO_LABELS_HINT = ("rows without labels are a split whose labels are withheld, scored only by the leaderboard that "
+                  "holds its label file (much-leaderboard serve --private-labels FILE): compute the signals with "
+                  "`much run --out DIR` and submit DIR as a zip")
 
 
 def _first_sample(mask: np.ndarray, offsets: np.ndarray) -> int:
@@ -236,6 +242,10 @@ def claim_layout(
 
     claim_labels = None
     if labels is not None:
+        absent = [index for index, value in enumerate(labels) if value is None]
+        if absent:
+            raise ValueError(f"sample {name(absent[0])}: no {LABELS!r} ({len(absent)} of {len(labels)} samples have "
+                             f"None); {NO_LABELS_HINT}")
         flat_labels = _flatten_aligned(labels, n_chunks, dtype=np.float64, field=LABELS, name=name,
                                        expected=lambda n: f"{TOKEN_CHUNKS!r} has {n} chunks")
         invalid = ~np.isin(flat_labels, sorted(LABEL_VALUES))

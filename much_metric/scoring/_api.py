@@ -24,6 +24,7 @@ from much_dataset.schema import HALLUCINATED, MUCH_GENERATION_CONFIGS
 from much_dataset.selection import select_samples
 from much_metric.scoring._aggregation import (
     AGGREGATORS,
+    NO_LABELS_HINT,
     STOPWORD_MODES,
     ClaimLayout,
     MuchMetricWarning,
@@ -217,7 +218,7 @@ def score(
         if token_chunks.labels is None:
             raise ValueError("score() needs labels: pass them, or build the ClaimLayout with labels=")
     elif labels is None:
-        raise ValueError("score() needs labels (one per chunk, -1 hallucinated / +1 correct)")
+        raise ValueError(f"score() needs labels (one per chunk, -1 hallucinated / +1 correct); {NO_LABELS_HINT}")
     options = as_aggregation(aggregation, "score")
     check_bootstrap(bootstrap)
     if stopword_mask is None and not isinstance(token_chunks, ClaimLayout):
@@ -289,7 +290,8 @@ def score_claims(
             raise ValueError("labels are part of a ClaimLayout; pass them to claim_layout()")
     else:
         if labels is None:
-            raise ValueError("score_claims() needs labels (one per chunk, -1 hallucinated / +1 correct)")
+            raise ValueError(f"score_claims() needs labels (one per chunk, -1 hallucinated / +1 correct); "
+                             f"{NO_LABELS_HINT}")
         n_tokens = [sum(len(chunk) for chunk in chunks) for chunks in token_chunks]
         layout = claim_layout(token_chunks, n_tokens, labels=labels, drop_last_chunk=drop_last_chunk,
                               generation_ids=generation_ids)

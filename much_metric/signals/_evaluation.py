@@ -30,13 +30,16 @@ from much_dataset.schema import (
     HALLUCINATED,
     HUMAN_LABELS_0,
     HUMAN_LABELS_1,
+    LABEL_COLUMNS,
     LABELS,
     LANG,
     MUCH_GENERATION_CONFIGS,
     OUTPUT_TOKENS,
     STOPWORD_MASK,
     TOKEN_CHUNKS,
+    missing_label_columns,
 )
+from much_dataset.validation import LabelsWithheldError
 from much_metric.scoring import (
     MuchMetricWarning,
     ScoreResult,
@@ -163,6 +166,9 @@ def ground_truth(columns: Mapping[str, list], labels: str = LABELS) -> list[list
     if labels not in LABEL_CHOICES:
         raise ValueError(f"labels must be one of {LABEL_CHOICES}, got {labels!r}")
     needed = (HUMAN_LABELS_0, HUMAN_LABELS_1) if labels == "human-agreed" else (labels,)
+    withheld = missing_label_columns(columns)
+    if len(withheld) == len(LABEL_COLUMNS):
+        raise LabelsWithheldError("evaluating signals", withheld)
     for name in needed:
         if name not in columns:
             raise ValueError(f"labels={labels!r} needs the dataset's {name!r} column, which it lacks")
