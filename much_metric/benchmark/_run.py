@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from much_dataset.schema import GENERATION_ID
+from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LANG
 from much_metric.baselines import ResourceOptions, SignalOptions, compute_signals
 from much_metric.baselines.registry import available
 from much_metric.baselines.runtime import generation_time as generation_time_of
@@ -23,7 +23,13 @@ from much_metric.benchmark import resources as lookup
 from much_metric.benchmark._options import DataOptions, NliOptions, OutputOptions
 from much_metric.benchmark._plan import plan_benchmark
 from much_metric.benchmark._result import BenchmarkNote, BenchmarkResult, BenchmarkRow
-from much_metric.signals import EvaluationOptions, evaluate_signals, training_exclusions
+from much_metric.signals import (
+    DETECTOR_KEY,
+    EvaluationOptions,
+    evaluate_signals,
+    training_exclusions,
+    with_scored_rows,
+)
 
 __all__ = ["run_benchmark"]
 
@@ -44,6 +50,26 @@ def _table_order(runs: Mapping[str, Any]) -> list[str]:
     """The registry's order of baselines (table 3's families first), then the order asked."""
     rank = {name: i for i, name in enumerate(available())}
     return sorted(runs, key=lambda name: rank.get(runs[name].spec.baseline.name, len(rank)))
+
+
+def _pack_name(pack: Any) -> str:
+    """How the run's internals pack is named in a message: its folder as given."""
+    return str(getattr(pack, "path", pack))
+
+
+def _row_labels(dataset: Any, runs: Mapping[str, Any], table: Any) -> dict[str, str]:
+    """Each row's label: the method's display, a learned detector's naming exactly the rows it was scored on
+    (:func:`much_metric.signals.with_scored_rows`: its fold's test rows and the purged rows of the other folds)."""
+    labels = {r.signal_name: runs[r.signal_name].spec.display for r in table.results}
+    learned = [r for r in table.results if (runs[r.signal_name].metadata or {}).get(DETECTOR_KEY)]
+    if learned:
+        present = [c for c in (GENERATION_ID, LANG, GENERATION_CONFIG) if c in dataset.column_names]
+        columns = dataset.select_columns(present).to_dict()
+        for r in learned:
+            rows = {c: [columns[c][i] if c in columns else "" for i in r.samples.tolist()]
+                    for c in (GENERATION_ID, LANG, GENERATION_CONFIG)}
+            labels[r.signal_name] = with_scored_rows(labels[r.signal_name], runs[r.signal_name].metadata, rows)
+    return labels
 
 
 def run_benchmark(
@@ -140,11 +166,16 @@ def run_benchmark(
         {name: runs[name].metadata for name in order}, dataset[GENERATION_ID],
         include_training_rows=evaluation.include_training_rows, aggregators=(aggregator,))
     notes.extend(BenchmarkNote(message=message) for message in messages)
-    # The computed signals cover every sample: the evaluation asks for all of them (min_coverage 1).
+    # The computed signals cover every sample (min_coverage 1), except those that read an internals pack of part
+    # of the data: they cover the samples it holds, and the table says why the others are left out.
+    partial = {name: f"not in the internals pack {_pack_name(plan.resources.internals)}, read by"
+               for name in order if len(runs[name].values) < len(dataset)}
     table = evaluate_signals(dataset, {name: runs[name].values for name in order},
-                             evaluation=replace(evaluation, min_coverage=1.0), training_rows=trained_on)
+                             evaluation=replace(evaluation, min_coverage=0.0 if partial else 1.0),
+                             training_rows=trained_on, expected_missing=partial)
+    labels = _row_labels(dataset, runs, table)
     segmentation = 0.0 if math.isnan(segmentation_seconds) else segmentation_seconds
-    rows = tuple(BenchmarkRow(signal_name=r.signal_name, method=runs[r.signal_name].spec.display, score=r.score,
+    rows = tuple(BenchmarkRow(signal_name=r.signal_name, method=labels[r.signal_name], score=r.score,
                               coverage=r.coverage, uq_seconds=runs[r.signal_name].seconds,
                               segmentation_seconds=segmentation_seconds,
                               total_seconds=runs[r.signal_name].seconds + segmentation,
