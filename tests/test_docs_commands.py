@@ -87,7 +87,8 @@ def _classify(page: str, command: str, expected: tuple[str, ...] = ()) -> list[S
                 "bash scripts/run_peer_tests.sh "):
             steps.append(Step(page, "skip", part, "CI's own command (.ci/run runs it)"))
         elif "lmpolygraph:" in part or "uqlm:" in part or part.startswith(".venv-peers/"):
-            steps.append(Step(page, "skip", part, "runs in the peers' venv: tests/peers/test_docs_commands.py"))
+            steps.append(Step(page, "skip", part, "runs in the peers' venv: tests/peers/test_docs_commands.py",
+                              expected))
         else:
             steps.append(Step(page, "command", part, expected=expected))
     return steps

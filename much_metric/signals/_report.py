@@ -250,6 +250,9 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
                      f"<code>{html.escape(table.labels)}</code> are left out.</p>")
     if notes:
         parts.append(f"<p class='note'>Samples without values, left out: {', '.join(notes)}.</p>")
+    pairing = table.pairing.describe(display) if table.pairing is not None else None
+    if pairing:  # which samples every row is scored on (the paired rule), or that the rows are unpaired
+        parts.append(f"<p class='note'>{html.escape(pairing)}</p>")
     parts.append("<h2>Results</h2>")
     rows = [(display(r.signal_name), r.aggregator, r.score, r.coverage, "") for r in results]
     rows += [(r.signal_name, r.aggregator, r.score, r.coverage, "floor") for r in table.floors]

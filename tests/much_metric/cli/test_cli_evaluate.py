@@ -105,6 +105,7 @@ def test_table_json_and_report(loader, split, signal_file, tmp_path, capsys):
     assert random_metrics["n_samples"] == len(rows) == 159
     page = out_html.read_text()
     assert page.count("data:image/png;base64,") >= 4 and "Max Likelihood" in page
+    assert "paired: every row is scored on the same 159 of the 160 samples" in page  # the page says it too
 
 
 def test_selection_split_and_signal_filter(loader, split, signal_file, tmp_path, capsys):

@@ -41,6 +41,9 @@ def test_much_run_on_a_three_row_pack_prints_rows_for_those_three_samples(englis
     assert (f"paired: every row is scored on the same 3 of the 154 samples with ground truth; 151 left out: 151 not in "
             f"the internals pack {three_rows}, read by RAUQ, Attention to previous") in printed
     result = json.loads(out.read_text())
+    assert {k: result["pairing"][k] for k in ("paired", "n_samples", "n_with_truth")} == {
+        "paired": True, "n_samples": 3, "n_with_truth": 154}
+    assert result["pairing"]["missing"] == {"rauq": 151, "attention_previous": 151}
     rows = english.select([5, 40, 100])
     claims = sum(len(chunks) - 1 for chunks in rows["token_chunks"])
     by_name = {row["signal_name"]: row for row in result["results"]}
