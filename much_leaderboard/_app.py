@@ -41,12 +41,17 @@ __all__ = ["build_app", "create_server", "CSS"]
 
 CSS = """
 <style>
-.much-table {border-collapse: collapse; font-size: 13px; width: max-content}
-.much-table th, .much-table td {border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; text-align: right}
-.much-table td:nth-child(2), .much-table td:nth-child(3) {text-align: left}
-.much-table .ci {color: #777; font-size: 11px}
-.much-table .signal, .much-table .kind {color: #777; font-size: 11px}
 #much-board-wrap {overflow-x: auto}
+.much-table {border-collapse: collapse; font-size: 12px !important; width: 100%; line-height: 1.3 !important}
+.much-table th, .much-table td {border: 1px solid #ccc; padding: 2px 4px !important; vertical-align: top;
+  text-align: right}
+.much-table th {white-space: normal; font-size: 11px !important; font-weight: 600}
+.much-table td {white-space: nowrap}
+.much-table td:nth-child(2), .much-table td:nth-child(3) {text-align: left; white-space: normal; min-width: 9em}
+.much-table td:nth-child(2) {max-width: 22em; overflow-wrap: anywhere}
+.much-table td:nth-child(3) {max-width: 9em}
+.much-table .ci {color: #777; font-size: 10px}
+.much-table .signal, .much-table .kind {color: #777; font-size: 10px}
 img.figure {max-width: 100%}
 </style>
 """
@@ -109,7 +114,7 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
 
     choices = subsets(board.data.langs, board.data.models, board.data.selections)
     labels = [label for label, _ in metric_choices()]
-    with gr.Blocks(title=title, analytics_enabled=False) as demo:
+    with gr.Blocks(title=title, analytics_enabled=False, fill_width=True) as demo:
         gr.Markdown(f"# {title}\nEvery row is re-scored on this server from the submitted signals with the MUCH "
                     f"toolkit (`much evaluate`), on **{html.escape(board.data.source)}**: product aggregator, 95 % "
                     f"bootstrap intervals over samples ({board.data.n_resamples} resamples), P(rank) by ROC-AUC on "

@@ -150,7 +150,7 @@ def score_breakdowns(submission: ParsedSubmission, data: EvaluationData) -> dict
 
     from much_metric.signals import EvaluationOptions, evaluate_signals
 
-    options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False)
+    options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False, paired=False)
     # no warnings filter here: a filter is process-wide state and would silence every other thread's warnings
     table = evaluate_signals(data.dataset, submission.signals, evaluation=replace(options, bootstrap=None))
     overall = {r.signal_name: _strip(r) for r in table.results}
@@ -185,7 +185,9 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
 
     from much_metric.signals import CLAIM_SUFFIX, EvaluationOptions, evaluate_signals
 
-    options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False)
+    # paired=False: each signal is its own board row, scored on every sample it covers (its coverage column, at
+    # least MIN_COVERAGE); the board compares rows on the claims they all cover in P(rank) (rank_rows).
+    options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False, paired=False)
     known = set(data.dataset["generation_id"])
     for name, per_sample in submission.signals.items():
         unknown = [gid for gid in per_sample if gid not in known]

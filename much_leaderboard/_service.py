@@ -39,8 +39,9 @@ NEEDS = ("probabilities only", "an NLI model", "sampling", "hidden states", "att
          "training on the auto split")
 #: The metric P(rank) is computed for.
 RANK_METRIC = "roc_auc"
-#: Built-in baselines added to an empty store (the registry's methods that need no model).
-BASELINES = ("max_likelihood", "token_likelihood", "token_entropy_24")
+#: Built-in baselines added to an empty store: the registry's methods that need no model, and KTC where its
+#: token-neighbour statistics exist for the evaluation data (the embedded sample ships SmolLM2's).
+BASELINES = ("max_likelihood", "token_likelihood", "token_entropy_24", "ktc")
 _FIELD_LIMITS = {"method": 80, "authors": 200, "link": 300}
 
 
@@ -264,20 +265,34 @@ class Leaderboard:
     # -- built-in baselines ----------------------------------------------------------------------------------
     def add_baselines(self, names: tuple[str, ...] = BASELINES) -> list[Outcome]:
         """Compute the registry's model-free baselines on the evaluation data and add them, labelled
-        ``baseline``; baselines already on the board are skipped (so a restart adds nothing)."""
+        ``baseline``; baselines already on the board are skipped (so a restart adds nothing), and so is one whose
+        resource the data lacks (KTC without token-neighbour statistics for it; logged)."""
         import io
         import json
         import tempfile
         import zipfile
 
-        from much_metric.baselines import compute_signals
+        from much_metric.baselines import ResourceOptions, compute_signals, resolve
+        from much_metric.baselines.methods.ktc import default_neighbours
 
         present = {r["signal"] for r in self.store.rows() if r["kind"] == "baseline"}
-        wanted = [name for name in names if name not in present]
+        found: dict[str, Any] = {}
+        wanted = []
+        for name in names:
+            spec = resolve(name)
+            if "neighbours" in spec.needs and "neighbours" not in found:
+                found["neighbours"] = default_neighbours(self.data.dataset)
+            lacking = [need for need in spec.needs if found.get(need) is None]
+            if lacking:
+                _log.info("built-in baseline %s not added: the evaluation data has no %s for it", name,
+                          " or ".join(lacking))
+            elif spec.stored_name(found) not in present:
+                wanted.append(name)
         outcomes = []
         for name in wanted:
             with tempfile.TemporaryDirectory() as folder:
-                compute_signals(self.data.dataset, [name], out=folder, progress=False)
+                compute_signals(self.data.dataset, [name], out=folder, progress=False,
+                                resources=ResourceOptions(neighbours=found.get("neighbours")))
                 buffer = io.BytesIO()
                 with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
                     for path in sorted(Path(folder).iterdir()):

@@ -21,6 +21,7 @@ mkdir "$WORK/src"
 "$PYTHON" -m venv "$WORK/venv"
 VENV_BARE="$(du -sm "$WORK/venv" | cut -f1)"
 
+LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 start=$(date +%s.%N)
 if ! (cd "$WORK/src" && "$WORK/venv/bin/pip" install --no-cache-dir -q "$SPEC" >"$WORK/pip.log" 2>&1); then
     grep -v '^WARNING: Location' "$WORK/pip.log" >&2
@@ -33,6 +34,8 @@ GPU="$("$WORK/venv/bin/pip" list --format=freeze 2>/dev/null | grep -iE '^(torch
 N_PACKAGES="$("$WORK/venv/bin/pip" list --format=freeze 2>/dev/null | wc -l)"
 
 echo "# scripts/measure_install.sh \"$SPEC\" ($(date -u +%Y-%m-%d), $("$PYTHON" --version 2>&1), $(nproc) CPU cores)"
+echo "machine load: load average (1, 5, 15 min) ${LOAD_START} at the start of the install, $(cut -d' ' -f1-3 \
+    /proc/loadavg 2>/dev/null || echo unknown) at its end (the cores may be shared: times are upper bounds)"
 echo "command: pip install --no-cache-dir \"$SPEC\"   (in a fresh venv, from the package index)"
 printf 'install time: %.0f s\n' "$(echo "$end - $start" | bc)"
 echo "environment size: ${SIZE_MB} MB (bare venv ${VENV_BARE} MB), ${N_PACKAGES} packages"

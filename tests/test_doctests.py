@@ -36,6 +36,9 @@ DOCUMENTED = [
     ("much_dataset.jsonl", "plain_json", None),  # the embedded sample, offline
     ("much_metric.learned.estimators", "LinearDetector", None),  # torch on CPU (extra learned)
     ("much_metric.signals._training", "training_label", None),
+    ("much_metric.signals._training", "scored_rows", None),
+    ("much_metric.signals._pairing", "RowPairing", None),
+    ("builder.cli", "step_summary", None),
     ("much_metric.monitor", "ClaimMonitor", None),  # the packaged SmolLM2 tokenizer, a sample row
     ("much_metric.segmentation._incremental", "IncrementalSegmenter", None),
     ("much_metric.scoring._steps", "suppress_single_class_warning", None),

@@ -42,3 +42,30 @@ def test_every_toolkit_import_of_a_script_resolves(path):
 def test_the_check_sees_imports():
     assert any(module == "much_metric.baselines.registry" for _, module, _ in _imports(ROOT / "scripts" /
                                                                                      "bench_learned.py"))
+
+
+def test_run_peer_tests_shows_progress_through_its_install(tmp_path):
+    """Issue #43: the script printed nothing through a 54-minute install (pip -q). With a fake python3 / pip that
+    record their calls: one line per stage, before the stage starts, and pip without -q (its own progress lines)."""
+    import os
+    import subprocess
+
+    bin_dir, venv, calls = tmp_path / "bin", tmp_path / "venv", tmp_path / "calls.txt"
+    bin_dir.mkdir()
+    fake_pip = f'#!/bin/sh\necho "pip $*" >> {calls}\necho "Collecting fake-package"\n'
+    fake_python = f'#!/bin/sh\necho "python $*" >> {calls}\n'
+    (bin_dir / "python3").write_text(
+        f'#!/bin/sh\nmkdir -p "$3/bin"\nprintf %s \'{fake_pip}\' > "$3/bin/pip"\n'
+        f'printf %s \'{fake_python}\' > "$3/bin/python"\nchmod +x "$3/bin/pip" "$3/bin/python"\n')
+    (bin_dir / "python3").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", VENV=str(venv))
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "run_peer_tests.sh")], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    stages = [line for line in lines if line.startswith("run_peer_tests: [")]
+    assert [s.split("] ", 1)[1].split(" ")[0] for s in stages] == ["creating", "installing", "installing", "installed"]
+    assert lines.index(stages[1]) < lines.index("Collecting fake-package")  # said before pip runs, pip's lines shown
+    pip_calls = [line for line in calls.read_text().splitlines() if line.startswith("pip ")]
+    assert len(pip_calls) == 2 and not any(" -q" in call for call in pip_calls), pip_calls
+    assert "run_peer_tests: tests ran in" in done.stdout

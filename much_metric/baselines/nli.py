@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
+from much_metric._progress import nested_bar_disabled
 from much_metric.baselines._pair_encoding import (
     EncodedPairs,
     infer_pair_template,
@@ -322,8 +323,8 @@ class NliScorer:
         batches = token_budget_batches(lengths, order, self.batch_size, self.max_batch_tokens)
         out = np.empty((len(pairs), self.labels.n_labels), dtype=np.float64)
         with torch.inference_mode():
-            for rows in tqdm(batches, desc=f"NLI {len(pairs)} pairs", unit="batch", disable=not self.progress,
-                             leave=False):
+            for rows in tqdm(batches, desc=f"NLI {len(pairs)} pairs", unit="batch", leave=False,
+                             disable=nested_bar_disabled(self.progress)):  # nested under the signal's blocks
                 logits = self.model(**self._batch_tensors(encoded, rows)).logits
                 out[rows] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
         return out[inverse]

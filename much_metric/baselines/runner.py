@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.params import POSITIVE_INT, OneOf, check_param
+from much_metric._progress import nested_bar_disabled
 from much_metric.baselines._arrays import TokenArrays, token_arrays
 from much_metric.baselines.registry import TABLE_GROUPS, BaselineSpec, display_name, resolve
 from much_metric.signals import INTERNALS_PACK_KEY, check_internals_pack, internals_pack_record, read_signal_metadata
@@ -95,7 +96,8 @@ class ResourceOptions:
         None: those shipped with the embedded sample.
     internals : str, path, InternalsPack or None
         An internals pack (``python -m builder internals``) for the signals that need one (RAUQ); a path is opened
-        once and checked against the split (every sample, with its token count).
+        once. The signals that read it are computed on the samples of the split it holds (each checked against its
+        token count; a pack holding none of them is refused): a pack of part of the data scores that part.
 
     Examples
     --------
@@ -130,8 +132,8 @@ class ResourceOptions:
         if "internals" in needs and self.needs_loading("internals"):
             from much_dataset.internals import load_internals
 
-            changes["internals"] = load_internals(
-                self.internals, dataset=dataset if not isinstance(dataset, TokenArrays) else None)
+            # The samples it holds are checked by compute_signals: a pack of part of the split scores those.
+            changes["internals"] = load_internals(self.internals)
         return replace(self, **changes) if changes else self
 
     def as_dict(self) -> dict[str, Any]:
@@ -145,7 +147,8 @@ class ResourceOptions:
 class SignalRun:
     """One signal over a split.
 
-    ``values``: generation_id -> token scores (higher = more uncertain) for every sample of the split;
+    ``values``: generation_id -> token scores (higher = more uncertain) for every sample of the split (a signal
+    that reads an internals pack: every sample the pack holds);
     ``seconds``: wall time of the signal over all those samples (summed over resumed runs; nan if unknown, e.g.
     values read from a file without timings); ``n_computed``: samples computed by this call (the rest were read
     back from ``out``); ``spec``: the registered baseline and its parameters; ``metadata``: the signal metadata
@@ -265,7 +268,10 @@ def compute_signals(
     timings = _read_timings(out)
     runs: dict[str, SignalRun] = {}
     window = None
+    in_pack = set(found["internals"].held(arrays.generation_ids, np.diff(arrays.offsets).tolist())) \
+        if "internals" in needed else set()
     for spec in tqdm(_compute_order(specs), desc="signals", unit="signal", disable=not progress):
+        computable = in_pack if "internals" in spec.needs else set(arrays.generation_ids)
         if len(nli_specs) > 1 and "nli" in spec.needs and spec.params.get("sigma") != window:
             # Windows of another sigma are other texts: keep the cache to one sigma (bounded memory).
             window = spec.params.get("sigma")
@@ -287,13 +293,13 @@ def compute_signals(
         if stored and uses_window and recorded_window is not None and recorded_window != reference_window:
             raise ValueError(f"{path} was computed with reference_window={recorded_window}; resuming it with "
                              f"reference_window={reference_window} would mix two window conventions (use another out)")
-        todo = [i for i, gid in enumerate(arrays.generation_ids) if gid not in stored]
+        todo = [i for i, gid in enumerate(arrays.generation_ids) if gid not in stored and gid in computable]
         record = timings.get(name, {"seconds": 0.0, "n_samples": 0, "n_tokens": 0}) if stored else \
             {"seconds": 0.0, "n_samples": 0, "n_tokens": 0}
         step = block_size if spec.needs else max(len(todo), 1)
         blocks = [todo[start : start + step] for start in range(0, len(todo), step)]
-        for block in tqdm(blocks, desc=display_name(name), unit="block", disable=not progress or len(blocks) < 2,
-                          leave=False):
+        for block in tqdm(blocks, desc=display_name(name), unit="block", leave=False,
+                          disable=nested_bar_disabled(progress) or len(blocks) < 2):
             part = arrays.select(block)
             start = time.perf_counter()
             flat = spec.compute(part, found, method_options)
@@ -321,8 +327,10 @@ def compute_signals(
         # The display shows the stored name's parameters (CCP/SAR's NLI suffix, KTC's config), except for a signal
         # with metadata (a learned detector): its label names its folder's protocol, which its stored name cannot.
         stored_spec = spec if name == spec.signal or spec.baseline.metadata is not None else resolve(name)
-        runs[name] = SignalRun(name, stored_spec, {gid: stored[gid] for gid in arrays.generation_ids},
-                               _seconds_for(record, arrays), len(todo), signal_metadata)
+        covered = arrays if len(computable) == arrays.n_samples else arrays.select(
+            [i for i, gid in enumerate(arrays.generation_ids) if gid in computable])
+        runs[name] = SignalRun(name, stored_spec, {gid: stored[gid] for gid in covered.generation_ids},
+                               _seconds_for(record, covered), len(todo), signal_metadata)
     order = {spec.stored_name(found): i for i, spec in enumerate(specs)}
     return dict(sorted(runs.items(), key=lambda item: order[item[0]]))
 

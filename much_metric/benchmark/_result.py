@@ -4,7 +4,7 @@ frozen, built by keyword, with ``to_dict()`` = ``much run --json``."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -171,4 +171,6 @@ class BenchmarkResult:
             "generation_source": self.generation.source, "segmentation_seconds": self.segmentation_seconds,
             "notes": [note.message for note in self.notes], "results": [row.to_dict() for row in self.rows],
             "floors": [row.to_dict() for row in self.floors],
+            # which samples the rows are scored on: paired (the same for every row) or not, and what was left out
+            "pairing": None if self.table.pairing is None else asdict(self.table.pairing),
         })

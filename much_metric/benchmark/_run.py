@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from much_dataset.schema import GENERATION_ID, LABEL_COLUMNS, missing_label_columns
+from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LABEL_COLUMNS, LANG, missing_label_columns
 from much_dataset.validation import LabelsWithheldError
 from much_metric.baselines import ResourceOptions, SignalOptions, compute_signals
 from much_metric.baselines.registry import available
@@ -24,7 +24,13 @@ from much_metric.benchmark import resources as lookup
 from much_metric.benchmark._options import DataOptions, NliOptions, OutputOptions
 from much_metric.benchmark._plan import plan_benchmark
 from much_metric.benchmark._result import BenchmarkNote, BenchmarkResult, BenchmarkRow
-from much_metric.signals import EvaluationOptions, evaluate_signals, training_exclusions
+from much_metric.signals import (
+    DETECTOR_KEY,
+    EvaluationOptions,
+    evaluate_signals,
+    training_exclusions,
+    with_scored_rows,
+)
 
 __all__ = ["run_benchmark"]
 
@@ -45,6 +51,26 @@ def _table_order(runs: Mapping[str, Any]) -> list[str]:
     """The registry's order of baselines (table 3's families first), then the order asked."""
     rank = {name: i for i, name in enumerate(available())}
     return sorted(runs, key=lambda name: rank.get(runs[name].spec.baseline.name, len(rank)))
+
+
+def _pack_name(pack: Any) -> str:
+    """How the run's internals pack is named in a message: its folder as given."""
+    return str(getattr(pack, "path", pack))
+
+
+def _row_labels(dataset: Any, runs: Mapping[str, Any], table: Any) -> dict[str, str]:
+    """Each row's label: the method's display, a learned detector's naming exactly the rows it was scored on
+    (:func:`much_metric.signals.with_scored_rows`: its fold's test rows and the purged rows of the other folds)."""
+    labels = {r.signal_name: runs[r.signal_name].spec.display for r in table.results}
+    learned = [r for r in table.results if (runs[r.signal_name].metadata or {}).get(DETECTOR_KEY)]
+    if learned:
+        present = [c for c in (GENERATION_ID, LANG, GENERATION_CONFIG) if c in dataset.column_names]
+        columns = dataset.select_columns(present).to_dict()
+        for r in learned:
+            rows = {c: [columns[c][i] if c in columns else "" for i in r.samples.tolist()]
+                    for c in (GENERATION_ID, LANG, GENERATION_CONFIG)}
+            labels[r.signal_name] = with_scored_rows(labels[r.signal_name], runs[r.signal_name].metadata, rows)
+    return labels
 
 
 def run_benchmark(
@@ -136,8 +162,9 @@ def run_benchmark(
     order = _table_order(runs)
     table, floors = None, ()
     if labelled:
-        table = _evaluate(dataset, runs, order, evaluation, notes)
+        table = _evaluate(dataset, runs, order, evaluation, notes, internals=plan.resources.internals)
         scores = {r.signal_name: (r.score, r.coverage) for r in table.results}
+        labels = _row_labels(dataset, runs, table)
         # Reference rows on the same claims: PR numbers read against what a random or constant score gets.
         floors = tuple(BenchmarkRow(signal_name=r.signal_name, method=f"[{r.signal_name}]", score=r.score,
                                     coverage=r.coverage) for r in table.floors)
@@ -145,7 +172,8 @@ def run_benchmark(
         scores = {name: (None, 1.0) for name in order}
         notes.append(BenchmarkNote(message=f"the rows have no labels (withheld): no metric here; the signals are in "
                                            f"{output.out}, to submit (zipped) to the leaderboard that holds them"))
-    rows = tuple(_method_row(runs[name], name, *scores[name], segmentation_seconds) for name in scores)
+        labels = {name: runs[name].spec.display for name in order}
+    rows = tuple(_method_row(runs[name], name, labels[name], scores[name], segmentation_seconds) for name in scores)
     bootstrap = evaluation.bootstrap if labelled else None
     return BenchmarkResult(
         data=plan.source, config=data.config, split=data.split, selection=data.selection,
@@ -159,7 +187,7 @@ def run_benchmark(
 
 
 def _evaluate(dataset: Any, runs: Mapping[str, Any], order: list[str], evaluation: EvaluationOptions,
-              notes: list[BenchmarkNote]) -> Any:
+              notes: list[BenchmarkNote], *, internals: Any) -> Any:
     """The evaluation table of the signals of ``order`` (appending to ``notes`` what is left out and why)."""
     aggregator = evaluation.aggregators[0]
     order = list(order)
@@ -175,13 +203,19 @@ def _evaluate(dataset: Any, runs: Mapping[str, Any], order: list[str], evaluatio
         {name: runs[name].metadata for name in order}, dataset[GENERATION_ID],
         include_training_rows=evaluation.include_training_rows, aggregators=(aggregator,))
     notes.extend(BenchmarkNote(message=message) for message in messages)
-    # The computed signals cover every sample: the evaluation asks for all of them (min_coverage 1).
+    # The computed signals cover every sample (min_coverage 1), except those that read an internals pack of part
+    # of the data: they cover the samples it holds, and the table says why the others are left out.
+    partial = {name: f"not in the internals pack {_pack_name(internals)}, read by"
+               for name in order if len(runs[name].values) < len(dataset)}
     return evaluate_signals(dataset, {name: runs[name].values for name in order},
-                            evaluation=replace(evaluation, min_coverage=1.0), training_rows=trained_on)
+                            evaluation=replace(evaluation, min_coverage=0.0 if partial else 1.0),
+                            training_rows=trained_on, expected_missing=partial)
 
 
-def _method_row(run: Any, name: str, score: Any, coverage: float, segmentation_seconds: float) -> BenchmarkRow:
+def _method_row(run: Any, name: str, label: str, scored: tuple[Any, float],
+                segmentation_seconds: float) -> BenchmarkRow:
+    score, coverage = scored
     segmentation = 0.0 if math.isnan(segmentation_seconds) else segmentation_seconds
-    return BenchmarkRow(signal_name=name, method=run.spec.display, score=score, coverage=coverage,
+    return BenchmarkRow(signal_name=name, method=label, score=score, coverage=coverage,
                         uq_seconds=run.seconds, segmentation_seconds=segmentation_seconds,
                         total_seconds=run.seconds + segmentation, samples_computed=run.n_computed)

@@ -19,9 +19,11 @@ def metric_columns() -> list[Any]:
     return list(METRIC_TABLE)
 
 
-def format_table(table: Any, trained_as: dict[str, str] | None = None) -> str:
+def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str | None = None) -> str:
     """``trained_as``: signal name -> what its row adds to the display name (a learned signal's detector, protocol and
-    held-out fold, from its file's metadata)."""
+    the rows it was scored on, from its file's metadata); ``rank``: a metric key (``--rank``) the methods are sorted
+    by, best first (nan last; the floors stay below them); None keeps the order of the signal files.
+    An unpaired table (``--no-paired``) names each row's sample count: the rows are on different samples."""
     from much_metric.baselines.registry import display_name
     from much_metric.signals import format_metric
 
@@ -30,10 +32,22 @@ def format_table(table: Any, trained_as: dict[str, str] | None = None) -> str:
     metrics = metric_columns()
     header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage"]
     rows = []
-    for result in [*table.results, *table.floors]:
+    results = list(table.results)
+    if rank is not None:
+        import math
+
+        def key(result: Any) -> float:
+            value = float(getattr(result.score, rank, math.nan))
+            return -value if math.isfinite(value) else math.inf
+
+        results.sort(key=key)  # stable: ties keep the files' order
+    unpaired = table.pairing is not None and not table.pairing.paired
+    for result in [*results, *table.floors]:
         name = f"[{result.signal_name}]" if result.level == "floor" else display_name(result.signal_name)
         if result.signal_name in trained_as:
             name = f"{name} ({trained_as[result.signal_name]})"
+        if unpaired:
+            name = f"{name} [{len(result.samples)} samples]"
         score = result.score
         rows.append([name, result.aggregator or "—", *(format_metric(score, m.key) for m in metrics),
                      str(score.n_claims), str(score.n_hallucinated), f"{result.coverage:.1%}"])

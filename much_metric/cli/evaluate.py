@@ -61,6 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--include-training-rows", action="store_true",
                         help="score a learned signal on the rows it was trained or validated on too (default: those "
                              "named in its file's metadata are left out, with a note; this prints a warning)")
+    parser.add_argument("--paired", action=argparse.BooleanOptionalAction, default=True,
+                        help="score every signal and floor on the samples every signal covers (default: %(default)s); "
+                             "--no-paired: each signal on every sample it covers, the floors on every sample "
+                             "(full-data numbers, labelled, not comparable)")
     parser.add_argument(
         "--aggregator", action="append", default=None,
         help="product (default), mean, max, geometric or all (repeatable)",
@@ -173,6 +177,27 @@ def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: di
     return calibrate_table(table, fit_table=fit_table, bootstrap=_bootstrap(args), split_seed=args.random_state)
 
 
+def _trained_as(dataset: Any, table: Any, metadata_of: dict[str, Any]) -> dict[str, str]:
+    """Signal name -> what a learned signal's row adds to its name: detector kind, protocol and exactly the rows it
+    was scored on (:func:`much_metric.signals.with_scored_rows`)."""
+    from much_metric.signals import training_label, with_scored_rows
+
+    out = {}
+    columns = None
+    for result in table.results:
+        metadata = metadata_of.get(result.signal_name) or {}
+        label = training_label(metadata)
+        if label is None or result.signal_name in out:
+            continue
+        if columns is None:
+            present = [c for c in ("generation_id", "lang", "generation_config") if c in dataset.column_names]
+            columns = dataset.select_columns(present).to_dict()
+        rows = {c: [columns[c][i] if c in columns else "" for i in result.samples.tolist()]
+                for c in ("generation_id", "lang", "generation_config")}
+        out[result.signal_name] = with_scored_rows(label, metadata, rows)
+    return out
+
+
 def _bootstrap(args: argparse.Namespace):
     """``--bootstrap N --random-state S`` as a :class:`much_metric.scoring.Bootstrap` (None for 0 resamples)."""
     from much_metric.scoring import Bootstrap
@@ -226,15 +251,15 @@ def run(args: argparse.Namespace) -> int:
         aggregator=tuple(aggregators), stopword_handling=args.stopword_handling, by=tuple(args.by),
         bootstrap=_bootstrap(args), random_state=args.random_state, labels=args.labels,
         min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage,
-        include_training_rows=args.include_training_rows)
-    from much_metric.signals import signal_metadata_of, training_exclusions, training_label
+        include_training_rows=args.include_training_rows, paired=args.paired)
+    from much_metric.signals import signal_metadata_of, training_exclusions
 
     metadata_of = {name: metadata for name, metadata in signal_metadata_of(args.scores).items() if name in signals}
-    trained_as = {name: label for name, metadata in metadata_of.items() if (label := training_label(metadata))}
     training_rows, training_notes = training_exclusions(
         metadata_of,
         dataset["generation_id"], include_training_rows=args.include_training_rows, aggregators=aggregators)
     table = evaluate_signals(dataset, signals, evaluation=evaluation, training_rows=training_rows)
+    trained_as = _trained_as(dataset, table, metadata_of)
     for note in training_notes:
         print(f"note: {note}")
     if args.internals:
@@ -270,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
     if args.source == "sample":
         print(data_title(args.source, "Evaluation"))
     print(f"{args.source} ({table.n_dataset_samples} samples with ground truth '{table.labels}', "
-          f"selection={args.selection}, stopwords={args.stopword_handling}"
+          f"selection={args.selection}, stopword_handling={args.stopword_handling}"
           f"{', 95% bootstrap intervals over samples' if args.bootstrap else ''})")
     if table.excluded:
         print(f"note: {table.excluded} samples have no ground truth '{table.labels}' ([0] = no human label"
@@ -284,7 +309,10 @@ def run(args: argparse.Namespace) -> int:
         if count:
             print(f"note: {display_name(name)}: {count} samples have no values and are left out (coverage "
                   f"{table.coverage[name]:.1%})")
-    print(format_table(table, trained_as))
+    line = table.pairing.describe(display_name) if table.pairing is not None else None
+    if line:
+        print(line)
+    print(format_table(table, trained_as, rank=args.rank))
     print(footnote(FLOOR_NOTE))
     if board:
         print()

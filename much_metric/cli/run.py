@@ -91,7 +91,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "default: the SmolLM2 statistics shipped with the sample")
     parser.add_argument("--internals", default=None,
                         help="an internals pack (`python -m builder internals`) for the signals that need one: rauq, "
-                             "attention_previous")
+                             "attention_previous, llm_check_attention, probes; a pack of part of the data scores the "
+                             "rows it holds (every signal of the table on those rows)")
     parser.add_argument("--aggregator", default="product", help="product (default), mean, max or geometric")
     parser.add_argument("--stopword-handling", choices=("null", "exclude"), default="null",
                         help="null (reference, default): stopword tokens score 0; exclude: removed from claims")
@@ -112,6 +113,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--include-training-rows", action="store_true",
                         help="score a learned signal on the rows it was trained or validated on too (default: left "
                              "out, with a note; this prints a warning)")
+    parser.add_argument("--paired", action=argparse.BooleanOptionalAction, default=True,
+                        help="score every signal and floor on the rows every signal covers (default: %(default)s); "
+                             "--no-paired: each signal on every row it covers, the floors on every row (full-data "
+                             "numbers, labelled, not comparable)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
@@ -162,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         args.source, signals=_signal_names(args.signals),
         evaluation=EvaluationOptions(
             aggregator=args.aggregator, stopword_handling=args.stopword_handling, random_state=args.random_state,
-            include_training_rows=args.include_training_rows,
+            include_training_rows=args.include_training_rows, paired=args.paired,
             bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap
             else None),
         data=DataOptions(config=args.config, split=args.split, selection=args.selection,
@@ -199,6 +204,14 @@ def _print_unlabelled(result: Any) -> None:
           "the leaderboard that holds the labels")
 
 
+def _relabelled(result: Any, label: Any) -> Any:
+    """``result`` with every row's and floor's ``method`` replaced by ``label(row)``."""
+    from dataclasses import replace
+
+    return replace(result, rows=tuple(replace(r, method=label(r)) for r in result.rows),
+                   floors=tuple(replace(r, method=label(r)) for r in result.floors))
+
+
 def _print(result: Any) -> None:
     """Table 3 and the operating points of a :class:`much_metric.benchmark.BenchmarkResult`, with its notes."""
     from much_metric.baselines.runner import NLI_SIGNALS
@@ -211,16 +224,26 @@ def _print(result: Any) -> None:
         return
     first = result.rows[0].score if result.rows else None
     n_claims, n_hallucinated = (first.n_claims, first.n_hallucinated) if first is not None else (0, 0)
+    pairing = result.table.pairing
+    scored = f"scored (paired): {pairing.n_samples:,} samples, " if pairing is not None and pairing.n_left_out else ""
     print(f"{data_title(result.data, 'Baselines')} (config={result.config}, split={result.splits_used}, "
-          f"selection={result.selection}): {result.n_samples:,} samples, {result.n_tokens:,} tokens, "
+          f"selection={result.selection}): {result.n_samples:,} samples, {result.n_tokens:,} tokens; {scored}"
           f"{n_claims:,} claims ({n_hallucinated:,} hallucinated); "
-          f"aggregator={result.aggregator}, stopwords={result.stopword_handling}")
+          f"aggregator={result.aggregator}, stopword_handling={result.stopword_handling}")
     print(f"LLM generation time: {generation:,.1f}s ({result.generation.source})")
     print(f"Segmentation: {format_runtime(result.segmentation_seconds, generation)}, {result.segmentation_note}; "
           f"data loading {result.load_seconds:.1f}s (not counted)")
     for note in result.notes:
         print(f"note: {note.message}")
+    label_of = {r.signal_name: r.method for r in result.rows}
+    line = pairing.describe(lambda name: label_of.get(name, name)) if pairing is not None else None
+    if line:
+        print(line)
     print()
+    if pairing is not None and not pairing.paired:  # each row names its own samples: they differ
+        rows_of = {r.signal_name: len(r.samples) for r in result.table.results}
+        floors_n = pairing.n_with_truth
+        result = _relabelled(result, lambda row: f"{row.method} [{rows_of.get(row.signal_name, floors_n)} samples]")
     if result.default_signals:  # the default signals are table 3's; say what is missing from it
         nli_skipped = next((note.reason for note in result.notes if set(note.skipped) & set(NLI_SIGNALS)), None)
         title = "Table 3's methods (Mu-SHROOM sample, proxy model: not the paper's numbers)" \

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from much_metric.cli._flags import add_renamed_alias
+from much_metric.cli._text import fits_width
 from much_metric.learned import KINDS, PROTOCOLS
 
 
@@ -134,6 +135,7 @@ def estimator(args: argparse.Namespace) -> Any:
         raise ValueError(f"--{name.replace('_', '-')} {str(error).split(' ', 1)[1]}") from error
 
 
+@fits_width  # the held-out lines, with their `much run` commands, wrapped at 120 columns
 def run(args: argparse.Namespace) -> int:
     import importlib.util
 
@@ -166,12 +168,52 @@ def run(args: argparse.Namespace) -> int:
         model.fit(dataset.select(fold.train), dataset.select(fold.validation), internals=pack,
                   checkpoint=folder / "checkpoint", protocol=protocol, progress=not args.no_progress)
         model.save(folder)
-        results = held_out_scores(dataset.select(fold.test), folder, pack)
-        learned, baseline = results["learned"], results["max_likelihood"]
-        print(f"  {args.protocol} [{fold.name}] held-out test, {learned['n_claims']} claims: {args.detector} "
-              f"ROC-AUC {learned['roc_auc']:.3f} PR-AUC {learned['pr_auc']:.3f}; Max Likelihood ROC-AUC "
-              f"{baseline['roc_auc']:.3f} PR-AUC {baseline['pr_auc']:.3f}")
-        internals = f"--internals {args.internals} " if pack is not None else ""
-        print(f"  detector written to {folder} (score it with `much run {internals}--signals learned:{folder}`; its "
-              f"{len(fold.train) + len(fold.validation)} training and validation rows are left out there)")
+        trained = set(fold.train.tolist()) | set(fold.validation.tolist())
+        held_out = [i for i in range(len(dataset)) if i not in trained]  # what `much run` scores by default
+        command = much_run_command(args, folder)
+        test_command = _test_rows_command(args, fold, folder)
+        for rows, what, reproduce in (
+                (fold.test, f"held-out test ({len(fold.test)} {fold.name} rows)", test_command),
+                (held_out, f"every row it did not train or validate on ({len(fold.test)} test + "
+                           f"{len(held_out) - len(fold.test)} purged)", command)):
+            results = held_out_scores(dataset.select(rows), folder, pack)
+            learned, baseline = results["learned"], results["max_likelihood"]
+            print(f"  {args.protocol} [{fold.name}] {what}, {learned['n_claims']} claims: {args.detector} "
+                  f"ROC-AUC {learned['roc_auc']:.3f} PR-AUC {learned['pr_auc']:.3f}; Max Likelihood ROC-AUC "
+                  f"{baseline['roc_auc']:.3f} PR-AUC {baseline['pr_auc']:.3f}"
+                  + (f" -- `{reproduce}` prints these" if reproduce else ""))
+        print(f"  detector written to {folder} (score it with `{command}`; its "
+              f"{len(fold.train) + len(fold.validation)} training and validation rows are left out there, for every "
+              "signal of the table)")
     return 0
+
+
+def much_run_command(args: argparse.Namespace, folder: Path, *, config: str | None = None, extra: str = "") -> str:
+    """The ``much run`` command that scores the detector of ``folder`` beside Max Likelihood with the options it
+    was trained with (data, aggregator, stopword handling, pack): its numbers are the ones ``much train`` printed
+    for the same rows."""
+    parts = ["much run", f"--source {args.source}"]
+    config = config if config is not None else args.config
+    if config != "all":
+        parts.append(f"--config {config}")
+    parts.append(extra)
+    if args.internals is not None:
+        parts.append(f"--internals {args.internals}")
+    parts.append(f"--signals learned:{folder},max_likelihood")
+    if args.aggregator != "product":
+        parts.append(f"--aggregator {args.aggregator}")
+    if args.stopword_handling != "null":
+        parts.append(f"--stopword-handling {args.stopword_handling}")
+    return " ".join(part for part in parts if part)
+
+
+def _test_rows_command(args: argparse.Namespace, fold: Any, folder: Path) -> str | None:
+    """The ``much run`` command that scores exactly the fold's test rows, where a data option selects them: a
+    language fold (``--config``), the auto-to-manual test rows (``--split test --selection manual``); None for a
+    model fold (no option selects one model's rows)."""
+    key, _, value = fold.name.partition("=")
+    if key == "lang" and args.config == "all":
+        return much_run_command(args, folder, config=value)
+    if args.protocol == "auto-to-manual":
+        return much_run_command(args, folder, extra="--split test --selection manual")
+    return None

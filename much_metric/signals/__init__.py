@@ -14,7 +14,7 @@
   :class:`much_metric.ScoreResult`; options: one frozen :class:`EvaluationOptions`) -- the loop behind both
   ``much run`` and ``much evaluate``:
   joins signals with a MUCH split by ``generation_id``, builds each claim layout once, and scores every
-  (signal, aggregator) pair;
+  (signal, aggregator) pair, by default all on the samples every signal covers (:class:`RowPairing`);
 * :func:`write_report` -- a self-contained HTML report (matplotlib, extra ``report``, imported on first use);
 * :func:`rank_methods` (leaderboard), :func:`calibrate_table` (ECE/Brier/reliability), :func:`evaluate_spans`
   (Mu-SHROOM IoU/rho of claim scores), published reference numbers (:data:`PAPER_TABLE7`) -- loaded on first use.
@@ -46,13 +46,16 @@ from much_metric.signals._metadata import (
     write_signal_metadata,
 )
 from much_metric.signals._options import EvaluationOptions
+from much_metric.signals._pairing import RowPairing
 from much_metric.signals._training import (
     DETECTOR_KEY,
     TRAINING_IDS_KEY,
     TrainingRowsWarning,
+    scored_rows,
     signal_metadata_of,
     training_exclusions,
     training_label,
+    with_scored_rows,
 )
 
 __all__ = [
@@ -81,8 +84,11 @@ __all__ = [
     "signal_metadata_of",
     "training_exclusions",
     "training_label",
+    "scored_rows",
+    "with_scored_rows",
     "EvaluationOptions",
     "EvaluationTable",
+    "RowPairing",
     "SignalResult",
     "SignalsFormatError",
     "dataset_columns",

@@ -50,6 +50,7 @@ from much_metric.scoring import (
 )
 from much_metric.scoring.engine import aggregate_flat, flatten_scores
 from much_metric.signals._options import BREAKDOWNS, LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions
+from much_metric.signals._pairing import RowPairing, common_rows
 
 __all__ = ["BREAKDOWNS", "CLAIM_SUFFIX", "FLOORS", "LABEL_CHOICES", "MIN_COVERAGE", "EvaluationTable", "SignalResult",
            "dataset_columns", "evaluate_signals", "ground_truth"]
@@ -82,6 +83,8 @@ class SignalResult:
     claim_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     #: ``"token"`` (aggregated token scores), ``"claim"`` (claim-level input) or ``"floor"`` (reference row)
     level: str = "token"
+    #: dataset row index of each scored sample (a sample whose claims are all dropped still counts)
+    samples: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def aggregator(self) -> str | None:
@@ -126,6 +129,8 @@ class EvaluationTable:
     unknown: dict[str, list[str]] = field(default_factory=dict)
     #: per signal, samples left out because they trained or validated it (``training_rows``)
     training_excluded: dict[str, int] = field(default_factory=dict)
+    #: which samples the rows are scored on (paired: the same for every row) and what was left out, and why
+    pairing: RowPairing | None = None
 
 
 def _format_ids(ids: Sequence[str], *, limit: int = 10) -> str:
@@ -202,7 +207,7 @@ def _floor_results(columns: Mapping[str, list], rows: list[int], truth: list,
             score = score_claims(claims, layout, by=groups or None, bootstrap=bootstrap)
         out.append(SignalResult(signal_name=name, score=score, coverage=1.0, claim_scores=claims,
                                 hallucinated=hallucinated, claim_groups=claim_groups, claim_rows=claim_rows,
-                                level="floor"))
+                                level="floor", samples=np.asarray(rows, np.int64)))
     return out
 
 
@@ -213,8 +218,9 @@ def evaluate_signals(
     evaluation: EvaluationOptions = EvaluationOptions(),
     source: str | None = None,
     training_rows: Mapping[str, Collection[str]] | None = None,
+    expected_missing: Mapping[str, str] | None = None,
 ) -> EvaluationTable:
-    """Score every signal of ``signals`` on the samples of ``dataset`` it covers.
+    """Score every signal of ``signals`` on the samples of ``dataset`` (by default the samples they all cover).
 
     Parameters
     ----------
@@ -235,6 +241,9 @@ def evaluate_signals(
         (:func:`much_metric.signals.training_exclusions`), left out of that signal's evaluation and counted in
         ``EvaluationTable.training_excluded`` (its coverage is over the other samples); ignored when
         ``evaluation.include_training_rows``.
+    expected_missing : mapping or None
+        Per signal, why some samples have no values by design (``"not in the internals pack PACK, read by"``):
+        those are left out without a warning and the reason goes into ``EvaluationTable.pairing``.
 
     Returns
     -------
@@ -242,8 +251,11 @@ def evaluate_signals(
         One :class:`SignalResult` per (signal, aggregator), each holding a :class:`much_metric.ScoreResult`, and the
         floors on the same claims.
 
-    Samples without values for a signal are left out of that signal's evaluation (counted in
-    ``EvaluationTable.missing``, with a warning), as in the reference. A signal covering less than
+    **Paired by default** (``evaluation.paired``): every signal and floor is scored on the same samples, those with
+    ground truth that every signal covers and that trained none of them (``EvaluationTable.pairing`` says what was
+    left out and why, :mod:`much_metric.signals._pairing`); ``paired=False`` scores each signal on its own samples.
+    Samples without values for a signal are counted in ``EvaluationTable.missing``, with a warning (unless
+    ``expected_missing`` names the signal). A signal covering less than
     ``evaluation.min_coverage`` of the dataset's samples is an error (``min_coverage=0`` accepts any partial
     coverage): a file of 5 samples must not pass for an evaluation of 606. A value list whose length differs from
     the sample's number of output tokens is an error naming the sample (and ``source``, the signal file, when given).
@@ -294,21 +306,19 @@ def evaluate_signals(
             MuchMetricWarning,
             stacklevel=2,
         )
-    from tqdm.auto import tqdm
-
-    results, missing, coverage, unknown, trained_on = [], {}, {}, {}, {}
-    # disable=None: a progress bar on a terminal only (the bootstrap makes each step take a second or more).
-    progress = tqdm(total=len(signals) * len(aggregators), desc="scoring", unit="signal x aggregator", disable=None)
+    missing, coverage, unknown, trained_on, rows_of, levels = {}, {}, {}, {}, {}, {}
     claim_level = set(evaluation.claim_signals)
-    for signal_name, per_sample in signals.items():
-        level = "claim" if signal_name in claim_level or signal_name.endswith(CLAIM_SUFFIX) else "token"
+    expected_missing = dict(expected_missing or {})
+    for signal_name, per_sample in signals.items():  # which samples each signal covers, checked
+        level = levels[signal_name] = "claim" if signal_name in claim_level or signal_name.endswith(CLAIM_SUFFIX) \
+            else "token"
         left_out = (training_rows or {}).get(signal_name, ())
         eligible = [gid for gid in ids if gid not in left_out] if left_out else ids
         trained_on[signal_name] = len(ids) - len(eligible)
         if not eligible:
             raise ValueError(f"signal {signal_name!r}{where}: every sample with ground truth trained or validated it; "
                              "there is no held-out row to score it on")
-        rows = [index_of[gid] for gid in eligible if gid in per_sample]
+        rows = rows_of[signal_name] = [index_of[gid] for gid in eligible if gid in per_sample]
         unknown[signal_name] = [gid for gid in per_sample if gid not in index_of]
         if unknown[signal_name]:
             warnings.warn(f"signal {signal_name!r}{where}: {len(unknown[signal_name])} generation_id(s) are not in "
@@ -318,24 +328,41 @@ def evaluate_signals(
         coverage[signal_name] = len(rows) / len(eligible)
         if not rows:
             raise ValueError(f"signal {signal_name!r}{where} has no values for any generation_id of the dataset")
-        if missing[signal_name]:
+        if missing[signal_name] and signal_name not in expected_missing:
             warnings.warn(f"signal {signal_name!r}{where}: {missing[signal_name]} of {len(eligible)} samples have no "
                           "values and are left out", MuchMetricWarning, stacklevel=2)
-        generation_ids = [all_ids[i] for i in rows]
-        values = [np.asarray(per_sample[all_ids[i]], dtype=np.float64) for i in rows]
-        for position, i in enumerate(rows):
+        for i in rows:
             expected = len(columns[TOKEN_CHUNKS][i]) if level == "claim" else len(columns[OUTPUT_TOKENS][i])
-            if len(values[position]) != expected:
+            if len(per_sample[all_ids[i]]) != expected:
                 unit = "chunks (one value per claim, EOS claim included)" if level == "claim" else "output tokens"
                 raise ValueError(
                     f"signal {signal_name!r}{where}, generation_id={all_ids[i]!r}: field 'values' has "
-                    f"{len(values[position])} entries but the sample has {expected} {unit}"
+                    f"{len(per_sample[all_ids[i]])} entries but the sample has {expected} {unit}"
                 )
         # After the per-sample checks: a wrong value list is named even in a file that covers few samples.
         if coverage[signal_name] < min_coverage:
             raise ValueError(f"signal {signal_name!r}{where} covers {len(rows)} of the dataset's {len(eligible)} "
                              f"samples ({coverage[signal_name]:.1%}), below min_coverage={min_coverage:.0%}; pass a "
                              "lower min_coverage (CLI: --min-coverage) to evaluate the covered samples only")
+    shared = common_rows(rows_of) if evaluation.paired else with_truth
+    if not shared:
+        raise ValueError(f"the signals{where} share no sample with ground truth: nothing to compare on the same claims "
+                         "(paired=False / --no-paired scores each signal on its own samples)")
+    pairing = RowPairing(paired=evaluation.paired, n_samples=len(shared), n_with_truth=len(ids),
+                         trained={name: count for name, count in trained_on.items() if count},
+                         missing={name: count for name, count in missing.items() if count},
+                         reasons={name: reason for name, reason in expected_missing.items() if name in signals},
+                         samples_of={} if evaluation.paired else {name: len(rows) for name, rows in rows_of.items()})
+    from tqdm.auto import tqdm
+
+    results = []
+    # disable=None: a progress bar on a terminal only (the bootstrap makes each step take a second or more).
+    progress = tqdm(total=len(signals) * len(aggregators), desc="scoring", unit="signal x aggregator", disable=None)
+    for signal_name, per_sample in signals.items():
+        level = levels[signal_name]
+        rows = shared if evaluation.paired else rows_of[signal_name]
+        generation_ids = [all_ids[i] for i in rows]
+        values = [np.asarray(per_sample[all_ids[i]], dtype=np.float64) for i in rows]
         groups = {name: [_group_value(name, columns, i) for i in rows] for name in by}
         layout = claim_layout(
             [columns[TOKEN_CHUNKS][i] for i in rows],
@@ -353,7 +380,7 @@ def evaluate_signals(
             claims = per_chunk[layout.kept_chunks]
             results.append(SignalResult(signal_name=signal_name, score=score, coverage=coverage[signal_name],
                                         claim_scores=claims, hallucinated=hallucinated, claim_groups=claim_groups,
-                                        claim_rows=claim_rows, level="claim"))
+                                        claim_rows=claim_rows, level="claim", samples=np.asarray(rows, np.int64)))
             progress.update(len(aggregators))
             continue
         flat, _ = flatten_scores(values, generation_ids=generation_ids)
@@ -363,12 +390,12 @@ def evaluate_signals(
                                         level="token", aggregator=aggregator, stopword_handling=stopword_handling)
             results.append(SignalResult(signal_name=signal_name, score=score, coverage=coverage[signal_name],
                                         claim_scores=claims, hallucinated=hallucinated, claim_groups=claim_groups,
-                                        claim_rows=claim_rows))
+                                        claim_rows=claim_rows, samples=np.asarray(rows, np.int64)))
             progress.update()
     progress.close()
-    floor_rows = _floor_results(columns, with_truth, truth, evaluation) \
-        if evaluation.floors else []
+    floor_rows = _floor_results(columns, shared, truth, evaluation) if evaluation.floors else []
     langs = [str(v) for v in columns[LANG]] if LANG in columns else ["?"] * len(all_ids)
     return EvaluationTable(results=results, n_dataset_samples=len(ids), missing=missing, has_stopword_mask=has_mask,
                            coverage=coverage, floors=floor_rows, labels=labels, excluded=len(all_ids) - len(ids),
-                           generation_ids=list(all_ids), langs=langs, unknown=unknown, training_excluded=trained_on)
+                           generation_ids=list(all_ids), langs=langs, unknown=unknown, training_excluded=trained_on,
+                           pairing=pairing)

@@ -103,6 +103,11 @@ class EvaluationOptions:
     include_training_rows : bool, default False
         A signal whose metadata names the rows it was trained on (a learned detector) is scored on the other rows
         only; True scores every row (``training_rows`` of ``evaluate_signals`` is then ignored).
+    paired : bool, default True
+        Score every signal and the floors on the same samples: those with ground truth that every signal covers
+        and that trained none of them (:class:`much_metric.signals.RowPairing` says what was left out and why).
+        False: each signal on every sample it covers, the floors on every sample with ground truth -- full-data
+        numbers that are not comparable with one another (``--no-paired``).
 
     Examples
     --------
@@ -125,6 +130,7 @@ class EvaluationOptions:
     floors: bool = True
     random_state: int | None = None
     include_training_rows: bool = False
+    paired: bool = True
 
     def __post_init__(self) -> None:
         owner = "EvaluationOptions"
@@ -141,7 +147,7 @@ class EvaluationOptions:
                                         f"{self.claim_signals!r}")
         object.__setattr__(self, "claim_signals", tuple(claim_signals))
         check_param("random_state", self.random_state, RANDOM_STATE, owner=owner)
-        for flag in ("floors", "include_training_rows"):
+        for flag in ("floors", "include_training_rows", "paired"):
             if not isinstance(getattr(self, flag), bool):
                 raise InvalidParameterError(f"{owner}: {flag} must be True or False, got {getattr(self, flag)!r}")
         if self.bootstrap is not None:

@@ -128,9 +128,16 @@ def _leaderboard_html(board: dict[str, Any], display_method: Callable[[str], str
     resampled = bool(board["n_resamples"])
     what = (f"{board['n_resamples']} paired bootstrap resamples" if resampled else
             "no bootstrap: ranked by the point values, without interval, P(rank) or p-value")
+    generation = board.get("generation")
+    runtime_note = ""
+    if generation:  # the share's denominator, and whether it is an estimate rather than a measurement
+        estimated = str(generation["source"]).startswith("estimate")
+        runtime_note = (f" Runtime shares are relative to an LLM generation time of {generation['seconds']:,.0f} s"
+                        f"{', an estimate, not a measurement' if estimated else ''} "
+                        f"({html.escape(str(generation['source']))}).")
     out = [f"<h2>Leaderboard by {html.escape(_SHORT.get(board['metric'], board['metric']))}</h2>",
            f"<p class='note'>On the {board['n_samples']} samples ({board['n_claims']} claims) every method covers; "
-           f"{what}.</p>",
+           f"{what}.{runtime_note}</p>",
            "<table><tr><th>rank</th><th>method</th><th>value</th><th>95% interval</th><th>P(rank)</th>"
            "<th>lang gap (best−worst)</th><th>runtime (relative to generation)</th></tr>"]
     for row in board["rows"]:
@@ -195,6 +202,18 @@ def _spans_html(spans: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _stopword_setting(table: EvaluationTable) -> str:
+    """The stopword setting under the one name the terminal and the options use, ``stopword_handling`` (null:
+    stopword tokens score 0; exclude: removed from claims), and whether the data had the mask it applies."""
+    handling = next((r.score.stopword_handling for r in table.results if r.score is not None
+                     and r.score.stopword_handling), None)
+    if not table.has_stopword_mask:
+        return f"stopword_handling={handling or 'null'} without effect: the data has no stopword_mask column"
+    return {"null": "stopword_handling=null (stopword tokens score 0, the reference)",
+            "exclude": "stopword_handling=exclude (stopword tokens removed from claims)"}.get(
+        handling, f"stopword_handling={handling}")
+
+
 def _method_label(method: str, display: Callable[[str], str]) -> str:
     """``display`` of a ranked method written ``"<signal name> (<aggregator>)"`` (the aggregator kept)."""
     name, separator, rest = str(method).partition(" (")
@@ -222,7 +241,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
         f"<code>{html.escape(table.labels)}</code>). Generated {stamp}. "
         "Positive class = hallucinated claim (label -1); scores are uncertainties (higher = more likely "
         "hallucinated); the EOS claim is dropped. Intervals and bands: 95% percentile bootstrap over samples. "
-        f"Stopword mask: {'used' if table.has_stopword_mask else 'absent (no stopword handling)'}. "
+        f"{html.escape(_stopword_setting(table))}. "
         "Floor rows (grey) are reference scores on the same claims, not methods.</p>"
     )
     notes = [f"{v} {html.escape(k)}" for k, v in table.missing.items() if v]
@@ -231,6 +250,9 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
                      f"<code>{html.escape(table.labels)}</code> are left out.</p>")
     if notes:
         parts.append(f"<p class='note'>Samples without values, left out: {', '.join(notes)}.</p>")
+    pairing = table.pairing.describe(display) if table.pairing is not None else None
+    if pairing:  # which samples every row is scored on (the paired rule), or that the rows are unpaired
+        parts.append(f"<p class='note'>{html.escape(pairing)}</p>")
     parts.append("<h2>Results</h2>")
     rows = [(display(r.signal_name), r.aggregator, r.score, r.coverage, "") for r in results]
     rows += [(r.signal_name, r.aggregator, r.score, r.coverage, "floor") for r in table.floors]

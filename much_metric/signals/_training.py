@@ -24,8 +24,8 @@ from typing import Any
 
 from much_metric.scoring import MuchMetricWarning
 
-__all__ = ["DETECTOR_KEY", "TRAINING_IDS_KEY", "TrainingRowsWarning", "signal_metadata_of", "training_exclusions",
-           "training_label"]
+__all__ = ["DETECTOR_KEY", "TRAINING_IDS_KEY", "TrainingRowsWarning", "scored_rows", "signal_metadata_of",
+           "training_exclusions", "training_label", "with_scored_rows"]
 
 TRAINING_IDS_KEY = "training_generation_ids"
 DETECTOR_KEY = "detector"
@@ -75,6 +75,57 @@ def training_label(metadata: Mapping[str, Any]) -> str | None:
     trained = ", ".join(part for part in (detector.get("protocol") and str(detector["protocol"]),
                                           detector.get("fold") and f"held out {detector['fold']}") if part)
     return f"{detector.get('kind') or 'learned'}; {trained or 'protocol not recorded'}"
+
+
+def _fold_value(key: str, lang: str, generation_config: str) -> str:
+    """A row's value of a fold key: its language, or its generating model as the protocols read it (the model of
+    a MUCH generation config, else the config id itself; :func:`much_metric.learned.row_info`)."""
+    from much_dataset.schema import MUCH_CONFIGS
+
+    return lang if key == "lang" else MUCH_CONFIGS.get(generation_config, (generation_config, None))[0]
+
+
+def scored_rows(metadata: Mapping[str, Any], rows: Mapping[str, Sequence[str]]) -> str | None:
+    """Which rows a learned signal's table row was scored on, exactly: ``"150 lang=de test + 112 purged rows"``
+    (the held-out fold's rows, and the rows of the other folds that the protocol purged from training, for
+    leave-one-language-out / leave-one-model-out), ``"262 held-out rows"`` for another fold, ``"+ 344 training
+    rows"`` when rows that trained or validated it were scored too. ``rows``: the scored rows' ``generation_id``,
+    ``lang`` and ``generation_config`` columns. None without a ``detector`` field.
+
+    >>> from much_metric.signals import scored_rows
+    >>> rows = {"generation_id": ["a", "b", "c", "d"], "lang": ["de", "de", "fr", "fr"], "generation_config": ["x"] * 4}
+    >>> scored_rows({"detector": {"fold": "lang=de"}, "training_generation_ids": ["d"]}, rows)
+    '2 lang=de test + 1 purged + 1 training rows'
+    """
+    detector = metadata.get(DETECTOR_KEY)
+    if not isinstance(detector, Mapping):
+        return None
+    training = set(metadata.get(TRAINING_IDS_KEY) or ())
+    held_out = [i for i, gid in enumerate(rows["generation_id"]) if gid not in training]
+    n_training = len(rows["generation_id"]) - len(held_out)
+    fold = str(detector.get("fold") or "")
+    key, _, value = fold.partition("=")
+    if key in ("lang", "model") and value:
+        test = sum(_fold_value(key, rows["lang"][i], rows["generation_config"][i]) == value for i in held_out)
+        parts = [f"{test} {fold} test", *([f"{len(held_out) - test} purged"] if len(held_out) > test else [])]
+    else:
+        parts = [f"{len(held_out)} held-out"]
+    return " + ".join([*parts, *([f"{n_training} training"] if n_training else [])]) + " rows"
+
+
+def with_scored_rows(label: str, metadata: Mapping[str, Any], rows: Mapping[str, Sequence[str]]) -> str:
+    """A learned row's ``label`` (``"Learned linear (linear-de; leave-one-language-out, held out lang=de)"``) with
+    its protocol and fold replaced by the rows it was scored on (:func:`scored_rows`): ``"Learned linear (linear-de;
+    150 lang=de test + 112 purged rows)"``; unchanged for a signal without a detector."""
+    scored = scored_rows(metadata, rows)
+    if scored is None:
+        return label
+    detector = metadata[DETECTOR_KEY]
+    held_out = f"held out {detector.get('fold')}"
+    for fragment in (f"{detector.get('protocol')}, {held_out}", held_out):
+        if detector.get("fold") and fragment in label:  # the protocol is in the run's note: the row names the rows
+            return label.replace(fragment, scored)
+    return f"{label} ({scored})"
 
 
 def _what(name: str, metadata: Mapping[str, Any]) -> str:

@@ -99,6 +99,12 @@ def test_browse_submit_sort_filter_open_and_reject(server, page, tmp_path):
     assert name in page.inner_text("#much-leaderboard")  # shown as text ...
     assert page.evaluate("window.pwned") is None  # ... never run
     _shot(page, "leaderboard")
+    # Issue #43: the table fits a 1,400 px window, without horizontal scrolling.
+    wrap, client, right = page.evaluate("[document.querySelector('#much-board-wrap').scrollWidth, "
+                                        "document.querySelector('#much-board-wrap').clientWidth, "
+                                        "document.querySelector('#much-leaderboard').getBoundingClientRect().right]")
+    assert wrap <= client and right <= 1400, (wrap, client, right)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
 
     # sort by PRR: the rows follow the stored PRR values
     _choose(page, "sort by", "PRR")

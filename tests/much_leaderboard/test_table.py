@@ -77,7 +77,9 @@ def test_table_shows_intervals_p_rank_and_baseline_label(board):
     page = render_table(table_rows(board.store.rows(), board.ranking()), langs=board.data.langs)
     assert len(re.findall(r'<tr data-key=', page)) == 3
     assert "baseline (built-in)" in page and re.search(r'class="ci">\[0\.\d{3}, 0\.\d{3}\]', page)
-    assert "P(rank) (ROC-AUC)" in page and "ROC-AUC fr" in page
+    assert "P(rank) (ROC-AUC)" in page and "ROC-AUC by language (gap)" in page
+    assert re.search(r"<td>de 0\.\d{3}<br>en 0\.\d{3}<br>es 0\.\d{3}<br>fr 0\.\d{3}<br>", page)  # one cell
+    assert re.search(r"coverage 100\.0% · submitted \d{4}-\d{2}-\d{2}", page)  # under the method's name
 
 
 def test_submission_page_has_figures_and_refuses_bad_ids(board):

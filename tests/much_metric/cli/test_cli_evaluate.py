@@ -87,9 +87,12 @@ def test_table_json_and_report(loader, split, signal_file, tmp_path, capsys):
                           ["random", "max"]]
     assert "lang=fr" in printed and "model=google/gemma-3-4b-it" in printed and "model=unknown (synthetic)" in printed
 
+    # Paired: every row is on the samples both signals cover (the one "random" lacks is left out of every row).
+    assert ("paired: every row is scored on the same 159 of the 160 samples with ground truth; 1 left out: 1 without "
+            "values of random") in " ".join(printed.split())
     metrics = json.loads(out_json.read_text())["results"]
-    rows = split[0]
-    expected = score([r["values"] for r in records if r["signal_name"] == "max_likelihood"],
+    rows = split[0][1:]
+    expected = score([r["values"] for r in records if r["signal_name"] == "max_likelihood"][1:],
                      [r[schema.TOKEN_CHUNKS] for r in rows], [r[schema.LABELS] for r in rows],
                      stopword_mask=[r[schema.STOPWORD_MASK] for r in rows], aggregation="max",
                      by={"lang": [r[schema.LANG] for r in rows]}, bootstrap=Bootstrap(n_resamples=50)).to_dict()
@@ -99,9 +102,10 @@ def test_table_json_and_report(loader, split, signal_file, tmp_path, capsys):
         assert got["by"]["lang"]["de"][key] == pytest.approx(expected["by"]["lang"]["de"][key], rel=1e-6)
     assert got["intervals"]["roc_auc"] == pytest.approx(expected["intervals"]["roc_auc"], rel=1e-6)
     random_metrics = next(m for m in metrics if m["signal_name"] == "random")
-    assert random_metrics["n_samples"] == len(rows) - 1
+    assert random_metrics["n_samples"] == len(rows) == 159
     page = out_html.read_text()
     assert page.count("data:image/png;base64,") >= 4 and "Max Likelihood" in page
+    assert "paired: every row is scored on the same 159 of the 160 samples" in page  # the page says it too
 
 
 def test_selection_split_and_signal_filter(loader, split, signal_file, tmp_path, capsys):

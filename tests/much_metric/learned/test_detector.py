@@ -152,7 +152,7 @@ def test_much_train_then_much_run_on_the_sample(tmp_path, capsys):
     assert main(["run", "--source", "sample", "--config", "fr", "--signals", f"learned:{out},max_likelihood",
                  "--bootstrap", "0", "--no-progress", "--out", str(tmp_path / "signals")]) == 0
     printed = capsys.readouterr().out
-    assert "Learned linear (linear-fr; leave-one-language-out, held out lang=fr)" in printed
+    assert "Learned linear (linear-fr; 150 lang=fr test rows)" in printed
     assert "Max Likelihood" in printed and "rows left out" not in printed  # fr rows never trained it
     assert len(list((tmp_path / "signals").glob("learned_linear-fr-*.parquet"))) == 1
     assert main(["train", "--source", "sample", "--protocol", "auto-to-manual", "--out", str(tmp_path / "x")]) == 2

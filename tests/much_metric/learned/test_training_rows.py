@@ -7,6 +7,7 @@ sample --signals learned:DIR` scored all 606 rows, the training and validation r
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -16,7 +17,7 @@ pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
 import much_dataset  # noqa: E402
-from much_metric.baselines import token_arrays  # noqa: E402
+from much_metric.baselines import max_likelihood, token_arrays  # noqa: E402
 from much_metric.learned import load_detector  # noqa: E402
 from much_metric.scoring import score  # noqa: E402
 from much_metric.signals import (  # noqa: E402
@@ -77,14 +78,24 @@ def test_much_run_scores_a_learned_signal_on_held_out_rows_and_says_so(trained, 
     printed = " ".join(capsys.readouterr().out.split())  # prose lines wrap at 120 columns
     assert (f"{len(training)} of 606 rows left out because they trained or validated it; scored on the "
             f"{len(held_out)} held-out rows") in printed
-    assert "Learned linear (linear-de; leave-one-language-out, held out lang=de)" in printed
+    # The row names exactly the rows it was scored on: the German test rows and the purged rows of other languages.
+    german = sum(lang == "de" for g, lang in zip(sample["generation_id"], sample["lang"], strict=True) if g in held_out)
+    assert german == 150 and len(held_out) > german
+    assert f"Learned linear (linear-de; {german} lang=de test + {len(held_out) - german} purged rows)" in printed
+    # Paired: Max Likelihood and the floors are scored on the same held-out rows, and the output says so.
+    assert (f"paired: every row is scored on the same {len(held_out)} of the 606 samples with ground truth; "
+            f"{len(training)} left out: {len(training)} trained or validated Learned linear") in printed
     # The number printed is the held-out number, computed independently with score() on those rows only.
     result = json.loads((tmp_path / "run.json").read_text())
     learned = next(row for row in result["results"] if row["signal_name"].startswith("learned_"))
     expected, rows = _held_out_roc(sample, trained, held_out)
     assert learned["roc_auc"] == pytest.approx(expected, abs=1e-12)
     baseline = next(row for row in result["results"] if row["signal_name"] == "max_likelihood")
-    assert learned["n_claims"] < baseline["n_claims"]  # Max Likelihood: every row
+    assert learned["n_claims"] == baseline["n_claims"] == sum(
+        len(chunks) - 1 for chunks in rows["token_chunks"])  # same claims (the EOS claim dropped)
+    ml = score(max_likelihood(rows), rows["token_chunks"], rows["labels"], rows["stopword_mask"]).roc_auc
+    assert baseline["roc_auc"] == pytest.approx(ml, abs=1e-12)
+    assert all(floor["n_claims"] == baseline["n_claims"] for floor in result["floors"])
     # The signal file carries the contract's metadata, so `much evaluate --scores` and the leaderboard can tell.
     (path,) = out.glob("learned_linear-de-*.parquet")
     metadata = read_signal_metadata(path)
@@ -97,14 +108,49 @@ def test_much_run_scores_a_learned_signal_on_held_out_rows_and_says_so(trained, 
     assert main(["evaluate", "--source", "sample", "--scores", str(out), "--bootstrap", "0"]) == 0
     printed = " ".join(capsys.readouterr().out.split())  # prose lines wrap at 120 columns
     assert f"{len(training)} of 606 rows left out because they trained or validated it" in printed
-    # ... and its row names the detector, the protocol and the held-out fold, read from the file's metadata.
-    assert "(linear; leave-one-language-out, held out lang=de)" in printed
+    # ... and its row names the detector, the protocol and the rows it was scored on, read from the file's metadata.
+    assert f"(linear; {german} lang=de test + {len(held_out) - german} purged rows)" in printed
+
+    # Unpaired on request: every row on all its samples, each labelled with its count, and said not comparable.
+    assert main(["run", "--source", "sample", "--signals", f"learned:{trained},max_likelihood", "--bootstrap", "0",
+                 "--no-progress", "--no-paired"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "Max Likelihood [606 samples]" in printed and f"purged rows) [{len(held_out)} samples]" in printed
+    assert "unpaired (--no-paired): each row is scored on the samples it covers" in printed
+    assert "not comparable with one another" in printed
 
     # Asked explicitly: every row, with a warning.
     with pytest.warns(TrainingRowsWarning, match=f"{len(training)} of which trained or validated it"):
         assert main(["run", "--source", "sample", "--signals", f"learned:{trained}", "--bootstrap", "0",
                      "--no-progress", "--include-training-rows"]) == 0
     assert "its numbers are not held-out numbers" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_numbers_much_train_prints_are_the_ones_much_run_prints_on_the_same_rows(tmp_path, capsys):
+    """Issue #43: `much train` printed 0.692 on the German test rows while `much run` printed 0.666 on every held-out
+    row; train now prints both, each with the `much run` command that reproduces it, and the commands do."""
+    import shlex
+
+    from much_metric.cli import main
+
+    folder = tmp_path / "runs" / "linear-de"
+    assert main(["train", "--source", "sample", "--protocol", "leave-one-language-out", "--fold", "de",
+                 "--out", str(folder), "--max-epochs", "2", "--no-progress"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    found = re.findall(r"(\d+) claims: linear ROC-AUC ([0-9.]+) PR-AUC ([0-9.]+); Max Likelihood ROC-AUC ([0-9.]+) "
+                       r"PR-AUC ([0-9.]+) -- `(much run [^`]+)` prints these", printed)
+    assert len(found) == 2, printed
+    (test_claims, *_, test_command), (all_claims, *_, all_command) = found
+    assert "--config de" in test_command and "--config" not in all_command and int(test_claims) < int(all_claims)
+    for claims, roc, pr, ml_roc, ml_pr, command in found:
+        out = tmp_path / f"{len(command)}.json"
+        assert main([*shlex.split(command)[1:], "--bootstrap", "0", "--no-progress", "--json", str(out)]) == 0
+        capsys.readouterr()
+        rows = {row["signal_name"].split("-")[0]: row for row in json.loads(out.read_text())["results"]}
+        learned, baseline = rows["learned_linear"], rows["max_likelihood"]
+        assert learned["n_claims"] == baseline["n_claims"] == int(claims)
+        assert [f"{learned['roc_auc']:.3f}", f"{learned['pr_auc']:.3f}", f"{baseline['roc_auc']:.3f}",
+                f"{baseline['pr_auc']:.3f}"] == [roc, pr, ml_roc, ml_pr]
 
 
 def test_run_benchmark_keyword(trained, sample):
