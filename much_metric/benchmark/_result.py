@@ -172,5 +172,5 @@ class BenchmarkResult:
             "notes": [note.message for note in self.notes], "results": [row.to_dict() for row in self.rows],
             "floors": [row.to_dict() for row in self.floors],
             # which samples the rows are scored on: paired (the same for every row) or not, and what was left out
-            "pairing": None if self.table.pairing is None else asdict(self.table.pairing),
+            "pairing": None if self.table is None or self.table.pairing is None else asdict(self.table.pairing),
         })
