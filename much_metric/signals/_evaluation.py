@@ -123,6 +123,9 @@ class EvaluationTable:
     unknown: dict[str, list[str]] = field(default_factory=dict)
     #: per signal, samples left out because they trained or validated it (``training_rows``)
     training_excluded: dict[str, int] = field(default_factory=dict)
+    #: per signal, what computing it cost (:class:`much_metric.signals.SignalCost` from its file's metadata, or a
+    #: :class:`much_metric.signals.DeclaredCost`): set by the caller, drawn by the report against ROC-AUC
+    costs: dict[str, Any] = field(default_factory=dict)
 
 
 def _format_ids(ids: Sequence[str], *, limit: int = 10) -> str:
