@@ -49,6 +49,8 @@ class BenchmarkPlan:
         ``compute_signals`` when a signal needs it).
     notes : tuple of BenchmarkNote
         What was used and what was skipped, and why, in the order it arose.
+    top_k : int or None
+        The input view (``DataOptions.top_k``): every signal of ``signals`` reads at most this many candidates.
     """
 
     dataset: Any
@@ -62,6 +64,7 @@ class BenchmarkPlan:
     tokenizers: dict[str, Any]
     resources: ResourceOptions
     notes: tuple[BenchmarkNote, ...]
+    top_k: int | None = None
 
 
 def check_signals(signals: Sequence[str] | str | None, *, option: str = "signals") -> list[str] | None:
@@ -154,6 +157,46 @@ def _with_neighbours(names: list[str], defaults: bool, sources: Any, dataset: An
     return names, stats
 
 
+def _within_view(names: list[str], top_k: int, notes: list[BenchmarkNote],
+                 available: Sequence[str] | None = None) -> list[str]:
+    """The names whose needs the run meets (the view's ``top_k`` candidates; ``available`` resources when given),
+    and one note per distinct unmet need listing the others ("needs top-24: Token Entropy-24, ..."). ValueError when
+    nothing is left."""
+    from much_metric.baselines.needs import needs_text, unmet_needs
+    from much_metric.baselines.registry import display_name, resolve
+
+    kept, by_need = [], {}
+    for name in names:
+        unmet = unmet_needs(resolve(name), top_k=top_k, available=resolve(name).needs if available is None
+                            else available)
+        if unmet:
+            by_need.setdefault(needs_text(unmet), []).append(name)
+        else:
+            kept.append(name)
+    view = f"the top-{top_k} view" if top_k else "the top-0 view (the sampled token's probability alone)"
+    for need, skipped in by_need.items():
+        notes.append(BenchmarkNote(message=f"not scored on {view}, {need}: {', '.join(map(display_name, skipped))}",
+                                   skipped=tuple(skipped), reason=need))
+    if not kept:
+        raise ValueError(f"no signal asked for can run on {view}: {'; '.join(by_need)}")
+    return kept
+
+
+def _every_method(top_k: int, dataset: Any, neighbour_sources: Any, resources: ResourceOptions,
+                  loaded: dict[str, Any], notes: list[BenchmarkNote]) -> tuple[list[str], Any]:
+    """Every registered method's default signals on a ``top_k`` view: those whose needs the run meets, and notes
+    listing the others with their need; KTC's statistics when they are at hand."""
+    from much_metric.baselines.registry import RESOURCES, available
+
+    names = list(dict.fromkeys(name for baseline in available().values() for name in baseline.defaults))
+    messages: list[str] = []
+    stats = lookup.neighbours_for_run(neighbour_sources, dataset, messages)
+    notes.extend(BenchmarkNote(message=message) for message in messages)
+    present = {**{need: getattr(resources, need, None) for need in RESOURCES}, **loaded, "neighbours": stats}
+    have = [need for need, value in present.items() if value is not None]
+    return _within_view(names, top_k, notes, available=have), stats
+
+
 def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, data: DataOptions = DataOptions(),
                    nli: NliOptions = NliOptions(), resources: ResourceOptions = ResourceOptions(),
                    progress: bool = False) -> BenchmarkPlan:
@@ -209,7 +252,17 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
         if why_not is not None:
             notes.append(BenchmarkNote(message=f"CCP and SAR skipped: {why_not}; pass --nli-model NAME to download "
                                        "or use one", skipped=tuple(NLI_SIGNALS), reason=why_not))
+    if wanted is None and data.top_k is not None:  # `much run --top-k K` alone: every method, by what it needs
+        names, stats = _every_method(data.top_k, dataset, neighbour_sources, resources,
+                                     {"tokenizer": decoder, "nli": nli_scorer}, notes)
+        return BenchmarkPlan(dataset=dataset, source=origin, splits_used=splits_used, load_seconds=load_seconds,
+                             n_tokens=n_tokens, signals=tuple(names), default_signals=True, tokenizer=single,
+                             tokenizers=per_config, top_k=data.top_k,
+                             resources=replace(resources, tokenizer=decoder, nli=nli_scorer, neighbours=stats),
+                             notes=tuple(notes))
     names = wanted or list(PROBABILITY_SIGNALS) + (list(NLI_SIGNALS) if nli_scorer is not None else [])
+    if data.top_k is not None:
+        names = _within_view(names, data.top_k, notes)
     needing = [name for name in names if "tokenizer" in resolve(name).needs]
     if needing and decoder is None:
         if wanted is not None:
@@ -220,8 +273,10 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
         notes.append(BenchmarkNote(message=f"CCP and SAR skipped: {reason}", skipped=tuple(needing), reason=reason))
 
     names, stats = _with_neighbours(names, wanted is None, neighbour_sources, dataset, notes)
+    if data.top_k is not None:
+        names = _within_view(names, data.top_k, notes)
     return BenchmarkPlan(dataset=dataset, source=origin, splits_used=splits_used, load_seconds=load_seconds,
                          n_tokens=n_tokens, signals=tuple(names), default_signals=wanted is None, tokenizer=single,
-                         tokenizers=per_config,
+                         tokenizers=per_config, top_k=data.top_k,
                          resources=replace(resources, tokenizer=decoder, nli=nli_scorer, neighbours=stats),
                          notes=tuple(notes))

@@ -28,7 +28,7 @@ from much_metric.signals import EvaluationOptions, evaluate_signals, training_ex
 __all__ = ["run_benchmark"]
 
 
-def _outside_unit_interval(values: Mapping[str, Any]) -> bool:
+def outside_unit_interval(values: Mapping[str, Any]) -> bool:
     """Whether any finite token score of a signal lies outside [0, 1]."""
     import numpy as np
 
@@ -123,7 +123,7 @@ def run_benchmark(
     runs = compute_signals(dataset, list(plan.signals), resources=plan.resources, out=output.out,
                            progress=output.progress,
                            options=SignalOptions(reference_window=nli.reference_window,
-                                                 file_format=output.file_format))
+                                                 file_format=output.file_format, top_k=plan.top_k))
     generation = generation_time_of(data.generation_time, data_source=str(plan.source),
                                     n_samples=len(dataset), n_tokens=plan.n_tokens)
     aggregator = evaluation.aggregators[0]
@@ -131,7 +131,7 @@ def run_benchmark(
     if aggregator in ("product", "geometric"):
         # The product multiplies 1 - s: a signal with scores outside [0, 1] (NLL = -log p) gives meaningless claim
         # scores under it, so its row is left out with a note saying how to see it, not printed as a number.
-        for name in [name for name in order if _outside_unit_interval(runs[name].values)]:
+        for name in [name for name in order if outside_unit_interval(runs[name].values)]:
             reason = f"its token scores lie outside [0, 1], which the {aggregator} aggregator needs"
             notes.append(BenchmarkNote(message=f"{runs[name].spec.display} left out: {reason}; run it with "
                                        "--aggregator mean (or max)", skipped=(name,), reason=reason))
@@ -148,7 +148,8 @@ def run_benchmark(
                               coverage=r.coverage, uq_seconds=runs[r.signal_name].seconds,
                               segmentation_seconds=segmentation_seconds,
                               total_seconds=runs[r.signal_name].seconds + segmentation,
-                              samples_computed=runs[r.signal_name].n_computed) for r in table.results)
+                              samples_computed=runs[r.signal_name].n_computed, cost=runs[r.signal_name].cost)
+                 for r in table.results)
     # Reference rows on the same claims: PR numbers read against what a random or constant score gets.
     floors = tuple(BenchmarkRow(signal_name=r.signal_name, method=f"[{r.signal_name}]", score=r.score,
                                 coverage=r.coverage) for r in table.floors)
@@ -161,5 +162,5 @@ def run_benchmark(
         signals={name: runs[name] for name in _table_order(runs)},
         out=None if output.out is None else Path(output.out), file_format=output.file_format,
         generation=generation, segmentation_seconds=segmentation_seconds, segmentation_note=segmentation_note,
-        load_seconds=plan.load_seconds, table=table, rows=rows, floors=floors, notes=tuple(notes))
+        load_seconds=plan.load_seconds, table=table, rows=rows, floors=floors, notes=tuple(notes), top_k=plan.top_k)
 
