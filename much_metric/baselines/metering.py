@@ -45,7 +45,7 @@ class CostMeter:
 
     ``resources``: what the method reads (their ``usage()`` counters are read before and after each block);
     ``top_k``: the input view; ``recorded``: the cost object the signal's file holds (a resumed run adds to it;
-    ValueError naming ``file`` when it is malformed or of another view).
+    ValueError naming ``file`` when it is malformed, or, once a block is to be added, of another view).
     """
 
     def __init__(self, resources: Sequence[Any], *, top_k: int | None, recorded: Any = None,
@@ -53,18 +53,21 @@ class CostMeter:
         self.resources = list(resources)
         self.cost: SignalCost | None = None
         self._top_k = top_k
+        self._file = file
         if recorded is not None:
             try:
                 self.cost = SignalCost.from_dict(recorded)
             except ValueError as error:
                 raise ValueError(f"{file}: {error}") from None
-            if self.cost.top_k != top_k:
-                view = lambda k: "the stored candidates" if k is None else f"top-{k}"  # noqa: E731
-                raise ValueError(f"{file} was computed on {view(self.cost.top_k)}; resuming it on {view(top_k)} "
-                                 "would mix the costs of two input views (use another out)")
 
     def measure(self, part: TokenArrays, compute: Callable[[], np.ndarray]) -> tuple[np.ndarray, float]:
         """``compute()`` on the block ``part``, timed; returns its values and its wall seconds."""
+        if self.cost is not None and self.cost.top_k != self._top_k:
+            def view(k: int | None) -> str:
+                return "the stored candidates" if k is None else f"top-{k}"
+
+            raise ValueError(f"{self._file} was computed on {view(self.cost.top_k)}; resuming it on "
+                             f"{view(self._top_k)} would mix the costs of two input views (use another out)")
         before = _usage(self.resources)
         wall, cpu = time.perf_counter(), time.process_time()
         values = compute()
