@@ -168,7 +168,7 @@ def _compare(results: dict[int, Any], grid: tuple[int, ...], metrics: tuple[str,
     distributions = bootstrap_distribution(
         [reference.claim_scores, *(results[k].claim_scores for k in differ)], reference.hallucinated, sample,
         int(sample.max()) + 1 if sample.size else 0, n_resamples=bootstrap.n_resamples,
-        random_state=bootstrap.random_state)
+        random_state=bootstrap.random_state, metrics=metrics)
     tail = 100 * (1 - bootstrap.confidence_level) / 2
     for k, distribution in zip(differ, distributions[1:], strict=True):
         for metric in metrics:
