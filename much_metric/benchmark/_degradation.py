@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.schema import GENERATION_ID, TOP_K
-from much_metric.baselines import ResourceOptions, token_arrays
+from much_metric.baselines import token_arrays
 from much_metric.baselines.views import padded, top_k_view
 from much_metric.benchmark._options import DataOptions, NliOptions
 from much_metric.benchmark._plan import plan_benchmark
@@ -186,7 +186,6 @@ def degradation_table(
     top_ks: Sequence[int] = DEGRADATION_GRID,
     evaluation: EvaluationOptions = EvaluationOptions(),
     data: DataOptions = DataOptions(),
-    resources: ResourceOptions = ResourceOptions(),
 ) -> DegradationResult:
     """Score probability methods and learned detectors on input views of K candidates and compare each with itself
     on the stored 24 (see the module docstring): what ``much run --top-k-grid`` prints.
@@ -202,7 +201,7 @@ def degradation_table(
         The views (24, the stored candidates and the reference, is always one of them).
     evaluation : EvaluationOptions
         One aggregator, stopword handling, bootstrap (None: point deltas, no interval), training rows.
-    data, resources
+    data : DataOptions
         As for ``run_benchmark`` (``data.top_k`` is ignored: the grid gives the views).
 
     Returns
@@ -226,7 +225,7 @@ def degradation_table(
         raise ValueError(f"degradation_table: evaluation.aggregator must be one aggregator, got "
                          f"{evaluation.aggregator!r}")
     plan = plan_benchmark(source, signals="all-probability" if signals is None else signals,
-                          data=replace(data, top_k=None), nli=NliOptions(enabled=False), resources=resources)
+                          data=replace(data, top_k=None), nli=NliOptions(enabled=False))
     from much_metric.baselines.registry import resolve
 
     specs = []

@@ -221,14 +221,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _degradation(args: argparse.Namespace, evaluation: Any, data: Any) -> int:
     """``--top-k-grid``: the degradation table (printed, ``--json``, ``--report``)."""
-    from much_metric.benchmark import ResourceOptions, degradation_table
+    from much_metric.benchmark import degradation_table
     from much_metric.cli._views import format_degradation, parse_grid
 
     if args.top_k is not None:
         raise ValueError("--top-k and --top-k-grid: give one (the grid holds the views)")
     result = degradation_table(args.source, signals=_signal_names(args.signals), top_ks=parse_grid(args.top_k_grid),
-                               evaluation=evaluation, data=data,
-                               resources=ResourceOptions(tokenizer=args.tokenizer or None))
+                               evaluation=evaluation, data=data)
     print(f"{data_title(result.data or args.source, 'Input views')}: {result.n_samples:,} samples")
     print(format_degradation(result))
     if args.json:

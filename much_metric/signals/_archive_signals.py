@@ -91,6 +91,11 @@ def parse_signal_files(signal_files: dict[str, bytes], limits: ArchiveLimits
                                  "(80 at most)")
     learned = {name: info for name in signals
                if (info := _learned(name, metadata.get(name, {}), signal_level.get(name, {}))) is not None}
+    return signals, learned, _recorded_costs(signals, signal_level)
+
+
+def _recorded_costs(signals: dict[str, Any], signal_level: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Signal name -> the :class:`~much_metric.signals.SignalCost` its metadata records (the submitter's word)."""
     costs = {}
     for name in signals:
         try:
@@ -99,4 +104,4 @@ def parse_signal_files(signal_files: dict[str, bytes], limits: ArchiveLimits
             raise SubmissionRejected(f"signal {name[:80]!r}: its signal metadata's {COST_KEY!r}: {error}") from None
         if cost is not None:
             costs[name] = cost
-    return signals, learned, costs
+    return costs

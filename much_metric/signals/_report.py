@@ -23,6 +23,7 @@ import numpy as np
 
 from much_metric.scoring import METRIC_TABLE, METRICS, ScoreResult
 from much_metric.signals._evaluation import EvaluationTable, SignalResult
+from much_metric.signals._report_cost import cost_section
 from much_metric.signals._report_figures import FigureSaver, curves_figure, reliability_figure
 
 __all__ = ["page", "render_degradation_report", "render_report", "write_degradation_report", "write_report",
@@ -238,10 +239,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     parts.append(_table(rows, "method"))
     if table.floors:
         parts.append(f"<p class='note'>{html.escape(FLOOR_FOOTNOTE)}</p>")
-    if table.costs:
-        from much_metric.signals._report_cost import cost_section
-
-        parts.append(cost_section(table, saver, display))
+    parts.append(cost_section(table, saver, display))  # "" when no signal records its cost
     if leaderboard:
         parts.append(_leaderboard_html(leaderboard, display_method))
     parts.append("<h2>Methods compared</h2>")
