@@ -24,7 +24,8 @@ from much_metric.signals import ParsedSubmission, SubmissionRejected
 if TYPE_CHECKING:
     from much_metric.scoring import Bootstrap
 
-__all__ = ["EvaluationData", "score_submission", "score_breakdowns", "rank_rows", "jsonable", "BREAKDOWNS"]
+__all__ = ["EvaluationData", "score_submission", "score_breakdowns", "rank_rows", "jsonable", "BREAKDOWNS",
+           "cost_record"]
 
 #: Breakdowns computed for every row (the table's filters).
 BREAKDOWNS = ("lang", "model")
@@ -160,18 +161,39 @@ def score_breakdowns(submission: ParsedSubmission, data: EvaluationData) -> dict
                    for b, groups in per.items()} for name, per in jsonable(by).items()}
 
 
-def score_submission(submission: ParsedSubmission, data: EvaluationData, *, breakdown_intervals: bool = True
-                     ) -> tuple[dict[str, dict], dict[str, dict]]:
+def cost_record(cost: Any, *, measured: bool) -> dict[str, Any] | None:
+    """A row's ``cost``: ``{"seconds_per_claim", "source": "measured" | "declared", "machine", "note"}`` (None when
+    nothing is known). ``measured``: the server computed the signal itself (a built-in baseline), so the cost its
+    file records is the server's measurement; an upload's cost is the submitter's word, declared in
+    ``submission.json`` or recorded by their ``much run --out``, and always labelled ``declared``."""
+    from much_metric.signals import DeclaredCost
+
+    if cost is None:
+        return None
+    if isinstance(cost, DeclaredCost):
+        return jsonable({**cost.to_dict(), "source": "declared"})
+    machines = "; ".join(dict.fromkeys(f"{m.get('processor') or m.get('machine') or '?'}, "
+                                       f"{(m.get('threads') or {}).get('cpus_available', '?')} CPUs"
+                                       for m in cost.machines if isinstance(m, dict)))
+    return jsonable({"seconds_per_claim": cost.seconds_per_claim, "source": "measured" if measured else "declared",
+                     "machine": machines[:200], "note": "" if measured else "recorded by the submitter's much run"})
+
+
+def score_submission(submission: ParsedSubmission, data: EvaluationData, *, breakdown_intervals: bool = True,
+                     measured_costs: bool = False) -> tuple[dict[str, dict], dict[str, dict]]:
     """Score every signal of a parsed submission against ``data``.
 
     ``breakdown_intervals=False``: the overall metrics get their intervals, the per-language / model / selection
     values are point values only (``intervals_pending`` is True; :func:`score_breakdowns` completes them later).
+    ``measured_costs``: the server computed these signals itself (built-in baselines): the costs their files record
+    are shown as measured; otherwise as declared (:func:`cost_record`).
 
     Returns
     -------
     rows : dict
         ``{signal: {"overall": metrics, "by": {"lang": {...}, "model": {...}, "selection": {"manual", "auto"}},
-        "seconds": float or None, "relative_runtime": float or None, "level": "token" | "claim"}}`` (JSON types).
+        "seconds": float or None, "relative_runtime": float or None, "level": "token" | "claim", "cost":
+        :func:`cost_record`}}`` (JSON types).
     arrays : dict
         ``{signal: {"claim_scores", "hallucinated", "claim_rows"}}``: the claim arrays (ranking, figures).
 
@@ -227,6 +249,7 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
             "hardware": submission.hardware, "intervals_pending": not breakdown_intervals,
             "relative_runtime": None if seconds is None or not data.generation_seconds
             else seconds / data.generation_seconds,
+            "cost": cost_record(submission.costs.get(name), measured=measured_costs),
         })
         arrays[name] = {"claim_scores": np.asarray(result.claim_scores, np.float64),
                         "hallucinated": np.asarray(result.hallucinated, bool),

@@ -195,7 +195,9 @@ class Leaderboard:
             if not self.store.claim(submission):
                 return Outcome("duplicate", "this archive is already scored", submission)
             try:
-                rows, arrays = score_submission(parsed, self.data, breakdown_intervals=not self.background)
+                kind = (self.store.get(submission) or {}).get("kind")
+                rows, arrays = score_submission(parsed, self.data, breakdown_intervals=not self.background,
+                                                measured_costs=kind == "baseline")
             except SubmissionRejected as error:
                 self.store.discard(submission)
                 if self.private is not None:

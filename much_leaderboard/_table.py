@@ -26,7 +26,7 @@ import numpy as np
 from much_leaderboard._admission import describe_detector
 
 __all__ = ["subsets", "table_rows", "render_table", "render_submission", "published_html", "metric_choices",
-           "INTERNALS_FILTERS", "INTERNALS_LABELS"]
+           "cost_text", "INTERNALS_FILTERS", "INTERNALS_LABELS"]
 
 
 _PROBABILITIES, _TRAINED = "probabilities only", "training on the auto split"
@@ -85,7 +85,8 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
     detector, protocol, fold and number of training rows; None for other rows), ``metrics`` (the subset's),
     ``internals`` (what the archive declared: ``attention``, ``hidden_states``), ``per_lang`` (ROC-AUC per
     language), ``p_rank``, ``rank`` (1 = best by ``sort``), ``relative_runtime``,
-    ``seconds``, ``coverage``, ``submitted``.
+    ``seconds``, ``cost`` (per claim, measured by the server for a built-in baseline, declared for an upload; None:
+    not declared), ``coverage``, ``submitted``.
     """
     keys = [key for _, key in metric_choices()]
     if sort not in keys:
@@ -117,6 +118,7 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
             "per_lang": {lang: m.get("roc_auc") for lang, m in row["metrics"].get("by", {}).get("lang", {}).items()},
             "p_rank": ranked.get("rank_probability"), "lang_gap": ranked.get("lang_gap"),
             "relative_runtime": row["metrics"].get("relative_runtime"), "seconds": row["metrics"].get("seconds"),
+            "cost": row["metrics"].get("cost"),
             "coverage": row["metrics"].get("coverage"), "submitted": row["submitted"],
         })
     out.sort(key=lambda r: -np.inf if r["metrics"].get(sort) is None else r["metrics"][sort], reverse=True)
@@ -157,6 +159,17 @@ def _runtime(row: dict[str, Any]) -> str:
     return f"{row['seconds']:.3g}s{share}"
 
 
+def cost_text(cost: dict[str, Any] | None) -> str:
+    """``"1.6 µs/claim (measured)"``, ``"2 ms/claim (declared: 1 x A100)"``, ``"not declared"``."""
+    from much_metric.signals import format_seconds
+
+    if not cost or cost.get("seconds_per_claim") is None:
+        return "not declared"
+    where = cost.get("machine") or ""
+    return (f"{format_seconds(cost['seconds_per_claim'])}/claim ({cost.get('source', 'declared')}"
+            f"{': ' + where if where else ''})")
+
+
 def _runtime_of(row: dict[str, Any]) -> str:
     return _runtime({"seconds": row["metrics"].get("seconds"), "relative_runtime": row["metrics"].get(
         "relative_runtime")})
@@ -171,11 +184,11 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
     metrics = metric_choices()
     rank_label = {key: label for label, key in metrics}.get(rank_metric, rank_metric)
     # 15 columns whatever the number of languages (plus the private board's two when a private split is attached):
-    # the per-language ROC-AUCs and the gap share one cell, the
+    # the per-language ROC-AUCs and the gap share one cell, the runtime and the cost per claim another, the
     # coverage and the date sit under the method's name (the table fits 1,400 px: tests/much_leaderboard/
     # test_browser.py measures it in Chromium).
     head = ["#", "method", "type", *(label + (" ▼" if key == sort else "") for label, key in metrics),
-            f"P(rank) ({rank_label})", "ROC-AUC by language (gap)", "runtime (rel.)",
+            f"P(rank) ({rank_label})", "ROC-AUC by language (gap)", "runtime (rel.) / cost per claim",
             *(header for header, _ in extra_columns)]
     parts = ['<table id="much-leaderboard" class="much-table"><thead><tr>',
              *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
@@ -193,7 +206,9 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
         per_lang = "<br>".join(f"{html.escape(lang)} {_number(row['per_lang'].get(lang))}" for lang in langs)
         per_lang += f'<br><span class="ci">gap {_number(row["lang_gap"])}</span>'
         cells = [str(row["rank"]), method, needs, *(_cell(row["metrics"], key) for _, key in metrics),
-                 p_rank, per_lang, html.escape(_runtime(row)), *(cell(row) for _, cell in extra_columns)]
+                 p_rank, per_lang,
+                 f'{html.escape(_runtime(row))}<br><span class="ci">{html.escape(cost_text(row.get("cost")))}</span>',
+                 *(cell(row) for _, cell in extra_columns)]
         parts.append(f'<tr data-key="{html.escape(row["key"], quote=True)}">'
                      + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     parts.append("</tbody></table>")
@@ -264,8 +279,10 @@ def render_submission(store: Any, submission: str) -> str:
                      + "".join(f"<th>{html.escape(label)}</th>" for label, _ in metric_choices()) + "</tr><tr>"
                      + "".join(f"<td>{_cell(metrics, key)}</td>" for _, key in metric_choices()) + "</tr></table>")
         hardware = json.dumps(row["metrics"].get("hardware") or {}, ensure_ascii=False)[:500]
+        cost = row["metrics"].get("cost") or {}
         parts.append(f"<p>{metrics.get('n_samples')} samples, {metrics.get('n_claims')} claims "
                      f"({metrics.get('n_hallucinated')} hallucinated); runtime {html.escape(_runtime_of(row))}; "
+                     f"cost {html.escape(cost_text(cost) + (' -- ' + cost['note'] if cost.get('note') else ''))}; "
                      f"hardware: <code>{html.escape(hardware)}</code></p>")
         try:
             png = _figure_png(store.scores(submission, row["signal"]))

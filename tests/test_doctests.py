@@ -30,6 +30,10 @@ DOCUMENTED = [
     ("much_metric.signals._evaluation", "evaluate_signals", None),  # the embedded sample, offline
     ("much_metric.signals._archive", "read_archive", None),  # a zip built in the example
     ("much_metric.baselines.runner", "compute_signals", None),
+    ("much_metric.baselines.views", "top_k_view", None),  # the embedded sample, offline
+    ("much_metric.baselines.needs", "unmet_needs", None),
+    ("much_metric.benchmark._degradation", "degradation_table", None),  # the embedded sample, offline
+    ("much_metric.signals._report_cost", "pareto_front", None),
     ("much_metric.baselines.nli", "NliBatching", None),
     ("builder.generation.sampling", "SamplingSettings", None),
     ("much_dataset.params", "check_param", None),

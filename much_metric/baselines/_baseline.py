@@ -11,12 +11,22 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.schema import TOP_K
+
 __all__ = ["RESOURCES", "Baseline", "BaselineSpec"]
 
-#: What a baseline may need, passed to ``compute`` as keyword arguments of these names: the generating LLM's
-#: tokenizer (or a per-sample decoder), an NLI scorer, KTC's token-neighbour statistics, an internals pack
-#: (:func:`much_dataset.load_internals`: attention and hidden states per output token; RAUQ, probes).
-RESOURCES = ("tokenizer", "nli", "neighbours", "internals")
+#: What a baseline may need besides the stored probabilities -- one entry per kind of resource: its name (the keyword
+#: ``compute`` receives it under, and the field of :class:`~much_metric.baselines.ResourceOptions`) and how a table
+#: or an error says it is missing ("needs an NLI model"). The generating LLM's tokenizer (or a per-sample decoder), an
+#: NLI scorer, KTC's token-neighbour statistics, an internals pack (:func:`much_dataset.load_internals`: attention and
+#: hidden states per output token; RAUQ, probes). A new kind of resource is one entry here (and its loading in
+#: ``ResourceOptions``). How deep into the top-24 candidates a method reads is not a resource: ``Baseline.top_k``.
+RESOURCES: dict[str, str] = {
+    "tokenizer": "the generating LLM's tokenizer",
+    "nli": "an NLI model",
+    "neighbours": "token-neighbour statistics",
+    "internals": "an internals pack",
+}
 
 _FIELD = re.compile(r"\{(\w+)\}")
 
@@ -41,6 +51,12 @@ class Baseline:
         label; defaults to the name.
     needs : tuple of str
         Among :data:`RESOURCES`.
+    top_k : int, str or callable, default 24
+        How many of the stored candidates (by decreasing probability) the method reads: an int in [0, 24], the name
+        of the field that gives it (``"delta"``), or ``top_k(params)`` -> int. 0 = only the sampled token's own
+        probability (``token_likelihood``). A method that does not say is taken to read all 24. ``much run --top-k K``
+        scores a method only when ``top_k <= K`` (then on the view it gives exactly the numbers of the full data;
+        docs/methods.md#what-a-method-needs) and lists the others as "needs top-N".
     description : str
         One line for ``much run --help`` (formula and source).
     params : mapping of str to str
@@ -104,6 +120,7 @@ class Baseline:
     order: float = 100.0
     metadata: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None
     needs_of: Callable[[dict[str, Any]], Sequence[str]] | None = None
+    top_k: int | str | Callable[[dict[str, Any]], int] = TOP_K
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z][\w{}.:-]*", self.name):
@@ -113,8 +130,13 @@ class Baseline:
             raise TypeError(f"Baseline {self.name!r}: compute must be callable, got {type(self.compute).__name__}")
         unknown = set(self.needs) - set(RESOURCES)
         if unknown:
-            raise ValueError(f"Baseline {self.name!r}: unknown needs {sorted(unknown)}; choose among {RESOURCES}")
+            raise ValueError(f"Baseline {self.name!r}: unknown needs {sorted(unknown)}; choose among "
+                             f"{tuple(RESOURCES)}")
         fields = _FIELD.findall(self.name)
+        if isinstance(self.top_k, str) and self.top_k not in fields:
+            raise ValueError(f"Baseline {self.name!r}: top_k={self.top_k!r} is not a field of its name")
+        if not isinstance(self.top_k, str) and not callable(self.top_k):
+            _check_top_k(self.top_k, f"Baseline {self.name!r}")
         if set(self.params) - set(fields):
             raise ValueError(f"Baseline {self.name!r}: params {sorted(set(self.params) - set(fields))} are not "
                              "fields of its name")
@@ -164,8 +186,18 @@ class BaselineSpec:
         needs = tuple(self.baseline.needs_of(dict(self.params)))
         unknown = set(needs) - set(RESOURCES)
         if unknown:
-            raise ValueError(f"signal {self.signal!r} needs {sorted(unknown)}, not among {RESOURCES}")
+            raise ValueError(f"signal {self.signal!r} needs {sorted(unknown)}, not among {tuple(RESOURCES)}")
         return needs
+
+    @property
+    def top_k(self) -> int:
+        """How many of the stored candidates this instance reads (0: only the sampled token's probability)."""
+        declared = self.baseline.top_k
+        if isinstance(declared, str):
+            declared = self.params[declared]
+        elif callable(declared):
+            declared = declared(dict(self.params))
+        return _check_top_k(declared, f"signal {self.signal!r}")
 
     @property
     def display(self) -> str:
@@ -204,6 +236,13 @@ class BaselineSpec:
             raise ValueError(f"baseline {self.signal!r} returned {flat.shape[0]} token scores for a split of "
                              f"{arrays.n_tokens} output tokens")
         return flat
+
+
+def _check_top_k(value: Any, owner: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= value <= TOP_K:
+        raise ValueError(f"{owner}: top_k must be an integer in [0, {TOP_K}] (how many stored candidates it reads), "
+                         f"got {value!r}")
+    return int(value)
 
 
 def _convert(text: str) -> Any:

@@ -259,6 +259,8 @@ class NliScorer:
         self.pair_template = infer_pair_template(tokenizer)
         self.progress = progress
         self.name = name or getattr(model.config, "_name_or_path", None) or type(model).__name__
+        #: Forward passes run so far (read by :meth:`usage`: a signal file's cost records them).
+        self.forward_passes = 0
 
     @property
     def batch_size(self) -> int:
@@ -327,7 +329,12 @@ class NliScorer:
                              disable=nested_bar_disabled(self.progress)):  # nested under the signal's blocks
                 logits = self.model(**self._batch_tensors(encoded, rows)).logits
                 out[rows] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
+                self.forward_passes += 1
         return out[inverse]
+
+    def usage(self) -> dict[str, int]:
+        """What this scorer ran so far, as a signal's cost counts it: ``{"forward_passes": n}``."""
+        return {"forward_passes": self.forward_passes}
 
 
 def pair_generation_ids(arrays: Any, token_rows: np.ndarray) -> list[str]:

@@ -147,6 +147,12 @@ class NliRouter:
                              f"has {sorted(self.scorers)}; add {language}=<model> or *=<model>)")
         return scorer
 
+    def usage(self) -> dict[str, int]:
+        """The forward passes of every distinct scorer, summed (scorers without ``usage()`` count none)."""
+        distinct = {id(scorer): scorer for scorer in self.scorers.values()}.values()
+        return {"forward_passes": sum(int((getattr(s, "usage", None) or dict)().get("forward_passes", 0))
+                                      for s in distinct)}
+
     def model_of(self, generation_id: str) -> str:
         """Name of the NLI model that scores ``generation_id``."""
         return _name(self.scorer_of(generation_id))

@@ -13,8 +13,9 @@ written every ``block_size`` samples) and nothing is duplicated; the recorded ti
 
 from __future__ import annotations
 
+import functools
 import json
-import time
+import numbers
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,14 +23,24 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.params import POSITIVE_INT, OneOf, check_param
+from much_dataset.params import POSITIVE_INT, Interval, NoneOr, OneOf, check_param
+from much_dataset.schema import TOP_K
 from much_metric._progress import nested_bar_disabled
 from much_metric.baselines._arrays import TokenArrays, token_arrays
-from much_metric.baselines.registry import TABLE_GROUPS, BaselineSpec, display_name, resolve
-from much_metric.signals import INTERNALS_PACK_KEY, check_internals_pack, internals_pack_record, read_signal_metadata
+from much_metric.baselines.metering import CostMeter
+from much_metric.baselines.registry import RESOURCES, TABLE_GROUPS, BaselineSpec, display_name, resolve
+from much_metric.signals import (
+    COST_KEY,
+    INTERNALS_PACK_KEY,
+    SignalCost,
+    check_internals_pack,
+    internals_pack_record,
+    read_signal_metadata,
+)
 
 __all__ = [
     "TABLE3_SIGNALS",
+    "TOP_K_VIEW",
     "ResourceOptions",
     "SignalOptions",
     "SignalRun",
@@ -40,6 +51,8 @@ __all__ = [
 #: Table 3 of the paper: CCP (delta 10, sigma 8), SAR (sigma 8), Max Likelihood, Token Likelihood, Token Entropy 24.
 TABLE3_SIGNALS = TABLE_GROUPS["table3"]
 TIMINGS_FILE = "timings.json"
+#: An input view's candidates per token (``top_k``): None (the stored 24) or an int in [0, 24].
+TOP_K_VIEW = NoneOr(Interval(numbers.Integral, 0, TOP_K))
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
@@ -67,15 +80,22 @@ class SignalOptions:
         Signal files ``<out>/<signal_name>.parquet`` (the hub's MUCH-signals layout) or ``.jsonl`` (the reference's
         ``output/signals`` layout); both keep the float64 values exactly, so a run with ``out`` evaluates the same
         numbers as one without.
+    top_k : int or None, default None
+        Compute on the input view an API with ``top_logprobs=top_k`` gives
+        (:func:`much_metric.baselines.views.top_k_view`: the ``top_k`` most probable candidates and the sampled
+        token's own probability); None: the stored 24 candidates. Every signal must read at most ``top_k``
+        candidates (its ``Baseline.top_k``; then its values are those of the stored data, so its file is shared).
     """
 
     reference_window: bool = False
     block_size: int = 512
     file_format: str = "parquet"
+    top_k: int | None = None
 
     def __post_init__(self) -> None:
         check_param("block_size", self.block_size, POSITIVE_INT, owner="SignalOptions")
         check_param("file_format", self.file_format, OneOf(("parquet", "jsonl")), owner="SignalOptions")
+        check_param("top_k", self.top_k, TOP_K_VIEW, owner="SignalOptions")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,7 +172,9 @@ class SignalRun:
     ``seconds``: wall time of the signal over all those samples (summed over resumed runs; nan if unknown, e.g.
     values read from a file without timings); ``n_computed``: samples computed by this call (the rest were read
     back from ``out``); ``spec``: the registered baseline and its parameters; ``metadata``: the signal metadata
-    (stored in its file; a learned detector's ``training_generation_ids``, see :mod:`much_metric.signals._training`).
+    (stored in its file; a learned detector's ``training_generation_ids``, see :mod:`much_metric.signals._training`);
+    ``cost``: what computing it cost (:class:`much_metric.signals.SignalCost`: wall and CPU seconds, claims, forward
+    passes, machine; summed over resumed runs, None when values were read from a file that records none).
     """
 
     name: str
@@ -161,6 +183,7 @@ class SignalRun:
     seconds: float
     n_computed: int
     metadata: dict[str, Any] = field(default_factory=dict)
+    cost: SignalCost | None = None
 
 
 def _read_timings(out: Path | None) -> dict[str, Any]:
@@ -175,14 +198,6 @@ def _write_timings(out: Path, timings: dict[str, Any]) -> None:
     from much_metric.fileio import atomic_write_bytes
 
     atomic_write_bytes(out / TIMINGS_FILE, (json.dumps(timings, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-
-
-_NEED_TEXT = {
-    "tokenizer": "the generating LLM's tokenizer",
-    "nli": "an NLI model",
-    "neighbours": "token-neighbour statistics",
-    "internals": "an internals pack (python -m builder internals; much run --internals PACK)",
-}
 
 
 def _seconds_for(record: dict[str, Any], arrays: TokenArrays) -> float:
@@ -261,9 +276,18 @@ def compute_signals(
     for need in sorted(needed):  # found: what each method's compute reads, {need: loaded resource}
         if found[need] is None:
             users = ", ".join(spec.signal for spec in specs if need in spec.needs)
-            raise ValueError(f"{users} need {_NEED_TEXT[need]} (resources=ResourceOptions({need}=...))")
+            raise ValueError(f"{users} need {RESOURCES[need]} (resources=ResourceOptions({need}=...))")
     method_options = {"reference_window": reference_window}
     arrays = token_arrays(dataset)
+    if options.top_k is not None:
+        from much_metric.baselines.views import top_k_view
+
+        deeper = [f"{spec.signal} (top-{spec.top_k})" for spec in specs if spec.top_k > options.top_k]
+        if deeper:
+            raise ValueError(f"{', '.join(deeper)} read more than the top-{options.top_k} candidates of the view "
+                             "(SignalOptions(top_k=...)): leave them out, or see much_metric.benchmark's "
+                             "degradation_table for what they give on less")
+        arrays = top_k_view(arrays, options.top_k)
     out = Path(out) if out is not None else None
     timings = _read_timings(out)
     runs: dict[str, SignalRun] = {}
@@ -282,17 +306,21 @@ def compute_signals(
             signal_metadata = {**signal_metadata, INTERNALS_PACK_KEY: internals_pack_record(found["internals"])}
         stored: dict[str, np.ndarray] = {}
         path = out / f"{name}.{file_format}" if out is not None else None
+        recorded: dict[str, Any] = {}
         if path is not None and path.exists():
             from much_metric.signals import read_signals
 
             stored = read_signals(path).get(name, {})
+            recorded = read_signal_metadata(path) if stored else {}
             if stored and "internals" in spec.needs:
-                check_internals_pack(read_signal_metadata(path), found["internals"], file=path)
+                check_internals_pack(recorded, found["internals"], file=path)
         recorded_window = timings.get(name, {}).get("reference_window")
         uses_window = "reference_window" in spec.baseline.options
         if stored and uses_window and recorded_window is not None and recorded_window != reference_window:
             raise ValueError(f"{path} was computed with reference_window={recorded_window}; resuming it with "
                              f"reference_window={reference_window} would mix two window conventions (use another out)")
+        meter = CostMeter([found[need] for need in spec.needs], top_k=options.top_k,
+                          recorded=recorded.get(COST_KEY), file=path)
         todo = [i for i, gid in enumerate(arrays.generation_ids) if gid not in stored and gid in computable]
         record = timings.get(name, {"seconds": 0.0, "n_samples": 0, "n_tokens": 0}) if stored else \
             {"seconds": 0.0, "n_samples": 0, "n_tokens": 0}
@@ -301,27 +329,14 @@ def compute_signals(
         for block in tqdm(blocks, desc=display_name(name), unit="block", leave=False,
                           disable=nested_bar_disabled(progress) or len(blocks) < 2):
             part = arrays.select(block)
-            start = time.perf_counter()
-            flat = spec.compute(part, found, method_options)
-            elapsed = time.perf_counter() - start
+            flat, elapsed = meter.measure(part, functools.partial(spec.compute, part, found, method_options))
             values = dict(zip(part.generation_ids, part.split(flat), strict=True))
             stored.update(values)
             record = {"seconds": record["seconds"] + elapsed, "n_samples": record["n_samples"] + part.n_samples,
                       "n_tokens": record["n_tokens"] + part.n_tokens}
             if out is not None:
-                from much_metric.signals import add_sample_metadata, read_sample_metadata, write_signals
-
-                before = read_sample_metadata(path) if "nli" in spec.needs else {}
-                write_signals(path, [{"generation_id": g, "signal_name": name, "values": v}
-                                     for g, v in values.items()])
-                if signal_metadata:  # e.g. the rows a learned detector was trained on
-                    from much_metric.signals import write_signal_metadata
-
-                    write_signal_metadata(path, signal_metadata)
-                if "nli" in spec.needs:  # which NLI model scored each sample (one per language with NliRouter)
-                    nli_name = str(getattr(nli, "name", ""))
-                    model_of = getattr(nli, "model_of", None) or (lambda _: nli_name)  # noqa: B023 - same nli
-                    add_sample_metadata(path, {**before, **{g: {"nli_model": model_of(g)} for g in values}})
+                _write_block(path, name, values, {**signal_metadata, COST_KEY: meter.cost.to_dict()},
+                             nli if "nli" in spec.needs else None)
                 timings[name] = {**record, "reference_window": reference_window}
                 _write_timings(out, timings)
         # The display shows the stored name's parameters (CCP/SAR's NLI suffix, KTC's config), except for a signal
@@ -330,9 +345,24 @@ def compute_signals(
         covered = arrays if len(computable) == arrays.n_samples else arrays.select(
             [i for i, gid in enumerate(arrays.generation_ids) if gid in computable])
         runs[name] = SignalRun(name, stored_spec, {gid: stored[gid] for gid in covered.generation_ids},
-                               _seconds_for(record, covered), len(todo), signal_metadata)
+                               _seconds_for(record, covered), len(todo), signal_metadata, meter.cost)
     order = {spec.stored_name(found): i for i, spec in enumerate(specs)}
     return dict(sorted(runs.items(), key=lambda item: order[item[0]]))
+
+
+def _write_block(path: Path, name: str, values: dict[str, np.ndarray], signal_metadata: dict[str, Any],
+                 nli: Any) -> None:
+    """One block of a signal into its file: the values, then the signal metadata (cost, a learned detector's training
+    rows) and, for an NLI signal, which NLI model scored each sample (one per language with NliRouter)."""
+    from much_metric.signals import add_sample_metadata, read_sample_metadata, write_signal_metadata, write_signals
+
+    before = read_sample_metadata(path) if nli is not None else {}
+    write_signals(path, [{"generation_id": g, "signal_name": name, "values": v} for g, v in values.items()])
+    write_signal_metadata(path, signal_metadata)
+    if nli is not None:
+        nli_name = str(getattr(nli, "name", ""))
+        model_of = getattr(nli, "model_of", None) or (lambda _: nli_name)
+        add_sample_metadata(path, {**before, **{g: {"nli_model": model_of(g)} for g in values}})
 
 
 def _compute_order(specs: list[BaselineSpec]) -> list[BaselineSpec]:

@@ -7,6 +7,8 @@
   :func:`~much_metric.signals.evaluate_signals`), :class:`DataOptions`, :class:`NliOptions` (its ``batching`` a
   :class:`~much_metric.baselines.NliBatching`), :class:`ResourceOptions` (the baselines layer's, shared with
   :func:`~much_metric.baselines.compute_signals`), :class:`OutputOptions`;
+* :func:`degradation_table` -> :class:`DegradationResult` -- the probability methods and learned detectors on input
+  views of 0, 1, 5, 20 and 24 candidates, each compared with itself on the stored 24 (``much run --top-k-grid``);
 * :mod:`much_metric.benchmark.resources` -- how each resource is found (packaged, cached, hub) or why not.
 
 This package imports the baselines (registry, :func:`~much_metric.baselines.compute_signals`), the signals and the
@@ -25,6 +27,11 @@ _LAZY = {
     "BenchmarkResult": "much_metric.benchmark._result",
     "BenchmarkRow": "much_metric.benchmark._result",
     "BenchmarkNote": "much_metric.benchmark._result",
+    "degradation_table": "much_metric.benchmark._degradation",
+    "DegradationResult": "much_metric.benchmark._degradation",
+    "DegradationRow": "much_metric.benchmark._degradation",
+    "DegradationCell": "much_metric.benchmark._degradation",
+    "DEGRADATION_GRID": "much_metric.benchmark._degradation",
     "EvaluationOptions": "much_metric.signals",
     "DataOptions": "much_metric.benchmark._options",
     "NliOptions": "much_metric.benchmark._options",

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from much_dataset.params import InvalidParameterError, OneOf, check_param
 from much_metric.baselines import NliBatching, ResourceOptions
+from much_metric.baselines.runner import TOP_K_VIEW
 from much_metric.signals import EvaluationOptions
 
 __all__ = ["DataOptions", "EvaluationOptions", "NliOptions", "OutputOptions", "ResourceOptions"]
@@ -38,6 +39,11 @@ class DataOptions:
         The LLM's generation time of these samples (the denominator of relative runtimes): seconds or a JSON file
         (:func:`much_metric.baselines.runtime.generation_time`); None: the paper's pro rata for orailix/MUCH, an
         estimate from the output tokens otherwise.
+    top_k : int or None, default None
+        The input view (``much run --top-k K``): what an API with ``top_logprobs=K`` gives, the K most probable
+        candidates and the sampled token's own probability (:func:`much_metric.baselines.views.top_k_view`); 0 =
+        the sampled token alone (Mu-SHROOM). Only the methods that read at most K candidates are scored; the
+        others are listed with their need ("needs top-24"). None: the stored 24 candidates.
     """
 
     config: str = "all"
@@ -45,11 +51,13 @@ class DataOptions:
     selection: Literal["all", "manual", "auto"] = "all"
     source: str | None = None
     generation_time: Any = None
+    top_k: int | None = None
 
     def __post_init__(self) -> None:
         from much_metric.baselines.runtime import generation_time
 
         check_param("selection", self.selection, SELECTIONS, owner="DataOptions")
+        check_param("top_k", self.top_k, TOP_K_VIEW, owner="DataOptions")
         generation_time(self.generation_time, data_source="", n_samples=1, n_tokens=1)  # a bad value fails now
 
 

@@ -49,6 +49,8 @@ class BenchmarkPlan:
         ``compute_signals`` when a signal needs it).
     notes : tuple of BenchmarkNote
         What was used and what was skipped, and why, in the order it arose.
+    top_k : int or None
+        The input view (``DataOptions.top_k``): every signal of ``signals`` reads at most this many candidates.
     """
 
     dataset: Any
@@ -62,6 +64,7 @@ class BenchmarkPlan:
     tokenizers: dict[str, Any]
     resources: ResourceOptions
     notes: tuple[BenchmarkNote, ...]
+    top_k: int | None = None
 
 
 def check_signals(signals: Sequence[str] | str | None, *, option: str = "signals") -> list[str] | None:
@@ -160,6 +163,69 @@ def _with_neighbours(names: list[str], defaults: bool, sources: Any, dataset: An
     return names, stats
 
 
+def _within_view(names: list[str], top_k: int, notes: list[BenchmarkNote],
+                 available: Sequence[str] | None = None) -> list[str]:
+    """The names whose needs the run meets (the view's ``top_k`` candidates; ``available`` resources when given),
+    and one note per distinct unmet need listing the others ("needs top-24: Token Entropy-24, ..."). ValueError when
+    nothing is left."""
+    from much_metric.baselines.needs import needs_text, unmet_needs
+    from much_metric.baselines.registry import display_name, resolve
+
+    kept, by_need = [], {}
+    for name in names:
+        unmet = unmet_needs(resolve(name), top_k=top_k, available=resolve(name).needs if available is None
+                            else available)
+        if unmet:
+            by_need.setdefault(needs_text(unmet), []).append(name)
+        else:
+            kept.append(name)
+    view = f"the top-{top_k} view" if top_k else "the top-0 view (the sampled token's probability alone)"
+    for need, skipped in by_need.items():
+        notes.append(BenchmarkNote(message=f"not scored on {view}, {need}: {', '.join(map(display_name, skipped))}",
+                                   skipped=tuple(skipped), reason=need))
+    if not kept:
+        raise ValueError(f"no signal asked for can run on {view}: {'; '.join(by_need)}")
+    return kept
+
+
+def _every_method(top_k: int, found: dict[str, Any], notes: list[BenchmarkNote]) -> tuple[list[str], Any]:
+    """Every registered method's default signals on a ``top_k`` view: those whose needs the run meets, and notes
+    listing the others with their need; KTC's statistics when they are at hand. ``found``: the run's resources by
+    kind (``RESOURCES``), the ``dataset`` and the ``neighbour_sources`` asked for."""
+    from much_metric.baselines.registry import RESOURCES, available
+
+    names = list(dict.fromkeys(name for baseline in available().values() for name in baseline.defaults))
+    messages: list[str] = []
+    stats = lookup.neighbours_for_run(found["neighbour_sources"], found["dataset"], messages)
+    notes.extend(BenchmarkNote(message=message) for message in messages)
+    have = [need for need in RESOURCES if (stats if need == "neighbours" else found.get(need)) is not None]
+    return _within_view(names, top_k, notes, available=have), stats
+
+
+def _named_or_defaults(wanted: list[str] | None, top_k: int | None, found: dict[str, Any],
+                       notes: list[BenchmarkNote]) -> tuple[list[str], Any]:
+    """The signals asked for, or table 3's with the ones the resources allow (CCP/SAR with an NLI model, KTC with
+    neighbour statistics); those a ``top_k`` view cannot serve listed in notes; and KTC's statistics."""
+    from much_metric.baselines.registry import resolve
+    from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS
+
+    names = wanted or list(PROBABILITY_SIGNALS) + (list(NLI_SIGNALS) if found["nli"] is not None else [])
+    if top_k is not None:
+        names = _within_view(names, top_k, notes)
+    needing = [name for name in names if "tokenizer" in resolve(name).needs]
+    if needing and found["tokenizer"] is None:
+        if wanted is not None:
+            raise ValueError(f"{', '.join(needing)} need the generating LLM's tokenizer for every sample: pass "
+                             "tokenizer= (much run --tokenizer)")
+        names = [name for name in names if name not in needing]
+        reason = "no generating-LLM tokenizer for every sample"
+        notes.append(BenchmarkNote(message=f"CCP and SAR skipped: {reason}", skipped=tuple(needing), reason=reason))
+    names, stats = _with_neighbours(names, wanted is None, found["neighbour_sources"], found["dataset"], notes)
+    if top_k is not None:
+        names = _within_view(names, top_k, notes)
+    return names, stats
+
+
 def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, data: DataOptions = DataOptions(),
                    nli: NliOptions = NliOptions(), resources: ResourceOptions = ResourceOptions(),
                    progress: bool = False) -> BenchmarkPlan:
@@ -170,8 +236,8 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
     missing raises ``ValueError``; one only missing for a default signal becomes a note and the signal is skipped.
     """
     from much_dataset.schema import HUB_REPO_ID, OUTPUT_TOKENS
-    from much_metric.baselines.registry import resolve
-    from much_metric.baselines.runner import NLI_SIGNALS, PROBABILITY_SIGNALS
+    from much_metric.baselines.registry import RESOURCES, resolve
+    from much_metric.baselines.runner import NLI_SIGNALS
 
     if resources.nli is not None:
         raise ValueError("run_benchmark takes the NLI model from nli=NliOptions(model=...), not from "
@@ -215,19 +281,14 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
         if why_not is not None:
             notes.append(BenchmarkNote(message=f"CCP and SAR skipped: {why_not}; pass --nli-model NAME to download "
                                        "or use one", skipped=tuple(NLI_SIGNALS), reason=why_not))
-    names = wanted or list(PROBABILITY_SIGNALS) + (list(NLI_SIGNALS) if nli_scorer is not None else [])
-    needing = [name for name in names if "tokenizer" in resolve(name).needs]
-    if needing and decoder is None:
-        if wanted is not None:
-            raise ValueError(f"{', '.join(needing)} need the generating LLM's tokenizer for every sample: pass "
-                             "tokenizer= (much run --tokenizer)")
-        names = [name for name in names if name not in needing]
-        reason = "no generating-LLM tokenizer for every sample"
-        notes.append(BenchmarkNote(message=f"CCP and SAR skipped: {reason}", skipped=tuple(needing), reason=reason))
-
-    names, stats = _with_neighbours(names, wanted is None, neighbour_sources, dataset, notes)
+    found = {**{need: getattr(resources, need, None) for need in RESOURCES}, "dataset": dataset,
+             "neighbour_sources": neighbour_sources, "tokenizer": decoder, "nli": nli_scorer}
+    if wanted is None and data.top_k is not None:  # `much run --top-k K` alone: every method, by what it needs
+        names, stats = _every_method(data.top_k, found, notes)
+    else:
+        names, stats = _named_or_defaults(wanted, data.top_k, found, notes)
     return BenchmarkPlan(dataset=dataset, source=origin, splits_used=splits_used, load_seconds=load_seconds,
                          n_tokens=n_tokens, signals=tuple(names), default_signals=wanted is None, tokenizer=single,
-                         tokenizers=per_config,
+                         tokenizers=per_config, top_k=data.top_k,
                          resources=replace(resources, tokenizer=decoder, nli=nli_scorer, neighbours=stats),
                          notes=tuple(notes))

@@ -57,6 +57,9 @@ class BenchmarkRow:
         Wall times (nan: not measured); None for a floor.
     samples_computed : int or None
         Samples this run computed (the rest were read back from ``out``); None for a floor.
+    cost : much_metric.signals.SignalCost or None
+        What computing the signal cost (wall and CPU seconds per claim, machine, forward passes; summed over
+        resumed runs); None for a floor, or for values read back from a file that records no cost.
     """
 
     signal_name: str
@@ -67,6 +70,7 @@ class BenchmarkRow:
     segmentation_seconds: float | None = None
     total_seconds: float | None = None
     samples_computed: int | None = None
+    cost: Any = None
 
     @property
     def is_floor(self) -> bool:
@@ -78,7 +82,8 @@ class BenchmarkRow:
         head: dict[str, Any] = {"signal_name": self.signal_name, "method": self.method}
         if not self.is_floor:
             head.update(uq_seconds=self.uq_seconds, segmentation_seconds=self.segmentation_seconds,
-                        total_seconds=self.total_seconds, samples_computed=self.samples_computed)
+                        total_seconds=self.total_seconds, samples_computed=self.samples_computed,
+                        cost=None if self.cost is None else self.cost.to_dict())
         if self.score is None:  # rows whose labels are withheld: no metric
             return plain_json({**head, "coverage": self.coverage})
         return plain_json({**head, **SignalResult.metrics_dict(self.score, self.coverage)})
@@ -128,6 +133,8 @@ class BenchmarkResult:
         Table 3's rows (methods, in registry order) and the floors (random, constant) on the same claims.
     notes : tuple of BenchmarkNote
         In the order they arose; ``skipped`` (a property) gathers the methods kept out and why.
+    top_k : int or None
+        The input view the signals were computed on (``much run --top-k``); None: the stored 24 candidates.
     """
 
     data: str | None
@@ -152,6 +159,7 @@ class BenchmarkResult:
     rows: tuple[BenchmarkRow, ...]
     floors: tuple[BenchmarkRow, ...]
     notes: tuple[BenchmarkNote, ...] = field(default=())
+    top_k: int | None = None
 
     @property
     def skipped(self) -> dict[str, str]:
@@ -167,7 +175,8 @@ class BenchmarkResult:
         """The run as ``much run --json`` writes it: plain JSON types, NaN as None."""
         return plain_json({
             "data": self.data, "config": self.config, "split": self.split, "selection": self.selection,
-            "n_samples": self.n_samples, "n_tokens": self.n_tokens, "generation_seconds": self.generation.seconds,
+            "n_samples": self.n_samples, "n_tokens": self.n_tokens, "top_k": self.top_k,
+            "generation_seconds": self.generation.seconds,
             "generation_source": self.generation.source, "segmentation_seconds": self.segmentation_seconds,
             "notes": [note.message for note in self.notes], "results": [row.to_dict() for row in self.rows],
             "floors": [row.to_dict() for row in self.floors],

@@ -35,7 +35,7 @@ from much_metric.signals import (
 __all__ = ["run_benchmark"]
 
 
-def _outside_unit_interval(values: Mapping[str, Any]) -> bool:
+def outside_unit_interval(values: Mapping[str, Any]) -> bool:
     """Whether any finite token score of a signal lies outside [0, 1]."""
     import numpy as np
 
@@ -155,7 +155,7 @@ def run_benchmark(
     runs = compute_signals(dataset, list(plan.signals), resources=plan.resources, out=output.out,
                            progress=output.progress,
                            options=SignalOptions(reference_window=nli.reference_window,
-                                                 file_format=output.file_format))
+                                                 file_format=output.file_format, top_k=plan.top_k))
     generation = generation_time_of(data.generation_time, data_source=str(plan.source),
                                     n_samples=len(dataset), n_tokens=plan.n_tokens)
     aggregator = evaluation.aggregators[0]
@@ -183,7 +183,7 @@ def run_benchmark(
         signals={name: runs[name] for name in _table_order(runs)},
         out=None if output.out is None else Path(output.out), file_format=output.file_format,
         generation=generation, segmentation_seconds=segmentation_seconds, segmentation_note=segmentation_note,
-        load_seconds=plan.load_seconds, table=table, rows=rows, floors=floors, notes=tuple(notes))
+        load_seconds=plan.load_seconds, table=table, rows=rows, floors=floors, notes=tuple(notes), top_k=plan.top_k)
 
 
 def _evaluate(dataset: Any, runs: Mapping[str, Any], order: list[str], evaluation: EvaluationOptions,
@@ -194,7 +194,7 @@ def _evaluate(dataset: Any, runs: Mapping[str, Any], order: list[str], evaluatio
     if aggregator in ("product", "geometric"):
         # The product multiplies 1 - s: a signal with scores outside [0, 1] (NLL = -log p) gives meaningless claim
         # scores under it, so its row is left out with a note saying how to see it, not printed as a number.
-        for name in [name for name in order if _outside_unit_interval(runs[name].values)]:
+        for name in [name for name in order if outside_unit_interval(runs[name].values)]:
             reason = f"its token scores lie outside [0, 1], which the {aggregator} aggregator needs"
             notes.append(BenchmarkNote(message=f"{runs[name].spec.display} left out: {reason}; run it with "
                                        "--aggregator mean (or max)", skipped=(name,), reason=reason))
@@ -218,4 +218,4 @@ def _method_row(run: Any, name: str, label: str, scored: tuple[Any, float],
     segmentation = 0.0 if math.isnan(segmentation_seconds) else segmentation_seconds
     return BenchmarkRow(signal_name=name, method=label, score=score, coverage=coverage,
                         uq_seconds=run.seconds, segmentation_seconds=segmentation_seconds,
-                        total_seconds=run.seconds + segmentation, samples_computed=run.n_computed)
+                        total_seconds=run.seconds + segmentation, samples_computed=run.n_computed, cost=run.cost)

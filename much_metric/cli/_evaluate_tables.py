@@ -23,14 +23,16 @@ def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str
     """``trained_as``: signal name -> what its row adds to the display name (a learned signal's detector, protocol and
     the rows it was scored on, from its file's metadata); ``rank``: a metric key (``--rank``) the methods are sorted
     by, best first (nan last; the floors stay below them); None keeps the order of the signal files.
-    An unpaired table (``--no-paired``) names each row's sample count: the rows are on different samples."""
+    An unpaired table (``--no-paired``) names each row's sample count: the rows are on different samples.
+    The last column is the cost per claim each signal's file records (``table.costs``)."""
     from much_metric.baselines.registry import display_name
+    from much_metric.cli._views import cost_cell
     from much_metric.signals import format_metric
 
     trained_as = trained_as or {}
 
     metrics = metric_columns()
-    header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage"]
+    header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage", "cost/claim"]
     rows = []
     results = list(table.results)
     if rank is not None:
@@ -49,12 +51,13 @@ def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str
         if unpaired:
             name = f"{name} [{len(result.samples)} samples]"
         score = result.score
+        cost = "" if result.level == "floor" else cost_cell(table.costs.get(result.signal_name))
         rows.append([name, result.aggregator or "—", *(format_metric(score, m.key) for m in metrics),
-                     str(score.n_claims), str(score.n_hallucinated), f"{result.coverage:.1%}"])
+                     str(score.n_claims), str(score.n_hallucinated), f"{result.coverage:.1%}", cost])
         for group, groups in (score.by or {}).items():
             for value, group_score in groups.items():
                 rows.append([f"  {group}={value}", "", *(format_metric(group_score, m.key) for m in metrics),
-                             str(group_score.n_claims), str(group_score.n_hallucinated), ""])
+                             str(group_score.n_claims), str(group_score.n_hallucinated), "", ""])
     return text_table(rows, header, keep=2)
 
 

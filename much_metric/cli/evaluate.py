@@ -198,6 +198,28 @@ def _trained_as(dataset: Any, table: Any, metadata_of: dict[str, Any]) -> dict[s
     return out
 
 
+#: The legend of the cost column.
+COST_NOTE = ("cost/claim = the wall time of computing the signal per claim, as its file records it (`much run --out` "
+             "measures it: wall and CPU seconds, machine and threads, forward passes, samples and model calls beyond "
+             "the stored data; read them with much_metric.signals.cost_of); '—' = the file records none.")
+
+
+def _costs(metadata_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Signal name -> the :class:`~much_metric.signals.SignalCost` its file records (files without one left out);
+    ValueError naming the signal when the record is malformed."""
+    from much_metric.signals import cost_of
+
+    costs = {}
+    for name, metadata in metadata_of.items():
+        try:
+            cost = cost_of(metadata)
+        except ValueError as error:
+            raise ValueError(f"signal {name!r}: {error}") from None
+        if cost is not None:
+            costs[name] = cost
+    return costs
+
+
 def _bootstrap(args: argparse.Namespace):
     """``--bootstrap N --random-state S`` as a :class:`much_metric.scoring.Bootstrap` (None for 0 resamples)."""
     from much_metric.scoring import Bootstrap
@@ -260,6 +282,7 @@ def run(args: argparse.Namespace) -> int:
         dataset["generation_id"], include_training_rows=args.include_training_rows, aggregators=aggregators)
     table = evaluate_signals(dataset, signals, evaluation=evaluation, training_rows=training_rows)
     trained_as = _trained_as(dataset, table, metadata_of)
+    table.costs = _costs(metadata_of)
     for note in training_notes:
         print(f"note: {note}")
     if args.internals:
@@ -313,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
     if line:
         print(line)
     print(format_table(table, trained_as, rank=args.rank))
-    print(footnote(FLOOR_NOTE))
+    print(footnote(FLOOR_NOTE + " " + COST_NOTE))
     if board:
         print()
         if board["generation"]:
@@ -335,6 +358,7 @@ def run(args: argparse.Namespace) -> int:
             "coverage": table.coverage,
             "results": [r.to_dict() for r in table.results],
             "floors": [r.to_dict() for r in table.floors],
+            "costs": {name: cost.to_dict() for name, cost in table.costs.items()},
         }
         if board:
             payload["leaderboard"] = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in board.items()}

@@ -19,6 +19,15 @@ note. CCP/SAR and the segmentation time
 need the generating LLM's tokenizer: SmolLM2's (packaged) for the sample, the four MUCH
 models' from the hub for orailix/MUCH, or ``--tokenizer``.
 
+Input views (``--top-k K``, 0 <= K <= 24): score what an API user gets, the K most probable candidates and the
+sampled token's own probability (``top_logprobs=K`` and the chosen token's logprob; ``--top-k 0``: the sampled token
+alone, as Mu-SHROOM ships it). Without ``--signals`` every registered method whose needs the view and the loaded
+resources meet is scored, and the others are listed with their need ("needs top-24"). ``--top-k-grid`` prints the
+degradation table instead: the probability methods (and ``--signals learned:DIR`` detectors) on the views 0, 1, 5,
+20 and 24, each as ΔROC-AUC and ΔPRR against itself on the 24 stored candidates with paired bootstrap intervals
+(docs/methods.md#input-views). Every table has a cost column: wall seconds per claim, measured (and stored with
+the signal files of ``--out``).
+
 Generation time (the denominator of the relative runtimes): ``--generation-time SECONDS`` or a JSON file from
 ``scripts/estimate_generation_time.py``; default for orailix/MUCH = the paper's 2,758 s pro rata, for other data
 = output tokens / 11 tokens/s (SmolLM2-135M on 2 CPU cores), an estimate -- see
@@ -47,6 +56,17 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _top_k(text: str) -> int:
+    """argparse type of ``--top-k``: an integer in [0, 24]."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 24:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, 24] (candidates per token), got {text!r}")
     return value
 
 
@@ -93,6 +113,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="an internals pack (`python -m builder internals`) for the signals that need one: rauq, "
                              "attention_previous, llm_check_attention, probes; a pack of part of the data scores the "
                              "rows it holds (every signal of the table on those rows)")
+    parser.add_argument("--top-k", type=_top_k, default=None, metavar="K",
+                        help="score on the input view of the K most probable candidates and the sampled token's own "
+                             "probability (0-24; 0 = the sampled token alone); methods that read more are listed "
+                             "with their need, not scored")
+    parser.add_argument("--top-k-grid", nargs="?", const="0,1,5,20,24", default=None, metavar="K,K,...",
+                        help="print the degradation table on these views (default 0,1,5,20,24): ΔROC-AUC and ΔPRR "
+                             "of each probability method and learned detector against the 24 stored candidates")
+    parser.add_argument("--report", default=None,
+                        help="write an HTML report here (results, ROC-AUC against cost per claim with the Pareto "
+                             "front; with --top-k-grid the degradation figure)")
     parser.add_argument("--aggregator", default="product", help="product (default), mean, max or geometric")
     parser.add_argument("--stopword-handling", choices=("null", "exclude"), default="null",
                         help="null (reference, default): stopword tokens score 0; exclude: removed from claims")
@@ -129,10 +159,11 @@ def _signal_names(values: list[str] | None) -> list[str] | None:
 
 def _signals_help() -> str:
     """The registered baselines for ``much run --help`` (built-ins and entry-point plugins)."""
+    from much_metric.baselines.needs import depth_label
     from much_metric.baselines.registry import available, signal_groups
 
-    lines = [f"  {name:<28} {b.label({k: '<' + k + '>' for k in b.fields}):<24} {b.description}"
-             for name, b in available().items()]
+    lines = [f"  {name:<28} {b.label({k: '<' + k + '>' for k in b.fields}):<24} reads {depth_label(b)}: "
+             f"{b.description}" for name, b in available().items()]
     groups = ", ".join(signal_groups())
     return "registered baselines (--signals):\n" + "\n".join(lines) + f"\nsignal groups: {groups}"
 
@@ -163,15 +194,18 @@ def run(args: argparse.Namespace) -> int:
     if args.aggregator not in AGGREGATORS:
         raise ValueError(f"--aggregator must be one of {AGGREGATORS}, got {args.aggregator!r}")
     check_resamples(args.bootstrap, "--bootstrap")  # 1-39 resamples give no honest 95 % interval
+    if args.report and not Path(args.report).resolve().parent.is_dir():
+        raise ValueError(f"--report: the folder of {args.report} does not exist")
+    evaluation = EvaluationOptions(
+        aggregator=args.aggregator, stopword_handling=args.stopword_handling, random_state=args.random_state,
+        include_training_rows=args.include_training_rows, paired=args.paired,
+        bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap else None)
+    data = DataOptions(config=args.config, split=args.split, selection=args.selection,
+                       generation_time=args.generation_time, top_k=args.top_k)
+    if args.top_k_grid is not None:
+        return _degradation(args, evaluation, data)
     result = run_benchmark(
-        args.source, signals=_signal_names(args.signals),
-        evaluation=EvaluationOptions(
-            aggregator=args.aggregator, stopword_handling=args.stopword_handling, random_state=args.random_state,
-            include_training_rows=args.include_training_rows, paired=args.paired,
-            bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap
-            else None),
-        data=DataOptions(config=args.config, split=args.split, selection=args.selection,
-                         generation_time=args.generation_time),
+        args.source, signals=_signal_names(args.signals), evaluation=evaluation, data=data,
         nli=NliOptions(model=args.nli_model or None, enabled=not args.no_nli, device=args.device,
                        batching=NliBatching(**{key: value for key, value in (
                            ("batch_size", args.nli_batch_size), ("max_batch_tokens", args.nli_max_batch_tokens))
@@ -185,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
         from much_metric.fileio import atomic_write_bytes
 
         atomic_write_bytes(Path(args.json), json.dumps(result.to_dict(), indent=2).encode("utf-8"))
+    if args.report and result.table is not None:  # rows whose labels are withheld have no metric to report
+        _report(args, result.table, {row.signal_name: row.cost for row in result.rows if row.cost is not None})
     return 0
 
 
@@ -212,6 +248,42 @@ def _relabelled(result: Any, label: Any) -> Any:
                    floors=tuple(replace(r, method=label(r)) for r in result.floors))
 
 
+def _degradation(args: argparse.Namespace, evaluation: Any, data: Any) -> int:
+    """``--top-k-grid``: the degradation table (printed, ``--json``, ``--report``)."""
+    from much_metric.benchmark import degradation_table
+    from much_metric.cli._views import format_degradation, parse_grid
+
+    if args.top_k is not None:
+        raise ValueError("--top-k and --top-k-grid: give one (the grid holds the views)")
+    result = degradation_table(args.source, signals=_signal_names(args.signals), top_ks=parse_grid(args.top_k_grid),
+                               evaluation=evaluation, data=data)
+    print(f"{data_title(result.data or args.source, 'Input views')}: {result.n_samples:,} samples")
+    print(format_degradation(result))
+    if args.json:
+        from much_metric.fileio import atomic_write_bytes
+
+        atomic_write_bytes(Path(args.json), json.dumps(result.to_dict(), indent=2).encode("utf-8"))
+    if args.report:
+        from much_metric.signals import write_degradation_report
+
+        write_degradation_report(args.report, result.to_dict(), title=data_title(args.source, "Input views"),
+                                 source=str(args.source))
+        print(f"report written to {args.report}")
+    return 0
+
+
+def _report(args: argparse.Namespace, table: Any, costs: dict[str, Any]) -> None:
+    """The HTML report of a run: its table, and ROC-AUC against the measured cost per claim."""
+    from dataclasses import replace
+
+    from much_metric.baselines import display_name
+    from much_metric.signals import write_report
+
+    write_report(args.report, replace(table, costs=costs), title=data_title(args.source, "Baselines"),
+                 source=str(args.source), display=display_name)
+    print(f"report written to {args.report}")
+
+
 def _print(result: Any) -> None:
     """Table 3 and the operating points of a :class:`much_metric.benchmark.BenchmarkResult`, with its notes."""
     from much_metric.baselines.runner import NLI_SIGNALS
@@ -230,6 +302,9 @@ def _print(result: Any) -> None:
           f"selection={result.selection}): {result.n_samples:,} samples, {result.n_tokens:,} tokens; {scored}"
           f"{n_claims:,} claims ({n_hallucinated:,} hallucinated); "
           f"aggregator={result.aggregator}, stopword_handling={result.stopword_handling}")
+    if result.top_k is not None:
+        print(f"Input view: top-{result.top_k} -- the {result.top_k} most probable candidates and the sampled token's "
+              "own probability per token (an API's top_logprobs; docs/methods.md#input-views)")
     print(f"LLM generation time: {generation:,.1f}s ({result.generation.source})")
     print(f"Segmentation: {format_runtime(result.segmentation_seconds, generation)}, {result.segmentation_note}; "
           f"data loading {result.load_seconds:.1f}s (not counted)")
@@ -244,11 +319,15 @@ def _print(result: Any) -> None:
         rows_of = {r.signal_name: len(r.samples) for r in result.table.results}
         floors_n = pairing.n_with_truth
         result = _relabelled(result, lambda row: f"{row.method} [{rows_of.get(row.signal_name, floors_n)} samples]")
-    if result.default_signals:  # the default signals are table 3's; say what is missing from it
+    if result.default_signals and result.top_k is not None:  # every method whose needs the view meets
+        print(f"Every method that can run on the top-{result.top_k} view (the others: the notes above):")
+    elif result.default_signals:  # the default signals are table 3's; say what is missing from it
         nli_skipped = next((note.reason for note in result.notes if set(note.skipped) & set(NLI_SIGNALS)), None)
         title = "Table 3's methods (Mu-SHROOM sample, proxy model: not the paper's numbers)" \
             if result.data == "sample" else "Table 3"
         print(title + (f" (CCP/SAR skipped: {nli_skipped})" if nli_skipped else "") + ":")
+    from much_metric.cli._views import cost_cell
+
     labels = {metric.key: metric.label for metric in METRIC_TABLE}
     print(text_table(
         [[r.method, format_runtime(r.segmentation_seconds, generation), format_runtime(r.uq_seconds, generation),
@@ -262,8 +341,11 @@ def _print(result: Any) -> None:
         else "no bootstrap"
     print(f"Operating points ({interval}):")
     others = [metric for metric in METRIC_TABLE if metric.key not in _TABLE3_METRICS]
-    print(text_table([[r.method, *(_cell(r.score, metric.key) for metric in others)]
-                      for r in [*result.rows, *result.floors]], ["Method", *(metric.label for metric in others)]))
+    # the last column: what computing each signal cost per claim (UQ wall time; its file records the rest)
+    print(text_table([[r.method, *(_cell(r.score, metric.key) for metric in others), cost_cell(r.cost)]
+                      for r in result.rows]
+                     + [[r.method, *(_cell(r.score, metric.key) for metric in others), ""] for r in result.floors],
+                     ["Method", *(metric.label for metric in others), "UQ cost/claim"]))
     if result.floors:
         print(footnote(FLOOR_NOTE))
     if result.out is not None:

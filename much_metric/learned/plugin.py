@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from much_dataset.schema import TOP_K
 from much_metric.baselines.registry import Baseline
 from much_metric.learned.detector import CONFIG_FILE, TRAINING_ROWS_FILE, WEIGHTS_FILE, Detector, load_detector
 
@@ -90,6 +91,11 @@ def _needs(params: dict[str, Any]) -> tuple[str, ...]:
     return ("internals",) if _detector(params["path"]).kind.needs_internals else ()
 
 
+def _top_k(params: dict[str, Any]) -> int:
+    """A probe reads one hidden layer only; every other kind reads the 24 stored candidates (its features)."""
+    return 0 if _detector(params["path"]).kind.reads == "hidden" else TOP_K
+
+
 def _metadata(params: dict[str, Any]) -> dict[str, Any]:
     return _detector(params["path"]).signal_metadata()
 
@@ -102,7 +108,7 @@ def _stored_only(arrays: Any, *, name: Any) -> Any:
 BASELINES = (
     Baseline(
         name="learned:{path}", compute=_compute, params={"path": r".+"}, order=200, check=_check,
-        display=_display, metadata=_metadata, needs_of=_needs,
+        display=_display, metadata=_metadata, needs_of=_needs, top_k=_top_k,
         signal_name=lambda name, params, resources: stored_name(str(params["path"])),
         description="a detector trained with `much train` (folder: safetensors weights + config.json); scored on "
                     "the rows it was not trained or validated on",

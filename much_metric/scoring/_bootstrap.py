@@ -11,6 +11,7 @@ same claims, so the interval of the difference accounts for their correlation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,8 +75,9 @@ def bootstrap_distribution(
     *,
     n_resamples: int = 1000,
     random_state: int | None = 0,
+    metrics: Sequence[str] = METRICS,
 ) -> list[dict[str, np.ndarray]]:
-    """Bootstrap distribution of every metric for one or more methods scored on the same claims.
+    """Bootstrap distribution of every metric (or of ``metrics``) for one or more methods scored on the same claims.
 
     Parameters
     ----------
@@ -88,6 +90,8 @@ def bootstrap_distribution(
         Number of samples to resample (samples without evaluated claims count too).
     n_resamples : int, default 1000
     random_state : int or None, default 0
+    metrics : sequence of str, default every key of METRICS
+        The metrics computed on each replicate (the resamples do not depend on it).
 
     Returns
     -------
@@ -111,9 +115,9 @@ def bootstrap_distribution(
             sample_sorted = claim_sample[claims.order]
             tps = cumulative_counts(counts[:, sample_sorted[claims.positive]], claims.positives_at)
             fps = cumulative_counts(counts[:, sample_sorted[~claims.positive]], claims.negatives_at)
-            parts[method].append(metrics_from_counts(tps.astype(np.float64), fps.astype(np.float64)))
+            parts[method].append(metrics_from_counts(tps.astype(np.float64), fps.astype(np.float64), metrics))
         done += size
-    return [{key: np.concatenate([p[key] for p in method]) for key in METRICS} for method in parts]
+    return [{key: np.concatenate([p[key] for p in method]) for key in metrics} for method in parts]
 
 
 def _interval(values: np.ndarray, confidence_level: float) -> tuple[float, float]:

@@ -26,7 +26,7 @@ over the PR curve points
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -209,16 +209,16 @@ def curve_metrics(sorted_claims: SortedClaims, weights: np.ndarray | None = None
     return metrics_from_counts(*_counts(sorted_claims, weights))
 
 
-def metrics_from_counts(tps: np.ndarray, fps: np.ndarray) -> dict[str, np.ndarray]:
+def metrics_from_counts(tps: np.ndarray, fps: np.ndarray, keys: Sequence[str] = METRICS) -> dict[str, np.ndarray]:
     """Metrics from cumulative (true, false) positive weights, shape (n_replicates, n_thresholds + 1), whose first
-    column is the "nothing predicted" point (zeros)."""
+    column is the "nothing predicted" point (zeros); ``keys``: the metrics wanted (default every one)."""
     n_rep = tps.shape[0]
     if tps.shape[1] <= 1:
-        return {key: np.full(n_rep, np.nan) for key in METRICS}
+        return {key: np.full(n_rep, np.nan) for key in keys}
     curves = Curves.from_counts(tps, fps)
     has_pos, has_neg = curves.n_pos[:, 0] > 0, curves.n_neg[:, 0] > 0
     result = {}
-    for metric in METRIC_TABLE:
+    for metric in (metric for metric in METRIC_TABLE if metric.key in keys):
         defined = has_pos & has_neg if metric.needs_both_classes else has_pos
         with np.errstate(invalid="ignore", divide="ignore"):
             result[metric.key] = np.where(defined, metric.function(curves), np.nan)

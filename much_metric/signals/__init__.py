@@ -10,6 +10,9 @@
   signal (a learned detector's ``training_generation_ids`` and ``detector``), turned into rows to leave out by
   :func:`training_exclusions`; a signal computed from an internals pack records it (:func:`internals_pack_record`,
   checked by :func:`check_internals_pack` when the file is resumed or evaluated with ``--internals``);
+* :class:`SignalCost` (:func:`cost_of`, key :data:`COST_KEY` of the signal metadata) -- what a signal cost to compute
+  (wall and CPU seconds per claim and token, machine and threads, forward passes, samples and model calls beyond the
+  stored data), written by ``much run --out``; :class:`DeclaredCost` -- what a leaderboard upload declares;
 * :func:`evaluate_signals` -> :class:`EvaluationTable` (rows: :class:`SignalResult`, each holding a
   :class:`much_metric.ScoreResult`; options: one frozen :class:`EvaluationOptions`) -- the loop behind both
   ``much run`` and ``much evaluate``:
@@ -20,6 +23,14 @@
   (Mu-SHROOM IoU/rho of claim scores), published reference numbers (:data:`PAPER_TABLE7`) -- loaded on first use.
 """
 
+from much_metric.signals._cost import (
+    COST_KEY,
+    DeclaredCost,
+    SignalCost,
+    cost_of,
+    format_seconds,
+    machine_record,
+)
 from much_metric.signals._evaluation import (
     BREAKDOWNS,
     CLAIM_SUFFIX,
@@ -65,6 +76,12 @@ __all__ = [
     "LABEL_CHOICES",
     "MIN_COVERAGE",
     "ground_truth",
+    "COST_KEY",
+    "DeclaredCost",
+    "SignalCost",
+    "cost_of",
+    "format_seconds",
+    "machine_record",
     "ArchiveLimits",
     "ParsedSubmission",
     "SubmissionRejected",
@@ -97,6 +114,9 @@ __all__ = [
     "read_signals",
     "render_report",
     "write_report",
+    "pareto_front",
+    "render_degradation_report",
+    "write_degradation_report",
     "write_signals",
     "rank_methods",
     "MIN_RANK_RESAMPLES",
@@ -118,6 +138,7 @@ __all__ = [
 
 _LAZY = {
     "format_metric": "_report", "render_report": "_report", "write_report": "_report",
+    "pareto_front": "_report_cost", "render_degradation_report": "_report", "write_degradation_report": "_report",
     "rank_methods": "_rank", "MIN_RANK_RESAMPLES": "_options", "MAX_RESAMPLES": "_options",
     "check_resamples": "_options",
     "CalibrationResult": "_calibrate", "calibrate_table": "_calibrate", "calibration_json": "_calibrate",

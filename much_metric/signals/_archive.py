@@ -15,7 +15,10 @@ The archive is read in memory, entry by entry, with every limit checked before t
   submitted instead);
 * ``submission.json`` (optional) says what the method needs beyond the probabilities: ``{"internals":
   ["attention", "hidden_states"]}`` (a subset of :data:`SUBMISSION_INTERNALS`; absent or empty: probabilities only),
-  read into :attr:`ParsedSubmission.internals`;
+  read into :attr:`ParsedSubmission.internals`; and what each signal cost, as the submitter declares it:
+  ``{"cost": {"<signal>": {"seconds_per_claim": 0.002, "machine": "1 x A100", "note": "5 samples per answer"}}}``
+  (:class:`much_metric.signals.DeclaredCost`, read into :attr:`ParsedSubmission.costs`; the server cannot measure an
+  upload, so the board labels it declared);
 * files the board does not use (``README.md``, hidden files such as ``.DS_Store``, ``__MACOSX/`` forks) are kept in
   the stored archive, so each is bounded too (:attr:`ArchiveLimits.max_unused_bytes`, by its compressed and uncompressed
   size; a README is also UTF-8 text);
@@ -80,6 +83,10 @@ class ParsedSubmission:
     #: What the method needs of the model's internals (``submission.json``), in :data:`SUBMISSION_INTERNALS` order;
     #: empty: probabilities only.
     internals: tuple[str, ...] = ()
+    #: Signal name -> what it cost: a :class:`~much_metric.signals.DeclaredCost` (``submission.json``'s ``"cost"``)
+    #: or, when the submission declares none, the :class:`~much_metric.signals.SignalCost` its file records (``much
+    #: run --out``): both the submitter's word; the server measures only what it computes itself.
+    costs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _check_name(info: zipfile.ZipInfo) -> PurePosixPath:
@@ -204,14 +211,31 @@ def _check_timings(timings: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _check_internals(value: dict[str, Any]) -> tuple[str, ...]:
-    unknown = sorted(set(value) - {"internals"})
+    unknown = sorted(set(value) - {"internals", "cost"})
     if unknown:
         raise SubmissionRejected(f"{_SUBMISSION_FILE}: unknown key(s) {[k[:40] for k in unknown[:5]]} (it holds "
-                                 '{"internals": [...]})')
+                                 '{"internals": [...], "cost": {...}})')
     declared = value.get("internals", [])
     if not isinstance(declared, list) or not all(isinstance(v, str) and v in SUBMISSION_INTERNALS for v in declared):
         raise SubmissionRejected(f'{_SUBMISSION_FILE}: "internals" must be a list among {list(SUBMISSION_INTERNALS)}')
     return tuple(kind for kind in SUBMISSION_INTERNALS if kind in declared)
+
+
+def _declared_costs(value: dict[str, Any]) -> dict[str, Any]:
+    """``submission.json``'s ``"cost"``: signal name -> :class:`~much_metric.signals.DeclaredCost`."""
+    from much_metric.signals._cost import DeclaredCost
+
+    declared = value.get("cost", {})
+    if not isinstance(declared, dict):
+        raise SubmissionRejected(f'{_SUBMISSION_FILE}: "cost" must be an object {{"<signal>": {{"seconds_per_claim": '
+                                 "number, ...}}")
+    costs = {}
+    for signal, entry in declared.items():
+        try:
+            costs[str(signal)] = DeclaredCost.from_dict(entry)
+        except ValueError as error:
+            raise SubmissionRejected(f'{_SUBMISSION_FILE}: "cost" of {str(signal)[:80]!r}: {error}') from None
+    return costs
 
 
 def _refuse_pack(archive: zipfile.ZipFile, info: zipfile.ZipInfo, base: str, limits: ArchiveLimits) -> None:
@@ -342,12 +366,14 @@ def read_archive(data: bytes, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> Pars
     timings = _check_timings(_check_json("timings.json", files["timings.json"], limits)) \
         if "timings.json" in files else {}
     hardware = _check_json("hardware.json", files["hardware.json"], limits) if "hardware.json" in files else {}
-    internals = _check_internals(_check_json(_SUBMISSION_FILE, files[_SUBMISSION_FILE], limits)) \
-        if _SUBMISSION_FILE in files else ()
-    signals, learned = parse_signal_files(signal_files, limits)
-    absent = sorted(set(timings) - set(signals))
-    if absent:
-        raise SubmissionRejected(f"timings.json: signal(s) {[a[:80] for a in absent[:5]]} are not in the archive "
-                                 f"(it holds {sorted(signals)[:8]})")
+    submission = _check_json(_SUBMISSION_FILE, files[_SUBMISSION_FILE], limits) if _SUBMISSION_FILE in files else {}
+    internals = _check_internals(submission)
+    declared = _declared_costs(submission)
+    signals, learned, recorded = parse_signal_files(signal_files, limits)
+    for what, names in (("timings.json", timings), (f'{_SUBMISSION_FILE} "cost"', declared)):
+        absent = sorted(set(names) - set(signals))
+        if absent:
+            raise SubmissionRejected(f"{what}: signal(s) {[a[:80] for a in absent[:5]]} are not in the archive "
+                                     f"(it holds {sorted(signals)[:8]})")
     return ParsedSubmission(signals=signals, timings=timings, hardware=hardware, learned=learned,
-                            internals=internals)
+                            internals=internals, costs={**recorded, **declared})

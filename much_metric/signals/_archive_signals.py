@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from much_metric.signals._archive_limits import SIGNAL_NAME_PATTERN, ArchiveLimits, SubmissionRejected
+from much_metric.signals._cost import COST_KEY, cost_of
 from much_metric.signals._training import DETECTOR_KEY, TRAINING_IDS_KEY
 
 __all__ = ["parse_signal_files"]
@@ -50,7 +51,9 @@ def _learned(name: str, per_sample: dict[str, Any], signal_level: dict[str, Any]
 
 
 def parse_signal_files(signal_files: dict[str, bytes], limits: ArchiveLimits
-                   ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+                       ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], dict[str, Any]]:
+    """``(signals, learned, costs)``: the values, each learned signal's detector and training rows, and the
+    :class:`~much_metric.signals.SignalCost` each signal's metadata records (``much run --out``)."""
     from much_metric.signals._files import read_records
     from much_metric.signals._metadata import read_sample_metadata, read_signal_metadata
 
@@ -88,4 +91,17 @@ def parse_signal_files(signal_files: dict[str, bytes], limits: ArchiveLimits
                                  "(80 at most)")
     learned = {name: info for name in signals
                if (info := _learned(name, metadata.get(name, {}), signal_level.get(name, {}))) is not None}
-    return signals, learned
+    return signals, learned, _recorded_costs(signals, signal_level)
+
+
+def _recorded_costs(signals: dict[str, Any], signal_level: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Signal name -> the :class:`~much_metric.signals.SignalCost` its metadata records (the submitter's word)."""
+    costs = {}
+    for name in signals:
+        try:
+            cost = cost_of(signal_level.get(name, {}))
+        except ValueError as error:
+            raise SubmissionRejected(f"signal {name[:80]!r}: its signal metadata's {COST_KEY!r}: {error}") from None
+        if cost is not None:
+            costs[name] = cost
+    return costs

@@ -131,6 +131,9 @@ class EvaluationTable:
     training_excluded: dict[str, int] = field(default_factory=dict)
     #: which samples the rows are scored on (paired: the same for every row) and what was left out, and why
     pairing: RowPairing | None = None
+    #: per signal, what computing it cost (:class:`much_metric.signals.SignalCost` from its file's metadata, or a
+    #: :class:`much_metric.signals.DeclaredCost`): set by the caller, drawn by the report against ROC-AUC
+    costs: dict[str, Any] = field(default_factory=dict)
 
 
 def _format_ids(ids: Sequence[str], *, limit: int = 10) -> str:

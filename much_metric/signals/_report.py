@@ -23,9 +23,11 @@ import numpy as np
 
 from much_metric.scoring import METRIC_TABLE, METRICS, ScoreResult
 from much_metric.signals._evaluation import EvaluationTable, SignalResult
+from much_metric.signals._report_cost import cost_section
 from much_metric.signals._report_figures import FigureSaver, curves_figure, reliability_figure
 
-__all__ = ["render_report", "write_report", "format_metric"]
+__all__ = ["page", "render_degradation_report", "render_report", "write_degradation_report", "write_report",
+           "format_metric"]
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1em; color: #222; }
@@ -259,6 +261,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     parts.append(_table(rows, "method"))
     if table.floors:
         parts.append(f"<p class='note'>{html.escape(FLOOR_FOOTNOTE)}</p>")
+    parts.append(cost_section(table, saver, display))  # "" when no signal records its cost
     if leaderboard:
         parts.append(_leaderboard_html(leaderboard, display_method))
     parts.append("<h2>Methods compared</h2>")
@@ -306,8 +309,33 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     return "\n".join(parts)
 
 
+def page(title: str, parts: Sequence[str]) -> str:
+    """A self-contained HTML page of the report's style: ``title`` and the ``parts`` (HTML fragments) in order."""
+    return "\n".join([f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                      f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>", *parts,
+                      "</body></html>"])
+
+
 def write_report(path: str | os.PathLike, table: EvaluationTable, **kwargs: Any) -> None:
     """Write :func:`render_report`'s page to ``path`` atomically (figures to ``kwargs['figures']`` if given)."""
     from much_metric.fileio import atomic_write_bytes
 
     atomic_write_bytes(Path(path), render_report(table, **kwargs).encode("utf-8"))
+
+
+def render_degradation_report(result: Mapping[str, Any], *, title: str = "MUCH input views", source: str = "",
+                              figures: str | os.PathLike | None = None) -> str:
+    """A self-contained page of the degradation table (``much run --top-k-grid --report``)."""
+    from much_metric.signals._report_cost import degradation_section
+
+    intro = (f"<p class='note'>Data: {html.escape(source)} ({result['n_samples']} samples), aggregator "
+             f"{html.escape(result['aggregator'])}, {result['n_resamples']} paired bootstrap resamples.</p>")
+    notes = "".join(f"<p class='note'>{html.escape(note)}</p>" for note in result.get("notes", []))
+    return page(title, [intro, notes, degradation_section(result, FigureSaver(figures))])
+
+
+def write_degradation_report(path: str | os.PathLike, result: Mapping[str, Any], **kwargs: Any) -> None:
+    """Write :func:`render_degradation_report`'s page to ``path`` atomically."""
+    from much_metric.fileio import atomic_write_bytes
+
+    atomic_write_bytes(Path(path), render_degradation_report(result, **kwargs).encode("utf-8"))

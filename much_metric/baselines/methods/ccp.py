@@ -182,7 +182,7 @@ BASELINES = (
         name="ccp_{delta}_{sigma}{suffix}", compute=_ccp_compute, display="CCP-{delta}-{sigma}{suffix}",
         needs=("tokenizer", "nli"), params={"suffix": NLI_SUFFIX_PATTERN}, defaults=("ccp_10_8",),
         options=("reference_window",), signal_name=_ccp_name, order=10,
-        check=check_delta_param,
+        check=check_delta_param, top_k="delta",
         description="claim-conditioned probability over the top-delta candidates, NLI on sigma-token windows "
                     "(Fadeeva et al. 2024; docs/reference-behaviour.md#signals)",
     ),

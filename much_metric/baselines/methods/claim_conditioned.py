@@ -111,12 +111,12 @@ def ccp_surface(dataset: Any, *, tokenizer: Any, delta: int = 10) -> list[np.nda
 BASELINES = (
     Baseline(
         name="ccp_no_nli_{delta}", compute=_no_nli_flat, display="CCP-no-NLI-{delta}", order=11,
-        defaults=("ccp_no_nli_10", "ccp_no_nli_24"), check=check_delta_param,
+        defaults=("ccp_no_nli_10", "ccp_no_nli_24"), check=check_delta_param, top_k="delta",
         description="CCP with every other candidate a contradiction: 1 - p(t) / top-delta mass (upper bound of CCP)",
     ),
     Baseline(
         name="ccp_surface_{delta}", compute=_surface_flat, display="CCP-surface-{delta}", order=12,
-        needs=("tokenizer",), defaults=("ccp_surface_10",), check=check_delta_param,
+        needs=("tokenizer",), defaults=("ccp_surface_10",), check=check_delta_param, top_k="delta",
         description="CCP with entailment = same decoded text as the sampled token (case/space-insensitive)",
     ),
 )

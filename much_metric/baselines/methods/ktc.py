@@ -373,19 +373,20 @@ _DESCRIPTION = ("normalised von Neumann entropy of the heat kernel of the top-de
 
 BASELINES = (
     Baseline(
-        name="ktc", compute=_compute_alias, display="KTC", needs=("neighbours",), order=60,
+        name="ktc", compute=_compute_alias, display="KTC", needs=("neighbours",), order=60, top_k=KTC_DEFAULT.delta,
         signal_name=lambda name, params, resources: KTC_DEFAULT.signal_name,
         description=f"KTC nu=4, tau=0.3 (stored as {KTC_DEFAULT.signal_name}): {_DESCRIPTION}",
     ),
     Baseline(
         name="ktc_nu{nu}_tau{tau}", compute=_compute_nu_tau, display="KTC-{nu}-{tau}", needs=("neighbours",),
-        params={"tau": r"[0-9]+(?:\.[0-9]+)?"}, order=61, defaults=(), check=_check_nu_tau,
+        params={"tau": r"[0-9]+(?:\.[0-9]+)?"}, order=61, defaults=(), check=_check_nu_tau, top_k=KTCConfig().delta,
         signal_name=lambda name, params, resources: KTCConfig(nu=params["nu"], tau=params["tau"]).signal_name,
         description="KTC with nu neighbours and diffusion time tau, other fields at their defaults",
     ),
     Baseline(
         name="ktc_{config_id}", compute=_compute_config, display=_config_label, needs=("neighbours",),
         params={"config_id": r"[A-Za-z0-9_-]{22}"}, order=62, defaults=(),
+        top_k=lambda params: _config_of(str(params["config_id"])).delta,
         check=lambda params: _config_of(str(params["config_id"])) and None,
         description="KTC by the reference's config id (the 55 published configs, or register_config)",
     ),

@@ -66,7 +66,7 @@ def span_attention_score(token_scores: np.ndarray, n_heads: int) -> float:
 
 BASELINES = (
     Baseline(name="llm_check_attention", compute=llm_check_attention, display="LLM-Check attention",
-             needs=("internals",), order=72,
+             needs=("internals",), order=72, top_k=0,
              description="LLM-Check's attention score: 1 - exp(mean log self-attention a(t,t)) over the heads of the "
                          "middle-third layers (needs --internals PACK built with --attention-to-self)"),
 )

@@ -39,7 +39,7 @@ def probability_margin(dataset: Any) -> list[np.ndarray]:
 
 BASELINES = (
     Baseline(
-        name="probability_margin", compute=_margin_flat, display="Probability Margin", order=35,
+        name="probability_margin", compute=_margin_flat, display="Probability Margin", order=35, top_k=2,
         description="1 - (p1 - p2), the two largest candidate probabilities (margin; Scheffer et al. 2001)",
     ),
 )

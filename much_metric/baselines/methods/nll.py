@@ -46,7 +46,7 @@ def token_nll(dataset: Any) -> list[np.ndarray]:
 
 BASELINES = (
     Baseline(
-        name="nll", compute=_nll_flat, display="NLL", order=41,
+        name="nll", compute=_nll_flat, display="NLL", order=41, top_k=0,
         description="-log p(sampled token); with --aggregator mean = claim log-perplexity (unbounded, not [0, 1])",
     ),
 )

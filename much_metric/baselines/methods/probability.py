@@ -118,17 +118,18 @@ def token_entropy(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
 
 BASELINES = (
     Baseline(
-        name="max_likelihood", compute=_max_likelihood_flat, display="Max Likelihood", order=30,
+        name="max_likelihood", compute=_max_likelihood_flat, display="Max Likelihood", order=30, top_k=1,
         description="1 - the largest stored candidate probability (paper section 5, "
                     "docs/reference-behaviour.md#signals)",
     ),
     Baseline(
         name="token_likelihood", compute=_token_likelihood_flat, display="Token Likelihood", order=40,
+        top_k=0,
         description="1 - the probability of the sampled token (paper section 5, docs/reference-behaviour.md#signals)",
     ),
     Baseline(
         name="token_entropy_{delta}", compute=_token_entropy_flat, display="Token Entropy-{delta}", order=50,
-        defaults=("token_entropy_24",), check=check_delta_param,
+        defaults=("token_entropy_24",), check=check_delta_param, top_k="delta",
         description="entropy of the top-delta probabilities renormalised, / ln(delta) (paper section 5, "
                     "docs/reference-behaviour.md#signals)",
     ),

@@ -113,10 +113,10 @@ def attention_previous(arrays: TokenArrays, *, internals: Any) -> list[np.ndarra
 
 
 BASELINES = (
-    Baseline(name="rauq", compute=rauq, display="RAUQ", needs=("internals",), order=70,
+    Baseline(name="rauq", compute=rauq, display="RAUQ", needs=("internals",), order=70, top_k=0,
              description="RAUQ: recurrent previous-token attention x probability, middle-third layers, best head per "
                          "layer (needs --internals PACK)"),
     Baseline(name="attention_previous", compute=attention_previous, display="Attention to previous",
-             needs=("internals",), order=71,
+             needs=("internals",), order=71, top_k=0,
              description="1 - previous-token attention of RAUQ's heads (needs --internals PACK)"),
 )

@@ -76,7 +76,7 @@ BASELINES = (
     Baseline(
         name="renyi_entropy_{alpha}_{delta}", compute=_renyi_flat, display="Rényi Entropy-{alpha}-{delta}", order=52,
         params={"alpha": r"[0-9]+(?:\.[0-9]+)?|inf"}, defaults=("renyi_entropy_0.5_24", "renyi_entropy_2_24"),
-        check=_check,
+        check=_check, top_k="delta",
         description="Rényi entropy of order alpha of the top-delta probabilities renormalised, / ln(delta) "
                     "(Rényi 1961)",
     ),

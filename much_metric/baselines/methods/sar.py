@@ -120,7 +120,7 @@ BASELINES = (
     Baseline(
         name="sar_{sigma}{suffix}", compute=_sar_compute, display="SAR-{sigma}{suffix}",
         needs=("tokenizer", "nli"), params={"suffix": NLI_SUFFIX_PATTERN}, defaults=("sar_8",),
-        options=("reference_window",), signal_name=_sar_name, order=20,
+        options=("reference_window",), signal_name=_sar_name, order=20, top_k=0,
         description="token likelihood weighted by its NLI relevance on sigma-token windows (Duan et al. 2024; "
                     "docs/reference-behaviour.md#signals)",
     ),

@@ -49,7 +49,7 @@ def self_certainty(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
 BASELINES = (
     Baseline(
         name="self_certainty_{delta}", compute=_self_certainty_flat, display="Self-Certainty-{delta}", order=53,
-        defaults=("self_certainty_24",), check=check_delta_param,
+        defaults=("self_certainty_24",), check=check_delta_param, top_k="delta",
         description="exp(-KL(uniform || top-delta renormalised)) (self-certainty, Kang et al. 2025, on the top delta)",
     ),
 )

@@ -28,8 +28,8 @@ from much_metric.benchmark import (
 from much_metric.scoring import Bootstrap
 
 NO_BOOTSTRAP = EvaluationOptions(bootstrap=None)
-#: Fields that are wall times: measured again by every run.
-TIMES = ("uq_seconds", "segmentation_seconds", "total_seconds")
+#: Fields that are wall times: measured again by every run (``cost``: the measured cost record, seconds included).
+TIMES = ("uq_seconds", "segmentation_seconds", "total_seconds", "cost")
 
 
 @pytest.fixture(autouse=True)
@@ -199,8 +199,8 @@ def test_rows_hold_score_results_and_write_the_same_json(sample):
     direct = evaluate_signals(part, {"max_likelihood": result.signals["max_likelihood"].values},
                               evaluation=NO_BOOTSTRAP).results[0]
     written = row.to_dict()
-    assert list(written)[:6] == ["signal_name", "method", "uq_seconds", "segmentation_seconds", "total_seconds",
-                                 "samples_computed"]
+    assert list(written)[:7] == ["signal_name", "method", "uq_seconds", "segmentation_seconds", "total_seconds",
+                                 "samples_computed", "cost"]
     assert {k: v for k, v in written.items() if k not in ("method", *TIMES, "samples_computed")} == \
         {**direct.to_dict()}
     assert list(written)[-3:] == ["aggregator", "stopword_handling", "coverage"]

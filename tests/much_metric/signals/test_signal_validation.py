@@ -148,7 +148,7 @@ def test_no_signal_at_all_is_an_error(rows):
 
 # -- much run --out keeps the numbers of much run ----------------------------------------------------------------
 
-_TIMING_KEYS = ("uq_seconds", "segmentation_seconds", "total_seconds", "samples_computed")
+_TIMING_KEYS = ("uq_seconds", "segmentation_seconds", "total_seconds", "samples_computed", "cost")
 
 
 @pytest.mark.slow
