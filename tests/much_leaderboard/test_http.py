@@ -67,9 +67,9 @@ def test_cli_check_seeds_the_sample_board(tmp_path):
                "--bootstrap", "40", "--check"]
     first = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
-    assert "3 rows in" in first.stdout
+    assert "4 rows in" in first.stdout  # the three probability baselines and KTC (the sample ships its statistics)
     again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert "3 rows in" in again.stdout  # a restart seeds nothing twice
+    assert "4 rows in" in again.stdout  # a restart seeds nothing twice
     bad = subprocess.run([*command, "--port", "0"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("much-leaderboard: error: --port must be in 1..65535")
 

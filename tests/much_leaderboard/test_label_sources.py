@@ -50,13 +50,13 @@ def test_the_sample_hard_and_soft_labels_rank_the_same_detectors(tmp_path, hidde
     from much_metric.baselines import compute_signals
 
     values = {"noisy": public, **{name: run.values for name, run in compute_signals(
-        relabelled, ["max_likelihood", "token_likelihood", "token_entropy_24"], progress=False).items()}}
+        relabelled, ["max_likelihood", "token_likelihood", "token_entropy_24", "ktc"], progress=False).items()}}
     expected = {r.signal_name: r.score.roc_auc for r in evaluate_signals(
         relabelled, values, evaluation=EvaluationOptions(bootstrap=None, floors=False)).results}
     for row in table["rows"]:
         assert row["roc_auc"]["soft"] == pytest.approx(expected[row["signal"]], abs=1e-12)
     tau, n = table["tau"][("labels", "soft")]
-    assert n == 4 and tau == pytest.approx(kendall_tau([r["roc_auc"]["labels"] for r in table["rows"]],
+    assert n == 5 and tau == pytest.approx(kendall_tau([r["roc_auc"]["labels"] for r in table["rows"]],
                                                        [r["roc_auc"]["soft"] for r in table["rows"]]))
     page = render_label_sources(table)
     assert 'id="much-label-source-table"' in page and 'id="much-label-source-tau"' in page

@@ -38,7 +38,7 @@ def test_a_submission_shows_public_rank_private_rank_and_the_shift(tmp_path, pub
     assert outcome.status == "accepted", outcome.message
     assert "private split ROC-AUC (rounded to 2 decimals): noisy 0." in outcome.message
     table = board.private.table(board.store.rows())
-    assert table["n_ranked"] == 4 and table["n_claims"] == private_split.n_claims
+    assert table["n_ranked"] == 5 and table["n_claims"] == private_split.n_claims
     by_signal = {row["signal"]: row for row in table["rows"]}
     # differential: the shown value is the toolkit's evaluation on the sample's own labels, rounded
     ids = private_split.ids

@@ -52,7 +52,7 @@ def test_a_form_submission_shows_public_rank_private_rank_and_the_shift(private_
     table = board.private.table(board.store.rows())
     mine = next(row for row in table["rows"] if row["signal"] == "browser_private")
     page.get_by_role("tab", name="Leaderboard").click()
-    page.wait_for_function("document.querySelectorAll('#much-leaderboard tbody tr').length == 4")
+    page.wait_for_function("document.querySelectorAll('#much-leaderboard tbody tr').length == 5")
     headers = page.locator("#much-leaderboard thead th").all_inner_texts()
     assert headers[-2:] == ["private ROC-AUC (2 dec.)", "rank shift (public → private)"]
     row = page.locator("#much-leaderboard tbody tr", has_text="Browser method")
@@ -71,5 +71,5 @@ def test_a_form_submission_shows_public_rank_private_rank_and_the_shift(private_
 
     page.get_by_role("tab", name="Label sources").click()
     page.wait_for_selector("#much-label-source-tau")
-    assert page.locator("#much-label-source-table tbody tr").count() == 4
+    assert page.locator("#much-label-source-table tbody tr").count() == 5
     assert "soft" in page.inner_text("#much-label-source-tau")
