@@ -7,6 +7,11 @@ step (:func:`builder.cli.main`):
 
 * turns the first SIGTERM or SIGHUP into an interruption (as Ctrl+C's SIGINT already is), so the step unwinds
   through its ``finally`` blocks and the builder's error loop prints ``interrupted``;
+* watches for those signals from a thread too (``signal.set_wakeup_fd``): Python runs a signal handler only when the
+  main thread executes Python code, and a step blocked in C (vLLM's start-up waits in one ``zmq`` poll for minutes)
+  would not run it. When the main thread has not unwound ``unwind`` seconds after the signal, the watcher stops the
+  step's descendants itself and ends the process (``os._exit``: what a step writes is appended whole under a lock,
+  so this loses no more than a SIGKILL would);
 * marks the step a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``; only from the command line, not when a test
   calls :func:`builder.cli.main`), so a grandchild whose parent died is re-parented to the step and still found;
 * when the step was interrupted by a signal or stopped by an error, terminates every descendant it started (those
@@ -24,6 +29,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 from types import FrameType, TracebackType
 
@@ -123,11 +129,15 @@ def _terminate(pids: list[int], grace: float) -> list[int]:
 class NoOrphans:
     """Context manager of one step (module docstring); :meth:`exit_code` maps the step's code after a signal."""
 
-    def __init__(self, *, grace: float = 10.0, subreaper: bool = True) -> None:
-        self.grace, self.subreaper = grace, subreaper
+    def __init__(self, *, grace: float = 10.0, subreaper: bool = True, unwind: float = 5.0,
+                 prog: str = "builder") -> None:
+        self.grace, self.subreaper, self.unwind, self.prog = grace, subreaper, unwind, prog
         self.signum: int | None = None
         self._previous: dict[int, object] = {}
         self._before: set[int] = set()
+        self._done = threading.Event()
+        self._pipe: tuple[int, int] | None = None
+        self._previous_wakeup = -1
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is None:  # the first one stops the step; later ones wait for the clean-up
@@ -144,7 +154,52 @@ class NoOrphans:
         if _main_thread():
             for signum in (*_CAUGHT, signal.SIGINT):
                 self._previous[signum] = signal.signal(signum, self._handle)
+            self._watch()
         return self
+
+    def _watch(self) -> None:
+        """Start the watcher thread on a wakeup pipe (the C-level handler writes each signal number to it, from
+        whichever thread received the signal)."""
+        try:
+            read, write = os.pipe()
+            os.set_blocking(write, False)
+            self._previous_wakeup = signal.set_wakeup_fd(write)
+        except (AttributeError, OSError, ValueError):  # no wakeup fd here: the main-thread handler alone
+            return
+        self._pipe = (read, write)
+        threading.Thread(target=self._watcher, args=(read,), name="much-no-orphans", daemon=True).start()
+
+    def _watcher(self, read: int) -> None:
+        try:
+            self._watch_signals(read)
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(read)
+
+    def _watch_signals(self, read: int) -> None:
+        while True:
+            try:
+                data = os.read(read, 64)
+            except OSError:
+                return
+            if not data or self._done.is_set():
+                return
+            signum = next((b for b in data if b in (*_CAUGHT, signal.SIGINT)), None)
+            if signum is None:
+                continue
+            if self.signum is None:
+                self.signum = signum
+            if self._done.wait(self.unwind):
+                return  # the main thread ran its handler and cleaned up
+            # the main thread is stuck in C code: stop what the step started, then end the process
+            with contextlib.suppress(Exception):
+                found = [pid for pid in descendants() if pid not in self._before]
+                if found:
+                    _terminate(found, self.grace)
+            with contextlib.suppress(Exception):
+                sys.stderr.write(f"{self.prog}: interrupted\n")
+                sys.stderr.flush()
+            os._exit(128 + self.signum)
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
@@ -154,7 +209,11 @@ class NoOrphans:
         """Terminate every descendant when the step was stopped (a signal, or ``failed``); restores the signal
         handlers. Returns the descendants found."""
         found: list[int] = []
+        self._done.set()  # the main thread has taken over: the watcher stands down
         try:
+            if self._pipe is not None:
+                with contextlib.suppress(ValueError, OSError):
+                    signal.set_wakeup_fd(self._previous_wakeup)
             if self.signum is not None or failed:
                 for signum in self._previous:  # held off during the clean-up
                     signal.signal(signum, signal.SIG_IGN)
@@ -162,6 +221,10 @@ class NoOrphans:
                 if found:
                     _terminate(found, self.grace)
         finally:
+            if self._pipe is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._pipe[1])  # the watcher's read returns end-of-file; it closes its end
+                self._pipe = None
             for signum, handler in self._previous.items():
                 signal.signal(signum, handler)  # type: ignore[arg-type]
             self._previous.clear()
@@ -173,6 +236,4 @@ class NoOrphans:
 
 
 def _main_thread() -> bool:
-    import threading
-
     return threading.current_thread() is threading.main_thread()

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     from builder._processes import NoOrphans
 
     # A step stopped by SIGINT/SIGTERM/SIGHUP or an error leaves no child process behind (vLLM's engine core).
-    with NoOrphans(subreaper=argv is None) as guard:
+    with NoOrphans(subreaper=argv is None, prog=f"builder {args.step}") as guard:
         code = run_command(f"builder {args.step}", command, debug=debug_requested(args.traceback))
         if code >= 2:
             guard.reap(failed=True)
