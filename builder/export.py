@@ -170,7 +170,7 @@ def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") ->
             if gid not in filters:
                 skipped[gid] = "not in filter.jsonl"
                 continue
-            target, reason = filters[gid]["split"], filters[gid].get("reason", "filter.jsonl")
+            target, reason = filters[gid]["split"], filters[gid].get("reason") or "kept by filter.jsonl"
             if target not in ALL_SPLITS:
                 raise ValueError(f"filter.jsonl: generation_id={gid!r}: field 'split' is {target!r}")
             widths = _cannot_be_in_much(generation, None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from builder.cli import main
 from builder.store import read_store
 from much_dataset import schema
-from tests.builder.fake_servers import DEFAULT_PAGES, FakeMediaWiki, FakeOpenAI, default_truth
+from tests.builder.fake_servers import DEFAULT_PAGES, FakeMediaWiki, FakeOpenAI
 
 #: The two judges, named by the maintainer: model served by the judge server -> label key.
 JUDGES = {"local-judge-a": "alpha", "local-judge-b": "beta"}
@@ -43,11 +44,16 @@ def pages_for(urls: set[str]) -> dict[tuple[str, str], dict[str, Any]]:
     return pages
 
 
-def _beta_truth(model: str, segments: list[str]) -> list[int]:
-    labels = default_truth(segments)
-    if model == "local-judge-b" and segments and len(segments) % 2 == 0:  # beta disagrees on some samples
-        labels[0] = -labels[0]
-    return labels
+def _truth(model: str, segments: list[str]) -> list[int]:
+    """Both judges' labels: a fixed pseudo-random -1 for about a third of the claims (both classes), the same for
+    both judges."""
+    return [-1 if zlib.crc32(text.encode("utf-8")) % 3 == 0 else 1 for text in segments]
+
+
+def _disagreeing(segments: list[str]) -> list[int]:
+    """Beta's answer to its second request: the truth with the first claim flipped (one judge disagreement)."""
+    labels = _truth("local-judge-b", segments)
+    return [-labels[0], *labels[1:]]
 
 
 def _strict_json(path: Path) -> Any:
@@ -86,7 +92,9 @@ def run_loop(out: Path, *, tokenizer: str, model: str, verify: list[str], tmp: P
     assert len(contexts) == n and all(c["chunks"] for c in contexts)
 
     finished = [g for g in generations if g["finished"]]
-    with FakeOpenAI(script={"local-judge-b": ["bad_request"]}, truth=_beta_truth) as judge_server:
+    # beta (one worker: requests in generation_id order): its first call is refused (missing labels), its second
+    # answer disagrees with alpha on one claim, the rest agree
+    with FakeOpenAI(script={"local-judge-b": ["bad_request", _disagreeing]}, truth=_truth) as judge_server:
         argv = ["annotate", "--out", str(out), "--base-url", judge_server.base_url, "--backoff", "0",
                 "--workers", "1", "--tokenizer", tokenizer]
         for served, key in JUDGES.items():
@@ -101,7 +109,8 @@ def run_loop(out: Path, *, tokenizer: str, model: str, verify: list[str], tmp: P
     report = _strict_json(out / "filter.report.json")
     disagree = sum(1 for g in finished if g[schema.GENERATION_ID] in labels["beta"]
                    and labels["alpha"][g[schema.GENERATION_ID]] != labels["beta"][g[schema.GENERATION_ID]])
-    trash = {"no_eos": n - len(finished), "outside_top_k": 0, "missing_labels": 1, "judge_disagreement": disagree}
+    assert disagree == 1
+    trash = {"no_eos": n - len(finished), "outside_top_k": 0, "missing_labels": 1, "judge_disagreement": 1}
     assert report["judges"] == ["alpha", "beta"] and report["trash"] == trash
     kept = n - sum(trash.values())
     assert report["kept"] == kept > 0 and report["samples"] == n

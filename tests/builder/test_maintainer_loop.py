@@ -25,7 +25,7 @@ from tests.builder._loop import run_loop
 pytestmark = pytest.mark.slow
 
 MODEL_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
-#: Mu-SHROOM rows (the format `questions` reads): four questions are generated, the fifth is not.
+#: Mu-SHROOM rows (the format `questions` reads): six questions are generated, the last one is not.
 MUSHROOM_ROWS = [
     {"id": "u1", "lang": "EN", "model_input": "What is the capital of Australia?",
      "wikipedia_url": "https://en.wikipedia.org/wiki/Canberra"},
@@ -35,10 +35,14 @@ MUSHROOM_ROWS = [
      "wikipedia_url": "https://fr.wikipedia.org/wiki/Paris"},
     {"id": "u4", "lang": "EN", "model_input": "What is the largest planet of the solar system?",
      "wikipedia_url": "https://en.wikipedia.org/wiki/Jupiter"},
-    {"id": "u5", "lang": "DE", "model_input": "Wer schrieb den Faust?",
+    {"id": "u5", "lang": "ES", "model_input": "¿Cuál es la capital de España?",
+     "wikipedia_url": "https://es.wikipedia.org/wiki/Madrid"},
+    {"id": "u6", "lang": "EN", "model_input": "Who painted the Mona Lisa?",
+     "wikipedia_url": "https://en.wikipedia.org/wiki/Mona_Lisa"},
+    {"id": "u7", "lang": "DE", "model_input": "Wer schrieb den Faust?",
      "wikipedia_url": "https://de.wikipedia.org/wiki/Faust"},
 ]
-GENERATED = 4
+GENERATED = 6
 
 
 @pytest.fixture
