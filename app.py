@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from much_leaderboard import PrivatePolicy, PrivateSplit, serve, start
+from much_leaderboard import HubMirror, PrivatePolicy, PrivateSplit, serve, start
 
 
 def main() -> None:
@@ -31,7 +31,7 @@ def main() -> None:
     board = start(os.environ.get("MUCH_LEADERBOARD_STORE", default_store),
                   data=os.environ.get("MUCH_LEADERBOARD_DATA", "sample"),
                   n_resamples=int(os.environ.get("MUCH_LEADERBOARD_BOOTSTRAP", "1000")),
-                  hub_repo=os.environ.get("MUCH_LEADERBOARD_REPO") or None,
+                  mirror=HubMirror(repo) if (repo := os.environ.get("MUCH_LEADERBOARD_REPO")) else None,
                   daily_limit=int(os.environ.get("MUCH_LEADERBOARD_DAILY_LIMIT", "5")), private=private)
     serve(board, host=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
           port=int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860"))))

@@ -10,11 +10,14 @@ or is given as ``--judge MODEL=KEY``.
 Answers are validated (one field per non-EOS claim, values in {-1, 1}); rate limits, timeouts, connection and
 server errors and invalid answers are retried with exponential backoff, up to ``--max-attempts`` calls, after which a
 failure with its reason goes to ``labels.<key>.failures.jsonl`` (a rerun retries it). Tokens of every call, retries
-included, are summed into ``usage`` and priced with ``--price MODEL=IN/OUT`` (USD per 1M tokens).
+included, are summed into ``usage`` and priced with ``--price MODEL=IN/OUT`` (USD per 1M tokens); a call whose usage
+never came back (a timeout, a cut connection) is counted in ``usage.unmetered_calls`` and makes ``cost_usd`` null
+(unknown), never 0.
 
 Inputs: ``generations.jsonl``, ``segments.jsonl``, ``context.jsonl``, ``wiki.jsonl`` (infobox). Claim texts are decoded
-with ``--tokenizer`` (tokenizer.json, .gguf, folder or hub id) or, by default, the tokenizer of the config's
-``model_name``. The API key is read from the environment variable named by ``--api-key-env`` (never logged); the
+with ``--tokenizer`` (tokenizer.json, .gguf, folder or hub id) or, by default, the tokenizer ``segment`` used: the
+config's ``model_source`` (what ``generate`` loaded) when recorded, else its ``model_name``. The API key is read
+from the environment variable named by ``--api-key-env`` (never logged); the
 base URL from ``--base-url`` or ``OPENAI_BASE_URL``, so a local vLLM server or another provider works. Samples the
 filter would trash anyway (no EOS, sampled token outside the top 24) are not sent unless ``--annotate-all``.
 """
@@ -55,8 +58,9 @@ def judge_key(model: str) -> str:
 
 
 def cost_usd(usage: Mapping[str, int], price: tuple[float, float] | None) -> float | None:
-    """Cost of ``usage`` (prompt/completion tokens) at ``price`` = USD per 1M (input, output); None if unpriced."""
-    if price is None:
+    """Cost of ``usage`` (prompt/completion tokens) at ``price`` = USD per 1M (input, output); None if unpriced or
+    unknown (a call the server may have computed but whose usage never came back: ``unmetered_calls``)."""
+    if price is None or usage.get("unmetered_calls"):
         return None
     return (usage["prompt_tokens"] * price[0] + usage["completion_tokens"] * price[1]) / 1e6
 
@@ -101,19 +105,30 @@ def call_judge(client: Any, model: str, messages: list[dict[str, str]], n_segmen
 
     Retries (after ``backoff * 2**k`` seconds, capped at ``max_backoff``) on rate limits, timeouts, connection and 5xx
     errors and invalid answers; other API errors (authentication, bad request) fail at once. Raises
-    :class:`JudgeFailed` with the last reason.
+    :class:`JudgeFailed` with the last reason. ``usage`` sums the tokens the server reported; a call that timed out,
+    lost its connection or came back without usage is counted in ``unmetered_calls`` (its tokens are unknown: the
+    sums are then lower bounds and :func:`cost_usd` is None), an HTTP error answer costs nothing.
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
-    usage = {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
+    import openai
+
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "unmetered_calls": 0}
     reason = "no attempt"
     for attempt in range(1, max_attempts + 1):
         try:
             usage["calls"] += 1
-            response = client.chat.completions.create(
-                model=model, messages=messages, temperature=0, seed=0,
-                response_format=prompt.response_format(n_segments))
-            if response.usage is not None:
+            try:
+                response = client.chat.completions.create(
+                    model=model, messages=messages, temperature=0, seed=0,
+                    response_format=prompt.response_format(n_segments))
+            except (openai.APITimeoutError, openai.APIConnectionError):
+                # the server may have computed (and billed) the answer: its tokens are unknown, not 0
+                usage["unmetered_calls"] += 1
+                raise
+            if getattr(response, "usage", None) is None:
+                usage["unmetered_calls"] += 1
+            else:
                 usage["prompt_tokens"] += int(response.usage.prompt_tokens or 0)
                 usage["completion_tokens"] += int(response.usage.completion_tokens or 0)
             if not response.choices:
@@ -181,7 +196,9 @@ class Decoders:
         self._override, self._configs, self._cache = tokenizer, configs, {}
 
     def for_row(self, row: Mapping[str, Any]) -> Callable[[list[int]], str]:
-        spec = self._override or self._configs.get(row[GENERATION_CONFIG], {}).get("model_name")
+        config = self._configs.get(row[GENERATION_CONFIG], {})
+        # segment's rule: the model generate loaded (model_source) when recorded, else the config's model_name
+        spec = self._override or config.get("model_source") or config.get("model_name")
         if not spec:
             raise ValueError(f"generation_id={row[GENERATION_ID]!r}: no tokenizer for field {GENERATION_CONFIG!r}="
                              f"{row[GENERATION_CONFIG]!r} (not in configs.jsonl); pass --tokenizer")
@@ -263,7 +280,7 @@ class _Ledger:
 
     def __init__(self, key: str, store: JsonlStore) -> None:
         self.key, self.store = key, store
-        self.prompt_tokens = self.completion_tokens = self.ok = self.failed = 0
+        self.prompt_tokens = self.completion_tokens = self.ok = self.failed = self.unmetered = 0
         self.cost = 0.0
 
     def fail(self, gid: str, reason: str, **fields: Any) -> None:
@@ -286,19 +303,22 @@ class _Ledger:
         self.ok += 1
         self.prompt_tokens += result.usage["prompt_tokens"]
         self.completion_tokens += result.usage["completion_tokens"]
+        self.unmetered += result.usage.get("unmetered_calls", 0)
         self.cost += cost or 0.0
 
     def summary(self) -> str:
         per_1000 = 1000 * self.cost / self.ok if self.ok else 0.0
+        unknown = (f"; {self.unmetered} calls without usage (timed out or cut): tokens and cost are lower bounds"
+                   if self.unmetered else "")
         return (f"annotate {self.key}: {self.ok} labelled, {self.failed} failed, {self.prompt_tokens} input + "
-                f"{self.completion_tokens} output tokens, USD {self.cost:.4f} (~{per_1000:.2f} per 1,000)")
+                f"{self.completion_tokens} output tokens, USD {self.cost:.4f} (~{per_1000:.2f} per 1,000){unknown}")
 
 
 def _no_call_needed() -> Future:
     """The answer for a sample with only the EOS claim: its label is +1 by definition, no call is made."""
     future: Future = Future()
-    future.set_result(JudgeResult(labels=[], usage={"prompt_tokens": 0, "completion_tokens": 0, "calls": 0},
-                                  attempts=0))
+    future.set_result(JudgeResult(labels=[], usage={"prompt_tokens": 0, "completion_tokens": 0, "calls": 0,
+                                                    "unmetered_calls": 0}, attempts=0))
     return future
 
 

@@ -8,8 +8,9 @@ Steps and their helpers raise exceptions (:class:`builder.errors.BuilderError` f
 this entry point alone turns them into one line ``builder <step>: error: ...`` on stderr, through
 :func:`much_dataset.cli_errors.run_command`, the error loop ``much`` and ``much-leaderboard`` share: exit code 2 for
 an expected failure (a ``BuilderError``, a bad ``--shard``, a corrupt artifact, a missing package), 1 for a bug (the
-line names its type), 130 on Ctrl+C. ``python -m builder --traceback <step>`` (or ``MUCH_DEBUG=1``) re-raises it
-with its traceback.
+line names its type), 130 on Ctrl+C (SIGINT), 143 on SIGTERM. ``python -m builder --traceback <step>`` (or
+``MUCH_DEBUG=1``) re-raises it with its traceback. A step stopped by a signal or an error first terminates every
+process it started (:mod:`builder._processes`: vLLM's engine core and workers included).
 """
 
 from __future__ import annotations
@@ -89,7 +90,14 @@ def main(argv: list[str] | None = None) -> int:
             clean_stale(folder)
         return int(args.func(args) or 0)
 
-    return run_command(f"builder {args.step}", command, debug=debug_requested(args.traceback))
+    from builder._processes import NoOrphans
+
+    # A step stopped by SIGINT/SIGTERM/SIGHUP or an error leaves no child process behind (vLLM's engine core).
+    with NoOrphans(subreaper=argv is None, prog=f"builder {args.step}") as guard:
+        code = run_command(f"builder {args.step}", command, debug=debug_requested(args.traceback))
+        if code >= 2:
+            guard.reap(failed=True)
+    return guard.exit_code(code)
 
 
 if __name__ == "__main__":

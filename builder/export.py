@@ -5,8 +5,10 @@ Joins ``generations.jsonl``, ``segments.jsonl``, ``labels.<judge>.jsonl``, ``hum
 ``configs.jsonl`` by ``generation_id`` and writes
 
 * ``<out>/rows/{train,test,trash}.jsonl`` -- the hub columns of :mod:`much_dataset.schema` + ``stopword_mask``
-  (trash rows carry one column per judge instead of ``labels``), and ``rows/configs.jsonl`` (with ``engines``:
-  the ``engine``, ``engine_version`` and ``sampling`` of rows from ``generate --engine vllm|openai``);
+  (trash rows carry one column per judge instead of ``labels``, and ``trash_reason``: every generation that is not
+  published is in ``trash.jsonl`` with its reason, a sample without the label judge's labels too), and
+  ``rows/configs.jsonl`` (with ``engines``: the ``engine``, ``engine_version``, ``sampling`` and ``dtype`` of the
+  published rows);
 * ``<out>/much/`` -- parquet shards + ``README.md`` in the layout of :mod:`much_dataset.card` (train and test only),
   with the card body of :mod:`builder._card` (real counts, configs table, signals, attribution).
 
@@ -16,7 +18,8 @@ two judges disagree, or when the row cannot be in MUCH (a token with more than 2
 docs/reference-behaviour.md#filters); test when annotator ``an1`` labelled it; else train. ``--split train|test`` puts
 every kept row in one split
 (the embedded sample: Mu-SHROOM's human labels, all in test). ``labels`` come from ``--judge`` (default ``gpt-4o``
-when present, else the only judge). The folder is loaded back with plain ``datasets.load_dataset`` and its row
+when present, else the first judge ``filter`` compared, named in ``filter.report.json``, else the only judge).
+The folder is loaded back with plain ``datasets.load_dataset`` and its row
 counts checked before the step reports success; it replaces the previous ``much/`` only then.
 
 ``--withhold-labels`` makes the folder a hidden test split (:mod:`builder.withhold`): its rows have no label column
@@ -40,12 +43,15 @@ from builder.store import JsonlStore, atomic_write_text, read_store
 from much_dataset import schema
 from much_metric.fileio import Output, check_outputs
 
-__all__ = ["add_arguments", "run", "collect_rows", "split_of", "export_folder", "check_loadable", "ALL_SPLITS"]
+__all__ = ["add_arguments", "run", "collect_rows", "split_of", "export_folder", "check_loadable", "ALL_SPLITS",
+           "TRASH_REASON"]
 
 ALL_SPLITS = ("train", "test", "trash")
+#: The field of a ``rows/trash.jsonl`` row that says why it was trashed (filter.jsonl's reason, or export's rule).
+TRASH_REASON = "trash_reason"
 #: Per-row fields of ``generate --engine vllm|openai`` that the hub columns drop: kept per config in
 #: ``rows/configs.jsonl`` (``engines``: one entry per distinct engine, version and sampling of the published rows).
-_ENGINE_FIELDS = ("engine", "engine_version", "sampling")
+_ENGINE_FIELDS = ("engine", "engine_version", "sampling", "dtype")
 _PUBLISHED = ("train", "test")
 #: The files of a published folder (``much_dataset.card.write_parquet_folder``): the only ones an export replaces.
 _PUBLISHED_FILE = re.compile(rf"README\.md|data/(?:{'|'.join(schema.LANGUAGES)})/(?:{'|'.join(_PUBLISHED)})"
@@ -79,12 +85,9 @@ def _by_id(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _judges(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    judges = {}
-    for path in sorted(out.glob("labels.*.jsonl")):
-        if path.name.endswith(".failures.jsonl"):
-            continue
-        judges[path.name.removeprefix("labels.").removesuffix(".jsonl")] = _by_id(path)
-    return judges
+    from builder.filter import label_files
+
+    return {key: _by_id(path) for key, path in label_files(out).items()}
 
 
 def _humans(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
@@ -121,16 +124,32 @@ def split_of(gid: str, generation: Mapping[str, Any], judge_labels: Mapping[str,
     return "train", "judges agree, no an1 label"
 
 
-def _pick_judge(judges: Mapping[str, Any], judge: str | None) -> str:
+def _pick_judge(judges: Mapping[str, Any], judge: str | None, filtered_by: list[str] | None = None) -> str:
+    """``--judge``, else gpt-4o, else the first judge ``filter`` used (its kept rows' judges all agree), else the only
+    one; a :class:`BuilderError` naming the label files present and ``--judge`` otherwise."""
+    files = ", ".join(f"labels.{key}.jsonl" for key in sorted(judges))
     if judge is not None:
         if judge not in judges:
-            raise BuilderError(f"no labels.{judge}.jsonl (judges found: {sorted(judges)})")
+            raise BuilderError(f"--judge {judge}: no labels.{judge}.jsonl (label files present: {files})")
         return judge
     if "gpt-4o" in judges:
         return "gpt-4o"
+    if filtered_by and all(key in judges for key in filtered_by):
+        return filtered_by[0]
     if len(judges) == 1:
         return next(iter(judges))
-    raise BuilderError(f"several judges {sorted(judges)} and no gpt-4o; pass --judge")
+    raise BuilderError(f"several label files ({files}), none named gpt-4o and no filter.report.json naming the judges: "
+                       "pass --judge KEY (the judge whose labels fill `labels`), or run `python -m builder filter` "
+                       "first")
+
+
+def _filter_judges(out: Path) -> list[str] | None:
+    """The judges ``filter`` compared (``filter.report.json``), or None."""
+    path = out / "filter.report.json"
+    if not path.is_file():
+        return None
+    judges = json.loads(path.read_text(encoding="utf-8")).get("judges")
+    return [str(j) for j in judges] if isinstance(judges, list) else None
 
 
 def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") -> tuple[dict[str, list], dict]:
@@ -139,8 +158,8 @@ def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") ->
     segments = _by_id(out / "segments.jsonl")
     judges = _judges(out)
     if not judges:
-        raise BuilderError(f"no labels.<judge>.jsonl in {out}")
-    label_judge = _pick_judge(judges, judge)
+        raise BuilderError(f"no labels.<judge>.jsonl in {out}; run `python -m builder annotate` first")
+    label_judge = _pick_judge(judges, judge, _filter_judges(out) if (out / "filter.jsonl").exists() else None)
     humans = _humans(out)
     filters = _by_id(out / "filter.jsonl") if (out / "filter.jsonl").exists() else None
     rows: dict[str, list] = {name: [] for name in ALL_SPLITS}
@@ -153,9 +172,6 @@ def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") ->
             skipped[gid] = "not segmented"
             continue
         judge_labels = {name: labels[gid][schema.LABELS] for name, labels in judges.items() if gid in labels}
-        if label_judge not in judge_labels:
-            skipped[gid] = f"no {label_judge} labels"
-            continue
         human_keys = {name for name, found in humans.items() if gid in found}
         if split != "auto":
             reason = _cannot_be_in_much(generation, None)
@@ -164,7 +180,7 @@ def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") ->
             if gid not in filters:
                 skipped[gid] = "not in filter.jsonl"
                 continue
-            target, reason = filters[gid]["split"], filters[gid].get("reason", "filter.jsonl")
+            target, reason = filters[gid]["split"], filters[gid].get("reason") or "kept by filter.jsonl"
             if target not in ALL_SPLITS:
                 raise ValueError(f"filter.jsonl: generation_id={gid!r}: field 'split' is {target!r}")
             widths = _cannot_be_in_much(generation, None)
@@ -172,12 +188,15 @@ def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") ->
                 target, reason = "trash", widths
         else:
             target, reason = split_of(gid, generation, judge_labels, human_keys)
+        if label_judge not in judge_labels and target != "trash":  # no labels to publish: trashed, never dropped
+            target, reason = "trash", "missing_labels"
         reasons[f"{target}: {reason}"] = reasons.get(f"{target}: {reason}", 0) + 1
         segment = segments[gid]
         row = {column: generation[column] for column in schema.HUB_COLUMNS[:9]}
         row[schema.TOKEN_CHUNKS] = segment[schema.TOKEN_CHUNKS]
         if target == "trash":
             row.update({name: list(labels) for name, labels in judge_labels.items()})
+            row[TRASH_REASON] = reason
         else:
             row[schema.LABELS] = list(judge_labels[label_judge])
         for column, annotator in ((schema.HUMAN_LABELS_0, "an0"), (schema.HUMAN_LABELS_1, "an1")):

@@ -10,6 +10,11 @@ Every generation that has a segmentation gets one row in ``filter.jsonl``: ``gen
 * ``missing_labels`` -- a judge has no labels for the sample (its ``annotate`` call failed or never ran);
 * ``judge_disagreement`` -- the judges' label lists differ on at least one claim.
 
+The judges are ``--judges`` when given, else every ``labels.<key>.jsonl`` in ``--out`` (what ``annotate`` wrote, by
+whatever names ``--judge MODEL=KEY`` gave them); fewer than two, or a named judge without its file, is refused with
+the label files present and the flag to pass. A run that keeps no sample at all exits 1 (its counts are still
+written), so a pipeline cannot trash every row in silence.
+
 Kept samples go to ``test`` when annotator ``an1`` labelled them (``human.an1.jsonl``), else ``train`` (the
 reference's export rule, docs/reference-behaviour.md#hub-columns). The file is a pure function of its inputs and is
 rewritten atomically on every
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -41,6 +47,8 @@ __all__ = [
     "sampled_outside_top_k",
     "classify",
     "judge_kappa",
+    "label_files",
+    "pick_judges",
     "add_arguments",
     "run",
 ]
@@ -61,6 +69,7 @@ KNOWN_EOS_IDS: dict[str, tuple[int, ...]] = {
 _EOT_NAMES = ("<end_of_turn>", "<|eot_id|>", "<EOT>", "<end>", "<eos>", "<|im_end|>", "<|endoftext|>")
 
 REASONS = ("no_eos", "outside_top_k", "missing_labels", "judge_disagreement")
+#: The paper's two judges (what ``annotate`` names them by default).
 DEFAULT_JUDGES = ("gpt-4o", "gpt-4.1")
 
 
@@ -103,7 +112,8 @@ class EosResolver:
     """EOS ids per generation: explicit ``eos_ids`` > ``tokenizer`` > the config's model in :data:`KNOWN_EOS_IDS`.
 
     ``configs`` maps a ``generation_config`` ID to its ``configs.jsonl`` row (for ``model_name``). A row carrying an
-    ``ends_with_eos`` flag is trusted as is.
+    ``ends_with_eos`` flag is trusted as is, and so is ``generate``'s ``finished`` (the engine stopped at the model's
+    own EOS) unless ``eos_ids`` or ``tokenizer`` is given, so a new model's rows need no EOS table entry.
     """
 
     def __init__(self, *, eos_ids: Sequence[int] | None = None, tokenizer: str | None = None,
@@ -128,6 +138,8 @@ class EosResolver:
     def ends_with_eos(self, row: Mapping[str, Any]) -> bool:
         if "ends_with_eos" in row:
             return bool(row["ends_with_eos"])
+        if isinstance(row.get("finished"), bool) and self._fixed is None and self._tokenizer is None:
+            return row["finished"]  # generate's record: ended with the generating model's own EOS
         tokens = row[OUTPUT_TOKENS]
         return bool(tokens) and int(tokens[-1]) in self.ids_for(row)
 
@@ -173,14 +185,41 @@ def judge_kappa(pairs: Iterable[tuple[Sequence[int], Sequence[int]]]) -> tuple[f
     return float(kappa), len(first)
 
 
+def label_files(out: Path, *, prefix: str = "labels") -> dict[str, Path]:
+    """``key -> <prefix>.<key>.jsonl`` in ``out`` (failure files excluded), sorted by key."""
+    found = {}
+    for path in sorted(Path(out).glob(f"{prefix}.*.jsonl")):
+        if not path.name.endswith(".failures.jsonl"):
+            found[path.name.removeprefix(f"{prefix}.").removesuffix(".jsonl")] = path
+    return found
+
+
+def pick_judges(out: Path, judges: Sequence[str] | None) -> list[str]:
+    """The judges whose labels must agree: ``judges`` when given (each with its file), else every label file of
+    ``out``; :class:`BuilderError` naming the files present and ``--judges`` otherwise."""
+    present = label_files(out)
+    names = ", ".join(path.name for path in present.values()) or "none"
+    if judges:
+        missing = [judge for judge in judges if judge not in present]
+        if missing:
+            raise BuilderError(f"--judges {' '.join(judges)}: no labels.{missing[0]}.jsonl in {out} (label files "
+                               f"present: {names}); pass --judges with the keys `annotate` wrote")
+        return list(dict.fromkeys(judges))
+    if len(present) < 2:
+        raise BuilderError(f"filter needs the labels of at least two judges; label files in {out}: {names}. Run "
+                           "`python -m builder annotate` with two --judge, or pass --judges KEY KEY")
+    return [*(j for j in DEFAULT_JUDGES if j in present), *(j for j in present if j not in DEFAULT_JUDGES)]
+
+
 def load_labels(out: Path, name: str, *, prefix: str = "labels") -> dict[str, list[int]]:
     """``labels`` per generation_id from ``<prefix>.<name>.jsonl``."""
     return {r[GENERATION_ID]: [int(v) for v in r["labels"]] for r in read_store(out / f"{prefix}.{name}.jsonl")}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--judges", nargs="+", default=list(DEFAULT_JUDGES),
-                        help="judge keys whose labels.<key>.jsonl must agree (default: gpt-4o gpt-4.1)")
+    parser.add_argument("--judges", nargs="+", default=None,
+                        help="judge keys whose labels.<key>.jsonl must agree (default: every labels.<key>.jsonl in "
+                             "--out, as annotate wrote them; at least two)")
     parser.add_argument("--test-annotator", default="an1",
                         help="kept samples labelled by this human annotator go to the test split (default an1)")
     parser.add_argument("--eos-ids", type=int, nargs="+", default=None,
@@ -192,12 +231,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.shard not in (None, "0/1"):
         raise BuilderError("filter is a whole-dataset step (kappa, counts): run it without --shard")
-    if len(args.judges) < 2:
+    if args.judges is not None and len(set(args.judges)) < 2:
         raise BuilderError("--judges needs at least two judge keys")
+    judges = pick_judges(out, args.judges)
     configs = {r[GENERATION_CONFIG]: r for r in read_store(out / "configs.jsonl")}
     resolver = EosResolver(eos_ids=args.eos_ids, tokenizer=args.tokenizer, configs=configs)
     n_chunks = {r[GENERATION_ID]: len(r["token_chunks"]) for r in read_store(out / "segments.jsonl")}
-    labels = {judge: load_labels(out, judge) for judge in args.judges}
+    labels = {judge: load_labels(out, judge) for judge in judges}
     for judge, rows in labels.items():
         for gid, values in rows.items():
             if gid in n_chunks and len(values) != n_chunks[gid]:
@@ -210,26 +250,32 @@ def run(args: argparse.Namespace) -> int:
         gid = generation[GENERATION_ID]
         if gid not in n_chunks:
             continue
-        reason = classify(generation, [labels[j].get(gid) for j in args.judges], resolver.ends_with_eos)
+        reason = classify(generation, [labels[j].get(gid) for j in judges], resolver.ends_with_eos)
         split = "trash" if reason else ("test" if gid in human_test else "train")
         rows.append({GENERATION_ID: gid, "split": split, "reason": reason})
         counts[reason or split] += 1
     rows.sort(key=lambda r: r[GENERATION_ID])
     atomic_write_text(out / "filter.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
-    first, second = args.judges[:2]
+    first, second = judges[:2]
     both = [(labels[first][g], labels[second][g]) for g in sorted(set(labels[first]) & set(labels[second]))]
     kappa, n_claims = judge_kappa(both)
     report = {
+        "judges": judges,
         "samples": len(rows),
         "kept": counts["train"] + counts["test"],
         "train": counts["train"],
         "test": counts["test"],
         "trash": {reason: counts[reason] for reason in REASONS},
-        "kappa": {"judges": [first, second], "value": kappa, "claims": n_claims, "samples": len(both),
-                  "eos_claim": "excluded"},
+        # JSON has no NaN: an undefined kappa (no claim, or one class only) is null
+        "kappa": {"judges": [first, second], "value": kappa if np.isfinite(kappa) else None, "claims": n_claims,
+                  "samples": len(both), "eos_claim": "excluded"},
     }
-    atomic_write_text(out / "filter.report.json", json.dumps(report, indent=2) + "\n")
+    atomic_write_text(out / "filter.report.json", json.dumps(report, indent=2, allow_nan=False) + "\n")
     print(f"filter: {report['kept']}/{report['samples']} kept (train {report['train']}, test {report['test']}); "
           f"trash {report['trash']}; Cohen's kappa {first} vs {second} = {kappa:.3f} on {n_claims} claims")
+    if rows and not report["kept"]:
+        print(f"filter: error: every one of the {len(rows)} samples is trashed ({report['trash']}): nothing to export",
+              file=sys.stderr)
+        return 1
     return 0

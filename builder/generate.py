@@ -10,7 +10,9 @@ the temperature and soft-maxed over the full vocabulary; the 24 largest probabil
 descending, plus the entries down to the sampled token when it ranked below 24 (the filter step trashes those rows).
 
 ``--model`` is a hub id, a local folder or a ``.gguf`` file; ``--model-name`` sets the ``model_name`` recorded in
-the config (and hashed into its ID) when the path is not the public name. bf16 on GPU, float32 on CPU.
+the config (and hashed into its ID) when the path is not the public name. Every engine computes in ``--dtype``, by
+default float32 on CPU and bf16 on GPU (never an engine's "auto"), recorded in each row and in ``configs.jsonl``
+(:mod:`builder.generation.dtype`); ``verify``, ``replay`` and ``internals`` re-forward in it.
 
 Reproducibility: ``--batch-size 1`` (default) is the reference's procedure. Larger batches left-pad the prompts and
 reseed once per batch, so they are faster on a GPU but NOT bit-reproducible against batch size 1.
@@ -29,6 +31,7 @@ from typing import Any
 from builder.configs import GenerationConfig
 from builder.errors import BuilderError
 from builder.generation import ENGINES, EngineOptions, EngineRun, make_engine, run_engine, settings_for
+from builder.generation.dtype import DTYPE_FIELD, check_config_dtype, engine_dtype
 from builder.store import JsonlStore, Shard
 from much_dataset import schema
 
@@ -49,7 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=1,
                         help="1 reproduces the reference; >1 is faster but not bit-reproducible")
     parser.add_argument("--device", default=None, help="cuda / mps / cpu (default: best available)")
-    parser.add_argument("--dtype", default=None, help="torch dtype name (default: bfloat16 on GPU, float32 on CPU)")
+    parser.add_argument("--dtype", default=None,
+                        help="hf/vllm: the dtype the values are computed in (default: bfloat16 on GPU, float32 on "
+                             "CPU; recorded per row and config); openai: declares the server's --dtype")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions (after sharding)")
     parser.add_argument("--engine", choices=sorted(ENGINES), default="hf",
                         help="hf (default, the reference procedure), vllm (offline, batched) or openai (a server)")
@@ -76,9 +81,23 @@ def _config_from_args(args: argparse.Namespace) -> GenerationConfig:
     )
 
 
-def _options_from_args(args: argparse.Namespace) -> EngineOptions:
+def _dtype_from_args(args: argparse.Namespace) -> str | None:
+    """The dtype of the run (:mod:`builder.generation.dtype`): the engine's device default unless ``--dtype``; for
+    ``openai`` only what ``--dtype`` declares about the server."""
+    if args.engine == "openai":
+        return engine_dtype(args.dtype, "server") if args.dtype else None
+    if args.engine == "vllm":
+        import torch
+
+        return engine_dtype(args.dtype, "cuda" if torch.cuda.is_available() else "cpu")
+    from builder._llm import pick_device
+
+    return engine_dtype(args.dtype, pick_device(args.device))
+
+
+def _options_from_args(args: argparse.Namespace, dtype: str | None) -> EngineOptions:
     return EngineOptions(
-        model=args.model, tokenizer=args.tokenizer, device=args.device, dtype=args.dtype, batch_size=args.batch_size,
+        model=args.model, tokenizer=args.tokenizer, device=args.device, dtype=dtype, batch_size=args.batch_size,
         base_url=args.base_url, api_key_env=args.api_key_env, workers=args.workers, max_attempts=args.max_attempts,
         backoff=args.backoff, timeout=args.timeout, server_logit_scale=args.server_logit_scale,
         gpu_memory_utilization=args.gpu_memory_utilization, tensor_parallel_size=args.tensor_parallel_size,
@@ -109,11 +128,14 @@ def run(args: argparse.Namespace) -> int:
     questions = list(Shard.parse(args.shard).select(_read_questions(out)))[: args.limit]
     store = JsonlStore(out / "generations.jsonl")
     todo = pending_questions(questions, store, config.id)
-    engine = make_engine(args.engine, config, _options_from_args(args)) if todo else None
-    JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG).extend([{**config.to_record(),
-                                                                          "model_source": args.model}])
+    dtype = _dtype_from_args(args)
+    configs = JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG)
+    check_config_dtype(next((c for c in configs.records() if c[schema.GENERATION_CONFIG] == config.id), None), dtype)
+    engine = make_engine(args.engine, config, _options_from_args(args, dtype)) if todo else None
+    configs.extend([{**config.to_record(), "model_source": args.model, DTYPE_FIELD: dtype}])
     print(f"generate: config {config.id} ({config.model_name}, T={config.temperature}, top_p {config.top_p}, "
-          f"top_k {config.top_k}, engine {args.engine}); {len(questions) - len(todo)} done, {len(todo)} to go")
+          f"top_k {config.top_k}, engine {args.engine}, dtype {dtype or 'not declared'}); "
+          f"{len(questions) - len(todo)} done, {len(todo)} to go")
     if engine is None:
         return 0
     from tqdm.auto import tqdm

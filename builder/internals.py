@@ -30,7 +30,9 @@ it as ``basis/<sha256>.safetensors`` and names it in the manifest, every later o
 
 The same pass re-derives the probabilities of the stored candidates (softmax over the full vocabulary at
 ``--temperature``) and compares them with the stored ones: the largest absolute difference is printed and kept in
-the manifest (a free check that the pack belongs to the texts and probabilities it is stored beside).
+the manifest (a free check that the pack belongs to the texts and probabilities it is stored beside). The pass runs
+in ``--dtype``, by default the dtype the rows record (builder/generation/dtype.py); a row whose difference exceeds
+``--tolerance`` (1e-4, verify's) is stored but makes the step exit 1, as ``verify`` does, on every run over the pack.
 
 ``--engine vllm`` (:mod:`builder.internals_vllm`) computes ``hidden`` only, through vLLM's hidden-state extraction
 (no attention: ``--attention-to-self``/``--attention-window`` are refused); same pack format, rows, options and
@@ -129,7 +131,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also store the attention to the last K positions (head-style features; default 0)")
     parser.add_argument("--rows-per-shard", type=int, default=32)
     parser.add_argument("--device", default=None, help="torch device (transformers engine; vLLM picks its own)")
-    parser.add_argument("--dtype", default=None, help="torch dtype name (default: float32 on CPU, bf16 on GPU)")
+    parser.add_argument("--dtype", default=None,
+                        help="torch dtype name (default: the dtype the rows record, else float32 on CPU, bf16 on GPU)")
+    parser.add_argument("--tolerance", type=float, default=1e-4,
+                        help="largest accepted |difference| with the stored probabilities (as verify): a row above "
+                             "it makes the step exit 1 (its internals are stored)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N rows (after sharding)")
 
 
@@ -216,6 +222,8 @@ def _source_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         args.temperature = float(known[1]) if known else 1.0
     if args.temperature <= 0:
         raise BuilderError(f"--temperature must be > 0, got {args.temperature}")
+    if not (np.isfinite(args.tolerance) and args.tolerance >= 0):
+        raise BuilderError(f"--tolerance must be a finite number >= 0, got {args.tolerance}")
     if args.rows_per_shard < 1 or args.attention_window < 0 or args.pca_fit_rows < 1:
         raise BuilderError("--rows-per-shard and --pca-fit-rows must be >= 1 and --attention-window >= 0")
     engine = getattr(args, "engine", "transformers")
@@ -263,11 +271,28 @@ def _options(args: argparse.Namespace, n_layers: int) -> InternalsOptions:
                             engine=args.engine, attention=ENGINES[args.engine].attention)
 
 
+def _differing_rows(manifest: dict[str, Any] | None, tolerance: float, dtype: str | None) -> int:
+    """How many of the pack's rows differ from their stored probabilities by more than ``tolerance`` (printed with
+    the worst ones); 0 when none (a NaN difference, no candidate checked, is not counted)."""
+    entries = (manifest or {}).get("rows", {})
+    above = sorted(((float(e["max_abs_diff"]), gid) for gid, e in entries.items()
+                    if e.get("max_abs_diff") is not None and float(e["max_abs_diff"]) > tolerance), reverse=True)
+    if above:
+        worst = ", ".join(f"generation_id={gid!r} ({diff:.3g})" for diff, gid in above[:3])
+        print(f"internals: {len(above)} of {len(entries)} rows differ from their stored probabilities by more than "
+              f"--tolerance {tolerance:g}: {worst}; the pack's model, dtype ({dtype or 'the device default'}), "
+              "prompt style or temperature is not what made these rows: DIFFERENT")
+    return len(above)
+
+
 def run(args: argparse.Namespace) -> int:
+    from builder.generation.dtype import replay_dtype
+
     pack = Path(args.out)
     source = Path(args.source)
     every_row = _source_rows(args)
     rows = list(Shard.parse(args.shard).select(every_row))[: args.limit]
+    args.dtype = replay_dtype(args.dtype, rows, source)  # the dtype the rows record, unless --dtype
     manifest = read_manifest(pack)
     done = set(manifest["rows"]) if manifest else set()
     todo = [r for r in rows if r[schema.GENERATION_ID] not in done]
@@ -278,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
                                     hidden_size=manifest["hidden_size"])
             check_identity(pack, pack_identity(args.model, manifest["weights_sha256"], built,
                                                _options(args, built.num_hidden_layers), file_sha256(source)))
-        return 0
+        return 1 if _differing_rows(manifest, args.tolerance, args.dtype) else 0
     backend = load_engine(args)
     options = _options(args, backend.config.num_hidden_layers)
     identity = pack_identity(args.model, backend.weights, backend.config, options, file_sha256(source))
@@ -311,4 +336,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"internals: hidden reconstruction error ({options.hidden_compression}; relative L2 per token vector "
               f"against float32): mean {flat.mean():.3g}, max {flat.max():.3g} over {flat.size} vectors "
               f"(pack: mean {total.get('mean', float('nan')):.3g}, max {total.get('max', float('nan')):.3g})")
-    return 1 if failed else 0
+    return 1 if _differing_rows(manifest, args.tolerance, args.dtype) or failed else 0

@@ -51,6 +51,12 @@ TOP_LOGPROBS = 24
 CONNECTOR = ("HostHiddenStatesConnector", "builder._vllm_hidden_connector")
 
 
+def _cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 class VLLMInternals:
     """The ``vllm`` internals engine: an offline ``vllm.LLM`` with the ``extract_hidden_states`` method, started by
     :meth:`prepare` (the layers to extract and the temperature are part of its configuration; the model's config and
@@ -60,7 +66,10 @@ class VLLMInternals:
         from transformers import AutoConfig
 
         self.model = str(args.model)
-        self.dtype = args.dtype or "auto"
+        from builder.generation.dtype import default_dtype
+
+        # never vLLM's "auto" (float32 -> bfloat16 on CPU): the recorded dtype (internals.run) or the device's
+        self.dtype = args.dtype or default_dtype("cuda" if _cuda_available() else "cpu")
         config = AutoConfig.from_pretrained(self.model)
         self.config = config.get_text_config() if hasattr(config, "get_text_config") else config
         self.weights = weights_sha256(self.model)

@@ -4,7 +4,8 @@
 reads generation rows (``generations.jsonl`` or a hub shard ``.parquet``), teacher-forces ``prompt + output_tokens``
 through ``MODEL`` (Hugging Face, one forward pass per row, float32 on CPU) and writes ``replay.jsonl``: the row with
 ``logits_token_ids``/``logits_values`` replaced by ``softmax(logits / T)`` over the full vocabulary, top 24, not
-renormalised, plus ``replay_model`` and ``replay_temperature``. This attaches a new model's probabilities to existing
+renormalised, plus ``replay_model``, ``replay_temperature`` and ``dtype``. The pass runs in ``--dtype``, by default
+the dtype the rows record (builder/generation/dtype.py). This attaches a new model's probabilities to existing
 texts (the embedded sample was made that way, with SmolLM2 and the plain user chat). Resumable: rows already in
 ``replay.jsonl`` are skipped.
 
@@ -44,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-brief", action="store_true", help="much style without the brevity sentence")
     parser.add_argument("--out-of-top", choices=OUT_OF_TOP, default="extend")
     parser.add_argument("--device", default=None)
-    parser.add_argument("--dtype", default=None, help="torch dtype name (default: float32 on CPU)")
+    parser.add_argument("--dtype", default=None,
+                        help="torch dtype name (default: the dtype the rows record, else float32 on CPU, bf16 on GPU)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N rows (after sharding)")
 
 
@@ -117,7 +119,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"replay: {len(rows) - len(todo)} done, {len(todo)} to go")
     if not todo:
         return 0
-    llm = load_model(args.model, device=args.device, dtype=args.dtype)
+    from builder.generation.dtype import replay_dtype
+
+    llm = load_model(args.model, device=args.device, dtype=replay_dtype(args.dtype, todo, args.source))
+    dtype = str(llm.dtype).removeprefix("torch.")
     failed = 0
     for row in todo:
         try:
@@ -130,6 +135,6 @@ def run(args: argparse.Namespace) -> int:
         kept = {key: row[key] for key in (schema.GENERATION_ID, schema.GENERATION_CONFIG, schema.LANG,
                                           schema.WIKI_URL, schema.PROMPT, schema.OUTPUT, schema.OUTPUT_TOKENS)}
         store.append({**kept, schema.LOGITS_TOKEN_IDS: ids, schema.LOGITS_VALUES: probs,
-                      "replay_model": args.model, "replay_temperature": args.temperature})
+                      "replay_model": args.model, "replay_temperature": args.temperature, "dtype": dtype})
     print(f"replay: {len(todo) - failed} rows rebuilt, {failed} failed")
     return 1 if failed else 0

@@ -15,7 +15,8 @@ rows (after ``--shard``) and checks each one completely:
 * ``chunks``: every ``token_chunks`` index inside the row (when the row has chunks);
 * ``recomputed``: the candidates equal a teacher-forced pass (:func:`builder.replay.replay_row`, same options as
   ``replay``) within ``--tolerance``: same number of candidates, same ids except near-ties, every probability
-  (NaN counts as a difference).
+  (NaN counts as a difference), the pass in ``--dtype``, by default the dtype the rows record
+  (builder/generation/dtype.py).
 
 Each failure is printed as ``generation_id=..., position P, rule R: detail`` (position ``-`` for a row-wide rule) and
 written to ``verify.json``; exit code 1 when any row fails. An empty selection or a negative ``--tolerance`` is an
@@ -169,7 +170,10 @@ def run(args: argparse.Namespace) -> int:
     rows = list(Shard.parse(args.shard).select(list(replay.read_rows(args.source))))[: args.rows]
     if not rows:
         raise BuilderError(f"{args.source}: no rows to verify (an empty file, or --shard {args.shard} selects none)")
-    llm = load_model(args.model, device=args.device, dtype=args.dtype)
+    from builder.generation.dtype import replay_dtype
+
+    llm = load_model(args.model, device=args.device, dtype=replay_dtype(args.dtype, rows, args.source))
+    dtype = str(llm.dtype).removeprefix("torch.")
     eos = set(eos_token_ids(llm.model, llm.tokenizer))
 
     def decode(tokens: list[int]) -> str:
@@ -201,9 +205,9 @@ def run(args: argparse.Namespace) -> int:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     report = {**total, "max_abs_diff": total["max_abs_diff"] if math.isfinite(total["max_abs_diff"]) else "inf",
               "failed_rows": len({p.generation_id for p in problems}), "problems": [asdict(p) for p in problems],
-              "source": str(args.source), "model": args.model}
+              "source": str(args.source), "model": args.model, "dtype": dtype}
     (Path(args.out) / "verify.json").write_text(json.dumps(report, indent=1))
-    print(f"verify: {total['rows']} rows, {total['positions']} positions, largest |difference| "
+    print(f"verify: {total['rows']} rows, {total['positions']} positions ({dtype}), largest |difference| "
           f"{total['max_abs_diff']:.3g}, {total['id_mismatches']} id mismatches, {report['failed_rows']} rows "
           f"failing a rule: {'DIFFERENT' if problems else 'OK'}")
     return 1 if problems else 0

@@ -1,5 +1,8 @@
-"""wiki: fetch each question's Wikipedia page (text sections + infobox) through the MediaWiki API
+"""wiki: fetch the Wikipedia page (text sections + infobox) of each generated row through the MediaWiki API
 (docs/reference-behaviour.md#wikipedia).
+
+The pages are those of ``generations.jsonl`` (questions that were not generated are not fetched);
+``--all-questions`` fetches the page of every question of ``questions.jsonl`` instead (a prefetch).
 
 One row per ``wiki_url`` in ``wiki.jsonl``: ``wiki_url, lang, title, resolved_title, status, sections`` (``heading``,
 ``level``, ``text``; the lead section has heading ``null``), ``markdown`` (``# Title`` then ``##``/``###`` headings --
@@ -276,8 +279,16 @@ def fetch_page(client: MediaWikiClient, wiki_url: str) -> dict[str, Any]:
     return row
 
 
-def _wiki_urls(out: Path) -> list[str]:
-    urls = {r["wiki_url"] for name in ("questions.jsonl", "generations.jsonl") for r in read_store(out / name)}
+def _wiki_urls(out: Path, *, all_questions: bool = False) -> list[str]:
+    """The pages to fetch: those of the generated rows (``generations.jsonl``; ``context`` and ``annotate`` need no
+    other), or of every question with ``all_questions`` (a prefetch)."""
+    from builder.errors import BuilderError
+
+    names = ("questions.jsonl", "generations.jsonl") if all_questions else ("generations.jsonl",)
+    if not all_questions and not (out / "generations.jsonl").is_file():
+        raise BuilderError(f"no {out / 'generations.jsonl'}: `wiki` fetches the pages of the generated rows; run "
+                           "`python -m builder generate` first, or pass --all-questions to fetch every question's page")
+    urls = {r["wiki_url"] for name in names for r in read_store(out / name)}
     # Mu-SHROOM imports carry wiki_url="None": there is no page to fetch.
     return sorted(url for url in urls if url and url != "None")
 
@@ -290,6 +301,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backoff", type=float, default=2.0, help="first retry delay in seconds (doubles)")
     parser.add_argument("--cache", default=None, help="sqlite cache file (default <out>/wiki_cache.sqlite)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP request before a retry")
+    parser.add_argument("--all-questions", action="store_true",
+                        help="fetch the page of every question in questions.jsonl (default: only the pages of the "
+                             "generated rows, generations.jsonl)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -301,7 +315,8 @@ def run(args: argparse.Namespace) -> int:
     client = MediaWikiClient(api_template=args.api, user_agent=args.user_agent, min_interval=args.min_interval,
                              max_attempts=args.max_attempts, backoff=args.backoff, cache=cache,
                              timeout=args.timeout)
-    urls = [url for url in Shard.parse(args.shard).select(_wiki_urls(out)) if url not in store]
+    urls = [url for url in Shard.parse(args.shard).select(_wiki_urls(out, all_questions=args.all_questions))
+            if url not in store]
     statuses: dict[str, int] = {}
     failed = 0
     for url in tqdm(urls, desc="wiki"):

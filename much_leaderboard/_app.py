@@ -116,9 +116,13 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
     labels = [label for label, _ in metric_choices()]
     with gr.Blocks(title=title, analytics_enabled=False, fill_width=True) as demo:
         gr.Markdown(f"# {title}\nEvery row is re-scored on this server from the submitted signals with the MUCH "
-                    f"toolkit (`much evaluate`), on **{html.escape(board.data.source)}**: product aggregator, 95 % "
-                    f"bootstrap intervals over samples ({board.data.n_resamples} resamples), P(rank) by ROC-AUC on "
-                    "the claims every row covers. Submitted numbers are never used.")
+                    f"toolkit (`much evaluate`), on **{html.escape(board.data.source)}**"
+                    f"{f' ({html.escape(board.data.split)} split)' if board.data.split else ''}: product aggregator, "
+                    + (f"95 % bootstrap intervals over samples ({board.data.n_resamples} resamples), P(rank) by "
+                       "ROC-AUC on the claims every row covers." if board.data.n_resamples else
+                       "no bootstrap (started with --bootstrap 0): no intervals, rows ranked by their ROC-AUC on the "
+                       "claims every row covers.")
+                    + " Submitted numbers are never used.")
         with gr.Tabs(selected="board") as tabs:
             with gr.Tab("Leaderboard", id="board"):
                 with gr.Row():
@@ -240,19 +244,17 @@ def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
     return gr.mount_gradio_app(api, demo, path="/", max_file_size=board.limits.max_archive_bytes)
 
 
-def start(folder: str | os.PathLike, *, data: str = "sample", n_resamples: int = 1000, baselines: bool = True,
-          hub_repo: str | None = None, token: str | None = None, endpoint: str | None = None,
-          daily_limit: int = 5, private: Any = None) -> Leaderboard:
+def start(folder: str | os.PathLike, *, data: str = "sample", split: str | None = None, n_resamples: int = 1000,
+          baselines: bool = True, mirror: Any = None, daily_limit: int = 5, private: Any = None) -> Leaderboard:
     """Open the store, pull the hub mirror (if any), re-score pending submissions, add the built-in baselines.
-    ``daily_limit``: submissions per submitter in any 24 hours. ``private``: a
-    :class:`much_leaderboard.PrivateSplit`, there before anything is re-scored (an entry with private values is
-    only valid with it)."""
-    from much_leaderboard._hub import HubMirror
+    ``split``: only that split of ``data`` (None: all); ``mirror``: a :class:`much_leaderboard.HubMirror` (the
+    entries persisted in a hub dataset repository); ``daily_limit``: submissions per submitter in any 24 hours;
+    ``private``: a :class:`much_leaderboard.PrivateSplit`, there before anything is re-scored (an entry with private
+    values is only valid with it)."""
     from much_leaderboard._scoring import EvaluationData
 
-    mirror = HubMirror(hub_repo, token=token, endpoint=endpoint) if hub_repo else None
-    board = Leaderboard(folder, data=EvaluationData(data, n_resamples=n_resamples), mirror=mirror, background=True,
-                        daily_limit=daily_limit, private=private)
+    board = Leaderboard(folder, data=EvaluationData(data, n_resamples=n_resamples, split=split), mirror=mirror,
+                        background=True, daily_limit=daily_limit, private=private)
     if mirror is not None:
         mirror.pull(board.store)
     board.recover()

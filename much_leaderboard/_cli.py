@@ -41,7 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data", default="sample", help="evaluation data: sample (default), orailix/MUCH or a folder")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=7860, help="port (default 7860)")
-    serve.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    serve.add_argument("--split", choices=("train", "test"), default=None,
+                       help="serve only this split of --data (default: every split); `test` for a board over a new "
+                            "export whose train split trains the learned detectors submitted to it")
+    serve.add_argument("--bootstrap", type=int, default=1000,
+                       help="bootstrap resamples for the intervals and P(rank) (default 1000; 0 = none, else at least "
+                            "40: the rule of much run / much evaluate --bootstrap)")
     serve.add_argument("--no-baselines", action="store_true", help="do not add the built-in baselines")
     serve.add_argument("--hub-repo", default=None, help="mirror accepted entries to this hub dataset repository")
     serve.add_argument("--endpoint", default=None, help="hub endpoint (default $HF_ENDPOINT or huggingface.co)")
@@ -83,11 +88,13 @@ def _serve(args: argparse.Namespace) -> int:
     import importlib.util
 
     from much_leaderboard._app import serve, start
+    from much_leaderboard._hub import HubMirror
 
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be in 1..65535, got {args.port}")
-    if args.bootstrap < 1:
-        raise ValueError(f"--bootstrap must be a positive integer, got {args.bootstrap}")
+    from much_metric.signals import check_resamples
+
+    check_resamples(args.bootstrap, "--bootstrap")  # one rule with much run / much evaluate
     if args.daily_limit < 1:
         raise ValueError(f"--daily-limit must be a positive integer, got {args.daily_limit}")
     private = _private_split(args)
@@ -95,9 +102,11 @@ def _serve(args: argparse.Namespace) -> int:
         if importlib.util.find_spec("gradio") is None:
             raise ImportError(f"{_PROG} serve needs gradio", name="gradio")
         check_address(args.host, args.port)
-    board = start(args.store, data=args.data, n_resamples=args.bootstrap, baselines=not args.no_baselines,
-                  hub_repo=args.hub_repo, endpoint=args.endpoint, daily_limit=args.daily_limit, private=private)
-    print(f"{_PROG}: {len(board.store.rows())} rows in {args.store} (evaluation data: {args.data})")
+    mirror = HubMirror(args.hub_repo, endpoint=args.endpoint) if args.hub_repo else None
+    board = start(args.store, data=args.data, split=args.split, n_resamples=args.bootstrap,
+                  baselines=not args.no_baselines, mirror=mirror, daily_limit=args.daily_limit, private=private)
+    print(f"{_PROG}: {len(board.store.rows())} rows in {args.store} (evaluation data: {args.data}"
+          f"{f', split {args.split}' if args.split else ''}, {len(board.data.dataset)} samples)")
     if private is not None:
         print(f"{_PROG}: private split {args.private_data}: {len(private.ids)} samples, {private.n_claims} claims "
               f"(labels sha256 {private.labels_sha256[:12]}...)")

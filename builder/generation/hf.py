@@ -61,7 +61,7 @@ def generate_batch(llm: Any, config: GenerationConfig, questions: list[dict[str,
     new_tokens = out.sequences[:, input_ids.shape[1]:]
     logits = torch.stack(out.logits, dim=1)  # (batch, steps, vocab), raw
     temperature = 1.0 if config.greedy else config.temperature
-    info = EngineInfo("hf", distribution_version("transformers"))
+    info = EngineInfo("hf", distribution_version("transformers"), dtype=str(llm.dtype).removeprefix("torch."))
     records = []
     for row, question in enumerate(questions):
         tokens = _trim(new_tokens[row].tolist(), set(eos_ids))
@@ -85,6 +85,7 @@ class HFEngine:
         self.config, self.options = config, options
         self.llm = load_or_stop(_llm.load_model, options.model, device=options.device, dtype=options.dtype)
         self.version = distribution_version("transformers")
+        self.dtype = str(self.llm.dtype).removeprefix("torch.")
         vocab = getattr(getattr(self.llm.model, "config", None), "vocab_size", None)
         self.limits = RowLimits(vocab_size=vocab if isinstance(vocab, int) else None,
                                 max_new_tokens=config.max_new_tokens, extend=True)

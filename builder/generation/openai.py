@@ -226,7 +226,8 @@ class OpenAIEngine:
         self.config, self.settings, self.options = config, settings, options
         self.tokenizer = _tokenizer(options.tokenizer or options.model)
         self.version = f"openai-compatible@{options.base_url}"
-        self.info = EngineInfo("openai", self.version, settings.to_record())
+        self.dtype = options.dtype  # the server's, as declared by --dtype (None: not known)
+        self.info = EngineInfo("openai", self.version, settings.to_record(), dtype=self.dtype)
         self.limits = RowLimits(vocab_size=len(self.tokenizer), max_new_tokens=config.max_new_tokens)
         self.url = options.base_url.rstrip("/") + "/chat/completions"
         self.headers = {"Authorization": f"Bearer {os.environ.get(options.api_key_env) or 'EMPTY'}"}

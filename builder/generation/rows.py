@@ -37,11 +37,13 @@ class EngineResult:
 
 @dataclasses.dataclass(frozen=True)
 class EngineInfo:
-    """Recorded in every row: ``engine``, ``engine_version`` and (serving engines) ``sampling``."""
+    """Recorded in every row: ``engine``, ``engine_version``, (serving engines) ``sampling`` and ``dtype`` (the dtype
+    the values were computed in, :mod:`builder.generation.dtype`; None: not known, e.g. a server's undeclared)."""
 
     engine: str
     version: str
     sampling: dict[str, Any] | None = None
+    dtype: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +85,8 @@ def make_record(config: GenerationConfig, question: dict[str, Any], result: Engi
     extra: dict[str, Any] = {"engine": engine.engine, "engine_version": engine.version}
     if engine.sampling is not None:
         extra["sampling"] = engine.sampling
+    if engine.dtype is not None:
+        extra["dtype"] = engine.dtype
     return {schema.GENERATION_ID: generation_id(record), **record, "finished": bool(result.finished), **extra}
 
 

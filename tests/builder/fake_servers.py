@@ -263,9 +263,9 @@ class FakeOpenAI(_Server):
 
     ``script[model]`` is a list of behaviours consumed one per chat request for that model, then ``"correct"``:
     ``correct``, ``wrong_length``, ``out_of_range``, ``not_json``, ``error500``, ``rate_limit``, ``bad_request``,
-    or a callable ``(segments) -> labels``. ``truth(model, segments)`` gives the correct labels (default
-    :func:`default_truth` for every model). Usage: prompt tokens = words of the messages, completion tokens = 5 per
-    label.
+    ``slow`` (a correct answer after ``slow_seconds``), or a callable ``(segments) -> labels``.
+    ``truth(model, segments)`` gives the correct labels (default :func:`default_truth` for every model). Usage:
+    prompt tokens = words of the messages, completion tokens = 5 per label.
     """
 
     def __init__(self, script: dict[str, list] | None = None,
@@ -273,6 +273,7 @@ class FakeOpenAI(_Server):
         super().__init__()
         self.script = {model: list(items) for model, items in (script or {}).items()}
         self.truth = truth or (lambda model, segments: default_truth(segments))
+        self.slow_seconds = 1.0
 
     @property
     def base_url(self) -> str:
@@ -296,6 +297,9 @@ class FakeOpenAI(_Server):
         with self._lock:
             queue = self.script.get(model, [])
             behaviour = queue.pop(0) if queue else "correct"
+        if behaviour == "slow":  # computed, but answered after the client's deadline: the client never sees usage
+            time.sleep(self.slow_seconds)
+            behaviour = "correct"
         if behaviour == "error500":
             return 500, {}, {"error": {"message": "server exploded", "type": "server_error"}}
         if behaviour == "rate_limit":

@@ -108,6 +108,20 @@ def test_call_judge_retries_errors_and_invalid_answers_until_valid():
     assert all(b["response_format"]["type"] == "json_schema" for b in bodies)
 
 
+def test_a_timed_out_call_is_unmetered_not_free():
+    """A call cut at the client's deadline was computed by the server: its tokens are unknown, so the usage says so
+    and the cost is None (unknown), never 0 tokens / USD 0 as if known."""
+    segments = ["The capital", " is Sydney."]
+    with FakeOpenAI({"m": ["slow", "correct"]}) as server:
+        server.slow_seconds = 1.0
+        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=0.3)
+        result = annotate.call_judge(client, "m", _messages(segments), 2, max_attempts=2, sleep=lambda s: None)
+    assert result.labels == [1, -1] and result.usage["calls"] == 2
+    assert result.usage["unmetered_calls"] == 1 and result.usage["prompt_tokens"] > 0  # the answered call's
+    assert annotate.cost_usd(result.usage, (2.5, 10.0)) is None
+    assert annotate.cost_usd({**result.usage, "unmetered_calls": 0}, (2.5, 10.0)) > 0
+
+
 def test_call_judge_gives_up_with_the_last_reason():
     with FakeOpenAI({"m": ["wrong_length"] * 3}) as server:
         with pytest.raises(annotate.JudgeFailed, match="after 3 attempts.*expected 2") as info:

@@ -88,3 +88,20 @@ def test_export_folder_follows_the_umask(tmp_path, umask):
     for path in paths:
         expected = (0o777 if path.is_dir() else 0o666) & ~umask
         assert stat.S_IMODE(path.stat().st_mode) == expected, path
+
+
+def test_a_step_runs_from_any_folder_with_the_checkout_on_the_path(tmp_path):
+    """docs/development.md#install: `python -m builder` from another folder, the checkout on PYTHONPATH: the files
+    read from the checkout (data/mushroom/) are found, and --out is relative to the current folder."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-m", "builder", "questions", "--out", "relative-out"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "relative-out" / "questions.jsonl").stat().st_size > 0
+    assert "unique" in done.stdout

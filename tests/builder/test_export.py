@@ -150,7 +150,8 @@ def test_single_judge_and_forced_split(tmp_path, capsys):
     assert len(list(read_store(tmp_path / "rows" / "test.jsonl"))) == 23  # the 25-candidate row goes to trash
     assert not list(read_store(tmp_path / "rows" / "train.jsonl"))
     assert main(["export", "--out", str(tmp_path), "--judge", "gpt-4o"]) == 2
-    assert re.search(r"(?m)^builder export: error: no labels.gpt-4o", capsys.readouterr().err)
+    assert re.search(r"(?m)^builder export: error: --judge gpt-4o: no labels.gpt-4o.jsonl \(label files present: "
+                     r"labels.mushroom.jsonl\)", capsys.readouterr().err)
 
 
 def test_engine_of_serving_rows_is_kept_in_the_configs_record(tmp_path):
@@ -161,7 +162,7 @@ def test_engine_of_serving_rows_is_kept_in_the_configs_record(tmp_path):
     for index, generation in enumerate(generations):
         engine = "vllm" if index % 2 else "openai"
         version = "9.9.9-trash-only" if index == 1 else "0.32.0"  # row 1 is trashed: its engine is not published
-        generation.update(engine=engine, engine_version=version, sampling=sampling)
+        generation.update(engine=engine, engine_version=version, sampling=sampling, dtype="float32")
     _write(tmp_path / "generations.jsonl", generations)
     assert main(["export", "--out", str(tmp_path), "--no-check"]) == 0
     published = {r[schema.GENERATION_ID] for split in ("train", "test")
@@ -170,5 +171,5 @@ def test_engine_of_serving_rows_is_kept_in_the_configs_record(tmp_path):
                                                                                          "train.jsonl"))
     (config,) = read_store(tmp_path / "rows" / "configs.jsonl")
     assert sorted(config["engines"], key=lambda e: e["engine"]) == [
-        {"engine": "openai", "engine_version": "0.32.0", "sampling": sampling},
-        {"engine": "vllm", "engine_version": "0.32.0", "sampling": sampling}]
+        {"engine": "openai", "engine_version": "0.32.0", "sampling": sampling, "dtype": "float32"},
+        {"engine": "vllm", "engine_version": "0.32.0", "sampling": sampling, "dtype": "float32"}]

@@ -154,3 +154,45 @@ def test_filter_step_names_labels_that_do_not_match_the_claims(tmp_path):
     _labels(tmp_path, "gpt-4.1", {})
     with pytest.raises(ValueError, match="labels.gpt-4o.jsonl: generation_id='gen00': field 'labels' has 2"):
         main(["--traceback", "filter", "--out", str(tmp_path)])
+
+
+def _strict_json(path):
+    def refuse(constant):
+        raise ValueError(f"{path.name} holds {constant}, which is not JSON")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_judges_by_any_name_are_found_and_nothing_is_trashed_in_silence(tmp_path, capsys):
+    """annotate --judge MODEL=KEY writes labels.<KEY>.jsonl: filter finds those judges (no flag), export follows
+    filter's judges, a sample without labels is in the trash split with its reason; a filter that would trash every
+    sample exits 1, wrong or too few judges are refused naming the label files present and --judges, and the report
+    is strict JSON (an undefined kappa is null, not NaN)."""
+    write_sample_artifacts(tmp_path, assets.llama3_tokenizer())
+    chunks = {r["generation_id"]: len(r["token_chunks"]) for r in read_store(tmp_path / "segments.jsonl")}
+    agree = {g: [1] * chunks[g] for g in chunks}
+    _labels(tmp_path, "alpha", agree)
+    (tmp_path / "labels.beta.failures.jsonl").write_text("")  # never a judge
+    assert main(["filter", "--out", str(tmp_path)]) == 2
+    assert re.search(r"at least two judges; label files in .*: labels.alpha.jsonl\. .*--judges",
+                     capsys.readouterr().err)
+    _labels(tmp_path, "beta", {g: v for g, v in agree.items() if g != "gen02"})  # beta failed on gen02
+    assert main(["filter", "--out", str(tmp_path), "--judges", "gpt-4o", "gpt-4.1"]) == 2
+    assert re.search(r"no labels.gpt-4o.jsonl in .* \(label files present: labels.alpha.jsonl, labels.beta.jsonl\)"
+                     r"; pass --judges", capsys.readouterr().err)
+    assert main(["filter", "--out", str(tmp_path)]) == 0
+    report = _strict_json(tmp_path / "filter.report.json")
+    assert report["judges"] == ["alpha", "beta"] and report["kappa"]["value"] is None  # one class only: undefined
+    assert report["trash"] == {"no_eos": 1, "outside_top_k": 1, "missing_labels": 1, "judge_disagreement": 0}
+    assert report["kept"] == 4
+    assert main(["export", "--out", str(tmp_path), "--no-check"]) == 0
+    assert "labels from alpha" in capsys.readouterr().out
+    trash = {r["generation_id"]: r["trash_reason"] for r in read_store(tmp_path / "rows" / "trash.jsonl")}
+    assert trash == {"gen02": "missing_labels", "gen04": "no_eos", "gen05": "outside_top_k"}
+    kept = [r for split in ("train", "test") for r in read_store(tmp_path / "rows" / f"{split}.jsonl")]
+    assert len(kept) == 4 and all(r["labels"] == agree[r["generation_id"]] for r in kept)
+
+    _labels(tmp_path, "beta", {})  # beta labelled nothing: every sample would be trashed
+    assert main(["filter", "--out", str(tmp_path)]) == 1
+    assert "every one of the 7 samples is trashed" in capsys.readouterr().err
+    assert _strict_json(tmp_path / "filter.report.json")["kept"] == 0

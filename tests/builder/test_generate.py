@@ -172,6 +172,9 @@ def test_cli_run_is_resumable_and_records_failures(llm, tmp_path, monkeypatch):
     config = GenerationConfig(model_name="smol", temperature=0.7, max_new_tokens=6)
     [stored] = list(read_store(tmp_path / "configs.jsonl"))
     assert stored["generation_config"] == config.id and stored["model_source"] == "/models/smollm2.gguf"
+    # the dtype the values were computed in (float32 on CPU) is recorded per row and per config; one config has one
+    assert stored["dtype"] == "float32" and {r["dtype"] for r in rows} == {"float32"}
+    assert main([*argv, "--dtype", "bfloat16"]) == 2
     # A failing question is recorded with its reason; the others go on.
     real = gen.generate_batch
 

@@ -57,15 +57,18 @@ def model_dir(tmp_path_factory) -> Path:
 
 
 def _vllm_generate(model_dir: Path, out: Path, temperature: float, questions=QUESTIONS, *extra: str) -> Path:
-    """``python -m builder generate --engine vllm`` with its defaults (MUCH's sampler: top_p 0.9, top_k 20)."""
+    """``python -m builder generate --engine vllm`` with its defaults (MUCH's sampler: top_p 0.9, top_k 20; no
+    ``--dtype``: float32 on CPU, where vLLM's own "auto" would downcast the float32 checkpoint to bfloat16 and every
+    stored value would differ by up to ~0.06 from MUCH's)."""
     (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE",
                                                                                             "1")}
     cmd = [sys.executable, "-m", "builder", "generate", "--out", str(out), "--model", str(model_dir),
            "--model-name", "smollm2-135m", "--engine", "vllm", "--batch-size", str(len(questions)),
-           "--max-new-tokens", str(MAX_NEW_TOKENS), "--temperature", str(temperature), "--dtype", "float32", *extra]
+           "--max-new-tokens", str(MAX_NEW_TOKENS), "--temperature", str(temperature), *extra]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert {r["dtype"] for r in read_store(out / "generations.jsonl")} == {"float32"}
     return out
 
 
@@ -139,7 +142,7 @@ def test_replay_and_verify_reproduce_the_vllm_rows(model_dir, vllm_out, vllm_row
     from builder.verify import compare_probabilities
 
     common = ["--source", str(vllm_out / "generations.jsonl"), "--model", str(model_dir), "--temperature",
-              str(TEMPERATURE), "--out-of-top", "append", "--dtype", "float32"]
+              str(TEMPERATURE), "--out-of-top", "append"]  # no --dtype: the rows' recorded one
     assert main(["replay", "--out", str(tmp_path / "replay"), *common]) == 0
     replayed = {r[schema.GENERATION_ID]: r for r in read_store(tmp_path / "replay" / "replay.jsonl")}
     assert sorted(replayed) == sorted(r[schema.GENERATION_ID] for r in vllm_rows)
@@ -157,7 +160,8 @@ def test_replay_and_verify_reproduce_the_vllm_rows(model_dir, vllm_out, vllm_row
     rows = len(vllm_rows)
     assert main(["verify", "--out", str(tmp_path / "verify"), *common, "--rows", str(rows), "--tolerance",
                  str(PROB_TOLERANCE)]) == 0
-    assert json.loads((tmp_path / "verify" / "verify.json").read_text())["rows"] == rows
+    report = json.loads((tmp_path / "verify" / "verify.json").read_text())
+    assert report["rows"] == rows and report["dtype"] == "float32"
 
     tampered = [dict(r) for r in vllm_rows]
     tampered[0][schema.LOGITS_VALUES] = [list(v) for v in tampered[0][schema.LOGITS_VALUES]]
@@ -227,7 +231,8 @@ def _openai_generate(model_dir: Path, url: str, out: Path, temperature: float) -
     scale = SamplingSettings(temperature=temperature).logit_scale
     assert main(["generate", "--out", str(out), "--model", "smollm2-135m", "--engine", "openai",
                  "--base-url", url, "--tokenizer", str(model_dir), "--workers", "3", "--server-logit-scale",
-                 repr(scale), "--max-new-tokens", str(MAX_NEW_TOKENS), "--temperature", str(temperature)]) == 0
+                 repr(scale), "--max-new-tokens", str(MAX_NEW_TOKENS), "--temperature", str(temperature),
+                 "--dtype", "float32"]) == 0  # declares the server's --dtype, recorded in the rows
     return out
 
 
@@ -331,6 +336,27 @@ def test_engine_rows_export_load_and_score_with_much_run(model_dir, vllm_outs, o
         print(f"much run on the export: {name} roc_auc={result['roc_auc']} pr_auc={result['pr_auc']}")
         assert math.isfinite(result["roc_auc"]) and 0 <= result["roc_auc"] <= 1
         assert math.isfinite(result["pr_auc"]) and 0 <= result["pr_auc"] <= 1
+
+
+def test_the_maintainers_loop_on_vllm_rows(model_dir, vllm_out, tmp_path):
+    """The loop of tests/builder/test_maintainer_loop.py on the rows of ``generate --engine vllm`` with its defaults
+    (this module's engine run at T = 0.7: no second engine start): segment -> wiki -> context -> annotate (two judges
+    named by the maintainer) -> filter -> export -> much_dataset.load -> verify OK in the recorded dtype -> much
+    run. Before the dtype rule, vLLM's "auto" stored bfloat16 values and verify found every row DIFFERENT."""
+    import shutil
+
+    from tests.builder._loop import run_loop
+
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("questions.jsonl", "generations.jsonl", "configs.jsonl"):
+        shutil.copy(vllm_out / name, out / name)
+    with (out / "questions.jsonl").open("a") as handle:  # a question that was not generated
+        handle.write(json.dumps({"question_id": "q-not-generated", "lang": "en", "prompt": "Who built Rome?",
+                                 "wiki_url": "https://en.wikipedia.org/wiki/Rome"}) + "\n")
+    counts = run_loop(out, tokenizer=str(model_dir), model=str(model_dir),
+                      verify=["--temperature", str(TEMPERATURE), "--out-of-top", "append"], tmp=tmp_path)
+    print(f"\nmaintainer's loop (vllm): {counts}")
 
 
 def _stream(served: str, prompt: str, *, token_ids: bool, seed: int, temperature: float, system: bool = True):
@@ -442,12 +468,33 @@ def _generation_rows(path: Path) -> dict[str, dict]:
     return rows
 
 
+def _left_behind(pids: list[int], wait: float = 20.0) -> list[int]:
+    """Those of ``pids`` still running after ``wait`` seconds (zombies count as gone)."""
+    import time
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + wait
+    while any(map(alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [pid for pid in pids if alive(pid)]
+
+
 def test_random_kills_of_the_vllm_engine_lose_and_duplicate_nothing(model_dir, tmp_path):
-    """generate --engine vllm killed (process group: vLLM's engine core is a child process) at random points after
-    rows started to arrive, at least 10 times, then rerun: the rows equal an uninterrupted run's, none twice."""
+    """generate --engine vllm killed at random points after rows started to arrive, at least 10 times, then rerun:
+    the rows equal an uninterrupted run's, none twice. SIGTERM and SIGINT go to the step's pid alone (`kill PID`),
+    once during the engine's start-up too: the engine core and its workers must not outlive it; SIGKILL goes to the
+    process group (it cannot be caught)."""
     import random
     import signal
     import time
+
+    from builder._processes import descendants
 
     questions = [{**QUESTIONS[i % len(QUESTIONS)], "question_id": f"k{i}",
                   "prompt": f"{QUESTIONS[i % len(QUESTIONS)]['prompt']} ({i})"} for i in range(120)]
@@ -459,13 +506,35 @@ def test_random_kills_of_the_vllm_engine_lose_and_duplicate_nothing(model_dir, t
         (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
         return [sys.executable, "-m", "builder", "generate", "--out", str(out), "--model", str(model_dir),
                 "--model-name", "smollm2-135m", "--engine", "vllm", "--batch-size", "1", "--max-new-tokens", "8",
-                "--temperature", str(TEMPERATURE), "--dtype", "float32"]
+                "--temperature", str(TEMPERATURE)]
+
+    def stop(process: subprocess.Popen, signum: int) -> None:
+        """``signum`` to the step's pid only; then nothing it started may be left (SIGKILL: to its group)."""
+        if signum == signal.SIGKILL:
+            os.killpg(process.pid, signum)
+            process.wait()
+            return
+        started_by_it = descendants(process.pid)
+        os.kill(process.pid, signum)
+        code = process.wait(timeout=120)
+        assert code == 128 + signum, f"exit code {code} after signal {signum}"
+        left = _left_behind(started_by_it)
+        assert not left, f"signal {signum}: {len(left)} of the {len(started_by_it)} processes it started left behind"
 
     reference = tmp_path / "reference"
     done = subprocess.run(command(reference), env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     killed = tmp_path / "killed"
     cmd = command(killed)
+    # SIGTERM during the start-up: once the engine core process exists, before any row
+    process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 300
+    while len(descendants(process.pid)) < 2 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)  # the multiprocessing resource tracker, then the engine core
+    time.sleep(2.0)
+    assert process.poll() is None and not _generation_rows(killed / "generations.jsonl")
+    stop(process, signal.SIGTERM)
     rng = random.Random(11)
     kills, started = 0, time.time()
     while kills < 10 and time.time() - started < 1200:
@@ -477,8 +546,7 @@ def test_random_kills_of_the_vllm_engine_lose_and_duplicate_nothing(model_dir, t
         if process.poll() is not None:
             break  # finished before a kill: the loop below asserts there were enough kills
         time.sleep(rng.uniform(0.0, 0.6))
-        os.killpg(process.pid, signal.SIGKILL if kills % 2 else signal.SIGTERM)
-        process.wait()
+        stop(process, (signal.SIGTERM, signal.SIGKILL, signal.SIGINT)[kills % 3])
         time.sleep(0.5)  # let the engine-core child go too before the next start
         kills += 1
         _generation_rows(killed / "generations.jsonl")  # no question twice after any kill

@@ -41,9 +41,9 @@ def model_dir(tmp_path_factory) -> Path:
 
 
 def _common(model_dir: Path, out: Path, limit: int = N_ROWS) -> list[str]:
+    # no --dtype: the device default, float32 on CPU (vLLM's own "auto" would run bfloat16 there)
     return ["internals", "--source", str(SAMPLE), "--model", str(model_dir), "--out", str(out), "--limit", str(limit),
-            "--prompt-style", "user", "--hidden-layers", LAYERS, "--hidden-dtype", "float32", "--dtype", "float32",
-            "--rows-per-shard", "2"]
+            "--prompt-style", "user", "--hidden-layers", LAYERS, "--hidden-dtype", "float32", "--rows-per-shard", "2"]
 
 
 def _vllm_internals(argv: list[str]) -> tuple[subprocess.CompletedProcess, float]:

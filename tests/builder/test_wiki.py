@@ -68,8 +68,30 @@ def test_parse_infobox_handles_nested_templates_links_and_comments():
 
 
 def _urls(out, urls):
+    """Questions with these pages, each generated once (wiki fetches the pages of generations.jsonl)."""
     rows = [{"question_id": f"q{i}", "lang": "en", "prompt": "?", "wiki_url": url} for i, url in enumerate(urls)]
     (out / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    generated = [{"generation_id": f"g{i}", "question_id": r["question_id"], "wiki_url": r["wiki_url"]}
+                 for i, r in enumerate(rows)]
+    (out / "generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in generated))
+
+
+def test_only_the_pages_of_generated_questions_are_fetched(tmp_path):
+    """Two questions, one generated: wiki fetches only that one's page; --all-questions fetches both; without
+    generations.jsonl it says what to run."""
+    _urls(tmp_path, URLS[:1])
+    extra = {"question_id": "q-not-generated", "lang": "fr", "prompt": "?", "wiki_url": URLS[7]}
+    with (tmp_path / "questions.jsonl").open("a") as handle:
+        handle.write(json.dumps(extra) + "\n")
+    with FakeMediaWiki() as server:
+        argv = ["wiki", "--out", str(tmp_path), "--api", server.api_template, "--min-interval", "0"]
+        assert main(argv) == 0
+        assert [r["wiki_url"] for r in read_store(tmp_path / "wiki.jsonl")] == [URLS[0]]
+        assert not [r for r in server.requests if "/fr/" in r["path"]]
+        assert main([*argv, "--all-questions"]) == 0
+        assert sorted(r["wiki_url"] for r in read_store(tmp_path / "wiki.jsonl")) == sorted([URLS[0], URLS[7]])
+    (tmp_path / "generations.jsonl").unlink()
+    assert main(["wiki", "--out", str(tmp_path), "--api", "http://127.0.0.1:9/{lang}", "--min-interval", "0"]) == 2
 
 
 URLS = ["https://en.wikipedia.org/wiki/Canberra", "https://en.wikipedia.org/wiki/Curie",

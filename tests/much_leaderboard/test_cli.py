@@ -46,3 +46,38 @@ def test_much_leaderboard_points_to_the_new_command(capsys):
     err = capsys.readouterr().err
     assert err.startswith("much leaderboard: error: the leaderboard server moved to its own command: "
                           "much-leaderboard serve") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("resamples", ["5", "39", "100001"])
+def test_bootstrap_follows_the_rule_of_much_evaluate(resamples, tmp_path, capsys):
+    """One rule for --bootstrap (much_metric.signals.check_resamples): the board refuses what much evaluate refuses,
+    with the same reason, before anything is loaded."""
+    from much_metric.cli import main as much
+
+    (tmp_path / "scores.jsonl").write_text("")
+    assert much(["evaluate", "--source", "sample", "--scores", str(tmp_path / "scores.jsonl"),
+                 "--bootstrap", resamples]) == 2
+    evaluate_error = capsys.readouterr().err
+    assert main(["serve", "--check", "--bootstrap", resamples, "--store", str(tmp_path / "s")]) == 2
+    serve_error = capsys.readouterr().err
+    reason = evaluate_error.split("--bootstrap must be", 1)[1]
+    assert "--bootstrap must be" + reason in serve_error and not (tmp_path / "s").exists()
+
+
+def test_bootstrap_0_is_a_board_without_intervals(tmp_path, capsys):
+    """--bootstrap 0, accepted by much evaluate, is accepted by the board too: no intervals and no P(rank), rows
+    ranked by their point values."""
+    from much_leaderboard import EvaluationData, Leaderboard
+    from tests.much_leaderboard._helpers import sample_signal, valid_archive
+
+    assert main(["serve", "--check", "--no-baselines", "--bootstrap", "0", "--store", str(tmp_path / "s")]) == 0
+    assert "rows in" in capsys.readouterr().out
+    data = EvaluationData(n_resamples=0)
+    assert data.bootstrap is None
+    board = Leaderboard(tmp_path / "board", data=data)
+    first = board.submit(valid_archive(sample_signal(), name="a"), {"method": "a"})
+    second = board.submit(valid_archive(sample_signal(seed=3), name="b"), {"method": "b"})
+    assert [first.status, second.status] == ["accepted", "accepted"], (first, second)
+    ranking = board.ranking()
+    assert ranking["_meta"]["n_resamples"] == 0 and all(
+        row["rank_probability"] is None for key, row in ranking.items() if key != "_meta")

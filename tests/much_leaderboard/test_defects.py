@@ -27,8 +27,8 @@ def test_hub_entry_json_that_is_not_json_is_skipped_with_a_reason(tmp_path, hub,
     files[f"submissions/{broken}/entry.json"] = b"{not json"
     monkeypatch.setenv("HF_TOKEN", GOOD_TOKEN)
     with caplog.at_level(logging.WARNING, logger="much_leaderboard"):
-        restored = start(tmp_path / "fresh", n_resamples=50, baselines=False, hub_repo="me/much-leaderboard",
-                         endpoint=hub.endpoint)
+        restored = start(tmp_path / "fresh", n_resamples=50, baselines=False,
+                         mirror=HubMirror("me/much-leaderboard", endpoint=hub.endpoint))
     restored.join()
     assert [row["submission"] for row in restored.store.rows()] == [good]
     assert f"hub entry {broken[:12]}: entry.json is not a JSON object" in caplog.text and "skipped" in caplog.text

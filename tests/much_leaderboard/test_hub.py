@@ -108,8 +108,8 @@ def test_start_restores_a_space_from_the_hub(tmp_path, hub, evaluation, signals,
     board = Leaderboard(tmp_path / "a", data=evaluation, mirror=_mirror(hub))
     outcome = board.submit(valid_archive(signals), {"method": "persisted"})
     monkeypatch.setenv("HF_TOKEN", GOOD_TOKEN)  # as a Space secret: never passed as an argument
-    restored = start(tmp_path / "fresh-disk", n_resamples=50, baselines=False, hub_repo="me/much-leaderboard",
-                     endpoint=hub.endpoint)
+    restored = start(tmp_path / "fresh-disk", n_resamples=50, baselines=False,
+                     mirror=HubMirror("me/much-leaderboard", endpoint=hub.endpoint))
     restored.join()  # the server scores breakdown intervals in the background
     [row] = restored.store.rows()
     assert row["submission"] == outcome.submission and row["form"]["method"] == "persisted"

@@ -77,3 +77,35 @@ def test_the_same_detector_on_a_board_of_its_held_out_language_is_accepted_and_l
     assert "training on the auto split" in row["needs"]
     page = render_table([row], langs=board.data.langs)
     assert "trained: linear, leave-one-language-out, fold lang=de" in page
+
+
+def test_a_board_over_an_export_serves_only_its_held_out_split(detector, tmp_path, capsys):
+    """A new export holds a train and a test split; a detector trained on the train rows is refused by a board over
+    every split, and accepted by a board that serves only the held-out split (``--split test``), through the CLI
+    option too."""
+    import much_dataset
+    from much_dataset.card import write_parquet_folder
+    from much_leaderboard import EvaluationData
+    from much_leaderboard import main as leaderboard
+
+    sample = much_dataset.load("sample", split="test")
+    held_out = [row for row in sample.to_list() if row["lang"] == "de"]
+    trained_on = [row for row in sample.to_list() if row["lang"] != "de"]
+    export = tmp_path / "export"
+    write_parquet_folder({"train": trained_on, "test": held_out}, export)
+    out = tmp_path / "signals"
+    assert main(["run", "--source", str(export), "--split", "test", "--signals", f"learned:{detector}",
+                 "--out", str(out), "--bootstrap", "0", "--no-progress"]) == 0
+    archive = _zip_folder(out)
+    every_split = Leaderboard(tmp_path / "all", data=EvaluationData(str(export), n_resamples=0))
+    assert len(every_split.data.dataset) == len(sample)
+    refused = every_split.submit(archive, {"method": "export detector", "authors": "Ada"})
+    assert refused.status == "rejected" and "was trained or validated on" in refused.message
+    held_out_board = Leaderboard(tmp_path / "test", data=EvaluationData(str(export), n_resamples=0, split="test"))
+    assert len(held_out_board.data.dataset) == len(held_out)
+    accepted = held_out_board.submit(archive, {"method": "export detector", "authors": "Ada"})
+    assert accepted.status == "accepted", accepted
+    capsys.readouterr()
+    assert leaderboard(["serve", "--check", "--no-baselines", "--data", str(export), "--split", "test",
+                        "--bootstrap", "0", "--store", str(tmp_path / "cli")]) == 0
+    assert f"split test, {len(held_out)} samples" in capsys.readouterr().out

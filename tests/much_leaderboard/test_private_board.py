@@ -154,7 +154,7 @@ def test_a_space_restored_from_the_hub_keeps_entries_with_private_values(tmp_pat
         shown = {r["signal"]: r["private"] for r in board.private.table(board.store.rows())["rows"]}
         monkeypatch.setenv("HF_TOKEN", GOOD_TOKEN)
         restored = start(tmp_path / "fresh", data=str(hidden_split.public), n_resamples=50, baselines=False,
-                         hub_repo="me/much-leaderboard", endpoint=hub.endpoint, private=private_split)
+                         mirror=HubMirror("me/much-leaderboard", endpoint=hub.endpoint), private=private_split)
         restored.join()
         assert [r["submission"] for r in restored.store.rows()] == [outcome.submission]
         again = {r["signal"]: r["private"] for r in restored.private.table(restored.store.rows())["rows"]}
