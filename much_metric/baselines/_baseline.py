@@ -15,8 +15,11 @@ __all__ = ["RESOURCES", "Baseline", "BaselineSpec"]
 
 #: What a baseline may need, passed to ``compute`` as keyword arguments of these names: the generating LLM's
 #: tokenizer (or a per-sample decoder), an NLI scorer, KTC's token-neighbour statistics, an internals pack
-#: (:func:`much_dataset.load_internals`: attention and hidden states per output token; RAUQ, probes).
-RESOURCES = ("tokenizer", "nli", "neighbours", "internals")
+#: (:func:`much_dataset.load_internals`: attention and hidden states per output token; RAUQ, probes), the samples
+#: (N further answers per question, :class:`much_metric.baselines.samples.SampleSet`), the reference (the Wikipedia
+#: article and RAG chunks of ``builder wiki``/``context``, :class:`much_metric.baselines.reference.ReferenceSet`)
+#: and a text encoder (:mod:`much_metric.baselines.encoders`).
+RESOURCES = ("tokenizer", "nli", "neighbours", "internals", "samples", "reference", "encoder")
 
 _FIELD = re.compile(r"\{(\w+)\}")
 

@@ -1,5 +1,6 @@
 """A benchmark run's plan: the data loaded and selected, the signals decided, and every resource they need (the
-generating LLM's tokenizers, the NLI model, KTC's token-neighbour statistics) resolved ONCE, with the notes of what
+generating LLM's tokenizers, the NLI model, KTC's token-neighbour statistics, the samples, the reference and the
+text encoder) resolved ONCE, with the notes of what
 was skipped and why. :func:`much_metric.benchmark.run_benchmark` computes and evaluates a plan; nothing below it
 looks a resource up again."""
 
@@ -78,10 +79,10 @@ def check_signals(signals: Sequence[str] | str | None, *, option: str = "signals
         return None
     wanted = expand_signals([signals] if isinstance(signals, str) else list(signals))
     if importlib.util.find_spec("torch") is None:
-        needing = [name for name in wanted if "nli" in resolve(name).needs]
+        needing = [name for name in wanted if {"nli", "encoder"} & set(resolve(name).needs)]
         if needing:
-            raise ModuleNotFoundError(f"{option} {', '.join(needing)}: needs an NLI model, which needs torch (the "
-                                      "`models` extra is not installed)", name="torch")
+            raise ModuleNotFoundError(f"{option} {', '.join(needing)}: needs an NLI model or a text encoder, which "
+                                      "need torch (the `models` extra is not installed)", name="torch")
     return wanted
 
 
@@ -220,6 +221,10 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
         notes.append(BenchmarkNote(message=f"CCP and SAR skipped: {reason}", skipped=tuple(needing), reason=reason))
 
     names, stats = _with_neighbours(names, wanted is None, neighbour_sources, dataset, notes)
+    needed = {need for name in names for need in resolve(name).needs}
+    if needed & {"samples", "reference", "encoder"}:
+        resources = lookup.sampling_resources(resources, dataset, origin, needed, nli_scorer, messages)
+        inform()
     return BenchmarkPlan(dataset=dataset, source=origin, splits_used=splits_used, load_seconds=load_seconds,
                          n_tokens=n_tokens, signals=tuple(names), default_signals=wanted is None, tokenizer=single,
                          tokenizers=per_config,

@@ -92,6 +92,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--internals", default=None,
                         help="an internals pack (`python -m builder internals`) for the signals that need one: rauq, "
                              "attention_previous")
+    parser.add_argument("--samples", default=None,
+                        help="N further answers per row (`python -m builder samples`) for the sampling detectors "
+                             "(semantic_isotropy, sample_*, eigenscore); default for --source sample: its own pack")
+    parser.add_argument("--reference", default=None,
+                        help="the --out folder of `python -m builder wiki` / `context` (wiki.jsonl, context.jsonl) "
+                             "for the reference_* detectors")
+    parser.add_argument("--encoder", default=None,
+                        help="text encoder of the isotropy / cosine detectors: minilm (packaged all-MiniLM-L6-v2, "
+                             "default when installed), observer[:MODEL[@LAYER]] (mean-pooled hidden states; default "
+                             "smollm2), or a sentence-transformers id/folder")
     parser.add_argument("--aggregator", default="product", help="product (default), mean, max or geometric")
     parser.add_argument("--stopword-handling", choices=("null", "exclude"), default="null",
                         help="null (reference, default): stopword tokens score 0; exclude: removed from claims")
@@ -173,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
                            if value is not None}),
                        reference_window=args.reference_window),
         resources=ResourceOptions(tokenizer=args.tokenizer or None, neighbours=args.neighbours,
-                                  internals=args.internals),
+                                  internals=args.internals, samples=args.samples, reference=args.reference,
+                                  encoder=args.encoder),
         output=OutputOptions(out=args.out, file_format=args.file_format, progress=not args.no_progress))
     _print(result)
     if args.json:
