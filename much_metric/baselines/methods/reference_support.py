@@ -73,7 +73,7 @@ BASELINES = (
              defaults=tuple(f"reference_{part}_nli_{s}" for part in PARTS for s in NLI_SCORES),
              description="SummaC-zs against the Wikipedia article's / RAG chunks' sentences (ENT/CON/DIFF/UNV)"),
     Baseline(name="reference_{part}_{lexical}", compute=_lexical, params={"part": _PART, "lexical": "|".join(LEXICAL)},
-             display=lambda p: f"Reference {p['part']} {_LEXICAL_LABEL[p['lexical']]}",
+             display=lambda p: f"Reference {p['part']} {_LEXICAL_LABEL.get(p['lexical'], p['lexical'])}",
              needs=("reference", "tokenizer"), order=321,
              defaults=tuple(f"reference_{part}_{m}" for part in PARTS for m in LEXICAL),
              description="1 - ROUGE-1/ROUGE-L precision (best sentence) or entity overlap with the reference"),

@@ -103,6 +103,8 @@ def _lexical_method(arrays: TokenArrays, *, lexical: str, samples: Any, tokenize
                                    for m in lexical_support(rows, lexical)])
 
 
+_LEXICAL_LABEL = {"rouge1": "ROUGE-1", "rougel": "ROUGE-L", "entities": "entities"}
+
 BASELINES = (
     Baseline(name="sample_nli_{score}", compute=_nli, params={"score": "|".join(NLI_SCORES)},
              display=lambda p: f"Samples NLI {p['score'].upper()}", needs=("samples", "nli", "tokenizer"), order=310,
@@ -117,8 +119,7 @@ BASELINES = (
     Baseline(name="sample_cosine", compute=_cosine, display="Samples cosine", needs=("samples", "encoder", "tokenizer"),
              order=313, description="1 - mean over samples of max (1+cos)/2 with its sentences (UQLM matched unit)"),
     Baseline(name="sample_{lexical}", compute=_lexical_method, params={"lexical": "|".join(LEXICAL)},
-             display=lambda p: {"rouge1": "Samples ROUGE-1", "rougel": "Samples ROUGE-L",
-                                "entities": "Samples entities"}[p["lexical"]],
+             display=lambda p: "Samples " + _LEXICAL_LABEL.get(p["lexical"], p["lexical"]),
              needs=("samples", "tokenizer"), order=314, defaults=tuple(f"sample_{m}" for m in LEXICAL),
              description="1 - mean over samples of ROUGE-1/ROUGE-L precision (best sentence) or entity overlap"),
 )
