@@ -74,7 +74,7 @@ def _read(path: Path, key: str) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     rows: dict[str, dict[str, Any]] = {}
-    for number, row in enumerate(read_jsonl(path), start=1):
+    for number, row in read_jsonl(path):
         if not isinstance(row, dict) or key not in row:
             raise ValueError(f"{path}: line {number} has no field {key!r}")
         rows[str(row[key])] = row  # the builder's store appends: the last row of a key wins
