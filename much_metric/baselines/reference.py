@@ -59,9 +59,11 @@ class ReferenceSet:
         return units
 
     def record(self) -> dict[str, Any]:
+        """What signal metadata stores about this reference: its folder and a digest of its sentences."""
         return {"source": self.source, "fingerprint": self.fingerprint}
 
     def describe(self) -> str:
+        """One line for ``much run``'s notes."""
         empty = sum(1 for units in self.article.values() if units is not None and not units)
         chunks = sum(1 for units in self.chunks.values() if units is not None)
         return (f"reference {self.source}: articles for {sum(v is not None for v in self.article.values()):,} rows "

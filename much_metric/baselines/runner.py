@@ -228,6 +228,16 @@ def resource_records(spec: BaselineSpec, found: dict[str, Any]) -> dict[str, Any
     return records
 
 
+def _check_resources(path: Path, stored: dict[str, Any], records: dict[str, Any]) -> None:
+    """Refuse to resume a signal file whose recorded resources are not ``records``."""
+    if not stored or not records:
+        return
+    before = read_signal_metadata(path).get(RESOURCES_KEY)
+    if before is not None and before != json.loads(json.dumps(records)):
+        raise ValueError(f"{path} was computed with other resources ({before}); resuming it with {records} would "
+                         "mix them (use another out)")
+
+
 def _seconds_for(record: dict[str, Any], arrays: TokenArrays) -> float:
     """Wall time of the signal on this split; pro rata per token when the record covers other samples too."""
     if not record.get("n_samples") or not record.get("n_tokens"):
@@ -320,9 +330,8 @@ def compute_signals(
         signal_metadata = spec.signal_metadata()
         if "internals" in spec.needs:  # its values belong to that pack: recorded, and checked on resume
             signal_metadata = {**signal_metadata, INTERNALS_PACK_KEY: internals_pack_record(found["internals"])}
-        records = resource_records(spec, found)
-        if records:  # which samples, reference, encoder and NLI model made these values
-            signal_metadata = {**signal_metadata, RESOURCES_KEY: records}
+        records = resource_records(spec, found)  # which samples, reference, encoder and NLI model make the values
+        signal_metadata = {**signal_metadata, **({RESOURCES_KEY: records} if records else {})}
         stored: dict[str, np.ndarray] = {}
         path = out / f"{name}.{file_format}" if out is not None else None
         if path is not None and path.exists():
@@ -331,11 +340,7 @@ def compute_signals(
             stored = read_signals(path).get(name, {})
             if stored and "internals" in spec.needs:
                 check_internals_pack(read_signal_metadata(path), found["internals"], file=path)
-            if stored and records:
-                before = read_signal_metadata(path).get(RESOURCES_KEY)
-                if before is not None and before != json.loads(json.dumps(records)):
-                    raise ValueError(f"{path} was computed with other resources ({before}); resuming it with "
-                                     f"{records} would mix them (use another out)")
+            _check_resources(path, stored, records)
         recorded_window = timings.get(name, {}).get("reference_window")
         uses_window = "reference_window" in spec.baseline.options
         if stored and uses_window and recorded_window is not None and recorded_window != reference_window:

@@ -93,6 +93,7 @@ class SampleSet:
                 "n_max": int(counts.max()) if counts.size else 0}
 
     def describe(self) -> str:
+        """One line for ``much run``'s notes."""
         record = self.record()
         spread = f"{record['n_min']}" if record["n_min"] == record["n_max"] else f"{record['n_min']}-{record['n_max']}"
         return f"{spread} samples per row for {record['rows']:,} rows ({self.source})" + \

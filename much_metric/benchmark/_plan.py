@@ -155,6 +155,22 @@ def _with_neighbours(names: list[str], defaults: bool, sources: Any, dataset: An
     return names, stats
 
 
+def _with_sampling(names: list[str], resources: ResourceOptions, dataset: Any, origin: str | None,
+                   nli: Any) -> tuple[ResourceOptions, list[str]]:
+    """``resources`` with the samples, reference and encoder of the signals ``names`` loaded (none needed: as is),
+    and the notes naming them."""
+    from much_metric.baselines.registry import resolve
+
+    needed = {need for name in names for need in resolve(name).needs}
+    messages: list[str] = []
+    if not needed & {"samples", "reference", "encoder"}:
+        return resources, messages
+    resources = lookup.sampling_resources(resources, dataset, origin, needed, messages)
+    if "nli" in needed and nli is not None:  # printed with the numbers it produces
+        messages.append(f"NLI model of the sampling / reference detectors: {getattr(nli, 'name', '?')}")
+    return resources, messages
+
+
 def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, data: DataOptions = DataOptions(),
                    nli: NliOptions = NliOptions(), resources: ResourceOptions = ResourceOptions(),
                    progress: bool = False) -> BenchmarkPlan:
@@ -221,10 +237,8 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
         notes.append(BenchmarkNote(message=f"CCP and SAR skipped: {reason}", skipped=tuple(needing), reason=reason))
 
     names, stats = _with_neighbours(names, wanted is None, neighbour_sources, dataset, notes)
-    needed = {need for name in names for need in resolve(name).needs}
-    if needed & {"samples", "reference", "encoder"}:
-        resources = lookup.sampling_resources(resources, dataset, origin, needed, nli_scorer, messages)
-        inform()
+    resources, sampling_notes = _with_sampling(names, resources, dataset, origin, nli_scorer)
+    notes.extend(BenchmarkNote(message=message) for message in sampling_notes)
     return BenchmarkPlan(dataset=dataset, source=origin, splits_used=splits_used, load_seconds=load_seconds,
                          n_tokens=n_tokens, signals=tuple(names), default_signals=wanted is None, tokenizer=single,
                          tokenizers=per_config,

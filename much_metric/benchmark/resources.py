@@ -241,8 +241,7 @@ def _match_model(tokenizer: str, stem: str, models: set[str]) -> str | None:
     return None
 
 
-def sampling_resources(resources: Any, dataset: Any, source: str | None, needed: set[str], nli: Any,
-                       notes: list[str]) -> Any:
+def sampling_resources(resources: Any, dataset: Any, source: str | None, needed: set[str], notes: list[str]) -> Any:
     """``resources`` with the samples, the reference and the encoder that the signals ``needed`` loaded once, and a
     note naming each (the encoder and NLI model are printed with the numbers they produce).
 
@@ -274,6 +273,4 @@ def sampling_resources(resources: Any, dataset: Any, source: str | None, needed:
 
         changes["encoder"] = load_encoder(resources.encoder)
         notes.append(f"encoder: {changes['encoder'].name}")
-    if "nli" in needed and nli is not None and ("samples" in needed or "reference" in needed):
-        notes.append(f"NLI model of the sampling / reference detectors: {getattr(nli, 'name', type(nli).__name__)}")
     return replace(resources, **changes)

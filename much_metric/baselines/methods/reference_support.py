@@ -49,9 +49,11 @@ def _rows(arrays: TokenArrays, reference: Any, tokenizer: Any, part: str, method
             for gid, texts in zip(arrays.generation_ids, claims, strict=True)]
 
 
-def _nli(arrays: TokenArrays, *, part: str, score: str, reference: Any, nli: Any, tokenizer: Any) -> np.ndarray:
-    rows = _rows(arrays, reference, tokenizer, part, f"reference_{part}_nli_{score}")
-    return carrier_scores(arrays, [nli_uncertainty(ent, con, score) for ent, con in nli_support(nli, rows)])
+def _nli(arrays: TokenArrays, *, part: str, score: str, **resources: Any) -> np.ndarray:
+    """``resources``: reference, nli, tokenizer (the baseline's needs)."""
+    rows = _rows(arrays, resources["reference"], resources["tokenizer"], part, f"reference_{part}_nli_{score}")
+    return carrier_scores(arrays, [nli_uncertainty(ent, con, score)
+                                   for ent, con in nli_support(resources["nli"], rows)])
 
 
 def _lexical(arrays: TokenArrays, *, part: str, lexical: str, reference: Any, tokenizer: Any) -> np.ndarray:

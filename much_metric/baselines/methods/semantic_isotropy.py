@@ -81,9 +81,10 @@ def logdet_isotropy(embeddings: np.ndarray) -> float:
 _MEASURES = {"vne": semantic_isotropy_score, "frobenius": frobenius_isotropy, "logdet": logdet_isotropy}
 
 
-def _answer_level(arrays: TokenArrays, *, samples: Any, encoder: Any, tokenizer: Any, measure: str,
-                  with_answer: bool, method: str) -> np.ndarray:
-    answers = answer_texts(arrays, tokenizer, method)
+def _answer_level(arrays: TokenArrays, resources: dict[str, Any], measure: str, with_answer: bool,
+                  method: str) -> np.ndarray:
+    samples, encoder = resources["samples"], resources["encoder"]
+    answers = answer_texts(arrays, resources["tokenizer"], method)
     values = []
     for gid, answer in zip(arrays.generation_ids, answers, strict=True):
         texts = ([answer] if with_answer else []) + list(samples.of(gid))
@@ -120,8 +121,8 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 
 def _answer_method(measure: str, with_answer: bool, name: str):
     def compute(arrays: TokenArrays, *, samples: Any, encoder: Any, tokenizer: Any) -> np.ndarray:
-        return _answer_level(arrays, samples=samples, encoder=encoder, tokenizer=tokenizer, measure=measure,
-                             with_answer=with_answer, method=name)
+        resources = {"samples": samples, "encoder": encoder, "tokenizer": tokenizer}
+        return _answer_level(arrays, resources, measure, with_answer, name)
     return compute
 
 
