@@ -3,7 +3,7 @@ intervals, the paired bootstrap p-value against Token Likelihood on the same cla
 against the number of samples N (the semantic isotropy seed's figure 5b on MUCH); the encoder and NLI model printed
 with every number. Output: benchmarks/sampling_detectors.txt (and --json).
 
-    python scripts/bench_sampling_detectors.py table [--samples sample|FILE.jsonl] [--encoder minilm]
+    python scripts/bench_sampling_detectors.py [table] [--samples sample|FILE.jsonl] [--encoder minilm]
         [--nli-model NAME] [--internals PACK] [--probe DIR] [--bootstrap 1000] [--out benchmarks/...txt]
     python scripts/bench_sampling_detectors.py samples --out FILE.jsonl [--n 8] [--max-new-tokens 96] [--rows N]
 
@@ -52,8 +52,6 @@ def _samples(value: str):
 
 
 def table(args: argparse.Namespace) -> None:
-    import numpy as np
-
     import much_dataset
     from much_dataset import schema
     from much_metric.baselines.encoders import load_encoder
@@ -92,7 +90,8 @@ def table(args: argparse.Namespace) -> None:
              "p-value of ROC-AUC against Token Likelihood on the same claims.",
              f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at start "
              "(shared: read times as orders of magnitude)", "",
-             f"| method | signal | ROC-AUC | PR-AUC | p vs TL | s/claim | encoder | NLI |", "|---|---|---|---|---|---|---|---|"]
+             "| method | signal | ROC-AUC | PR-AUC | p vs TL | s/claim | encoder | NLI |",
+             "|---|---|---|---|---|---|---|---|"]
     records = []
     for row in result.rows:
         run = result.signals[row.signal_name]
@@ -141,7 +140,6 @@ def table(args: argparse.Namespace) -> None:
         Path(args.json).write_text(json.dumps({"rows": records, "curve": curve, "n_rows": len(split),
                                                "samples": samples.record(), "encoder": encoder.name,
                                                "nli": nli_name}, indent=2), encoding="utf-8")
-    np.seterr(all="ignore")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     draw.add_argument("--n", type=int, default=8)
     draw.add_argument("--max-new-tokens", type=int, default=96)
     draw.add_argument("--rows", type=int, default=None, help="stop after this many rows (default: all)")
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(argv or ["table"])  # no argument: the table with its defaults (run_benchmarks.sh)
     if args.command == "table":
         table(args)
     else:

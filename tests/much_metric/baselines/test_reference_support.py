@@ -70,7 +70,8 @@ def test_reference_signals_follow_their_definitions_on_fetched_articles(tmp_path
 
     rows = list(english_rows)
     _fetch(tmp_path, rows, own=[rows[0]], missing=[rows[2]], context=True)
-    pages = {json.loads(line)["wiki_url"]: json.loads(line) for line in (tmp_path / "wiki.jsonl").read_text().splitlines()}
+    pages = {json.loads(line)["wiki_url"]: json.loads(line)
+             for line in (tmp_path / "wiki.jsonl").read_text().splitlines()}
     contexts = {json.loads(line)["generation_id"]: json.loads(line)
                 for line in (tmp_path / "context.jsonl").read_text().splitlines()}
     assert pages[rows[2]["wiki_url"]]["status"] == "missing" and contexts[rows[0]["generation_id"]]["chunks"]

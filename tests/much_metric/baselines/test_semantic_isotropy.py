@@ -31,7 +31,7 @@ def seed_transcription(embeddings) -> float:
     trace = sum(kernel[i][i] for i in range(n))
     normalised = np.array([[kernel[i][j] / trace for j in range(n)] for i in range(n)])
     eigenvalues = np.linalg.eig(normalised)[0].real
-    entropy = -sum(float(l) * math.log(float(l)) for l in eigenvalues if l > 1e-300)
+    entropy = -sum(float(value) * math.log(float(value)) for value in eigenvalues if value > 1e-300)
     return entropy / math.log(n)
 
 
@@ -120,7 +120,8 @@ def test_isotropy_signals_give_every_claim_its_answers_score():
                                   [split[index]["stopword_mask"]], aggregation=Aggregation(drop_last_chunk=False))[0]
         # product aggregator: the carrier's value on every claim -- but a claim made only of stopwords, which the
         # "null" stopword handling scores 0 for every method
-        only_stopwords = [all(split[index]["stopword_mask"][t] for t in chunk) for chunk in split[index]["token_chunks"]]
+        mask = split[index]["stopword_mask"]
+        only_stopwords = [all(mask[t] for t in chunk) for chunk in split[index]["token_chunks"]]
         assert np.allclose(claims, np.where(only_stopwords, 0.0, expected), atol=1e-9)
         alone = seed_transcription(encoder.encode(texts))
         assert runs["semantic_isotropy_samples"].values[gid].max() == pytest.approx(alone, abs=1e-9)

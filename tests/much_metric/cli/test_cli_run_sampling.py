@@ -58,7 +58,8 @@ def test_much_run_prints_the_sampling_rows_with_intervals_and_cost(folder, pack,
 def test_much_run_without_samples_says_how_to_get_them(folder, capsys):
     from much_metric.cli import main
 
-    code = main(["run", "--source", str(folder), "--tokenizer", "smollm2", "--signals", "sample_rouge1", "--bootstrap", "0", "--no-progress"])
+    code = main(["run", "--source", str(folder), "--tokenizer", "smollm2", "--signals", "sample_rouge1",
+                 "--bootstrap", "0", "--no-progress"])
     assert code == 2
     assert "need N samples of every row: pass --samples PACK" in capsys.readouterr().err
 
