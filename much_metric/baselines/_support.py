@@ -142,6 +142,9 @@ def cosine_support(rows: list[Evidence], encoder: Any) -> list[np.ndarray]:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1.0, norms)
 
+    from much_metric.baselines.encoders import prefetch
+
+    prefetch(encoder, [text for row in rows for text in (*row.claims, *(u for g in row.groups for u in g))])
     out = []
     for row in rows:
         units = [u for group in row.groups for u in group]

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MINILM", "OBSERVER", "ObserverEncoder", "SentenceEncoder", "default_encoder_name", "load_encoder"]
+__all__ = ["MINILM", "OBSERVER", "ObserverEncoder", "SentenceEncoder", "default_encoder_name", "load_encoder",
+           "prefetch"]
 
 MINILM = "minilm"
 OBSERVER = "observer"
@@ -96,6 +97,13 @@ class ObserverEncoder(_Cached):
                 hidden = self.model(ids.to(self.model.device), output_hidden_states=True).hidden_states[self.layer]
                 rows.append(hidden[0].float().mean(dim=0).cpu().numpy())
         return np.stack(rows)
+
+
+def prefetch(encoder: Any, texts: Sequence[str]) -> None:
+    """Encode every distinct text of a split in one call (a cached encoder then answers the methods' small calls
+    from memory: one batched pass instead of one per row)."""
+    if isinstance(encoder, _Cached):
+        encoder.encode(list(dict.fromkeys(texts)))
 
 
 def _minilm_path() -> Path | None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays
 from much_metric.baselines._claims import answer_texts, carrier_scores, claims_of
+from much_metric.baselines.encoders import prefetch
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["EIGENSCORE_ALPHA", "eigenscore"]
@@ -45,6 +46,7 @@ def eigenscore(embeddings: np.ndarray, *, alpha: float = EIGENSCORE_ALPHA) -> fl
 
 def _compute(arrays: TokenArrays, *, samples: Any, encoder: Any, tokenizer: Any) -> np.ndarray:
     answers = answer_texts(arrays, tokenizer, "eigenscore")
+    prefetch(encoder, [*answers, *(t for gid in arrays.generation_ids for t in samples.of(gid))])
     values = []
     for gid, answer, chunks in zip(arrays.generation_ids, answers, claims_of(arrays, "eigenscore"), strict=True):
         score = eigenscore(encoder.encode([answer, *samples.of(gid)]))

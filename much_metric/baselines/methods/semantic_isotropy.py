@@ -30,6 +30,7 @@ import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays
 from much_metric.baselines._claims import answer_texts, carrier_scores, claim_texts, claims_of
+from much_metric.baselines.encoders import prefetch
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["cosine_kernel", "frobenius_isotropy", "logdet_isotropy", "semantic_isotropy_score"]
@@ -85,6 +86,7 @@ def _answer_level(arrays: TokenArrays, resources: dict[str, Any], measure: str, 
                   method: str) -> np.ndarray:
     samples, encoder = resources["samples"], resources["encoder"]
     answers = answer_texts(arrays, resources["tokenizer"], method)
+    prefetch(encoder, [*answers, *(t for gid in arrays.generation_ids for t in samples.of(gid))])
     values = []
     for gid, answer in zip(arrays.generation_ids, answers, strict=True):
         texts = ([answer] if with_answer else []) + list(samples.of(gid))
@@ -95,6 +97,8 @@ def _answer_level(arrays: TokenArrays, resources: dict[str, Any], measure: str, 
 
 def _claim_level(arrays: TokenArrays, *, samples: Any, encoder: Any, tokenizer: Any) -> np.ndarray:
     claims = claim_texts(arrays, tokenizer, "claim_isotropy")
+    prefetch(encoder, [*(t for texts in claims for t in texts),
+                       *(u for gid in arrays.generation_ids for group in samples.sentences(gid) for u in group)])
     values = []
     for gid, texts in zip(arrays.generation_ids, claims, strict=True):
         sentences = samples.sentences(gid)
