@@ -64,18 +64,29 @@ def test_luq_is_uqlm_unit_response(setup):
         assert np.allclose((1 - con).mean(axis=1), n, atol=1e-6, rtol=0)
 
 
-def test_sample_nli_ent_and_cosine_are_uqlm_matched_unit(setup):
+def test_sample_nli_ent_is_uqlm_matched_unit_entailment(setup):
+    split, arrays, tokenizer, samples, claims = setup
+    nli = HashNli()
+    ours = compute_signals(split, ["sample_nli_ent"], progress=False, resources=ResourceOptions(
+        tokenizer=tokenizer, nli=nli, samples=samples))["sample_nli_ent"]
+    sentences = [[list(group) for group in samples.sentences(gid)] for gid in arrays.generation_ids]
+    theirs = uqlm_longform.matched_unit_scores(claims, sentences, nli=nli)
+    for mine, entailment in zip(_carrier_values(ours, arrays), theirs["entailment"], strict=True):
+        assert np.allclose(mine, 1.0 - np.asarray(entailment), atol=1e-6, rtol=0)
+
+
+def test_sample_cosine_is_uqlm_matched_unit_cosine(setup):
+    """Two rows: UQLM's cosine scorer encodes every (claim, sample) pair in its own call (slow on CPU)."""
     split, arrays, tokenizer, samples, claims = setup
     from much_metric.baselines.encoders import load_encoder
 
-    nli, encoder = HashNli(), load_encoder("minilm")
-    runs = compute_signals(split, ["sample_nli_ent", "sample_cosine"], progress=False, resources=ResourceOptions(
-        tokenizer=tokenizer, nli=nli, samples=samples, encoder=encoder))
-    sentences = [[list(group) for group in samples.sentences(gid)] for gid in arrays.generation_ids]
-    theirs = uqlm_longform.matched_unit_scores(claims, sentences, nli=nli, sentence_model=encoder.model)
-    for mine, entailment in zip(_carrier_values(runs["sample_nli_ent"], arrays), theirs["entailment"], strict=True):
-        assert np.allclose(mine, 1.0 - np.asarray(entailment), atol=1e-6, rtol=0)
-    for mine, cosine in zip(_carrier_values(runs["sample_cosine"], arrays), theirs["cosine_sim"], strict=True):
+    encoder = load_encoder("minilm")
+    part = split.select([0, 1])
+    ours = compute_signals(part, ["sample_cosine"], progress=False, resources=ResourceOptions(
+        tokenizer=tokenizer, samples=samples, encoder=encoder))["sample_cosine"]
+    sentences = [[list(group) for group in samples.sentences(gid)] for gid in arrays.generation_ids[:2]]
+    theirs = uqlm_longform.matched_unit_scores(claims[:2], sentences, sentence_model=encoder.model)
+    for mine, cosine in zip(_carrier_values(ours, token_arrays(part)), theirs["cosine_sim"], strict=True):
         assert np.allclose(mine, 1.0 - np.asarray(cosine), atol=1e-6, rtol=0)
 
 
