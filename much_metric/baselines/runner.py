@@ -118,6 +118,15 @@ class ResourceOptions:
         An internals pack (``python -m builder internals``) for the signals that need one (RAUQ); a path is opened
         once. The signals that read it are computed on the samples of the split it holds (each checked against its
         token count; a pack holding none of them is refused): a pack of part of the data scores that part.
+    samples : SampleSet, datasets.Dataset, str or None
+        N further answers per row for the sampling detectors (:func:`much_metric.baselines.samples.open_samples`:
+        rows in the samples-pack format, or a pack folder / ``"sample"`` opened by ``much_dataset.load_samples``).
+    reference : ReferenceSet, str, path or None
+        The folder of ``python -m builder wiki`` / ``context`` (``wiki.jsonl``, ``context.jsonl``) for the
+        reference-based detectors (:func:`much_metric.baselines.reference.open_reference`).
+    encoder : str, encoder or None
+        The text encoder of the isotropy and cosine detectors (:func:`much_metric.baselines.encoders.load_encoder`;
+        None: the packaged all-MiniLM-L6-v2 when installed, else the observer's mean-pooled hidden states).
 
     Examples
     --------
@@ -130,6 +139,9 @@ class ResourceOptions:
     nli: Any = None
     neighbours: Any = None
     internals: Any = None
+    samples: Any = None
+    reference: Any = None
+    encoder: Any = None
 
     def needs_loading(self, need: str) -> bool:
         """Whether the resource ``need`` is still a name or a path (loaded by :meth:`resolved`)."""
@@ -154,13 +166,27 @@ class ResourceOptions:
 
             # The samples it holds are checked by compute_signals: a pack of part of the split scores those.
             changes["internals"] = load_internals(self.internals)
+        split = dataset if not isinstance(dataset, TokenArrays) else None
+        if "samples" in needs and self.samples is not None:
+            from much_metric.baselines.samples import open_samples
+
+            changes["samples"] = open_samples(self.samples, split)
+        if "reference" in needs and self.reference is not None:
+            from much_metric.baselines.reference import open_reference
+
+            changes["reference"] = open_reference(self.reference, split)
+        if "encoder" in needs:
+            from much_metric.baselines.encoders import load_encoder
+
+            changes["encoder"] = load_encoder(self.encoder)
         return replace(self, **changes) if changes else self
 
     def as_dict(self) -> dict[str, Any]:
-        """``{"tokenizer": ..., "nli": ..., "neighbours": ..., "internals": ...}``: what a method's ``compute``
-        reads."""
+        """``{"tokenizer": ..., "nli": ..., "neighbours": ..., "internals": ..., "samples": ..., "reference": ...,
+        "encoder": ...}``: what a method's ``compute`` reads."""
         return {"tokenizer": self.tokenizer, "nli": self.nli, "neighbours": self.neighbours,
-                "internals": self.internals}
+                "internals": self.internals, "samples": self.samples, "reference": self.reference,
+                "encoder": self.encoder}
 
 
 @dataclass
@@ -198,6 +224,35 @@ def _write_timings(out: Path, timings: dict[str, Any]) -> None:
     from much_metric.fileio import atomic_write_bytes
 
     atomic_write_bytes(out / TIMINGS_FILE, (json.dumps(timings, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+#: Resources whose identity is recorded in the signal metadata (key ``resources``) of the signals that use them, and
+#: checked when a signal file is resumed: values of another encoder, NLI model, samples or reference never mix.
+RECORDED_RESOURCES = ("samples", "reference", "encoder", "nli")
+RESOURCES_KEY = "resources"
+
+
+def resource_records(spec: BaselineSpec, found: dict[str, Any]) -> dict[str, Any]:
+    """``{need: record}`` of the recorded resources of a signal that needs samples, a reference or an encoder."""
+    if not {"samples", "reference", "encoder"} & set(spec.needs):
+        return {}
+    records = {}
+    for need in RECORDED_RESOURCES:
+        if need in spec.needs and found.get(need) is not None:
+            value = found[need]
+            records[need] = value.record() if callable(getattr(value, "record", None)) else \
+                {"name": str(getattr(value, "name", None) or type(getattr(value, "scorer", value)).__name__)}
+    return records
+
+
+def _check_resources(path: Path, stored: dict[str, Any], records: dict[str, Any]) -> None:
+    """Refuse to resume a signal file whose recorded resources are not ``records``."""
+    if not stored or not records:
+        return
+    before = read_signal_metadata(path).get(RESOURCES_KEY)
+    if before is not None and before != json.loads(json.dumps(records)):
+        raise ValueError(f"{path} was computed with other resources ({before}); resuming it with {records} would "
+                         "mix them (use another out)")
 
 
 def _seconds_for(record: dict[str, Any], arrays: TokenArrays) -> float:
@@ -304,6 +359,8 @@ def compute_signals(
         signal_metadata = spec.signal_metadata()
         if "internals" in spec.needs:  # its values belong to that pack: recorded, and checked on resume
             signal_metadata = {**signal_metadata, INTERNALS_PACK_KEY: internals_pack_record(found["internals"])}
+        records = resource_records(spec, found)  # which samples, reference, encoder and NLI model make the values
+        signal_metadata = {**signal_metadata, **({RESOURCES_KEY: records} if records else {})}
         stored: dict[str, np.ndarray] = {}
         path = out / f"{name}.{file_format}" if out is not None else None
         recorded: dict[str, Any] = {}
@@ -314,6 +371,7 @@ def compute_signals(
             recorded = read_signal_metadata(path) if stored else {}
             if stored and "internals" in spec.needs:
                 check_internals_pack(recorded, found["internals"], file=path)
+            _check_resources(path, stored, records)
         recorded_window = timings.get(name, {}).get("reference_window")
         uses_window = "reference_window" in spec.baseline.options
         if stored and uses_window and recorded_window is not None and recorded_window != reference_window:

