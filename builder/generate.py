@@ -28,7 +28,16 @@ from typing import Any
 
 from builder.configs import GenerationConfig
 from builder.errors import BuilderError
-from builder.generation import ENGINES, EngineOptions, EngineRun, make_engine, run_engine, settings_for
+from builder.generation import (
+    ENGINES,
+    EXECUTORS,
+    EngineOptions,
+    EngineRun,
+    close_engine,
+    make_executed_engine,
+    run_engine,
+    settings_for,
+)
 from builder.store import JsonlStore, Shard
 from much_dataset import schema
 
@@ -67,6 +76,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=None,
                         help="vllm: fraction of GPU memory (on CPU: of the KV-cache RAM budget) vLLM reserves")
     parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model replica")
+    parser.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
+                        help="local (default) or ray: the engine in Ray Data actors, rows stored here (same rows)")
+    parser.add_argument("--ray-address", default=None, help="ray: the cluster (default: one started for this run)")
+    parser.add_argument("--ray-workers", type=int, default=1, help="ray: engine actors (one engine each)")
 
 
 def _config_from_args(args: argparse.Namespace) -> GenerationConfig:
@@ -109,7 +122,11 @@ def run(args: argparse.Namespace) -> int:
     questions = list(Shard.parse(args.shard).select(_read_questions(out)))[: args.limit]
     store = JsonlStore(out / "generations.jsonl")
     todo = pending_questions(questions, store, config.id)
-    engine = make_engine(args.engine, config, _options_from_args(args)) if todo else None
+    if getattr(args, "ray_workers", 1) < 1:
+        raise BuilderError("--ray-workers must be >= 1")
+    engine = make_executed_engine(args.engine, getattr(args, "executor", "local"), config, _options_from_args(args),
+                                  ray_workers=getattr(args, "ray_workers", 1),
+                                  ray_address=getattr(args, "ray_address", None)) if todo else None
     JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG).extend([{**config.to_record(),
                                                                           "model_source": args.model}])
     print(f"generate: config {config.id} ({config.model_name}, T={config.temperature}, top_p {config.top_p}, "
@@ -124,7 +141,10 @@ def run(args: argparse.Namespace) -> int:
             bar.update(1)
             bar.set_postfix(tok_s=f"{counts.tokens / (time.perf_counter() - started):.1f}")
 
-        counts = run_engine(engine, todo, store, config_id=config.id, progress=progress)
+        try:
+            counts = run_engine(engine, todo, store, config_id=config.id, progress=progress)
+        finally:
+            close_engine(engine)
     print(f"generate: {counts.generated} generated, {counts.failed} failed, {counts.tokens} tokens "
           f"({counts.tokens / (time.perf_counter() - started):.1f} tokens/s)")
     return 1 if counts.failed else 0
