@@ -43,7 +43,14 @@ from builder.generation import (
     run_engine,
     settings_for,
 )
-from builder.samples_store import PackWriter, check_identity, done_pairs, pack_identity, read_manifest, trim_candidates
+from builder.samples_store import (
+    PackWriter,
+    check_identity,
+    done_pairs,
+    read_manifest,
+    samples_identity,
+    trim_candidates,
+)
 from builder.store import Shard
 from much_dataset import schema
 from much_dataset.samples import sample_seed
@@ -220,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     answers = list(Shard.parse(args.shard).select(answers))[: args.limit]
     weights = weights_sha256(args.model)
     dtype = args.dtype or "auto"
-    identity = pack_identity(model=args.model, weights=weights, engine=args.engine, config=config.to_record(),
+    identity = samples_identity(model=args.model, weights=weights, engine=args.engine, config=config.to_record(),
                              prompt_style=args.prompt_style, stored_candidates=args.stored_candidates, dtype=dtype)
     check_identity(pack, identity)  # before the model is loaded
     items = sample_items(answers, config, args.n, done_pairs(read_manifest(pack)))

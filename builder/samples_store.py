@@ -1,6 +1,6 @@
 """The storage of a samples pack (``python -m builder samples``): identity, parquet shards, manifest.
 
-The layout is the internals pack's (:mod:`builder.internals_store`): a pack's **identity** (:func:`pack_identity`:
+The layout is the internals pack's (:mod:`builder.internals_store`): a pack's **identity** (:func:`samples_identity`:
 weights, engine, generation config, prompt, stored candidates, dtype) is written once in ``manifest.json`` and every
 later run must ask for the same (:func:`builder.internals_store.check_identity`); shards are content-addressed files
 written atomically before the manifest, rewritten atomically under the pack's lock, names them
@@ -20,14 +20,14 @@ from much_dataset import schema
 from much_dataset._version import __version__
 from much_dataset.samples import FORMAT, MANIFEST, SHARDS, pack_index
 
-__all__ = ["pack_identity", "check_identity", "read_manifest", "done_pairs", "shard_bytes", "PackWriter",
+__all__ = ["samples_identity", "check_identity", "read_manifest", "done_pairs", "shard_bytes", "PackWriter",
            "trim_candidates", "SEED_RULE"]
 
 #: How a sample's seed is derived (much_dataset.samples.sample_seed), recorded in the manifest.
 SEED_RULE = "seed + 1 + sample_index"
 
 
-def pack_identity(*, model: str, weights: str, engine: str, config: dict[str, Any], prompt_style: str,
+def samples_identity(*, model: str, weights: str, engine: str, config: dict[str, Any], prompt_style: str,
                   stored_candidates: int, dtype: str) -> dict[str, Any]:
     """The keys every run into a pack must agree on (``config``: the generation config record, id included)."""
     return {"format": FORMAT, "model": model, "weights_sha256": weights, "engine": engine,

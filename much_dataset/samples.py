@@ -170,7 +170,7 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     dataset : datasets.Dataset or list of rows, optional
         When given, the samples of its rows, in its row order (then by ``sample_index``); every row must have its
         samples in the pack, else :class:`MissingSamplesError` naming the first ``generation_id`` missing, the pack
-        and its model. Without it, every row of the pack in the order they were sampled.
+        and its model. Without it, every row of the pack (in ``generation_id`` order).
     n : int, optional
         Only sample indices ``0..n-1`` (each required); default every stored sample of each row.
     model : str, optional
@@ -193,7 +193,7 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     >>> samples = much_dataset.load_samples("sample", dataset=rows, n=8)
     >>> samples.num_rows == 8 * rows.num_rows
     True
-    >>> much_dataset.samples_by_row(samples, rows)[0]["sample_index"]
+    >>> list(much_dataset.samples_by_row(samples, rows)[0]["sample_index"])
     [0, 1, 2, 3, 4, 5, 6, 7]
     """
     import datasets

@@ -20,6 +20,10 @@ process, so it includes the models loaded before), and the bytes per sample of a
 fastest exact path's ratio to ``hf b1`` is the issue's target (>= 4x). The projection for N = 10 over all of MUCH
 (6,448 answers) is given in CPU-hours at the measured rate and in GPU-hours at an ASSUMED rate
 (``--gpu-tokens-per-s``, not measured: no GPU here). Writes ``benchmarks/samples.txt``.
+
+``--profile`` first: where one sample's time goes (cProfile of ``hf`` batch 1 and of one batch of N, grouped into
+the model's forward pass, the sampler, the candidate capture and the rest), written to
+``benchmarks/samples_profile.txt``; it needs only the main environment (no vLLM).
 """
 
 from __future__ import annotations
@@ -100,6 +104,47 @@ def _pack_bytes(rows: list[dict], config, folder: Path) -> float:
     return len(shard_bytes(samples)) / max(1, len(samples))
 
 
+#: cProfile function names -> the part of a sample they belong to (first match wins).
+_PARTS = (("forward pass", ("forward", "_call_impl", "linear", "matmul", "rms_norm", "silu", "scaled_dot_product")),
+          ("sampler (warpers, draw)", ("SeededSampler", "TopK", "TopP", "Temperature", "multinomial", "softmax")),
+          ("candidate capture (top 24)", ("top_candidates", "scaled_probabilities", "topk")),
+          ("decoding and records", ("decode", "make_record", "generation_id", "tolist", "dumps")))
+
+
+def profile(model_dir: str, n: int, max_new_tokens: int) -> str:
+    """Where the time of ``hf`` at batch 1 and at batch N goes (module docstring)."""
+    import cProfile
+    import pstats
+
+    from builder._llm import load_model
+    from builder.configs import GenerationConfig
+    from builder.generation.hf import generate_batch
+    from builder.samples import sample_items
+
+    llm = load_model(model_dir, device="cpu", dtype="float32")
+    config = GenerationConfig(model_name="bench", temperature=1.0, max_new_tokens=max_new_tokens)
+    items = sample_items(_answers(1), config, n, set())
+    lines = [f"cProfile, SmolLM2-135M float32, one Mu-SHROOM question, N={n}, max_new_tokens={max_new_tokens}, "
+             f"load average {os.getloadavg()[0]:.1f}"]
+    for label, batches in (("hf b1", [[item] for item in items]), (f"hf b{n}", [items])):
+        profiler = cProfile.Profile()
+        started = time.perf_counter()
+        profiler.enable()
+        tokens = sum(len(r["output_tokens"]) for batch in batches for r in generate_batch(llm, config, batch))
+        profiler.disable()
+        seconds = time.perf_counter() - started
+        stats = pstats.Stats(profiler)
+        own = {}
+        for (_, _, name), (_, _, tottime, _, _) in stats.stats.items():
+            part = next((p for p, keys in _PARTS if any(k in name for k in keys)), "other (generate loop, cache)")
+            own[part] = own.get(part, 0.0) + tottime
+        total = sum(own.values())
+        shares = ", ".join(f"{part} {value / total:.0%}" for part, value in sorted(own.items(), key=lambda x: -x[1]))
+        lines.append(f"{label}: {tokens} tokens in {seconds:.1f} s ({tokens / seconds:.2f} tokens/s); own time: "
+                     f"{shares}")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model-dir", required=True)
@@ -108,12 +153,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--paths", default="hf b1,hf bN,vllm 1/req,vllm n/req,ray vllm")
+    parser.add_argument("--profile", action="store_true", help="only profile hf (benchmarks/samples_profile.txt)")
     parser.add_argument("--gpu-tokens-per-s", type=float, default=2000.0,
                         help="ASSUMED decode throughput of one GPU for the projection (not measured here)")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     os.environ.setdefault("VLLM_CPU_CI_ENV", "1")
+    if args.profile:
+        text = profile(args.model_dir, args.n, args.max_new_tokens)
+        print(text)
+        (ROOT / "benchmarks" / "samples_profile.txt").write_text(text)
+        return 0
     from builder.configs import GenerationConfig
     from builder.generation import EngineOptions, make_executed_engine, run_engine
     from builder.samples import sample_items

@@ -34,6 +34,7 @@ DOCUMENTED = [
     ("builder.generation.sampling", "SamplingSettings", None),
     ("much_dataset.params", "check_param", None),
     ("much_dataset.jsonl", "plain_json", None),  # the embedded sample, offline
+    ("much_dataset.samples", "sample_seed", None),
     ("much_metric.learned.estimators", "LinearDetector", None),  # torch on CPU (extra learned)
     ("much_metric.signals._training", "training_label", None),
     ("much_metric.monitor", "ClaimMonitor", None),  # the packaged SmolLM2 tokenizer, a sample row

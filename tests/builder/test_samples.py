@@ -18,7 +18,7 @@ from builder import _llm
 from builder.cli import main
 from builder.configs import GenerationConfig
 from builder.generation import hf as gen
-from builder.samples_store import PackWriter, pack_identity, trim_candidates
+from builder.samples_store import PackWriter, samples_identity, trim_candidates
 from much_dataset import schema
 from much_dataset.samples import MissingSamplesError, SamplesError, load_samples, sample_seed, samples_by_row
 from tests.builder import _smollm
@@ -198,7 +198,7 @@ def _fake_rows(gid: str, indices: range, *, length: int = 3) -> list[dict]:
 
 
 def _fake_pack(path: Path, rows: list[dict], *, flush_every: int = 4) -> None:
-    identity = pack_identity(model="fake", weights="0" * 64, engine="hf",
+    identity = samples_identity(model="fake", weights="0" * 64, engine="hf",
                              config=GenerationConfig(model_name="fake").to_record(), prompt_style="much",
                              stored_candidates=24, dtype="float32")
     writer = PackWriter(path, identity, flush_every=flush_every, n=4, source="s")

@@ -1,0 +1,39 @@
+"""much_dataset.load_samples("sample"): the embedded sample's samples pack (its observer's answers, 8 per row)."""
+
+from __future__ import annotations
+
+import pytest
+
+import much_dataset
+from much_dataset import schema
+from much_dataset.samples import read_samples_manifest, sample_seed
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return much_dataset.load("sample", split="test")
+
+
+def test_the_embedded_pack_is_the_observers_and_says_how_it_was_drawn():
+    manifest = read_samples_manifest("sample")
+    assert manifest["config"]["model_name"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert (manifest["config"]["temperature"], manifest["config"]["top_p"], manifest["config"]["top_k"]) == (1.0, 0.9,
+                                                                                                             20)
+    assert manifest["n"] == 8 and manifest["stored_candidates"] == 8 and manifest["engine"] == "hf"
+    assert manifest["failures"] == {}
+    assert "/" not in manifest["model"]  # named relatively: no path of the machine that drew it
+
+
+def test_load_samples_returns_eight_samples_for_every_row_of_the_sample(rows, tmp_path):
+    samples = much_dataset.load_samples("sample", dataset=rows, n=8, cache_dir=tmp_path)
+    assert samples.num_rows == 8 * rows.num_rows == 8 * 606
+    table = samples.select_columns([schema.GENERATION_ID, schema.SAMPLE_INDEX, schema.OUTPUT_TOKENS,
+                                    schema.LOGITS_TOKEN_IDS, schema.SAMPLING]).to_list()
+    assert [(r[schema.GENERATION_ID], r[schema.SAMPLE_INDEX]) for r in table] == [
+        (gid, i) for gid in rows[schema.GENERATION_ID] for i in range(8)]
+    for row in table:
+        assert row[schema.SAMPLING]["seed"] == sample_seed(1234, row[schema.SAMPLE_INDEX])
+        for token, ids in zip(row[schema.OUTPUT_TOKENS], row[schema.LOGITS_TOKEN_IDS], strict=True):
+            assert token in ids and len(ids) in (8, 9)
+    grouped = much_dataset.samples_by_row(samples, rows)
+    assert len(grouped) == 606 and set(grouped.counts) == {8}
