@@ -219,6 +219,14 @@ def run(args: argparse.Namespace) -> int:
         answers = [a for a in answers if a[schema.GENERATION_CONFIG] == args.generation_config]
         if not answers:
             raise BuilderError(f"{args.source}: no answer has {schema.GENERATION_CONFIG}={args.generation_config!r}")
+    else:
+        known = sorted({a[schema.GENERATION_CONFIG] for a in answers} & (set(configs) | set(schema.MUCH_CONFIGS)))
+        present = {a[schema.GENERATION_CONFIG] for a in answers}
+        if known and len(present) > 1:  # answers of several known models/temperatures: one pack per config
+            raise BuilderError(f"{args.source} holds the answers of {len(present)} generation configs ({known[0]}, "
+                               "...): pass --generation-config ID (one pack per generation config)")
+        if known:
+            args.generation_config = known[0]  # the answers' own config is the pack's
     config = resolve_config(args, configs)
     if config.greedy:
         raise BuilderError("a greedy config draws the same answer every time: samples need a sampling config")

@@ -189,11 +189,11 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     Examples
     --------
     >>> import much_dataset
-    >>> rows = much_dataset.load("sample", split="test")
+    >>> rows = much_dataset.load("sample", split="test").select(range(2))
     >>> samples = much_dataset.load_samples("sample", dataset=rows, n=8)
-    >>> samples.num_rows == 8 * rows.num_rows
-    True
-    >>> list(much_dataset.samples_by_row(samples, rows)[0]["sample_index"])
+    >>> samples.num_rows, samples[0]["generation_id"] == rows[0]["generation_id"]
+    (16, True)
+    >>> list(much_dataset.samples_by_row(samples, rows)[1]["sample_index"])
     [0, 1, 2, 3, 4, 5, 6, 7]
     """
     import datasets

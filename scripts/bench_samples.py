@@ -116,13 +116,13 @@ def profile(model_dir: str, n: int, max_new_tokens: int) -> str:
     import cProfile
     import pstats
 
-    from builder._llm import load_model
     from builder.configs import GenerationConfig
+    from builder.generation import EngineOptions, make_engine
     from builder.generation.hf import generate_batch
     from builder.samples import sample_items
 
-    llm = load_model(model_dir, device="cpu", dtype="float32")
     config = GenerationConfig(model_name="bench", temperature=1.0, max_new_tokens=max_new_tokens)
+    llm = make_engine("hf", config, EngineOptions(model=model_dir, device="cpu", dtype="float32")).llm
     items = sample_items(_answers(1), config, n, set())
     lines = [f"cProfile, SmolLM2-135M float32, one Mu-SHROOM question, N={n}, max_new_tokens={max_new_tokens}, "
              f"load average {os.getloadavg()[0]:.1f}"]

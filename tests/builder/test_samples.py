@@ -249,3 +249,17 @@ def test_another_configuration_is_refused_before_the_model_loads(tmp_path, capsy
     assert main(["samples", "--source", str(source), "--out", str(pack), "--model", str(source / "generations.jsonl"),
                  "--n", "2"]) == 2
     assert "built differently" in capsys.readouterr().err
+
+
+def test_answers_of_several_known_configs_need_one_chosen(tmp_path, capsys):
+    """A MUCH folder holds 8 configs (4 models): sampling them all with one model would be wrong."""
+    from builder.configs import MUCH_CONFIG_IDS
+
+    source = tmp_path / "answers"
+    source.mkdir()
+    rows = [{**ANSWERS[0], "generation_id": f"g{i}", "generation_config": config}
+            for i, config in enumerate(MUCH_CONFIG_IDS[:2])]
+    (source / "generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["samples", "--source", str(source), "--out", str(tmp_path / "pack"), "--model", "m", "--n", "2"]) == 2
+    assert "pass --generation-config" in capsys.readouterr().err
+    assert not (tmp_path / "pack").exists()
