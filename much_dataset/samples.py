@@ -64,6 +64,7 @@ def sample_seed(seed: int, sample_index: int) -> int:
     Never the config's own seed (the stored answer's), and consecutive for consecutive indices, so vLLM's ``n``
     samples of one request (child ``j`` seeded ``s + j``) are the samples of their own indices.
 
+    >>> from much_dataset.samples import sample_seed
     >>> [sample_seed(1234, i) for i in range(3)]
     [1235, 1236, 1237]
     """
