@@ -120,7 +120,8 @@ def test_a_seeded_sample_is_what_generate_draws_with_that_seed(llm):
         [alone] = gen.generate_batch(llm, GenerationConfig(model_name="smol", temperature=0.7, seed=seed,
                                                            max_new_tokens=MAX_NEW), [question])
         assert sample["output_tokens"] == alone["output_tokens"]
-        assert np.allclose(sample["logits_values"], alone["logits_values"], atol=1e-6)
+        # the batch changes float32 rounding (about 2e-6 here), not the draw
+        assert np.allclose(sample["logits_values"], alone["logits_values"], atol=5e-5)
 
 
 @pytest.mark.slow
