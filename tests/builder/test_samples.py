@@ -151,9 +151,13 @@ def test_a_killed_run_resumes_without_losing_or_duplicating(llm, tmp_path):
     reference = load_samples(clean, cache_dir=tmp_path / "cache").to_pandas()
     keys = list(zip(resumed["generation_id"], resumed["sample_index"], strict=True))
     assert len(keys) == len(set(keys)) == len(ANSWERS) * N
-    columns = ["generation_id", "sample_index", "output", "sample_id"]
-    assert resumed[columns].sort_values(columns).values.tolist() == reference[columns].sort_values(columns) \
-        .values.tolist()
+    # same draws (tokens, text); sample_id hashes the float32 values, whose last bits differ between the killed
+    # process (one torch thread) and this one
+    resumed["tokens"] = resumed["output_tokens"].map(tuple)
+    reference["tokens"] = reference["output_tokens"].map(tuple)
+    columns = ["generation_id", "sample_index", "output", "tokens"]
+    assert resumed[columns].sort_values(columns[:2]).values.tolist() == reference[columns].sort_values(
+        columns[:2]).values.tolist()
 
 
 @pytest.mark.slow
