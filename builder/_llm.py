@@ -25,6 +25,8 @@ __all__ = [
     "chat_messages",
     "pin_today_date",
     "build_prompt",
+    "PROMPT_STYLES",
+    "prompt_text",
     "reseed",
     "top_candidates",
     "eos_token_ids",
@@ -132,6 +134,21 @@ def build_prompt(tokenizer: Any, question: str, *, brief: bool = True) -> str:
         template = pin_today_date(template)
     return tokenizer.apply_chat_template(chat_messages(question, brief=brief), chat_template=template,
                                          tokenize=False, add_generation_prompt=True)
+
+
+#: Chats a prompt can be built with: ``much`` = generate's (system prompt, brevity sentence, pinned date), ``user`` =
+#: one user message (import-mushroom's proxy observer, so the embedded sample's).
+PROMPT_STYLES = ("much", "user")
+
+
+def prompt_text(tokenizer: Any, question: str, *, style: str = "much", brief: bool = True) -> str:
+    """The templated prompt of ``question`` in chat ``style`` (:data:`PROMPT_STYLES`), generation prompt added."""
+    if style == "much":
+        return build_prompt(tokenizer, question, brief=brief)
+    if style == "user":
+        return tokenizer.apply_chat_template([{"role": "user", "content": question}], tokenize=False,
+                                             add_generation_prompt=True)
+    raise ValueError(f"prompt style must be one of {PROMPT_STYLES}, got {style!r}")
 
 
 def reseed(seed: int) -> None:

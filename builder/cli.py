@@ -29,6 +29,7 @@ STEPS: dict[str, str] = {
     "generate": "generate",
     "replay": "replay",
     "internals": "internals",
+    "samples": "samples",
     "verify": "verify",
     "segment": "segment",
     "import-mushroom": "import_mushroom",

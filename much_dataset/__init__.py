@@ -9,7 +9,7 @@ from __future__ import annotations
 from much_dataset import schema
 from much_dataset._version import __version__
 
-__all__ = ["schema", "load", "load_with_problems", "load_internals", "__version__"]
+__all__ = ["schema", "load", "load_with_problems", "load_internals", "load_samples", "samples_by_row", "__version__"]
 
 
 def __getattr__(name: str):
@@ -21,4 +21,8 @@ def __getattr__(name: str):
         from much_dataset.internals import load_internals
 
         return load_internals
+    if name in ("load_samples", "samples_by_row"):
+        from much_dataset import samples
+
+        return getattr(samples, name)
     raise AttributeError(f"module 'much_dataset' has no attribute {name!r}")

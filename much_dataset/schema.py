@@ -70,6 +70,11 @@ __all__ = [
     "SIGNALS_REPO_ID",
     "TRASH_REPO_ID",
     "SIGNAL_COLUMNS",
+    "SAMPLE_INDEX",
+    "SAMPLE_ID",
+    "FINISHED",
+    "SAMPLING",
+    "SAMPLE_COLUMNS",
     "MUCH_CONFIGS",
     "features",
     "signal_features",
@@ -135,6 +140,22 @@ HUB_REPO_ID: Final = "orailix/MUCH"
 CONFIGS_REPO_ID: Final = "orailix/MUCH-configs"
 SIGNALS_REPO_ID: Final = "orailix/MUCH-signals"
 TRASH_REPO_ID: Final = "orailix/MUCH-trash-only-for-reproducibility"
+
+# Samples packs (much_dataset.samples, written by ``python -m builder samples``): N further answers per row.
+#: Which of a row's samples (0..N-1); the sample's seed is ``sampling["seed"]`` (much_dataset.samples.sample_seed).
+SAMPLE_INDEX: Final = "sample_index"
+#: The sample's own id (the ``generation_id`` the generate step would give that generation).
+SAMPLE_ID: Final = "sample_id"
+#: Whether the answer ended with the model's EOS (not cut at max_new_tokens), as in generate rows.
+FINISHED: Final = "finished"
+#: The sampler of the row (temperature, top_p, top_k, max_new_tokens, seed, ...).
+SAMPLING: Final = "sampling"
+#: A sample row's first columns: the answer's ``generation_id``, the ``sample_index``, then a generate row's
+#: ``output``, ``output_tokens``, ``logits_token_ids``, ``logits_values`` (per position the top candidates,
+#: ``stored_candidates`` of the pack's manifest, 24 unless it says fewer, plus the sampled token when it ranked lower),
+#: ``finished`` and ``sampling``.
+SAMPLE_COLUMNS: Final = (GENERATION_ID, SAMPLE_INDEX, OUTPUT, OUTPUT_TOKENS, LOGITS_TOKEN_IDS, LOGITS_VALUES,
+                         FINISHED, SAMPLING)
 
 #: Columns of orailix/MUCH-signals (docs/reference-behaviour.md#signal-files): one row per (generation, signal), one
 #: value per output token.

@@ -38,9 +38,14 @@ def smollm2_gguf() -> Path:
     return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+#: The sample's samples pack (scripts/make_sample_samples.py) lives inside the sample folder but is not built here.
+SAMPLES_PACK = "samples"
+
+
 def digests(folder: Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and not p.name.startswith(".")}
+            for p in sorted(folder.rglob("*")) if p.is_file() and not p.name.startswith(".")
+            and p.relative_to(folder).parts[0] != SAMPLES_PACK}
 
 
 def build(work: Path, sample: Path) -> None:
@@ -79,7 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work) if args.work else Path(tmp) / "work"
         target = Path(tmp) / "sample" if args.check else SAMPLE
-        build(work, target)
+        pack, parked = target / SAMPLES_PACK, Path(tmp) / SAMPLES_PACK
+        if pack.is_dir():  # the export replaces the folder as a whole: keep the samples pack aside meanwhile
+            pack.rename(parked)
+        try:
+            build(work, target)
+        finally:
+            if parked.is_dir():
+                parked.rename(pack)
         for name in ("generations.jsonl", "segments.jsonl", "labels.mushroom.jsonl"):
             print(f"{hashlib.sha256((work / name).read_bytes()).hexdigest()}  {name}")
         new = digests(target)

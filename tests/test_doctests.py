@@ -38,6 +38,8 @@ DOCUMENTED = [
     ("builder.generation.sampling", "SamplingSettings", None),
     ("much_dataset.params", "check_param", None),
     ("much_dataset.jsonl", "plain_json", None),  # the embedded sample, offline
+    ("much_dataset.samples", "sample_seed", None),
+    ("much_dataset.samples", "load_samples", None),  # the embedded sample's pack, offline
     ("much_metric.learned.estimators", "LinearDetector", None),  # torch on CPU (extra learned)
     ("much_metric.signals._training", "training_label", None),
     ("much_metric.signals._training", "scored_rows", None),

@@ -17,7 +17,8 @@ from builder.generation.engine import Engine, EngineOptions, EngineRun, run_engi
 from builder.generation.rows import EngineInfo, EngineResult, RowLimits, check_row, generation_id, make_record
 from builder.generation.sampling import SamplingSettings, SamplingSettingsError
 
-__all__ = ["ENGINES", "Engine", "EngineOptions", "EngineRun", "EngineInfo", "EngineResult", "RowLimits",
+__all__ = ["ENGINES", "EXECUTORS", "make_executed_engine", "close_engine",
+           "Engine", "EngineOptions", "EngineRun", "EngineInfo", "EngineResult", "RowLimits",
            "SamplingSettings", "SamplingSettingsError", "make_engine", "settings_for", "run_engine", "check_row",
            "generation_id", "make_record"]
 
@@ -25,6 +26,30 @@ __all__ = ["ENGINES", "Engine", "EngineOptions", "EngineRun", "EngineInfo", "Eng
 ENGINES: dict[str, tuple[str, str]] = {"hf": ("builder.generation.hf", "HFEngine"),
                                        "vllm": ("builder.generation.vllm", "VLLMEngine"),
                                        "openai": ("builder.generation.openai", "OpenAIEngine")}
+
+
+#: --executor -> module with ``make_executor_engine`` (None: the engine runs in this process). An executor changes
+#: where rows are computed, never what they are: run_engine validates and stores them here either way.
+EXECUTORS: dict[str, str | None] = {"local": None, "ray": "builder.generation.ray_executor"}
+
+
+def make_executed_engine(name: str, executor: str, config: GenerationConfig, options: EngineOptions, *,
+                         ray_workers: int = 1, ray_address: str | None = None) -> Engine:
+    """The engine ``name``, run where ``executor`` says (``local``: :func:`make_engine`)."""
+    if executor not in EXECUTORS:
+        raise BuilderError(f"unknown executor {executor!r}; choose one of {sorted(EXECUTORS)}")
+    module = EXECUTORS[executor]
+    if module is None:
+        return make_engine(name, config, options)
+    return importlib.import_module(module).make_executor_engine(name, config, options, workers=ray_workers,
+                                                                address=ray_address)
+
+
+def close_engine(engine: Engine) -> None:
+    """Release what an engine started (the Ray executor's cluster); nothing for the local engines."""
+    close = getattr(engine, "close", None)
+    if callable(close):
+        close()
 
 
 def settings_for(config: GenerationConfig) -> SamplingSettings:

@@ -22,7 +22,7 @@ from typing import Any
 from builder.errors import BuilderError
 from much_dataset import schema
 
-__all__ = ["DTYPES", "DTYPE_FIELD", "default_dtype", "engine_dtype", "recorded_dtype", "replay_dtype",
+__all__ = ["DTYPES", "DTYPE_FIELD", "default_dtype", "engine_dtype", "run_dtype", "recorded_dtype", "replay_dtype",
            "check_config_dtype"]
 
 #: The dtypes an engine may compute MUCH's values in (torch names).
@@ -46,6 +46,20 @@ def _checked(dtype: str, option: str = "--dtype") -> str:
 def engine_dtype(requested: str | None, device: str) -> str:
     """The dtype an engine computes in: ``requested`` (checked) or the device's default."""
     return _checked(requested) if requested else default_dtype(device)
+
+
+def run_dtype(engine: str, requested: str | None, device: str | None) -> str | None:
+    """The dtype a ``generate`` or ``samples`` run computes in: ``requested`` or the default of the device the engine
+    runs on; for ``openai``, only what ``requested`` declares about the server (None: not declared)."""
+    if engine == "openai":
+        return engine_dtype(requested, "server") if requested else None
+    if engine == "vllm":
+        import torch
+
+        return engine_dtype(requested, "cuda" if torch.cuda.is_available() else "cpu")
+    from builder._llm import pick_device
+
+    return engine_dtype(requested, pick_device(device))
 
 
 def _config_dtypes(source: Path) -> dict[str, str]:

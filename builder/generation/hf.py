@@ -5,6 +5,11 @@ Every question starts from the same RNG state (reseed before each batch), sampli
 largest probabilities and their ids are kept, sorted descending, plus the entries down to the sampled token when it
 ranked below 24 (the filter step trashes those rows). ``batch_size`` 1 is the reference; larger batches left-pad
 and reseed once per batch (faster on a GPU, not bit-reproducible against batch size 1).
+
+Questions that carry a ``seed`` (the items of ``python -m builder samples``) are drawn each from its own generator:
+:class:`SeededSampler` applies transformers' own temperature, top-k and top-p warpers (MUCH's sampler) and draws row
+``i`` with ``torch.Generator().manual_seed(seed_i)``, so a batch of N samples of one prompt (one prefill, one
+decoding loop) gives each sample the tokens a batch of one with that seed gives, and the global RNG is not touched.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from builder.generation.engine import EngineOptions, distribution_version
 from builder.generation.rows import EngineInfo, EngineResult, RowLimits, make_record
 from much_dataset import schema
 
-__all__ = ["HFEngine", "generate_batch"]
+__all__ = ["HFEngine", "SeededSampler", "generate_batch"]
 
 
 def _trim(tokens: list[int], eos_ids: set[int]) -> list[int]:
@@ -28,17 +33,56 @@ def _trim(tokens: list[int], eos_ids: set[int]) -> list[int]:
     return tokens
 
 
-def generate_batch(llm: Any, config: GenerationConfig, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+class SeededSampler:
+    """A transformers ``LogitsProcessor`` that samples each batch row with its own seeded generator.
+
+    It applies transformers' own warpers in generate's order (temperature, top-k, top-p, with ``min_tokens_to_keep``
+    1), draws one token per row as ``generate`` does (``torch.multinomial`` of the softmax), but from row ``i``'s
+    ``torch.Generator`` seeded with ``seeds[i]``, and returns scores that are ``-inf`` except at the drawn token, so
+    greedy decoding (``do_sample=False``) emits it. The raw logits ``generate`` returns are untouched.
+    """
+
+    def __init__(self, config: GenerationConfig, seeds: Sequence[int]) -> None:
+        import torch
+        from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+        self.warpers: list[Any] = []
+        if config.temperature != 1.0:
+            self.warpers.append(TemperatureLogitsWarper(config.temperature))
+        if config.top_k:
+            self.warpers.append(TopKLogitsWarper(top_k=config.top_k, min_tokens_to_keep=1))
+        if config.top_p < 1.0:
+            self.warpers.append(TopPLogitsWarper(top_p=config.top_p, min_tokens_to_keep=1))
+        self.generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        for warper in self.warpers:
+            scores = warper(input_ids, scores)
+        probs = torch.nn.functional.softmax(scores, dim=-1)
+        drawn = torch.cat([torch.multinomial(probs[row: row + 1].cpu(), num_samples=1, generator=generator)
+                           for row, generator in enumerate(self.generators)]).to(scores.device)
+        return torch.full_like(scores, float("-inf")).scatter_(1, drawn, 0.0)
+
+
+def generate_batch(llm: Any, config: GenerationConfig, questions: list[dict[str, Any]], *,
+                   prompt_style: str = "much") -> list[dict[str, Any]]:
     """Generate the answers of ``questions`` (one ``model.generate`` call) and return generation records.
 
-    With one question this is exactly the reference's procedure; with several, prompts are left-padded.
+    With one question this is exactly the reference's procedure; with several, prompts are left-padded. When the
+    questions carry a ``seed`` each, each is drawn from its own generator (:class:`SeededSampler`).
     """
     import torch
 
-    from builder._llm import build_prompt, eos_token_ids, reseed, top_candidates
+    from builder._llm import eos_token_ids, prompt_text, reseed, top_candidates
 
     tokenizer, model = llm.tokenizer, llm.model
-    prompts = [build_prompt(tokenizer, q[schema.PROMPT], brief=config.brief) for q in questions]
+    prompts = [prompt_text(tokenizer, q[schema.PROMPT], style=prompt_style, brief=config.brief) for q in questions]
+    seeds = [q.get("seed") for q in questions]
+    if any(seed is not None for seed in seeds) and (None in seeds or config.greedy):
+        raise ValueError("either every question of a batch carries a seed (sampling) or none does")
+    seeded = seeds[0] is not None
     eos_ids = eos_token_ids(model, tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos_ids or [0])[0]
     if len(prompts) == 1:
@@ -49,12 +93,16 @@ def generate_batch(llm: Any, config: GenerationConfig, questions: list[dict[str,
         width = max(map(len, encoded))
         input_ids = torch.tensor([[pad_id] * (width - len(e)) + e for e in encoded], device=llm.device)
         attention = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in encoded], device=llm.device)
-    reseed(config.seed)
-    sampling = {} if config.greedy else {"temperature": config.temperature, "top_p": config.top_p,
-                                         "top_k": config.top_k}
+    if seeded:  # each row its own generator; generate decodes greedily from the one-hot scores
+        sampling: dict[str, Any] = {"logits_processor": [SeededSampler(config, seeds)], "temperature": None,
+                                    "top_p": None, "top_k": None}
+    else:
+        reseed(config.seed)
+        sampling = {} if config.greedy else {"temperature": config.temperature, "top_p": config.top_p,
+                                             "top_k": config.top_k}
     with torch.inference_mode():
         out = model.generate(
-            input_ids=input_ids, attention_mask=attention, do_sample=not config.greedy, **sampling,
+            input_ids=input_ids, attention_mask=attention, do_sample=not (config.greedy or seeded), **sampling,
             max_new_tokens=config.max_new_tokens, return_dict_in_generate=True, output_logits=True,
             pad_token_id=pad_id,
         )
@@ -95,7 +143,7 @@ class HFEngine:
         for start in range(0, len(questions), size):
             batch = list(questions[start: start + size])
             try:
-                records = generate_batch(self.llm, self.config, batch)
+                records = generate_batch(self.llm, self.config, batch, prompt_style=self.options.prompt_style)
             except Exception as error:  # noqa: BLE001 - reported per question, the run goes on
                 for question in batch:
                     yield question, error

@@ -7,6 +7,12 @@ at T != 1 the model is loaded *tempered*: ``hf_overrides={"logit_scale": s / T}`
 ``logit_scale``, 1 for most models) makes vLLM's logits layer multiply the logits by ``1 / T``, so the raw
 log-probabilities are ``log_softmax(logits / T)``; requests then use temperature 1 with the config's top_k/top_p,
 which samples from MUCH's truncated ``softmax(logits / T)``. One forward pass per token, no second pass.
+
+Questions that carry a ``seed`` (the items of ``python -m builder samples``) are sent with that seed; with
+``share_prefill`` (the default) consecutive items of one prompt whose seeds follow each other (``s, s + 1, ...``) go
+as ONE request with ``n`` samples and seed ``s``: vLLM gives its child ``j`` the seed ``s + j``
+(``vllm/v1/engine/parallel_sampling.py``), so each sample is the one a request of its own with its seed would draw,
+while the prompt is scheduled once.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from builder.generation.rows import EngineInfo, EngineResult, RowLimits, candida
 from builder.generation.sampling import SamplingSettings
 from much_dataset import schema
 
-__all__ = ["VLLMEngine", "load_vllm", "vllm_generate", "tempered_overrides", "check_tempered", "served_dtype"]
+__all__ = ["VLLMEngine", "load_vllm", "vllm_generate", "tempered_overrides", "check_tempered", "served_dtype",
+           "seed_groups"]
 
 
 def tempered_overrides(model: str, settings: SamplingSettings) -> dict[str, Any]:
@@ -80,16 +87,44 @@ def load_vllm(model: str, *, settings: SamplingSettings, dtype: str, **engine_kw
     return llm
 
 
-def vllm_generate(llm: Any, prompts: Sequence[Sequence[int]], settings: SamplingSettings) -> list[EngineResult]:
+def seed_groups(prompts: Sequence[Sequence[int]], seeds: Sequence[int]) -> list[tuple[int, int]]:
+    """``(first item, n)`` runs of consecutive items with the same prompt and consecutive seeds (one request each)."""
+    groups: list[tuple[int, int]] = []
+    for index, (prompt, seed) in enumerate(zip(prompts, seeds, strict=True)):
+        if groups:
+            first, n = groups[-1]
+            if list(prompts[first]) == list(prompt) and int(seeds[first]) + n == int(seed):
+                groups[-1] = (first, n + 1)
+                continue
+        groups.append((index, 1))
+    return groups
+
+
+def vllm_generate(llm: Any, prompts: Sequence[Sequence[int]], settings: SamplingSettings, *,
+                  seeds: Sequence[int] | None = None, share_prefill: bool = True) -> list[EngineResult]:
     """Generate ``prompts`` (token ids of the chat-formatted prompts, as the ``hf`` engine encodes them: no special
-    tokens added) in one batched call; ``output`` is left to the caller (decoded from the tokens)."""
+    tokens added) in one batched call; ``output`` is left to the caller (decoded from the tokens).
+
+    ``seeds``: one per prompt (default: every request ``settings.seed``); with ``share_prefill`` the runs of
+    :func:`seed_groups` are sent as one request with ``n`` samples (module docstring). One result per prompt, in order.
+    """
+    import dataclasses
+
     from vllm import SamplingParams
 
-    params = SamplingParams(**settings.vllm_kwargs(), skip_special_tokens=False)
-    outputs = llm.generate([{"prompt_token_ids": [int(t) for t in p]} for p in prompts], params, use_tqdm=False)
+    if seeds is None:
+        groups = [(index, 1) for index in range(len(prompts))]
+        seeds = [settings.seed] * len(prompts)
+    else:
+        groups = seed_groups(prompts, seeds) if share_prefill else [(index, 1) for index in range(len(prompts))]
+    params = [SamplingParams(**{**dataclasses.replace(settings, seed=int(seeds[first])).vllm_kwargs(), "n": n},
+                             skip_special_tokens=False) for first, n in groups]
+    requests = [{"prompt_token_ids": [int(t) for t in prompts[first]]} for first, _ in groups]
+    outputs = llm.generate(requests, params, use_tqdm=False)
+    # vLLM returns a request's samples by completion index (child j drew with seed + j)
+    completions = [completion for output in outputs for completion in sorted(output.outputs, key=lambda c: c.index)]
     results = []
-    for output in outputs:
-        completion = output.outputs[0]
+    for completion in completions:
         tokens = [int(t) for t in completion.token_ids]
         ids, probs = [], []
         for token, position in zip(tokens, completion.logprobs, strict=True):
@@ -124,15 +159,22 @@ class VLLMEngine:
         self.limits = RowLimits(vocab_size=int(vocab), max_new_tokens=config.max_new_tokens)
 
     def generate(self, questions: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Any]]:
-        from builder._llm import build_prompt
+        import dataclasses
+
+        from builder._llm import prompt_text
 
         size = self.options.batch_size
         for start in range(0, len(questions), size):
             batch = list(questions[start: start + size])
             try:
-                texts = [build_prompt(self.tokenizer, q[schema.PROMPT], brief=self.config.brief) for q in batch]
+                texts = [prompt_text(self.tokenizer, q[schema.PROMPT], style=self.options.prompt_style,
+                                     brief=self.config.brief) for q in batch]
                 prompts = [self.tokenizer.encode(text, add_special_tokens=False) for text in texts]
-                results = vllm_generate(self.llm, prompts, self.settings)
+                seeds = [q.get("seed") for q in batch]
+                if any(seed is not None for seed in seeds) and None in seeds:
+                    raise ValueError("either every question of a batch carries a seed (sampling) or none does")
+                results = vllm_generate(self.llm, prompts, self.settings, share_prefill=self.options.share_prefill,
+                                        seeds=None if seeds[0] is None else seeds)
             except Exception as error:  # noqa: BLE001 - reported per question, the run goes on
                 for question in batch:
                     yield question, error
@@ -142,4 +184,7 @@ class VLLMEngine:
                 text = self.tokenizer.decode(result.tokens, skip_special_tokens=False)
                 result = EngineResult(tokens=result.tokens, ids=result.ids, probs=result.probs, output=text,
                                       finished=result.finished)
-                yield question, make_record(self.config, question, result, engine=self.info)
+                info = self.info
+                if question.get("seed") is not None:  # the seed this sample was drawn with
+                    info = dataclasses.replace(info, sampling={**info.sampling, "seed": int(question["seed"])})
+                yield question, make_record(self.config, question, result, engine=info)

@@ -178,10 +178,10 @@ def test_cli_run_is_resumable_and_records_failures(llm, tmp_path, monkeypatch):
     # A failing question is recorded with its reason; the others go on.
     real = gen.generate_batch
 
-    def flaky(llm_, config_, batch):
+    def flaky(llm_, config_, batch, **kwargs):
         if batch[0]["question_id"] == "q-en":
             raise RuntimeError("CUDA out of memory")
-        return real(llm_, config_, batch)
+        return real(llm_, config_, batch, **kwargs)
 
     monkeypatch.setattr(gen, "generate_batch", flaky)
     assert main(["generate", "--out", str(tmp_path), "--model", "x.gguf", "--model-name", "smol2",

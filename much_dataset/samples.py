@@ -1,0 +1,296 @@
+"""Samples packs: N further answers per stored answer, written by ``python -m builder samples``.
+
+A pack is a folder, one per generation config (the model and sampler the samples were drawn with)::
+
+    PACK/manifest.json                 format, model, weights hash, engine and version, sampler, generation config,
+                                       prompt style, stored candidates, n, source hashes,
+                                       rows {generation_id: {shard: [sample_index, ...]}}, shards, failures
+    PACK/shards/<sha256>.parquet       sample rows, content-addressed
+
+A sample row has the columns of a ``generate`` row (:data:`much_dataset.schema.SAMPLE_COLUMNS`: ``output``,
+``output_tokens``, ``logits_token_ids``, ``logits_values``, ``finished``, ``sampling``) plus the answer's
+``generation_id`` and its ``sample_index`` (0..N-1), so whatever reads generations reads samples. ``sampling`` holds
+the sampler and the sample's own ``seed``: :func:`sample_seed` of the config's seed and the index, so one sample can
+be drawn again alone. The probabilities are MUCH's (``softmax(logits / T)`` over the full vocabulary, top
+``stored_candidates`` per position, 24 unless the manifest says fewer, sorted descending, not renormalised; the
+sampled token is appended when it ranked lower).
+
+:func:`load_samples` returns them as a ``datasets.Dataset`` (Arrow, memory-mapped from ``datasets``' cache; the
+shards are content-addressed, so a cached copy is never stale), one row per sample, ordered by the dataset's rows
+and then ``sample_index``; :func:`samples_by_row` gives the samples of dataset row ``i``.
+``load_samples("sample")`` opens the embedded sample's pack: answers of its observer, SmolLM2-135M-Instruct, NOT of
+the models that wrote the sample's texts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from much_dataset import schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datasets
+
+__all__ = ["FORMAT", "MANIFEST", "SHARDS", "SAMPLE", "SAMPLE_PACK_DIR", "SamplesError", "MissingSamplesError",
+           "sample_seed", "read_samples_manifest", "is_samples_pack", "pack_index", "iter_pack_rows", "load_samples",
+           "samples_by_row", "SamplesByRow"]
+
+FORMAT = "much-samples/1"
+MANIFEST = "manifest.json"
+SHARDS = "shards"
+#: ``load_samples(SAMPLE)`` opens the embedded sample's pack.
+SAMPLE = "sample"
+#: Where the embedded sample's pack lives (written by ``scripts/make_sample_samples.py``).
+SAMPLE_PACK_DIR = Path(__file__).resolve().parent / "sample" / "samples"
+
+
+class SamplesError(ValueError):
+    """A samples pack that cannot be read, or that does not hold the samples of the data it is used with."""
+
+
+class MissingSamplesError(KeyError, SamplesError):
+    """A generation_id (or one of its sample indices) the pack does not hold."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of its argument
+        return str(self.args[0]) if self.args else ""
+
+
+def sample_seed(seed: int, sample_index: int) -> int:
+    """The seed sample ``sample_index`` is drawn with under a config of seed ``seed``: ``seed + 1 + sample_index``.
+
+    Never the config's own seed (the stored answer's), and consecutive for consecutive indices, so vLLM's ``n``
+    samples of one request (child ``j`` seeded ``s + j``) are the samples of their own indices.
+
+    >>> from much_dataset.samples import sample_seed
+    >>> [sample_seed(1234, i) for i in range(3)]
+    [1235, 1236, 1237]
+    """
+    return int(seed) + 1 + int(sample_index)
+
+
+def _pack_path(pack: str | Path) -> Path:
+    return SAMPLE_PACK_DIR if str(pack) == SAMPLE else Path(pack)
+
+
+def is_samples_pack(path: str | Path) -> bool:
+    """Whether ``path`` is a folder holding a samples pack manifest."""
+    manifest = Path(path) / MANIFEST
+    if not manifest.is_file():
+        return False
+    try:
+        return json.loads(manifest.read_text(encoding="utf-8")).get("format") == FORMAT
+    except (ValueError, AttributeError):
+        return False
+
+
+def read_samples_manifest(pack: str | Path) -> dict[str, Any]:
+    """The manifest of a samples pack (``"sample"``: the embedded one), checked to be one."""
+    path = _pack_path(pack) / MANIFEST
+    if not path.is_file():
+        hint = " (the embedded sample's pack is built by scripts/make_sample_samples.py)" if str(pack) == SAMPLE else ""
+        raise SamplesError(f"{path}: not a samples pack (no {MANIFEST}; build one with `python -m builder samples`)"
+                           f"{hint}")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise SamplesError(f"{path}: not valid JSON ({error})") from error
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("rows"),
+                                                                                              dict):
+        raise SamplesError(f"{path}: not a {FORMAT} manifest")
+    return manifest
+
+
+def pack_index(manifest: dict[str, Any]) -> dict[str, dict[int, str]]:
+    """``generation_id -> {sample_index: shard file name}`` of a manifest."""
+    return {gid: {int(index): shard for shard, indices in by_shard.items() for index in indices}
+            for gid, by_shard in manifest["rows"].items()}
+
+
+def _shard_keys(path: Path) -> list[tuple[str, int]]:
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        raise SamplesError(f"{path}: shard file is missing from the samples pack")
+    try:
+        table = pq.read_table(path, columns=[schema.GENERATION_ID, schema.SAMPLE_INDEX])
+    except Exception as error:  # noqa: BLE001 - any unreadable shard is reported by path
+        raise SamplesError(f"{path}: unreadable shard of the samples pack ({error})") from error
+    return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
+
+
+def iter_pack_rows(pack: str | Path) -> Iterator[dict[str, Any]]:
+    """Every sample row the manifest lists, as plain dicts (shard by shard; for ``verify`` and ``replay``)."""
+    import pyarrow.parquet as pq
+
+    path = _pack_path(pack)
+    index = pack_index(read_samples_manifest(path))
+    for shard in sorted({name for by_index in index.values() for name in by_index.values()}):
+        for row in pq.read_table(path / SHARDS / shard).to_pylist():
+            if index.get(row[schema.GENERATION_ID], {}).get(int(row[schema.SAMPLE_INDEX])) == shard:
+                yield row
+
+
+def _wanted(index: dict[str, dict[int, str]], ids: Sequence[str], n: int | None, where: str) -> list[tuple[str, int]]:
+    """The (generation_id, sample_index) pairs to return, in order; raises naming the first id that lacks one."""
+    pairs = []
+    for gid in ids:
+        stored = index.get(gid)
+        if stored is None:
+            raise MissingSamplesError(f"generation_id={gid!r}: no samples in {where}")
+        indices = sorted(stored) if n is None else list(range(n))
+        missing = [i for i in indices if i not in stored]
+        if missing:
+            raise MissingSamplesError(f"generation_id={gid!r}: sample_index {missing[0]} is not in {where} (it holds "
+                                      f"{sorted(stored)})")
+        pairs += [(gid, i) for i in indices]
+    return pairs
+
+
+def _dataset_ids(dataset: Any) -> list[str]:
+    if isinstance(dataset, dict) or (hasattr(dataset, "keys") and not hasattr(dataset, "column_names")):
+        raise TypeError("dataset must be one split (a datasets.Dataset or a list of rows), not a DatasetDict: "
+                        "e.g. much_dataset.load('sample', split='test')")
+    if isinstance(dataset, list):
+        return [str(row[schema.GENERATION_ID]) for row in dataset]
+    return [str(g) for g in dataset.select_columns([schema.GENERATION_ID]).with_format("arrow")[:]
+            .column(0).to_pylist()]
+
+
+def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | None = None,
+                 model: str | None = None, cache_dir: str | Path | None = None) -> datasets.Dataset:
+    """The samples of a pack as a ``datasets.Dataset``, one row per sample.
+
+    Parameters
+    ----------
+    pack : str or path
+        The pack folder (``python -m builder samples --out``), or ``"sample"``: the embedded sample's pack (answers
+        of its observer SmolLM2-135M-Instruct, not of the models that wrote the sample's texts).
+    dataset : datasets.Dataset or list of rows, optional
+        When given, the samples of its rows, in its row order (then by ``sample_index``); every row must have its
+        samples in the pack, else :class:`MissingSamplesError` naming the first ``generation_id`` missing, the pack
+        and its model. Without it, every row of the pack (in ``generation_id`` order).
+    n : int, optional
+        Only sample indices ``0..n-1`` (each required); default every stored sample of each row.
+    model : str, optional
+        When given, the pack must be of this model (its name as built, or its weights sha256).
+    cache_dir : path, optional
+        ``datasets``' cache folder for the Arrow copy that is memory-mapped (default: its usual cache).
+
+    Returns
+    -------
+    datasets.Dataset
+        Columns :data:`much_dataset.schema.SAMPLE_COLUMNS` first (``generation_id``, ``sample_index``, ``output``,
+        ``output_tokens``, ``logits_token_ids``, ``logits_values``, ``finished``, ``sampling``), then the rest of a
+        stored sample row (``sample_id``, ``generation_config``, ``lang``, ``wiki_url``, ``prompt``, ``engine``,
+        ``engine_version``). :func:`samples_by_row` groups them by dataset row.
+
+    Examples
+    --------
+    >>> import much_dataset
+    >>> rows = much_dataset.load("sample", split="test").select(range(2))
+    >>> samples = much_dataset.load_samples("sample", dataset=rows, n=8)
+    >>> samples.num_rows, samples[0]["generation_id"] == rows[0]["generation_id"]
+    (16, True)
+    >>> list(much_dataset.samples_by_row(samples, rows)[1]["sample_index"])
+    [0, 1, 2, 3, 4, 5, 6, 7]
+    """
+    import datasets
+
+    path = _pack_path(pack)
+    manifest = read_samples_manifest(path)
+    where = f"the samples pack {path} (model {manifest.get('model')!r})"
+    if model is not None and model not in (manifest.get("model"), manifest.get("model_name"),
+                                           manifest.get("weights_sha256")):
+        raise SamplesError(f"{path / MANIFEST}: the pack is of model {manifest.get('model')!r} (weights "
+                           f"{str(manifest.get('weights_sha256'))[:12]}), not {model!r}")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    index = pack_index(manifest)
+    ids = list(index) if dataset is None else _dataset_ids(dataset)
+    if dataset is not None and ids and not any(gid in index for gid in ids):
+        raise MissingSamplesError(f"generation_id={ids[0]!r}: {where} holds none of the {len(ids)} rows (it was "
+                                  "built from another dataset or split)")
+    wanted = _wanted(index, ids, n, where)
+    shards = sorted({index[gid][i] for gid, i in wanted})
+    if not shards:
+        raise SamplesError(f"{where} holds no sample for these rows")
+    files = [path / SHARDS / name for name in shards]
+    position: dict[tuple[str, int], int] = {}
+    offset = 0
+    for name, file in zip(shards, files, strict=True):
+        keys = _shard_keys(file)
+        for row, (gid, i) in enumerate(keys):
+            if index.get(gid, {}).get(int(i)) == name:
+                position[(gid, int(i))] = offset + row
+        offset += len(keys)
+    absent = next((pair for pair in wanted if pair not in position), None)
+    if absent is not None:
+        raise SamplesError(f"generation_id={absent[0]!r}: sample_index {absent[1]} is listed in {path / MANIFEST} "
+                           f"but not in its shard {index[absent[0]][absent[1]]}")
+    loaded = datasets.load_dataset("parquet", data_files=[str(f) for f in files], split="train",
+                                   cache_dir=None if cache_dir is None else str(cache_dir))
+    if loaded.num_rows != offset:
+        raise SamplesError(f"{where}: its shards hold {offset} rows but {loaded.num_rows} were read")
+    selected = loaded.select([position[pair] for pair in wanted])
+    check = selected.select_columns([schema.GENERATION_ID, schema.SAMPLE_INDEX]).with_format("arrow")[:]
+    if list(zip(check.column(0).to_pylist(), check.column(1).to_pylist(), strict=True)) != wanted:
+        raise SamplesError(f"{where}: its shards were read in another order than listed (a datasets cache of other "
+                           "files?); pass cache_dir= to a fresh folder")
+    first = [name for name in schema.SAMPLE_COLUMNS if name in selected.column_names]
+    return selected.select_columns(first + [c for c in selected.column_names if c not in first])
+
+
+class SamplesByRow(Sequence["datasets.Dataset"]):
+    """The samples of each dataset row: ``grouped[i]`` is a ``datasets.Dataset`` of row ``i``'s samples (in
+    ``sample_index`` order); ``grouped.generation_ids[i]`` its id; ``grouped.counts[i]`` how many."""
+
+    def __init__(self, samples: datasets.Dataset, generation_ids: list[str], spans: list[tuple[int, int]]) -> None:
+        self.samples = samples
+        self.generation_ids = generation_ids
+        self._spans = spans
+
+    @property
+    def counts(self) -> list[int]:
+        return [stop - start for start, stop in self._spans]
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        start, stop = self._spans[i]
+        return self.samples.select(range(start, stop))
+
+    def __repr__(self) -> str:
+        return f"SamplesByRow(rows={len(self)}, samples={self.samples.num_rows})"
+
+
+def samples_by_row(samples: datasets.Dataset, dataset: Any = None) -> SamplesByRow:
+    """Group :func:`load_samples`' rows by answer: item ``i`` holds the samples of ``dataset`` row ``i`` (of the
+    ``i``-th answer of ``samples`` when ``dataset`` is None).
+
+    Each answer's samples must be contiguous (as :func:`load_samples` returns them); a dataset row without samples
+    raises :class:`MissingSamplesError` naming its ``generation_id``.
+    """
+    gids = [str(g) for g in samples.select_columns([schema.GENERATION_ID]).with_format("arrow")[:]
+            .column(0).to_pylist()]
+    spans: dict[str, tuple[int, int]] = {}
+    order: list[str] = []
+    start = 0
+    for position in range(1, len(gids) + 1):
+        if position == len(gids) or gids[position] != gids[start]:
+            if gids[start] in spans:
+                raise SamplesError(f"generation_id={gids[start]!r}: its samples are not contiguous (sort them by "
+                                   "generation_id, or use load_samples' order)")
+            spans[gids[start]] = (start, position)
+            order.append(gids[start])
+            start = position
+    ids = order if dataset is None else _dataset_ids(dataset)
+    missing = next((gid for gid in ids if gid not in spans), None)
+    if missing is not None:
+        raise MissingSamplesError(f"generation_id={missing!r}: no samples among the {len(gids)} given")
+    return SamplesByRow(samples, ids, [spans[gid] for gid in ids])
