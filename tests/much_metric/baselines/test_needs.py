@@ -21,8 +21,8 @@ def test_each_resource_kind_is_one_entry_with_its_words_and_its_field():
     """A new kind is one entry of RESOURCES (and its ResourceOptions field, which loads it)."""
     assert set(RESOURCES) == {f.name for f in dataclasses.fields(ResourceOptions)}
     assert all(isinstance(text, str) and text for text in RESOURCES.values())
-    with pytest.raises(ValueError, match="unknown needs.*samples"):
-        Baseline(name="x", compute=_noop, needs=("samples",))
+    with pytest.raises(ValueError, match="unknown needs.*telepathy"):
+        Baseline(name="x", compute=_noop, needs=("telepathy",))
 
 
 @pytest.mark.parametrize(("top_k", "message"), [(25, r"top_k must be an integer in \[0, 24\]"),
