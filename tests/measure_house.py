@@ -1,11 +1,12 @@
 """Measure the house (issue 32's table): arrows back up / circles of the import graph, the largest public signature,
 functions over 80 lines, names in package ``__all__``s, and ruff's PLR0913 / C901 / RUF100 counts.
 
-    python scripts/measure_house.py [ROOT]        # ROOT: a checkout (default: this one); prints one table row each
+    python -m tests.measure_house [ROOT]        # ROOT: a checkout (default: this one); prints one table row each
 
 The graph and signature counts use tests/test_architecture.py's own walkers (one definition of the rules), run on
-ROOT's files. Ruff counts run ``ruff check --select <rule> --exit-zero`` on ROOT's much_dataset, much_metric and
-builder (PLR0913 at ruff's default of 5 arguments, C901 at complexity 10).
+ROOT's files; hence it lives under tests/ (no script imports ``tests``). Run it from the root of this checkout.
+Ruff counts run ``ruff check --select <rule> --exit-zero`` on ROOT's much_dataset, much_metric and builder (PLR0913
+at ruff's default of 5 arguments, C901 at complexity 10).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import ast
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
@@ -24,7 +24,6 @@ PACKAGES = ("much_dataset", "much_metric", "builder")
 
 def _architecture(root: Path):
     """tests/test_architecture.py of THIS checkout, pointed at ``root``."""
-    sys.path.insert(0, str(HERE))
     import tests.test_architecture as arch
 
     arch.REPO = root

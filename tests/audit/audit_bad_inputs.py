@@ -1,4 +1,4 @@
-"""Bad-input audit harness (issue #31): run every case of ``scripts/_audit_cases.py`` and classify its outcome.
+"""Bad-input audit harness (issue #31): run every case of ``tests/audit/table.py`` and classify its outcome.
 
 Each case runs one command (``much ...``, ``python -m builder ...``, ``python -m much_leaderboard ...``) of the
 checkout given with ``--repo`` in its own temporary folder, in its own process group, under a deadline. Outcome:
@@ -14,9 +14,12 @@ checkout given with ``--repo`` in its own temporary folder, in its own process g
 
 Usage::
 
-    python scripts/audit_bad_inputs.py [--repo PATH] [--only SURFACE] [--jobs N] [--json OUT]
+    python -m tests.audit.audit_bad_inputs [--repo PATH] [--only SURFACE] [--jobs N] [--json OUT]
 
-Prints one line per case (id, expected, got, seconds) and a summary table per surface.
+Prints one line per case (id, expected, got, seconds) and a summary table per surface. Run it from the root of this
+checkout; the commands run the code of ``--repo`` (another checkout, e.g. an older commit, is audited with this
+checkout's cases and fixtures). ``tests/audit/test_audit_harness.py`` runs the classifier on stub commands and one
+real case.
 """
 
 from __future__ import annotations
@@ -24,9 +27,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as futures
 import json
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,8 +34,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.audit.cases import CaseContext, Fixtures, SetupSkipped, snapshot
+from tests.audit.processes import command_prefix, run_process, subprocess_env
+from tests.audit.table import CASES
+
 CLASSES = ("clear", "generic", "silent", "hang", "traceback")
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -52,62 +56,6 @@ class Result:
     reported: str = ""
     message: str = ""
     argv: list[str] = field(default_factory=list)
-
-
-def command_prefix(repo: Path, program: str) -> list[str]:
-    """The interpreter command line of ``much`` / ``builder`` / ``leaderboard`` in ``repo``."""
-    if program == "much":
-        return [sys.executable, "-m", "much_metric"]
-    if program == "builder":
-        return [sys.executable, "-m", "builder"]
-    if program == "leaderboard":  # its own package on new checkouts, a `much` sub-command on older ones
-        if (repo / "much_leaderboard" / "__main__.py").is_file():
-            return [sys.executable, "-m", "much_leaderboard"]
-        return [sys.executable, "-m", "much_metric", "leaderboard"]
-    raise ValueError(f"unknown program {program!r}")
-
-
-def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], deadline: float,
-                memory_gb: float = 0.0) -> tuple[int | None, str, str, float]:
-    """Run ``argv`` in its own process group; kill the group at ``deadline`` seconds (rc None).
-
-    ``memory_gb`` > 0 caps the address space (a case that reads /dev/zero must not take the machine's memory).
-    """
-    start = time.monotonic()
-
-    def limit() -> None:
-        if memory_gb > 0:
-            import resource
-
-            cap = int(memory_gb * 2**30)
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                   start_new_session=True, preexec_fn=limit if memory_gb > 0 else None)
-        try:
-            rc: int | None = process.wait(timeout=deadline)
-        except subprocess.TimeoutExpired:
-            rc = None
-        finally:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)  # the command and anything it started
-            except ProcessLookupError:
-                pass
-            process.wait()
-        out.seek(0)
-        err.seek(0)
-        return (rc, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                time.monotonic() - start)
-
-
-def subprocess_env(repo: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(repo) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1", NO_COLOR="1",
-               PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
-    env.pop("MUCH_DEBUG", None)
-    return env
 
 
 def message_of(stdout: str, stderr: str) -> str:
@@ -144,8 +92,6 @@ def classify(case, rc: int | None, stdout: str, stderr: str, lost: list[str], ex
 
 
 def run_case(case, ctx_factory, repo: Path, env: dict[str, str], scale: float) -> Result:
-    from _audit_cases import CaseContext, SetupSkipped, snapshot  # noqa: PLC0415 -- sibling module
-
     start = time.monotonic()
     base = Result(case.id, case.surface, case.era, case.bad, case.expect, "setup-failed", 0.0, None,
                   reported=case.reported)
@@ -215,7 +161,7 @@ def print_summary(results: list[Result]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repo", type=Path, default=HERE.parent, help="checkout to audit (default: this one)")
+    parser.add_argument("--repo", type=Path, default=ROOT, help="checkout to audit (default: this one)")
     parser.add_argument("--only", action="append", default=[],
                         help="only cases whose surface (or id) starts with this (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
@@ -231,10 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     repo = args.repo.resolve()
     if not (repo / "much_metric").is_dir() or not (repo / "builder").is_dir():
         parser.error(f"--repo {repo}: not a MUCH checkout (no much_metric/ and builder/)")
-    sys.path[:0] = [str(HERE), str(repo)]  # the fixtures import the audited checkout's test helpers
-    import _audit_cases  # noqa: PLC0415 -- after sys.path names the checkout
-
-    cases = [c for c in _audit_cases.CASES
+    cases = [c for c in CASES
              if not args.only or any(c.surface.startswith(o) or c.id.startswith(o) for o in args.only)]
     if args.list:
         for case in cases:
@@ -242,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     env = subprocess_env(repo)
     work = Path(tempfile.mkdtemp(prefix="much-audit-"))
-    fixtures = _audit_cases.Fixtures(repo, work / "fixtures", env, scale=args.deadline_scale)
-    ctx_factory = lambda tmp: _audit_cases.CaseContext(tmp, fixtures, repo)  # noqa: E731
+    fixtures = Fixtures(repo, work / "fixtures", env, scale=args.deadline_scale)
+    ctx_factory = lambda tmp: CaseContext(tmp, fixtures, repo)  # noqa: E731
     stop_at = time.monotonic() + args.total_timeout
     results: list[Result] = []
 

@@ -1,4 +1,5 @@
-"""The case table of ``scripts/audit_bad_inputs.py``: fixtures, per-case setups and one :class:`Case` per bad input.
+"""The helpers of the audit table (``tests/audit/table.py``, run by ``tests/audit/audit_bad_inputs.py``): fixtures,
+per-case setups and the :class:`Case` record, one per bad input.
 
 ``era="new"``: the surfaces issue #31 audits (output-path safety, server data, deadlines, learned folders,
 replay/verify, monitor against a server, regressions); ``era="old"``: older-surface bad inputs kept as a control.
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _audit_servers import MisbehavingServer, closed_port
+from tests.audit.processes import command_prefix, run_process
+from tests.audit.servers import MisbehavingServer, closed_port
 
 SAMPLE_EN = Path("much_dataset") / "sample" / "data" / "en" / "test-00000-of-00001.parquet"
 LLAMA3_VOCAB = 128_256
@@ -124,8 +126,6 @@ class Fixtures:
         return done
 
     def _run(self, argv: list[str], cwd: Path, deadline: float = 900.0) -> None:
-        from audit_bad_inputs import command_prefix, run_process
-
         cwd.mkdir(parents=True, exist_ok=True)
         rc, stdout, stderr, _ = run_process([*command_prefix(self.repo, argv[0]), *argv[1:]], cwd=cwd,
                                             env=self.env, deadline=deadline * self.scale)
@@ -175,7 +175,7 @@ class CaseContext:
         self.url = "http://127.0.0.1:9/v1"
 
     def fields(self) -> dict[str, str]:
-        from tests import assets  # the audited checkout's asset finder
+        from tests import assets
 
         gguf = assets.smollm2_gguf_path()
         return {"url": self.url, "closed": str(closed_port()), "gguf": str(gguf) if gguf else "smollm2.gguf",
@@ -408,6 +408,4 @@ def always(ctx: CaseContext, stdout: str, stderr: str) -> bool:
     return True
 
 
-from _audit_table import CASES  # noqa: E402 -- the table uses the helpers above
-
-__all__ = ["CASES", "Case", "CaseContext", "Fixtures", "SetupSkipped", "snapshot"]
+__all__ = ["Case", "CaseContext", "Fixtures", "SetupSkipped", "snapshot"]

@@ -1,4 +1,4 @@
-"""Misbehaving OpenAI-compatible servers on 127.0.0.1 for ``scripts/audit_bad_inputs.py``.
+"""Misbehaving OpenAI-compatible servers on 127.0.0.1 for ``tests/audit/audit_bad_inputs.py``.
 
 The answer itself is the deterministic one of ``tests/builder/fake_generation_server.answer`` (``token_id:N`` tokens,
 the sampled token first in ``top_logprobs``); a *mode* then spoils it the way issue #31 describes. One server serves

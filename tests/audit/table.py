@@ -1,8 +1,8 @@
-"""The cases of ``scripts/audit_bad_inputs.py`` (helpers in ``_audit_cases.py``); ``reported`` = issue #31 on main."""
+"""The cases of ``tests/audit/audit_bad_inputs.py`` (helpers in ``cases.py``); ``reported`` = issue #31 on main."""
 
 from __future__ import annotations
 
-from _audit_cases import (
+from tests.audit.cases import (
     LLAMA3_VOCAB,
     Case,
     _edit_config,

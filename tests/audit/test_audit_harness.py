@@ -1,19 +1,18 @@
-"""scripts/audit_bad_inputs.py: the classifier on stub commands (clear / generic / silent / hang / traceback) and one
-real case of the table against this checkout."""
+"""tests/audit/audit_bad_inputs.py: the classifier on stub commands (clear / generic / silent / hang / traceback) and
+one real case of the table against this checkout."""
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+from tests.audit import audit_bad_inputs as audit
+from tests.audit import cases as audit_cases
+from tests.audit.table import CASES
 
-import _audit_cases  # noqa: E402
-import audit_bad_inputs as audit  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 STUB = textwrap.dedent("""
     import sys, time
@@ -45,9 +44,9 @@ def stub_repo(tmp_path_factory) -> Path:
     return repo
 
 
-def _run(case: _audit_cases.Case, repo: Path) -> audit.Result:
-    fixtures = _audit_cases.Fixtures(repo, repo.parent / f"fixtures-{case.id}", audit.subprocess_env(repo))
-    return audit.run_case(case, lambda tmp: _audit_cases.CaseContext(tmp, fixtures, repo), repo,
+def _run(case: audit_cases.Case, repo: Path) -> audit.Result:
+    fixtures = audit_cases.Fixtures(repo, repo.parent / f"fixtures-{case.id}", audit.subprocess_env(repo))
+    return audit.run_case(case, lambda tmp: audit_cases.CaseContext(tmp, fixtures, repo), repo,
                           audit.subprocess_env(repo), 1.0)
 
 
@@ -58,41 +57,41 @@ def _input(ctx) -> None:
 @pytest.mark.parametrize("flag, expected", [("--clear", "clear"), ("--generic", "generic"), ("--crash", "traceback"),
                                             ("--nothing", "silent")])
 def test_stub_outcomes(stub_repo, flag, expected):
-    case = _audit_cases.Case(f"stub{flag}", "stub", ("much", "run", flag), names=("--bootstrap",), deadline=30)
+    case = audit_cases.Case(f"stub{flag}", "stub", ("much", "run", flag), names=("--bootstrap",), deadline=30)
     result = _run(case, stub_repo)
     assert result.got == expected, result
     assert result.rc == (0 if expected == "silent" else 1 if expected == "traceback" else 2)
 
 
 def test_overwritten_input_is_silent_data_loss_and_a_good_input_is_ok(stub_repo):
-    lost = _audit_cases.Case("stub-overwrite", "stub", ("much", "run", "--overwrite", "in.jsonl"), _input,
+    lost = audit_cases.Case("stub-overwrite", "stub", ("much", "run", "--overwrite", "in.jsonl"), _input,
                              names=("in.jsonl",), keep=("in.jsonl",), deadline=30)
     result = _run(lost, stub_repo)
     assert (result.got, result.rc) == ("silent", 0)
     assert "in.jsonl was modified" in result.note
-    good = _audit_cases.Case("stub-good", "stub", ("much", "run", "--overwrite", "out.jsonl"), _input,
+    good = audit_cases.Case("stub-good", "stub", ("much", "run", "--overwrite", "out.jsonl"), _input,
                              expect="ok", keep=("in.jsonl",), deadline=30)
     assert _run(good, stub_repo).got == "ok"
 
 
 def test_a_command_past_its_deadline_is_a_hang_and_is_killed(stub_repo):
-    case = _audit_cases.Case("stub-sleep", "stub", ("much", "run", "--sleep"), deadline=2)
+    case = audit_cases.Case("stub-sleep", "stub", ("much", "run", "--sleep"), deadline=2)
     result = _run(case, stub_repo)
     assert result.got == "hang" and result.rc is None and result.seconds < 20
 
 
 def test_a_real_control_case_is_a_clear_error():
     """One case of the table, run on this checkout: an unknown --signals name is refused with exit 2, named."""
-    case = next(c for c in _audit_cases.CASES if c.id == "run-signals-unknown")
+    case = next(c for c in CASES if c.id == "run-signals-unknown")
     result = _run(case, ROOT)
     assert (result.got, result.rc) == ("clear", 2), result
     assert "nope" in result.message
 
 
 def test_the_table_covers_issue_31():
-    ids = [c.id for c in _audit_cases.CASES]
+    ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
-    new = {c.surface for c in _audit_cases.CASES if c.era == "new" and c.bad}
+    new = {c.surface for c in CASES if c.era == "new" and c.bad}
     assert {"builder export", "much evaluate", "much segment", "much run", "much neighbours", "builder replay",
             "builder generate", "much monitor", "builder verify", "learned", "much train", "regressions"} <= new
-    assert sum(c.era == "old" and c.bad for c in _audit_cases.CASES) >= 30
+    assert sum(c.era == "old" and c.bad for c in CASES) >= 30
