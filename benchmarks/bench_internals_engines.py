@@ -2,7 +2,7 @@
 pass per row, attention and hidden states) against ``--engine vllm`` (vLLM's hidden-state extraction, the rows in one
 batched call, hidden states only), and print the ratio.
 
-    VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_CI_ENV=1 /work/venv-vllm/bin/python scripts/bench_internals_engines.py --rows 32
+    VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_CI_ENV=1 .venv-vllm/bin/python benchmarks/bench_internals_engines.py --rows 32
 
 Runs in the vLLM venv (``scripts/run_vllm_tests.sh`` builds it). Model: SmolLM2-135M-Instruct (the test GGUF,
 converted to a safetensors folder once under ``--work``), float32, hidden layers 8, 16, 24, ``--prompt-style user``;
@@ -40,12 +40,10 @@ def _cpu_seconds() -> float:
 def _model(work: Path) -> Path:
     folder = work / "smollm2-safetensors"
     if not (folder / "config.json").exists():
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from gguf_to_safetensors import convert
+        from builder.models import gguf_to_safetensors
+        from much_metric.models import smollm2_gguf_path
 
-        from tests import assets
-
-        convert(str(assets.smollm2_gguf_path()), str(folder))
+        gguf_to_safetensors(smollm2_gguf_path(), folder)
     return folder
 
 

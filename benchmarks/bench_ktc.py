@@ -8,7 +8,7 @@
    Rust tokenisation + numpy counting vs a per-article ``tokenizer.encode`` + ``Counter`` loop (the reference's
    structure); tokens/s and the projected time for the reference's corpus (1.5 M articles x 4 languages).
 
-    python scripts/bench_ktc.py [--tokens 100000] [--loop-tokens 2000] > benchmarks/ktc.txt
+    python benchmarks/bench_ktc.py [--tokens 100000] [--loop-tokens 2000] > benchmarks/ktc.txt
 """
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ def bench_ktc(n_tokens: int, loop_tokens: int) -> None:
 
     import much_dataset
     from much_metric.baselines import token_arrays
-    from much_metric.baselines.methods.ktc import KTC_DEFAULT, _ktc_flat, default_neighbours
+    from much_metric.baselines.methods.ktc import KTC_DEFAULT, default_neighbours, ktc
 
     stats = default_neighbours("sample")
     base = token_arrays(much_dataset.load("sample", split="test"))
     reps = -(-n_tokens // base.n_tokens)
     arrays = base.select(np.tile(np.arange(base.n_samples), reps))
     print(f"KTC nu=4 tau=0.3 delta=24 on {arrays.n_tokens:,} tokens (the sample x {reps}), {os.cpu_count()} cores")
-    _ktc_flat(base.select(range(20)), KTC_DEFAULT, stats)  # warm-up (prefix ranges)
-    best = min(_time(lambda: _ktc_flat(arrays, KTC_DEFAULT, stats)) for _ in range(3))  # best of 3, each side
+    ktc(base.select(range(20)), KTC_DEFAULT, neighbours=stats)  # warm-up (prefix ranges)
+    best = min(_time(lambda: ktc(arrays, KTC_DEFAULT, neighbours=stats)) for _ in range(3))  # best of 3, each side
     print(f"  much_metric (vectorised):       {best:8.2f} s  ({arrays.n_tokens / best:,.0f} tokens/s)")
 
     top = stats.top(KTC_DEFAULT.nu)
@@ -76,16 +76,15 @@ def bench_ktc(n_tokens: int, loop_tokens: int) -> None:
     print(f"  ratio: {loop / best:.1f}x")
 
     # Where the time goes, one thread, on 4,096 tokens: the floor is the one batched eigvalsh per token.
-    from much_metric.baselines._ktc_kernels import _heat_taylor
-    from much_metric.baselines.methods.ktc import ktc_adjacency
+    from much_metric.baselines.methods.ktc import heat_kernel_taylor, ktc_adjacency
 
     sorted_arrays = arrays.sorted_by_probability()
     ids = sorted_arrays.candidate_ids[:4096, :24]
     adjacency = ktc_adjacency(ids, stats, nu=KTC_DEFAULT.nu)
-    kernel = _heat_taylor(adjacency, KTC_DEFAULT.tau)
+    kernel = heat_kernel_taylor(adjacency, KTC_DEFAULT.tau)
     parts = {
         "adjacency (neighbour overlaps, prefixes)": lambda: ktc_adjacency(ids, stats, nu=KTC_DEFAULT.nu),
-        "heat kernel (batched Taylor products)": lambda: [_heat_taylor(adjacency[i:i + 512], KTC_DEFAULT.tau)
+        "heat kernel (batched Taylor products)": lambda: [heat_kernel_taylor(adjacency[i:i + 512], KTC_DEFAULT.tau)
                                                           for i in range(0, 4096, 512)],
         "eigvalsh of the normalised kernels": lambda: [np.linalg.eigvalsh(kernel[i:i + 512])
                                                        for i in range(0, 4096, 512)],

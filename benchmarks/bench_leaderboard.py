@@ -16,7 +16,7 @@ On synthetic data shaped like MUCH (much_dataset.synthetic, 4,873 samples, NOT M
    store read to the HTML string the app sends (store rows + cached ranking -> ``table_rows`` -> ``render_table``),
    for the overall view and a language filter, and the ratio to the 1 s target.
 
-Usage: ``python scripts/bench_leaderboard.py [--repeats 3] [--out benchmarks/leaderboard.txt]``. Timings are the
+Usage: ``python benchmarks/bench_leaderboard.py [--repeats 3] [--out benchmarks/leaderboard.txt]``. Timings are the
 minimum over repeats.
 """
 
@@ -92,9 +92,7 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/leaderboard.txt")
     args = parser.parse_args()
 
-    from much_leaderboard import Store
-    from much_leaderboard._scoring import rank_rows, score_breakdowns, score_submission
-    from much_leaderboard._table import render_table, table_rows
+    from much_leaderboard import Store, rank_rows, render_table, score_breakdowns, score_submission, table_rows
     from much_metric.scoring import Bootstrap
     from much_metric.signals import EvaluationOptions, evaluate_signals, read_archive
 

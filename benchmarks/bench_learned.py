@@ -15,10 +15,10 @@
    data): linear training wall time (features included; target < 30 s on 2 cores) against scikit-learn's
    token-level logistic regression on the same features; linear inference (target < 0.5 s) against Max Likelihood;
    the sequence detector's time per epoch and in total.
-3. **Monitor**: ``scripts/bench_monitor.py --method learned:<sequence detector>`` (live SmolLM2 generation on CPU):
+3. **Monitor**: ``benchmarks/bench_monitor.py --method learned:<sequence detector>`` (live SmolLM2 generation on CPU):
    the share of generation time the detector adds (target <= 2 %); ``--no-monitor`` skips it.
 
-    python scripts/bench_learned.py [--threads 1] [--no-monitor] [--out benchmarks/learned.txt]
+    python benchmarks/bench_learned.py [--threads 1] [--no-monitor] [--out benchmarks/learned.txt]
 """
 
 from __future__ import annotations
@@ -253,9 +253,9 @@ def _timed(fn) -> float:
 
 def monitor(folder: Path) -> None:
     say()
-    say("== 3. Live monitor with the sequence detector (trained on the sample without 'de'): scripts/bench_monitor.py "
-        "--method learned:<folder> ==")
-    completed = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_monitor.py"), "--method",
+    say("== 3. Live monitor with the sequence detector (trained on the sample without 'de'): "
+        "benchmarks/bench_monitor.py --method learned:<folder> ==")
+    completed = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_monitor.py"), "--method",
                                 f"learned:{folder}", "--repeats", "2"], capture_output=True, text=True, cwd=ROOT)
     for line in (completed.stdout + (completed.stderr if completed.returncode else "")).splitlines():
         say("  " + line)

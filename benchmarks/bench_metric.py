@@ -12,7 +12,7 @@ Times, in the same run and on the same synthetic data (much_dataset.synthetic, N
 3. the ``evaluate`` wrapper's ``compute`` (one aggregator) against the core on the same input: its overhead;
 4. ``score`` with a 1,000-resample bootstrap (95% intervals for every metric).
 
-Usage: ``python scripts/bench_metric.py [--repeats 7]``. Timings are the minimum over repeats.
+Usage: ``python benchmarks/bench_metric.py [--repeats 7]``. Timings are the minimum over repeats.
 """
 
 from __future__ import annotations

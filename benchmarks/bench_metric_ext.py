@@ -2,19 +2,19 @@
 
 Times, with 1,000 bootstrap resamples over samples (the same seeded replicates for every statistic):
 
-1. the metric table (``scoring._bootstrap.bootstrap_distribution``: ROC-AUC, PR-AUC, AP, ..., PRR, PRR@50% per
+1. the metric table (``scoring.engine.bootstrap_distribution``: ROC-AUC, PR-AUC, AP, ..., PRR, PRR@50% per
    replicate), on rounded scores (many ties) and on distinct scores (every claim its own threshold);
-2. PRR per replicate (``much_metric.scoring._rejection.bootstrap_prr``, closed form over the sorted thresholds);
-3. ECE per replicate (``much_metric.scoring._calibration.bootstrap_ece``) of isotonic-calibrated probabilities
-   (calibrator fitted on a separate synthetic split: fit time included);
-4. the existing metrics and PRR from one set of cumulative counts (``rejection.bootstrap_metrics_and_prr``);
+2. PRR per replicate (``much_metric.scoring.engine.bootstrap_prr``, closed form over the sorted thresholds);
+3. ECE per replicate (``much_metric.scoring.bootstrap_ece``) of isotonic-calibrated probabilities
+   (``much_metric.scoring.fit_calibrator`` fitted on a separate synthetic split: fit time included);
+4. the existing metrics and PRR from one set of cumulative counts (``scoring.engine.bootstrap_metrics_and_prr``);
 and the total (4 + 3), against the obvious alternative: a per-replicate loop expanding the claims by their
 multiplicity and
 calling LM-Polygraph-style PRR (argsort + cumulative mean) and an ECE bin loop, timed on 50 replicates and scaled
 to 1,000 (printed as such).
 
 Data: 4,873 samples with 1-9 claims each (~24k claims, MUCH has 20,751 evaluated claims), 30 % hallucinated, scores
-= label signal + noise. Usage: ``python scripts/bench_metric_ext.py [--repeats 3]``; timings are the best of repeats.
+= label signal + noise. Usage: ``python benchmarks/bench_metric_ext.py [--repeats 3]``; timings are the best of repeats.
 """
 
 from __future__ import annotations
@@ -28,9 +28,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from much_metric.scoring import _calibration as calibration  # noqa: E402
-from much_metric.scoring import _rejection as rejection  # noqa: E402
-from much_metric.scoring._bootstrap import bootstrap_distribution, resample_counts  # noqa: E402
+from much_metric.scoring import bootstrap_ece, fit_calibrator  # noqa: E402
+from much_metric.scoring.engine import (  # noqa: E402
+    bootstrap_distribution,
+    bootstrap_metrics_and_prr,
+    bootstrap_prr,
+    resample_counts,
+)
 
 N_SAMPLES = 4873
 N_RESAMPLES = 1000
@@ -86,16 +90,16 @@ def main() -> None:
         return bootstrap_distribution([scores], hallucinated, claim_sample, N_SAMPLES, n_resamples=N_RESAMPLES)
 
     def prr():
-        return rejection.bootstrap_prr(scores, hallucinated, claim_sample, N_SAMPLES, n_resamples=N_RESAMPLES)
+        return bootstrap_prr(scores, hallucinated, claim_sample, N_SAMPLES, n_resamples=N_RESAMPLES)
 
     def ece():
-        probabilities = calibration.fit_isotonic(fit_scores, fit_hallucinated).predict(scores)
-        return calibration.bootstrap_ece(probabilities, hallucinated, claim_sample, N_SAMPLES,
-                                         n_resamples=N_RESAMPLES)
+        probabilities = fit_calibrator(fit_scores, fit_hallucinated).predict(scores)
+        return bootstrap_ece(probabilities, hallucinated, claim_sample, N_SAMPLES,
+                             n_resamples=N_RESAMPLES)
 
     def shared():
-        return rejection.bootstrap_metrics_and_prr(scores, hallucinated, claim_sample, N_SAMPLES,
-                                                   n_resamples=N_RESAMPLES)
+        return bootstrap_metrics_and_prr(scores, hallucinated, claim_sample, N_SAMPLES,
+                                         n_resamples=N_RESAMPLES)
 
     t_existing, t_prr, t_ece, t_shared = (best_of(f, args.repeats) for f in (existing, prr, ece, shared))
     distinct_scores, _, _ = make_claims(0, distinct=True)
@@ -111,7 +115,7 @@ def main() -> None:
     total = t_shared + t_ece
     print(f"total (shared counts + ECE)        : {total * 1e3:8.1f} ms   (target < 2000 ms on 2 cores)")
 
-    probabilities = calibration.fit_isotonic(fit_scores, fit_hallucinated).predict(scores)
+    probabilities = fit_calibrator(fit_scores, fit_hallucinated).predict(scores)
     n_loop = 50
     t_loop = best_of(lambda: loop_alternative(scores, hallucinated, claim_sample, probabilities, n_loop), 1)
     t_loop_scaled = t_loop * N_RESAMPLES / n_loop

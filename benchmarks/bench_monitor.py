@@ -5,7 +5,7 @@ Each prompt is generated alternately without and with the monitor, ``--repeats``
 of each side is kept (least disturbed by other processes). Both sides must produce the same tokens. Prints the
 added wall time and the shares of the capture (softmax + top-24), the segmenter and the scorer in it.
 
-    python scripts/bench_monitor.py [--max-new-tokens 64] [--repeats 3] [--method token_entropy_24]
+    python benchmarks/bench_monitor.py [--max-new-tokens 64] [--repeats 3] [--method token_entropy_24]
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ ARCHITECTURE (random weights, no download), ours in float16 and bfloat16 vs the 
 * Relative cost: against the paper's generation time of MUCH (2,758 s for 4,873 samples, pro rata); the paper's
   CCP costs 124 % of it, the goal is <= 10 %.
 
-    python scripts/bench_nli_gpu.py                      # GPU: the figures for BENCHMARKS.md
-    python scripts/bench_nli_gpu.py --device cpu --small # seconds-long smoke run (tiny model, 6 answers)
+    python benchmarks/bench_nli_gpu.py                      # GPU: the figures for BENCHMARKS.md
+    python benchmarks/bench_nli_gpu.py --device cpu --small # seconds-long smoke run (tiny model, 6 answers)
 """
 
 from __future__ import annotations
@@ -36,8 +36,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
-
-from scripts._nli_reference import MNLI_LABELS, llama3_tokenizer, nli_probabilities, reference_ccp  # noqa: E402
+from nli_reference import MNLI_LABELS, llama3_tokenizer, nli_probabilities, reference_ccp  # noqa: E402
 
 #: microsoft/deberta-large-mnli's config.json (hyper-parameters only; vocab_size follows the tokenizer).
 DEBERTA_LARGE_MNLI = {

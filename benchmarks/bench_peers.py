@@ -2,12 +2,12 @@
 probability methods, on the same claims, with 95 % bootstrap intervals (docs/peers.md).
 
 Runs in the peers' environment (scripts/run_peer_tests.sh builds it; `VENV=... scripts/run_peer_tests.sh` then
-`$VENV/bin/python scripts/bench_peers.py`). The toolkit's methods are the registry's ``all-probability`` group (those
+`$VENV/bin/python benchmarks/bench_peers.py`). The toolkit's methods are the registry's ``all-probability`` group (those
 whose token scores lie in [0, 1], as the product aggregator needs); the peers' are every name of
 ``much_peers.LMPOLYGRAPH`` and ``much_peers.UQLM`` (MUCH's stopword rule). One :func:`run_benchmark` call: same
 claims, same bootstrap resamples, each signal timed. With ``--out`` the signal files are kept and a rerun reuses them.
 
-    python scripts/bench_peers.py [--source sample|orailix/MUCH|FOLDER] [--bootstrap 1000] [--out DIR]
+    python benchmarks/bench_peers.py [--source sample|orailix/MUCH|FOLDER] [--bootstrap 1000] [--out DIR]
                                   [--markdown FILE]
 """
 

@@ -1,6 +1,6 @@
 """The label-probing attack on the private board, measured: how much one submission learns about one private label.
 
-    python scripts/bench_private_probing.py [--targets 200] [--seed 0] [--out benchmarks/private_probing.txt]
+    python benchmarks/bench_private_probing.py [--targets 200] [--seed 0] [--out benchmarks/private_probing.txt]
 
 Setup: the embedded sample split in two by ``generation_id`` hash; the odd half is exported with
 ``python -m builder export --withhold-labels`` (its rows without labels + the label file) and loaded as the board's

@@ -3,12 +3,12 @@
 On a MUCH-sized synthetic split (4,873 samples, ~24.5 tokens each, 24 candidates: ~119k tokens) read from a typed
 ``datasets.Dataset``: ours = :func:`much_metric.baselines.token_arrays` once (reading the Arrow buffers is part of
 the job) then every signal of ``all-probability`` through the registry, vectorised over the split. The loop = the
-straightforward per-token implementations of the tests (one Python call per token and method), timed on the first
-``--loop-samples`` samples and scaled to the split by token count (the loop is linear in tokens; timing it on all
-119k tokens takes minutes on a shared machine). The loop's values are checked equal to ours on those samples.
+straightforward per-token implementations of ``probability_loops.py`` (one Python call per token and method), timed
+on the first ``--loop-samples`` samples and scaled to the split by token count (the loop is linear in tokens; timing
+it on all 119k tokens takes minutes on a shared machine). The loop's values are checked equal to ours on those samples.
 Target: ours < 0.2 s for all of them together.
 
-    python scripts/bench_probability_baselines.py [--samples 4873] [--loop-samples 400] [--repeat 5]
+    python benchmarks/bench_probability_baselines.py [--samples 4873] [--loop-samples 400] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -35,24 +35,22 @@ def _best(fn, repeat: int):
 
 
 def _loops():
-    """signal name -> per-token function(token, ids, probs), from the tests' straightforward implementations."""
-    from scipy.stats import entropy
-
-    from tests.much_metric.baselines import test_baselines_probability_more as t
+    """signal name -> per-token function(token, ids, probs), written from the formulas (probability_loops.py)."""
+    import probability_loops as loop
 
     return {
-        "token_likelihood": lambda token, ids, probs: 1 - probs[list(ids).index(token)],
-        "max_likelihood": lambda token, ids, probs: 1 - max(probs),
-        "token_entropy_24": lambda token, ids, probs: entropy(sorted(probs, reverse=True)[:24]) / math.log(24),
-        "nll": t.loop_nll,
-        "probability_margin": t.loop_margin,
-        "boosted_prob": t.loop_boosted,
-        "tail_entropy_24": lambda *a: t.loop_tail(*a, delta=24),
-        "renyi_entropy_0.5_24": lambda *a: t.loop_renyi(*a, alpha=0.5, delta=24),
-        "renyi_entropy_2_24": lambda *a: t.loop_renyi(*a, alpha=2, delta=24),
-        "self_certainty_24": lambda *a: t.loop_self_certainty(*a, delta=24),
-        "ccp_no_nli_10": lambda *a: t.loop_ccp_no_nli(*a, delta=10),
-        "ccp_no_nli_24": lambda *a: t.loop_ccp_no_nli(*a, delta=24),
+        "token_likelihood": loop.token_likelihood,
+        "max_likelihood": loop.max_likelihood,
+        "token_entropy_24": lambda *a: loop.token_entropy(*a, delta=24),
+        "nll": loop.nll,
+        "probability_margin": loop.margin,
+        "boosted_prob": loop.boosted,
+        "tail_entropy_24": lambda *a: loop.tail_entropy(*a, delta=24),
+        "renyi_entropy_0.5_24": lambda *a: loop.renyi(*a, alpha=0.5, delta=24),
+        "renyi_entropy_2_24": lambda *a: loop.renyi(*a, alpha=2, delta=24),
+        "self_certainty_24": lambda *a: loop.self_certainty(*a, delta=24),
+        "ccp_no_nli_10": lambda *a: loop.ccp_no_nli(*a, delta=10),
+        "ccp_no_nli_24": lambda *a: loop.ccp_no_nli(*a, delta=24),
     }
 
 

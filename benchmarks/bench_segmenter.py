@@ -12,7 +12,7 @@ Every output of ours is checked equal to the reference's. Each side runs ``--rep
 learnt on earlier rows), "warm" the best pass. Prints seconds and the speed-up ratio (reference / ours).
 Targets: >= 20x on the precomputed path; the MUCH-sized workload well under 1 s.
 
-    python scripts/bench_segmenter.py [--repeat 3]
+    python benchmarks/bench_segmenter.py [--repeat 3]
 """
 
 from __future__ import annotations
@@ -77,12 +77,11 @@ def _workloads(tokenizer):
 def _cold(tokenizer) -> None:
     """Forget what our previous passes learnt about the data: Treebank words per text piece and single-token
     decodes. Per-tokenizer facts (EOS ids) stay, as the reference's lru_cache keeps them."""
-    from much_metric.segmentation import _spans as _segmenter_spans
-    from much_metric.segmentation import _words as _segmenter_words
+    from much_metric.segmentation.engine import forget_pieces, forget_profile, profile
 
-    _segmenter_words.forget_pieces()
-    _segmenter_spans._PROFILES.pop(tokenizer, None)
-    _segmenter_spans.profile(tokenizer)
+    forget_pieces()
+    forget_profile(tokenizer)
+    profile(tokenizer)
 
 
 def _passes(run, repeat: int) -> tuple[float, float, object]:
@@ -101,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from much_metric.segmentation import IncrementalSegmenter, segment, segment_many
-    from much_metric.segmentation._treebank import tokenizer_for
+    from much_metric.segmentation.engine import tokenizer_for
 
     reference = _reference()
     tokenizer = _tokenizer()
@@ -154,8 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 def _first_pass_floor(tokenizer, items) -> None:
     """Two costs no first pass can skip: nltk's Treebank rules on every distinct piece that needs them (in one
     call, on the faster engine) and the decoding of every distinct token id (in one call)."""
-    from much_metric.segmentation._treebank import nltk_treebank, tokenizer_for
-    from much_metric.segmentation._words import PIECE_START, plain_words
+    from much_metric.segmentation.engine import PIECE_START, nltk_treebank, plain_words, tokenizer_for
 
     pieces = list(dict.fromkeys(piece + " " for text, _ in items for piece in PIECE_START.split(text)))
     text = "".join(piece for piece, plain in zip(pieces, plain_words(pieces), strict=True) if plain is None)

@@ -3,8 +3,8 @@
 # stack (torch, nvidia-*, triton) came with it, and the time of `much run --source sample` (offline), whose output it
 # prints.
 #
-#   bash scripts/measure_install.sh [SPEC]      # SPEC: what to pip install (default ".", the README's command)
-#   bash scripts/measure_install.sh ".[all]"    # for comparison
+#   bash benchmarks/measure_install.sh [SPEC]      # SPEC: what to pip install (default ".", the README's command)
+#   bash benchmarks/measure_install.sh ".[all]"    # for comparison
 #
 # The working tree (tracked and untracked, not ignored, files) is copied to a temporary folder first, so the build
 # leaves nothing in the checkout; pip runs with --no-cache-dir so that every wheel is downloaded, as on a fresh
@@ -32,7 +32,7 @@ SIZE_MB="$(du -sm "$WORK/venv" | cut -f1)"
 GPU="$("$WORK/venv/bin/pip" list --format=freeze 2>/dev/null | grep -iE '^(torch|triton|nvidia-[^=]*)==' | tr '\n' ' ' || true)"
 N_PACKAGES="$("$WORK/venv/bin/pip" list --format=freeze 2>/dev/null | wc -l)"
 
-echo "# scripts/measure_install.sh \"$SPEC\" ($(date -u +%Y-%m-%d), $("$PYTHON" --version 2>&1), $(nproc) CPU cores)"
+echo "# benchmarks/measure_install.sh \"$SPEC\" ($(date -u +%Y-%m-%d), $("$PYTHON" --version 2>&1), $(nproc) CPU cores)"
 echo "command: pip install --no-cache-dir \"$SPEC\"   (in a fresh venv, from the package index)"
 printf 'install time: %.0f s\n' "$(echo "$end - $start" | bc)"
 echo "environment size: ${SIZE_MB} MB (bare venv ${VENV_BARE} MB), ${N_PACKAGES} packages"

@@ -21,10 +21,10 @@ for module in ("much_metric", "much_dataset", "much_metric.scoring"):
     )
     print(f"import {module}: {best:.3f} s wall (interpreter start alone {base:.3f} s)")
 PY
-# Optional arguments: the benchmarks to run (default: all), e.g. `bash scripts/run_benchmarks.sh segmenter ktc`.
+# Optional arguments: the benchmarks to run (default: all), e.g. `bash benchmarks/run_benchmarks.sh segmenter ktc`.
 names=${*:-segmenter dataset metric metric_ext baselines probability_baselines grid ktc monitor generate stopword_tables learned}
 for name in $names; do
     echo "== bench_$name"
-    python "scripts/bench_$name.py" 2>&1 | tee "benchmarks/$name.txt"
+    python "benchmarks/bench_$name.py" 2>&1 | tee "benchmarks/$name.txt"
 done
 cat benchmarks/import_time.txt

@@ -13,7 +13,7 @@
 #   - torch is the CPU build by default (the pinned `+cpu` wheel from the PyTorch CPU index): against the plain
 #     package index the same version pulls triton and the CUDA wheels (several GB). MUCH_TORCH_BUILD=default
 #     installs the package index's build of the same version instead (CUDA on Linux x86-64).
-#   - MUCH_TEST_LOCK=FILE installs another lock (scripts/check_latest.sh runs the suite on the newest versions).
+#   - MUCH_TEST_LOCK=FILE installs another lock (scripts/tools/check_latest.sh runs the suite on the newest versions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS

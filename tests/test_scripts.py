@@ -1,8 +1,9 @@
-"""The scripts under scripts/ are not run by the suite (benchmarks, maintenance); their imports of the toolkit are.
+"""The scripts are not run by the suite (benchmarks, data makers, tools); their imports of the toolkit are.
 
 A public name that moves (a module renamed, a name left out of an ``__all__``) must not leave a benchmark that fails
 on its first line. Every ``from much_metric... / much_dataset... / builder... / much_leaderboard... import X`` in
-scripts/ and app.py must resolve against the installed code.
+benchmarks/, scripts/ (its data/ and tools/ folders included) and app.py must resolve against the installed code.
+(tests/test_architecture.py holds them to the public surface; tests/test_repository.py checks their layout.)
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted((ROOT / "scripts").glob("*.py")) + [ROOT / "app.py"]
+SCRIPTS = sorted([*(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").rglob("*.py")]) + [ROOT / "app.py"]
 OURS = ("much_metric", "much_dataset", "builder", "much_leaderboard")
 
 
@@ -26,7 +27,7 @@ def _imports(path: Path) -> list[tuple[int, str, str]]:
     return found
 
 
-@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_toolkit_import_of_a_script_resolves(path):
     missing = []
     for line, module_name, name in _imports(path):
@@ -40,5 +41,6 @@ def test_every_toolkit_import_of_a_script_resolves(path):
 
 
 def test_the_check_sees_imports():
-    assert any(module == "much_metric.baselines.registry" for _, module, _ in _imports(ROOT / "scripts" /
+    assert any(module == "much_metric.baselines.registry" for _, module, _ in _imports(ROOT / "benchmarks" /
                                                                                      "bench_learned.py"))
+    assert len(SCRIPTS) > 30 and ROOT / "scripts" / "data" / "make_sample.py" in SCRIPTS

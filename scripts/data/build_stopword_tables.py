@@ -8,7 +8,7 @@ build fails if that setting changes any bit (the hub configs of the MUCH models 
 
 Usage (offline; Gemma's file comes from npm, see scripts/fetch_test_assets.sh)::
 
-    python scripts/build_stopword_tables.py [--gemma3-dir .cache/test-assets/gemma3] [--only llama3 ...] [--check]
+    python scripts/data/build_stopword_tables.py [--gemma3-dir .cache/test-assets/gemma3] [--only llama3 ...] [--check]
 
 ``--check`` rebuilds in memory and exits 1 if a packaged table differs (no file written).
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
 from much_dataset import offline_tokenizers, vocab_stopwords  # noqa: E402

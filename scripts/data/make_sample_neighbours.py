@@ -5,7 +5,7 @@ answers (``model_input`` and ``model_output_text``, en/fr/es/de, data/mushroom, 
 are not used (KTC would then see the text it scores). The sample's generation configs are recorded so that
 ``default_neighbours`` recognises the sample.
 
-    python scripts/make_sample_neighbours.py [--work /tmp/much-neighbours-smollm2]
+    python scripts/data/make_sample_neighbours.py [--work /tmp/much-neighbours-smollm2]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # this checkout's packages, not another installed copy
 CORPUS = ("Mu-SHROOM test split (SemEval-2025 Task 3, Helsinki-NLP/mu-shroom, CC-BY-4.0): model_input and "
           "model_output_text, en+fr+es+de")

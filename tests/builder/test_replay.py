@@ -15,7 +15,7 @@ from much_dataset import schema
 from tests.builder import _smollm
 
 SAMPLE = Path(__file__).resolve().parents[2] / "much_dataset" / "sample" / "data" / "en" / "test-00000-of-00001.parquet"
-# How scripts/make_sample.py built the sample: import-mushroom with the SmolLM2 observer, plain user chat, T = 1,
+# How scripts/data/make_sample.py built the sample: import-mushroom with the SmolLM2 observer, plain user chat, T = 1,
 # the observed token swapped into the 24th slot when ranked lower.
 SAMPLE_OPTIONS = {"temperature": 1.0, "prompt_style": "user", "out_of_top": "swap"}
 
