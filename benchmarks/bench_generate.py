@@ -57,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     questions = questions[:: max(1, len(questions) // args.questions)][: args.questions]
     started = time.perf_counter()
     llm = load_model(args.model or _default_model(), device=args.device)
-    print(f"model {llm.source} on {llm.device} ({llm.dtype}), loaded in {time.perf_counter() - started:.1f} s; "
-          f"{len(questions)} questions, max_new_tokens={args.max_new_tokens}, torch threads={torch.get_num_threads()}")
+    print(f"model {Path(llm.source).name} on {llm.device} ({llm.dtype}), loaded in "
+          f"{time.perf_counter() - started:.1f} s; {len(questions)} questions, max_new_tokens={args.max_new_tokens}, "
+          f"torch threads={torch.get_num_threads()}")
     config = GenerationConfig(model_name="bench", max_new_tokens=args.max_new_tokens)
     tokenizer = llm.tokenizer
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id

@@ -101,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
 
     questions = _questions(args.questions)
     common = ["--model-name", "bench", "--max-new-tokens", str(args.max_new_tokens)]
-    lines = [f"model {args.model_dir}, {len(questions)} Mu-SHROOM questions, max_new_tokens={args.max_new_tokens}, "
-             f"MUCH's sampler (top_p 0.9, top_k 20), CPU ({os.cpu_count()} cores visible, shared), float32"]
+    lines = [f"model {Path(args.model_dir).name}, {len(questions)} Mu-SHROOM questions, "
+             f"max_new_tokens={args.max_new_tokens}, MUCH's sampler (top_p 0.9, top_k 20), "
+             f"CPU ({os.cpu_count()} cores visible, shared), float32"]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for temperature in (float(t) for t in args.temperatures.split(",")):

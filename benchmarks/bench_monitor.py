@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 PROMPTS = ("Who wrote Les Misérables?", "What is the capital of Australia?", "When was Marie Curie born?",
            "Quelle est la capitale de la France ?")
@@ -65,7 +66,8 @@ def main() -> None:
         print(f"{prompt[:40]:40s} {len(monitor.token_ids):4d} tokens {len(claims):3d} claims  plain "
               f"{min(plain):7.3f} s  monitored {monitored[best]:7.3f} s  ratio {monitored[best] / min(plain):.4f}")
     ratio = monitored_best / plain_best
-    print(f"\nSmolLM2-135M (GGUF dequantised, float32), CPU, batch 1, greedy, {n_tokens} tokens, {args.method}, "
+    method = args.method if not args.method.startswith("learned:") else f"learned:{Path(args.method[8:]).name}"
+    print(f"\nSmolLM2-135M (GGUF dequantised, float32), CPU, batch 1, greedy, {n_tokens} tokens, {method}, "
           f"torch threads {args.threads}, best of {args.repeats}")
     print(f"generate without monitor: {plain_best:.3f} s; with monitor: {monitored_best:.3f} s; "
           f"ratio {ratio:.4f} (added {100 * (ratio - 1):+.2f}% wall time)")

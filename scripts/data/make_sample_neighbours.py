@@ -5,7 +5,7 @@ answers (``model_input`` and ``model_output_text``, en/fr/es/de, data/mushroom, 
 are not used (KTC would then see the text it scores). The sample's generation configs are recorded so that
 ``default_neighbours`` recognises the sample.
 
-    python scripts/data/make_sample_neighbours.py [--work /tmp/much-neighbours-smollm2]
+    python scripts/data/make_sample_neighbours.py [--work DIR]   (default: a new temporary folder)
 """
 
 from __future__ import annotations

