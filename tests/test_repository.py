@@ -78,7 +78,8 @@ def test_no_work_logs():
 
 
 #: The entry points the README, the docs and CI name, kept at the top of scripts/ (docs/decisions.md#scripts-layout).
-SCRIPT_ENTRY_POINTS = {"run_tests.sh", "run_vllm_tests.sh", "run_peer_tests.sh", "build_docs.sh", "fetch_test_assets.sh"}
+SCRIPT_ENTRY_POINTS = {"run_tests.sh", "run_vllm_tests.sh", "run_peer_tests.sh", "build_docs.sh",
+                       "fetch_test_assets.sh"}
 SCRIPT_FOLDERS = {"data", "tools", "cluster"}
 
 
