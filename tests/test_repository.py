@@ -125,3 +125,18 @@ def test_every_script_a_document_names_exists(path):
     text = (REPO / path).read_text(encoding="utf-8")
     named = set(re.findall(r"\b((?:scripts|benchmarks)/[\w./-]+\.(?:sh|py|sbatch))\b", text))
     assert named and sorted(name for name in named if not (REPO / name).is_file()) == []
+
+
+def test_every_script_finds_the_repository_root_from_its_folder():
+    """A script moved to another folder must not start from the wrong root (``cd "$(dirname "$0")/.."`` from
+    scripts/tools/ is scripts/, and ``Path(__file__).parents[1]`` likewise)."""
+    wrong = []
+    for path in [*(REPO / "scripts").rglob("*.sh"), *(REPO / "benchmarks").glob("*.sh")]:
+        for relative in re.findall(r'cd "\$\(dirname "\$0"\)/([./]+)"', path.read_text(encoding="utf-8")):
+            if (path.parent / relative).resolve() != REPO:
+                wrong.append(f"{path.relative_to(REPO)}: cd .../{relative}")
+    for path in [*(REPO / "scripts").rglob("*.py"), *(REPO / "benchmarks").glob("*.py")]:
+        for depth in re.findall(r"Path\(__file__\)\.resolve\(\)\.parents\[(\d)\]", path.read_text(encoding="utf-8")):
+            if path.parents[int(depth)] != REPO:
+                wrong.append(f"{path.relative_to(REPO)}: parents[{depth}]")
+    assert wrong == []

@@ -7,7 +7,7 @@
 #   bash scripts/tools/check_latest.sh [pytest args]      # exit status: the suite's
 # torch stays at the lock's version (the CPU build); MUCH_LOCK_TORCH=VERSION tries another.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 MUCH_LOCK_TORCH=${MUCH_LOCK_TORCH:-$(sed -n 's/^torch==//p' constraints/test.txt)} \

@@ -7,7 +7,7 @@
 #
 #   bash scripts/tools/check_lower_bounds.sh [pytest args]
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # install_requires as written, each `name>=X` turned into `name==X`

@@ -10,7 +10,7 @@
 # resolves within an existing lock (its pins as constraints: only packages it lacks are resolved afresh), to add a
 # new dependency without moving the tested ones.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${1:-constraints/test.txt}
 torch_version=${MUCH_LOCK_TORCH:-2.13.0+cpu}
 work=$(mktemp -d)
