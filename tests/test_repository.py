@@ -136,7 +136,10 @@ def test_every_script_finds_the_repository_root_from_its_folder():
             if (path.parent / relative).resolve() != REPO:
                 wrong.append(f"{path.relative_to(REPO)}: cd .../{relative}")
     for path in [*(REPO / "scripts").rglob("*.py"), *(REPO / "benchmarks").glob("*.py")]:
-        for depth in re.findall(r"Path\(__file__\)\.resolve\(\)\.parents\[(\d)\]", path.read_text(encoding="utf-8")):
-            if path.parents[int(depth)] != REPO:
-                wrong.append(f"{path.relative_to(REPO)}: parents[{depth}]")
+        text = path.read_text(encoding="utf-8")
+        depths = [int(depth) for depth in re.findall(r"Path\(__file__\)\.resolve\(\)\.parents\[(\d)\]", text)]
+        depths += [len(chain) // len(".parent") - 1
+                   for chain in re.findall(r"Path\(__file__\)\.resolve\(\)((?:\.parent)+)(?![\w\[])", text)]
+        wrong += [f"{path.relative_to(REPO)}: {depth + 1} folders up" for depth in depths
+                  if path.parents[depth] != REPO and path.parents[depth] != path.parent]
     assert wrong == []
