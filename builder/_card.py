@@ -38,7 +38,7 @@ teacher-forced through the proxy model **$observers** (one forward pass, softmax
 the proxy ranked the real token below 24 it replaces the 24th candidate). It is a realistic, small, offline
 stand-in for MUCH to exercise the toolkit; it is not MUCH and its scores are not the paper's. Built with
 `python -m builder import-mushroom --observer <proxy> --labels $label_key` then `export`; the toolkit's embedded
-sample (`much_dataset.load("sample")`) is regenerated bit for bit by `python scripts/make_sample.py`."""
+sample (`much_dataset.load("sample")`) is regenerated bit for bit by `python scripts/data/make_sample.py`."""
 
 _LABEL_RULES = {
     "hard": "Mu-SHROOM's majority `hard_labels` spans: a claim is -1 when its characters intersect one",

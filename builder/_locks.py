@@ -3,7 +3,7 @@
 Every lock is a POSIX ``flock`` on an open file descriptor, so the kernel drops it when its process dies, even by
 SIGKILL. That gives two guarantees used across the builder:
 
-* :func:`locked` serialises the writers of one output file (``scripts/slurm_generate.sbatch`` runs several tasks
+* :func:`locked` serialises the writers of one output file (``scripts/cluster/generate.sbatch`` runs several tasks
   appending to one ``generations.jsonl``; two ``annotate`` runs may overlap on one folder);
 * a temporary (``.<file>.*.tmp`` of :func:`atomic_write_bytes`, the one writer of
   :mod:`much_metric.fileio`, the export's ``.much.*`` folder) is locked by its

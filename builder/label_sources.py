@@ -6,7 +6,7 @@ The embedded sample's ``labels`` follow Mu-SHROOM's majority ``hard_labels`` (``
 Mu-SHROOM records and the rows' own tokens, without any model: each row is matched to its record by language, prompt
 and output text, and each claim's characters come from decoding the row's token prefixes with the tokenizer that
 made them. :func:`write_mushroom_label_source` writes the result as a label file
-(:mod:`much_dataset.label_files`); ``scripts/make_sample.py`` ships the sample's as
+(:mod:`much_dataset.label_files`); ``scripts/data/make_sample.py`` ships the sample's as
 ``much_dataset/sample/label_sources/soft.json``, which the leaderboard reads as a second label source (the rank
 correlation of detectors under each source, docs/leaderboard.md#label-sources).
 """

@@ -5,7 +5,7 @@ A step writes its results with a :class:`JsonlStore`: one JSON object per line, 
 
 * **Concurrent writers.** Each append takes an advisory lock on the file (``fcntl.flock`` on a hidden sibling
   ``.<name>.lock``, see :mod:`builder._locks`), re-reads what other processes appended since, and writes the record
-  only if its key is not there yet. Several processes (the shards of ``scripts/slurm_generate.sbatch``, two
+  only if its key is not there yet. Several processes (the shards of ``scripts/cluster/generate.sbatch``, two
   overlapping ``annotate`` runs) can therefore append to one file: every key is written once.
 * **Kills.** A record is written with one ``write`` + ``fsync`` under the lock, so a kill loses at most the record in
   flight, left as a torn line (a prefix of a record without its newline). The next writer finds it under the lock

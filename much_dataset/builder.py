@@ -19,7 +19,7 @@ Why an ``ArrowBasedBuilder`` (whole Arrow tables) rather than the ``GeneratorBas
 issue names: the rows are validated as a whole table anyway (vectorised), and a per-row generator spends its time in
 ``json.loads`` and ``datasets``' per-example encoding -- measured on a full-size synthetic split (4,873 rows), the
 generator version built in ~4.6 s, this one in ~1 s, about as fast as ``datasets``' own untyped ``json`` builder
-(``scripts/bench_dataset.py`` prints both). A split
+(``benchmarks/bench_dataset.py`` prints both). A split
 file is read as one table (MUCH's largest split is ~60 MB of JSON), which also lets one validation call catch
 duplicates anywhere in the file.
 
@@ -42,7 +42,7 @@ from datasets.table import table_cast
 
 try:  # datasets >= 4.5 types the keys of _generate_tables; 4.0 (the lowest supported) takes any key
     from datasets.builder import Key as _TableKey
-except ImportError:  # pragma: no cover -- exercised by scripts/check_lower_bounds.sh
+except ImportError:  # pragma: no cover -- exercised by scripts/tools/check_lower_bounds.sh
 
     def _TableKey(original_shard_id: int, item_or_batch_id: int) -> tuple[int, int]:
         return original_shard_id, item_or_batch_id

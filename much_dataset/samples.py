@@ -43,7 +43,7 @@ MANIFEST = "manifest.json"
 SHARDS = "shards"
 #: ``load_samples(SAMPLE)`` opens the embedded sample's pack.
 SAMPLE = "sample"
-#: Where the embedded sample's pack lives (written by ``scripts/make_sample_samples.py``).
+#: Where the embedded sample's pack lives (written by ``scripts/data/make_sample_samples.py``).
 SAMPLE_PACK_DIR = Path(__file__).resolve().parent / "sample" / "samples"
 
 
@@ -90,7 +90,8 @@ def read_samples_manifest(pack: str | Path) -> dict[str, Any]:
     """The manifest of a samples pack (``"sample"``: the embedded one), checked to be one."""
     path = _pack_path(pack) / MANIFEST
     if not path.is_file():
-        hint = " (the embedded sample's pack is built by scripts/make_sample_samples.py)" if str(pack) == SAMPLE else ""
+        hint = (" (the embedded sample's pack is built by scripts/data/make_sample_samples.py)"
+                if str(pack) == SAMPLE else "")
         raise SamplesError(f"{path}: not a samples pack (no {MANIFEST}; build one with `python -m builder samples`)"
                            f"{hint}")
     try:

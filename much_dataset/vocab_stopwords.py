@@ -3,7 +3,7 @@ MUCH with no tokenizer.
 
 The rule -- token id decoded **alone**, lowercased, stripped, in the evaluation stopword set -- depends only on
 (tokenizer, id). For each MUCH tokenizer (:data:`much_dataset.offline_tokenizers.TOKENIZER_SOURCES`) the package
-ships one bit per vocabulary id, built by ``scripts/build_stopword_tables.py`` from the real tokenizer files, in
+ships one bit per vocabulary id, built by ``scripts/data/build_stopword_tables.py`` from the real tokenizer files, in
 ``much_dataset/data/stopword_tables/<name>.npz``:
 
 * ``bits`` -- ``numpy.packbits`` of the per-id flags (big bit order), ``ceil(vocab_size / 8)`` bytes;
@@ -131,7 +131,8 @@ def load_table(name: str) -> StopwordTable:
         raise ValueError(f"unknown stopword table {name!r}; expected one of {sorted(TOKENIZER_SOURCES)}")
     path = TABLE_DIR / f"{name}.npz"
     if not path.is_file():
-        raise FileNotFoundError(f"the packaged stopword table {path} is missing (scripts/build_stopword_tables.py)")
+        raise FileNotFoundError(f"the packaged stopword table {path} is missing "
+                                "(scripts/data/build_stopword_tables.py)")
     with np.load(path, allow_pickle=False) as archive:
         header = json.loads(str(archive["header"]))
         packed = archive["bits"]
@@ -142,7 +143,7 @@ def load_table(name: str) -> StopwordTable:
                               f"(header {header!r}, bits {packed.dtype}{packed.shape})")
     if header["stopwords_sha256"] != stopword_set_digest():
         raise StaleTableError(f"{path} was built with another stopword set than the current one: rebuild it with "
-                              "`python scripts/build_stopword_tables.py`")
+                              "`python scripts/data/build_stopword_tables.py`")
     flags = np.unpackbits(packed, count=size).astype(bool)
     if int(flags.sum()) != header["n_stopwords"]:
         raise StaleTableError(f"{path}: {int(flags.sum())} bits set, header says {header['n_stopwords']}")

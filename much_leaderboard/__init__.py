@@ -11,16 +11,20 @@ and checking an archive, its limits, its rejection error) is :func:`much_metric.
   rounded ROC-AUC over the whole split shown, within a daily quota;
 * :class:`HubMirror` (:class:`HubError`) -- persisting the entries in a hub dataset repository;
 * :func:`start` / :func:`serve` / :func:`create_server` -- what ``much-leaderboard serve`` (:func:`main`, also
-  ``python -m much_leaderboard``) and the Space's ``app.py`` run (gradio/FastAPI imported on first use).
+  ``python -m much_leaderboard``) and the Space's ``app.py`` run (gradio/FastAPI imported on first use);
+* the server's two costly steps, for tools and benchmarks that time them on their own: re-scoring
+  (:func:`score_submission`, :func:`score_breakdowns`, :func:`rank_rows`) and the main page
+  (:func:`table_rows`, :func:`render_table`).
 """
 
 from much_leaderboard._app import create_server, serve, start
 from much_leaderboard._cli import main
 from much_leaderboard._hub import HubError, HubMirror
 from much_leaderboard._private import PrivatePolicy, PrivateSplit
-from much_leaderboard._scoring import EvaluationData
+from much_leaderboard._scoring import EvaluationData, rank_rows, score_breakdowns, score_submission
 from much_leaderboard._service import BASELINES, NEEDS, Leaderboard, Outcome
 from much_leaderboard._store import Store
+from much_leaderboard._table import render_table, table_rows
 
 __all__ = [
     "BASELINES",
@@ -35,6 +39,11 @@ __all__ = [
     "Store",
     "create_server",
     "main",
+    "rank_rows",
+    "render_table",
+    "score_breakdowns",
+    "score_submission",
     "serve",
     "start",
+    "table_rows",
 ]

@@ -13,7 +13,7 @@ rows checked) in memory. :class:`PrivatePolicy` is what the board may tell a sub
 * at most ``daily_limit`` submissions with private values per submitter in any 24 hours.
 
 Whatever a submission does, one answer tells at most :meth:`PrivatePolicy.bits_per_submission` bits about the labels
-(log2 of the number of answers it can get); the probing attack of ``scripts/bench_private_probing.py`` is measured
+(log2 of the number of answers it can get); the probing attack of ``benchmarks/bench_private_probing.py`` is measured
 against that bound. Validation of a submission's private values uses the public rows only (no message depends on a
 label), and any failure of the scoring itself is a generic message (logged without the values).
 """

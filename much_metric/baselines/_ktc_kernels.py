@@ -4,7 +4,7 @@ For every token, the ``delta`` candidates carry probabilities ``q`` (descending,
 adjacency ``A`` (unit diagonal). A positive semi-definite kernel ``K`` (trace 1) is built from ``A``, weighted by
 ``q``, and the token's score is the normalised von Neumann entropy of that kernel. All tokens of a batch go through
 the same batched calls: the heat kernel ``expm(-tau L)`` comes from a handful of batched matrix products (a Taylor
-polynomial of the similarity graph's Laplacian, see :func:`_heat_taylor`; one ``eigh`` per token only for
+polynomial of the similarity graph's Laplacian, see :func:`heat_kernel_taylor`; one ``eigh`` per token only for
 ``tau * delta > 300``), and the entropy from one batched ``numpy.linalg.eigvalsh`` on the ``(n, delta, delta)`` stack
 of normalised kernels -- the one LAPACK call per token that remains, and the floor of the cost. There is no
 per-token ``expm``. With ``device`` (a torch device such as ``"cuda"``), that last batched eigen-decomposition runs
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EPSILON", "KERNELS", "NORMALIZATIONS", "check_device", "ktc_token_scores"]
+__all__ = ["EPSILON", "KERNELS", "NORMALIZATIONS", "check_device", "heat_kernel_taylor", "ktc_token_scores"]
 
 #: Eigenvalue floor of the reference (``EPSILON`` in its ``signals/utils.py``): clip kernel, augm shift, entropy.
 EPSILON = 1e-5
@@ -87,7 +87,7 @@ def _kernel(a: np.ndarray, kernel: str, tau: float) -> tuple[np.ndarray | None, 
     a positive trace (the caller divides where the scale matters: only ``comb`` mixes K with another matrix)."""
     if kernel == "heat":
         if tau * a.shape[1] <= _TAYLOR_MAX_TAU_DELTA:
-            return _heat_taylor(a, tau), np.empty(0), None
+            return heat_kernel_taylor(a, tau), np.empty(0), None
         laplacian = -a
         idx = np.arange(a.shape[1])
         laplacian[:, idx, idx] += a.sum(axis=1)  # column sums, as the reference (A is symmetric anyway)
@@ -111,7 +111,7 @@ def _kernel(a: np.ndarray, kernel: str, tau: float) -> tuple[np.ndarray | None, 
     return k, np.empty(0), None
 
 
-def _heat_taylor(a: np.ndarray, tau: float) -> np.ndarray:
+def heat_kernel_taylor(a: np.ndarray, tau: float) -> np.ndarray:
     """``expm(-tau L)`` up to a positive factor per token, by batched matrix products instead of an eigh per token.
 
     With ``B = J - A`` (zero diagonal, the candidates' *similarity*) and ``L_B`` its Laplacian,

@@ -11,7 +11,7 @@ raw logits captured), and records both rates -- seconds per question and seconds
 the estimate can be extrapolated by questions (the reference) or by output tokens (better when the timed model is
 not the one that wrote the dataset's answers, as for the embedded sample).
 
-``scripts/estimate_generation_time.py`` is the command-line front end.
+``scripts/tools/estimate_generation_time.py`` is the command-line front end.
 """
 
 from __future__ import annotations

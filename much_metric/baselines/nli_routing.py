@@ -276,7 +276,7 @@ class NliPairRecorder(_ScorerProxy):
     length-sorted, token-budget batching over every configuration's pairs) and returns an :class:`NliCache` holding
     the answers; running the computations again with that cache scores nothing more.
 
-    ``scripts/bench_grid.py`` compares this schedule with the sequential one (configurations one after the other
+    ``benchmarks/bench_grid.py`` compares this schedule with the sequential one (configurations one after the other
     through an :class:`NliCache`).
     """
 

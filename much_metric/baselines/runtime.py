@@ -4,7 +4,7 @@ Table 3 reports each baseline's segmentation and UQ wall time as a fraction of t
 the answers (2,758 s for MUCH in the paper, appendix B). :func:`generation_time` picks the denominator:
 
 * an explicit number of seconds (``--generation-time 1234``);
-* a JSON file written by ``scripts/estimate_generation_time.py``, which timed a model on this machine: its rate
+* a JSON file written by ``scripts/tools/estimate_generation_time.py``, which timed a model on this machine: its rate
   (seconds per generated token, or per question) is extrapolated to the samples being evaluated;
 * otherwise a documented default: for ``orailix/MUCH``, the paper's 2,758 s for 4,873 samples, pro rata
   (measured on the authors' GPU cluster, not on this machine); for anything else (the embedded sample),
@@ -98,7 +98,7 @@ def read_timings(path: str | Path) -> dict[str, dict[str, Any]]:
 
 
 def _from_file(path: Path, n_samples: int, n_tokens: int) -> GenerationTime:
-    record = _json_object(path, "expected a JSON object written by scripts/estimate_generation_time.py")
+    record = _json_object(path, "expected a JSON object written by scripts/tools/estimate_generation_time.py")
     mode = record.get("extrapolate", "tokens")
     if mode not in ("tokens", "questions"):
         raise ValueError(f"{path}: field 'extrapolate' must be 'tokens' or 'questions', got {mode!r}")
@@ -127,7 +127,7 @@ def generation_time(
     Parameters
     ----------
     value : float, str or None
-        Seconds (number or numeric string), a path to a JSON file from ``scripts/estimate_generation_time.py``,
+        Seconds (number or numeric string), a path to a JSON file from ``scripts/tools/estimate_generation_time.py``,
         or None for the default.
     data_source : str
         The ``--source`` argument (``"orailix/MUCH"`` selects the paper's figure).
@@ -158,7 +158,7 @@ def generation_time(
     return GenerationTime(
         n_tokens / DEFAULT_TOKENS_PER_SECOND,
         f"estimate: {n_tokens:,} output tokens at {DEFAULT_TOKENS_PER_SECOND:g} tokens/s (SmolLM2-135M on 2 CPU "
-        "cores); measure with scripts/estimate_generation_time.py and pass --generation-time FILE",
+        "cores); measure with scripts/tools/estimate_generation_time.py and pass --generation-time FILE",
     )
 
 

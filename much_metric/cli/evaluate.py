@@ -85,8 +85,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="print a leaderboard by this metric (e.g. roc_auc, pr_auc, prr) with bootstrap intervals, "
                         "rank probabilities, pairwise p-values, language gap and relative runtime")
     parser.add_argument("--generation-time", default=None,
-                        help="LLM generation time (seconds or a JSON file from scripts/estimate_generation_time.py) "
-                        "for the leaderboard's relative runtimes (timings.json next to the signal files)")
+                        help="LLM generation time (seconds or a JSON file from "
+                        "scripts/tools/estimate_generation_time.py) for the leaderboard's relative runtimes "
+                        "(timings.json next to the signal files)")
     parser.add_argument(
         "--calibrate-on", default=None, metavar="SPEC",
         help="fit an isotonic calibrator on SPEC and report ECE/Brier on the other samples: a fraction (0.5 = a "

@@ -9,7 +9,7 @@ Examples::
     # the reference's corpus, one machine (resumable: re-run the same command after a kill)
     much neighbours --tokenizer meta-llama/Llama-3.1-8B-Instruct --wikipedia en,fr,de,es --articles 1500000 \\
         --out work/llama31 --output stats/llama31.npz
-    # the same as 8 SLURM tasks, then one reduce (scripts/slurm_neighbours.sbatch)
+    # the same as 8 SLURM tasks, then one reduce (scripts/cluster/neighbours.sbatch)
     much neighbours ... --out work/llama31 --shard 3/8
     much neighbours ... --out work/llama31 --reduce --output stats/llama31.npz
     # local text (the embedded sample's statistics)

@@ -29,7 +29,7 @@ degradation table instead: the probability methods (and ``--signals learned:DIR`
 the signal files of ``--out``).
 
 Generation time (the denominator of the relative runtimes): ``--generation-time SECONDS`` or a JSON file from
-``scripts/estimate_generation_time.py``; default for orailix/MUCH = the paper's 2,758 s pro rata, for other data
+``scripts/tools/estimate_generation_time.py``; default for orailix/MUCH = the paper's 2,758 s pro rata, for other data
 = output tokens / 11 tokens/s (SmolLM2-135M on 2 CPU cores), an estimate -- see
 :mod:`much_metric.baselines.runtime`.
 """
@@ -148,7 +148,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="signal file format under --out (default parquet, as orailix/MUCH-signals)")
     add_renamed_alias(parser, "--format", "--file-format", dest="file_format", choices=("parquet", "jsonl"))
     parser.add_argument("--generation-time", default=None,
-                        help="LLM generation time in seconds, or a JSON file from scripts/estimate_generation_time.py")
+                        help="LLM generation time in seconds, or a JSON file from "
+                        "scripts/tools/estimate_generation_time.py")
     parser.add_argument("--json", default=None, help="write the table (metrics and times) as JSON here")
     parser.add_argument("--include-training-rows", action="store_true",
                         help="score a learned signal on the rows it was trained or validated on too (default: left "

@@ -82,7 +82,7 @@ def segment(
     # One rule set, two schedules: the batch engine (segment_many) and this per-text path call the same named rule
     # functions (claim_starts, assign_tokens, token ends, joins_previous_claim). For a single text the per-text
     # schedule is used: the batch engine's numpy set-up costs 3-10x more than the work on one text
-    # (scripts/bench_segmenter.py), and both are checked for identical output on every parity row.
+    # (benchmarks/bench_segmenter.py), and both are checked for identical output on every parity row.
     return _segment_one(generation, tokenizer, token_ids, compat)
 
 

@@ -249,3 +249,10 @@ class IncrementalSpans:
     def text(self) -> str:
         """The whole decoded prefix."""
         return self.text_from(0)
+
+
+def forget_profile(tokenizer) -> None:
+    """Drop the cached :class:`_Profile` of ``tokenizer`` (its single-token decodes included), so that the next
+    :func:`profile` call builds it again. Benchmarks use it to time a cold pass; no result depends on it. (A tokenizer
+    that cannot be weakly referenced keeps its profile until it leaves the bounded identity table.)"""
+    _PROFILES.pop(tokenizer, None)

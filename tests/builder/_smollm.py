@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 from pathlib import Path
 
 from tests import assets
@@ -31,10 +30,9 @@ def gguf_path() -> str:
 
 def safetensors_folder(folder: str | Path) -> Path:
     """The model as a safetensors folder (what vLLM loads): ``MUCH_VLLM_MODEL_DIR`` when set, else the GGUF converted
-    into ``folder`` by ``scripts/gguf_to_safetensors.py``."""
+    into ``folder`` by :func:`builder.models.gguf_to_safetensors`."""
     if os.environ.get("MUCH_VLLM_MODEL_DIR"):
         return Path(os.environ["MUCH_VLLM_MODEL_DIR"])
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-    from gguf_to_safetensors import convert
+    from builder.models import gguf_to_safetensors
 
-    return Path(convert(gguf_path(), str(folder)))
+    return gguf_to_safetensors(gguf_path(), folder)

@@ -95,7 +95,7 @@ def test_question_id_is_hash_of_pydantic_style_json():
     assert question_id("fr", "Où est né Zoé ?", "https://fr.wikipedia.org/wiki/Zo%C3%A9") == hash_id(payload)
 
 
-SBATCH = ROOT / "scripts" / "slurm_generate.sbatch"
+SBATCH = ROOT / "scripts" / "cluster" / "generate.sbatch"
 
 
 def test_slurm_script_parses_and_names_the_8_configs():

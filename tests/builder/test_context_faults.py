@@ -73,13 +73,13 @@ def test_transient_faults_and_invalid_bodies_are_retried(tmp_path, fault):
 
 
 def test_timeout_is_ours_not_openais_600_s(tmp_path):
+    """The server answers after 1.5 s: only our --timeout 0.3 can fail the row (openai's own is 600 s), so the
+    failure and its reason prove it applied; no wall-clock bound needed."""
     _write(tmp_path, PAGES[:1], GENERATIONS[:1])
     with _FaultyEmbeddings(always="slow") as server:
-        start = time.monotonic()
         assert main(_argv(tmp_path, server, "--timeout", "0.3", "--max-attempts", "2")) == 1
-        elapsed = time.monotonic() - start
     (failure,) = read_store(tmp_path / "context.failures.jsonl")
-    assert "Timeout" in failure["reason"] and elapsed < 20
+    assert "Timeout" in failure["reason"]
 
 
 def test_refused_key_stops_at_once_with_one_message(tmp_path, capsys):

@@ -208,15 +208,14 @@ def test_openai_timeout_bounds_the_whole_request(tmp_path):
     _write_questions(tmp_path / "ok", QUESTIONS[:1])
     _write_questions(tmp_path / "slow", QUESTIONS[:1])
     with FakeGenerationServer(["ok", "trickle", "trickle"]) as server:
-        started = time.monotonic()
         assert main(_args(tmp_path / "ok", server, "--timeout", "2", "--max-attempts", "2")) == 0
-        overhead = time.monotonic() - started  # tokenizer loading, one answer
         started = time.monotonic()
         assert main(_args(tmp_path / "slow", server, "--timeout", "2", "--max-attempts", "2")) == 1
         took = time.monotonic() - started
-    # 2 attempts of at most 2 s each (+1 s each to close the connection); the answer alone would take > 1000 s
-    assert took < overhead + 2 * 3, f"{took:.1f} s for 2 attempts of 2 s (overhead {overhead:.1f} s)"
+    # The failure's reason says the deadline cut it. The bound is a hang detector only: the trickled answer alone
+    # would take more than 1000 s, so any run under 120 s was cut, whatever the machine's load.
     assert "within --timeout 2 s" in (tmp_path / "slow" / "generations.failures.jsonl").read_text()
+    assert took < 120, f"{took:.1f} s: the trickled answer was not cut at the deadline"
 
 
 def test_openai_engine_does_not_retry_a_client_side_error():

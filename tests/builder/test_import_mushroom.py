@@ -164,10 +164,10 @@ def test_cli_drop_policy_resume_and_failures(llm, rows, tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_shipped_sample_is_what_the_code_produces(llm, rows):
-    """The embedded sample (scripts/make_sample.py) agrees with import-mushroom run now on a few rows.
+    """The embedded sample (scripts/data/make_sample.py) agrees with import-mushroom run now on a few rows.
 
-    Bit-for-bit equality of whole runs is checked by ``scripts/make_sample.py --check`` (one torch thread); here the
-    thread count may differ, so probabilities are compared with a tolerance and everything else exactly.
+    Bit-for-bit equality of whole runs is checked by ``scripts/data/make_sample.py --check`` (one torch thread); here
+    the thread count may differ, so probabilities are compared with a tolerance and everything else exactly.
     """
     import pyarrow.parquet as pq
 

@@ -90,7 +90,7 @@ def _rows(n: int) -> list[dict]:
     return list(replay.read_rows(SAMPLE))[:n]
 
 
-def test_smollm2_pack_equals_an_independent_eager_pass(tmp_path):
+def test_smollm2_pack_equals_an_independent_eager_pass(tmp_path, one_smollm2_load):
     """Done-when: a pack of three sample rows equals an independent eager-attention transformers pass (attention
     within 1e-3, hidden within 0.5 % relative), and the re-derived probabilities equal the stored ones."""
 
@@ -142,7 +142,7 @@ def _compare_with_pack(model, tokenizer, pack) -> None:
             assert probs[t, token] == pytest.approx(stored[t][token], abs=1e-5)
 
 
-def test_smollm2_cli_resumes_never_twice_and_refuses_another_configuration(tmp_path, capsys):
+def test_smollm2_cli_resumes_never_twice_and_refuses_another_configuration(tmp_path, capsys, one_smollm2_load):
     gguf = _smollm.gguf_path()
     common = ["--model", gguf, "--prompt-style", "user"]
     assert main(["internals", "--out", str(tmp_path), "--source", str(SAMPLE), "--limit", "1", *common]) == 0
@@ -166,7 +166,7 @@ def test_smollm2_cli_resumes_never_twice_and_refuses_another_configuration(tmp_p
     assert len(json.loads((tmp_path / "manifest.json").read_text())["rows"]) == 2
 
 
-def test_a_pack_grows_from_several_source_files(tmp_path):
+def test_a_pack_grows_from_several_source_files(tmp_path, one_smollm2_load):
     """One pack per generation config holds every language: a run with another --source file adds its rows (and
     its sha256 under "sources") instead of being refused, keeps the pack's fingerprint, and loads against both
     languages' rows; another model is still refused."""

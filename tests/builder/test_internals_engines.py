@@ -60,7 +60,7 @@ def test_vllm_engine_refuses_the_post_norm_index_and_a_missing_vllm(tmp_path, ca
         assert not (tmp_path / "b" / "manifest.json").exists()
 
 
-def test_the_engine_is_recorded_and_a_rerun_with_another_engine_is_refused(tmp_path):
+def test_the_engine_is_recorded_and_a_rerun_with_another_engine_is_refused(tmp_path, one_smollm2_load):
     gguf = _smollm.gguf_path()
     assert main(["internals", "--out", str(tmp_path), "--source", str(SAMPLE), "--limit", "1", "--model", gguf,
                  "--prompt-style", "user", "--hidden-layers", "6"]) == 0

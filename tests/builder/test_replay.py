@@ -15,7 +15,7 @@ from much_dataset import schema
 from tests.builder import _smollm
 
 SAMPLE = Path(__file__).resolve().parents[2] / "much_dataset" / "sample" / "data" / "en" / "test-00000-of-00001.parquet"
-# How scripts/make_sample.py built the sample: import-mushroom with the SmolLM2 observer, plain user chat, T = 1,
+# How scripts/data/make_sample.py built the sample: import-mushroom with the SmolLM2 observer, plain user chat, T = 1,
 # the observed token swapped into the 24th slot when ranked lower.
 SAMPLE_OPTIONS = {"temperature": 1.0, "prompt_style": "user", "out_of_top": "swap"}
 
@@ -58,7 +58,7 @@ def test_replay_out_of_top_modes():
     assert len(swap_ids[1]) == 24 and swap_ids[1][-1] == 49000 and swap_ids[1][:23] == extend_ids[1][:23]
 
 
-def test_replay_cli_resumes_and_verify_flags_a_tampered_row(tmp_path, capsys):
+def test_replay_cli_resumes_and_verify_flags_a_tampered_row(tmp_path, capsys, one_smollm2_load):
     gguf = _smollm.gguf_path()
     common = ["--model", gguf, "--prompt-style", "user", "--out-of-top", "swap"]
     assert main(["replay", "--out", str(tmp_path), "--source", str(SAMPLE), "--limit", "2", *common]) == 0
@@ -106,7 +106,7 @@ def _tamper(row: dict, how: str) -> dict:
     return {**row, schema.LOGITS_TOKEN_IDS: ids, schema.LOGITS_VALUES: probs}
 
 
-def test_verify_checks_the_whole_row_and_names_the_rule(tmp_path, capsys):
+def test_verify_checks_the_whole_row_and_names_the_rule(tmp_path, capsys, one_smollm2_load):
     """#37/#31: a dropped 24th candidate, a dropped EOS, a changed output text and a stored NaN are refused (exit 1,
     generation_id, position and rule named); the untouched rows verify OK."""
     gguf = _smollm.gguf_path()

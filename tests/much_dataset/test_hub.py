@@ -6,7 +6,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -34,10 +33,10 @@ def hub_env(tmp_path):
 
 
 def test_library_load_of_unreachable_hub_fails_fast_with_the_cli_message(hub_env):
+    """Fails at the probe, before datasets' own HTTP stack (which retried for about 26 s): the error is the probe's
+    and the traceback never enters datasets. (``timeout`` is a hang detector only.)"""
     code = "import much_dataset; much_dataset.load('orailix/MUCH', split='test')"
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code], env=hub_env, capture_output=True, text=True, timeout=120)
-    elapsed = time.perf_counter() - start
+    done = subprocess.run([sys.executable, "-c", code], env=hub_env, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("much_dataset._hub.HubUnreachableError: much_dataset.load('orailix/MUCH'): the Hugging Face "
@@ -45,7 +44,7 @@ def test_library_load_of_unreachable_hub_fails_fast_with_the_cli_message(hub_env
     assert "HF_HUB_OFFLINE=1" in last and "local folder" in last
     frames = done.stderr.count('  File "')
     assert frames <= 5, done.stderr  # load -> _load_hub -> require_hub, not datasets' HTTP stack
-    assert elapsed < 20, elapsed  # the interpreter and imports included; datasets alone retried for ~26 s
+    assert "/datasets/" not in done.stderr and "/huggingface_hub/" not in done.stderr, done.stderr
 
 
 def test_cli_and_library_say_the_same(hub_env):

@@ -94,7 +94,7 @@ def test_gemma_file_loads_from_an_explicit_folder():
 
 def test_build_script_check_mode_agrees_with_the_packaged_table():
     assets.require("llama3")
-    done = subprocess.run([sys.executable, "scripts/build_stopword_tables.py", "--check", "--only", "llama3"],
+    done = subprocess.run([sys.executable, "scripts/data/build_stopword_tables.py", "--check", "--only", "llama3"],
                           cwd=assets.REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "llama3: up to date (128,256 ids" in done.stdout

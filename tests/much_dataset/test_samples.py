@@ -27,7 +27,7 @@ def test_the_embedded_pack_is_the_observers_and_says_how_it_was_drawn():
 
 def test_load_samples_returns_eight_samples_for_every_row_the_pack_holds(rows, tmp_path):
     """Every row of the pack has its 8 samples, in the sample's row order; a row the pack does not hold yet (the pack
-    is drawn by scripts/make_sample_samples.py, resumable, rows in --shard order) is named by the error."""
+    is drawn by scripts/data/make_sample_samples.py, resumable, rows in --shard order) is named by the error."""
     manifest = read_samples_manifest("sample")
     positions = [i for i, gid in enumerate(rows[schema.GENERATION_ID]) if gid in manifest["rows"]]
     assert len(positions) == manifest["n_rows"] > 0

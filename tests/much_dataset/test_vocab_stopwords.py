@@ -54,7 +54,7 @@ def test_table_header_names_the_file_it_was_built_from(name):
     path = TABLE_FILES[name]()
     header = load_table(name).header
     assert header["sha256"] == offline_tokenizers.file_sha256(path), (
-        f"{path} is not the file the {name} table was built from: rebuild with scripts/build_stopword_tables.py")
+        f"{path} is not the file the {name} table was built from: rebuild with scripts/data/build_stopword_tables.py")
     assert header["bytes"] == path.stat().st_size
     assert header["tokenizer_file"].endswith(path.name)
     assert header["stopwords_sha256"] == vocab_stopwords.stopword_set_digest()

@@ -1,4 +1,4 @@
-"""The label-probing attack (scripts/bench_private_probing.py) against the private board: a submitter moving one
+"""The label-probing attack (benchmarks/bench_private_probing.py) against the private board: a submitter moving one
 claim's score between submissions learns nothing measurable naively, and at most the label's own entropy (under one
 bit) per submission when the unrounded ROC-AUC sits at a rounding boundary -- within the documented bound of
 log2(101) bits per signal per submission."""
@@ -16,7 +16,7 @@ from tests.assets import REPO_ROOT
 @pytest.fixture(scope="module")
 def bench():
     spec = importlib.util.spec_from_file_location("bench_private_probing",
-                                                  REPO_ROOT / "scripts" / "bench_private_probing.py")
+                                                  REPO_ROOT / "benchmarks" / "bench_private_probing.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -54,7 +54,7 @@ def test_much_run_on_the_sample_without_the_gpu_stack(tmp_path):
 def test_packaged_tokenizer_matches_the_gguf():
     """The shipped ``tokenizer.json.gz`` is what the GGUF holds, and segments every sample identically."""
     assets.require("smollm2")
-    completed = subprocess.run([sys.executable, str(REPO / "scripts" / "make_sample_tokenizer.py"), "--check"],
+    completed = subprocess.run([sys.executable, str(REPO / "scripts" / "data" / "make_sample_tokenizer.py"), "--check"],
                                cwd=REPO, capture_output=True, text=True, timeout=600,
                                env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert completed.returncode == 0, completed.stdout + completed.stderr[-3000:]

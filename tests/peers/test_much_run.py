@@ -1,42 +1,44 @@
 """The issue's "done when": ``much run --source sample --signals lmpolygraph:MaximumClaimProbability,
-uqlm:sequence_probability,token_likelihood`` prints three rows, LM-Polygraph's with Token Likelihood's ROC-AUC."""
+uqlm:sequence_probability,token_likelihood`` prints three rows, LM-Polygraph's with Token Likelihood's ROC-AUC.
+
+The command runs in-process (``much_metric.cli.main``): the peers come in through the installed ``much.baselines``
+entry points either way, and the test process has already imported them."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from much_metric.cli import main
 from tests.peers.conftest import require
 
 require("lm_polygraph")
 require("uqlm")
 
-REPO = Path(__file__).resolve().parents[2]
 SIGNALS = "lmpolygraph:MaximumClaimProbability,uqlm:sequence_probability,token_likelihood"
 
 
-def _much(args, tmp_path):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO),
-           "HF_DATASETS_CACHE": str(tmp_path / "datasets_cache")}
-    return subprocess.run([sys.executable, "-m", "much_metric", *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=900)
+def _much(args, tmp_path, capsys, monkeypatch) -> tuple[int, str, str]:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 @pytest.mark.slow
-def test_much_run_prints_the_peers_beside_token_likelihood(tmp_path):
+def test_much_run_prints_the_peers_beside_token_likelihood(tmp_path, capsys, monkeypatch):
     out = tmp_path / "signals"
-    result = _much(["run", "--source", "sample", "--signals", SIGNALS, "--no-progress", "--bootstrap", "200",
-                    "--out", str(out), "--json", str(tmp_path / "table.json")], tmp_path)
-    assert result.returncode == 0, result.stderr
+    code, stdout, stderr = _much(["run", "--source", "sample", "--signals", SIGNALS, "--no-progress", "--bootstrap",
+                                  "200", "--out", str(out), "--json", str(tmp_path / "table.json")], tmp_path, capsys,
+                                 monkeypatch)
+    assert code == 0, stderr
     printed = {}
     for label in ("Token Likelihood", "LM-Polygraph MaximumClaimProbability", "UQLM sequence_probability"):
-        line = next(line for line in result.stdout.splitlines() if line.startswith(label + " "))
+        line = next(line for line in stdout.splitlines() if line.startswith(label + " "))
         printed[label] = re.findall(r"\d\.\d{3} \[", line)[0]  # the ROC-AUC column, first metric with interval
     assert printed["LM-Polygraph MaximumClaimProbability"] == printed["Token Likelihood"]
     rows = {row["signal_name"]: row for row in json.loads((tmp_path / "table.json").read_text())["results"]}
@@ -50,9 +52,9 @@ def test_much_run_prints_the_peers_beside_token_likelihood(tmp_path):
     assert (out / "lmpolygraph:MaximumClaimProbability.parquet").is_file()
 
 
-def test_a_refused_estimator_fails_before_any_work(tmp_path):
-    result = _much(["run", "--source", "sample", "--signals", "token_likelihood,lmpolygraph:PTrueClaim",
-                    "--no-progress"], tmp_path)
-    assert result.returncode == 2
-    assert "PTrueClaim needs the generating model" in result.stderr
-    assert "Method" not in result.stdout  # no table: refused before computing anything
+def test_a_refused_estimator_fails_before_any_work(tmp_path, capsys, monkeypatch):
+    code, stdout, stderr = _much(["run", "--source", "sample", "--signals", "token_likelihood,lmpolygraph:PTrueClaim",
+                                  "--no-progress"], tmp_path, capsys, monkeypatch)
+    assert code == 2
+    assert "PTrueClaim needs the generating model" in stderr
+    assert "Method" not in stdout  # no table: refused before computing anything

@@ -40,6 +40,7 @@ from much_metric.baselines._ktc_kernels import (
     KERNELS,
     NORMALIZATIONS,
     check_device,
+    heat_kernel_taylor,
     ktc_scores_of_built_adjacency,
 )
 from much_metric.baselines.neighbours import NeighbourStats, PerSampleNeighbours, load_neighbours
@@ -52,12 +53,14 @@ __all__ = [
     "KTC_REFERENCE_CONFIGS",
     "SAMPLE_NEIGHBOURS",
     "default_neighbours",
+    "heat_kernel_taylor",
     "ktc",
     "ktc_adjacency",
     "register_config",
 ]
 
-#: The statistics shipped for the embedded sample (SmolLM2 tokenizer), see ``NOTES``/README for their corpus.
+#: The statistics shipped for the embedded sample (SmolLM2 tokenizer); ``scripts/data/make_sample_neighbours.py`` says
+#: which corpus they count and rebuilds them.
 SAMPLE_NEIGHBOURS = Path(__file__).resolve().parents[2] / "data" / "neighbours" / "smollm2.npz"
 
 
@@ -321,7 +324,7 @@ def ktc(dataset: Any, config: KTCConfig | None = None, *, neighbours: Any, refer
     device : str, optional
         Torch device (e.g. ``"cuda"``) for the batched eigen-decomposition of the kernels, the floor of KTC's cost;
         None (default) computes everything with numpy on the CPU. Same scores to float64 rounding
-        (``scripts/bench_gpu.py`` compares both on a GPU).
+        (``benchmarks/bench_gpu.py`` compares both on a GPU).
 
     Returns
     -------

@@ -8,7 +8,7 @@ its signal file and ranks the claims with the product (or max) aggregator exactl
 ``lmpolygraph:<Estimator>`` / ``uqlm:<scorer>`` hand the peer each claim's non-stopword tokens (MUCH's rule);
 ``...:alltokens`` hands it every token of the claim (the peers' own convention). A refused or unknown name fails
 when the name is resolved (``much run --signals``), before anything is loaded. The peers' signals are not in the
-``all`` group (each costs a peer import): name them, or run ``scripts/bench_peers.py`` for every one.
+``all`` group (each costs a peer import): name them, or run ``benchmarks/bench_peers.py`` for every one.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Generation-time measurement (docs/reference-behaviour.md#generation-time-estimate design) and
-scripts/estimate_generation_time.py, with a tiny randomly
+scripts/tools/estimate_generation_time.py, with a tiny randomly
 initialised Llama model and the real SmolLM2 tokenizer (the full SmolLM2 model loads in ~17 s: not in tests)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from much_metric.baselines.generation import extrapolate, measure_generation, pi
 from tests import assets
 from tests.much_metric._baselines_helpers import one_torch_thread
 
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "estimate_generation_time.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "tools" / "estimate_generation_time.py"
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
-"""scripts/bench_nli_gpu.py's CPU smoke mode: it runs, prints the device, and our CCP/SAR equal the reference loops."""
+"""benchmarks/bench_nli_gpu.py's CPU smoke mode: it runs, prints the device, and our CCP/SAR equal the reference
+loops."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from tests.much_metric._baselines_helpers import one_torch_thread
 
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "bench_nli_gpu.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_nli_gpu.py"
 
 
 def test_cpu_smoke_run(capsys):

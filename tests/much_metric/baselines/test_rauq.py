@@ -123,7 +123,8 @@ def test_registered_as_needing_internals_and_not_in_the_all_group():
 
 def test_much_run_prints_a_rauq_row(tmp_path, capsys):
     """``much run --source sample --config en --internals PACK --signals rauq`` on a pack written by the builder's
-    writers (random attention for every English sample row; the SmolLM2 pack is built by scripts/bench_internals.py)."""
+    writers (random attention for every English sample row; the SmolLM2 pack is built by
+    benchmarks/bench_internals.py)."""
     import much_dataset
     from much_metric.cli import main
 

@@ -50,7 +50,7 @@ def test_much_run_prints_nothing_wider_than_120_columns(capsys, monkeypatch):
     header = " ".join(out[: out.index("\n\n")].split())  # the header and notes, re-joined
     assert header.startswith("Baselines on the embedded sample: Mu-SHROOM outputs scored with a small proxy model")
     assert "numbers are not comparable with the paper's (config=all, split=test, selection=all)" in header
-    assert "LLM generation time:" in header and "scripts/estimate_generation_time.py" in header
+    assert "LLM generation time:" in header and "scripts/tools/estimate_generation_time.py" in header
 
 
 @pytest.mark.slow
