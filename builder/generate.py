@@ -34,6 +34,10 @@ from much_dataset import schema
 
 __all__ = ["add_arguments", "run", "pending_questions"]
 
+#: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
+READS = ("model", "tokenizer")
+WRITES = ("generations.jsonl", "generations.failures.jsonl", "configs.jsonl")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="hub id, local folder or path to a .gguf file")

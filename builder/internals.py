@@ -86,6 +86,10 @@ __all__ = ["add_arguments", "run", "InternalsOptions", "InternalsEngine", "ENGIN
            "forward_internals", "store_hidden", "row_internals", "prompt_ids", "parse_layers", "use_eager_attention",
            "weights_sha256", "file_sha256"]
 
+#: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
+READS = ("source", "model")
+WRITES = ("manifest.json", "shards/*", "basis/*")
+
 HIDDEN_DTYPES = ("float16", "float32", "bfloat16")
 
 

@@ -30,6 +30,10 @@ from much_metric.fileio import Output, check_outputs
 
 __all__ = ["add_arguments", "run", "read_rows", "replay_row", "PROMPT_STYLES", "OUT_OF_TOP"]
 
+#: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
+READS = ("source", "model")
+WRITES = ("replay.jsonl", "replay.failures.jsonl")
+
 PROMPT_STYLES = ("much", "user")
 OUT_OF_TOP = ("extend", "append", "swap")
 

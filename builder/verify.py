@@ -36,8 +36,13 @@ from builder import replay
 from builder.errors import BuilderError
 from builder.store import Shard
 from much_dataset import schema
+from much_metric.fileio import atomic_write_text
 
 __all__ = ["add_arguments", "run", "compare_probabilities", "row_problems", "RowProblem", "RULES"]
+
+#: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
+READS = ("source", "model")
+WRITES = ("verify.json",)
 
 RULES = ("candidates", "probabilities", "descending", "duplicate_ids", "sampled_token", "eos", "output", "chunks",
          "recomputed")
@@ -202,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     report = {**total, "max_abs_diff": total["max_abs_diff"] if math.isfinite(total["max_abs_diff"]) else "inf",
               "failed_rows": len({p.generation_id for p in problems}), "problems": [asdict(p) for p in problems],
               "source": str(args.source), "model": args.model}
-    (Path(args.out) / "verify.json").write_text(json.dumps(report, indent=1))
+    atomic_write_text(Path(args.out) / "verify.json", json.dumps(report, indent=1))
     print(f"verify: {total['rows']} rows, {total['positions']} positions, largest |difference| "
           f"{total['max_abs_diff']:.3g}, {total['id_mismatches']} id mismatches, {report['failed_rows']} rows "
           f"failing a rule: {'DIFFERENT' if problems else 'OK'}")

@@ -63,6 +63,24 @@ def check_address(host: str, port: int) -> None:
                              f"({error.strerror or error})") from None
 
 
+#: What the store folder holds (:mod:`much_leaderboard._store`): the database, the archives and the scores.
+_STORE_FILES = ("leaderboard.sqlite", "leaderboard.sqlite-*", "archives/*", "scores/*")
+
+
+def check_store_paths(store: str, data: str) -> None:
+    """The output rules (:func:`much_metric.fileio.check_outputs`) for ``--store`` against ``--data``: the store never
+    writes over a file of the evaluation data."""
+    import fnmatch
+    from pathlib import Path
+
+    from much_metric.fileio import Output, check_outputs
+
+    def owns(name: Path) -> bool:
+        return any(fnmatch.fnmatchcase(name.as_posix(), pattern) for pattern in _STORE_FILES)
+
+    check_outputs([Output("--store", Path(store).expanduser(), folder=True, owns=owns)], inputs=[("--data", data)])
+
+
 def _serve(args: argparse.Namespace) -> int:
     import importlib.util
 
@@ -74,6 +92,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise ValueError(f"--bootstrap must be a positive integer, got {args.bootstrap}")
     if args.daily_limit < 1:
         raise ValueError(f"--daily-limit must be a positive integer, got {args.daily_limit}")
+    check_store_paths(args.store, args.data)
     if not args.check:
         if importlib.util.find_spec("gradio") is None:
             raise ImportError(f"{_PROG} serve needs gradio", name="gradio")
