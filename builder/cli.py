@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import importlib
+import math
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -75,6 +76,38 @@ def check_step_outputs(module: ModuleType, args: argparse.Namespace) -> None:
                   inputs=inputs)
 
 
+def finite_float(text: str) -> float:
+    """An argparse type: a finite number (``nan``, ``inf`` refused: ``nan <= 0`` is False, so a NaN option would
+    pass every range check after it)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def count(text: str) -> int:
+    """An argparse type for ``--limit``: an integer >= 0 (a negative one would slice rows off the end)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+def _constrain(parser: argparse.ArgumentParser) -> None:
+    """The constraints every step shares, declared once: float options are finite, ``--limit`` is >= 0."""
+    for action in parser._actions:
+        if action.type is float:
+            action.type = finite_float
+        if action.dest == "limit" and action.type is int:
+            action.type = count
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m builder", description="Regenerate the MUCH dataset.")
     parser.add_argument("--traceback", action="store_true",
@@ -93,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         step_parser.add_argument("--out", required=True, help="artifact folder (JSONL per step)")
         step_parser.add_argument("--shard", default=None, help="i/n: process every n-th item starting at i")
         module.add_arguments(step_parser)
+        _constrain(step_parser)
         step_parser.set_defaults(func=module.run, step_module=module)
     return parser
 

@@ -159,6 +159,9 @@ def row_problems(row: dict[str, Any], *, eos_ids: set[int], decode: Callable[[li
 
 
 def _options(args: argparse.Namespace) -> None:
+    from builder._llm import check_device_and_dtype
+
+    check_device_and_dtype(args.device, args.dtype)
     if args.rows < 1:
         raise BuilderError(f"--rows must be >= 1, got {args.rows}")
     if not (math.isfinite(args.tolerance) and args.tolerance >= 0):

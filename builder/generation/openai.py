@@ -222,6 +222,8 @@ class OpenAIEngine:
             raise BuilderError("--engine openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         if not (options.timeout > 0 and math.isfinite(options.timeout)):
             raise BuilderError(f"--timeout must be a positive number of seconds, got {options.timeout}")
+        if not (options.backoff >= 0 and math.isfinite(options.backoff)):
+            raise BuilderError(f"--backoff must be a finite number of seconds >= 0, got {options.backoff}")
         check_server_scale(settings, options.server_logit_scale)
         self.config, self.settings, self.options = config, settings, options
         self.tokenizer = _tokenizer(options.tokenizer or options.model)
