@@ -142,7 +142,10 @@ def run(args: argparse.Namespace) -> int:
         raise BuilderError(f"--temperature must be > 0, got {args.temperature}")
     check_outputs([Output("--out", Path(args.out) / "replay.jsonl")], inputs=[("--source", args.source)])
     check_device_and_dtype(args.device, args.dtype)
-    rows = list(Shard.parse(args.shard).select(list(read_rows(args.source))))[: args.limit]
+    every_row = list(read_rows(args.source))
+    if not every_row:
+        raise BuilderError(f"--source {args.source}: no rows (an empty file): nothing to replay")
+    rows = list(Shard.parse(args.shard).select(every_row))[: args.limit]
     check_source_rows(rows, args.source)
     store = JsonlStore(Path(args.out) / "replay.jsonl", key=schema.GENERATION_ID)
     done = {r[schema.GENERATION_ID] for r in store.records()}
