@@ -232,12 +232,8 @@ def _ensure_basis(pack: Path, identity: dict[str, Any], backend: Any, options: I
     return read_basis(pack / BASIS / name)
 
 
-def _source_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The source's rows (of ``--generation-config`` only, when given), after checking the numeric options; sets
-    the default temperature (the MUCH config's, else 1.0)."""
-    if args.temperature is None:
-        known = schema.MUCH_CONFIGS.get(args.generation_config or "")
-        args.temperature = float(known[1]) if known else 1.0
+def _check_options(args: argparse.Namespace) -> None:
+    """The numeric options, the engine's options and the device/dtype, before anything is read or loaded."""
     if not (math.isfinite(args.temperature) and args.temperature > 0):
         raise BuilderError(f"--temperature must be a finite number > 0, got {args.temperature}")
     if not (math.isfinite(args.tolerance) and args.tolerance >= 0):
@@ -258,6 +254,15 @@ def _source_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     if wanted and not ENGINES[engine].attention:
         raise BuilderError(f"--engine {engine} stores hidden states only (no attention weights): drop "
                            f"{' and '.join(wanted)}, or use --engine transformers (eager attention)")
+
+
+def _source_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The source's rows (of ``--generation-config`` only, when given), after checking the options; sets the
+    default temperature (the MUCH config's, else 1.0)."""
+    if args.temperature is None:
+        known = schema.MUCH_CONFIGS.get(args.generation_config or "")
+        args.temperature = float(known[1]) if known else 1.0
+    _check_options(args)
     every_row = list(read_rows(Path(args.source)))
     if not every_row:
         raise BuilderError(f"--source {args.source}: no rows (an empty file): nothing to build a pack from")
@@ -365,7 +370,9 @@ def run(args: argparse.Namespace) -> int:
         stored = write_shard(pack, arrays) if arrays else None
         for entry in entries.values():
             entry["shard"] = stored[0] if stored else None
-        manifest = commit_rows(pack, identity, stored, entries, failures, probability_check=asked)
+        for entry in entries.values():
+            entry.update(asked)  # the free check this run applied to the row
+        manifest = commit_rows(pack, identity, stored, entries, failures)
         worst = max([worst, *diffs])
         failed += len(failures)
         all_errors += errors

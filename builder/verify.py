@@ -213,5 +213,5 @@ def run(args: argparse.Namespace) -> int:
     atomic_write_text(Path(args.out) / "verify.json", json.dumps(report, indent=1))
     print(f"verify: {total['rows']} rows, {total['positions']} positions, largest |difference| "
           f"{total['max_abs_diff']:.3g}, {total['id_mismatches']} id mismatches, {report['failed_rows']} rows "
-          f"failing a rule: {'DIFFERENT' if problems else 'OK'}")
+          f"failing a rule: {f'DIFFERENT (first: {problems[0]})' if problems else 'OK'}")
     return 1 if problems else 0

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.packs import PackError, check_pack, damage_message, read_header, verify_shard
+from much_dataset.packs import PackError, ShardDamage, damage_message, pack_damage, read_header, verify_shard
 
 __all__ = ["FORMAT", "MANIFEST", "SHARDS", "BASIS", "NOT_COMPUTATION", "InternalsPack", "InternalsError",
-           "MissingRowError", "check_internals_pack", "load_internals", "read_basis"]
+           "MissingRowError", "internals_pack_damage", "load_internals", "read_basis"]
 
 FORMAT = "much-internals/1"
 MANIFEST = "manifest.json"
@@ -132,9 +132,7 @@ class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
         if not arrays or any(array.shape[0] != entry["n_tokens"] for array in arrays.values()):
             raise InternalsError(f"generation_id={generation_id!r}: shard {entry['shard']} of {self.path} does not "
                                  f"hold its {entry['n_tokens']} rows")
-        from much_dataset.internals_checks import check_row_values
-
-        check_row_values(self.path, str(generation_id), arrays)
+        self._check_values(str(generation_id), arrays)
         if self.compression != "none" and "hidden" in arrays:  # dequantised on read: always float arrays
             from much_dataset.internals_compression import decode_hidden
 
@@ -145,8 +143,16 @@ class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
                 raise InternalsError(f"generation_id={generation_id!r}: shard {entry['shard']} of {self.path}: "
                                      f"cannot decode the {self.compression} hidden states ({error})") from None
             arrays.pop("hidden_scale", None)
-            check_row_values(self.path, str(generation_id), {"hidden": arrays["hidden"]})
+            self._check_values(str(generation_id), {"hidden": arrays["hidden"]})
         return arrays
+
+    def _check_values(self, generation_id: str, arrays: dict[str, np.ndarray]) -> None:
+        from much_dataset.internals_checks import check_row_values
+
+        try:
+            check_row_values(self.path, generation_id, arrays)
+        except PackError as error:
+            raise InternalsError(str(error)) from None
 
     def basis(self) -> dict[str, np.ndarray]:
         """A ``pca:K`` pack's basis ``{"mean": [layers, d], "components": [layers, K, d]}`` (checked against its
@@ -210,8 +216,8 @@ def _map_safetensors(path: Path) -> tuple[np.ndarray, dict[str, Any]]:
     return np.memmap(path, dtype=np.uint8, mode="r", offset=start, shape=(end,)), header
 
 
-def check_internals_pack(path: str | Path, manifest: dict[str, Any], *, hashes: bool = True) -> list[Any]:
-    """The shards of an internals pack that do not match its manifest (:func:`much_dataset.packs.check_pack` with
+def internals_pack_damage(path: str | Path, manifest: dict[str, Any], *, hashes: bool = True) -> list[ShardDamage]:
+    """The shards of an internals pack that do not match its manifest (:func:`much_dataset.packs.pack_damage` with
     the arrays :func:`much_dataset.internals_checks.expected_arrays` derives from the manifest); empty: the pack is
     what its manifest says."""
     from much_dataset.internals_checks import expected_arrays
@@ -220,7 +226,7 @@ def check_internals_pack(path: str | Path, manifest: dict[str, Any], *, hashes: 
         expect = expected_arrays(manifest)
     except ValueError as error:
         raise InternalsError(f"{Path(path) / MANIFEST}: {error}") from None
-    return check_pack(path, manifest, expect=expect, hashes=hashes, shards=SHARDS)
+    return pack_damage(path, manifest, expect=expect, hashes=hashes, shards=SHARDS)
 
 
 def read_basis(path: Path) -> dict[str, np.ndarray]:
@@ -274,7 +280,7 @@ def load_internals(pack: str | Path, *, dataset: Any = None, model: str | None =
         raise InternalsError(f"{manifest_path}: not valid JSON ({error})") from error
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("rows"), dict):
         raise InternalsError(f"{manifest_path}: not a {FORMAT} manifest")
-    damage = check_internals_pack(path, manifest, hashes=False)  # the bytes: on each shard's first use
+    damage = internals_pack_damage(path, manifest, hashes=False)  # the bytes: on each shard's first use
     if damage:
         raise InternalsError(damage_message(path, damage, repair=REPAIR))
     loaded = InternalsPack(path, manifest)

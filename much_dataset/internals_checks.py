@@ -1,5 +1,5 @@
 """What an internals pack's arrays must be: their dtypes and shapes from the manifest (for
-:func:`much_dataset.packs.check_pack`) and their values (checked by :func:`much_dataset.load_internals` as each row
+:func:`much_dataset.packs.pack_damage`) and their values (checked by :func:`much_dataset.load_internals` as each row
 is read).
 
 Shapes, per row of ``n`` output tokens (the manifest's ``n_layers``, ``n_heads``, ``hidden_layers``,
@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.packs import PackError
+
 __all__ = ["ATTENTION_TOLERANCE", "SAFETENSORS_DTYPES", "expected_arrays", "check_row_values"]
 
 #: Slack on "at most 1" and "in [0, 1]" for float32 softmax rounding.
@@ -42,7 +44,7 @@ def _number(manifest: Mapping[str, Any], key: str) -> int:
 
 
 def expected_arrays(manifest: Mapping[str, Any]):
-    """``expect(generation_id, entry)`` for :func:`much_dataset.packs.check_pack`: every array the manifest's
+    """``expect(generation_id, entry)`` for :func:`much_dataset.packs.pack_damage`: every array the manifest's
     ``dtypes`` names, with its safetensors dtype and shape. ``ValueError`` for a manifest without the counts."""
     from much_dataset.internals_compression import INT8_BLOCK, parse_compression
 
@@ -74,16 +76,11 @@ def _where(index: tuple[int, ...]) -> str:
 
 
 def _fail(pack: Path, generation_id: str, name: str, where: str, what: str) -> ValueError:
-    from much_dataset.internals import InternalsError
-
-    return InternalsError(f"internals pack {pack}: generation_id={generation_id!r}, array {name!r}, position "
-                          f"({where}): {what}")
+    return PackError(f"internals pack {pack}: generation_id={generation_id!r}, array {name!r}, position ({where}): "
+                     f"{what}")
 
 
-def check_row_values(pack: Path, generation_id: str, arrays: Mapping[str, np.ndarray]) -> None:
-    """Raise :class:`~much_dataset.internals.InternalsError` at the first impossible value of one row (module
-    docstring): an attention weight outside [0, 1] or not finite, weights of one (token, layer, head) summing above
-    1, a hidden state or scale that is not finite."""
+def _check_attention(pack: Path, generation_id: str, arrays: Mapping[str, np.ndarray]) -> None:
     total = None
     for name in _ATTENTION:
         if name not in arrays:
@@ -98,21 +95,27 @@ def check_row_values(pack: Path, generation_id: str, arrays: Mapping[str, np.nda
             continue  # the window's first entry is the previous position: counted once
         part = values.sum(axis=-1) if name == "attention_window" else values
         total = part if total is None else total + part
-    if total is not None:
-        over = total > 1 + ATTENTION_TOLERANCE
-        if over.any():
-            index = tuple(np.argwhere(over)[0])
-            names = [n for n in _ATTENTION if n in arrays]
-            raise _fail(pack, generation_id, "+".join(names), _where(index),
-                        f"attention weights to distinct positions sum to {float(total[index]):.6g} > 1 (one softmax "
-                        "row)")
+    over = total > 1 + ATTENTION_TOLERANCE if total is not None else np.zeros(0, bool)
+    if over.any():
+        index = tuple(np.argwhere(over)[0])
+        names = [n for n in _ATTENTION if n in arrays]
+        raise _fail(pack, generation_id, "+".join(names), _where(index),
+                    f"attention weights to distinct positions sum to {float(total[index]):.6g} > 1 (one softmax "
+                    "row)")
+
+
+def check_row_values(pack: Path, generation_id: str, arrays: Mapping[str, np.ndarray]) -> None:
+    """Raise :class:`~much_dataset.packs.PackError` at the first impossible value of one row (module docstring):
+    an attention weight outside [0, 1] or not finite, weights of one (token, layer, head) summing above 1, a hidden
+    state or scale that is not finite (:func:`much_dataset.load_internals` raises it as an ``InternalsError``)."""
+    _check_attention(pack, generation_id, arrays)
     for name in ("hidden", "hidden_scale"):
-        if name in arrays:
-            values = np.asarray(arrays[name])
-            if np.issubdtype(values.dtype, np.floating):
-                bad = ~np.isfinite(values)
-                if bad.any():
-                    index = tuple(np.argwhere(bad)[0])
-                    where = (f"token {int(index[0])}, hidden_layers[{int(index[1])}], "
-                             f"{'scale block' if name == 'hidden_scale' else 'channel'} {int(index[2])}")
-                    raise _fail(pack, generation_id, name, where, f"value {float(values[index])!r} is not finite")
+        values = np.asarray(arrays[name]) if name in arrays else None
+        if values is None or not np.issubdtype(values.dtype, np.floating):
+            continue
+        bad = ~np.isfinite(values)
+        if bad.any():
+            index = tuple(np.argwhere(bad)[0])
+            where = (f"token {int(index[0])}, hidden_layers[{int(index[1])}], "
+                     f"{'scale block' if name == 'hidden_scale' else 'channel'} {int(index[2])}")
+            raise _fail(pack, generation_id, name, where, f"value {float(values[index])!r} is not finite")

@@ -5,7 +5,7 @@ A *pack* is a folder of content-addressed safetensors shards and a ``manifest.js
     manifest["shards"]  {"<sha256>.safetensors": {"bytes": N, "sha256": "<sha256>"}}
     manifest["rows"]    {row_id: {"shard": "<sha256>.safetensors", ...}}      tensors "<row_id>/<name>" in the shard
 
-:func:`check_pack` compares the bytes with the manifest and returns one :class:`ShardDamage` per shard that does not
+:func:`pack_damage` compares the bytes with the manifest and returns one :class:`ShardDamage` per shard that does not
 match (none: the pack is what its manifest says):
 
 * every row names a shard the manifest lists, and the file is there with the listed size;
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PackError", "ShardDamage", "check_pack", "damage_message", "read_header", "verify_shard"]
+__all__ = ["PackError", "ShardDamage", "pack_damage", "damage_message", "read_header", "verify_shard"]
 
 #: Largest safetensors header read (bytes): a header that claims more is a damaged file, not a reason to allocate.
 MAX_HEADER_BYTES = 256 << 20
@@ -126,23 +126,9 @@ def _rows_by_shard(manifest: Mapping[str, Any]) -> tuple[dict[str, list[str]], l
     return by_shard, damage
 
 
-def _shard_damage(folder: Path, shard: str, rows: Sequence[str], manifest: Mapping[str, Any], expect: Expect,
-                  hashes: bool) -> str | None:
-    """Why ``shard`` does not match the manifest, or None."""
-    listed = manifest.get("shards", {}).get(shard) if isinstance(manifest.get("shards"), Mapping) else None
-    if not isinstance(listed, Mapping):
-        return "not listed in the manifest's shards"
-    if Path(shard).name != shard or not shard.endswith(".safetensors"):
-        return "not a shard file name"
-    path = folder / shard
-    try:
-        if hashes:
-            verify_shard(path, sha256=listed.get("sha256"), size=listed.get("bytes"))
-        header, _, size = read_header(path)
-    except PackError as error:
-        return str(error).removeprefix(f"{path}: ")
-    if not hashes and listed.get("bytes") is not None and size != int(listed["bytes"]):
-        return f"{size} bytes, the manifest lists {listed['bytes']} (truncated or replaced)"
+def _arrays_problem(header: dict[str, Any], rows: Sequence[str], manifest: Mapping[str, Any],
+                    expect: Expect) -> str | None:
+    """Why a shard's tensors are not the arrays the manifest implies for its rows, or None."""
     held: dict[str, dict[str, Any]] = {}
     for key, info in header.items():
         row_id, _, name = key.rpartition("/")
@@ -154,7 +140,7 @@ def _shard_damage(folder: Path, shard: str, rows: Sequence[str], manifest: Mappi
         wanted = expect(row_id, manifest["rows"][row_id])
         arrays = held.get(row_id, {})
         if set(arrays) != set(wanted):
-            return (f"row {row_id!r} has arrays {sorted(arrays)}, the manifest says {sorted(wanted)}")
+            return f"row {row_id!r} has arrays {sorted(arrays)}, the manifest says {sorted(wanted)}"
         for name, (dtype, shape) in wanted.items():
             info = arrays[name]
             if info["dtype"] != dtype or tuple(info["shape"]) != tuple(shape):
@@ -163,8 +149,8 @@ def _shard_damage(folder: Path, shard: str, rows: Sequence[str], manifest: Mappi
     return None
 
 
-def check_pack(folder: str | Path, manifest: Mapping[str, Any], *, expect: Expect, hashes: bool = True,
-               shards: str = "shards") -> list[ShardDamage]:
+def pack_damage(folder: str | Path, manifest: Mapping[str, Any], *, expect: Expect, hashes: bool = True,
+                shards: str = "shards") -> list[ShardDamage]:
     """Every shard of ``folder`` (``<folder>/<shards>/``) that does not match ``manifest`` (module docstring), in
     the manifest's order; empty when the pack is what its manifest says.
 
@@ -172,9 +158,28 @@ def check_pack(folder: str | Path, manifest: Mapping[str, Any], *, expect: Expec
     read per shard); a reader then calls :func:`verify_shard` on each shard before its first use.
     """
     folder = Path(folder)
+    listing = manifest.get("shards") if isinstance(manifest.get("shards"), Mapping) else {}
+
+    def problem(shard: str, rows: Sequence[str]) -> str | None:
+        listed = listing.get(shard)
+        if not isinstance(listed, Mapping):
+            return "not listed in the manifest's shards"
+        if Path(shard).name != shard or not shard.endswith(".safetensors"):
+            return "not a shard file name"
+        path = folder / shards / shard
+        try:
+            if hashes:
+                verify_shard(path, sha256=listed.get("sha256"), size=listed.get("bytes"))
+            header, _, size = read_header(path)
+        except PackError as error:
+            return str(error).removeprefix(f"{path}: ")
+        if listed.get("bytes") is not None and size != int(listed["bytes"]):
+            return f"{size} bytes, the manifest lists {listed['bytes']} (truncated or replaced)"
+        return _arrays_problem(header, rows, manifest, expect)
+
     by_shard, damage = _rows_by_shard(manifest)
     for shard, rows in by_shard.items():
-        reason = _shard_damage(folder / shards, shard, rows, manifest, expect, hashes)
+        reason = problem(shard, rows)
         if reason is not None:
             damage.append(ShardDamage(shard, tuple(rows), reason))
     return damage

@@ -162,6 +162,9 @@ class BaselineSpec:
     signal: str
     baseline: Baseline
     params: dict[str, Any]
+    #: where the baseline was registered (:func:`much_metric.baselines.registry.origin`): a plugin's failures are
+    #: reported as the plugin's
+    origin: str = ""
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -196,9 +199,7 @@ class BaselineSpec:
         except (ValueError, OSError, ImportError):
             raise  # the toolkit's own input errors name the sample and the field already
         except Exception as error:
-            from much_metric.baselines.registry import origin
-
-            where = origin(self.baseline.name)
+            where = self.origin
             message = f"signal {self.signal!r}: its computation raised {type(error).__name__}: {error}"
             if where.startswith("entry point"):
                 raise PluginComputeError(f"{message} (the plugin's {where}; see its documentation, or leave the "

@@ -210,7 +210,7 @@ def resolve(signal: str) -> BaselineSpec:
             baseline.check(dict(params))
         except ValueError as error:
             raise ValueError(f"signal {signal!r}: {error}") from error
-    return BaselineSpec(signal, baseline, params)
+    return BaselineSpec(signal, baseline, params, origin=origin(baseline.name))
 
 
 def display_name(signal: str) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from much_dataset.internals import InternalsError, load_internals
-from much_dataset.packs import PackError, check_pack, verify_shard
+from much_dataset.packs import PackError, pack_damage, verify_shard
 from tests.much_dataset.test_internals import _make_pack
 
 pytest.importorskip("safetensors")
@@ -77,7 +77,7 @@ def test_an_edited_byte_is_found_by_the_content_address_before_the_row_is_used(t
         pack["a"]
     with pytest.raises(PackError, match="hash"):
         verify_shard(path)
-    damage = check_pack(tmp_path, _manifest(tmp_path), expect=lambda gid, entry: {}, hashes=True)
+    damage = pack_damage(tmp_path, _manifest(tmp_path), expect=lambda gid, entry: {}, hashes=True)
     assert [d.shard for d in damage] == [shard] and set(damage[0].rows) == {"a", "b"}
 
 
