@@ -61,32 +61,21 @@ def pick_device(device: str | None = None) -> str:
 
 #: ``--dtype`` names a model is loaded in (torch dtypes).
 TORCH_DTYPES = ("float32", "float16", "bfloat16", "float64")
-_DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
 
 
 def check_device_and_dtype(device: str | None, dtype: str | None) -> None:
     """Refuse (:class:`builder.errors.BuilderError`, naming the option) a ``--device`` that is not a torch device
-    this machine has and a ``--dtype`` that is not one of :data:`TORCH_DTYPES`, before anything is loaded."""
-    import torch
-
+    this machine has (:func:`much_metric.models.check_device`) and a ``--dtype`` that is not one of
+    :data:`TORCH_DTYPES`, before anything is loaded."""
     from builder.errors import BuilderError
+    from much_metric.models import check_device
 
     if dtype is not None and dtype not in TORCH_DTYPES:
         raise BuilderError(f"--dtype {dtype!r}: not a dtype to load the model in; one of {', '.join(TORCH_DTYPES)}")
-    if device is None:
-        return
     try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError, ValueError):
-        parsed = None
-    if parsed is None or parsed.type not in _DEVICE_TYPES:
-        raise BuilderError(f"--device {device!r}: not a torch device ({', '.join(_DEVICE_TYPES)}, e.g. cuda:1)")
-    available = {"cpu": lambda: 1, "cuda": torch.cuda.device_count,
-                 "mps": lambda: int(getattr(torch.backends, "mps", None) is not None
-                                    and torch.backends.mps.is_available()),
-                 "xpu": lambda: torch.xpu.device_count() if hasattr(torch, "xpu") else 0}[parsed.type]()
-    if available < 1 or (parsed.index or 0) >= available:
-        raise BuilderError(f"--device {device!r}: this machine has {available or 'no'} {parsed.type} device(s)")
+        check_device(device)
+    except ValueError as error:
+        raise BuilderError(str(error)) from None
 
 
 def _split_gguf(model: str) -> tuple[str, str | None]:

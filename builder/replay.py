@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     if not todo:
         return 0
     llm = load_model(args.model, device=args.device, dtype=args.dtype)
+    check_source_rows(todo, args.source, vocab_size=getattr(llm.model.config, "vocab_size", None))
     failed = 0
     for row in todo:
         try:
