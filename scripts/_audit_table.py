@@ -6,35 +6,37 @@ from _audit_cases import (
     SMOLLM2_VOCAB,
     Case,
     _edit_config,
-    _edit_manifest,
     _edit_weights,
-    _foreign_rows,
-    _foreign_training_rows,
     _infinite_bias,
     _weights_to_dev_zero,
     _wrong_gru_shape,
     always,
     both,
     builder_out,
-    damaged_smollm_pack,
     detector,
     failures_file,
     failures_recorded,
     hub_layout,
     neighbours_garbage,
-    nothing_at,
-    pack_complete,
     questions,
-    random_pack,
     replay_rows,
     run_folder,
     segment_input,
     signals_file,
-    source_rows,
-    spoiled_pack,
     stored_row_problem,
     truncated_checkpoint,
     warned,
+)
+from _audit_packs import (
+    damaged_smollm_pack,
+    edit_manifest,
+    foreign_rows,
+    foreign_training_rows,
+    nothing_at,
+    pack_complete,
+    random_pack,
+    source_rows,
+    spoiled_pack,
 )
 
 EVAL = ("much", "evaluate", "--source", "sample", "--bootstrap", "0")
@@ -238,9 +240,9 @@ add(
            and "to recompute" in out, check=pack_complete("p", 3), deadline=SLOW, reported="silent")
       for how in ("truncate", "delete")),
     Case("pack-manifest-claims-other-layers", "issue44 packs", PACK_RUN,
-         random_pack(edit=_edit_manifest(lambda m: m.update(n_layers=30, n_heads=9))),
+         random_pack(edit=edit_manifest(lambda m: m.update(n_layers=30, n_heads=9))),
          names=("manifest",), reported="silent"),
-    Case("pack-rows-of-another-pack", "issue44 packs", PACK_RUN, random_pack(edit=_edit_manifest(_foreign_rows)),
+    Case("pack-rows-of-another-pack", "issue44 packs", PACK_RUN, random_pack(edit=edit_manifest(foreign_rows)),
          names=("manifest|shard",), reported="silent"),
     # the free check, values
     Case("internals-other-prompt-than-the-rows", "issue44 packs",
@@ -275,7 +277,7 @@ add(
            questions, names=("--backoff",), reported="silent") for label, value in (("negative", "-1"),
                                                                                    ("nan", "nan"))),
     # a learned detector's rows
-    Case("learned-training-rows-of-nobody", "issue44 learned", LEARNED, detector("linear", _foreign_training_rows),
+    Case("learned-training-rows-of-nobody", "issue44 learned", LEARNED, detector("linear", foreign_training_rows),
          names=("training_rows.json",), deadline=SLOW, reported="silent"),
 )
 # rows a server's sampler cannot have produced
