@@ -80,6 +80,25 @@ def model_argument(text: str) -> str:
     return str(path)
 
 
+#: ``--dtype`` names a model is loaded in (torch dtypes).
+TORCH_DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+def check_device_and_dtype(device: str | None, dtype: str | None) -> None:
+    """Refuse (:class:`builder.errors.BuilderError`, naming the option) a ``--device`` that is not a torch device
+    this machine has (:func:`much_metric.models.check_device`) and a ``--dtype`` that is not one of
+    :data:`TORCH_DTYPES`, before anything is loaded."""
+    from builder.errors import BuilderError
+    from much_metric.models import check_device
+
+    if dtype is not None and dtype not in TORCH_DTYPES:
+        raise BuilderError(f"--dtype {dtype!r}: not a dtype to load the model in; one of {', '.join(TORCH_DTYPES)}")
+    try:
+        check_device(device)
+    except ValueError as error:
+        raise BuilderError(str(error)) from None
+
+
 def _split_gguf(model: str) -> tuple[str, str | None]:
     path = Path(model)
     if path.suffix == ".gguf":
@@ -98,6 +117,7 @@ def load_model(model: str, *, device: str | None = None, dtype: str | None = Non
     import torch
     from transformers import AutoModelForCausalLM
 
+    check_device_and_dtype(device, dtype)
     device = pick_device(device)
     if dtype is None:
         dtype = "bfloat16" if device.startswith("cuda") else "float32"

@@ -4,6 +4,12 @@ Each step is a module ``builder/<module>.py`` exposing ``add_arguments(parser)``
 options (``--out``, ``--shard``) are added here so every step spells them the same way. Step modules import heavy
 dependencies inside ``run``.
 
+Output rules (:func:`much_metric.fileio.check_outputs`, before any work): a step declares what it reads and writes
+as module attributes, ``READS`` (the names of its arguments that name an input file or folder; default
+:data:`DEFAULT_READS`) and ``WRITES`` (glob patterns, relative to ``--out``, of the files it writes there); an input
+that is one of those files (``builder verify --source D/verify.json --out D``) is refused. A new step (``samples``,
+withheld-label files) declares its own and gets the rule.
+
 Steps and their helpers raise exceptions (:class:`builder.errors.BuilderError` for a step that cannot run as asked);
 this entry point alone turns them into one line ``builder <step>: error: ...`` on stderr, through
 :func:`much_dataset.cli_errors.run_command`, the error loop ``much`` and ``much-leaderboard`` share: exit code 2 for
@@ -16,10 +22,13 @@ process it started (:mod:`builder._processes`: vLLM's engine core and workers in
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import importlib
+import math
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from much_dataset.cli_errors import debug_requested, run_command
 
@@ -59,6 +68,64 @@ def step_summary(doc: str | None, step: str) -> str:
     return paragraph[: end.end()] if end else paragraph
 
 
+#: Arguments that name an input of a step that declares no ``READS``.
+DEFAULT_READS = ("source", "model", "tokenizer")
+
+
+def _writes(patterns: tuple[str, ...]):
+    def owns(name: Path) -> bool:
+        return any(fnmatch.fnmatchcase(name.as_posix(), pattern) for pattern in patterns)
+    return owns
+
+
+def check_step_outputs(module: ModuleType, args: argparse.Namespace) -> None:
+    """Refuse, before any work, an input of the step (``module.READS``) that is a file the step writes in ``--out``
+    (``module.WRITES``), and an ``--out`` that is a link to a device (:func:`much_metric.fileio.check_outputs`)."""
+    from much_metric.fileio import Output, check_outputs
+
+    writes = tuple(getattr(module, "WRITES", ()))
+    inputs = []
+    for name in getattr(module, "READS", DEFAULT_READS):
+        values = getattr(args, name, None)
+        for value in values if isinstance(values, list | tuple) else [values]:
+            if isinstance(value, str) and value:
+                inputs.append((f"--{name.replace('_', '-')}", value))
+    check_outputs([Output("--out", Path(args.out), folder=True, owns=_writes(writes) if writes else None)],
+                  inputs=inputs)
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a finite number (``nan``, ``inf`` refused: ``nan <= 0`` is False, so a NaN option would
+    pass every range check after it)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def count(text: str) -> int:
+    """An argparse type for ``--limit``: an integer >= 0 (a negative one would slice rows off the end)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+def _constrain(parser: argparse.ArgumentParser) -> None:
+    """The constraints every step shares, declared once: float options are finite, ``--limit`` is >= 0."""
+    for action in parser._actions:
+        if action.type is float:
+            action.type = finite_float
+        if action.dest == "limit" and action.type is int:
+            action.type = count
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m builder", description="Regenerate the MUCH dataset.")
     parser.add_argument("--traceback", action="store_true",
@@ -76,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
         step_parser.add_argument("--out", required=True, help="artifact folder (JSONL per step)")
         step_parser.add_argument("--shard", default=None, help="i/n: process every n-th item starting at i")
         module.add_arguments(step_parser)
-        step_parser.set_defaults(func=module.run)
+        _constrain(step_parser)
+        step_parser.set_defaults(func=module.run, step_module=module)
     return parser
 
 
@@ -87,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         from builder._locks import clean_stale
 
         # Leftovers of killed runs (temporary copies whose writer is gone) are removed before any step.
+        check_step_outputs(args.step_module, args)
         for folder in (Path(args.out), Path(args.out) / "rows"):
             clean_stale(folder)
         return int(args.func(args) or 0)

@@ -46,6 +46,10 @@ from much_dataset import schema
 
 __all__ = ["add_arguments", "run", "pending_questions"]
 
+#: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
+READS = ("model", "tokenizer")
+WRITES = ("generations.jsonl", "generations.failures.jsonl", "configs.jsonl")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="hub id, local folder or path to a .gguf file")
@@ -117,10 +121,21 @@ def _read_questions(out: Path) -> list[dict[str, Any]]:
     return questions
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """The numeric options, before any work (floats are finite already: :func:`builder.cli.finite_float`)."""
+    for flag, value, low in (("--batch-size", args.batch_size, 1), ("--workers", args.workers, 1),
+                             ("--max-attempts", args.max_attempts, 1), ("--backoff", args.backoff, 0)):
+        if not value >= low:
+            raise BuilderError(f"{flag} must be >= {low}, got {value}")
+    if not args.timeout > 0:
+        raise BuilderError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    if args.limit is not None and args.limit < 0:
+        raise BuilderError(f"--limit must be >= 0, got {args.limit}")
+
+
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    if args.batch_size < 1:
-        raise BuilderError("--batch-size must be >= 1")
+    _check_options(args)
     config = _config_from_args(args)
     if args.engine != "hf":
         settings_for(config)  # refuses a configuration that would change MUCH's probabilities, before any work

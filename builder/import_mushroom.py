@@ -38,6 +38,10 @@ from much_metric.fileio import Output, check_outputs
 
 __all__ = ["add_arguments", "run", "teacher_force", "OUT_OF_TOP"]
 
+#: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
+READS = ("source", "observer")
+WRITES = ("generations*.jsonl", "segments*.jsonl", "labels.*.jsonl", "configs.jsonl")
+
 OUT_OF_TOP = ("drop", "swap")
 JUDGE = "mushroom"
 

@@ -31,14 +31,24 @@ it as ``basis/<sha256>.safetensors`` and names it in the manifest, every later o
 The same pass re-derives the probabilities of the stored candidates (softmax over the full vocabulary at
 ``--temperature``) and compares them with the stored ones: the largest absolute difference is printed and kept in
 the manifest (a free check that the pack belongs to the texts and probabilities it is stored beside). The pass runs
-in ``--dtype``, by default the dtype the rows record (builder/generation/dtype.py); a row whose difference exceeds
-``--tolerance`` (1e-4, verify's) is stored but makes the step exit 1, as ``verify`` does, on every run over the pack.
+in ``--dtype``, by default the dtype the rows record (builder/generation/dtype.py). The check is enforced, as
+``verify``'s: a row whose difference is above ``--tolerance`` (default :data:`TOLERANCE`, verify's 1e-4) stops the
+step (exit 2, that shard not stored) naming the row, since the pack would be of another model, dtype, temperature or
+prompt than the rows; ``--allow-probability-mismatch`` stores such rows anyway and the manifest records it
+(``probability_check``).
+
+Input is checked before any work: the options (finite numbers, ``--limit`` >= 0, ``--device``/``--dtype``), every
+source row (``generation_id``, ``prompt``, ``output_tokens`` present, token ids inside the model's vocabulary once it
+is known) and an empty selection are refused naming the option, the row and the field (exit 2).
 
 ``--engine vllm`` (:mod:`builder.internals_vllm`) computes ``hidden`` only, through vLLM's hidden-state extraction
 (no attention: ``--attention-to-self``/``--attention-window`` are refused); same pack format, rows, options and
 checks. The engine is part of the pack's identity (``engine`` in the manifest).
 
-Resumable and kill-safe: rows are written a shard at a time (``--rows-per-shard``); a shard file is complete before
+Resumable and kill-safe: a rerun first checks the pack against its manifest (:mod:`much_dataset.packs`: every
+shard's sha256, size, row ids, dtypes and shapes against the layer and head counts); the rows of a damaged shard are
+taken out of the manifest, recomputed and reported (``internals: shard ...: N rows to recompute``), so a damaged pack
+is never reported complete. Rows are written a shard at a time (``--rows-per-shard``); a shard file is complete before
 the manifest, rewritten atomically under the pack's lock, names it, so a killed run loses at most the shard it was
 computing and a rerun never stores a row twice. A rerun with another model, engine, prompt or layers is refused; a run
 with another ``--source`` file adds its rows to the pack (one pack per generation config holds every language and
@@ -49,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,11 +86,12 @@ from builder.internals_store import (
     new_manifest,
     pack_identity,
     read_manifest,
+    repair_pack,
     weights_sha256,
     write_basis,
     write_shard,
 )
-from builder.replay import PROMPT_STYLES, read_rows
+from builder.replay import PROMPT_STYLES, check_source_rows, read_rows
 from builder.store import Shard
 from much_dataset import schema
 from much_dataset.internals import BASIS, MANIFEST, read_basis
@@ -89,7 +101,17 @@ __all__ = ["add_arguments", "run", "InternalsOptions", "InternalsEngine", "ENGIN
            "forward_internals", "store_hidden", "row_internals", "prompt_ids", "parse_layers", "use_eager_attention",
            "weights_sha256", "file_sha256"]
 
+#: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
+READS = ("source", "model")
+WRITES = ("manifest.json", "shards/*", "basis/*")
+
 HIDDEN_DTYPES = ("float16", "float32", "bfloat16")
+#: Default ``--tolerance`` of the free check, ``verify``'s: a replay in the dtype the rows record stays far below it
+#: (float32 on CPU: about 1e-5), another model, dtype, temperature or prompt style far above (docs/internals.md gives
+#: the measured numbers; rows replayed on other hardware or in bfloat16 may need a larger one).
+TOLERANCE = 1e-4
+#: ``--dtype`` values of the vLLM engine (vLLM's own names).
+_VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 
 
 def _compression_arg(text: str) -> str:
@@ -133,10 +155,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="torch device (transformers engine; vLLM picks its own)")
     parser.add_argument("--dtype", default=None,
                         help="torch dtype name (default: the dtype the rows record, else float32 on CPU, bf16 on GPU)")
-    parser.add_argument("--tolerance", type=float, default=1e-4,
-                        help="largest accepted |difference| with the stored probabilities (as verify): a row above "
-                             "it makes the step exit 1 (its internals are stored)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N rows (after sharding)")
+    parser.add_argument("--tolerance", type=float, default=TOLERANCE,
+                        help=f"largest accepted difference between a re-derived and a stored probability (default "
+                             f"{TOLERANCE}); a row above it stops the step")
+    parser.add_argument("--allow-probability-mismatch", action="store_true",
+                        help="store rows above --tolerance anyway (recorded in the manifest's probability_check)")
 
 
 @dataclass(frozen=True)
@@ -214,25 +238,40 @@ def _ensure_basis(pack: Path, identity: dict[str, Any], backend: Any, options: I
     return read_basis(pack / BASIS / name)
 
 
-def _source_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The source's rows (of ``--generation-config`` only, when given), after checking the numeric options; sets
-    the default temperature (the MUCH config's, else 1.0)."""
-    if args.temperature is None:
-        known = schema.MUCH_CONFIGS.get(args.generation_config or "")
-        args.temperature = float(known[1]) if known else 1.0
-    if args.temperature <= 0:
-        raise BuilderError(f"--temperature must be > 0, got {args.temperature}")
-    if not (np.isfinite(args.tolerance) and args.tolerance >= 0):
+def _check_options(args: argparse.Namespace) -> None:
+    """The numeric options, the engine's options and the device/dtype, before anything is read or loaded."""
+    if not (math.isfinite(args.temperature) and args.temperature > 0):
+        raise BuilderError(f"--temperature must be a finite number > 0, got {args.temperature}")
+    if not (math.isfinite(args.tolerance) and args.tolerance >= 0):
         raise BuilderError(f"--tolerance must be a finite number >= 0, got {args.tolerance}")
     if args.rows_per_shard < 1 or args.attention_window < 0 or args.pca_fit_rows < 1:
         raise BuilderError("--rows-per-shard and --pca-fit-rows must be >= 1 and --attention-window >= 0")
+    if args.limit is not None and args.limit < 0:
+        raise BuilderError(f"--limit must be >= 0, got {args.limit}")
     engine = getattr(args, "engine", "transformers")
+    if engine == "transformers":
+        from builder._llm import check_device_and_dtype
+
+        check_device_and_dtype(args.device, args.dtype)
+    elif args.dtype is not None and args.dtype not in _VLLM_DTYPES:
+        raise BuilderError(f"--dtype {args.dtype!r} with --engine vllm: one of {', '.join(_VLLM_DTYPES)}")
     wanted = [flag for flag, asked in (("--attention-to-self", args.attention_to_self),
                                        ("--attention-window", args.attention_window)) if asked]
     if wanted and not ENGINES[engine].attention:
         raise BuilderError(f"--engine {engine} stores hidden states only (no attention weights): drop "
                            f"{' and '.join(wanted)}, or use --engine transformers (eager attention)")
+
+
+def _source_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The source's rows (of ``--generation-config`` only, when given), after checking the options; sets the
+    default temperature (the MUCH config's, else 1.0)."""
+    if args.temperature is None:
+        known = schema.MUCH_CONFIGS.get(args.generation_config or "")
+        args.temperature = float(known[1]) if known else 1.0
+    _check_options(args)
     every_row = list(read_rows(Path(args.source)))
+    if not every_row:
+        raise BuilderError(f"--source {args.source}: no rows (an empty file): nothing to build a pack from")
     if args.generation_config:
         every_row = [r for r in every_row if r.get(schema.GENERATION_CONFIG) == args.generation_config]
         if not every_row:
@@ -271,18 +310,32 @@ def _options(args: argparse.Namespace, n_layers: int) -> InternalsOptions:
                             engine=args.engine, attention=ENGINES[args.engine].attention)
 
 
-def _differing_rows(manifest: dict[str, Any] | None, tolerance: float, dtype: str | None) -> int:
-    """How many of the pack's rows differ from their stored probabilities by more than ``tolerance`` (printed with
-    the worst ones); 0 when none (a NaN difference, no candidate checked, is not counted)."""
-    entries = (manifest or {}).get("rows", {})
-    above = sorted(((float(e["max_abs_diff"]), gid) for gid, e in entries.items()
-                    if e.get("max_abs_diff") is not None and float(e["max_abs_diff"]) > tolerance), reverse=True)
-    if above:
-        worst = ", ".join(f"generation_id={gid!r} ({diff:.3g})" for diff, gid in above[:3])
-        print(f"internals: {len(above)} of {len(entries)} rows differ from their stored probabilities by more than "
-              f"--tolerance {tolerance:g}: {worst}; the pack's model, dtype ({dtype or 'the device default'}), "
-              "prompt style or temperature is not what made these rows: DIFFERENT")
-    return len(above)
+def _repair(pack: Path, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The pack's manifest after taking out the rows of damaged shards (:func:`repair_pack`), each damage said."""
+    manifest, damage = repair_pack(pack)
+    selected = {str(r[schema.GENERATION_ID]) for r in rows}
+    for found in damage:
+        here = sum(gid in selected for gid in found.rows)
+        elsewhere = f", {len(found.rows) - here} not in this --source/--shard (rerun with theirs)" \
+            if here < len(found.rows) else ""
+        print(f"internals: {pack} does not match its manifest: {found.shard}: {found.reason}; {here} row(s) to "
+              f"recompute{elsewhere}")
+    return manifest
+
+
+def _check_differences(entries: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
+    """Refuse a chunk with a row above ``--tolerance`` (unless ``--allow-probability-mismatch``), before it is
+    stored."""
+    above = {gid: entry["max_abs_diff"] for gid, entry in entries.items()
+             if entry["max_abs_diff"] is not None and entry["max_abs_diff"] > args.tolerance}
+    if above and not args.allow_probability_mismatch:
+        gid, diff = max(above.items(), key=lambda item: item[1])
+        raise BuilderError(
+            f"generation_id={gid!r}: the probabilities re-derived by --model differ from the stored ones by "
+            f"{diff:.3g} > --tolerance {args.tolerance:g} ({len(above)} of {len(entries)} rows of this shard): the "
+            "pack would not belong to these rows (another model, --temperature, --prompt-style or --no-brief than "
+            "the one that generated them?); this shard was not stored. --allow-probability-mismatch stores them "
+            "anyway (recorded in the manifest)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -293,7 +346,8 @@ def run(args: argparse.Namespace) -> int:
     every_row = _source_rows(args)
     rows = list(Shard.parse(args.shard).select(every_row))[: args.limit]
     args.dtype = replay_dtype(args.dtype, rows, source)  # the dtype the rows record, unless --dtype
-    manifest = read_manifest(pack)
+    check_source_rows(rows, args.source)
+    manifest = _repair(pack, rows)
     done = set(manifest["rows"]) if manifest else set()
     todo = [r for r in rows if r[schema.GENERATION_ID] not in done]
     print(f"internals: {len(rows) - len(todo)} done, {len(todo)} to go")
@@ -303,8 +357,9 @@ def run(args: argparse.Namespace) -> int:
                                     hidden_size=manifest["hidden_size"])
             check_identity(pack, pack_identity(args.model, manifest["weights_sha256"], built,
                                                _options(args, built.num_hidden_layers), file_sha256(source)))
-        return 1 if _differing_rows(manifest, args.tolerance, args.dtype) else 0
+        return 0
     backend = load_engine(args)
+    check_source_rows(todo, args.source, vocab_size=getattr(backend.config, "vocab_size", None))
     options = _options(args, backend.config.num_hidden_layers)
     identity = pack_identity(args.model, backend.weights, backend.config, options, file_sha256(source))
     check_identity(pack, identity)  # before the engine starts (minutes for vLLM)
@@ -314,26 +369,33 @@ def run(args: argparse.Namespace) -> int:
     basis = None
     if options.hidden_compression.startswith("pca"):
         basis = _ensure_basis(pack, identity, backend, options, every_row[: options.pca_fit_rows])
+    asked = {"tolerance": args.tolerance, "enforced": not args.allow_probability_mismatch}
     failed, worst, start, all_errors = 0, 0.0, time.perf_counter(), []
     for begin in range(0, len(todo), args.rows_per_shard):
         arrays, entries, failures, errors = _compute_chunk(backend, todo[begin : begin + args.rows_per_shard],
                                                            options, basis)
+        _check_differences(entries, args)
         diffs = [entry["max_abs_diff"] for entry in entries.values() if not np.isnan(entry["max_abs_diff"])]
         stored = write_shard(pack, arrays) if arrays else None
         for entry in entries.values():
             entry["shard"] = stored[0] if stored else None
+        for entry in entries.values():
+            entry.update(asked)  # the free check this run applied to the row
         manifest = commit_rows(pack, identity, stored, entries, failures)
         worst = max([worst, *diffs])
         failed += len(failures)
         all_errors += errors
     seconds = time.perf_counter() - start
+    check = manifest.get("probability_check", {})
     print(f"internals: {len(todo) - failed} rows stored in {seconds:.1f}s, {failed} failed; largest difference "
           f"with the stored probabilities: {worst:.3g} (pack: {manifest['max_abs_diff']:.3g}, "
-          f"{manifest['n_rows']} rows, {manifest['n_tokens']} tokens)")
+          f"{manifest['n_rows']} rows, {manifest['n_tokens']} tokens; {check.get('rows_above_tolerance', 0)} rows "
+          f"above --tolerance {check.get('tolerance', args.tolerance):g}"
+          f"{'' if check.get('enforced', True) else ', stored with --allow-probability-mismatch'})")
     if all_errors:
         flat = np.concatenate(all_errors)
         total = manifest.get("hidden_error", {})
         print(f"internals: hidden reconstruction error ({options.hidden_compression}; relative L2 per token vector "
               f"against float32): mean {flat.mean():.3g}, max {flat.max():.3g} over {flat.size} vectors "
               f"(pack: mean {total.get('mean', float('nan')):.3g}, max {total.get('max', float('nan')):.3g})")
-    return 1 if _differing_rows(manifest, args.tolerance, args.dtype) or failed else 0
+    return 1 if failed else 0

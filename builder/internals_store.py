@@ -23,7 +23,7 @@ from much_dataset.internals_compression import parse_compression
 from much_dataset.offline_tokenizers import file_sha256
 
 __all__ = ["IDENTITY_DEFAULTS", "pack_identity", "check_identity", "read_manifest", "new_manifest", "write_shard",
-           "write_basis", "commit_rows", "file_sha256", "weights_sha256"]
+           "write_basis", "commit_rows", "repair_pack", "file_sha256", "weights_sha256"]
 
 
 def weights_sha256(model: str, loaded: Any = None) -> str:
@@ -159,12 +159,26 @@ def _merge_errors(manifest: dict[str, Any], new: dict[str, dict[str, Any]], n_hi
         manifest["hidden_error"] = {"mean": mean, "max": worst, "n_vectors": count}
 
 
+def _record_check(manifest: dict[str, Any]) -> None:
+    """The pack's ``probability_check``, from its rows' own records (``tolerance``, ``enforced``: the run that
+    stored each row): the largest tolerance, ``enforced`` only if every row was, and how many rows are above it."""
+    checked = [entry for entry in manifest["rows"].values() if "tolerance" in entry]
+    if not checked:
+        return
+    tolerance = max(float(entry["tolerance"]) for entry in checked)
+    above = sum(1 for entry in manifest["rows"].values() if entry.get("max_abs_diff") is not None
+                and not np.isnan(entry["max_abs_diff"]) and float(entry["max_abs_diff"]) > tolerance)
+    manifest["probability_check"] = {"tolerance": tolerance, "rows_above_tolerance": above,
+                                     "enforced": all(bool(entry.get("enforced", True)) for entry in checked)}
+
+
 def commit_rows(pack: Path, identity: dict[str, Any], stored: tuple[str, int] | None, rows: dict[str, dict[str, Any]],
                 failures: dict[str, str]) -> dict[str, Any]:
     """Add one shard's rows to the manifest (under the pack's lock, atomically): rows another process stored
     meanwhile are kept as they were (a row is never listed twice). ``stored``: the shard's file name and size as
     :func:`write_shard` returns them (None when no row of the chunk was stored); the pack's ``max_abs_diff`` grows to
-    the largest of the rows' own ``max_abs_diff``."""
+    the largest of the rows' own ``max_abs_diff``, and its ``probability_check`` sums up the rows' own ``tolerance``
+    and ``enforced`` (the free check of the run that stored each)."""
     from builder._locks import atomic_write_text, locked
 
     shard, size = stored if stored is not None else (None, 0)
@@ -186,11 +200,53 @@ def commit_rows(pack: Path, identity: dict[str, Any], stored: tuple[str, int] | 
             manifest["max_abs_diff"] = max(float(manifest.get("max_abs_diff") or 0.0), max_abs_diff)
         first = manifest.get("source_sha256")
         manifest["sources"] = sorted({*manifest.get("sources", [first] if first else []), identity["source_sha256"]})
-        manifest["n_rows"] = len(manifest["rows"])
-        manifest["n_tokens"] = int(sum(entry["n_tokens"] for entry in manifest["rows"].values()))
+        _totals(manifest)
+        _record_check(manifest)
         manifest["toolkit_version"] = __version__
         atomic_write_text(pack / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
+
+
+def _totals(manifest: dict[str, Any]) -> None:
+    manifest["n_rows"] = len(manifest["rows"])
+    manifest["n_tokens"] = int(sum(entry["n_tokens"] for entry in manifest["rows"].values()))
+
+
+def repair_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
+    """Check the pack against its manifest (:func:`much_dataset.internals.internals_pack_damage`, content hashes
+    included) and take the rows of every damaged shard out of the manifest, under the pack's lock, so that the run
+    recomputes them; a shard file whose bytes do not hash to its name is removed (its name would otherwise block
+    the recomputed shard). Returns the manifest (None: no pack yet) and the damage found."""
+    from builder._locks import atomic_write_text, locked
+    from much_dataset.internals import InternalsError, internals_pack_damage
+    from much_dataset.packs import PackError, verify_shard
+
+    if read_manifest(pack) is None:
+        return None, []
+    with locked(pack / MANIFEST):
+        manifest = read_manifest(pack)
+        if manifest is None or manifest.get("format") != FORMAT or not isinstance(manifest.get("rows"), dict):
+            return manifest, []
+        try:
+            damage = internals_pack_damage(pack, manifest, hashes=True)
+        except InternalsError as error:
+            raise BuilderError(str(error)) from None
+        if not damage:
+            return manifest, []
+        for found in damage:
+            for gid in found.rows:
+                manifest["rows"].pop(gid, None)
+            manifest.get("shards", {}).pop(found.shard, None)
+            path = pack / SHARDS / found.shard
+            if Path(found.shard).name == found.shard and path.is_file():
+                try:
+                    verify_shard(path)
+                except PackError:
+                    path.unlink()  # not the bytes its name promises: garbage under a name a new shard may need
+        _totals(manifest)
+        _record_check(manifest)
+        atomic_write_text(pack / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest, damage
 
 
 def check_identity(pack: Path, identity: dict[str, Any]) -> None:

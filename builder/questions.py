@@ -21,6 +21,10 @@ from much_metric.fileio import Output, check_outputs
 
 __all__ = ["add_arguments", "run", "read_mushroom", "questions_from_rows", "DEFAULT_SOURCE"]
 
+#: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
+READS = ("source",)
+WRITES = ("questions.jsonl", "questions.failures.jsonl")
+
 DEFAULT_SOURCE = Path(__file__).resolve().parent.parent / "data" / "mushroom"
 HUB_DATASET = "Helsinki-NLP/mu-shroom"
 

@@ -24,7 +24,7 @@ default to the pack's (its generation config, chat, and engine: ``extend`` for h
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,12 @@ from builder.store import JsonlStore, Shard, read_store
 from much_dataset import schema
 from much_metric.fileio import Output, check_outputs
 
-__all__ = ["add_arguments", "run", "read_rows", "replay_row", "resolve_defaults", "PROMPT_STYLES", "OUT_OF_TOP"]
+__all__ = ["add_arguments", "run", "read_rows", "check_source_rows", "replay_row", "resolve_defaults", "PROMPT_STYLES",
+           "OUT_OF_TOP"]
+
+#: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
+READS = ("source", "model")
+WRITES = ("replay.jsonl", "replay.failures.jsonl")
 
 PROMPT_STYLES = ("much", "user")
 OUT_OF_TOP = ("extend", "append", "swap")
@@ -75,6 +80,35 @@ def read_rows(source: str | Path) -> Iterator[dict[str, Any]]:
         yield from pq.read_table(path).to_pylist()
     else:
         yield from read_store(path)
+
+
+def check_source_rows(rows: Sequence[dict[str, Any]], source: str | Path, *, vocab_size: int | None = None) -> None:
+    """Refuse (:class:`BuilderError`: the file, the row, its ``generation_id`` and the field) rows a step cannot
+    re-forward: a missing or empty ``generation_id``, ``prompt`` or ``output_tokens``, a token id that is not an
+    integer in ``[0, vocab_size)`` (when given), stored candidate rows of another length than the tokens."""
+    for number, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise BuilderError(f"{source}: row {number} is not an object")
+        gid = row.get(schema.GENERATION_ID)
+        where = f"{source}: row {number} (generation_id={gid!r})"
+        if not isinstance(gid, str) or not gid:
+            raise BuilderError(f"{where}: field {schema.GENERATION_ID!r} must be a non-empty string")
+        if not isinstance(row.get(schema.PROMPT), str):
+            raise BuilderError(f"{where}: field {schema.PROMPT!r} is missing or not text")
+        tokens = row.get(schema.OUTPUT_TOKENS)
+        if not isinstance(tokens, list | tuple) or not tokens:
+            raise BuilderError(f"{where}: field {schema.OUTPUT_TOKENS!r} is missing or empty")
+        for position, token in enumerate(tokens):
+            if isinstance(token, bool) or not isinstance(token, int) or token < 0 or (
+                    vocab_size is not None and token >= vocab_size):
+                bound = f" [0, {vocab_size})" if vocab_size is not None else " >= 0"
+                raise BuilderError(f"{where}: field {schema.OUTPUT_TOKENS!r}, position {position}: token id {token!r} "
+                                   f"is not an integer in{bound} (the model's vocabulary)")
+        for field in (schema.LOGITS_TOKEN_IDS, schema.LOGITS_VALUES):
+            stored = row.get(field)
+            if stored is not None and (not isinstance(stored, list | tuple) or len(stored) != len(tokens)):
+                count = len(stored) if isinstance(stored, list | tuple) else type(stored).__name__
+                raise BuilderError(f"{where}: field {field!r} has {count} rows for {len(tokens)} output tokens")
 
 
 def resolve_defaults(args: argparse.Namespace) -> None:
@@ -135,13 +169,18 @@ def replay_row(llm: Any, row: dict[str, Any], *, temperature: float = 1.0, promp
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder._llm import load_model
+    from builder._llm import check_device_and_dtype, load_model
 
     resolve_defaults(args)
     if args.temperature <= 0:
         raise BuilderError(f"--temperature must be > 0, got {args.temperature}")
     check_outputs([Output("--out", Path(args.out) / "replay.jsonl")], inputs=[("--source", args.source)])
-    rows = list(Shard.parse(args.shard).select(list(read_rows(args.source))))[: args.limit]
+    check_device_and_dtype(args.device, args.dtype)
+    every_row = list(read_rows(args.source))
+    if not every_row:
+        raise BuilderError(f"--source {args.source}: no rows (an empty file): nothing to replay")
+    rows = list(Shard.parse(args.shard).select(every_row))[: args.limit]
+    check_source_rows(rows, args.source)
     store = JsonlStore(Path(args.out) / "replay.jsonl", key=schema.GENERATION_ID)
     done = {r[schema.GENERATION_ID] for r in store.records()}
     todo = [r for r in rows if r[schema.GENERATION_ID] not in done]
@@ -152,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
 
     llm = load_model(args.model, device=args.device, dtype=replay_dtype(args.dtype, todo, args.source))
     dtype = str(llm.dtype).removeprefix("torch.")
+    check_source_rows(todo, args.source, vocab_size=getattr(llm.model.config, "vocab_size", None))
     failed = 0
     for row in todo:
         try:

@@ -8,6 +8,8 @@ rows (after ``--shard``) and checks each one completely:
   ranked below 24 (docs/generation.md);
 * ``probabilities``: finite, in [0, 1], summing to at most 1 + 1e-4; ``descending``: in decreasing order;
 * ``duplicate_ids``: no candidate id twice; ``sampled_token``: the sampled token among its position's candidates;
+* ``token_ids``: every output token and candidate id an id of the model's vocabulary (a row that breaks it is not
+  re-forwarded);
 * ``eos``: the last token is the model's EOS when the row is ``finished`` (hub rows, all finished, included), and no
   EOS before it;
 * ``output``: the ``output`` text equals the tokenizer's decode of ``output_tokens`` (special tokens kept, as every
@@ -42,11 +44,16 @@ from builder import replay
 from builder.errors import BuilderError
 from builder.store import Shard
 from much_dataset import schema
+from much_metric.fileio import atomic_write_text
 
 __all__ = ["add_arguments", "run", "compare_probabilities", "row_problems", "RowProblem", "RULES"]
 
-RULES = ("candidates", "probabilities", "descending", "duplicate_ids", "sampled_token", "eos", "output", "chunks",
-         "recomputed")
+#: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
+READS = ("source", "model")
+WRITES = ("verify.json",)
+
+RULES = ("candidates", "probabilities", "descending", "duplicate_ids", "sampled_token", "token_ids", "eos", "output",
+         "chunks", "recomputed")
 _SHOWN = 20
 
 
@@ -160,7 +167,24 @@ def row_problems(row: dict[str, Any], *, eos_ids: set[int], decode: Callable[[li
     return problems
 
 
+def _outside_vocabulary(row: dict[str, Any], vocab: int | None) -> tuple[int, str] | None:
+    """(position, detail) of the first output token or candidate id that is not an id of a ``vocab``-sized
+    vocabulary (or not an integer), else None."""
+    if vocab is None:
+        return None
+    tokens = row.get(schema.OUTPUT_TOKENS) or []
+    candidates = row.get(schema.LOGITS_TOKEN_IDS) or [[] for _ in tokens]
+    for position, (token, ids) in enumerate(zip(tokens, candidates, strict=False)):
+        for what, value in (("output token", token), *(("candidate id", i) for i in ids)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < vocab:
+                return position, f"{what} {value!r} is not an id of the model's vocabulary [0, {vocab})"
+    return None
+
+
 def _options(args: argparse.Namespace) -> None:
+    from builder._llm import check_device_and_dtype
+
+    check_device_and_dtype(args.device, args.dtype)
     if args.rows < 1:
         raise BuilderError(f"--rows must be >= 1, got {args.rows}")
     if not (math.isfinite(args.tolerance) and args.tolerance >= 0):
@@ -189,8 +213,14 @@ def run(args: argparse.Namespace) -> int:
 
     total: dict[str, Any] = {"rows": 0, "positions": 0, "id_mismatches": 0, "max_abs_diff": 0.0}
     problems: list[RowProblem] = []
+    vocab = getattr(llm.model.config, "vocab_size", None)
     for row in rows:
         gid = row.get(schema.GENERATION_ID)
+        outside = _outside_vocabulary(row, vocab)
+        if outside is not None:
+            problems.append(RowProblem(gid, outside[0], "token_ids", outside[1]))
+            total["rows"] += 1
+            continue
         found = row_problems(row, eos_ids=eos, decode=decode, out_of_top=args.out_of_top,
                              top=args.stored_candidates)
         total["rows"] += 1
@@ -220,8 +250,8 @@ def run(args: argparse.Namespace) -> int:
     report = {**total, "max_abs_diff": total["max_abs_diff"] if math.isfinite(total["max_abs_diff"]) else "inf",
               "failed_rows": len({p.generation_id for p in problems}), "problems": [asdict(p) for p in problems],
               "source": str(args.source), "model": args.model, "dtype": dtype}
-    (Path(args.out) / "verify.json").write_text(json.dumps(report, indent=1))
+    atomic_write_text(Path(args.out) / "verify.json", json.dumps(report, indent=1))
     print(f"verify: {total['rows']} rows, {total['positions']} positions ({dtype}), largest |difference| "
           f"{total['max_abs_diff']:.3g}, {total['id_mismatches']} id mismatches, {report['failed_rows']} rows "
-          f"failing a rule: {'DIFFERENT' if problems else 'OK'}")
+          f"failing a rule: {f'DIFFERENT (first: {problems[0]})' if problems else 'OK'}")
     return 1 if problems else 0

@@ -11,20 +11,28 @@ logits predict token ``t + 1``; the stored probabilities of token ``t`` came fro
 
 :func:`load_internals` memory-maps the shards (nothing is read until an array is used) and returns a read-only
 mapping ``generation_id -> {name: numpy array}`` with the manifest as ``.manifest``.
+
+A pack is what its manifest says (:mod:`much_dataset.packs`): opening it checks every shard's size, header, row ids,
+dtypes and shapes against the manifest (its layer and head counts, each row's token count), and the first use of a
+shard checks its bytes against its content address (sha256); a row's values are checked as it is read
+(:mod:`much_dataset.internals_checks`: attention weights in [0, 1] summing to at most 1, finite hidden states). A pack
+that fails is refused (:class:`InternalsError` naming the pack, the shard or the ``generation_id``, the array and the
+position); ``python -m builder internals`` rerun with the same options recomputes the damaged rows.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from much_dataset.packs import PackError, ShardDamage, damage_message, pack_damage, read_header, verify_shard
+
 __all__ = ["FORMAT", "MANIFEST", "SHARDS", "BASIS", "NOT_COMPUTATION", "InternalsPack", "InternalsError",
-           "MissingRowError", "load_internals", "read_basis"]
+           "MissingRowError", "internals_pack_damage", "load_internals", "read_basis"]
 
 FORMAT = "much-internals/1"
 MANIFEST = "manifest.json"
@@ -37,13 +45,18 @@ BASIS = "basis"
 #: (a resumed build, one more ``--source`` file) and two folders built the same way share it. ``model`` is a name: the
 #: weights hash decides.
 NOT_COMPUTATION = frozenset({"rows", "shards", "n_rows", "n_tokens", "failures", "max_abs_diff", "hidden_error",
-                             "toolkit_version", "model", "source_sha256", "sources"})
+                             "toolkit_version", "model", "source_sha256", "sources", "probability_check"})
 
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
            "I16": np.int16, "I8": np.int8, "U8": np.uint8}
 
 
-class InternalsError(ValueError):
+#: What a reader of a damaged pack is told to do.
+REPAIR = ("rerun `python -m builder internals` with the same options and --out to recompute the damaged rows "
+          "(it checks every shard and says which)")
+
+
+class InternalsError(PackError):
     """A pack that cannot be read, or that does not belong to the data or model it is used with."""
 
 
@@ -72,6 +85,7 @@ class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
         self._shards: dict[str, tuple[np.ndarray, dict[str, Any]]] = {}
         self.compression = str(manifest.get("compression") or "none")
         self._basis: dict[str, np.ndarray] | None = None
+        self._verified: set[str] = set()
 
     @property
     def fingerprint(self) -> str:
@@ -118,6 +132,7 @@ class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
         if not arrays or any(array.shape[0] != entry["n_tokens"] for array in arrays.values()):
             raise InternalsError(f"generation_id={generation_id!r}: shard {entry['shard']} of {self.path} does not "
                                  f"hold its {entry['n_tokens']} rows")
+        self._check_values(str(generation_id), arrays)
         if self.compression != "none" and "hidden" in arrays:  # dequantised on read: always float arrays
             from much_dataset.internals_compression import decode_hidden
 
@@ -128,7 +143,16 @@ class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
                 raise InternalsError(f"generation_id={generation_id!r}: shard {entry['shard']} of {self.path}: "
                                      f"cannot decode the {self.compression} hidden states ({error})") from None
             arrays.pop("hidden_scale", None)
+            self._check_values(str(generation_id), {"hidden": arrays["hidden"]})
         return arrays
+
+    def _check_values(self, generation_id: str, arrays: dict[str, np.ndarray]) -> None:
+        from much_dataset.internals_checks import check_row_values
+
+        try:
+            check_row_values(self.path, generation_id, arrays)
+        except PackError as error:
+            raise InternalsError(str(error)) from None
 
     def basis(self) -> dict[str, np.ndarray]:
         """A ``pca:K`` pack's basis ``{"mean": [layers, d], "components": [layers, K, d]}`` (checked against its
@@ -142,7 +166,15 @@ class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
 
     def _shard(self, name: str) -> tuple[np.ndarray, dict[str, Any]]:
         if name not in self._shards:
-            self._shards[name] = _map_safetensors(self.path / SHARDS / name)
+            path = self.path / SHARDS / name
+            if name not in self._verified:  # every byte read was checked against its content address once
+                listed = self.manifest.get("shards", {}).get(name) or {}
+                try:
+                    verify_shard(path, sha256=listed.get("sha256"), size=listed.get("bytes"))
+                except PackError as error:
+                    raise InternalsError(f"{error}; {REPAIR}") from None
+                self._verified.add(name)
+            self._shards[name] = _map_safetensors(path)
         return self._shards[name]
 
     def n_tokens(self, generation_id: str) -> int:
@@ -185,27 +217,27 @@ class InternalsPack(Mapping[str, dict[str, np.ndarray]]):
 
 def _map_safetensors(path: Path) -> tuple[np.ndarray, dict[str, Any]]:
     """The data section of a safetensors file as a read-only uint8 memmap, and its header."""
-    if not path.is_file():
-        raise InternalsError(f"{path}: shard file is missing from the internals pack")
-    size = path.stat().st_size
-    with open(path, "rb") as handle:
-        head = handle.read(8)
-        if len(head) < 8:
-            raise InternalsError(f"{path}: truncated shard ({size} bytes)")
-        (length,) = struct.unpack("<Q", head)
-        if 8 + length > size:
-            raise InternalsError(f"{path}: truncated shard (header of {length} bytes, file of {size})")
-        try:
-            header = json.loads(handle.read(length))
-        except ValueError as error:
-            raise InternalsError(f"{path}: corrupt shard header ({error})") from error
-    header.pop("__metadata__", None)
+    try:
+        header, start, _ = read_header(path)
+    except PackError as error:
+        raise InternalsError(str(error)) from None
     end = max((info["data_offsets"][1] for info in header.values()), default=0)
-    if 8 + length + end > size:
-        raise InternalsError(f"{path}: truncated shard ({size} bytes, its header describes {8 + length + end})")
     if end == 0:
         return np.zeros(0, dtype=np.uint8), header
-    return np.memmap(path, dtype=np.uint8, mode="r", offset=8 + length, shape=(end,)), header
+    return np.memmap(path, dtype=np.uint8, mode="r", offset=start, shape=(end,)), header
+
+
+def internals_pack_damage(path: str | Path, manifest: dict[str, Any], *, hashes: bool = True) -> list[ShardDamage]:
+    """The shards of an internals pack that do not match its manifest (:func:`much_dataset.packs.pack_damage` with
+    the arrays :func:`much_dataset.internals_checks.expected_arrays` derives from the manifest); empty: the pack is
+    what its manifest says."""
+    from much_dataset.internals_checks import expected_arrays
+
+    try:
+        expect = expected_arrays(manifest)
+    except ValueError as error:
+        raise InternalsError(f"{Path(path) / MANIFEST}: {error}") from None
+    return pack_damage(path, manifest, expect=expect, hashes=hashes, shards=SHARDS)
 
 
 def read_basis(path: Path) -> dict[str, np.ndarray]:
@@ -259,6 +291,9 @@ def load_internals(pack: str | Path, *, dataset: Any = None, model: str | None =
         raise InternalsError(f"{manifest_path}: not valid JSON ({error})") from error
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("rows"), dict):
         raise InternalsError(f"{manifest_path}: not a {FORMAT} manifest")
+    damage = internals_pack_damage(path, manifest, hashes=False)  # the bytes: on each shard's first use
+    if damage:
+        raise InternalsError(damage_message(path, damage, repair=REPAIR))
     loaded = InternalsPack(path, manifest)
     if dataset is not None or model is not None:
         ids, counts = _ids_and_lengths(dataset) if dataset is not None else ([], None)

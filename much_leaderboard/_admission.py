@@ -4,10 +4,16 @@
   *another submitter* (the ``authors`` field, normalised the same way) already uses, or the name of a built-in
   baseline, is refused; the same submitter may send new versions under its name;
 * **signal names**: a signal named like a baseline of the registry (:func:`much_metric.baselines.available`:
-  built-ins and plugins, ``@claim`` suffix ignored) is refused -- unless its values are that built-in's own values on
+  built-ins and plugins, ``@claim`` suffix ignored, compared as entry names are: NFKC, case-folded, so
+  ``Max_Likelihood`` is ``max_likelihood``) is refused -- unless its values are that built-in's own values on
   the evaluation data (a ``much run --out`` folder): then it is not listed again (the board has the built-in row);
   a learned detector's signal (``learned_<name>``, with its detector metadata) keeps its name;
-* **learned signals**: a signal whose detector was trained or validated on any evaluation row is refused;
+* **learned signals**: a signal whose detector was trained or validated on any evaluation row is refused; its
+  protocol is re-derived from its training rows, not copied from the archive: the rows the board's data source
+  knows (every config and split of ``data.source``) give their languages, splits and models, a claimed protocol or
+  held-out fold they contradict is refused (``leave-one-language-out`` held out ``de`` with German training rows,
+  ``auto-to-manual`` with manually labelled ones), and a detector none of whose training rows the board knows is
+  labelled "protocol not verified" whatever it claims (:meth:`Admission.verified_detector`);
 * **daily limit**: at most ``daily_limit`` stored submissions per submitter in any 24 hours.
 
 There are no accounts: the submitter is the ``authors`` field (an operator who needs more puts the Space behind a
@@ -38,12 +44,14 @@ def name_key(text: str) -> str:
 
 
 def _builtin(name: str) -> Any:
-    """The registry's baseline whose name pattern ``name`` matches (``@claim`` ignored), or None."""
+    """The registry's baseline whose name pattern ``name`` matches (``@claim`` ignored; as written, or compared the
+    way entry names are, :func:`name_key`), or None."""
     from much_metric.baselines import available
 
     bare = name[: -len(CLAIM_SUFFIX)] if name.endswith(CLAIM_SUFFIX) else name
+    folded = name_key(bare)
     for baseline in available().values():
-        if baseline.match(bare) is not None:
+        if baseline.match(bare) is not None or baseline.match(folded) is not None:
             return baseline
     return None
 
@@ -68,6 +76,7 @@ class Admission:
         self._builtin_values: dict[str, dict[str, np.ndarray] | None] = {}
         self._values_lock = threading.Lock()
         self._ids: frozenset[str] | None = None
+        self._catalogue: dict[str, tuple[str, str, str]] | None = None
 
     # -- the archive's content -----------------------------------------------------------------------------
     def filter(self, parsed: ParsedSubmission) -> tuple[ParsedSubmission, list[str]]:
@@ -92,9 +101,60 @@ class Admission:
             raise SubmissionRejected(f"the archive holds only built-in baselines' own values ({', '.join(copies)}), "
                                      "already on the board: nothing new to list")
         self._check_learned(parsed, keep)
+        learned = {k: {**v, "detector": self.verified_detector(k, v)} for k, v in parsed.learned.items() if k in keep}
         return dataclasses.replace(
             parsed, signals=keep, timings={k: v for k, v in parsed.timings.items() if k in keep},
-            learned={k: v for k, v in parsed.learned.items() if k in keep}), sorted(copies)
+            learned=learned), sorted(copies)
+
+    def _rows_known(self) -> dict[str, tuple[str, str, str]]:
+        """generation_id -> (lang, split, model) of every row of the board's data source (all configs and splits),
+        and of its evaluation rows."""
+        if self._catalogue is None:
+            import datasets
+
+            import much_dataset
+            from much_dataset.schema import MUCH_GENERATION_CONFIGS
+
+            def model(config: str) -> str:
+                return str(MUCH_GENERATION_CONFIGS.get(config, {}).get("model", config))
+
+            catalogue: dict[str, tuple[str, str, str]] = {}
+            try:
+                loaded = much_dataset.load(self.data.source)
+            except (OSError, ValueError):  # a board given its dataset only: its own rows
+                loaded = {}
+            parts = loaded.items() if isinstance(loaded, datasets.DatasetDict | dict) else [("test", loaded)]
+            for split, part in [*parts, ("test", self.data.dataset)]:
+                for gid, lang, config in zip(part["generation_id"], part["lang"], part["generation_config"],
+                                             strict=True):
+                    catalogue.setdefault(str(gid), (str(lang), str(split), model(str(config))))
+            self._catalogue = catalogue
+        return self._catalogue
+
+    def verified_detector(self, name: str, info: dict[str, Any]) -> dict[str, Any]:
+        """The detector record the board shows for a learned signal: its kind, and the protocol and fold its
+        training rows support (see the module docstring); raises :class:`SubmissionRejected` when the archive's
+        claim contradicts them."""
+        claimed = dict(info.get("detector") or {})
+        known = [row for gid in info["training_generation_ids"] if (row := self._rows_known().get(gid)) is not None]
+        if not known:
+            return {"kind": claimed.get("kind"), "protocol": "protocol not verified (its training rows are not rows "
+                    f"of {self.data.source})", "fold": None}
+        langs, splits, models = ({row[i] for row in known} for i in range(3))
+        held_langs, held_models = set(self.data.langs) - langs, set(self.data.models) - models
+        supported = {"auto-to-manual": splits == {"train"}, "leave-one-language-out": bool(held_langs),
+                     "leave-one-model-out": bool(held_models)}
+        protocol = claimed.get("protocol")
+        fold = str(claimed.get("fold") or "").split("=")[-1]
+        held = held_langs if protocol == "leave-one-language-out" else held_models
+        if protocol not in supported or not supported[protocol] or (
+                protocol != "auto-to-manual" and fold and fold not in held):
+            raise SubmissionRejected(
+                f"signal {name!r}: its metadata says it was trained under {describe_detector(claimed)}, but its "
+                f"{len(known)} training rows this board knows are of languages {sorted(langs)}, splits "
+                f"{sorted(splits)} and models {sorted(models)}: the board labels a detector by what its training rows "
+                "show; submit the signal file `much run` wrote from the detector folder")
+        return {"kind": claimed.get("kind"), "protocol": protocol, "fold": claimed.get("fold")}
 
     def _evaluation_ids(self) -> frozenset[str]:
         if self._ids is None:

@@ -84,6 +84,26 @@ def check_address(host: str, port: int) -> None:
                              f"({error.strerror or error})") from None
 
 
+#: What the store folder holds (:mod:`much_leaderboard._store`): the database, the archives and the scores.
+_STORE_FILES = ("leaderboard.sqlite", "leaderboard.sqlite-*", "private.sqlite", "private.sqlite-*", "archives/*",
+                "scores/*")
+
+
+def check_store_paths(store: str, inputs: list[tuple[str, str]]) -> None:
+    """The output rules (:func:`much_metric.fileio.check_outputs`) for ``--store`` against what the server reads
+    (``(flag, path)``: ``--data``, ``--private-data``, ``--private-labels``): the store never writes over a file of
+    them."""
+    import fnmatch
+    from pathlib import Path
+
+    from much_metric.fileio import Output, check_outputs
+
+    def owns(name: Path) -> bool:
+        return any(fnmatch.fnmatchcase(name.as_posix(), pattern) for pattern in _STORE_FILES)
+
+    check_outputs([Output("--store", Path(store).expanduser(), folder=True, owns=owns)], inputs=inputs)
+
+
 def _serve(args: argparse.Namespace) -> int:
     import importlib.util
 
@@ -97,6 +117,9 @@ def _serve(args: argparse.Namespace) -> int:
     check_resamples(args.bootstrap, "--bootstrap")  # one rule with much run / much evaluate
     if args.daily_limit < 1:
         raise ValueError(f"--daily-limit must be a positive integer, got {args.daily_limit}")
+    check_store_paths(args.store, [(flag, value) for flag, value in (
+        ("--data", args.data), ("--private-data", args.private_data), ("--private-labels", args.private_labels))
+        if value])
     private = _private_split(args)
     if not args.check:
         if importlib.util.find_spec("gradio") is None:

@@ -10,8 +10,10 @@ read by switching it (``os.umask`` is process-wide, so switching it races with e
 Output rules (:func:`check_outputs`, run by every ``much`` command and every builder step before any work; the
 rules are stated for users in ``docs/cli.md``, "Outputs, inputs and deadlines"):
 
-1. an output never overwrites an input: not the same file (links resolved), not a file inside an input folder, and
-   a folder that is replaced as a whole holds no input;
+1. an output never overwrites an input: not the same file (links resolved), not a file inside an input folder, a
+   folder that is replaced as a whole holds no input, and an input is never one of the files an output folder
+   writes (its ``owns``: ``builder verify --source D/verify.json --out D`` is refused, and so is ``much evaluate
+   --internals P --json P/manifest.json``);
 2. an output is a regular file or a folder: a link, a device node, a FIFO or a socket at the output path is refused
    (``atomic_write_bytes`` refuses them too), never silently replaced by a regular file;
 3. a folder that is replaced as a whole holds only files the command itself writes (a folder with other files in it
@@ -168,11 +170,31 @@ def _check_file(output: Output, inputs: Sequence[tuple[str, Path]]) -> None:
                                     "writing it would overwrite the input (nothing was written)")
 
 
+def _owned_inputs(output: Output, inputs: Sequence[tuple[str, Path]]) -> None:
+    """Refuse an input (a file, or a file of an input folder) that lies inside ``output``'s folder under a name the
+    command writes there (``output.owns``)."""
+    if output.owns is None:
+        return
+    target = _resolved(output.path)
+    for option, source in inputs:
+        real = _resolved(source)
+        if real.is_dir() and not _inside(real, target):  # an input folder around the output: its own files only
+            continue
+        files = [real / name for name in _files(real)] if real.is_dir() else [real]
+        for path in files:
+            if target in path.parents and output.owns(path.relative_to(target)):
+                raise UnsafeOutputError(f"{output.option} {output.path}: the command writes "
+                                        f"{path.relative_to(target)} there, which is "
+                                        f"{'the input' if path == real else 'a file of the input'} {option} "
+                                        f"{source}; writing it would overwrite the input (nothing was written)")
+
+
 def _check_folder(output: Output, inputs: Sequence[tuple[str, Path]]) -> None:
     if not output.replaces:  # files are written inside it: a link to a folder is fine, a link to a device is not
         real = _resolved(output.path)
         if real.exists():
             check_writable_target(real, option=f"{output.option} {output.path} ->", folder=True)
+        _owned_inputs(output, inputs)
         return
     check_writable_target(output.path, option=output.option, folder=True)
     target = _resolved(output.path)

@@ -21,7 +21,11 @@ from typing import Any
 
 from much_dataset._transformers import import_transformers
 
-__all__ = ["SMOLLM2", "SMOLLM2_GGUF", "SAMPLE_TOKENIZER", "smollm2_gguf_path", "load_tokenizer", "load_causal_lm"]
+__all__ = ["SMOLLM2", "SMOLLM2_GGUF", "SAMPLE_TOKENIZER", "smollm2_gguf_path", "load_tokenizer", "load_causal_lm",
+           "check_device"]
+
+#: Torch device types a model may be put on (``cuda:1`` names one of several).
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
 
 #: Name used for the offline SmolLM2 model.
 SMOLLM2 = "smollm2"
@@ -115,11 +119,33 @@ def load_tokenizer(name_or_path: str, *, local_files_only: bool = False, eos_tok
     return AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_files_only, **extra)
 
 
+def check_device(device: str | None, *, option: str = "--device") -> None:
+    """Raise ``ValueError`` naming ``option`` unless ``device`` (None: the default) is a torch device this machine
+    has: checked before a model is loaded, not when the loaded model is moved there."""
+    if device is None:
+        return
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        parsed = None
+    if parsed is None or parsed.type not in DEVICE_TYPES:
+        raise ValueError(f"{option} {device!r}: not a torch device ({', '.join(DEVICE_TYPES)}, e.g. cuda:1)")
+    available = {"cpu": lambda: 1, "cuda": torch.cuda.device_count,
+                 "mps": lambda: int(getattr(torch.backends, "mps", None) is not None
+                                    and torch.backends.mps.is_available()),
+                 "xpu": lambda: torch.xpu.device_count() if hasattr(torch, "xpu") else 0}[parsed.type]()
+    if available < 1 or (parsed.index or 0) >= available:
+        raise ValueError(f"{option} {device!r}: this machine has {available or 'no'} {parsed.type} device(s)")
+
+
 def load_causal_lm(name_or_path: str, *, device: str | None = None, dtype: Any = None) -> tuple[Any, Any]:
     """(model, tokenizer) from ``"smollm2"``, a ``.gguf`` file (dequantised to float32), a folder or a hub id."""
     import torch
     from transformers import AutoModelForCausalLM
 
+    check_device(device)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     tokenizer = load_tokenizer(name_or_path)
     gguf = _gguf(name_or_path)

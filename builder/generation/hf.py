@@ -19,7 +19,7 @@ from typing import Any
 
 from builder.configs import GenerationConfig
 from builder.generation.engine import EngineOptions, distribution_version
-from builder.generation.rows import EngineInfo, EngineResult, RowLimits, make_record
+from builder.generation.rows import EngineInfo, EngineResult, RowLimits, make_record, stop_tokens
 from much_dataset import schema
 
 __all__ = ["HFEngine", "SeededSampler", "generate_batch"]
@@ -135,8 +135,11 @@ class HFEngine:
         self.version = distribution_version("transformers")
         self.dtype = str(self.llm.dtype).removeprefix("torch.")
         vocab = getattr(getattr(self.llm.model, "config", None), "vocab_size", None)
+        eos_ids, special_ids = stop_tokens(self.llm.tokenizer,
+                                           extra=_llm.eos_token_ids(self.llm.model, self.llm.tokenizer))
         self.limits = RowLimits(vocab_size=vocab if isinstance(vocab, int) else None,
-                                max_new_tokens=config.max_new_tokens, extend=True)
+                                max_new_tokens=config.max_new_tokens, extend=True, top_k=config.top_k,
+                                top_p=config.top_p, greedy=config.greedy, eos_ids=eos_ids, special_ids=special_ids)
 
     def generate(self, questions: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Any]]:
         size = self.options.batch_size

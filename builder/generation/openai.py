@@ -26,7 +26,15 @@ from typing import Any
 from builder.configs import GenerationConfig
 from builder.errors import BuilderError
 from builder.generation.engine import EngineOptions
-from builder.generation.rows import EngineInfo, EngineResult, RowLimits, candidates_row, check_row, make_record
+from builder.generation.rows import (
+    EngineInfo,
+    EngineResult,
+    RowLimits,
+    candidates_row,
+    check_row,
+    make_record,
+    stop_tokens,
+)
 from builder.generation.sampling import SamplingSettings
 from much_dataset import schema
 
@@ -123,6 +131,8 @@ def parse_answer(answer: Any) -> EngineResult:
         raise MalformedAnswer(f"not a chat completion ({type(error).__name__}: {error})") from None
     if not isinstance(content, list) or not content:
         raise MalformedAnswer("the answer has no logprobs")
+    if finish not in ("stop", "length"):
+        raise MalformedAnswer(f"finish_reason {finish!r}: neither 'stop' (an EOS) nor 'length' (max_tokens)")
     tokens, ids, probs = [], [], []
     for entry in content:
         token = _token_id(entry)
@@ -222,13 +232,17 @@ class OpenAIEngine:
             raise BuilderError("--engine openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         if not (options.timeout > 0 and math.isfinite(options.timeout)):
             raise BuilderError(f"--timeout must be a positive number of seconds, got {options.timeout}")
+        if not (options.backoff >= 0 and math.isfinite(options.backoff)):
+            raise BuilderError(f"--backoff must be a finite number of seconds >= 0, got {options.backoff}")
         check_server_scale(settings, options.server_logit_scale)
         self.config, self.settings, self.options = config, settings, options
         self.tokenizer = _tokenizer(options.tokenizer or options.model)
         self.version = f"openai-compatible@{options.base_url}"
         self.dtype = options.dtype  # the server's, as declared by --dtype (None: not known)
         self.info = EngineInfo("openai", self.version, settings.to_record(), dtype=self.dtype)
-        self.limits = RowLimits(vocab_size=len(self.tokenizer), max_new_tokens=config.max_new_tokens)
+        eos_ids, special_ids = stop_tokens(self.tokenizer)
+        self.limits = RowLimits(vocab_size=len(self.tokenizer), max_new_tokens=config.max_new_tokens,
+                                top_k=settings.top_k, top_p=settings.top_p, eos_ids=eos_ids, special_ids=special_ids)
         self.url = options.base_url.rstrip("/") + "/chat/completions"
         self.headers = {"Authorization": f"Bearer {os.environ.get(options.api_key_env) or 'EMPTY'}"}
 

@@ -7,6 +7,12 @@ at most ``1 + 1e-4``, the sampled token among the candidates) plus what only the
 the vocabulary, no duplicate candidate id, 24 candidates (25 where the sampled token ranked below 24, appended by the
 serving engines; the hf engine extends the list down to the sampled token), at most ``max_new_tokens`` tokens.
 A row that breaks a rule is never stored: the engine loop records it as a failure naming the rule.
+
+Rows are also checked against the sampler they claim (:func:`check_sampled`, with the :class:`RowLimits` the engine
+gives): every sampled token inside the top-k and the top-p nucleus of the stored distribution, where the stored
+candidates allow the check (see :func:`check_sampled`), and the end of the row agreeing with how it finished: a
+finished row (``finish_reason: stop``) ends with an EOS (or another special token the tokenizer declares) and has no
+stop token before it; an unfinished one (``length``) has exactly ``max_new_tokens`` tokens and no EOS.
 """
 
 from __future__ import annotations
@@ -20,8 +26,12 @@ from typing import Any
 from builder.configs import GenerationConfig, hash_id
 from much_dataset import schema
 
-__all__ = ["EngineResult", "EngineInfo", "RowLimits", "make_record", "generation_id", "check_row",
-           "candidates_row"]
+__all__ = ["EngineResult", "EngineInfo", "RowLimits", "make_record", "generation_id", "check_row", "check_sampled",
+           "candidates_row", "stop_tokens"]
+
+#: Slack of the sampler checks for float rounding between the stored values and what the sampler saw: a relative
+#: one for a near-tie at the top-k boundary, an absolute one on the nucleus' cumulative mass.
+TIE_SLACK, MASS_SLACK = 1e-2, 1e-3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,11 +58,31 @@ class EngineInfo:
 
 @dataclasses.dataclass(frozen=True)
 class RowLimits:
-    """What :func:`check_row` needs beyond the row: the vocabulary size (None: not checked) and the token budget."""
+    """What :func:`check_row` needs beyond the row: the vocabulary size (None: not checked), the token budget, and
+    the sampler the engine claims (``top_k`` 0/-1 and ``top_p`` 1.0: none; ``greedy``) with the tokenizer's stop
+    tokens (``eos_ids``: ids that end an answer; ``special_ids``: every special token; empty: unknown)."""
 
     vocab_size: int | None
     max_new_tokens: int
     extend: bool = False  # hf: the candidate list may run down to the sampled token (more than 25 entries)
+    top_k: int = 0
+    top_p: float = 1.0
+    greedy: bool = False
+    eos_ids: frozenset[int] = frozenset()
+    special_ids: frozenset[int] = frozenset()
+
+
+def stop_tokens(tokenizer: Any, *, extra: Sequence[int] = ()) -> tuple[frozenset[int], frozenset[int]]:
+    """``(eos_ids, special_ids)`` of a transformers tokenizer for :class:`RowLimits`: its EOS id (and ``extra``, e.g.
+    a generation config's), and every special token it declares (a bare ``tokenizer.json`` has no EOS but marks its
+    added special tokens)."""
+    eos = getattr(tokenizer, "eos_token_id", None)
+    eos_ids = {int(i) for i in (eos if isinstance(eos, list | tuple) else [eos]) if isinstance(i, int)}
+    eos_ids |= {int(i) for i in extra}
+    special = {int(i) for i in getattr(tokenizer, "all_special_ids", None) or []}
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    special |= {int(i) for i, token in added.items() if getattr(token, "special", False)}
+    return frozenset(eos_ids), frozenset(special | eos_ids)
 
 
 def generation_id(record: dict[str, Any]) -> str:
@@ -155,3 +185,87 @@ def check_row(row: dict[str, Any], limits: RowLimits) -> None:
         validate_rows([probe], top_k=None)
     except InvalidSampleError as error:
         raise InvalidSampleError(gid, error.field, error.reason) from None
+    check_sampled(row, limits)
+
+
+def _check_end(gid: Any, tokens: Sequence[int], finished: bool, limits: RowLimits) -> None:
+    from much_dataset.validation import InvalidSampleError
+
+    stops = set(limits.eos_ids) | ({int(tokens[-1])} if finished else set())
+    early = next((p for p, t in enumerate(tokens[:-1]) if int(t) in stops), None)
+    if early is not None:
+        raise InvalidSampleError(gid, schema.OUTPUT_TOKENS, f"token {early}: stop token {tokens[early]} before the "
+                                 "last token (generation ends at the first EOS)")
+    if finished:
+        known = limits.eos_ids | limits.special_ids
+        if known and int(tokens[-1]) not in known:
+            raise InvalidSampleError(gid, schema.OUTPUT_TOKENS, f"finish_reason stop, but the last token "
+                                     f"{tokens[-1]} is not an EOS or special token of the tokenizer (EOS "
+                                     f"{sorted(limits.eos_ids) or 'unknown'})")
+        return
+    if int(tokens[-1]) in limits.eos_ids:
+        raise InvalidSampleError(gid, schema.OUTPUT_TOKENS, f"the last token {tokens[-1]} is EOS, but the row is "
+                                 "not finished (finish_reason length)")
+    if len(tokens) != limits.max_new_tokens:
+        raise InvalidSampleError(gid, schema.OUTPUT_TOKENS, f"not finished (finish_reason length) after "
+                                 f"{len(tokens)} tokens, fewer than max_new_tokens={limits.max_new_tokens}: the "
+                                 "answer was cut for another reason")
+
+
+def check_sampled(row: dict[str, Any], limits: RowLimits) -> None:
+    """Raise :class:`much_dataset.validation.InvalidSampleError` when a row could not come from the sampler of
+    ``limits`` (run by :func:`check_row` after the per-token rules, so values are finite, sorted and summing to at
+    most 1).
+
+    * greedy: every sampled token has the largest stored probability (near-ties allowed);
+    * top-k ``K``: the sampled token ranks below ``K``, or ties with the ``K``-th (relative :data:`TIE_SLACK`). The
+      stored top 24 decide when ``K <= 24`` (MUCH's 20); with a larger ``K`` only a token among the stored
+      candidates has a known rank, a token appended from below the 24 is not judged;
+    * top-p ``P``: the token is in the nucleus of the top-``K`` distribution renormalised (HF's and vLLM's order):
+      the mass of the tokens ranked above it is below ``P`` times the top-``K`` mass (+ :data:`MASS_SLACK`). Exact
+      when the token is among the stored candidates and ``K <= 24`` or off; otherwise refused only when even the
+      smallest possible mass above it (the stored 24) exceeds the largest possible nucleus (the top-``K`` mass
+      bounded by the 24th probability for the ranks not stored);
+    * the end of the row (module docstring).
+    """
+    from much_dataset.validation import InvalidSampleError
+
+    gid = row.get(schema.GENERATION_ID)
+    tokens = [int(t) for t in row[schema.OUTPUT_TOKENS]]
+    _check_end(gid, tokens, bool(row.get("finished", True)), limits)
+    k = limits.top_k if limits.top_k > 0 else 0
+    if not (limits.greedy or k or limits.top_p < 1.0):
+        return
+    for position, (token, ids, values) in enumerate(zip(tokens, row[schema.LOGITS_TOKEN_IDS],
+                                                        row[schema.LOGITS_VALUES], strict=True)):
+        problem = _sampler_problem(token, [int(i) for i in ids], [float(v) for v in values], k, limits)
+        if problem:
+            raise InvalidSampleError(gid, schema.OUTPUT_TOKENS, f"token {position}: sampled token {token} {problem}: "
+                                     "not what the sampler the row claims can produce")
+
+
+def _sampler_problem(token: int, ids: list[int], values: list[float], k: int, limits: RowLimits) -> str | None:
+    """Why one position's sampled token is outside the sampler of ``limits`` (:func:`check_sampled`), or None."""
+    top = schema.TOP_K
+    rank = ids.index(token)
+    known = rank < top or limits.extend  # an appended token only says "ranked below the 24"
+    chosen = values[rank]
+    if limits.greedy:
+        if chosen < values[0] * (1 - TIE_SLACK):
+            return f"(probability {chosen:.4g}) is not the most probable ({values[0]:.4g}) under greedy decoding"
+        return None
+    if k and (rank >= k or not known) and (k <= top or known) and chosen < values[k - 1] * (1 - TIE_SLACK):
+        return f"ranks {rank + 1 if known else f'below {top}'}, outside top_k={k}"
+    if limits.top_p < 1.0:
+        head = values[:top]
+        above = sum(values[:rank]) if known else sum(head)
+        if not k:
+            mass = 1.0
+        elif k <= len(values) and (k <= top or limits.extend):
+            mass = sum(values[:k])
+        else:
+            mass = min(1.0, sum(head) + (k - len(head)) * head[-1])
+        if above > limits.top_p * mass + MASS_SLACK:
+            return (f"lies outside the top_p={limits.top_p:g} nucleus (the tokens above it hold {above:.4g} of the "
+                    f"{'top-' + str(k) + ' ' if k else ''}mass {mass:.4g})")
+    return None

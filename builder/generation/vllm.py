@@ -24,7 +24,7 @@ from typing import Any
 from builder.configs import GenerationConfig
 from builder.errors import BuilderError
 from builder.generation.engine import EngineOptions, distribution_version
-from builder.generation.rows import EngineInfo, EngineResult, RowLimits, candidates_row, make_record
+from builder.generation.rows import EngineInfo, EngineResult, RowLimits, candidates_row, make_record, stop_tokens
 from builder.generation.sampling import SamplingSettings
 from much_dataset import schema
 
@@ -156,7 +156,9 @@ class VLLMEngine:
         self.dtype = served_dtype(self.llm)
         self.info = EngineInfo("vllm", self.version, settings.to_record(), dtype=self.dtype)
         vocab = self.llm.llm_engine.model_config.get_vocab_size()
-        self.limits = RowLimits(vocab_size=int(vocab), max_new_tokens=config.max_new_tokens)
+        eos_ids, special_ids = stop_tokens(self.tokenizer)
+        self.limits = RowLimits(vocab_size=int(vocab), max_new_tokens=config.max_new_tokens, top_k=settings.top_k,
+                                top_p=settings.top_p, eos_ids=eos_ids, special_ids=special_ids)
 
     def generate(self, questions: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Any]]:
         import dataclasses

@@ -13,7 +13,14 @@ import numpy as np
 
 from much_dataset.schema import TOP_K
 
-__all__ = ["RESOURCES", "Baseline", "BaselineSpec"]
+__all__ = ["RESOURCES", "Baseline", "BaselineSpec", "PluginComputeError"]
+
+
+class PluginComputeError(ValueError):
+    """A plugin's baseline (an entry point) raised something other than the toolkit's own input errors while
+    computing its signal: named with the signal and the plugin, reported as a failure of that input, not a bug of
+    MUCH."""
+
 
 #: What a baseline may need besides the stored probabilities -- one entry per kind of resource: its name (the keyword
 #: ``compute`` receives it under, and the field of :class:`~much_metric.baselines.ResourceOptions`) and how a table
@@ -184,6 +191,9 @@ class BaselineSpec:
     signal: str
     baseline: Baseline
     params: dict[str, Any]
+    #: where the baseline was registered (:func:`much_metric.baselines.registry.origin`): a plugin's failures are
+    #: reported as the plugin's
+    origin: str = ""
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -223,7 +233,17 @@ class BaselineSpec:
         """Flat float64 scores (N_tokens,) of this signal; checks the shape the baseline returned."""
         kwargs = {**self.params, **{need: resources.get(need) for need in self.needs}}
         kwargs.update({key: options[key] for key in self.baseline.options if key in options})
-        values = self.baseline.compute(arrays, **kwargs)
+        try:
+            values = self.baseline.compute(arrays, **kwargs)
+        except (ValueError, OSError, ImportError):
+            raise  # the toolkit's own input errors name the sample and the field already
+        except Exception as error:
+            where = self.origin
+            message = f"signal {self.signal!r}: its computation raised {type(error).__name__}: {error}"
+            if where.startswith("entry point"):
+                raise PluginComputeError(f"{message} (the plugin's {where}; see its documentation, or leave the "
+                                         "signal out)") from error
+            raise RuntimeError(message) from error
         if isinstance(values, np.ndarray) and values.ndim == 1:
             flat = values
         elif isinstance(values, Sequence) and len(values) == arrays.n_samples:

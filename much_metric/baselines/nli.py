@@ -252,6 +252,9 @@ class NliScorer:
         self.labels = nli_label_indices(self.id2label)
         if tokenizer.pad_token_id is None:
             raise ValueError("the NLI tokenizer has no pad token; set tokenizer.pad_token")
+        from much_metric.models import check_device
+
+        check_device(device)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model = model.to(device=self.device, dtype=_torch_dtype(dtype, self.device)).eval()
         self.tokenizer = tokenizer

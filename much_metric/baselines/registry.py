@@ -43,6 +43,7 @@ __all__ = [
     "display_name",
     "expand_signals",
     "get",
+    "origin",
     "register",
     "resolve",
     "signal_groups",
@@ -164,6 +165,18 @@ def available() -> dict[str, Baseline]:
     return baselines
 
 
+#: Signal prefixes of the peers' plugin (``plugins/much-peers``) and how to install it, for an unknown signal.
+PEER_PLUGIN = {"prefixes": ("lmpolygraph:", "uqlm:", "lmpolygraph_", "uqlm_"), "package": "much-peers",
+               "install": "from the toolkit's checkout: pip install -c plugins/much-peers/constraints.txt -e "
+                          "plugins/much-peers (docs/peers.md)"}
+
+
+def origin(name: str) -> str:
+    """Where the baseline ``name`` was registered: its built-in module or ``entry point '<name>' (<value>)``."""
+    _REGISTRY._load()
+    return _REGISTRY._origin.get(name, "")
+
+
 def get(name: str) -> Baseline:
     """The baseline registered under ``name`` (a pattern such as ``token_entropy_{delta}``)."""
     baselines = _REGISTRY.all()
@@ -185,6 +198,9 @@ def resolve(signal: str) -> BaselineSpec:
         broken = _REGISTRY.broken()
         if signal in broken:
             raise ValueError(broken[signal])
+        if signal.lower().startswith(PEER_PLUGIN["prefixes"]):
+            raise ValueError(f"unknown signal {signal!r}: the peers' estimators (LM-Polygraph, UQLM) come with the "
+                             f"{PEER_PLUGIN['package']} plugin, which is not installed; {PEER_PLUGIN['install']}")
         raise ValueError(f"unknown signal {signal!r}; registered baselines: {', '.join(baselines)} "
                          f"(groups: {', '.join(signal_groups())})")
     # The most specific pattern wins (fewest fields: 'ktc' before 'ktc_{config}').
@@ -194,7 +210,7 @@ def resolve(signal: str) -> BaselineSpec:
             baseline.check(dict(params))
         except ValueError as error:
             raise ValueError(f"signal {signal!r}: {error}") from error
-    return BaselineSpec(signal, baseline, params)
+    return BaselineSpec(signal, baseline, params, origin=origin(baseline.name))
 
 
 def display_name(signal: str) -> str:

@@ -1,7 +1,10 @@
 """Which arguments of each ``much`` command are inputs and which are outputs, for the output rules of
 :func:`much_metric.fileio.check_outputs` (no output overwrites an input or a file another output writes).
 
-:func:`check_output_paths` runs in :func:`much_metric.cli._preflight.check_arguments`, before any long work.
+:func:`check_output_paths` runs in :func:`much_metric.cli._preflight.check_arguments`, before any long work. A new
+argument that names something the command reads (a file, or a folder such as an internals or samples pack, a
+withheld-labels file, a detector folder) is declared by adding its name to :data:`INPUT_ARGUMENTS`; a new output
+folder adds what it writes there to ``_OWNS``. ``--signals learned:DIR`` names an input folder too.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ __all__ = ["check_output_paths", "INPUT_ARGUMENTS"]
 
 #: Arguments that may name a local file or folder the command reads (a value that is not a local path is ignored).
 INPUT_ARGUMENTS = ("input", "scores", "source", "mushroom", "files", "neighbours", "generation_time", "calibrate",
-                   "tokenizer", "model", "nli_model")
+                   "tokenizer", "model", "nli_model", "internals")
+#: ``--signals`` values that name a folder the command reads (``learned:DIR``: a detector folder).
+_FOLDER_SIGNALS = ("learned:",)
 #: Arguments naming a file the command writes.
 _OUTPUT_FILES = ("output", "json", "report")
 #: Arguments naming a folder the command writes files into.
@@ -35,9 +40,16 @@ def _figures_folder(name: Path) -> bool:  # much evaluate --figures: PNG and SVG
     return name.suffix in (".png", ".svg")
 
 
+def _detector_folder(name: Path) -> bool:  # much train --out: a detector folder per fold, checkpoints in it
+    from much_metric.learned.detector import CARD_FILE, CONFIG_FILE, TRAINING_ROWS_FILE, WEIGHTS_FILE
+
+    return name.name in (CONFIG_FILE, WEIGHTS_FILE, TRAINING_ROWS_FILE, CARD_FILE) or "checkpoint" in name.parts
+
+
 #: (command, folder argument) -> the relative paths the command writes inside that folder.
 _OWNS: dict[tuple[str, str], Callable[[Path], bool]] = {
     ("run", "out"): _signal_folder, ("neighbours", "out"): _neighbours_folder, ("evaluate", "figures"): _figures_folder,
+    ("train", "out"): _detector_folder,
 }
 
 
@@ -54,6 +66,9 @@ def check_output_paths(args: argparse.Namespace) -> None:
     command = getattr(args, "command", None)
     inputs = [(f"--{name.replace('_', '-')}", value) for name in INPUT_ARGUMENTS
               for value in _values(getattr(args, name, None))]
+    signals = [part.strip() for value in _values(getattr(args, "signals", None)) for part in value.split(",")]
+    inputs += [(f"--signals {prefix}", signal[len(prefix):]) for signal in signals for prefix in _FOLDER_SIGNALS
+               if signal.startswith(prefix)]
     outputs = [Output(f"--{name}", Path(value).expanduser()) for name in _OUTPUT_FILES
                for value in _values(getattr(args, name, None)) if value != "-"]
     outputs += [Output(f"--{name}", Path(value).expanduser(), folder=True, owns=_OWNS.get((command, name)))

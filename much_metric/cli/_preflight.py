@@ -120,6 +120,10 @@ def check_arguments(args: argparse.Namespace) -> None:
     from much_metric.cli._outputs import check_output_paths
 
     check_output_paths(args)  # no output overwrites an input, a link, a device or another output's file
+    if isinstance(getattr(args, "device", None), str):  # before a model is loaded, not when it is moved there
+        from much_metric.models import check_device
+
+        check_device(args.device)
     _check_generation_time(args)
     _check_report_packages(args)
     for name in _DATA_ARGUMENTS:

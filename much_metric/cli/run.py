@@ -207,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
     check_resamples(args.bootstrap, "--bootstrap")  # 1-39 resamples give no honest 95 % interval
     if args.report and not Path(args.report).resolve().parent.is_dir():
         raise ValueError(f"--report: the folder of {args.report} does not exist")
+    _check_learned_rows(args)
     evaluation = EvaluationOptions(
         aggregator=args.aggregator, stopword_handling=args.stopword_handling, random_state=args.random_state,
         include_training_rows=args.include_training_rows, paired=args.paired,
@@ -294,6 +295,27 @@ def _report(args: argparse.Namespace, table: Any, costs: dict[str, Any]) -> None
     write_report(args.report, replace(table, costs=costs), title=data_title(args.source, "Baselines"),
                  source=str(args.source), display=display_name)
     print(f"report written to {args.report}")
+
+
+def _check_learned_rows(args: argparse.Namespace) -> None:
+    """A ``learned:DIR`` detector trained on ``--source`` itself: its training_rows.json must name rows of that
+    data (every config and split it was trained from), else its real training rows would be scored as held out."""
+    folders = [name[len("learned:"):] for name in _signal_names(args.signals) or [] if name.startswith("learned:")]
+    if not folders:
+        return
+    import datasets
+
+    import much_dataset
+    from much_metric.learned import load_detector
+
+    for folder in folders:
+        detector = load_detector(folder)
+        protocol = detector.config.get("protocol") or {}
+        if protocol.get("data") != args.source:
+            continue  # trained on other data: its rows cannot be rows of this one, nothing is left out
+        loaded = much_dataset.load(args.source, config=protocol.get("config") or "all")
+        splits = loaded.values() if isinstance(loaded, datasets.DatasetDict) else [loaded]
+        detector.check_rows_of({g for split in splits for g in split["generation_id"]}, source=args.source)
 
 
 def _print(result: Any) -> None:

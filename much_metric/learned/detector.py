@@ -7,7 +7,9 @@ Folder layout (no pickle anywhere; :func:`load_detector` reads only JSON and saf
                              for a probe or claim head, "internals": the observer of the pack it was trained on
     DIR/weights.safetensors  the parameters and the input standardisation (``input_mean``, ``input_std``)
     DIR/training_rows.json   {"train": [generation_id, ...], "validation": [...]}: the exact rows that trained and
-                             validated the detector (sorted); ``much run`` / ``much evaluate`` leave them out
+                             validated the detector (sorted); ``much run`` / ``much evaluate`` leave them out;
+                             config.json records their number and digest (``training_data``: ``n_samples``,
+                             ``n_validation_samples``, ``rows_sha256``), so a replaced or edited file is refused
     DIR/card.md              a short human-readable card with the validation numbers
     DIR/checkpoint/          training state, one per epoch (resumable; not needed to score)
 
@@ -36,7 +38,7 @@ import numpy as np
 from much_metric.learned._kinds import KINDS, MAX_HIDDEN, Kind, kind_of
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Detector", "DetectorFolderError", "check_folder", "fingerprint",
-           "load_detector"]
+           "load_detector", "rows_digest"]
 
 FORMAT = "much-learned-detector"
 FORMAT_VERSION = 2
@@ -63,6 +65,12 @@ def fingerprint(generation_ids: list[str], inputs: np.ndarray, target: np.ndarra
     digest.update(np.ascontiguousarray(inputs, dtype=np.float32).tobytes())
     digest.update(np.ascontiguousarray(target, dtype=np.float32).tobytes())
     return digest.hexdigest()
+
+
+def rows_digest(rows: dict[str, list[str]]) -> str:
+    """sha256 of a detector's training rows (``{"train", "validation"}``, sorted): what config.json records."""
+    canonical = {part: sorted(rows[part]) for part in ("train", "validation")}
+    return hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -106,6 +114,18 @@ class Detector:
                 "detector": {"kind": self.kind.name, "protocol": protocol.get("name"), "fold": protocol.get("fold"),
                              "aggregator": self.config["aggregator"],
                              "stopword_handling": self.config["stopword_handling"]}}
+
+    def check_rows_of(self, generation_ids: Any, *, source: str) -> None:
+        """Raise :class:`DetectorFolderError` unless every training row is a row of ``generation_ids`` (every row of
+        ``source``, the data the config says the detector was trained on): a training_rows.json naming other rows
+        would have the real training rows scored as held out."""
+        unknown = sorted(set(self.training_generation_ids) - set(generation_ids))
+        if unknown:
+            path = (self.folder or Path(".")) / TRAINING_ROWS_FILE
+            raise DetectorFolderError(f"{path}: {len(unknown)} of its {len(self.training_generation_ids)} "
+                                      f"generation_ids are no row of {source}, the data config.json says it was "
+                                      f"trained on (e.g. {unknown[0][:80]!r}): not this detector's training rows "
+                                      "(retrain it, or score it on other data)")
 
     def token_logits(self, data: Any, internals: Any = None) -> np.ndarray:
         """Flat token logits ``(N_tokens,)`` of a split (any input of :func:`much_metric.baselines.token_arrays`);
@@ -299,6 +319,22 @@ def _check_rows(rows: Any, path: Path) -> dict[str, list[str]]:
     return {"train": rows["train"], "validation": rows["validation"]}
 
 
+def _check_rows_record(config: dict[str, Any], rows: dict[str, list[str]], path: Path) -> None:
+    """The training rows are the ones config.json records: their digest (folders written since it is recorded) and
+    their numbers, so that a training_rows.json naming other rows (scoring the real training rows as held out) is
+    refused."""
+    record = config.get("training_data") if isinstance(config.get("training_data"), dict) else {}
+    digest = record.get("rows_sha256")
+    if digest is not None and digest != rows_digest(rows):
+        raise _fail(path, None, "does not hold the rows config.json records (training_data.rows_sha256): it was "
+                    "edited or replaced, so the rows that trained this detector are unknown")
+    for part, key in (("train", "n_samples"), ("validation", "n_validation_samples")):
+        count = record.get(key)
+        if isinstance(count, int) and not isinstance(count, bool) and count != len(rows[part]):
+            raise _fail(path, part, f"lists {len(rows[part])} generation_ids, config.json records {count} "
+                        f"(training_data.{key}): not this detector's rows")
+
+
 def check_folder(folder: str | Path) -> Detector:
     """Read and check a detector folder completely (see the module docstring); raises
     :class:`DetectorFolderError` naming the file and the field, before anything is built."""
@@ -322,6 +358,7 @@ def check_folder(folder: str | Path) -> Detector:
     _check_weights(weights, weights_path, kind, n_inputs, hyper)
     rows_path = folder / TRAINING_ROWS_FILE
     rows = _check_rows(_json(rows_path, MAX_ROWS_BYTES), rows_path)
+    _check_rows_record(config, rows, rows_path)
     return Detector(config, weights, rows, folder)
 
 

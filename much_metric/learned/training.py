@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from much_metric.learned._kinds import Kind
-from much_metric.learned.detector import FORMAT, FORMAT_VERSION, Detector, fingerprint
+from much_metric.learned.detector import FORMAT, FORMAT_VERSION, Detector, fingerprint, rows_digest
 
 __all__ = ["fit_detector"]
 
@@ -190,6 +190,7 @@ def _detector(kind: Kind, settings: dict[str, Any], fitted: tuple[dict[str, np.n
     if context is not None:
         config["internals"] = dict(context.observer)
     rows = {"train": sorted(set(train_data.generation_ids)), "validation": sorted(set(validation_data.generation_ids))}
+    config["training_data"]["rows_sha256"] = rows_digest(rows)
     return Detector(config, weights, rows)
 
 

@@ -4,8 +4,8 @@ per-case setups and the :class:`Case` record, one per bad input.
 ``era="new"``: the surfaces issue #31 audits (output-path safety, server data, deadlines, learned folders,
 replay/verify, monitor against a server, regressions); ``era="old"``: older-surface bad inputs kept as a control.
 A case's ``argv`` starts with ``much``, ``builder`` or ``leaderboard`` and may use ``{url}`` (the case's server),
-``{closed}`` (a port nothing listens on), ``{gguf}`` (SmolLM2) and ``{llama3}`` (a tokenizer.json); paths are
-relative to the case's own temporary folder.
+``{closed}`` (a port nothing listens on), ``{gguf}`` (SmolLM2), ``{llama3}`` (a tokenizer.json) and ``{sample}``
+(the embedded sample's English parquet); paths are relative to the case's own temporary folder.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from tests.audit.servers import MisbehavingServer, closed_port
 
 SAMPLE_EN = Path("much_dataset") / "sample" / "data" / "en" / "test-00000-of-00001.parquet"
 LLAMA3_VOCAB = 128_256
+SMOLLM2_VOCAB = 49_152
 
 
 class SetupSkipped(RuntimeError):
@@ -157,6 +158,28 @@ class Fixtures:
 
         return pq.read_table(self.sample_parquet).to_pylist()
 
+    def random_pack(self) -> Path:
+        """An internals pack of random attention for every English sample row (the tests' own writer)."""
+        def build(target: Path) -> None:
+            import much_dataset
+            from tests.much_metric.baselines._packs import write_random_pack
+
+            target.mkdir(parents=True)
+            write_random_pack(target, much_dataset.load("sample", config="en", split="test"))
+        return self._once("random-pack", build)
+
+    def smollm_pack(self) -> Path:
+        """``builder internals`` of three English sample rows with SmolLM2, one row per shard."""
+        def build(target: Path) -> None:
+            from tests import assets
+
+            gguf = assets.smollm2_gguf_path()
+            if gguf is None:
+                raise RuntimeError("no SmolLM2 .gguf test asset")
+            self._run(["builder", "internals", "--out", "p", "--source", str(self.sample_parquet), "--model",
+                       str(gguf), "--prompt-style", "user", "--limit", "3", "--rows-per-shard", "1"], target)
+        return self._once("smollm-pack", build) / "p"
+
     def neighbours(self) -> Path:
         def build(target: Path) -> None:
             target.mkdir(parents=True)
@@ -179,7 +202,8 @@ class CaseContext:
 
         gguf = assets.smollm2_gguf_path()
         return {"url": self.url, "closed": str(closed_port()), "gguf": str(gguf) if gguf else "smollm2.gguf",
-                "llama3": str(assets.llama3_tokenizer_json() or "tokenizer.json")}
+                "llama3": str(assets.llama3_tokenizer_json() or "tokenizer.json"),
+                "sample": str(self.fixtures.sample_parquet)}
 
     @contextlib.contextmanager
     def server(self, mode: str | None) -> Iterator[None]:

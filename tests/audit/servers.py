@@ -18,18 +18,30 @@ from typing import Any
 
 #: the modes a case can name
 MODES = ("ok", "nan", "prob_gt1", "sum_gt1", "oov", "dup_ids", "too_many_tokens", "null_top_logprobs", "non_utf8",
-         "drip", "http500", "http401", "http404", "closed_mid_chunk", "non_streamed")
+         "drip", "http500", "http401", "http404", "closed_mid_chunk", "non_streamed",
+         # rows no sampler of the request produces (issue #44): tests/builder/fake_generation_server's behaviours
+         "outside_top_k", "outside_top_p", "stop_without_eos", "eos_in_middle")
+_SAMPLER_MODES = MODES[-4:]
 _BAD_BYTES_MARK = "@@NOT-UTF8@@"
+
+
+def _answer(body: dict[str, Any], mode: str) -> tuple[list[int], list[Any], str]:
+    """The fake server's answer to ``body`` (sampled as the request asks), with a sampler ``mode``'s tokens."""
+    from tests.builder.fake_generation_server import answer, misplace_tokens
+
+    tokens, logprobs, finish = answer(str(body["messages"][-1]["content"]), int(body.get("top_logprobs") or 5),
+                                      max_tokens=10_000, top_k=int(body.get("top_k", -1)),
+                                      top_p=float(body.get("top_p", 1.0)))
+    if mode in _SAMPLER_MODES:
+        tokens, finish = misplace_tokens(tokens, logprobs, finish, mode)
+    return tokens, logprobs, finish
 
 
 def _entries(body: dict[str, Any], mode: str) -> tuple[list[dict[str, Any]], str]:
     """The answer's ``logprobs.content`` entries, spoiled by ``mode``, and its finish_reason."""
-    from tests.builder.fake_generation_server import answer
-
     top = int(body.get("top_logprobs") or 5)
-    question = str(body["messages"][-1]["content"])
     max_tokens = int(body.get("max_tokens") or 16)
-    tokens, logprobs, finish = answer(question, top, max_tokens=10_000)
+    tokens, logprobs, finish = _answer(body, mode)
     if mode == "too_many_tokens":  # ignore max_tokens: three times as many tokens as asked
         while len(tokens) < 3 * max_tokens + 3:
             tokens, logprobs = tokens + tokens, logprobs + logprobs

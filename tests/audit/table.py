@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.audit.cases import (
-    LLAMA3_VOCAB,
+    SMOLLM2_VOCAB,
     Case,
     _edit_config,
     _edit_weights,
@@ -27,6 +27,17 @@ from tests.audit.cases import (
     truncated_checkpoint,
     warned,
 )
+from tests.audit.packs import (
+    damaged_smollm_pack,
+    edit_manifest,
+    foreign_rows,
+    foreign_training_rows,
+    nothing_at,
+    pack_complete,
+    random_pack,
+    source_rows,
+    spoiled_pack,
+)
 
 EVAL = ("much", "evaluate", "--source", "sample", "--bootstrap", "0")
 RUN = ("much", "run", "--source", "sample", "--no-nli", "--signals", "max_likelihood", "--bootstrap", "0",
@@ -39,7 +50,7 @@ TRAIN = ("much", "train", "--source", "sample", "--detector", "linear", "--fold"
          "--no-progress")
 MAX_NEW = 6
 GENERATE = ("builder", "generate", "--out", "g", "--model", "fake-model", "--engine", "openai", "--base-url", "{url}",
-            "--tokenizer", "{llama3}", "--backoff", "0", "--max-attempts", "1", "--workers", "1",
+            "--tokenizer", "smollm2", "--backoff", "0", "--max-attempts", "1", "--workers", "1",
             "--max-new-tokens", str(MAX_NEW), "--timeout", "10")
 MONITOR = ("much", "monitor", "--base-url", "{url}", "--model", "m", "--tokenizer", "smollm2", "--prompt", "q",
            "--method", "max_likelihood", "--max-new-tokens", str(MAX_NEW), "--timeout", "5")
@@ -113,7 +124,7 @@ _MONITOR_NAMES = {"nan": "nan|finite|logprob", "prob_gt1": "probab|logprob|> 1|a
 for _mode in _BAD_DATA:
     add(Case(f"generate-openai-{_mode}", "builder generate", GENERATE, questions, server=_mode, timeout=10,
              names=(_MONITOR_NAMES[_mode],),
-             check=stored_row_problem("g/generations.jsonl", vocab=LLAMA3_VOCAB, max_tokens=MAX_NEW),
+             check=stored_row_problem("g/generations.jsonl", vocab=SMOLLM2_VOCAB, max_tokens=MAX_NEW),
              exit0_ok=failures_recorded("g/generations.jsonl"), clear_codes=(1, 2),
              message_files=(failures_file("g/generations.jsonl"),),
              reported="silent" if _mode not in ("null_top_logprobs", "non_utf8") else ""))
@@ -122,7 +133,7 @@ for _mode in _BAD_DATA:
              reported="silent" if _mode in ("oov", "null_top_logprobs", "non_utf8") else "clear"))
 add(
     Case("generate-openai-good-server", "builder generate", GENERATE, questions, server="ok", timeout=10,
-         expect="ok", check=stored_row_problem("g/generations.jsonl", vocab=LLAMA3_VOCAB, max_tokens=MAX_NEW)),
+         expect="ok", check=stored_row_problem("g/generations.jsonl", vocab=SMOLLM2_VOCAB, max_tokens=MAX_NEW)),
     Case("monitor-base-url-good-server", "much monitor", MONITOR, server="ok", timeout=5, expect="ok"),
 )
 
@@ -144,7 +155,7 @@ add(
     Case("generate-openai-drip", "builder generate", GENERATE, questions, server="drip", timeout=10,
          names=("10|timeout|deadline",), exit0_ok=failures_recorded("g/generations.jsonl"), clear_codes=(1, 2),
          message_files=(failures_file("g/generations.jsonl"),),
-         check=stored_row_problem("g/generations.jsonl", vocab=LLAMA3_VOCAB, max_tokens=MAX_NEW),
+         check=stored_row_problem("g/generations.jsonl", vocab=SMOLLM2_VOCAB, max_tokens=MAX_NEW),
          reported="hang"),
     Case("monitor-drip", "much monitor", MONITOR, server="drip", timeout=5, names=("5|timeout|deadline",),
          reported="hang"),
@@ -202,6 +213,80 @@ add(
          ("leaderboard", "serve", "--host", "no such host", "--port", "{closed}", "--store", "st", "--no-baselines"),
          names=("no such host",), deadline=60, reported="generic"),
 )
+
+# ---------------------------------------------------------------- issue #44: packs, server rows, learned rows, exits
+INTERNALS = ("builder", "internals", "--out", "p", "--source", "{sample}", "--model", "{gguf}", "--prompt-style",
+             "user", "--limit", "3", "--rows-per-shard", "1")
+PACK_RUN = ("much", "run", "--source", "sample", "--config", "en", "--no-nli", "--signals", "rauq", "--internals",
+            "pack", "--bootstrap", "0", "--no-progress")
+add(
+    # inputs overwritten
+    Case("run-json-over-internals-manifest", "issue44 outputs", (*PACK_RUN, "--json", "pack/manifest.json"),
+         random_pack(), names=("manifest.json",), keep=("pack/manifest.json",), reported="silent"),
+    Case("evaluate-json-over-internals-manifest", "issue44 outputs",
+         (*EVAL, "--scores", "s.parquet", "--internals", "pack", "--json", "pack/manifest.json"),
+         both(signals_file(), random_pack()), names=("manifest.json",), keep=("pack/manifest.json",),
+         reported="silent"),
+    Case("verify-source-is-its-report", "issue44 outputs",
+         ("builder", "verify", "--out", "v", "--source", "v/verify.json", "--rows", "1", *REPLAY_OPTS),
+         lambda ctx: replay_rows(ctx, "v/verify.json"), names=("verify.json",), keep=("v/verify.json",),
+         reported="silent"),
+    Case("internals-source-inside-its-pack", "issue44 outputs",
+         ("builder", "internals", "--out", "pack", "--source", "pack/manifest.json", "--model", "{gguf}"),
+         random_pack(), names=("manifest.json",), keep=("pack/manifest.json",)),
+    # a pack against its manifest
+    *(Case(f"internals-resume-{how}d-shard", "issue44 packs", INTERNALS, damaged_smollm_pack(how),
+           names=("manifest",), exit0_ok=lambda ctx, out, err: "does not match its manifest" in out
+           and "to recompute" in out, check=pack_complete("p", 3), deadline=SLOW, reported="silent")
+      for how in ("truncate", "delete")),
+    Case("pack-manifest-claims-other-layers", "issue44 packs", PACK_RUN,
+         random_pack(edit=edit_manifest(lambda m: m.update(n_layers=30, n_heads=9))),
+         names=("manifest",), reported="silent"),
+    Case("pack-rows-of-another-pack", "issue44 packs", PACK_RUN, random_pack(edit=edit_manifest(foreign_rows)),
+         names=("manifest|shard",), reported="silent"),
+    # the free check, values
+    Case("internals-other-prompt-than-the-rows", "issue44 packs",
+         tuple(part if part != "user" else "much" for part in INTERNALS), names=("tolerance",),
+         check=nothing_at("p/manifest.json"), deadline=SLOW, reported="silent"),
+    Case("internals-temperature-nan", "issue44 packs", (*INTERNALS, "--temperature", "nan"), names=("--temperature",),
+         reported="silent"),
+    *(Case(f"pack-attention-{label}", "issue44 packs", PACK_RUN, spoiled_pack((1, 2, 0), value),
+           names=("pack", "attention_to_previous", "token 1, layer 2, head 0"), reported="silent")
+      for label, value in (("negative", -0.5), ("seven", 7.0), ("nan", float("nan")))),
+    # bad input is exit 2, named
+    Case("internals-rows-without-output-tokens", "issue44 exits", (*INTERNALS[:5], "rows.jsonl", *INTERNALS[6:]),
+         source_rows(lambda rows: rows[0].pop("output_tokens")), names=("output_tokens",), reported="generic"),
+    Case("internals-token-id-1e9", "issue44 exits", (*INTERNALS[:5], "rows.jsonl", *INTERNALS[6:]),
+         source_rows(lambda rows: rows[0]["output_tokens"].__setitem__(1, 10**9)),
+         names=("output_tokens", "1000000000"), deadline=SLOW, reported="generic"),
+    Case("internals-device-bogus", "issue44 exits", (*INTERNALS, "--device", "bogus"), names=("--device",),
+         reported="generic"),
+    Case("internals-dtype-bogus", "issue44 exits", (*INTERNALS, "--dtype", "bogus"), names=("--dtype",),
+         reported="generic"),
+    Case("run-peer-signal-without-plugin", "issue44 exits",
+         ("much", "run", "--source", "sample", "--signals", "lmpolygraph:MaximumClaimProbability", "--bootstrap", "0"),
+         names=("much-peers",), reported="generic"),
+    # quiet edge cases
+    Case("internals-limit-negative", "issue44 quiet", (*INTERNALS, "--limit", "-1"), names=("--limit",),
+         reported="silent"),
+    Case("generate-limit-negative", "issue44 quiet", (*GENERATE, "--limit", "-1"), questions, names=("--limit",),
+         reported="silent"),
+    Case("internals-empty-source", "issue44 quiet", (*INTERNALS[:5], "empty.jsonl", *INTERNALS[6:]),
+         lambda ctx: ctx.write("empty.jsonl", ""), names=("empty.jsonl",), reported="silent"),
+    *(Case(f"generate-backoff-{label}", "issue44 quiet", (*GENERATE, "--backoff", value),
+           questions, names=("--backoff",), reported="silent") for label, value in (("negative", "-1"),
+                                                                                   ("nan", "nan"))),
+    # a learned detector's rows
+    Case("learned-training-rows-of-nobody", "issue44 learned", LEARNED, detector("linear", foreign_training_rows),
+         names=("training_rows.json",), deadline=SLOW, reported="silent"),
+)
+# rows a server's sampler cannot have produced
+for _mode, _names in (("outside_top_k", "top_k"), ("outside_top_p", "top_p"), ("stop_without_eos", "EOS"),
+                      ("eos_in_middle", "stop token")):
+    add(Case(f"generate-openai-{_mode}", "issue44 server rows", GENERATE, questions, server=_mode, timeout=10,
+             names=(_names,), exit0_ok=failures_recorded("g/generations.jsonl"), clear_codes=(1, 2),
+             message_files=(failures_file("g/generations.jsonl"),), reported="silent"))
+
 
 # ---------------------------------------------------------------- older surfaces: controls
 OLD: list[tuple[str, str, tuple[str, ...], object, tuple[str, ...]]] = [

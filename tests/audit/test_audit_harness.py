@@ -96,3 +96,15 @@ def test_the_table_covers_issue_31():
     assert {"builder export", "much evaluate", "much segment", "much run", "much neighbours", "builder replay",
             "builder generate", "much monitor", "builder verify", "learned", "much train", "regressions"} <= new
     assert sum(c.era == "old" and c.bad for c in CASES) >= 30
+
+
+def test_the_table_covers_issue_44_and_a_case_runs_clear():
+    """Issue #44's surfaces are in the table; one of its cases (a bogus --device, refused before any model loads)
+    runs clear on this checkout."""
+    surfaces = {c.surface for c in CASES if c.bad}
+    assert {"issue44 outputs", "issue44 packs", "issue44 exits", "issue44 quiet", "issue44 learned",
+            "issue44 server rows"} <= surfaces
+    case = next(c for c in CASES if c.id == "internals-device-bogus")
+    result = _run(case, ROOT)
+    assert (result.got, result.rc) == ("clear", 2), result
+    assert "--device 'bogus'" in result.message

@@ -1,13 +1,18 @@
 """A fake OpenAI-compatible generation server: chat completions with ``top_logprobs`` as ``token_id:N`` tokens.
 
-Deterministic: the answer to a question depends only on its text (so an interrupted and an uninterrupted run give
-identical rows). Per position the server draws a full 200-token distribution, returns the ``top_logprobs`` largest
-log-probabilities in vllm serve's order (the sampled token first, the list cut at ``top_logprobs``), and "samples"
-a token that is usually in the head and sometimes (position 3 of answers whose hash is even) outside it.
+Deterministic: the answer to a question depends only on its text and the request's sampler (so an interrupted and
+an uninterrupted run give identical rows). Per position the server draws a full 200-token distribution, returns the
+``top_logprobs`` largest log-probabilities in vllm serve's order (the sampled token first, the list cut at
+``top_logprobs``), and "samples" like the sampler asked (``top_k``, ``top_p``: HF's and vLLM's order): one of the
+first three tokens that the sampler allows, and, when it allows any token (top_k off, top_p 1), sometimes (position 3
+of answers whose hash is even) a token outside the head. The answer ends with :data:`EOS` (SmolLM2's ``<|im_end|>``:
+tests decode with ``--tokenizer smollm2``), which no earlier position samples.
 ``script`` is a list of behaviours consumed one per request: ``error500``, ``rate_limit``, ``no_logprobs``,
 ``bad_request``, ``string_tokens``, ``("sleep", seconds)``, ``trickle`` (the answer one byte every 0.5 s), or a
 misbehaviour whose data must never be stored (:data:`BAD_DATA`): ``nan``, ``prob_above_1``, ``sum_above_1``,
-``oov_id``, ``duplicate_ids``, ``too_many_tokens``.
+``oov_id``, ``duplicate_ids``, ``too_many_tokens``, and rows no sampler of the request produces: ``outside_top_k``
+(every position samples rank 21), ``outside_top_p`` (a token past the nucleus), ``stop_without_eos``
+(``finish_reason: stop``, no EOS), ``eos_in_middle``.
 """
 
 from __future__ import annotations
@@ -26,10 +31,23 @@ VOCAB = 200
 EOS = 2
 #: behaviour -> the rule the engine must name when it refuses the row
 BAD_DATA = {"nan": "NaN", "prob_above_1": "> 1", "sum_above_1": "sum to", "oov_id": "outside the vocabulary",
-            "duplicate_ids": "duplicate candidate ids", "too_many_tokens": "more than max_new_tokens"}
+            "duplicate_ids": "duplicate candidate ids", "too_many_tokens": "more than max_new_tokens",
+            "outside_top_k": "outside top_k=20", "outside_top_p": "outside the top_p=0.9 nucleus",
+            "stop_without_eos": "is not an EOS", "eos_in_middle": "before the last token"}
 
 
-def answer(question: str, top: int, *, max_tokens: int = 500) -> tuple[list[int], list[np.ndarray], str]:
+def allowed_ranks(lp: np.ndarray, top_k: int = 20, top_p: float = 0.9) -> int:
+    """How many of the most probable tokens the sampler may draw: the top ``top_k`` (0/-1: all), then the nucleus
+    of their renormalised distribution (the tokens whose preceding mass is below ``top_p``)."""
+    probs = np.sort(np.exp(lp))[::-1]
+    if top_k > 0:
+        probs = probs[:top_k]
+    before = np.concatenate([[0.0], np.cumsum(probs / probs.sum())[:-1]])
+    return max(1, int((before < top_p).sum()))
+
+
+def answer(question: str, top: int, *, max_tokens: int = 500, top_k: int = 20,
+           top_p: float = 0.9) -> tuple[list[int], list[np.ndarray], str]:
     """The server's deterministic answer: (tokens, per-position log-probabilities over VOCAB, finish_reason)."""
     seed = int.from_bytes(hashlib.sha256(question.encode()).digest()[:8], "little")
     rng = np.random.default_rng(seed)
@@ -37,14 +55,18 @@ def answer(question: str, top: int, *, max_tokens: int = 500) -> tuple[list[int]
     tokens, logprobs = [], []
     for position in range(n):
         logits = rng.normal(0, 3, VOCAB)
+        if position == n - 1:  # the model ends its answer: EOS is its most probable token
+            logits[EOS] = logits.max() + 2.0
         lp = logits - np.logaddexp.reduce(logits)
-        order = np.argsort(-lp, kind="stable")
+        order = [int(i) for i in np.argsort(-lp, kind="stable") if i != EOS or position == n - 1]
+        allowed = allowed_ranks(lp, top_k, top_p)
+        pick = int(rng.integers(0, 3))
         if position == n - 1:
             token = EOS
-        elif position == 3 and seed % 2 == 0:
-            token = int(order[top + 5])  # outside the head
+        elif position == 3 and seed % 2 == 0 and allowed >= top + 6:
+            token = order[top + 5]  # outside the head (only an untruncated sampler draws it)
         else:
-            token = int(order[int(rng.integers(0, 3))])
+            token = order[min(pick, allowed - 1)]
         tokens.append(token)
         logprobs.append(lp)
     finish = "stop"
@@ -86,7 +108,9 @@ class FakeGenerationServer(FakeOpenAI):
         top = int(body["top_logprobs"])
         question = body["messages"][-1]["content"]
         max_tokens = int(body["max_tokens"])
-        tokens, logprobs, finish = answer(question, top, max_tokens=max_tokens + 3 * (behaviour == "too_many_tokens"))
+        tokens, logprobs, finish = answer(question, top, max_tokens=max_tokens + 3 * (behaviour == "too_many_tokens"),
+                                          top_k=int(body.get("top_k", -1)), top_p=float(body.get("top_p", 1.0)))
+        tokens, finish = misplace_tokens(tokens, logprobs, finish, behaviour)
 
         def name(token: int) -> str:
             return f"tok{token}" if behaviour == "string_tokens" else f"token_id:{token}"
@@ -109,6 +133,25 @@ class FakeGenerationServer(FakeOpenAI):
         if behaviour == "trickle":
             return 200, {}, Trickle(json.dumps(reply).encode("utf-8"))
         return 200, {}, reply
+
+
+def misplace_tokens(tokens: list[int], logprobs: list[np.ndarray], finish: str,
+                    behaviour: Any) -> tuple[list[int], str]:
+    """Tokens no sampler of the request (MUCH's: top_k 20, top_p 0.9) produces (:data:`BAD_DATA`'s last four); the
+    values stay true."""
+    tokens = list(tokens)
+    orders = [[int(i) for i in np.argsort(-lp, kind="stable") if i != EOS] for lp in logprobs]
+    if behaviour == "outside_top_k":
+        tokens[:-1] = [order[20] for order in orders[:-1]]
+    elif behaviour == "outside_top_p":  # the first token past the nucleus, at the position where it ranks highest
+        position = min(range(len(tokens) - 1), key=lambda p: allowed_ranks(logprobs[p]))
+        tokens[position] = orders[position][allowed_ranks(logprobs[position]) + 1]
+    elif behaviour == "stop_without_eos":  # the most probable word (SmolLM2's ids 0-16 are special tokens)
+        tokens[-1] = next(i for i in orders[-1] if i > 16)
+        finish = "stop"
+    elif behaviour == "eos_in_middle":
+        tokens[1] = EOS
+    return tokens, finish
 
 
 def _spoil(content: list[dict[str, Any]], behaviour: Any) -> None:

@@ -37,10 +37,8 @@ def _write_questions(out: Path, questions=QUESTIONS) -> None:
 
 
 def _tokenizer_file() -> str:
-    from tests import assets
-
-    assets.require("llama3")  # skips locally, fails in CI, when the tokenizer asset is missing
-    return str(assets.llama3_tokenizer_json())
+    """The packaged SmolLM2 tokenizer: the fake server's EOS (2) is its ``<|im_end|>``."""
+    return "smollm2"
 
 
 def _args(out: Path, server: FakeGenerationServer, *extra: str) -> list[str]:
@@ -118,13 +116,18 @@ def test_candidates_row_refuses_too_few_candidates():
 
 # ------------------------------------------------------------------------------------------------ openai engine
 
-def test_openai_engine_rows_follow_the_server_distribution(tmp_path):
+@pytest.mark.parametrize("sampler", ["much", "untruncated"])
+def test_openai_engine_rows_follow_the_server_distribution(tmp_path, sampler):
+    """MUCH's sampler (every sampled token inside the top 20 and the nucleus), and an untruncated one (top_k off,
+    top_p 1), whose sampled tokens may rank below 24: the 25th candidate."""
     _write_questions(tmp_path, QUESTIONS[:6])
+    flags = ["--top-k", "0", "--top-p", "1"] if sampler == "untruncated" else []
     with FakeGenerationServer() as server:
-        assert main(_args(tmp_path, server, "--workers", "3")) == 0
+        assert main(_args(tmp_path, server, "--workers", "3", *flags)) == 0
         body = server.chat_requests()[0]
     # one more than 24: vllm serve's list order (see SamplingSettings.openai_body)
-    assert body["top_logprobs"] == 25 and body["top_p"] == 0.9 and body["top_k"] == 20
+    top_k, top_p = (20, 0.9) if sampler == "much" else (-1, 1.0)
+    assert body["top_logprobs"] == 25 and body["top_p"] == top_p and body["top_k"] == top_k
     assert body["repetition_penalty"] == 1.0 and body["return_tokens_as_token_ids"] is True
     rows = list(read_store(tmp_path / "generations.jsonl"))
     assert sorted(r["question_id"] for r in rows) == [f"q{i}" for i in range(6)]
@@ -134,10 +137,11 @@ def test_openai_engine_rows_follow_the_server_distribution(tmp_path):
     outside = 0
     for row in rows:
         prompt = next(q["prompt"] for q in QUESTIONS if q["question_id"] == row["question_id"])
-        tokens, logprobs, _ = fake.answer(prompt, int(body["top_logprobs"]))
+        tokens, logprobs, _ = fake.answer(prompt, int(body["top_logprobs"]), top_k=top_k, top_p=top_p)
         assert row[schema.OUTPUT_TOKENS] == tokens and row["finished"] is True
         assert row[schema.OUTPUT] == tokenizer.decode(tokens, skip_special_tokens=False)
-        assert row["engine"] == "openai" and row["sampling"]["logprobs"] == 24 and row["sampling"]["top_k"] == 20
+        assert row["engine"] == "openai" and row["sampling"]["logprobs"] == 24
+        assert row["sampling"]["top_k"] == max(top_k, 0) and row["sampling"]["top_p"] == top_p
         for token, lp, ids, probs in zip(tokens, logprobs, row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES],
                                          strict=True):
             order = np.argsort(-lp, kind="stable")[:24]
@@ -146,7 +150,8 @@ def test_openai_engine_rows_follow_the_server_distribution(tmp_path):
             if token not in ids[:24]:
                 outside += 1
                 assert ids[24:] == [token]
-    assert outside > 0  # the fake server samples outside the head for some answers: the 25th entry is tested
+    # the untruncated sampler draws outside the head for some answers: the 25th entry is tested; MUCH's never does
+    assert (outside > 0) == (sampler == "untruncated")
 
 
 def test_openai_engine_retries_transient_errors_and_bounds_concurrency(tmp_path):

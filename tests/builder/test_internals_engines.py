@@ -40,7 +40,8 @@ def _tiny_llama_folder(folder: Path) -> Path:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=48, num_hidden_layers=3,
+    # the sample's vocabulary (SmolLM2's): its rows' token ids must be ids of the model
+    config = transformers.LlamaConfig(vocab_size=49152, hidden_size=32, intermediate_size=48, num_hidden_layers=3,
                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
     transformers.LlamaForCausalLM(config).save_pretrained(folder)
     return folder

@@ -83,15 +83,21 @@ def test_the_maintainers_loop_with_hf_rows(tmp_path, shared_model):
     assert main(["internals", "--out", str(tmp_path / "pack"), "--source", str(out / "generations.jsonl"),
                  *common]) == 0
     assert asked[-1] == "float32"
-    # ... and a row whose stored probabilities differ makes it exit 1, like verify, on every run over the pack
+    # ... and a row whose stored probabilities differ stops it (exit 2, the shard not stored), as verify fails it, on
+    # every run over the pack; --allow-probability-mismatch stores it, recorded; a larger --tolerance accepts it
     rows = list(read_store(out / "generations.jsonl"))[:2]
     rows[1][schema.LOGITS_VALUES][0][0] -= 0.05
     tampered = tmp_path / "tampered" / "generations.jsonl"
     tampered.parent.mkdir()
     tampered.write_text("".join(json.dumps(r) + "\n" for r in rows))
     for _ in range(2):
-        assert main(["internals", "--out", str(tmp_path / "pack-tampered"), "--source", str(tampered), *common]) == 1
-    manifest = json.loads((tmp_path / "pack-tampered" / "manifest.json").read_text())
-    assert manifest["n_rows"] == 2  # stored, and reported
+        assert main(["internals", "--out", str(tmp_path / "pack-tampered"), "--source", str(tampered), *common]) == 2
+        manifest_path = tmp_path / "pack-tampered" / "manifest.json"
+        assert not manifest_path.exists() or json.loads(manifest_path.read_text())["n_rows"] == 0
     assert main(["internals", "--out", str(tmp_path / "pack-tampered"), "--source", str(tampered), *common,
+                 "--allow-probability-mismatch"]) == 0
+    manifest = json.loads((tmp_path / "pack-tampered" / "manifest.json").read_text())
+    assert manifest["n_rows"] == 2 and manifest["probability_check"]["rows_above_tolerance"] == 1
+    assert manifest["probability_check"]["enforced"] is False
+    assert main(["internals", "--out", str(tmp_path / "pack-tolerant"), "--source", str(tampered), *common,
                  "--tolerance", "0.1"]) == 0

@@ -103,26 +103,29 @@ def _tamper(row: dict, how: str) -> dict:
         row[schema.OUTPUT] = row[schema.OUTPUT].replace(" ", "  ", 1)
     elif how == "nan":
         probs[1][5] = float("nan")
+    elif how == "token_id_1e9":  # #44: not re-forwarded (an IndexError in the embedding, the "bug" exit, before)
+        row[schema.OUTPUT_TOKENS] = [*row[schema.OUTPUT_TOKENS][:3], 10**9, *row[schema.OUTPUT_TOKENS][4:]]
     return {**row, schema.LOGITS_TOKEN_IDS: ids, schema.LOGITS_VALUES: probs}
 
 
 def test_verify_checks_the_whole_row_and_names_the_rule(tmp_path, capsys, one_smollm2_load):
-    """#37/#31: a dropped 24th candidate, a dropped EOS, a changed output text and a stored NaN are refused (exit 1,
+    """#37/#31/#44: a dropped 24th candidate, a dropped EOS, a changed output text, a stored NaN and a token id
+    outside the vocabulary are refused (exit 1,
     generation_id, position and rule named); the untouched rows verify OK."""
     gguf = _smollm.gguf_path()
     common = ["--model", gguf, "--prompt-style", "user", "--out-of-top", "swap"]
     rows = _sample_rows(2)
     expected = {"dropped_24th": ("candidates", 2), "dropped_eos": ("eos", None), "changed_output": ("output", None),
-                "nan": ("probabilities", 1)}
+                "nan": ("probabilities", 1), "token_id_1e9": ("token_ids", 3)}
     source = tmp_path / "rows.jsonl"
     tampered = [_tamper(rows[0], how) for how in expected]
     source.write_text("".join(json.dumps(r) + "\n" for r in [*rows, *tampered]))
     assert main(["verify", "--out", str(tmp_path / "ok"), "--source", str(source), "--rows", "2", *common]) == 0
     capsys.readouterr()
-    assert main(["verify", "--out", str(tmp_path / "bad"), "--source", str(source), "--rows", "6", *common]) == 1
+    assert main(["verify", "--out", str(tmp_path / "bad"), "--source", str(source), "--rows", "7", *common]) == 1
     printed = capsys.readouterr().out
     report = json.loads((tmp_path / "bad" / "verify.json").read_text())
-    assert report["failed_rows"] == 4
+    assert report["failed_rows"] == 5
     by_row: dict[str, list] = {}
     for problem in report["problems"]:
         by_row.setdefault(problem["generation_id"], []).append(problem)

@@ -81,3 +81,15 @@ def test_bootstrap_0_is_a_board_without_intervals(tmp_path, capsys):
     ranking = board.ranking()
     assert ranking["_meta"]["n_resamples"] == 0 and all(
         row["rank_probability"] is None for key, row in ranking.items() if key != "_meta")
+
+
+def test_a_store_that_would_write_over_the_evaluation_data_is_refused(tmp_path, capsys):
+    """Issue #44: ``--store`` writes leaderboard.sqlite, archives/ and scores/; an evaluation ``--data`` folder that
+    holds one of them is an input the store would overwrite (one line, exit 2, nothing changed)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "leaderboard.sqlite").write_bytes(b"the evaluation data's own file")
+    assert main(["serve", "--check", "--store", str(data), "--data", str(data), "--no-baselines"]) == 2
+    err = capsys.readouterr().err
+    assert "--store" in err and "leaderboard.sqlite" in err and "--data" in err and err.count("\n") == 1
+    assert (data / "leaderboard.sqlite").read_bytes() == b"the evaluation data's own file"

@@ -48,6 +48,10 @@ def test_signal_named_like_a_builtin_is_refused(tmp_path, evaluation):
              "named like the built-in baseline")
     _refused(board, make_zip({"m.jsonl": jsonl_bytes(noisy, "ccp_10_8")}), {"method": "mine"},
              "named like the built-in baseline")
+    # issue #44: compared as entry names are (case-folded): Max_Likelihood is max_likelihood
+    for name in ("Max_Likelihood", "MAX_LIKELIHOOD", "Token_Entropy_24"):
+        _refused(board, make_zip({"m.jsonl": jsonl_bytes(noisy, name)}), {"method": "mine"},
+                 "named like the built-in baseline")
     assert store_is_empty(tmp_path / "store")
 
 
@@ -130,6 +134,7 @@ def test_learned_signal_trained_on_evaluation_rows_is_refused(tmp_path, evaluati
 
 
 def test_learned_signal_row_names_its_detector(tmp_path, evaluation, signals):
+    """Training rows the board does not know: listed, but its protocol is not taken from the archive (#44)."""
     board = Leaderboard(tmp_path / "store", data=evaluation)
     archive = _learned_archive(signals["max_likelihood"], ["train-a", "train-b"])
     outcome = board.submit(archive, {"method": "held out", "needs": ["probabilities only"]})
@@ -137,9 +142,43 @@ def test_learned_signal_row_names_its_detector(tmp_path, evaluation, signals):
     [row] = table_rows(board.store.rows(), board.ranking())
     assert "probabilities only" not in row["needs"] and "training on the auto split" in row["needs"]
     page = render_table([row], langs=board.data.langs)
-    assert "trained: linear, leave-one-language-out, fold de (2 rows)" in page
+    assert "trained: linear, protocol not verified (its training rows are not rows of sample) (2 rows)" in page
+    assert "leave-one-language-out" not in page
     assert "probabilities only" not in page
     assert table_rows(board.store.rows(), board.ranking(), needs=("training on the auto split",))
+
+
+@pytest.fixture(scope="module")
+def german():
+    import much_dataset
+    from much_leaderboard import EvaluationData
+
+    return EvaluationData(dataset=much_dataset.load("sample", "de", split="test"), n_resamples=50)
+
+
+@pytest.mark.parametrize("detector, accepted", [
+    ({"kind": "linear", "protocol": "leave-one-language-out", "fold": "lang=de"}, True),
+    ({"kind": "linear", "protocol": "auto-to-manual", "fold": None}, False),  # test-split rows, not the auto split
+    ({"kind": "linear", "protocol": "leave-one-language-out", "fold": "lang=fr"}, False),  # French training rows
+    ({"kind": "linear", "protocol": "random-split", "fold": None}, False),  # no protocol of the toolkit
+])
+def test_a_learned_signal_is_labelled_by_what_its_training_rows_show(tmp_path, german, detector, accepted):
+    """Issue #44: the protocol is re-derived from the training rows the board knows (the sample's other languages),
+    never copied from the archive: a claim they contradict is refused."""
+    import much_dataset
+
+    english_french = [g for lang in ("en", "fr")
+                      for g in much_dataset.load("sample", lang, split="test")["generation_id"]]
+    values = {g: np.full(len(t), 0.5) + i * 1e-3 for i, (g, t) in enumerate(zip(
+        german.dataset["generation_id"], german.dataset["output_tokens"], strict=True))}
+    board = Leaderboard(tmp_path / "store", data=german)
+    archive = _learned_archive(values, sorted(english_french), detector=detector)
+    if not accepted:
+        _refused(board, archive, {"method": "claims"}, "the board labels a detector by what its training rows show")
+        return
+    assert board.submit(archive, {"method": "claims"}).status == "accepted"
+    [row] = table_rows(board.store.rows(), board.ranking())
+    assert row["trained"].startswith("trained: linear, leave-one-language-out, fold lang=de")
 
 
 def test_unused_files_are_bounded(tmp_path, evaluation, signals):

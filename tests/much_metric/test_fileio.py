@@ -190,3 +190,21 @@ def test_files_other_threads_create_meanwhile_keep_the_umask(tmp_path):
             thread.join()
         os.umask(old)
     assert len(created) == 12000 and bad == []
+
+
+def test_an_input_that_an_output_folder_writes_is_refused(tmp_path):
+    """Issue #44: an input (or a file of an input folder) inside an output folder, under a name the command writes
+    there, is refused; other names, and an input folder around the output, are not."""
+    from pathlib import Path
+
+    out = tmp_path / "out"
+    (out / "shards").mkdir(parents=True)
+    (out / "manifest.json").write_text("{}")
+    (out / "notes.txt").write_text("mine")
+    writes = fileio.Output("--out", out, folder=True, owns=lambda name: name == Path("manifest.json")
+                           or name.parts[0] == "shards")
+    with pytest.raises(fileio.UnsafeOutputError, match="writes manifest.json there, which is the input --source"):
+        fileio.check_outputs([writes], inputs=[("--source", out / "manifest.json")])
+    with pytest.raises(fileio.UnsafeOutputError, match="a file of the input --pack"):
+        fileio.check_outputs([writes], inputs=[("--pack", out)])
+    fileio.check_outputs([writes], inputs=[("--source", out / "notes.txt"), ("--data", tmp_path)])

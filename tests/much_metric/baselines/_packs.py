@@ -15,8 +15,9 @@ class _Config:
 
 
 def write_random_pack(folder: Path, data, *, attention_to_self: bool = False) -> None:
-    """Seeded random ``attention_to_previous`` (and, with ``attention_to_self``, a diagonal in [0.01, 1)) and zero
-    hidden states for every row of ``data`` (``generation_id``, ``output_tokens``)."""
+    """Seeded random ``attention_to_previous`` (and, with ``attention_to_self``, a diagonal: a fraction in
+    [0.01, 1) of what the previous position leaves, so that one softmax row sums to at most 1) and zero hidden states
+    for every row of ``data`` (``generation_id``, ``output_tokens``)."""
     from builder.internals import InternalsOptions
     from builder.internals_store import commit_rows, pack_identity, write_shard
 
@@ -26,9 +27,11 @@ def write_random_pack(folder: Path, data, *, attention_to_self: bool = False) ->
     arrays, entries = {}, {}
     for gid, tokens in zip(data["generation_id"], data["output_tokens"], strict=True):
         n = len(tokens)
-        arrays[f"{gid}/attention_to_previous"] = rng.random((n, LAYERS, HEADS), dtype=np.float32)
+        previous = rng.random((n, LAYERS, HEADS), dtype=np.float32)
+        arrays[f"{gid}/attention_to_previous"] = previous
         if attention_to_self:
-            arrays[f"{gid}/attention_to_self"] = rng.uniform(0.01, 1, (n, LAYERS, HEADS)).astype(np.float32)
+            arrays[f"{gid}/attention_to_self"] = (rng.uniform(0.01, 1, (n, LAYERS, HEADS))
+                                                  * (1 - previous)).astype(np.float32)
         arrays[f"{gid}/hidden"] = np.zeros((n, 1, WIDTH), dtype=np.float16)
         entries[gid] = {"n_tokens": n, "max_abs_diff": 0.0}
     shard, size = write_shard(folder, arrays)

@@ -199,3 +199,23 @@ def test_much_train_without_torch_names_the_learned_extra(tmp_path, capsys, monk
     assert main(["train", "--out", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err
     assert "much train needs torch: install the extra 'learned'" in err and "[models]" not in err, err
+
+
+def test_training_rows_that_are_not_the_recorded_ones_are_refused(folders, tmp_path):
+    """Issue #44: a training_rows.json naming other rows (well formed, sorted) is refused, by the digest config.json
+    records and, in a folder written before the digest, by the recorded counts."""
+    folder = _copy(folders, "linear", tmp_path)
+    rows = json.loads((folder / "training_rows.json").read_text())
+    fake = {"train": sorted(f"nobody-{i:04d}" for i in range(len(rows["train"]))), "validation": rows["validation"]}
+    (folder / "training_rows.json").write_text(json.dumps(fake))
+    with pytest.raises(DetectorFolderError, match=r"training_rows.json does not hold the rows config.json records"):
+        load_detector(folder)
+    config = json.loads((folder / "config.json").read_text())
+    del config["training_data"]["rows_sha256"]  # an older folder: its counts still decide
+    (folder / "config.json").write_text(json.dumps(config))
+    fake["train"] = fake["train"][:-1]
+    (folder / "training_rows.json").write_text(json.dumps(fake))
+    with pytest.raises(DetectorFolderError, match=r"field 'train' lists \d+ generation_ids, config.json records"):
+        load_detector(folder)
+    (folder / "training_rows.json").write_text(json.dumps(rows))
+    assert load_detector(folder).training_rows == rows

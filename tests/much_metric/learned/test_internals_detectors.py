@@ -48,7 +48,7 @@ def _token_labels(row: dict) -> np.ndarray:
 def _write_pack(folder, rows, *, weights="a" * 64, hidden_layers=HIDDEN_LAYERS, seed=0, edit=None):
     """A pack of ``rows``: hidden unit 0 of every layer and head (0, 0)'s previous-token attention carry the
     token's claim label plus noise; ``edit(gid, arrays)`` may change a row's arrays before writing."""
-    from safetensors.numpy import save_file
+    from builder.internals_store import write_shard
 
     rng = np.random.default_rng(seed)
     tensors, entries = {}, {}
@@ -56,7 +56,7 @@ def _write_pack(folder, rows, *, weights="a" * 64, hidden_layers=HIDDEN_LAYERS, 
         gid, label = row[schema.GENERATION_ID], _token_labels(row)
         n = len(label)
         attention = rng.uniform(0.0, 0.5, size=(n, N_LAYERS, N_HEADS)).astype(np.float32)
-        attention[:, 0, 0] = 0.2 + 0.5 * label + rng.normal(0, 0.1, n)
+        attention[:, 0, 0] = np.clip(0.2 + 0.5 * label + rng.normal(0, 0.1, n), 0, 1)  # attention weights
         hidden = rng.standard_normal((n, len(hidden_layers), HIDDEN_SIZE)).astype(np.float32)
         hidden[:, :, 0] += 2.0 * label[:, None]
         arrays = {"attention_to_previous": attention, "hidden": hidden.astype(np.float16)}
@@ -64,13 +64,14 @@ def _write_pack(folder, rows, *, weights="a" * 64, hidden_layers=HIDDEN_LAYERS, 
             edit(gid, arrays)
         tensors.update({f"{gid}/{name}": np.ascontiguousarray(value) for name, value in arrays.items()})
         entries[gid] = {"n_tokens": n, "max_abs_diff": 0.0}
-    (folder / "shards").mkdir(parents=True)
-    save_file(tensors, str(folder / "shards" / "s0.safetensors"))
+    folder.mkdir(parents=True, exist_ok=True)
+    shard, size = write_shard(folder, tensors)  # content-addressed, as the builder writes it
     manifest = {"format": "much-internals/1", "model": "tiny-observer", "weights_sha256": weights,
                 "n_layers": N_LAYERS, "n_heads": N_HEADS, "hidden_size": HIDDEN_SIZE,
                 "hidden_layers": list(hidden_layers), "attention_window": 0, "compression": "none",
                 "dtypes": {"attention_to_previous": "float32", "hidden": "float16"},
-                "rows": {g: {**e, "shard": "s0.safetensors"} for g, e in entries.items()},
+                "rows": {g: {**e, "shard": shard} for g, e in entries.items()},
+                "shards": {shard: {"bytes": size, "sha256": shard.split(".")[0]}},
                 "n_rows": len(entries), "n_tokens": sum(e["n_tokens"] for e in entries.values())}
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return load_internals(folder)

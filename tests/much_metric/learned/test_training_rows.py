@@ -203,3 +203,26 @@ def test_signal_metadata_round_trips_and_drives_the_exclusion(tmp_path, sample, 
         evaluate_signals(rows, read_signals(path),
                          evaluation=EvaluationOptions(bootstrap=None),
                                                       training_rows={"mine": frozenset(rows["generation_id"])})
+
+
+def test_training_rows_that_are_no_rows_of_the_training_data_are_refused(trained, tmp_path, capsys):
+    """Issue #44: a folder whose training_rows.json names ids that are no sample's (the real training rows would be
+    scored as held out). A folder written before config.json recorded the rows' digest, with the counts kept: much
+    run, on the data the detector was trained on, refuses it naming the file."""
+    import shutil
+
+    from much_metric.cli import main
+
+    folder = tmp_path / "edited"
+    shutil.copytree(trained, folder)
+    config = json.loads((folder / "config.json").read_text())
+    del config["training_data"]["rows_sha256"]
+    (folder / "config.json").write_text(json.dumps(config))
+    rows = json.loads((folder / "training_rows.json").read_text())
+    rows["train"] = sorted(f"nobody-{i:04d}" for i in range(len(rows["train"])))
+    (folder / "training_rows.json").write_text(json.dumps(rows))
+    code = main(["run", "--source", "sample", "--config", "de", "--signals", f"learned:{folder}", "--bootstrap", "0",
+                 "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2, err
+    assert "training_rows.json" in err and "no row of sample" in err and "'nobody-0000'" in err

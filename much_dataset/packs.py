@@ -1,0 +1,192 @@
+"""A pack is what its manifest says: the check shared by every pack format (internals packs, samples packs).
+
+A *pack* is a folder of content-addressed safetensors shards and a ``manifest.json`` that lists them::
+
+    manifest["shards"]  {"<sha256>.safetensors": {"bytes": N, "sha256": "<sha256>"}}
+    manifest["rows"]    {row_id: {"shard": "<sha256>.safetensors", ...}}      tensors "<row_id>/<name>" in the shard
+
+:func:`pack_damage` compares the bytes with the manifest and returns one :class:`ShardDamage` per shard that does not
+match (none: the pack is what its manifest says):
+
+* every row names a shard the manifest lists, and the file is there with the listed size;
+* with ``hashes=True``, the file's sha256 is its name and the listed ``sha256`` (the content address: a shard replaced
+  by another one, truncated or edited in place is found);
+* the shard's header is readable and holds, for each row the manifest assigns to it, exactly the arrays ``expect``
+  says, with their dtypes and shapes (the manifest's layer and head counts, the row's token count, ...), and no
+  array of a row that is in no manifest (rows of another pack added to it).
+
+A format supplies ``expect(row_id, entry) -> {name: (safetensors dtype, shape)}`` and decides what to do with the
+damage: a reader refuses the pack (:func:`damage_message`), a resumed build recomputes the damaged rows.
+:func:`verify_shard` hashes one shard (a reader calls it the first time it maps that shard, so every byte read has
+been checked once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PackError", "ShardDamage", "pack_damage", "damage_message", "read_header", "verify_shard"]
+
+#: Largest safetensors header read (bytes): a header that claims more is a damaged file, not a reason to allocate.
+MAX_HEADER_BYTES = 256 << 20
+
+#: ``expect(row_id, entry)`` -> ``{array name: (safetensors dtype, shape)}``.
+Expect = Callable[[str, Mapping[str, Any]], Mapping[str, tuple[str, tuple[int, ...]]]]
+
+
+class PackError(ValueError):
+    """A pack whose bytes do not match its manifest, or that cannot be read."""
+
+
+@dataclass(frozen=True)
+class ShardDamage:
+    """One shard that does not match the manifest: its name, the rows the manifest assigns to it, and why."""
+
+    shard: str
+    rows: tuple[str, ...]
+    reason: str
+
+    def __str__(self) -> str:
+        first = f" (first: {self.rows[0]!r})" if self.rows else ""
+        return f"shard {self.shard}: {self.reason}; {len(self.rows)} row(s) assigned to it{first}"
+
+
+def read_header(path: Path) -> tuple[dict[str, Any], int, int]:
+    """A safetensors file's header (without ``__metadata__``), the offset of its data section and the file size;
+    :class:`PackError` for a missing, truncated or unreadable file, or offsets past the end."""
+    if not path.is_file():
+        raise PackError(f"{path}: the shard file is missing")
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            raise PackError(f"{path}: truncated shard ({size} bytes)")
+        (length,) = struct.unpack("<Q", head)
+        if length > MAX_HEADER_BYTES or 8 + length > size:
+            raise PackError(f"{path}: truncated shard (header of {length} bytes, file of {size})")
+        try:
+            header = json.loads(handle.read(length))
+        except ValueError as error:
+            raise PackError(f"{path}: corrupt shard header ({error})") from None
+    if not isinstance(header, dict):
+        raise PackError(f"{path}: corrupt shard header (not an object)")
+    header.pop("__metadata__", None)
+    end = 0
+    for key, info in header.items():
+        try:
+            begin, stop = (int(v) for v in info["data_offsets"])
+            str(info["dtype"]), [int(d) for d in info["shape"]]
+        except (KeyError, TypeError, ValueError):
+            raise PackError(f"{path}: corrupt shard header (entry {key!r})") from None
+        if not 0 <= begin <= stop:
+            raise PackError(f"{path}: corrupt shard header (entry {key!r} has offsets {begin}..{stop})")
+        end = max(end, stop)
+    if 8 + length + end > size:
+        raise PackError(f"{path}: truncated shard ({size} bytes, its header describes {8 + length + end})")
+    return header, 8 + length, size
+
+
+def verify_shard(path: Path, *, sha256: str | None = None, size: int | None = None) -> None:
+    """Raise :class:`PackError` unless ``path`` hashes to its name (``<sha256>.safetensors``), to ``sha256`` when
+    given, and has ``size`` bytes when given."""
+    if not path.is_file():
+        raise PackError(f"{path}: the shard file is missing")
+    actual = path.stat().st_size
+    if size is not None and actual != int(size):
+        raise PackError(f"{path}: {actual} bytes, the manifest lists {size} (truncated or replaced)")
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    found = digest.hexdigest()
+    names = {path.name.split(".")[0], *((sha256,) if sha256 else ())}
+    if names != {found}:
+        raise PackError(f"{path}: its bytes hash to {found[:16]}..., not to the content address its name and the "
+                        "manifest give (replaced or edited)")
+
+
+def _rows_by_shard(manifest: Mapping[str, Any]) -> tuple[dict[str, list[str]], list[ShardDamage]]:
+    by_shard: dict[str, list[str]] = {}
+    damage = []
+    unassigned = []
+    for row_id, entry in manifest["rows"].items():
+        shard = entry.get("shard") if isinstance(entry, Mapping) else None
+        if not isinstance(shard, str) or not shard:
+            unassigned.append(str(row_id))
+        else:
+            by_shard.setdefault(shard, []).append(str(row_id))
+    if unassigned:
+        damage.append(ShardDamage("(none)", tuple(unassigned), "rows without a shard in the manifest"))
+    return by_shard, damage
+
+
+def _arrays_problem(header: dict[str, Any], rows: Sequence[str], manifest: Mapping[str, Any],
+                    expect: Expect) -> str | None:
+    """Why a shard's tensors are not the arrays the manifest implies for its rows, or None."""
+    held: dict[str, dict[str, Any]] = {}
+    for key, info in header.items():
+        row_id, _, name = key.rpartition("/")
+        held.setdefault(row_id, {})[name] = info
+    foreign = sorted(set(held) - set(manifest["rows"]))
+    if foreign:
+        return f"holds arrays of {len(foreign)} row(s) the manifest does not list (first: {foreign[0]!r})"
+    for row_id in rows:
+        wanted = expect(row_id, manifest["rows"][row_id])
+        arrays = held.get(row_id, {})
+        if set(arrays) != set(wanted):
+            return f"row {row_id!r} has arrays {sorted(arrays)}, the manifest says {sorted(wanted)}"
+        for name, (dtype, shape) in wanted.items():
+            info = arrays[name]
+            if info["dtype"] != dtype or tuple(info["shape"]) != tuple(shape):
+                return (f"row {row_id!r}, array {name!r}: {info['dtype']} {tuple(info['shape'])}, the manifest says "
+                        f"{dtype} {tuple(shape)}")
+    return None
+
+
+def pack_damage(folder: str | Path, manifest: Mapping[str, Any], *, expect: Expect, hashes: bool = True,
+                shards: str = "shards") -> list[ShardDamage]:
+    """Every shard of ``folder`` (``<folder>/<shards>/``) that does not match ``manifest`` (module docstring), in
+    the manifest's order; empty when the pack is what its manifest says.
+
+    ``hashes=False`` skips the content hash (sizes, headers, row ids, dtypes and shapes are still checked: one small
+    read per shard); a reader then calls :func:`verify_shard` on each shard before its first use.
+    """
+    folder = Path(folder)
+    listing = manifest.get("shards") if isinstance(manifest.get("shards"), Mapping) else {}
+
+    def problem(shard: str, rows: Sequence[str]) -> str | None:
+        listed = listing.get(shard)
+        if not isinstance(listed, Mapping):
+            return "not listed in the manifest's shards"
+        if Path(shard).name != shard or not shard.endswith(".safetensors"):
+            return "not a shard file name"
+        path = folder / shards / shard
+        try:
+            if hashes:
+                verify_shard(path, sha256=listed.get("sha256"), size=listed.get("bytes"))
+            header, _, size = read_header(path)
+        except PackError as error:
+            return str(error).removeprefix(f"{path}: ")
+        if listed.get("bytes") is not None and size != int(listed["bytes"]):
+            return f"{size} bytes, the manifest lists {listed['bytes']} (truncated or replaced)"
+        return _arrays_problem(header, rows, manifest, expect)
+
+    by_shard, damage = _rows_by_shard(manifest)
+    for shard, rows in by_shard.items():
+        reason = problem(shard, rows)
+        if reason is not None:
+            damage.append(ShardDamage(shard, tuple(rows), reason))
+    return damage
+
+
+def damage_message(folder: str | Path, damage: Sequence[ShardDamage], *, repair: str) -> str:
+    """One line for a damaged pack: how many shards, the first one and why, and how to repair it."""
+    first = damage[0]
+    more = f" (and {len(damage) - 1} more shard(s))" if len(damage) > 1 else ""
+    return (f"{folder}: the pack does not match its manifest: {first}{more}; {repair}")
