@@ -6,7 +6,7 @@ dependencies inside ``run``.
 
 Steps and their helpers raise exceptions (:class:`builder.errors.BuilderError` for a step that cannot run as asked);
 this entry point alone turns them into one line ``builder <step>: error: ...`` on stderr, through
-:func:`much_dataset.cli_errors.run_command`, the error loop ``much`` and ``much-leaderboard`` share: exit code 2 for
+:func:`much_metric.commands.run_command`, the error loop ``much`` and ``much-leaderboard`` share: exit code 2 for
 an expected failure (a ``BuilderError``, a bad ``--shard``, a corrupt artifact, a missing package), 1 for a bug (the
 line names its type), 130 on Ctrl+C. ``python -m builder --traceback <step>`` (or ``MUCH_DEBUG=1``) re-raises it
 with its traceback.
@@ -19,7 +19,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from much_dataset.cli_errors import debug_requested, run_command
+from much_metric.commands import debug_requested, run_command
 
 # step name on the command line -> module under builder/
 STEPS: dict[str, str] = {

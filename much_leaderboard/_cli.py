@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import socket
 
-from much_dataset.cli_errors import debug_requested, run_command
+from much_metric.commands import debug_requested, run_command
 
 __all__ = ["build_parser", "check_address", "main"]
 
@@ -91,6 +91,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``much-leaderboard`` command (returns the exit code: 0, 2 for a one-line error, 1 for a bug, 130 on
-    Ctrl+C: :func:`much_dataset.cli_errors.run_command`, the error loop of every command)."""
+    Ctrl+C: :func:`much_metric.commands.run_command`, the error loop of every command)."""
     args = build_parser().parse_args(argv)
     return run_command(_PROG, lambda: _serve(args), debug=debug_requested(args.traceback), subcommand="leaderboard")

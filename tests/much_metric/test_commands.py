@@ -1,4 +1,4 @@
-"""The one error loop (:mod:`much_dataset.cli_errors`) behind the three commands: ``much``, ``python -m builder`` and
+"""The one error loop (:mod:`much_metric.commands`) behind the three commands: ``much``, ``python -m builder`` and
 ``much-leaderboard`` turn the same library error into the same one-line shape and the same exit code."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 import much_dataset
-from much_dataset import cli_errors
-from much_dataset.cli_errors import error_message, run_command
+from much_metric import commands
+from much_metric.commands import error_message, run_command
 
 #: A library error as the contract asks for: a ValueError naming the sample, the field and the file, on two lines.
 LIBRARY_ERROR = "sample 'g7': field 'labels' in data/test.jsonl:\n    expected a list, got 'yes'"
@@ -149,7 +149,7 @@ def test_a_reader_that_leaves_early_gets_exit_141_and_no_noise(tmp_path):
     "Exception ignored" from the interpreter's last flush."""
     script = textwrap.dedent("""
         import sys
-        from much_dataset.cli_errors import run_command
+        from much_metric.commands import run_command
 
         def command():
             for _ in range(200_000):
@@ -162,5 +162,5 @@ def test_a_reader_that_leaves_early_gets_exit_141_and_no_noise(tmp_path):
     child.stdout.read(10)  # the reader takes one line's worth and leaves
     child.stdout.close()
     _, err = child.communicate(timeout=60)
-    assert child.returncode == cli_errors.EXIT_BROKEN_PIPE == 141
+    assert child.returncode == commands.EXIT_BROKEN_PIPE == 141
     assert err.decode() == ""

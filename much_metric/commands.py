@@ -10,9 +10,10 @@ same way:
 * Ctrl+C: ``<prog>: interrupted``, exit code 130;
 * stdout closed by its reader (``much run | head -1``): nothing printed, exit code 141 (128 + SIGPIPE).
 
-``--traceback`` (or ``MUCH_DEBUG=1``) re-raises the first two instead, for developers. It lives in
-:mod:`much_dataset`, the lowest layer, so that the three entry points (``much_metric.cli``, ``builder.cli``,
-``much_leaderboard``) import it without an arrow back up the layers.
+``--traceback`` (or ``MUCH_DEBUG=1``) re-raises the first two instead, for developers. It lives among
+:mod:`much_metric`'s shared helpers, above the loader (:mod:`much_dataset` knows nothing of commands, extras or
+``much train``) and below the three entry points (``much_metric.cli``, ``builder.cli``, ``much_leaderboard``), which
+import it without an arrow back up the layers.
 """
 
 from __future__ import annotations
