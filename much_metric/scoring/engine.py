@@ -1,15 +1,23 @@
 """Building blocks of the metric that the toolkit's other stages use (the evaluation loop behind ``much run`` and
 ``much evaluate``, the ranking, the report): flat aggregation over a validated claim layout, bootstrap replicates,
-the metrics of sorted claims.
+the metrics of sorted claims, and the constraints of the metric's options (:data:`AGGREGATOR`,
+:data:`STOPWORD_MODE`, :data:`SCORE_TYPE`: ``much_dataset.params`` constraints over :data:`~much_metric.scoring.AGGREGATORS`
+and the other vocabularies) that other stages' options objects check against.
 
 Not the user API (that is :mod:`much_metric.scoring`'s ``__all__``): these take the validated flat arrays that
 :func:`much_metric.scoring.claim_layout` and :func:`flatten_scores` produce and check little themselves.
 """
 
-from much_metric.scoring._aggregation import STOPWORD_MODES, aggregate_flat, flatten_scores
+from much_metric.scoring._aggregation import aggregate_flat, flatten_scores
 from much_metric.scoring._bootstrap import bootstrap_distribution
-from much_metric.scoring._options import as_aggregation
+from much_metric.scoring._options import (
+    AGGREGATOR,
+    SCORE_TYPE,
+    STOPWORD_MODE,
+    STOPWORD_MODES,
+    as_aggregation,
+)
 from much_metric.scoring._ranking import curve_metrics, sort_claims
 
-__all__ = ["STOPWORD_MODES", "aggregate_flat", "as_aggregation", "bootstrap_distribution", "curve_metrics",
-           "flatten_scores", "sort_claims"]
+__all__ = ["AGGREGATOR", "SCORE_TYPE", "STOPWORD_MODE", "STOPWORD_MODES", "aggregate_flat", "as_aggregation",
+           "bootstrap_distribution", "curve_metrics", "flatten_scores", "sort_claims"]

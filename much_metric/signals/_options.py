@@ -11,17 +11,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from much_dataset.params import (
-    AGGREGATOR,
-    FRACTION,
-    RANDOM_STATE,
-    STOPWORD_MODE,
-    InvalidParameterError,
-    OneOf,
-    check_param,
-)
+from much_dataset.params import FRACTION, RANDOM_STATE, InvalidParameterError, OneOf, check_param
 from much_dataset.schema import HUMAN_LABELS_0, HUMAN_LABELS_1, LABELS
 from much_metric.scoring import Bootstrap
+from much_metric.scoring.engine import AGGREGATOR, STOPWORD_MODE
 
 __all__ = ["BREAKDOWNS", "LABEL_CHOICES", "MAX_RESAMPLES", "MAX_RESAMPLES_REASON", "MIN_COVERAGE",
            "MIN_RANK_RESAMPLES", "RESAMPLES_REASON", "EvaluationOptions", "check_resamples"]
