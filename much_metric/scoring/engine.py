@@ -1,8 +1,8 @@
 """Building blocks of the metric that the toolkit's other stages use (the evaluation loop behind ``much run`` and
 ``much evaluate``, the ranking, the report): flat aggregation over a validated claim layout, bootstrap replicates,
 the metrics of sorted claims, and the constraints of the metric's options (:data:`AGGREGATOR`,
-:data:`STOPWORD_MODE`, :data:`SCORE_TYPE`: ``much_dataset.params`` constraints over :data:`~much_metric.scoring.AGGREGATORS`
-and the other vocabularies) that other stages' options objects check against.
+:data:`STOPWORD_MODE`, :data:`SCORE_TYPE`: ``much_dataset.params`` constraints over
+:data:`~much_metric.scoring.AGGREGATORS` and the other vocabularies) that other stages' options objects check.
 
 Not the user API (that is :mod:`much_metric.scoring`'s ``__all__``): these take the validated flat arrays that
 :func:`much_metric.scoring.claim_layout` and :func:`flatten_scores` produce and check little themselves.
