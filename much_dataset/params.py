@@ -23,13 +23,22 @@ from typing import Any
 
 __all__ = [
     "BOOL", "FRACTION", "OPEN_FRACTION", "OPTIONAL_POSITIVE_INT", "POSITIVE_INT", "RANDOM_STATE", "Constraint",
-    "InvalidParameterError", "Interval", "NoneOr", "OneOf", "check_param", "check_params",
+    "InvalidParameterError", "Interval", "NoneOr", "OneOf", "UnknownNameError", "check_param", "check_params",
 ]
 
 
 class InvalidParameterError(ValueError, TypeError):
     """A parameter outside its declared constraint. A ``ValueError`` and a ``TypeError`` (as scikit-learn's), so
     callers that catch either keep working whether the value has the wrong type or the wrong value."""
+
+
+class UnknownNameError(InvalidParameterError, KeyError):
+    """A name that is not registered (a baseline, a signal of a file, a detector kind): a ``KeyError`` for code that
+    looks names up like a dict, and an :class:`InvalidParameterError` (a ``ValueError``) for the commands, which
+    report it as the user's mistake (exit code 2), not as a bug."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of its argument
+        return str(self.args[0]) if self.args else ""
 
 
 class Constraint:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.jsonl import parse_jsonl_lines
+from much_dataset.params import UnknownNameError
 from much_dataset.schema import GENERATION_ID, SIGNAL_COLUMNS
 from much_metric.fileio import atomic_write_bytes
 
@@ -259,7 +260,7 @@ def read_signals(path: str | os.PathLike, *, signal_names: Iterable[str] | None 
             stacklevel=2,
         )
     if wanted is not None and (absent := sorted(wanted - set(result))):
-        raise KeyError(f"{path}: signal(s) {absent} not found; available: {sorted(result)}")
+        raise UnknownNameError(f"{path}: signal(s) {absent} not found; available: {sorted(result)}")
     return result
 
 

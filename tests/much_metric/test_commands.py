@@ -88,6 +88,36 @@ def test_a_bug_is_one_line_naming_its_type_and_exit_1(name, tmp_path, capsys, mo
 
 
 @pytest.mark.parametrize("name", ENTRY_POINTS)
+@pytest.mark.parametrize("error", [KeyError("mlp"), TypeError("unsupported operand type(s) for +: 'int' and 'str'"),
+                                   IndexError("list index out of range")], ids=lambda e: type(e).__name__)
+def test_an_internal_lookup_or_type_error_is_a_bug_exit_1(name, error, tmp_path, capsys, monkeypatch):
+    """Only the toolkit's own errors (ValueError and its subclasses, OSError, ImportError) are expected: a KeyError,
+    TypeError or IndexError escaping library code is a bug, named with the traceback hint, never "error: missing key"
+    with exit 2."""
+    monkeypatch.delenv("MUCH_DEBUG", raising=False)
+    prog, run = _entry(name, monkeypatch, error, tmp_path)
+    assert run() == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{prog}: error: {type(error).__name__}: ") and err.endswith("(--traceback for details)\n")
+    assert SHAPE.match(err)
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+def test_an_invalid_parameter_is_an_expected_error_exit_2(name, tmp_path, capsys, monkeypatch):
+    from much_dataset.params import InvalidParameterError
+
+    monkeypatch.delenv("MUCH_DEBUG", raising=False)
+    prog, run = _entry(name, monkeypatch, InvalidParameterError("score: aggregator must be one of ('mean',), got 'x'"),
+                       tmp_path)
+    assert run() == 2
+    assert capsys.readouterr().err == f"{prog}: error: score: aggregator must be one of ('mean',), got 'x'\n"
+
+
+def test_the_expected_errors_are_the_toolkits_own():
+    assert set(commands.EXPECTED_ERRORS) == {ValueError, OSError, ImportError}
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
 def test_ctrl_c_is_130_and_traceback_re_raises(name, tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("MUCH_DEBUG", raising=False)
     prog, run = _entry(name, monkeypatch, KeyboardInterrupt(), tmp_path)
