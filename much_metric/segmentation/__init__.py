@@ -96,7 +96,7 @@ def _segment_one(generation: str, tokenizer, token_ids: Sequence[int] | None, co
         ids = [int(token_id) for token_id in token_ids]
         if not ids:
             raise SegmenterInputError("token_ids is empty (much-segmenter raises IndexError on it)")
-        ends = token_ends_precomputed(ids, tokenizer)
+        ends = token_ends_precomputed(ids, tokenizer, prof)
         if ends[-1] != len(generation):
             raise SegmenterInputError(
                 f"token_ids decode to {ends[-1]} characters but generation has {len(generation)}: the tokens do not "

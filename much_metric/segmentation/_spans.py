@@ -30,8 +30,10 @@ import json
 import re
 import weakref
 from bisect import bisect_right
+from collections.abc import Callable
 from itertools import accumulate
 
+from much_metric._cache import BoundedCache
 from much_metric.segmentation.decoding import stock_backend
 
 __all__: list[str] = []
@@ -48,7 +50,8 @@ class _Profile:
     """Per-tokenizer facts, computed once: EOS ids/strings, fast-path eligibility, single-token decode cache."""
 
     def __init__(self, tokenizer) -> None:
-        self.vocabulary_size = _vocabulary_size(tokenizer)
+        self.size_of = _size_probe(tokenizer)
+        self.vocabulary_size = self.size_of()
         self.eos_ids = _known_eos_or_eot(tokenizer)
         # The reference decodes each id on its own (``decode(int)``) and looks the string up in the generation.
         self.eos_strings = [tokenizer.decode(token_id) for token_id in self.eos_ids]
@@ -90,8 +93,8 @@ class _Profile:
 
 
 _PROFILES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_UNWEAKABLE: dict[int, tuple[object, _Profile]] = {}
-_UNWEAKABLE_LIMIT = 8
+#: Tokenizers that cannot be weakly referenced: kept alive with their profile, keyed by identity, the oldest first out.
+_UNWEAKABLE: BoundedCache[int, tuple[object, _Profile]] = BoundedCache(8)
 
 
 def _vocabulary_size(tokenizer) -> int:
@@ -101,21 +104,33 @@ def _vocabulary_size(tokenizer) -> int:
         return -1
 
 
+def _size_probe(tokenizer) -> Callable[[], int]:
+    """A cheap function giving the tokenizer's vocabulary size with its added tokens: the Rust backend's count
+    (about 2 microseconds) when there is one, else ``len(tokenizer)`` (transformers 5 builds its added-token table
+    for that: about 100 microseconds a call, once per text on the hot path before this probe)."""
+    count = getattr(getattr(tokenizer, "backend_tokenizer", None), "get_vocab_size", None)
+    if callable(count):
+        try:
+            count(with_added_tokens=True)
+        except Exception:  # noqa: BLE001 - a backend of another shape: the generic length
+            return lambda: _vocabulary_size(tokenizer)
+        return lambda: count(with_added_tokens=True)
+    return lambda: _vocabulary_size(tokenizer)
+
+
 def profile(tokenizer) -> _Profile:
     """The cached :class:`_Profile` of ``tokenizer`` (like the reference's ``lru_cache`` on the tokenizer), rebuilt
-    when the tokenizer's vocabulary has grown since (``add_special_tokens`` may add an end-of-turn marker)."""
-    size = _vocabulary_size(tokenizer)
+    when the tokenizer's vocabulary has grown since (``add_special_tokens`` may add an end-of-turn marker). The
+    growth check is the backend's token count (:func:`_size_probe`): it costs nothing next to the segmentation."""
     try:
         found = _PROFILES.get(tokenizer)
-        if found is None or found.vocabulary_size != size:
+        if found is None or found.size_of() != found.vocabulary_size:
             found = _PROFILES[tokenizer] = _Profile(tokenizer)
         return found
     except TypeError:  # not weak-referenceable / not hashable: keep it alive with its profile, keyed by identity
-        entry = _UNWEAKABLE.get(id(tokenizer))
-        if entry is None or entry[0] is not tokenizer or entry[1].vocabulary_size != size:
-            if len(_UNWEAKABLE) >= _UNWEAKABLE_LIMIT:
-                _UNWEAKABLE.pop(next(iter(_UNWEAKABLE)))  # bounded: the oldest tokenizer goes first
-            entry = _UNWEAKABLE[id(tokenizer)] = (tokenizer, _Profile(tokenizer))
+        entry = _UNWEAKABLE.get_or_compute(
+            id(tokenizer), lambda: (tokenizer, _Profile(tokenizer)),
+            valid=lambda found: found[0] is tokenizer and found[1].size_of() == found[1].vocabulary_size)
         return entry[1]
 
 
@@ -156,9 +171,10 @@ def token_ends_offsets(generation: str, tokenizer) -> tuple[list[int], list[int]
     return list(encoded["input_ids"]), [int(end) for _, end in encoded["offset_mapping"]]
 
 
-def token_ends_precomputed(ids: list[int], tokenizer) -> list[int]:
-    """``[len(tokenizer.decode(ids[:i + 1])) for i in range(len(ids))]``, in linear time when the decoder allows."""
-    prof = profile(tokenizer)
+def token_ends_precomputed(ids: list[int], tokenizer, prof: _Profile | None = None) -> list[int]:
+    """``[len(tokenizer.decode(ids[:i + 1])) for i in range(len(ids))]``, in linear time when the decoder allows
+    (``prof``: the tokenizer's profile when the caller has it already)."""
+    prof = profile(tokenizer) if prof is None else prof
     if not prof.linear:
         return [len(tokenizer.decode(ids[: i + 1])) for i in range(len(ids))]
     singles = prof.singles(ids)
