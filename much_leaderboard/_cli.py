@@ -67,11 +67,11 @@ def _serve(args: argparse.Namespace) -> int:
     import importlib.util
 
     from much_leaderboard._app import serve, start
+    from much_metric.scoring import check_resamples
 
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be in 1..65535, got {args.port}")
-    if args.bootstrap < 1:
-        raise ValueError(f"--bootstrap must be a positive integer, got {args.bootstrap}")
+    check_resamples(args.bootstrap, "--bootstrap", zero=False)  # the rule much run / much evaluate read
     if args.daily_limit < 1:
         raise ValueError(f"--daily-limit must be a positive integer, got {args.daily_limit}")
     if not args.check:

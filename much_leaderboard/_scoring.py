@@ -44,8 +44,9 @@ class EvaluationData:
     source : str
         ``"sample"`` (default: the embedded sample, offline), ``"orailix/MUCH"`` or a local folder.
     n_resamples : int
-        Bootstrap resamples for the intervals and P(rank) (1000 on a public board; at least
-        :data:`much_metric.signals.MIN_RANK_RESAMPLES`), seeded with 0 so every submission sees the same replicates.
+        Bootstrap resamples for the intervals and P(rank) (1000 on a public board;
+        :data:`much_metric.scoring.RESAMPLES`: 40 to 100000), seeded with 0 so every submission sees the same
+        replicates.
     """
 
     source: str = "sample"
@@ -65,12 +66,10 @@ class EvaluationData:
         return Bootstrap(n_resamples=self.n_resamples, random_state=0)
 
     def __post_init__(self) -> None:
-        from much_metric.signals import MIN_RANK_RESAMPLES
+        from much_metric.scoring import check_resamples
 
-        if isinstance(self.n_resamples, bool) or not isinstance(self.n_resamples, int) \
-                or self.n_resamples < MIN_RANK_RESAMPLES:
-            raise ValueError(f"n_resamples must be an integer >= {MIN_RANK_RESAMPLES} (P(rank) and the intervals need "
-                             f"that many), got {self.n_resamples!r}")
+        # the one resample rule (much_metric.scoring.RESAMPLES); a board always shows intervals and P(rank): no 0
+        check_resamples(self.n_resamples, "n_resamples", zero=False)
         if self.dataset is None:
             import datasets
 

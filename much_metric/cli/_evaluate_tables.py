@@ -57,7 +57,7 @@ def format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
     import math
 
     from much_metric.baselines.registry import display_method
-    from much_metric.signals import MIN_RANK_RESAMPLES
+    from much_metric.scoring import MIN_RANK_RESAMPLES
 
     resampled = bool(board["n_resamples"])
     header = ["rank", "method", board["metric"], *(["95% interval", "P(rank)"] if resampled else []),

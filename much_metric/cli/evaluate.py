@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--source is required: 'sample', a hub dataset id (orailix/MUCH) or a local folder")
     if args.labels not in LABEL_CHOICES:
         raise ValueError(f"--labels must be one of {LABEL_CHOICES}, got {args.labels!r}")
-    from much_metric.signals import check_resamples
+    from much_metric.scoring import check_resamples
 
     check_resamples(args.bootstrap, "--bootstrap")
     if args.rank is not None:

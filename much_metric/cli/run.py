@@ -152,8 +152,7 @@ def run(args: argparse.Namespace) -> int:
         ResourceOptions,
         run_benchmark,
     )
-    from much_metric.scoring import AGGREGATORS, Bootstrap
-    from much_metric.signals import check_resamples
+    from much_metric.scoring import AGGREGATORS, Bootstrap, check_resamples
 
     if args.aggregator not in AGGREGATORS:
         raise ValueError(f"--aggregator must be one of {AGGREGATORS}, got {args.aggregator!r}")

@@ -9,7 +9,7 @@ Not the user API (that is :mod:`much_metric.scoring`'s ``__all__``): these take 
 """
 
 from much_metric.scoring._aggregation import aggregate_flat, flatten_scores
-from much_metric.scoring._bootstrap import bootstrap_distribution
+from much_metric.scoring._bootstrap import MAX_RESAMPLES_REASON, RESAMPLES_REASON, bootstrap_distribution
 from much_metric.scoring._options import (
     AGGREGATOR,
     SCORE_TYPE,
@@ -19,5 +19,6 @@ from much_metric.scoring._options import (
 )
 from much_metric.scoring._ranking import curve_metrics, sort_claims
 
-__all__ = ["AGGREGATOR", "SCORE_TYPE", "STOPWORD_MODE", "STOPWORD_MODES", "aggregate_flat", "as_aggregation",
-           "bootstrap_distribution", "curve_metrics", "flatten_scores", "sort_claims"]
+__all__ = ["AGGREGATOR", "MAX_RESAMPLES_REASON", "RESAMPLES_REASON", "SCORE_TYPE", "STOPWORD_MODE", "STOPWORD_MODES",
+           "aggregate_flat", "as_aggregation", "bootstrap_distribution", "curve_metrics", "flatten_scores",
+           "sort_claims"]

@@ -1,7 +1,8 @@
 """How signals are evaluated: :class:`EvaluationOptions`, the one options object of
 :func:`much_metric.signals.evaluate_signals` and :func:`much_metric.benchmark.run_benchmark` (which re-exports it),
 frozen, keyword-only, each constraint declared once and checked when the object is built -- before anything is
-loaded; and the resample bounds every bootstrap option obeys (:func:`check_resamples`)."""
+loaded. The resample bounds every bootstrap option obeys are :class:`~much_metric.scoring.Bootstrap`'s own (one
+rule, :data:`much_metric.scoring.RESAMPLES`), re-exported here."""
 
 from __future__ import annotations
 
@@ -9,12 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
-
 from much_dataset.params import FRACTION, RANDOM_STATE, InvalidParameterError, OneOf, check_param
 from much_dataset.schema import HUMAN_LABELS_0, HUMAN_LABELS_1, LABELS
-from much_metric.scoring import Bootstrap
-from much_metric.scoring.engine import AGGREGATOR, STOPWORD_MODE
+from much_metric.scoring import MAX_RESAMPLES, MIN_RANK_RESAMPLES, Bootstrap, check_resamples
+from much_metric.scoring.engine import AGGREGATOR, MAX_RESAMPLES_REASON, RESAMPLES_REASON, STOPWORD_MODE
 
 __all__ = ["BREAKDOWNS", "LABEL_CHOICES", "MAX_RESAMPLES", "MAX_RESAMPLES_REASON", "MIN_COVERAGE",
            "MIN_RANK_RESAMPLES", "RESAMPLES_REASON", "EvaluationOptions", "check_resamples"]
@@ -29,31 +28,6 @@ MIN_COVERAGE = 0.95
 
 BREAKDOWN = OneOf(BREAKDOWNS)
 LABEL = OneOf(LABEL_CHOICES)
-
-#: Fewest bootstrap resamples behind a 95 % interval, a rank probability or a p-value.
-MIN_RANK_RESAMPLES = 40
-#: Why: said by every message that refuses fewer.
-RESAMPLES_REASON = ("a 95% percentile interval needs at least one resample in each 2.5% tail (1 / 0.025 = 40 "
-                    "resamples; with fewer its bounds are the extreme replicates), and with B resamples no paired "
-                    "p-value can fall below 2/B")
-#: Most bootstrap resamples a run or an evaluation accepts.
-MAX_RESAMPLES = 100_000
-#: Why: said by every message that refuses more.
-MAX_RESAMPLES_REASON = ("time and memory grow linearly with the resamples, while the Monte-Carlo error of a 95% "
-                        "percentile bound shrinks only as 1/sqrt(B): at 100000 each 2.5% tail already holds 2500 "
-                        "resamples and more cannot move a bound printed to 3 decimals by a visible amount")
-
-
-def check_resamples(n_resamples: Any, option: str = "n_resamples") -> int:
-    """``n_resamples`` when it is 0 (no bootstrap) or between :data:`MIN_RANK_RESAMPLES` and :data:`MAX_RESAMPLES`;
-    ValueError otherwise."""
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) or not (
-            n_resamples == 0 or n_resamples >= MIN_RANK_RESAMPLES):
-        raise ValueError(f"{option} must be 0 (no intervals) or at least {MIN_RANK_RESAMPLES}, got {n_resamples!r}: "
-                         f"{RESAMPLES_REASON}")
-    if n_resamples > MAX_RESAMPLES:
-        raise ValueError(f"{option} must be at most {MAX_RESAMPLES}, got {n_resamples!r}: {MAX_RESAMPLES_REASON}")
-    return int(n_resamples)
 
 
 def _names(owner: str, name: str, value: Any, constraint: OneOf, *, empty: bool) -> tuple[str, ...]:
@@ -82,7 +56,8 @@ class EvaluationOptions:
     by : str or sequence of str, default ()
         Breakdowns (:data:`BREAKDOWNS`): per-group metrics in each row's ``score.by``.
     bootstrap : Bootstrap or None, default Bootstrap()
-        Resampling of the samples for 95 % intervals (0 or at least 40 resamples); None: no intervals.
+        Resampling of the samples for 95 % intervals (40 to 100000 resamples, as every Bootstrap); None: no
+        intervals.
     min_coverage : float, default 0.95
         Least fraction of the samples with ground truth a signal must cover (0 accepts any partial coverage).
     labels : str, default "labels"
@@ -141,7 +116,6 @@ class EvaluationOptions:
             if not isinstance(self.bootstrap, Bootstrap):
                 raise InvalidParameterError(f"{owner}: bootstrap must be a much_metric.Bootstrap or None, "
                                             f"got {type(self.bootstrap).__name__}")
-            check_resamples(self.bootstrap.n_resamples, "bootstrap.n_resamples")  # 1-39: no honest 95 % interval
 
     @property
     def aggregators(self) -> tuple[str, ...]:

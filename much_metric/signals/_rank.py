@@ -8,8 +8,8 @@ best and worst language (point values; its own column) and the method's runtime 
 ``timings`` gives its seconds.
 
 Without enough resamples nothing random is reported: ``bootstrap=None`` ranks by the point values alone (no
-interval, rank probability or p-value), and 1 to ``MIN_RANK_RESAMPLES - 1`` resamples are refused (see
-:data:`RESAMPLES_REASON`).
+interval, rank probability or p-value), and a :class:`~much_metric.scoring.Bootstrap` of fewer than
+``MIN_RANK_RESAMPLES`` resamples cannot be built (the one resample rule, :data:`much_metric.scoring.RESAMPLES`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.params import InvalidParameterError
 from much_metric.scoring import METRICS, Bootstrap, rank_claim_scores
 from much_metric.scoring.engine import curve_metrics, sort_claims
 from much_metric.signals._evaluation import EvaluationTable
@@ -68,8 +69,9 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | 
     """
     if metric not in METRICS:
         raise ValueError(f"--rank must be one of {METRICS}, got {metric!r}")
-    if bootstrap is not None:
-        check_resamples(bootstrap.n_resamples, "bootstrap.n_resamples")
+    if bootstrap is not None and not isinstance(bootstrap, Bootstrap):  # a Bootstrap's count obeys RESAMPLES
+        raise InvalidParameterError(f"rank_methods: bootstrap must be a much_metric.scoring.Bootstrap or None, got "
+                                    f"{bootstrap!r}")
     results = table.results
     if not results:
         raise ValueError("no method to rank")

@@ -32,7 +32,7 @@ def test_result_is_frozen_and_keyword_only():
 
 def test_to_dict_is_the_plain_json_dict():
     result = score(SCORES, CHUNKS, LABELS, by={"lang": ["en", "fr", "en"]},
-                   bootstrap=Bootstrap(n_resamples=30))
+                   bootstrap=Bootstrap(n_resamples=40))
     plain = result.to_dict()
     assert list(plain) == [*METRICS, "n_samples", "n_claims", "n_hallucinated", "intervals", "by", "aggregator",
                            "stopword_handling"]
