@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from much_metric._cache import BoundedCache
 from much_metric.learned._data import Batch
 
 GEOMETRIC_EPS = 1e-5
@@ -123,7 +124,8 @@ def build(module: str, n_inputs: int, *, random_state: int, hyper: Mapping[str, 
 _MODULE_CLASSES: dict[str, type[nn.Module]] = {"LinearModule": LinearModule, "SequenceModule": SequenceModule,
                                                "ClaimHeadModule": ClaimHeadModule}
 
-_MODULES: dict[tuple[Any, ...], tuple[Any, nn.Module]] = {}
+#: Torch modules built from a detector's weights (keyed by the weights' identity, kept alive by the entry).
+_MODULES: BoundedCache[tuple[Any, ...], tuple[Any, nn.Module]] = BoundedCache(8)
 
 
 def forward(model: nn.Module, batch: Batch) -> torch.Tensor:
@@ -144,14 +146,15 @@ def logits_of(module_name: str, weights: dict[str, np.ndarray], inputs: np.ndarr
 
     sizes = tuple(sorted((k, int(v)) for k, v in hyper.items() if k in ("hidden", "layers", "heads")))
     key = (id(weights), module_name, inputs.shape[1], sizes)
-    if key not in _MODULES:  # the live monitor rescores at each closed claim: build the module once per weights
+
+    def loaded() -> tuple[Any, nn.Module]:
         module = build(module_name, inputs.shape[1], random_state=0, hyper=dict(sizes))
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()
                                 if not k.startswith("input_")})
-        if len(_MODULES) >= 8:
-            _MODULES.pop(next(iter(_MODULES)))
-        _MODULES[key] = (weights, module.eval())  # the weights are kept so that their id is not reused
-    module = _MODULES[key][1]
+        return weights, module.eval()  # the weights are kept so that their id is not reused
+
+    # the live monitor rescores at each closed claim: build the module once per weights
+    module = _MODULES.get_or_compute(key, loaded, valid=lambda entry: entry[0] is weights)[1]
     prepared = _data.Prepared(inputs, offsets, np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64),
                               None, np.zeros(0, np.float32), [], segments)
     out = np.empty(len(inputs), dtype=np.float64)
