@@ -1,13 +1,13 @@
 """Re-scoring a submission with the toolkit's own evaluation: the submitted numbers are never read.
 
 :class:`EvaluationData` loads the evaluation split once (the embedded sample by default, ``orailix/MUCH`` or a local
-folder). :func:`score_submission` runs :func:`much_metric.signals.evaluate_signals` (one value per output token,
-or per chunk for ``@claim`` signals; coverage at least :data:`much_metric.signals.MIN_COVERAGE`; finite values)
+folder). :func:`score_submission` runs :func:`much_metric.report.evaluate_signals` (one value per output token,
+or per chunk for ``@claim`` signals; coverage at least :data:`much_metric.report.MIN_COVERAGE`; finite values)
 with the product aggregator, every metric of :data:`much_metric.scoring.METRIC_TABLE` with seeded bootstrap
 intervals, on the whole data and on each language's, each generating model's and (when the data has human labels)
 the ``manual`` and ``auto`` selections' samples alone (the evaluation ``much evaluate --config fr`` or
 ``--selection manual`` runs; a group holding every sample reuses the overall values). :func:`rank_rows` ranks
-every accepted row on the claims all of them cover with :func:`much_metric.signals.rank_methods` (P(rank),
+every accepted row on the claims all of them cover with :func:`much_metric.report.rank_methods` (P(rank),
 language gap).
 """
 
@@ -112,14 +112,14 @@ class EvaluationData:
 
 
 def _strip(result: Any) -> dict[str, Any]:
-    """A row's metrics as stored (:meth:`much_metric.signals.SignalResult.to_dict`), without its name and ``by``."""
+    """A row's metrics as stored (:meth:`much_metric.report.SignalResult.to_dict`), without its name and ``by``."""
     return {k: v for k, v in result.to_dict().items() if k not in ("signal_name", "by")}
 
 
 def _evaluate_group(subset: Any, signals: dict, options: Any) -> dict[str, dict[str, Any]]:
     from dataclasses import replace
 
-    from much_metric.signals import evaluate_signals
+    from much_metric.report import evaluate_signals
 
     ids = set(subset["generation_id"])  # the group's own samples: other ids are not "unknown", nothing to warn
     signals = {name: {gid: v for gid, v in per_sample.items() if gid in ids} for name, per_sample in signals.items()}
@@ -147,7 +147,7 @@ def score_breakdowns(submission: ParsedSubmission, data: EvaluationData) -> dict
     ...}}`` (the second phase after :func:`score_submission` with ``breakdown_intervals=False``)."""
     from dataclasses import replace
 
-    from much_metric.signals import EvaluationOptions, evaluate_signals
+    from much_metric.report import EvaluationOptions, evaluate_signals
 
     options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False)
     # no warnings filter here: a filter is process-wide state and would silence every other thread's warnings
@@ -182,7 +182,8 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
     """
     from dataclasses import replace
 
-    from much_metric.signals import CLAIM_SUFFIX, EvaluationOptions, evaluate_signals
+    from much_metric.report import EvaluationOptions, evaluate_signals
+    from much_metric.signals import CLAIM_SUFFIX
 
     options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False)
     known = set(data.dataset["generation_id"])
@@ -239,7 +240,7 @@ def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: Evalua
     ``{key: {"rank", "rank_probability", "lang_gap", "lang_best", "lang_worst"}}`` plus ``"_meta"`` (samples and
     claims compared, resamples).
     """
-    from much_metric.signals import EvaluationTable, SignalResult, rank_methods
+    from much_metric.report import EvaluationTable, SignalResult, rank_methods
 
     if not keys:
         return {}

@@ -95,8 +95,9 @@ def main() -> None:
     from much_leaderboard import Store
     from much_leaderboard._scoring import rank_rows, score_breakdowns, score_submission
     from much_leaderboard._table import render_table, table_rows
+    from much_metric.report import EvaluationOptions, evaluate_signals
     from much_metric.scoring import Bootstrap
-    from much_metric.signals import EvaluationOptions, evaluate_signals, read_archive
+    from much_metric.signals import read_archive
 
     data, rows = synthetic_data()
     lines = []

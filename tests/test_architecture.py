@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("much_dataset", "much_metric", "builder", "much_leaderboard")
-STAGES = ("segmentation", "scoring", "baselines", "signals", "benchmark", "monitor", "cli")
+STAGES = ("segmentation", "scoring", "baselines", "signals", "report", "benchmark", "monitor", "cli")
 
 
 def _modules(package: str):
@@ -188,7 +188,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "much_metric._cache"),
     ("much_metric.segmentation", "much_metric.scoring"),
     ("much_metric.evaluate_module", "much_metric.much_metric"),  # the `evaluate` module over the scoring
-    ("much_metric.signals",),
+    ("much_metric.signals",),  # the file format
+    ("much_metric.report",),  # evaluation, ranking, calibration, spans and the HTML report over the files
     ("much_metric.baselines",),
     ("much_metric.learned",),
     ("much_metric.benchmark",),
@@ -504,7 +505,7 @@ def test_the_signature_walk_counts_methods_and_keyword_only_parameters():
     assert signatures["much_metric.benchmark._run.run_benchmark"] == 7
     assert signatures["much_dataset.loader.load"] == 7
     assert signatures["much_metric.baselines.runner.compute_signals"] == 6  # resources= (ResourceOptions)
-    assert signatures["much_metric.signals._evaluation.evaluate_signals"] == 5  # evaluation= (EvaluationOptions)
+    assert signatures["much_metric.report._evaluation.evaluate_signals"] == 5  # evaluation= (EvaluationOptions)
     assert signatures["much_metric.baselines.nli.NliScorer.__init__"] == 7  # batching= (NliBatching)
     assert signatures["much_metric.baselines.neighbour_job.count_shard"] == 7
 

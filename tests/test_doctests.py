@@ -26,8 +26,8 @@ DOCUMENTED = [
     ("much_dataset.loader", "load", None),
     ("much_metric.baselines.registry", "Baseline", None),
     ("much_metric.benchmark._run", "run_benchmark", None),
-    ("much_metric.signals._options", "EvaluationOptions", None),
-    ("much_metric.signals._evaluation", "evaluate_signals", None),  # the embedded sample, offline
+    ("much_metric.report._options", "EvaluationOptions", None),
+    ("much_metric.report._evaluation", "evaluate_signals", None),  # the embedded sample, offline
     ("much_metric.signals._archive", "read_archive", None),  # a zip built in the example
     ("much_metric.baselines.runner", "compute_signals", None),
     ("much_metric.baselines.nli", "NliBatching", None),

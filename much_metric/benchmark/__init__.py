@@ -3,13 +3,13 @@
 * :func:`run_benchmark` -> :class:`BenchmarkResult` -- what ``much run`` does: plan, compute, time, evaluate;
 * :func:`plan_benchmark` -> :class:`BenchmarkPlan` -- the data, the signals and their resources (tokenizers, NLI
   model, neighbour statistics) resolved once;
-* the options, grouped and checked when built: :class:`EvaluationOptions` (the signals layer's, shared with
-  :func:`~much_metric.signals.evaluate_signals`), :class:`DataOptions`, :class:`NliOptions` (its ``batching`` a
+* the options, grouped and checked when built: :class:`EvaluationOptions` (the report layer's, shared with
+  :func:`~much_metric.report.evaluate_signals`), :class:`DataOptions`, :class:`NliOptions` (its ``batching`` a
   :class:`~much_metric.baselines.NliBatching`), :class:`ResourceOptions` (the baselines layer's, shared with
   :func:`~much_metric.baselines.compute_signals`), :class:`OutputOptions`;
 * :mod:`much_metric.benchmark.resources` -- how each resource is found (packaged, cached, hub) or why not.
 
-This package imports the baselines (registry, :func:`~much_metric.baselines.compute_signals`), the signals and the
+This package imports the baselines (registry, :func:`~much_metric.baselines.compute_signals`), the report and the
 scoring; none of them imports it.
 """
 
@@ -25,7 +25,7 @@ _LAZY = {
     "BenchmarkResult": "much_metric.benchmark._result",
     "BenchmarkRow": "much_metric.benchmark._result",
     "BenchmarkNote": "much_metric.benchmark._result",
-    "EvaluationOptions": "much_metric.signals",
+    "EvaluationOptions": "much_metric.report",
     "DataOptions": "much_metric.benchmark._options",
     "NliOptions": "much_metric.benchmark._options",
     "ResourceOptions": "much_metric.baselines",

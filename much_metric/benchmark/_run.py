@@ -3,7 +3,7 @@
 Plans the run (:func:`much_metric.benchmark.plan_benchmark`: data, signals and resources resolved once), computes
 the baselines (:func:`much_metric.baselines.compute_signals`), times them and the claim segmentation against the
 LLM generation time (:mod:`much_metric.baselines.runtime`), evaluates them with the floors
-(:func:`much_metric.signals.evaluate_signals`) and returns a :class:`BenchmarkResult`: the signals, their timings,
+(:func:`much_metric.report.evaluate_signals`) and returns a :class:`BenchmarkResult`: the signals, their timings,
 the evaluation table and the notes, each a field -- nothing to parse back out of a printed message.
 """
 
@@ -23,7 +23,8 @@ from much_metric.benchmark import resources as lookup
 from much_metric.benchmark._options import DataOptions, NliOptions, OutputOptions
 from much_metric.benchmark._plan import plan_benchmark
 from much_metric.benchmark._result import BenchmarkNote, BenchmarkResult, BenchmarkRow
-from much_metric.signals import EvaluationOptions, evaluate_signals, training_exclusions
+from much_metric.report import EvaluationOptions, evaluate_signals
+from much_metric.signals import training_exclusions
 
 __all__ = ["run_benchmark"]
 
@@ -69,7 +70,7 @@ def run_benchmark(
         (otherwise they are skipped with a note). A signal asked by name whose resource is missing is an error.
     evaluation : EvaluationOptions
         Aggregator (one), stopword handling, bootstrap, the random floor's ``random_state``, breakdowns, ground
-        truth, training rows (:class:`much_metric.signals.EvaluationOptions`, shared with ``evaluate_signals``).
+        truth, training rows (:class:`much_metric.report.EvaluationOptions`, shared with ``evaluate_signals``).
     data : DataOptions
         Config, split, selection, where a loaded dataset comes from, the LLM generation time.
     nli : NliOptions

@@ -23,7 +23,7 @@ def format_table(table: Any, trained_as: dict[str, str] | None = None) -> str:
     """``trained_as``: signal name -> what its row adds to the display name (a learned signal's detector, protocol and
     held-out fold, from its file's metadata)."""
     from much_metric.baselines.registry import display_name
-    from much_metric.signals import format_metric
+    from much_metric.report import format_metric
 
     trained_as = trained_as or {}
 
@@ -92,7 +92,7 @@ def format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
 
 
 def published_rows(args: argparse.Namespace, metric: str) -> list[list[str]]:
-    from much_metric.signals import PAPER_GENERATION_SECONDS, PAPER_TABLE7, REFERENCE_NOTEBOOK, is_much
+    from much_metric.report.published import PAPER_GENERATION_SECONDS, PAPER_TABLE7, REFERENCE_NOTEBOOK, is_much
 
     if not is_much(args.source):
         return []

@@ -147,7 +147,7 @@ def _timings(scores: str) -> dict[str, Any]:
 def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: dict, evaluation: Any) -> list[Any]:
     from dataclasses import replace
 
-    from much_metric.signals import calibrate_table, evaluate_signals
+    from much_metric.report import calibrate_table, evaluate_signals
 
     spec = args.calibrate_on
     try:
@@ -185,14 +185,8 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate the signal files and print the tables; expected failures propagate to :func:`much_metric.cli.main`
     (one line ``much evaluate: error: ...``, exit 2)."""
     from much_metric.baselines.registry import display_name
-    from much_metric.signals import (
-        LABEL_CHOICES,
-        MIN_COVERAGE,
-        EvaluationOptions,
-        check_signal_files,
-        evaluate_signals,
-        read_signals,
-    )
+    from much_metric.report import LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions, evaluate_signals
+    from much_metric.signals import check_signal_files, read_signals
 
     if args.source is None:  # not argparse's required=: the hidden --data alias must satisfy it too
         raise ValueError("--source is required: 'sample', a hub dataset id (orailix/MUCH) or a local folder")
@@ -211,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         if target and not Path(target).resolve().parent.is_dir():
             raise ValueError(f"--{option}: the folder of {target} does not exist")
     if args.spans:  # before any long work: the default folder exists only in a clone of the repository
-        from much_metric.signals import DEFAULT_MUSHROOM, MUSHROOM_HINT
+        from much_metric.report import DEFAULT_MUSHROOM, MUSHROOM_HINT
 
         mushroom = Path(args.mushroom).expanduser() if args.mushroom else DEFAULT_MUSHROOM
         if not (mushroom.is_file() or any(mushroom.glob("*.jsonl"))):
@@ -243,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
             "no signal of --scores records an internals pack (signals of the probabilities only)"))
     board = calibration = spans = None
     if args.rank:
-        from much_metric.signals import rank_methods
+        from much_metric.report import rank_methods
 
         generation = None
         if timings:
@@ -262,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
         calibration = _calibration(args, dataset, table, signals, evaluation)
     if args.spans:
         from much_metric.models import load_tokenizer
-        from much_metric.signals import DEFAULT_MUSHROOM, evaluate_spans
+        from much_metric.report import DEFAULT_MUSHROOM, evaluate_spans
 
         columns = dataset.select_columns(["lang", "prompt", "output", "output_tokens", "token_chunks"]).to_dict()
         spans = evaluate_spans(table, columns, load_tokenizer(args.tokenizer),
@@ -300,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_spans(spans))
     if args.json:
         from much_metric.fileio import atomic_write_bytes
-        from much_metric.signals import calibration_json
+        from much_metric.report import calibration_json
 
         payload = {
             "labels": table.labels, "excluded_samples": table.excluded, "n_samples": table.n_dataset_samples,
@@ -317,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_bytes(Path(args.json), json.dumps(jsonable(payload), indent=2).encode("utf-8"))
     if args.report:
         from much_metric.baselines import display_name
-        from much_metric.signals import write_report
+        from much_metric.report import write_report
 
         try:
             write_report(args.report, table, title=data_title(args.source, "Evaluation"), source=str(args.source),

@@ -133,7 +133,7 @@ def _signals_help() -> str:
 
 
 def _cell(score: Any, key: str) -> str:
-    from much_metric.signals import format_metric
+    from much_metric.report import format_metric
 
     return format_metric(score, key)
 

@@ -39,7 +39,10 @@ from much_dataset.params import UnknownNameError
 from much_dataset.schema import GENERATION_ID, SIGNAL_COLUMNS
 from much_metric.fileio import atomic_write_bytes
 
-__all__ = ["write_signals", "read_signals", "signal_files_in", "SignalsFormatError"]
+__all__ = ["CLAIM_SUFFIX", "write_signals", "read_signals", "signal_files_in", "SignalsFormatError"]
+
+#: Signal names ending with this hold one value per chunk (claim-level methods: P(True), judges, sampling).
+CLAIM_SUFFIX = "@claim"
 
 _SIGNAL_NAME, _VALUES = SIGNAL_COLUMNS[1], SIGNAL_COLUMNS[2]
 _SUFFIXES = (".jsonl", ".parquet")

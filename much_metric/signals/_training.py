@@ -8,7 +8,7 @@ metadata (:func:`much_metric.signals.read_signal_metadata`; the contract shared 
   for).
 
 :func:`training_exclusions` turns the metadata of the signals of one evaluation into the rows to leave out of each
-signal and the messages saying how many and why; :func:`much_metric.signals.evaluate_signals` (``training_rows=``)
+signal and the messages saying how many and why; :func:`much_metric.report.evaluate_signals` (``training_rows=``)
 leaves them out. With ``include_training_rows=True`` nothing is left out and the message is a warning that the
 numbers include the method's own training rows. A detector scored through another aggregator than the one it was
 trained for gets a warning too.

@@ -36,7 +36,7 @@ def test_hub_entry_json_that_is_not_json_is_skipped_with_a_reason(tmp_path, hub,
 
 def test_scoring_sets_no_process_wide_warnings_filter(tmp_path, evaluation, signals, monkeypatch):
     seen = []
-    real = much_metric.signals.evaluate_signals
+    real = much_metric.report.evaluate_signals
 
     def spy(*args, **kwargs):
         seen.append(list(warnings.filters))  # what every other thread of the server sees at this moment

@@ -106,8 +106,8 @@ def test_seeded_baselines_are_labelled_and_not_reseeded(tmp_path, evaluation):
 
 
 def test_ranking_matches_rank_methods_on_the_same_signals(tmp_path, evaluation, signals):
+    from much_metric.report import EvaluationOptions, evaluate_signals, rank_methods
     from much_metric.scoring import Bootstrap
-    from much_metric.signals import EvaluationOptions, evaluate_signals, rank_methods
 
     board = Leaderboard(tmp_path / "store", data=evaluation)
     noisy = sample_signal(seed=3)

@@ -179,7 +179,7 @@ def test_one_options_class_per_concept_shared_by_the_layers():
     import much_metric.signals
 
     # The benchmark re-exports the signals layer's evaluation options and the baselines layer's resources: no copy.
-    assert EvaluationOptions is much_metric.signals.EvaluationOptions
+    assert EvaluationOptions is much_metric.report.EvaluationOptions
     assert ResourceOptions is much_metric.baselines.ResourceOptions
     options = EvaluationOptions(aggregator=["max", "mean", "max"], by="lang", claim_signals="judge")
     assert options.aggregators == ("max", "mean") and options.by == ("lang",) and options.claim_signals == ("judge",)
@@ -188,7 +188,7 @@ def test_one_options_class_per_concept_shared_by_the_layers():
 
 def test_rows_hold_score_results_and_write_the_same_json(sample):
     from much_metric import ScoreResult
-    from much_metric.signals import evaluate_signals
+    from much_metric.report import evaluate_signals
 
     part = sample.select(range(60))
     result = run_benchmark(part, signals=["max_likelihood"], evaluation=NO_BOOTSTRAP)

@@ -9,8 +9,9 @@ import pytest
 import much_dataset
 from much_dataset import schema
 from much_metric.cli import main
-from much_metric.scoring import Bootstrap
-from much_metric.signals import MIN_RANK_RESAMPLES, EvaluationOptions, evaluate_signals, rank_methods, write_signals
+from much_metric.report import EvaluationOptions, evaluate_signals, rank_methods
+from much_metric.scoring import MIN_RANK_RESAMPLES, Bootstrap
+from much_metric.signals import write_signals
 
 
 @pytest.fixture(scope="module")

@@ -18,11 +18,10 @@ pytest.importorskip("safetensors")
 import much_dataset  # noqa: E402
 from much_metric.baselines import token_arrays  # noqa: E402
 from much_metric.learned import load_detector  # noqa: E402
+from much_metric.report import EvaluationOptions, evaluate_signals
 from much_metric.scoring import score  # noqa: E402
-from much_metric.signals import (  # noqa: E402
-    EvaluationOptions,
+from much_metric.signals import (
     TrainingRowsWarning,
-    evaluate_signals,
     read_signal_metadata,
     read_signals,
     signal_metadata_of,

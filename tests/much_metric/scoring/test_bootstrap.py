@@ -89,8 +89,8 @@ def test_validation():
 def test_one_resample_rule_for_bootstrap_evaluation_and_commands(n_resamples):
     """Bootstrap, EvaluationOptions, the commands' --bootstrap and the leaderboard accept the same counts: one
     constraint (RESAMPLES, 40 to 100000) that all of them read; only a command's 0 means "no bootstrap"."""
+    from much_metric.report import EvaluationOptions
     from much_metric.scoring import RESAMPLES, Bootstrap, check_resamples
-    from much_metric.signals import EvaluationOptions
 
     def accepts(build) -> bool:
         try:

@@ -65,8 +65,8 @@ def test_data_positional_options_keyword_only(function):
 
 
 def test_one_name_per_concept_across_the_public_functions():
+    from much_metric.report import evaluate_signals
     from much_metric.scoring import aggregate_claims, compare
-    from much_metric.signals import evaluate_signals
 
     for function in (aggregate_claims, score, score_claims, compare, evaluate_signals):
         names = set(inspect.signature(function).parameters)

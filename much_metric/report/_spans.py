@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from much_metric import mushroom
-from much_metric.signals._evaluation import EvaluationTable
+from much_metric.report._evaluation import EvaluationTable
 
 __all__ = ["DEFAULT_MUSHROOM", "MUSHROOM_HINT", "match_mushroom", "evaluate_spans"]
 

@@ -5,7 +5,7 @@ of a MUCH split by ``generation_id``, then scores every (signal, aggregator) pai
 :func:`much_metric.scoring.score_claims`, and adds the floors (seeded random, constant and claim-length scores on
 the same claims).
 
-* **Claim-level signals**: a signal whose name ends with :data:`CLAIM_SUFFIX` (``"@claim"``, e.g.
+* **Claim-level signals**: a signal whose name ends with :data:`much_metric.signals.CLAIM_SUFFIX` (``"@claim"``, e.g.
   ``p_true@claim``) -- or that is named in ``claim_signals`` -- holds one value per chunk of ``token_chunks`` (EOS
   claim included, like ``labels``) instead of one per token; it is scored as is, with no aggregator.
 * **Ground truth**: ``labels=`` names the column (:data:`LABEL_CHOICES`): ``labels`` (GPT-4o, the reference),
@@ -37,6 +37,7 @@ from much_dataset.schema import (
     STOPWORD_MASK,
     TOKEN_CHUNKS,
 )
+from much_metric.report._options import BREAKDOWNS, LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions
 from much_metric.scoring import (
     MuchMetricWarning,
     ScoreResult,
@@ -46,13 +47,11 @@ from much_metric.scoring import (
     suppress_single_class_warning,
 )
 from much_metric.scoring.engine import aggregate_flat, flatten_scores
-from much_metric.signals._options import BREAKDOWNS, LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions
+from much_metric.signals import CLAIM_SUFFIX
 
-__all__ = ["BREAKDOWNS", "CLAIM_SUFFIX", "FLOORS", "LABEL_CHOICES", "MIN_COVERAGE", "EvaluationTable", "SignalResult",
+__all__ = ["BREAKDOWNS", "FLOORS", "LABEL_CHOICES", "MIN_COVERAGE", "EvaluationTable", "SignalResult",
            "dataset_columns", "evaluate_signals", "ground_truth"]
 
-#: Signal names ending with this hold one value per chunk (claim-level methods: P(True), judges, sampling).
-CLAIM_SUFFIX = "@claim"
 #: Names of the floor rows (reference rows, not methods).
 FLOORS = ("floor: random", "floor: constant", "floor: length")
 
@@ -246,7 +245,7 @@ def evaluate_signals(
     --------
     >>> import numpy as np
     >>> import much_dataset
-    >>> from much_metric.signals import EvaluationOptions, evaluate_signals
+    >>> from much_metric.report import EvaluationOptions, evaluate_signals
     >>> split = much_dataset.load("sample", split="test").select(range(30))
     >>> rng = np.random.default_rng(0)
     >>> noise = {row["generation_id"]: rng.random(len(row["output_tokens"])) for row in split}

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from much_metric.report._evaluation import EvaluationTable, SignalResult
+from much_metric.report._figures import FigureSaver, curves_figure, reliability_figure
 from much_metric.scoring import METRIC_TABLE, METRICS, ScoreResult
-from much_metric.signals._evaluation import EvaluationTable, SignalResult
-from much_metric.signals._report_figures import FigureSaver, curves_figure, reliability_figure
 
 __all__ = ["render_report", "write_report", "format_metric"]
 
@@ -205,7 +205,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
                   leaderboard: dict[str, Any] | None = None, calibration: Sequence[Any] | None = None,
                   spans: dict[str, Any] | None = None, figures: str | os.PathLike | None = None,
                   display: Callable[[str], str] = str) -> str:
-    """The HTML page (a string) for an :class:`~much_metric.signals._evaluation.EvaluationTable`; optional
+    """The HTML page (a string) for an :class:`~much_metric.report._evaluation.EvaluationTable`; optional
     sections for a leaderboard, calibration results and span scores; ``figures``: folder for PNG/SVG copies;
     ``display``: the table label of a signal name (the command passes
     :func:`much_metric.baselines.display_name`; the signals stage sits below the registry and does not import it)."""

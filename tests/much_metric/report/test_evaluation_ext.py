@@ -11,10 +11,10 @@ from sklearn.metrics import roc_auc_score
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
+from much_metric.report import EvaluationOptions, evaluate_signals
+from much_metric.report._calibrate import calibrate_table, fit_rows_by_fraction
+from much_metric.report._rank import rank_methods
 from much_metric.scoring import Aggregation, Bootstrap, aggregate_claims, ece, fit_calibrator, rank_claim_scores, score
-from much_metric.signals import EvaluationOptions, evaluate_signals
-from much_metric.signals._calibrate import calibrate_table, fit_rows_by_fraction
-from much_metric.signals._rank import rank_methods
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +203,7 @@ def test_options_object_drives_every_option_and_training_rows_can_be_included(ro
 def test_floors_change_no_process_wide_warnings_state(rows, monkeypatch):
     """The floors score the methods' claims again without repeating the single-class warning; they must do it
     without touching ``warnings.filters``, which every thread of a server shares."""
-    from much_metric.signals import _evaluation
+    from much_metric.report import _evaluation
 
     seen = []
     original = _evaluation.score_claims

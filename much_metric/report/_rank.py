@@ -20,19 +20,11 @@ from typing import Any
 import numpy as np
 
 from much_dataset.params import InvalidParameterError
+from much_metric.report._evaluation import EvaluationTable
 from much_metric.scoring import METRICS, Bootstrap, rank_claim_scores
 from much_metric.scoring.engine import curve_metrics, sort_claims
-from much_metric.signals._evaluation import EvaluationTable
-from much_metric.signals._options import (
-    MAX_RESAMPLES,
-    MAX_RESAMPLES_REASON,
-    MIN_RANK_RESAMPLES,
-    RESAMPLES_REASON,
-    check_resamples,
-)
 
-__all__ = ["MIN_RANK_RESAMPLES", "MAX_RESAMPLES", "RESAMPLES_REASON", "MAX_RESAMPLES_REASON", "check_resamples",
-           "rank_methods"]
+__all__ = ["rank_methods"]
 
 def _method_name(result: Any) -> str:
     return result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"

@@ -1,8 +1,8 @@
 """How signals are evaluated: :class:`EvaluationOptions`, the one options object of
-:func:`much_metric.signals.evaluate_signals` and :func:`much_metric.benchmark.run_benchmark` (which re-exports it),
+:func:`much_metric.report.evaluate_signals` and :func:`much_metric.benchmark.run_benchmark` (which re-exports it),
 frozen, keyword-only, each constraint declared once and checked when the object is built -- before anything is
 loaded. The resample bounds every bootstrap option obeys are :class:`~much_metric.scoring.Bootstrap`'s own (one
-rule, :data:`much_metric.scoring.RESAMPLES`), re-exported here."""
+rule, :data:`much_metric.scoring.RESAMPLES`)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from typing import Any, Literal
 
 from much_dataset.params import FRACTION, RANDOM_STATE, InvalidParameterError, OneOf, check_param
 from much_dataset.schema import HUMAN_LABELS_0, HUMAN_LABELS_1, LABELS
-from much_metric.scoring import MAX_RESAMPLES, MIN_RANK_RESAMPLES, Bootstrap, check_resamples
-from much_metric.scoring.engine import AGGREGATOR, MAX_RESAMPLES_REASON, RESAMPLES_REASON, STOPWORD_MODE
+from much_metric.scoring import Bootstrap
+from much_metric.scoring.engine import AGGREGATOR, STOPWORD_MODE
 
-__all__ = ["BREAKDOWNS", "LABEL_CHOICES", "MAX_RESAMPLES", "MAX_RESAMPLES_REASON", "MIN_COVERAGE",
-           "MIN_RANK_RESAMPLES", "RESAMPLES_REASON", "EvaluationOptions", "check_resamples"]
+__all__ = ["BREAKDOWNS", "LABEL_CHOICES", "MIN_COVERAGE", "EvaluationOptions"]
 
 #: ``by=`` choices: dataset columns, or a field of the generation config
 #: (docs/reference-behaviour.md#generation-configs).
@@ -43,7 +42,7 @@ def _names(owner: str, name: str, value: Any, constraint: OneOf, *, empty: bool)
 
 @dataclass(frozen=True, kw_only=True)
 class EvaluationOptions:
-    """How signals are evaluated (:func:`much_metric.signals.evaluate_signals`,
+    """How signals are evaluated (:func:`much_metric.report.evaluate_signals`,
     :func:`much_metric.benchmark.run_benchmark`).
 
     Attributes
@@ -74,7 +73,7 @@ class EvaluationOptions:
 
     Examples
     --------
-    >>> from much_metric.signals import EvaluationOptions
+    >>> from much_metric.report import EvaluationOptions
     >>> EvaluationOptions(aggregator=["mean", "max"], bootstrap=None).aggregators
     ('mean', 'max')
     >>> EvaluationOptions(aggregator="median")

@@ -1,0 +1,55 @@
+"""The report stage: signal files scored on MUCH claims, and what is read off the scores.
+
+Above :mod:`much_metric.signals` (the MUCH-signals file format: reading, writing, metadata, the submission
+archive), below the benchmark and the commands:
+
+* :func:`evaluate_signals` -> :class:`EvaluationTable` (rows: :class:`SignalResult`, each holding a
+  :class:`much_metric.ScoreResult`; options: one frozen :class:`EvaluationOptions`) -- the one evaluation loop
+  behind ``much run`` and ``much evaluate``: joins signals with a MUCH split by ``generation_id``, builds each claim
+  layout once, scores every (signal, aggregation) pair and adds the floors;
+* :func:`rank_methods` -- methods ranked by one metric on the claims they all cover, with paired bootstrap
+  intervals, rank probabilities and p-values;
+* :func:`calibrate_table` -> :class:`CalibrationResult` (ECE, Brier, reliability);
+* :func:`evaluate_spans` -- Mu-SHROOM IoU / rho of claim scores (:data:`DEFAULT_MUSHROOM`: the repository's copy);
+* :func:`write_report` / :func:`render_report` -- a self-contained HTML report (matplotlib, extra ``report``,
+  imported on first use); :func:`format_metric` -- a metric with its interval, as every table prints it.
+
+The paper's published numbers, printed next to ours, are :mod:`much_metric.report.published`. Ranking, calibration,
+spans and the HTML report load on first use: ``import much_metric.report`` stays lean.
+"""
+
+from much_metric._lazy import lazy_attributes
+from much_metric.report._evaluation import EvaluationTable, SignalResult, evaluate_signals
+from much_metric.report._options import BREAKDOWNS, LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions
+
+__all__ = [
+    "BREAKDOWNS",
+    "LABEL_CHOICES",
+    "MIN_COVERAGE",
+    "EvaluationOptions",
+    "EvaluationTable",
+    "SignalResult",
+    "evaluate_signals",
+    "rank_methods",
+    "CalibrationResult",
+    "calibrate_table",
+    "calibration_json",
+    "DEFAULT_MUSHROOM",
+    "MUSHROOM_HINT",
+    "evaluate_spans",
+    "format_metric",
+    "render_report",
+    "write_report",
+]
+
+_LAZY = {
+    "rank_methods": "much_metric.report._rank",
+    "CalibrationResult": "much_metric.report._calibrate", "calibrate_table": "much_metric.report._calibrate",
+    "calibration_json": "much_metric.report._calibrate",
+    "DEFAULT_MUSHROOM": "much_metric.report._spans", "MUSHROOM_HINT": "much_metric.report._spans",
+    "evaluate_spans": "much_metric.report._spans",
+    "format_metric": "much_metric.report._html", "render_report": "much_metric.report._html",
+    "write_report": "much_metric.report._html",
+}
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
