@@ -92,11 +92,16 @@ class Interval(Constraint):
 
     @property
     def description(self) -> str:  # type: ignore[override]
-        kind = "an int" if self.kind is numbers.Integral else "a number"
-        if self.kind is numbers.Integral and self.left == 1 and self.right is None and self.closed in ("both", "left"):
+        integral = self.kind is numbers.Integral
+        kind = "an integer" if integral else "a number"
+        if integral and self.left == 1 and self.right is None and self.closed in ("both", "left"):
             return "a positive integer"
-        low = "-inf" if self.left is None else f"{self.left:g}"
-        high = "inf" if self.right is None else f"{self.right:g}"
+
+        def bound(value: float) -> str:
+            return f"{int(value):,}" if integral and math.isfinite(value) else f"{value:g}"
+
+        low = "-inf" if self.left is None else bound(self.left)
+        high = "inf" if self.right is None else bound(self.right)
         opening = "[" if self.closed in ("both", "left") and self.left is not None else "("
         closing = "]" if self.closed in ("both", "right") and self.right is not None else ")"
         return f"{kind} in {opening}{low}, {high}{closing}"
