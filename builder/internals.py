@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -56,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from builder.errors import BuilderError
+from builder.internals_engine import ENGINES, EngineEntry, InternalsEngine, InternalsEngineOptions, load_engine
 from builder.internals_forward import (
     PCA_FIT_ROWS,
     InternalsOptions,
@@ -82,9 +82,9 @@ from much_dataset import schema
 from much_dataset.internals import BASIS, MANIFEST, read_basis
 from much_dataset.internals_compression import fit_pca, parse_compression
 
-__all__ = ["add_arguments", "run", "InternalsOptions", "InternalsEngine", "ENGINES", "load_engine",
-           "forward_internals", "store_hidden", "row_internals", "prompt_ids", "parse_layers", "use_eager_attention",
-           "weights_sha256", "file_sha256"]
+__all__ = ["add_arguments", "run", "InternalsOptions", "InternalsEngine", "InternalsEngineOptions", "EngineEntry",
+           "ENGINES", "load_engine", "engine_options", "source_rows", "forward_internals", "store_hidden",
+           "row_internals", "prompt_ids", "parse_layers", "use_eager_attention", "weights_sha256", "file_sha256"]
 
 HIDDEN_DTYPES = ("float16", "float32", "bfloat16")
 
@@ -131,22 +131,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N rows (after sharding)")
 
 
-@dataclass(frozen=True)
-class InternalsEngine:
-    """One ``--engine`` of the internals step: where its pass lives and what it can store."""
-
-    module: str
-    backend: str
-    #: its pass returns attention weights (eager attention); False = hidden states only
-    attention: bool
-
-
-#: ``--engine``: ``transformers`` = one eager-attention forward pass per row (attention and hidden states);
-#: ``vllm`` = vLLM's hidden-state extraction, batched (hidden states only: :mod:`builder.internals_vllm`).
-ENGINES = {"transformers": InternalsEngine("builder.internals_forward", "TransformersInternals", attention=True),
-           "vllm": InternalsEngine("builder.internals_vllm", "VLLMInternals", attention=False)}
-
-
 def parse_layers(text: str | None, n_layers: int) -> tuple[int, ...]:
     """``"6,18"`` -> (6, 18), each in 0..n_layers (hidden_states indices); None -> the middle layer."""
     if text is None or not str(text).strip():
@@ -162,16 +146,12 @@ def parse_layers(text: str | None, n_layers: int) -> tuple[int, ...]:
     return layers
 
 
-def load_engine(args: argparse.Namespace) -> Any:
-    """The ``--engine`` backend of ``args`` (``.config``: the model's text config, ``.weights``: its sha256,
-    ``.prepare(options)``, ``.forward(rows, options, basis)``); vLLM is imported only by its own module."""
-    import importlib
-
-    engine = ENGINES[args.engine]
-    return getattr(importlib.import_module(engine.module), engine.backend)(args)
+def engine_options(args: argparse.Namespace) -> InternalsEngineOptions:
+    """``--model``, ``--device``, ``--dtype`` as the engine's options (the one place the step reads them)."""
+    return InternalsEngineOptions(model=str(args.model), device=args.device, dtype=args.dtype)
 
 
-def _ensure_basis(pack: Path, identity: dict[str, Any], backend: Any, options: InternalsOptions,
+def _ensure_basis(pack: Path, identity: dict[str, Any], backend: InternalsEngine, options: InternalsOptions,
                   fit_rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     """The pack's PCA basis: the stored one, or (first run) fitted on ``fit_rows`` (the source's first
     ``pca_fit_rows`` rows), stored content-addressed and named in the manifest, under the pack's lock so that
@@ -206,31 +186,41 @@ def _ensure_basis(pack: Path, identity: dict[str, Any], backend: Any, options: I
     return read_basis(pack / BASIS / name)
 
 
-def _source_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The source's rows (of ``--generation-config`` only, when given), after checking the numeric options; sets
-    the default temperature (the MUCH config's, else 1.0)."""
-    if args.temperature is None:
-        known = schema.MUCH_CONFIGS.get(args.generation_config or "")
-        args.temperature = float(known[1]) if known else 1.0
-    if args.temperature <= 0:
+def _temperature(args: argparse.Namespace) -> float:
+    """``--temperature``, else the MUCH generation config's, else 1.0."""
+    if args.temperature is not None:
+        return float(args.temperature)
+    known = schema.MUCH_CONFIGS.get(args.generation_config or "")
+    return float(known[1]) if known else 1.0
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """The numeric options and what the engine can store, before anything is read or loaded."""
+    if _temperature(args) <= 0:
         raise BuilderError(f"--temperature must be > 0, got {args.temperature}")
     if args.rows_per_shard < 1 or args.attention_window < 0 or args.pca_fit_rows < 1:
         raise BuilderError("--rows-per-shard and --pca-fit-rows must be >= 1 and --attention-window >= 0")
     engine = getattr(args, "engine", "transformers")
+    if engine not in ENGINES:
+        raise BuilderError(f"--engine must be one of {tuple(ENGINES)}, got {engine!r}")
     wanted = [flag for flag, asked in (("--attention-to-self", args.attention_to_self),
                                        ("--attention-window", args.attention_window)) if asked]
     if wanted and not ENGINES[engine].attention:
         raise BuilderError(f"--engine {engine} stores hidden states only (no attention weights): drop "
                            f"{' and '.join(wanted)}, or use --engine transformers (eager attention)")
-    every_row = list(read_rows(Path(args.source)))
-    if args.generation_config:
-        every_row = [r for r in every_row if r.get(schema.GENERATION_CONFIG) == args.generation_config]
+
+
+def source_rows(source: Path, generation_config: str | None) -> list[dict[str, Any]]:
+    """The rows of ``source`` (of ``generation_config`` only, when given)."""
+    every_row = list(read_rows(Path(source)))
+    if generation_config:
+        every_row = [r for r in every_row if r.get(schema.GENERATION_CONFIG) == generation_config]
         if not every_row:
-            raise BuilderError(f"{args.source}: no row has {schema.GENERATION_CONFIG}={args.generation_config!r}")
+            raise BuilderError(f"{source}: no row has {schema.GENERATION_CONFIG}={generation_config!r}")
     return every_row
 
 
-def _compute_chunk(backend: Any, chunk: list[dict[str, Any]], options: InternalsOptions,
+def _compute_chunk(backend: InternalsEngine, chunk: list[dict[str, Any]], options: InternalsOptions,
                    basis: dict[str, np.ndarray] | None) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]],
                                                                  dict[str, str], list[np.ndarray]]:
     """One shard's arrays, manifest entries, failures (per row: the run goes on) and hidden errors."""
@@ -253,7 +243,8 @@ def _compute_chunk(backend: Any, chunk: list[dict[str, Any]], options: Internals
 
 
 def _options(args: argparse.Namespace, n_layers: int) -> InternalsOptions:
-    return InternalsOptions(hidden_layers=parse_layers(args.hidden_layers, n_layers), temperature=args.temperature,
+    """What the pack stores, from the step's arguments (``n_layers``: the observer's, for the default layer)."""
+    return InternalsOptions(hidden_layers=parse_layers(args.hidden_layers, n_layers), temperature=_temperature(args),
                             generation_config=args.generation_config, prompt_style=args.prompt_style,
                             brief=not args.no_brief, hidden_dtype=args.hidden_dtype,
                             attention_window=args.attention_window, hidden_compression=args.hidden_compression,
@@ -264,7 +255,8 @@ def _options(args: argparse.Namespace, n_layers: int) -> InternalsOptions:
 def run(args: argparse.Namespace) -> int:
     pack = Path(args.out)
     source = Path(args.source)
-    every_row = _source_rows(args)
+    _check_arguments(args)
+    every_row = source_rows(source, args.generation_config)
     rows = list(Shard.parse(args.shard).select(every_row))[: args.limit]
     manifest = read_manifest(pack)
     done = set(manifest["rows"]) if manifest else set()
@@ -277,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
             check_identity(pack, pack_identity(args.model, manifest["weights_sha256"], built,
                                                _options(args, built.num_hidden_layers), file_sha256(source)))
         return 0
-    backend = load_engine(args)
+    backend = load_engine(args.engine, engine_options(args))
     options = _options(args, backend.config.num_hidden_layers)
     identity = pack_identity(args.model, backend.weights, backend.config, options, file_sha256(source))
     check_identity(pack, identity)  # before the engine starts (minutes for vLLM)
