@@ -149,7 +149,7 @@ def score_breakdowns(submission: ParsedSubmission, data: EvaluationData) -> dict
 
     from much_metric.report import EvaluationOptions, evaluate_signals
 
-    options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False)
+    options = EvaluationOptions(aggregation="product", bootstrap=data.bootstrap, floors=False)
     # no warnings filter here: a filter is process-wide state and would silence every other thread's warnings
     table = evaluate_signals(data.dataset, submission.signals, evaluation=replace(options, bootstrap=None))
     overall = {r.signal_name: _strip(r) for r in table.results}
@@ -185,7 +185,7 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
     from much_metric.report import EvaluationOptions, evaluate_signals
     from much_metric.signals import CLAIM_SUFFIX
 
-    options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False)
+    options = EvaluationOptions(aggregation="product", bootstrap=data.bootstrap, floors=False)
     known = set(data.dataset["generation_id"])
     for name, per_sample in submission.signals.items():
         unknown = [gid for gid in per_sample if gid not in known]
@@ -251,9 +251,8 @@ def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: Evalua
                             has_stopword_mask=True, langs=list(data.dataset["lang"]))
     board = rank_methods(table, metric, bootstrap=data.bootstrap)
     out: dict[str, dict[str, Any]] = {
-        row["method"]: jsonable({"rank": row["rank"], "rank_probability": row["rank_probability"],
-                                 "lang_gap": row["lang_gap"], "lang_best": row["lang_best"],
-                                 "lang_worst": row["lang_worst"]}) for row in board["rows"]}
-    out["_meta"] = {"n_samples": board["n_samples"], "n_claims": board["n_claims"],
-                    "n_resamples": board["n_resamples"], "metric": metric}
+        row.method: jsonable({"rank": row.rank, "rank_probability": row.rank_probability, "lang_gap": row.lang_gap,
+                              "lang_best": row.lang_best, "lang_worst": row.lang_worst}) for row in board.rows}
+    out["_meta"] = {"n_samples": board.n_samples, "n_claims": board.n_claims, "n_resamples": board.n_resamples,
+                    "metric": metric}
     return out

@@ -26,6 +26,7 @@ DOCUMENTED = [
     ("much_dataset.loader", "load", None),
     ("much_metric.baselines.registry", "Baseline", None),
     ("much_metric.benchmark._run", "run_benchmark", None),
+    ("much_metric.benchmark._evaluate", "evaluate_files", None),  # signal files of the embedded sample, offline
     ("much_metric.report._options", "EvaluationOptions", None),
     ("much_metric.report._evaluation", "evaluate_signals", None),  # the embedded sample, offline
     ("much_metric.signals._archive", "read_archive", None),  # a zip built in the example

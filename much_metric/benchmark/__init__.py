@@ -1,6 +1,8 @@
 """The benchmark layer: a run of the paper's table 3 as one call, above the baselines and the signals.
 
 * :func:`run_benchmark` -> :class:`BenchmarkResult` -- what ``much run`` does: plan, compute, time, evaluate;
+* :func:`evaluate_files` -> :class:`EvaluationReport` -- what ``much evaluate`` does: read signal files, evaluate
+  them on a MUCH split, and rank, calibrate and score spans as :class:`ReportOptions` asks;
 * :func:`plan_benchmark` -> :class:`BenchmarkPlan` -- the data, the signals and their resources (tokenizers, NLI
   model, neighbour statistics) resolved once;
 * the options, grouped and checked when built: :class:`EvaluationOptions` (the report layer's, shared with
@@ -19,6 +21,9 @@ from much_metric._lazy import lazy_attributes
 
 _LAZY = {
     "run_benchmark": "much_metric.benchmark._run",
+    "evaluate_files": "much_metric.benchmark._evaluate",
+    "EvaluationReport": "much_metric.benchmark._evaluate",
+    "ReportOptions": "much_metric.benchmark._evaluate",
     "plan_benchmark": "much_metric.benchmark._plan",
     "check_signals": "much_metric.benchmark._plan",
     "BenchmarkPlan": "much_metric.benchmark._plan",

@@ -112,9 +112,9 @@ def run_benchmark(
                               ("output", output, OutputOptions)):
         if not isinstance(value, kind):
             raise TypeError(f"run_benchmark: {name} must be a {kind.__name__}, got {type(value).__name__}")
-    if len(evaluation.aggregators) != 1:
-        raise ValueError(f"run_benchmark: evaluation.aggregator must be one aggregator (a table 3 has one), got "
-                         f"{evaluation.aggregator!r}; evaluate the signal files with evaluate_signals for several")
+    if len(evaluation.aggregation) != 1:
+        raise ValueError(f"run_benchmark: evaluation.aggregation must be one aggregation (a table 3 has one), got "
+                         f"{evaluation.aggregators!r}; evaluate the signal files with evaluate_files for several")
     plan = plan_benchmark(source, signals=signals, data=data, nli=nli, resources=resources,
                           progress=output.progress)
     dataset = plan.dataset
@@ -139,7 +139,7 @@ def run_benchmark(
             order.remove(name)
     trained_on, messages = training_exclusions(
         {name: runs[name].metadata for name in order}, dataset[GENERATION_ID],
-        include_training_rows=evaluation.include_training_rows, aggregators=(aggregator,))
+        include_training_rows=evaluation.include_training_rows, aggregation=evaluation.aggregation)
     notes.extend(BenchmarkNote(message=message) for message in messages)
     # The computed signals cover every sample: the evaluation asks for all of them (min_coverage 1).
     table = evaluate_signals(dataset, {name: runs[name].values for name in order},

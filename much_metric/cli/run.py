@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         ResourceOptions,
         run_benchmark,
     )
-    from much_metric.scoring import AGGREGATORS, Bootstrap, check_resamples
+    from much_metric.scoring import AGGREGATORS, Aggregation, Bootstrap, check_resamples
 
     if args.aggregator not in AGGREGATORS:
         raise ValueError(f"--aggregator must be one of {AGGREGATORS}, got {args.aggregator!r}")
@@ -160,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
     result = run_benchmark(
         args.source, signals=_signal_names(args.signals),
         evaluation=EvaluationOptions(
-            aggregator=args.aggregator, stopword_handling=args.stopword_handling, random_state=args.random_state,
+            aggregation=Aggregation(aggregator=args.aggregator, stopword_handling=args.stopword_handling),
+            random_state=args.random_state,
             include_training_rows=args.include_training_rows,
             bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap
             else None),

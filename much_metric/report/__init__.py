@@ -7,8 +7,8 @@ archive), below the benchmark and the commands:
   :class:`much_metric.ScoreResult`; options: one frozen :class:`EvaluationOptions`) -- the one evaluation loop
   behind ``much run`` and ``much evaluate``: joins signals with a MUCH split by ``generation_id``, builds each claim
   layout once, scores every (signal, aggregation) pair and adds the floors;
-* :func:`rank_methods` -- methods ranked by one metric on the claims they all cover, with paired bootstrap
-  intervals, rank probabilities and p-values;
+* :func:`rank_methods` -> :class:`Ranking` (rows: :class:`RankedMethod`) -- methods ranked by one metric on the
+  claims they all cover, with paired bootstrap intervals, rank probabilities and p-values;
 * :func:`calibrate_table` -> :class:`CalibrationResult` (ECE, Brier, reliability);
 * :func:`evaluate_spans` -- Mu-SHROOM IoU / rho of claim scores (:data:`DEFAULT_MUSHROOM`: the repository's copy);
 * :func:`write_report` / :func:`render_report` -- a self-contained HTML report (matplotlib, extra ``report``,
@@ -30,6 +30,8 @@ __all__ = [
     "EvaluationTable",
     "SignalResult",
     "evaluate_signals",
+    "Ranking",
+    "RankedMethod",
     "rank_methods",
     "CalibrationResult",
     "calibrate_table",
@@ -37,17 +39,19 @@ __all__ = [
     "DEFAULT_MUSHROOM",
     "MUSHROOM_HINT",
     "evaluate_spans",
+    "mushroom_source",
     "format_metric",
     "render_report",
     "write_report",
 ]
 
 _LAZY = {
-    "rank_methods": "much_metric.report._rank",
+    "rank_methods": "much_metric.report._rank", "Ranking": "much_metric.report._rank",
+    "RankedMethod": "much_metric.report._rank",
     "CalibrationResult": "much_metric.report._calibrate", "calibrate_table": "much_metric.report._calibrate",
     "calibration_json": "much_metric.report._calibrate",
     "DEFAULT_MUSHROOM": "much_metric.report._spans", "MUSHROOM_HINT": "much_metric.report._spans",
-    "evaluate_spans": "much_metric.report._spans",
+    "evaluate_spans": "much_metric.report._spans", "mushroom_source": "much_metric.report._spans",
     "format_metric": "much_metric.report._html", "render_report": "much_metric.report._html",
     "write_report": "much_metric.report._html",
 }

@@ -23,6 +23,7 @@ import numpy as np
 
 from much_metric.report._evaluation import EvaluationTable, SignalResult
 from much_metric.report._figures import FigureSaver, curves_figure, reliability_figure
+from much_metric.report._rank import Ranking
 from much_metric.scoring import METRIC_TABLE, METRICS, ScoreResult
 
 __all__ = ["render_report", "write_report", "format_metric"]
@@ -124,32 +125,32 @@ def _random_cells(low: float, high: float, rank_probability: float | None) -> st
     return f"<td>[{low:.3f}, {high:.3f}]</td><td>{rank_probability:.2f}</td>"
 
 
-def _leaderboard_html(board: dict[str, Any], display_method: Callable[[str], str]) -> str:
-    resampled = bool(board["n_resamples"])
-    what = (f"{board['n_resamples']} paired bootstrap resamples" if resampled else
+def _leaderboard_html(board: Ranking, display_method: Callable[[str], str]) -> str:
+    resampled = bool(board.n_resamples)
+    what = (f"{board.n_resamples} paired bootstrap resamples" if resampled else
             "no bootstrap: ranked by the point values, without interval, P(rank) or p-value")
-    out = [f"<h2>Leaderboard by {html.escape(_SHORT.get(board['metric'], board['metric']))}</h2>",
-           f"<p class='note'>On the {board['n_samples']} samples ({board['n_claims']} claims) every method covers; "
+    out = [f"<h2>Leaderboard by {html.escape(_SHORT.get(board.metric, board.metric))}</h2>",
+           f"<p class='note'>On the {board.n_samples} samples ({board.n_claims} claims) every method covers; "
            f"{what}.</p>",
            "<table><tr><th>rank</th><th>method</th><th>value</th><th>95% interval</th><th>P(rank)</th>"
            "<th>lang gap (best−worst)</th><th>runtime (relative to generation)</th></tr>"]
-    for row in board["rows"]:
-        low, high = row["interval"] or (math.nan, math.nan)
-        gap = "n/a" if math.isnan(row["lang_gap"]) else \
-            f"{row['lang_gap']:.3f} ({row['lang_best']}−{row['lang_worst']})"
-        runtime = "n/a" if row["seconds"] is None else \
-            f"{row['seconds']:.3g}s ({100 * row['relative_runtime']:.2g}%)" if row["relative_runtime"] else \
-            f"{row['seconds']:.3g}s"
-        out.append(f"<tr><td>{row['rank']}</td><td class='name'>{html.escape(display_method(row['method']))}</td>"
-                   f"<td>{row['value']:.3f}</td>{_random_cells(low, high, row['rank_probability'])}"
+    for row in board.rows:
+        low, high = row.interval or (math.nan, math.nan)
+        gap = "n/a" if math.isnan(row.lang_gap) else \
+            f"{row.lang_gap:.3f} ({row.lang_best}−{row.lang_worst})"
+        runtime = "n/a" if row.seconds is None else \
+            f"{row.seconds:.3g}s ({100 * row.relative_runtime:.2g}%)" if row.relative_runtime else \
+            f"{row.seconds:.3g}s"
+        out.append(f"<tr><td>{row.rank}</td><td class='name'>{html.escape(display_method(row.method))}</td>"
+                   f"<td>{row.value:.3f}</td>{_random_cells(low, high, row.rank_probability)}"
                    f"<td>{html.escape(gap)}</td><td>{runtime}</td></tr>")
-    for name, value in board["floors"].items():
+    for name, value in board.floors.items():
         out.append(f"<tr class='floor'><td></td><td class='name'>{html.escape(name)}</td><td>{value:.3f}</td>"
                    "<td></td><td></td><td></td><td></td></tr>")
     out.append("</table>")
-    names = [row["method"] for row in board["rows"]]
+    names = [row.method for row in board.rows]
     if len(names) > 1 and resampled:
-        p = np.asarray(board["p_values"])
+        p = np.asarray(board.p_values)
         head = "".join(f"<th>{k + 1}</th>" for k in range(len(names)))
         out.append(f"<p class='note'>Pairwise paired-bootstrap p-values</p><table><tr><th></th>{head}</tr>")
         for k, name in enumerate(names):
@@ -202,7 +203,7 @@ def _method_label(method: str, display: Callable[[str], str]) -> str:
 
 
 def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", source: str = "",
-                  leaderboard: dict[str, Any] | None = None, calibration: Sequence[Any] | None = None,
+                  leaderboard: Ranking | None = None, calibration: Sequence[Any] | None = None,
                   spans: dict[str, Any] | None = None, figures: str | os.PathLike | None = None,
                   display: Callable[[str], str] = str) -> str:
     """The HTML page (a string) for an :class:`~much_metric.report._evaluation.EvaluationTable`; optional
@@ -237,7 +238,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     parts.append(_table(rows, "method"))
     if table.floors:
         parts.append(f"<p class='note'>{html.escape(FLOOR_FOOTNOTE)}</p>")
-    if leaderboard:
+    if leaderboard is not None:
         parts.append(_leaderboard_html(leaderboard, display_method))
     parts.append("<h2>Methods compared</h2>")
     floor_curves = [(r.signal_name, r.claim_scores, r.hallucinated, r.claim_rows) for r in table.floors[:1]]

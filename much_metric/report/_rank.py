@@ -14,7 +14,9 @@ interval, rank probability or p-value), and a :class:`~much_metric.scoring.Boots
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,7 +26,96 @@ from much_metric.report._evaluation import EvaluationTable
 from much_metric.scoring import METRICS, Bootstrap, rank_claim_scores
 from much_metric.scoring.engine import curve_metrics, sort_claims
 
-__all__ = ["rank_methods"]
+__all__ = ["RankedMethod", "Ranking", "rank_methods"]
+
+
+class _ReadsLikeADict:
+    """``ranking["rows"]`` / ``row["value"]``: the dict :func:`rank_methods` returned before it returned a
+    :class:`Ranking`, still readable (with a ``FutureWarning``) for code written against it."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            raise KeyError(key)
+        warnings.warn(f"{type(self).__name__}[{key!r}] is deprecated: rank_methods returns a {type(self).__name__}; "
+                      f"read its attribute .{key}", FutureWarning, stacklevel=2)
+        value = getattr(self, key)
+        return [asdict(row) for row in value] if key == "rows" else value
+
+
+@dataclass(frozen=True)
+class RankedMethod(_ReadsLikeADict):
+    """One method of a :class:`Ranking`, best first.
+
+    Attributes
+    ----------
+    method : str
+        ``"<signal name> (<aggregator>)"`` (the signal name alone for a claim-level signal).
+    value : float
+        The metric on the claims every method covers.
+    interval : (float, float) or None
+        Its paired-bootstrap percentile interval (None without bootstrap).
+    rank : int
+        1 = best (competition ranking: tied methods share the best rank).
+    rank_probability : float or None
+        Probability that the method holds its rank over the bootstrap replicates (None without bootstrap).
+    per_lang : dict of str to float
+        The metric per language; ``lang_gap`` = best minus worst, ``lang_best`` / ``lang_worst`` their names.
+    seconds, relative_runtime : float or None
+        The method's measured seconds and their share of LLM generation, when timings were given.
+    """
+
+    method: str
+    value: float
+    interval: tuple[float, float] | None
+    rank: int
+    rank_probability: float | None
+    per_lang: dict[str, float]
+    lang_gap: float
+    lang_best: str | None
+    lang_worst: str | None
+    seconds: float | None
+    relative_runtime: float | None
+
+
+@dataclass(frozen=True)
+class Ranking(_ReadsLikeADict):
+    """Methods ranked by one metric on the claims they all cover (:func:`rank_methods`).
+
+    Attributes
+    ----------
+    metric : str
+        The metric (a key of :data:`much_metric.scoring.METRICS`; higher is better).
+    rows : tuple of RankedMethod
+        Best first.
+    p_values : ndarray of shape (n, n) or None
+        Two-sided paired-bootstrap p-values of "no difference", in the order of ``rows`` (None without bootstrap).
+    rank_probabilities : ndarray of shape (n, n) or None
+        ``[m, r]``: the fraction of replicates in which method ``m`` has rank ``r`` (None without bootstrap).
+    n_samples, n_claims : int
+        The samples (and their claims) every method covers: what the ranking is computed on.
+    n_resamples : int
+        Bootstrap resamples (0: ranked by the point values alone).
+    floors : dict of str to float
+        The floors' values of the metric on the same claims.
+    """
+
+    metric: str
+    rows: tuple[RankedMethod, ...]
+    p_values: np.ndarray | None
+    rank_probabilities: np.ndarray | None
+    n_samples: int
+    n_claims: int
+    n_resamples: int
+    floors: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: every field, rows as dicts, arrays as nested lists."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out["rows"] = [asdict(row) for row in self.rows]
+        for name in ("p_values", "rank_probabilities"):
+            if out[name] is not None:
+                out[name] = np.asarray(out[name]).tolist()
+        return out
 
 def _method_name(result: Any) -> str:
     return result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"
@@ -43,7 +134,7 @@ def _point_board(scores: dict[str, np.ndarray], hallucinated: np.ndarray, metric
 
 
 def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | None = Bootstrap(),
-                 timings: Mapping[str, Any] | None = None, generation_seconds: float | None = None) -> dict[str, Any]:
+                 timings: Mapping[str, Any] | None = None, generation_seconds: float | None = None) -> Ranking:
     """Leaderboard of the table's methods by ``metric`` (higher is better), with paired bootstrap resamples of the
     common samples (``bootstrap``: count, interval level, seed).
 
@@ -53,11 +144,10 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | 
 
     Returns
     -------
-    dict
-        ``rows`` best first: ``method``, ``value``, ``interval``, ``rank`` (1 = best), ``rank_probability``,
-        ``lang_gap`` (best minus worst language value), ``lang_best`` / ``lang_worst``, ``seconds`` and
-        ``relative_runtime`` (or None); ``p_values`` (n x n, rows order); ``n_samples`` / ``n_claims`` compared;
-        ``floors``: the floors' values on the same claims.
+    Ranking
+        :class:`RankedMethod` rows best first (value, interval, rank (1 = best), rank probability, per-language
+        values and gap, seconds and relative runtime), the pairwise p-values in the rows' order, the samples and
+        claims compared, and the floors' values on the same claims.
     """
     if metric not in METRICS:
         raise ValueError(f"--rank must be one of {METRICS}, got {metric!r}")
@@ -106,15 +196,18 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | 
             value = timings[signal].get("seconds")
             seconds = float(value) if value is not None and np.isfinite(float(value)) else None
         relative = seconds / generation_seconds if seconds is not None and generation_seconds else None
-        out_rows.append({**row, "rank": row["rank"] + 1, "per_lang": per_lang,
-                         "lang_gap": finite[best] - finite[worst] if finite else float("nan"),
-                         "lang_best": best, "lang_worst": worst, "seconds": seconds, "relative_runtime": relative})
+        out_rows.append(RankedMethod(
+            method=row["method"], value=float(row["value"]),
+            interval=None if row["interval"] is None else (float(row["interval"][0]), float(row["interval"][1])),
+            rank=int(row["rank"]) + 1,
+            rank_probability=None if row["rank_probability"] is None else float(row["rank_probability"]),
+            per_lang=per_lang, lang_gap=finite[best] - finite[worst] if finite else float("nan"), lang_best=best,
+            lang_worst=worst, seconds=seconds, relative_runtime=relative))
     floors = {}
     for floor in table.floors:
         mask = np.isin(floor.claim_rows, rows)
         floors[floor.signal_name] = float(curve_metrics(sort_claims(floor.claim_scores[mask],
                                                                     floor.hallucinated[mask]))[metric][0])
-    return {"metric": metric, "rows": out_rows, "p_values": board["p_values"],
-            "rank_probabilities": board["rank_probabilities"], "n_samples": len(rows),
-            "n_claims": int(len(hallucinated)), "n_resamples": bootstrap.n_resamples if bootstrap else 0,
-            "floors": floors}
+    return Ranking(metric=metric, rows=tuple(out_rows), p_values=board["p_values"],
+                   rank_probabilities=board["rank_probabilities"], n_samples=len(rows), n_claims=int(len(hallucinated)),
+                   n_resamples=bootstrap.n_resamples if bootstrap else 0, floors=floors)

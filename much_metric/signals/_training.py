@@ -84,12 +84,28 @@ def _what(name: str, metadata: Mapping[str, Any]) -> str:
     return f"the {kind} {name!r}" + (f" ({', '.join(parts)})" if parts else "")
 
 
+def _aggregator_names(aggregation: Any, renamed: Mapping[str, Any]) -> list[str]:
+    """The aggregator names of ``aggregation`` (Aggregation objects or names); ``aggregators=`` of before with a
+    ``FutureWarning``."""
+    unknown = sorted(set(renamed) - {"aggregators"})
+    if unknown:
+        raise TypeError(f"training_exclusions() got an unexpected keyword argument {unknown[0]!r}")
+    if renamed:
+        warnings.warn("training_exclusions(aggregators=...) is deprecated and will be removed: pass aggregation= "
+                      "(EvaluationOptions.aggregation, Aggregation objects or names), the one aggregation option of "
+                      "the toolkit", FutureWarning, stacklevel=3)
+        aggregation = renamed["aggregators"]
+    items = (aggregation,) if isinstance(aggregation, str) or hasattr(aggregation, "aggregator") else aggregation
+    return [getattr(item, "aggregator", item) for item in items]
+
+
 def training_exclusions(
     metadata: Mapping[str, Mapping[str, Any]],
     dataset_ids: Sequence[str],
     *,
     include_training_rows: bool = False,
-    aggregators: Sequence[str] = (),
+    aggregation: Any = (),
+    **renamed: Any,
 ) -> tuple[dict[str, Collection[str]], list[str]]:
     """Rows to leave out of each signal's evaluation, and one message per signal that had training rows here.
 
@@ -101,14 +117,16 @@ def training_exclusions(
         The ``generation_id`` of the evaluated rows (the count in the message is over these).
     include_training_rows : bool, keyword-only, default False
         Score every row anyway: nothing is left out, a :class:`TrainingRowsWarning` says so.
-    aggregators : sequence of str, keyword-only
-        The evaluation's aggregators: one that differs from the detector's ``aggregator`` gets a warning.
+    aggregation : Aggregation, str or sequence of them, keyword-only
+        The evaluation's aggregation(s) (``EvaluationOptions.aggregation``): an aggregator that differs from the
+        detector's gets a warning. (``aggregators=``, its name of before, still works with a ``FutureWarning``.)
 
     Returns
     -------
     (dict, list of str)
         Signal name -> generation_ids to leave out (empty when ``include_training_rows``), and the messages.
     """
+    aggregators = _aggregator_names(aggregation, renamed)
     present = set(dataset_ids)
     excluded: dict[str, Collection[str]] = {}
     messages: list[str] = []

@@ -125,7 +125,7 @@ def test_a_detector_scored_through_another_aggregator_is_warned_about(trained, s
 
     with pytest.warns(TrainingRowsWarning, match="trained through the product aggregator and is scored with mean"):
         run_benchmark(sample.select(range(40)), signals=[f"learned:{trained}"],
-                      evaluation=EvaluationOptions(bootstrap=None, aggregator="mean"))
+                      evaluation=EvaluationOptions(bootstrap=None, aggregation="mean"))
     with warnings.catch_warnings():
         warnings.simplefilter("error", TrainingRowsWarning)
         run_benchmark(sample.select(range(40)), signals=[f"learned:{trained}"],

@@ -28,7 +28,7 @@ def table():
     }
     with pytest.warns(UserWarning, match="lang=de: no hallucinated claim"):
         return evaluate_signals(rows, signals,
-                                evaluation=EvaluationOptions(aggregator=("product", "mean"), by=("lang",),
+                                evaluation=EvaluationOptions(aggregation=("product", "mean"), by=("lang",),
                                                              bootstrap=Bootstrap(n_resamples=40)))
 
 
