@@ -306,7 +306,7 @@ class _Kinds(Mapping[str, Kind]):
             origin = f"entry point {entry_point.name!r} ({entry_point.value})"
             try:
                 loaded = entry_point.load()
-            except Exception as error:  # recorded, and raised when the kind is asked for  # noqa: BLE001
+            except Exception as error:  # recorded, and raised when the kind is asked for
                 self._broken[entry_point.name] = f"{origin} failed to load: {type(error).__name__}: {error}"
                 continue
             for kind in loaded if isinstance(loaded, list | tuple) else [loaded]:

@@ -112,7 +112,7 @@ def _size_probe(tokenizer) -> Callable[[], int]:
     if callable(count):
         try:
             count(with_added_tokens=True)
-        except Exception:  # noqa: BLE001 - a backend of another shape: the generic length
+        except Exception:  # a backend of another shape: the generic length
             return lambda: _vocabulary_size(tokenizer)
         return lambda: count(with_added_tokens=True)
     return lambda: _vocabulary_size(tokenizer)
