@@ -88,7 +88,7 @@ def segment(
 
 def _segment_one(generation: str, tokenizer, token_ids: Sequence[int] | None, compat: str) -> list[list[int]]:
     """The per-text rules (the reference's algorithm in linear time): what the batch engine falls back to."""
-    prof = profile(tokenizer)
+    prof = profile(tokenizer, generation)  # the vocabulary-growth check only where it can change this text
     starts = claim_starts(generation, prof.eos_strings, compat=compat)
     if token_ids is None:
         ids, ends = token_ends_offsets(generation, tokenizer)

@@ -30,7 +30,6 @@ import json
 import re
 import weakref
 from bisect import bisect_right
-from collections.abc import Callable
 from itertools import accumulate
 
 from much_metric._cache import BoundedCache
@@ -50,11 +49,13 @@ class _Profile:
     """Per-tokenizer facts, computed once: EOS ids/strings, fast-path eligibility, single-token decode cache."""
 
     def __init__(self, tokenizer) -> None:
-        self.size_of = _size_probe(tokenizer)
-        self.vocabulary_size = self.size_of()
+        self.vocabulary_size = _vocabulary_size(tokenizer)
         self.eos_ids = _known_eos_or_eot(tokenizer)
         # The reference decodes each id on its own (``decode(int)``) and looks the string up in the generation.
         self.eos_strings = [tokenizer.decode(token_id) for token_id in self.eos_ids]
+        # The markers that would end a turn if the tokenizer learnt them as one token (add_special_tokens): only a
+        # text holding one of them can segment differently under a grown vocabulary.
+        self.unlearnt_markers = tuple(marker for marker in EOT_MARKERS if marker not in self.eos_strings)
         self.backend, self.byte_fallback = _fast_backend(tokenizer)
         self._single: dict[int, str] = {}
         self._byte: dict[int, bool] = {}
@@ -62,6 +63,15 @@ class _Profile:
         # containing one of them need windows; the others are a plain running sum of single-token lengths.
         self._length: dict[int, int] = {}
         self._dirty: set[int] = set()
+
+    def current_for(self, tokenizer, text: str | None) -> bool:
+        """Whether this profile still holds for ``tokenizer`` on ``text``. The vocabulary's size (about 5 us: the
+        Rust backend counts its added tokens) is asked only when it can matter: for ``text`` None (a segmenter being
+        set up, a batch), or a text holding an end-of-turn marker the profile does not know as one. On every other
+        text a grown vocabulary gives the same claims, so the per-text hot path asks nothing."""
+        if text is not None and not any(marker in text for marker in self.unlearnt_markers):
+            return True
+        return _vocabulary_size(tokenizer) == self.vocabulary_size
 
     @property
     def linear(self) -> bool:
@@ -104,33 +114,20 @@ def _vocabulary_size(tokenizer) -> int:
         return -1
 
 
-def _size_probe(tokenizer) -> Callable[[], int]:
-    """A cheap function giving the tokenizer's vocabulary size with its added tokens: the Rust backend's count
-    (about 2 microseconds) when there is one, else ``len(tokenizer)`` (transformers 5 builds its added-token table
-    for that: about 100 microseconds a call, once per text on the hot path before this probe)."""
-    count = getattr(getattr(tokenizer, "backend_tokenizer", None), "get_vocab_size", None)
-    if callable(count):
-        try:
-            count(with_added_tokens=True)
-        except Exception:  # a backend of another shape: the generic length
-            return lambda: _vocabulary_size(tokenizer)
-        return lambda: count(with_added_tokens=True)
-    return lambda: _vocabulary_size(tokenizer)
-
-
-def profile(tokenizer) -> _Profile:
+def profile(tokenizer, text: str | None = None) -> _Profile:
     """The cached :class:`_Profile` of ``tokenizer`` (like the reference's ``lru_cache`` on the tokenizer), rebuilt
-    when the tokenizer's vocabulary has grown since (``add_special_tokens`` may add an end-of-turn marker). The
-    growth check is the backend's token count (:func:`_size_probe`): it costs nothing next to the segmentation."""
+    when the tokenizer's vocabulary has grown since (``add_special_tokens`` may add an end-of-turn marker).
+    ``text``: the one generation about to be segmented, so that the growth check runs only when it can change that
+    text's claims (:meth:`_Profile.current_for`); None checks always (once per batch or segmenter)."""
     try:
         found = _PROFILES.get(tokenizer)
-        if found is None or found.size_of() != found.vocabulary_size:
+        if found is None or not found.current_for(tokenizer, text):
             found = _PROFILES[tokenizer] = _Profile(tokenizer)
         return found
     except TypeError:  # not weak-referenceable / not hashable: keep it alive with its profile, keyed by identity
         entry = _UNWEAKABLE.get_or_compute(
             id(tokenizer), lambda: (tokenizer, _Profile(tokenizer)),
-            valid=lambda found: found[0] is tokenizer and found[1].size_of() == found[1].vocabulary_size)
+            valid=lambda found: found[0] is tokenizer and found[1].current_for(tokenizer, text))
         return entry[1]
 
 
