@@ -82,7 +82,9 @@ def _renamed_aggregation(owner: str, params: dict[str, Any]) -> dict[str, Any]:
 
 class LearnedDetector:
     """An estimator of one detector kind (a subclass per kind: ``class MyDetector(LearnedDetector, kind="name")``,
-    or :func:`estimator_class`). Its constructor is generated from the kind's record."""
+    or :func:`estimator_class`). Its constructor is generated from the kind's record: keyword-only ``aggregation``,
+    the kind's hyper-parameters and ``random_state``, each stored as the attribute of that name (the subclasses'
+    ``Attributes``), as scikit-learn's estimators do."""
 
     kind: ClassVar[str] = ""
     _record: ClassVar[Kind | None] = None
@@ -187,7 +189,7 @@ class LinearDetector(LearnedDetector, kind="linear"):
     """Logistic regression on the token-probability features of :func:`~much_metric.learned.token_features`,
     trained through the metric's claim aggregator on the claim labels (see :mod:`much_metric.learned._torch`).
 
-    Parameters
+    Attributes
     ----------
     aggregation : Aggregation or str, default "product"
         The claim score of the loss (an :class:`~much_metric.Aggregation`: aggregator and stopword rule, or an
@@ -235,7 +237,7 @@ class ProbeDetector(LearnedDetector, kind="probe"):
     safetensors), so its token logit is the regression's ``decision_function`` and its score ``predict_proba``.
     ``fit(train, validation, internals=PACK)``; the validation part gives the folder's validation numbers.
 
-    Parameters
+    Attributes
     ----------
     aggregation : as :class:`LinearDetector` (how the folder is scored)
     layer : int or None, default None
@@ -256,7 +258,7 @@ class ClaimHeadDetector(LearnedDetector, kind="claim_head"):
     per-token read-out; trained like the other detectors through the metric's aggregator on the claim labels
     (:mod:`much_metric.learned._torch`). A claim's token scores depend on its own tokens only.
 
-    Parameters
+    Attributes
     ----------
     aggregation : as :class:`LinearDetector`
     learning_rate : float, default 0.002
