@@ -51,8 +51,8 @@ def measure(engine: str, model: Path, rows: list[dict]) -> dict[str, float]:
     """Start ``engine``, warm it up on one row, then time its pass over ``rows``."""
     from builder import internals
 
-    args = argparse.Namespace(model=str(model), dtype="float32", device="cpu", engine=engine)
-    backend = internals.load_engine(args)
+    backend = internals.load_engine(engine, internals.InternalsEngineOptions(model=str(model), dtype="float32",
+                                                                            device="cpu"))
     options = internals.InternalsOptions(hidden_layers=(8, 16, 24), prompt_style="user", hidden_dtype="float32",
                                          engine=engine, attention=internals.ENGINES[engine].attention)
     backend.prepare(options)

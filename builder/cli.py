@@ -12,7 +12,7 @@ withheld-label files) declares its own and gets the rule.
 
 Steps and their helpers raise exceptions (:class:`builder.errors.BuilderError` for a step that cannot run as asked);
 this entry point alone turns them into one line ``builder <step>: error: ...`` on stderr, through
-:func:`much_dataset.cli_errors.run_command`, the error loop ``much`` and ``much-leaderboard`` share: exit code 2 for
+:func:`much_metric.commands.run_command`, the error loop ``much`` and ``much-leaderboard`` share: exit code 2 for
 an expected failure (a ``BuilderError``, a bad ``--shard``, a corrupt artifact, a missing package), 1 for a bug (the
 line names its type), 130 on Ctrl+C (SIGINT), 143 on SIGTERM. ``python -m builder --traceback <step>`` (or
 ``MUCH_DEBUG=1``) re-raises it with its traceback. A step stopped by a signal or an error first terminates every
@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from much_dataset.cli_errors import debug_requested, run_command
+from much_metric.commands import debug_requested, run_command
 
 # step name on the command line -> module under builder/
 STEPS: dict[str, str] = {

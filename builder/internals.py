@@ -61,7 +61,6 @@ import argparse
 import json
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -70,6 +69,7 @@ import numpy as np
 
 from builder._llm import model_argument
 from builder.errors import BuilderError
+from builder.internals_engine import ENGINES, EngineEntry, InternalsEngine, InternalsEngineOptions, load_engine
 from builder.internals_forward import (
     PCA_FIT_ROWS,
     InternalsOptions,
@@ -97,9 +97,9 @@ from much_dataset import schema
 from much_dataset.internals import BASIS, MANIFEST, read_basis
 from much_dataset.internals_compression import fit_pca, parse_compression
 
-__all__ = ["add_arguments", "run", "InternalsOptions", "InternalsEngine", "ENGINES", "load_engine",
-           "forward_internals", "store_hidden", "row_internals", "prompt_ids", "parse_layers", "use_eager_attention",
-           "weights_sha256", "file_sha256"]
+__all__ = ["add_arguments", "run", "InternalsOptions", "InternalsEngine", "InternalsEngineOptions", "EngineEntry",
+           "ENGINES", "load_engine", "engine_options", "source_rows", "forward_internals", "store_hidden",
+           "row_internals", "prompt_ids", "parse_layers", "use_eager_attention", "weights_sha256", "file_sha256"]
 
 #: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
 READS = ("source", "model")
@@ -163,22 +163,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="store rows above --tolerance anyway (recorded in the manifest's probability_check)")
 
 
-@dataclass(frozen=True)
-class InternalsEngine:
-    """One ``--engine`` of the internals step: where its pass lives and what it can store."""
-
-    module: str
-    backend: str
-    #: its pass returns attention weights (eager attention); False = hidden states only
-    attention: bool
-
-
-#: ``--engine``: ``transformers`` = one eager-attention forward pass per row (attention and hidden states);
-#: ``vllm`` = vLLM's hidden-state extraction, batched (hidden states only: :mod:`builder.internals_vllm`).
-ENGINES = {"transformers": InternalsEngine("builder.internals_forward", "TransformersInternals", attention=True),
-           "vllm": InternalsEngine("builder.internals_vllm", "VLLMInternals", attention=False)}
-
-
 def parse_layers(text: str | None, n_layers: int) -> tuple[int, ...]:
     """``"6,18"`` -> (6, 18), each in 0..n_layers (hidden_states indices); None -> the middle layer."""
     if text is None or not str(text).strip():
@@ -194,16 +178,13 @@ def parse_layers(text: str | None, n_layers: int) -> tuple[int, ...]:
     return layers
 
 
-def load_engine(args: argparse.Namespace) -> Any:
-    """The ``--engine`` backend of ``args`` (``.config``: the model's text config, ``.weights``: its sha256,
-    ``.prepare(options)``, ``.forward(rows, options, basis)``); vLLM is imported only by its own module."""
-    import importlib
-
-    engine = ENGINES[args.engine]
-    return getattr(importlib.import_module(engine.module), engine.backend)(args)
+def engine_options(args: argparse.Namespace, dtype: str | None) -> InternalsEngineOptions:
+    """``--model``, ``--device`` and the run's dtype (``--dtype``, else the rows') as the engine's options (the one
+    place the step reads them)."""
+    return InternalsEngineOptions(model=str(args.model), device=args.device, dtype=dtype)
 
 
-def _ensure_basis(pack: Path, identity: dict[str, Any], backend: Any, options: InternalsOptions,
+def _ensure_basis(pack: Path, identity: dict[str, Any], backend: InternalsEngine, options: InternalsOptions,
                   fit_rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     """The pack's PCA basis: the stored one, or (first run) fitted on ``fit_rows`` (the source's first
     ``pca_fit_rows`` rows), stored content-addressed and named in the manifest, under the pack's lock so that
@@ -238,9 +219,18 @@ def _ensure_basis(pack: Path, identity: dict[str, Any], backend: Any, options: I
     return read_basis(pack / BASIS / name)
 
 
-def _check_options(args: argparse.Namespace) -> None:
+def _temperature(args: argparse.Namespace) -> float:
+    """``--temperature``, else the MUCH generation config's, else 1.0."""
+    if args.temperature is not None:
+        return float(args.temperature)
+    known = schema.MUCH_CONFIGS.get(args.generation_config or "")
+    return float(known[1]) if known else 1.0
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
     """The numeric options, the engine's options and the device/dtype, before anything is read or loaded."""
-    if not (math.isfinite(args.temperature) and args.temperature > 0):
+    temperature = _temperature(args)
+    if not (math.isfinite(temperature) and temperature > 0):
         raise BuilderError(f"--temperature must be a finite number > 0, got {args.temperature}")
     if not (math.isfinite(args.tolerance) and args.tolerance >= 0):
         raise BuilderError(f"--tolerance must be a finite number >= 0, got {args.tolerance}")
@@ -249,6 +239,8 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.limit is not None and args.limit < 0:
         raise BuilderError(f"--limit must be >= 0, got {args.limit}")
     engine = getattr(args, "engine", "transformers")
+    if engine not in ENGINES:
+        raise BuilderError(f"--engine must be one of {tuple(ENGINES)}, got {engine!r}")
     if engine == "transformers":
         from builder._llm import check_device_and_dtype
 
@@ -262,24 +254,19 @@ def _check_options(args: argparse.Namespace) -> None:
                            f"{' and '.join(wanted)}, or use --engine transformers (eager attention)")
 
 
-def _source_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The source's rows (of ``--generation-config`` only, when given), after checking the options; sets the
-    default temperature (the MUCH config's, else 1.0)."""
-    if args.temperature is None:
-        known = schema.MUCH_CONFIGS.get(args.generation_config or "")
-        args.temperature = float(known[1]) if known else 1.0
-    _check_options(args)
-    every_row = list(read_rows(Path(args.source)))
+def source_rows(source: Path, generation_config: str | None) -> list[dict[str, Any]]:
+    """The rows of ``source`` (of ``generation_config`` only, when given); an empty file is refused."""
+    every_row = list(read_rows(Path(source)))
     if not every_row:
-        raise BuilderError(f"--source {args.source}: no rows (an empty file): nothing to build a pack from")
-    if args.generation_config:
-        every_row = [r for r in every_row if r.get(schema.GENERATION_CONFIG) == args.generation_config]
+        raise BuilderError(f"--source {source}: no rows (an empty file): nothing to build a pack from")
+    if generation_config:
+        every_row = [r for r in every_row if r.get(schema.GENERATION_CONFIG) == generation_config]
         if not every_row:
-            raise BuilderError(f"{args.source}: no row has {schema.GENERATION_CONFIG}={args.generation_config!r}")
+            raise BuilderError(f"{source}: no row has {schema.GENERATION_CONFIG}={generation_config!r}")
     return every_row
 
 
-def _compute_chunk(backend: Any, chunk: list[dict[str, Any]], options: InternalsOptions,
+def _compute_chunk(backend: InternalsEngine, chunk: list[dict[str, Any]], options: InternalsOptions,
                    basis: dict[str, np.ndarray] | None) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]],
                                                                  dict[str, str], list[np.ndarray]]:
     """One shard's arrays, manifest entries, failures (per row: the run goes on) and hidden errors."""
@@ -302,7 +289,8 @@ def _compute_chunk(backend: Any, chunk: list[dict[str, Any]], options: Internals
 
 
 def _options(args: argparse.Namespace, n_layers: int) -> InternalsOptions:
-    return InternalsOptions(hidden_layers=parse_layers(args.hidden_layers, n_layers), temperature=args.temperature,
+    """What the pack stores, from the step's arguments (``n_layers``: the observer's, for the default layer)."""
+    return InternalsOptions(hidden_layers=parse_layers(args.hidden_layers, n_layers), temperature=_temperature(args),
                             generation_config=args.generation_config, prompt_style=args.prompt_style,
                             brief=not args.no_brief, hidden_dtype=args.hidden_dtype,
                             attention_window=args.attention_window, hidden_compression=args.hidden_compression,
@@ -343,9 +331,10 @@ def run(args: argparse.Namespace) -> int:
 
     pack = Path(args.out)
     source = Path(args.source)
-    every_row = _source_rows(args)
+    _check_arguments(args)
+    every_row = source_rows(source, args.generation_config)
     rows = list(Shard.parse(args.shard).select(every_row))[: args.limit]
-    args.dtype = replay_dtype(args.dtype, rows, source)  # the dtype the rows record, unless --dtype
+    dtype = replay_dtype(args.dtype, rows, source)  # the dtype the rows record, unless --dtype
     check_source_rows(rows, args.source)
     manifest = _repair(pack, rows)
     done = set(manifest["rows"]) if manifest else set()
@@ -358,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
             check_identity(pack, pack_identity(args.model, manifest["weights_sha256"], built,
                                                _options(args, built.num_hidden_layers), file_sha256(source)))
         return 0
-    backend = load_engine(args)
+    backend = load_engine(args.engine, engine_options(args, dtype))
     check_source_rows(todo, args.source, vocab_size=getattr(backend.config, "vocab_size", None))
     options = _options(args, backend.config.num_hidden_layers)
     identity = pack_identity(args.model, backend.weights, backend.config, options, file_sha256(source))

@@ -8,7 +8,6 @@ stored probabilities. Row ``t`` of every array is the sequence position of outpu
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -153,16 +152,17 @@ def row_internals(llm: Any, row: dict[str, Any], options: InternalsOptions, *,
 
 
 class TransformersInternals:
-    """The ``transformers`` engine: the model loaded by ``builder._llm.load_model``, switched to eager attention,
-    one forward pass per row (:func:`row_internals`)."""
+    """The ``transformers`` engine (an :class:`~builder.internals_engine.InternalsEngine`): the model of
+    ``options`` (:class:`~builder.internals_engine.InternalsEngineOptions`) loaded by ``builder._llm.load_model``,
+    switched to eager attention, one forward pass per row (:func:`row_internals`)."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, options: Any) -> None:
         from builder._llm import load_model
 
-        self.llm = load_model(args.model, device=args.device, dtype=args.dtype)
+        self.llm = load_model(options.model, device=options.device, dtype=options.dtype)
         use_eager_attention(self.llm.model)
         self.config = self.llm.model.config
-        self.weights = weights_sha256(args.model, self.llm.model)
+        self.weights = weights_sha256(options.model, self.llm.model)
 
     def prepare(self, options: InternalsOptions) -> None:
         """Nothing to prepare: the model is loaded and every layer's output is returned by each pass."""

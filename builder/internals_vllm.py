@@ -30,7 +30,6 @@ synchronous copy on vLLM's CPU backend (the upstream one needs pinned memory and
 
 from __future__ import annotations
 
-import argparse
 import math
 import tempfile
 from collections.abc import Sequence
@@ -62,14 +61,15 @@ class VLLMInternals:
     :meth:`prepare` (the layers to extract and the temperature are part of its configuration; the model's config and
     weights hash are read first, without vLLM)."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, options: Any) -> None:
+        """``options``: an :class:`~builder.internals_engine.InternalsEngineOptions` (its device is vLLM's choice)."""
         from transformers import AutoConfig
 
-        self.model = str(args.model)
+        self.model = str(options.model)
         from builder.generation.dtype import default_dtype
 
         # never vLLM's "auto" (float32 -> bfloat16 on CPU): the recorded dtype (internals.run) or the device's
-        self.dtype = args.dtype or default_dtype("cuda" if _cuda_available() else "cpu")
+        self.dtype = options.dtype or default_dtype("cuda" if _cuda_available() else "cpu")
         config = AutoConfig.from_pretrained(self.model)
         self.config = config.get_text_config() if hasattr(config, "get_text_config") else config
         self.weights = weights_sha256(self.model)

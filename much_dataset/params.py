@@ -7,11 +7,10 @@ A constraint is an object with ``is_satisfied_by(value)`` and a ``description`` 
 
     <owner>: <name> must be <description>, got <value!r>
 
-The toolkit's shared option domains live here, at the bottom of the import graph (``much_dataset`` imports nothing
-of ``much_metric``), so the metric core, the signals, the benchmark and the CLI all read the same declaration:
-:data:`AGGREGATORS`, :data:`STOPWORD_MODES`, :data:`SCORE_TYPES` and the constraints :data:`AGGREGATOR`,
-:data:`STOPWORD_MODE`, :data:`BOOL`, :data:`POSITIVE_INT`, :data:`OPTIONAL_POSITIVE_INT`, :data:`FRACTION`,
-:data:`OPEN_FRACTION`, :data:`RANDOM_STATE`.
+The generic constraints live here, at the bottom of the import graph (``much_dataset`` imports nothing of
+``much_metric``), so every package reads the same declaration: :data:`BOOL`, :data:`POSITIVE_INT`,
+:data:`OPTIONAL_POSITIVE_INT`, :data:`FRACTION`, :data:`OPEN_FRACTION`, :data:`RANDOM_STATE`. The metric's own
+vocabulary (aggregators, stopword modes, score types) is the metric's: :mod:`much_metric.scoring`.
 """
 
 from __future__ import annotations
@@ -23,15 +22,23 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "AGGREGATOR", "AGGREGATORS", "BOOL", "FRACTION", "OPEN_FRACTION", "OPTIONAL_POSITIVE_INT", "POSITIVE_INT",
-    "RANDOM_STATE", "SCORE_TYPE", "SCORE_TYPES", "STOPWORD_MODE", "STOPWORD_MODES", "Constraint",
-    "InvalidParameterError", "Interval", "NoneOr", "OneOf", "check_param", "check_params",
+    "BOOL", "FRACTION", "OPEN_FRACTION", "OPTIONAL_POSITIVE_INT", "POSITIVE_INT", "RANDOM_STATE", "Constraint",
+    "InvalidParameterError", "Interval", "NoneOr", "OneOf", "UnknownNameError", "check_param", "check_params",
 ]
 
 
 class InvalidParameterError(ValueError, TypeError):
     """A parameter outside its declared constraint. A ``ValueError`` and a ``TypeError`` (as scikit-learn's), so
     callers that catch either keep working whether the value has the wrong type or the wrong value."""
+
+
+class UnknownNameError(InvalidParameterError, KeyError):
+    """A name that is not registered (a baseline, a signal of a file, a detector kind): a ``KeyError`` for code that
+    looks names up like a dict, and an :class:`InvalidParameterError` (a ``ValueError``) for the commands, which
+    report it as the user's mistake (exit code 2), not as a bug."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of its argument
+        return str(self.args[0]) if self.args else ""
 
 
 class Constraint:
@@ -85,11 +92,16 @@ class Interval(Constraint):
 
     @property
     def description(self) -> str:  # type: ignore[override]
-        kind = "an int" if self.kind is numbers.Integral else "a number"
-        if self.kind is numbers.Integral and self.left == 1 and self.right is None and self.closed in ("both", "left"):
+        integral = self.kind is numbers.Integral
+        kind = "an integer" if integral else "a number"
+        if integral and self.left == 1 and self.right is None and self.closed in ("both", "left"):
             return "a positive integer"
-        low = "-inf" if self.left is None else f"{self.left:g}"
-        high = "inf" if self.right is None else f"{self.right:g}"
+
+        def bound(value: float) -> str:
+            return f"{int(value):,}" if integral and math.isfinite(value) else f"{value:g}"
+
+        low = "-inf" if self.left is None else bound(self.left)
+        high = "inf" if self.right is None else bound(self.right)
         opening = "[" if self.closed in ("both", "left") and self.left is not None else "("
         closing = "]" if self.closed in ("both", "right") and self.right is not None else ")"
         return f"{kind} in {opening}{low}, {high}{closing}"
@@ -121,16 +133,6 @@ class IsBool(Constraint):
         return isinstance(value, bool)
 
 
-#: Token-to-claim aggregators (docs/reference-behaviour.md#aggregators).
-AGGREGATORS: tuple[str, ...] = ("product", "mean", "max", "geometric")
-#: ``"null"``: stopword tokens scored 0 but counted in ``n`` (reference); ``"exclude"``: removed from the claim.
-STOPWORD_MODES: tuple[str, ...] = ("null", "exclude")
-#: ``"uncertainty"``: higher = more likely hallucinated; ``"confidence"``: probabilities, scored as ``1 - p``.
-SCORE_TYPES: tuple[str, ...] = ("uncertainty", "confidence")
-
-AGGREGATOR = OneOf(AGGREGATORS)
-STOPWORD_MODE = OneOf(STOPWORD_MODES)
-SCORE_TYPE = OneOf(SCORE_TYPES)
 BOOL = IsBool()
 POSITIVE_INT = Interval(numbers.Integral, 1, None)
 OPTIONAL_POSITIVE_INT = NoneOr(POSITIVE_INT)
@@ -149,10 +151,10 @@ def check_param(name: str, value: Any, constraint: Constraint, *, owner: str | N
 
     Examples
     --------
-    >>> from much_dataset.params import AGGREGATOR, POSITIVE_INT, STOPWORD_MODE, check_param
-    >>> check_param("aggregator", "mean", AGGREGATOR)
+    >>> from much_dataset.params import POSITIVE_INT, OneOf, check_param
+    >>> check_param("aggregator", "mean", OneOf(("product", "mean")))
     'mean'
-    >>> check_param("stopword_handling", "drop", STOPWORD_MODE, owner="score")
+    >>> check_param("stopword_handling", "drop", OneOf(("null", "exclude")), owner="score")
     Traceback (most recent call last):
     ...
     much_dataset.params.InvalidParameterError: score: stopword_handling must be one of ('null', 'exclude'), got 'drop'

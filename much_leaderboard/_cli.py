@@ -23,7 +23,7 @@ import argparse
 import socket
 from typing import Any
 
-from much_dataset.cli_errors import debug_requested, run_command
+from much_metric.commands import debug_requested, run_command
 
 __all__ = ["build_parser", "check_address", "main"]
 
@@ -109,12 +109,11 @@ def _serve(args: argparse.Namespace) -> int:
 
     from much_leaderboard._app import serve, start
     from much_leaderboard._hub import HubMirror
+    from much_metric.scoring import check_resamples
 
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be in 1..65535, got {args.port}")
-    from much_metric.signals import check_resamples
-
-    check_resamples(args.bootstrap, "--bootstrap")  # one rule with much run / much evaluate
+    check_resamples(args.bootstrap, "--bootstrap")  # one rule with much run / much evaluate: 0 = no intervals
     if args.daily_limit < 1:
         raise ValueError(f"--daily-limit must be a positive integer, got {args.daily_limit}")
     check_store_paths(args.store, [(flag, value) for flag, value in (
@@ -156,6 +155,6 @@ def _private_split(args: argparse.Namespace) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``much-leaderboard`` command (returns the exit code: 0, 2 for a one-line error, 1 for a bug, 130 on
-    Ctrl+C: :func:`much_dataset.cli_errors.run_command`, the error loop of every command)."""
+    Ctrl+C: :func:`much_metric.commands.run_command`, the error loop of every command)."""
     args = build_parser().parse_args(argv)
     return run_command(_PROG, lambda: _serve(args), debug=debug_requested(args.traceback), subcommand="leaderboard")

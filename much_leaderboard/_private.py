@@ -178,11 +178,11 @@ class PrivateSplit:
         """Each signal's ROC-AUC on the private split as shown (rounded; None when undefined). Values are
         expected checked by :meth:`separate`; any failure here is logged by type only and raised as a generic
         ``RuntimeError`` (its message cannot carry anything about a label)."""
-        from much_metric.signals import EvaluationOptions, evaluate_signals
+        from much_metric.report import EvaluationOptions, evaluate_signals
 
         if not private:
             return {}
-        options = EvaluationOptions(aggregator="product", bootstrap=None, floors=False, min_coverage=1.0)
+        options = EvaluationOptions(aggregation="product", bootstrap=None, floors=False, min_coverage=1.0)
         # No warnings filter (process-wide state): a warning goes to the server's stderr, which no submitter reads.
         try:
             table = evaluate_signals(self._labelled, dict(private), evaluation=options)

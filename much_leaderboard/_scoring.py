@@ -1,13 +1,13 @@
 """Re-scoring a submission with the toolkit's own evaluation: the submitted numbers are never read.
 
 :class:`EvaluationData` loads the evaluation split once (the embedded sample by default, ``orailix/MUCH`` or a local
-folder). :func:`score_submission` runs :func:`much_metric.signals.evaluate_signals` (one value per output token,
-or per chunk for ``@claim`` signals; coverage at least :data:`much_metric.signals.MIN_COVERAGE`; finite values)
+folder). :func:`score_submission` runs :func:`much_metric.report.evaluate_signals` (one value per output token,
+or per chunk for ``@claim`` signals; coverage at least :data:`much_metric.report.MIN_COVERAGE`; finite values)
 with the product aggregator, every metric of :data:`much_metric.scoring.METRIC_TABLE` with seeded bootstrap
 intervals, on the whole data and on each language's, each generating model's and (when the data has human labels)
 the ``manual`` and ``auto`` selections' samples alone (the evaluation ``much evaluate --config fr`` or
 ``--selection manual`` runs; a group holding every sample reuses the overall values). :func:`rank_rows` ranks
-every accepted row on the claims all of them cover with :func:`much_metric.signals.rank_methods` (P(rank),
+every accepted row on the claims all of them cover with :func:`much_metric.report.rank_methods` (P(rank),
 language gap).
 """
 
@@ -47,8 +47,8 @@ class EvaluationData:
     n_resamples : int
         Bootstrap resamples for the intervals and P(rank) (1000 on a public board), seeded with 0 so every submission
         sees the same replicates. The rule of ``much run`` / ``much evaluate --bootstrap``
-        (:func:`much_metric.signals.check_resamples`): 0 = no intervals and no P(rank) (rows ranked by their point
-        values), else at least :data:`much_metric.signals.MIN_RANK_RESAMPLES`.
+        (:func:`much_metric.scoring.check_resamples`): 0 = no intervals and no P(rank) (rows ranked by their point
+        values), else :data:`much_metric.scoring.RESAMPLES` (40 to 100000).
     split : str or None
         Only this split of ``source`` (``"test"``: a board over a new export that serves its held-out rows, so that a
         learned detector trained on the export's train split can be submitted); None = every split.
@@ -72,9 +72,9 @@ class EvaluationData:
         return Bootstrap(n_resamples=self.n_resamples, random_state=0) if self.n_resamples else None
 
     def __post_init__(self) -> None:
-        from much_metric.signals import check_resamples
+        from much_metric.scoring import check_resamples
 
-        check_resamples(self.n_resamples, "n_resamples")
+        check_resamples(self.n_resamples, "n_resamples")  # the rule of much run / much evaluate: 0 = no intervals
         if self.split is not None and self.split not in ("train", "test"):
             raise ValueError(f"split must be 'train', 'test' or None (every split), got {self.split!r}")
         if self.dataset is None:
@@ -119,14 +119,14 @@ class EvaluationData:
 
 
 def _strip(result: Any) -> dict[str, Any]:
-    """A row's metrics as stored (:meth:`much_metric.signals.SignalResult.to_dict`), without its name and ``by``."""
+    """A row's metrics as stored (:meth:`much_metric.report.SignalResult.to_dict`), without its name and ``by``."""
     return {k: v for k, v in result.to_dict().items() if k not in ("signal_name", "by")}
 
 
 def _evaluate_group(subset: Any, signals: dict, options: Any) -> dict[str, dict[str, Any]]:
     from dataclasses import replace
 
-    from much_metric.signals import evaluate_signals
+    from much_metric.report import evaluate_signals
 
     ids = set(subset["generation_id"])  # the group's own samples: other ids are not "unknown", nothing to warn
     signals = {name: {gid: v for gid, v in per_sample.items() if gid in ids} for name, per_sample in signals.items()}
@@ -154,9 +154,9 @@ def score_breakdowns(submission: ParsedSubmission, data: EvaluationData) -> dict
     ...}}`` (the second phase after :func:`score_submission` with ``breakdown_intervals=False``)."""
     from dataclasses import replace
 
-    from much_metric.signals import EvaluationOptions, evaluate_signals
+    from much_metric.report import EvaluationOptions, evaluate_signals
 
-    options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False, paired=False)
+    options = EvaluationOptions(aggregation="product", bootstrap=data.bootstrap, floors=False, paired=False)
     # no warnings filter here: a filter is process-wide state and would silence every other thread's warnings
     table = evaluate_signals(data.dataset, submission.signals, evaluation=replace(options, bootstrap=None))
     overall = {r.signal_name: _strip(r) for r in table.results}
@@ -210,11 +210,12 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
     """
     from dataclasses import replace
 
-    from much_metric.signals import CLAIM_SUFFIX, EvaluationOptions, evaluate_signals
+    from much_metric.report import EvaluationOptions, evaluate_signals
+    from much_metric.signals import CLAIM_SUFFIX
 
     # paired=False: each signal is its own board row, scored on every sample it covers (its coverage column, at
     # least MIN_COVERAGE); the board compares rows on the claims they all cover in P(rank) (rank_rows).
-    options = EvaluationOptions(aggregator="product", bootstrap=data.bootstrap, floors=False, paired=False)
+    options = EvaluationOptions(aggregation="product", bootstrap=data.bootstrap, floors=False, paired=False)
     known = set(data.dataset["generation_id"])
     for name, per_sample in submission.signals.items():
         unknown = [gid for gid in per_sample if gid not in known]
@@ -270,7 +271,7 @@ def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: Evalua
     ``{key: {"rank", "rank_probability", "lang_gap", "lang_best", "lang_worst"}}`` plus ``"_meta"`` (samples and
     claims compared, resamples).
     """
-    from much_metric.signals import EvaluationTable, SignalResult, rank_methods
+    from much_metric.report import EvaluationTable, SignalResult, rank_methods
 
     if not keys:
         return {}
@@ -281,9 +282,8 @@ def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: Evalua
                             has_stopword_mask=True, langs=list(data.dataset["lang"]))
     board = rank_methods(table, metric, bootstrap=data.bootstrap)
     out: dict[str, dict[str, Any]] = {
-        row["method"]: jsonable({"rank": row["rank"], "rank_probability": row["rank_probability"],
-                                 "lang_gap": row["lang_gap"], "lang_best": row["lang_best"],
-                                 "lang_worst": row["lang_worst"]}) for row in board["rows"]}
-    out["_meta"] = {"n_samples": board["n_samples"], "n_claims": board["n_claims"],
-                    "n_resamples": board["n_resamples"], "metric": metric}
+        row.method: jsonable({"rank": row.rank, "rank_probability": row.rank_probability, "lang_gap": row.lang_gap,
+                              "lang_best": row.lang_best, "lang_worst": row.lang_worst}) for row in board.rows}
+    out["_meta"] = {"n_samples": board.n_samples, "n_claims": board.n_claims, "n_resamples": board.n_resamples,
+                    "metric": metric}
     return out

@@ -219,7 +219,7 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
 
 def published_html() -> str:
     """The paper's table 7 rows (orailix/MUCH, manual selection), labelled: not re-scored here."""
-    from much_metric.signals import PAPER_GENERATION_SECONDS, PAPER_TABLE7
+    from much_metric.report.published import PAPER_GENERATION_SECONDS, PAPER_TABLE7
 
     rows = "".join(
         f"<tr><td>{html.escape(label)}</td><td>{roc:.3f}</td><td>{pr:.3f}</td><td>{seconds:,.0f}s "

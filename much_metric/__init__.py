@@ -28,7 +28,7 @@ _LAZY = {
     "select_samples": "much_dataset.selection",
     "read_signals": "much_metric.signals",
     "write_signals": "much_metric.signals",
-    "evaluate_signals": "much_metric.signals",
+    "evaluate_signals": "much_metric.report",
     "Baseline": "much_metric.baselines.registry",
     "run_benchmark": "much_metric.benchmark",
     "BenchmarkResult": "much_metric.benchmark",

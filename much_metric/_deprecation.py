@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["renamed"]
+__all__ = ["moved", "renamed"]
 
 
 def renamed(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
@@ -23,6 +23,24 @@ def renamed(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
             warnings.warn(f"{module}.{name} is deprecated and will be removed: use {module}.{new}, the same function "
                           "under a name that says what it does", FutureWarning, stacklevel=2)
             return getattr(sys.modules[module], new)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+def moved(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for public names that moved to another module: each old name of ``names`` (name ->
+    the module that holds it now) is imported from there, by name (the new module may sit above this one: the import
+    runs only when a caller asks for the old name), with a ``FutureWarning`` naming the new place; any other name is
+    the usual ``AttributeError``."""
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            import importlib
+
+            warnings.warn(f"{module}.{name} has moved and the old place will be removed: use {names[name]}.{name}",
+                          FutureWarning, stacklevel=2)
+            return getattr(importlib.import_module(names[name]), name)
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__

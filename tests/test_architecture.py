@@ -16,7 +16,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("much_dataset", "much_metric", "builder", "much_leaderboard")
-STAGES = ("segmentation", "scoring", "baselines", "signals", "benchmark", "monitor", "cli")
+STAGES = ("segmentation", "scoring", "baselines", "signals", "report", "benchmark", "monitor", "cli")
 #: Plugin packages (distributions of their own under plugins/): package -> the folder that holds it.
 PLUGINS = {"much_peers": "plugins/much-peers"}
 #: Scripts: each folder is a flat namespace (a script imports a sibling by its file name: the script's own folder is
@@ -263,10 +263,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("much_dataset",),
     # shared helpers with no stage of their own (the root package only re-exports lazily, by name)
     ("much_metric.__init__", "much_metric._lazy", "much_metric._compat", "much_metric.fileio", "much_metric.models",
-     "much_metric.capture", "much_metric.mushroom", "much_metric._deprecation", "much_metric._progress"),
+     "much_metric.capture", "much_metric.mushroom", "much_metric._deprecation", "much_metric._progress",
+     "much_metric.commands", "much_metric._cache"),
     ("much_metric.segmentation", "much_metric.scoring"),
     ("much_metric.evaluate_module", "much_metric.much_metric"),  # the `evaluate` module over the scoring
-    ("much_metric.signals",),
+    ("much_metric.signals",),  # the file format
+    ("much_metric.report",),  # evaluation, ranking, calibration, spans and the HTML report over the files
     ("much_metric.baselines",),
     ("much_metric.learned",),
     ("much_metric.benchmark",),
@@ -568,7 +570,7 @@ def test_the_signature_walk_counts_methods_and_keyword_only_parameters():
     assert signatures["much_metric.benchmark._run.run_benchmark"] == 7
     assert signatures["much_dataset.loader.load"] == 7
     assert signatures["much_metric.baselines.runner.compute_signals"] == 6  # resources= (ResourceOptions)
-    assert signatures["much_metric.signals._evaluation.evaluate_signals"] == 6  # evaluation= (EvaluationOptions)
+    assert signatures["much_metric.report._evaluation.evaluate_signals"] == 6  # evaluation= (EvaluationOptions)
     assert signatures["much_metric.baselines.nli.NliScorer.__init__"] == 7  # batching= (NliBatching)
     assert signatures["much_metric.baselines.neighbour_job.count_shard"] == 7
 

@@ -26,14 +26,15 @@ DOCUMENTED = [
     ("much_dataset.loader", "load", None),
     ("much_metric.baselines.registry", "Baseline", None),
     ("much_metric.benchmark._run", "run_benchmark", None),
-    ("much_metric.signals._options", "EvaluationOptions", None),
-    ("much_metric.signals._evaluation", "evaluate_signals", None),  # the embedded sample, offline
+    ("much_metric.benchmark._evaluate", "evaluate_files", None),  # signal files of the embedded sample, offline
+    ("much_metric.report._options", "EvaluationOptions", None),
+    ("much_metric.report._evaluation", "evaluate_signals", None),  # the embedded sample, offline
     ("much_metric.signals._archive", "read_archive", None),  # a zip built in the example
     ("much_metric.baselines.runner", "compute_signals", None),
     ("much_metric.baselines.views", "top_k_view", None),  # the embedded sample, offline
     ("much_metric.baselines.needs", "unmet_needs", None),
     ("much_metric.benchmark._degradation", "degradation_table", None),  # the embedded sample, offline
-    ("much_metric.signals._report_cost", "pareto_front", None),
+    ("much_metric.report._cost", "pareto_front", None),
     ("much_metric.baselines.nli", "NliBatching", None),
     ("builder.generation.sampling", "SamplingSettings", None),
     ("much_dataset.params", "check_param", None),
@@ -43,7 +44,7 @@ DOCUMENTED = [
     ("much_metric.learned.estimators", "LinearDetector", None),  # torch on CPU (extra learned)
     ("much_metric.signals._training", "training_label", None),
     ("much_metric.signals._training", "scored_rows", None),
-    ("much_metric.signals._pairing", "RowPairing", None),
+    ("much_metric.report._pairing", "RowPairing", None),
     ("builder.cli", "step_summary", None),
     ("much_metric.monitor", "ClaimMonitor", None),  # the packaged SmolLM2 tokenizer, a sample row
     ("much_metric.segmentation._incremental", "IncrementalSegmenter", None),

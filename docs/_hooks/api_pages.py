@@ -26,6 +26,7 @@ PAGES = {
     "much_metric.baselines": "api/baselines.md",
     "much_metric.segmentation": "api/segmentation.md",
     "much_metric.signals": "api/signals.md",
+    "much_metric.report": "api/report.md",
     "much_metric.benchmark": "api/benchmark.md",
     "much_metric.monitor": "api/monitor.md",
     "much_metric.learned": "api/learned.md",

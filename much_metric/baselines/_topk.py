@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.schema import LOGITS_TOKEN_IDS, OUTPUT_TOKENS, TOP_K
+from much_metric._cache import BoundedCache
 from much_metric.baselines._arrays import TokenArrays
 
 __all__ = ["MISSING_RULES", "check_delta", "check_delta_param", "check_missing", "memo", "rank_of_sampled",
@@ -80,25 +81,23 @@ def top_delta(probabilities: np.ndarray, delta: int) -> np.ndarray:
 
 #: Derived arrays of the few most recent TokenArrays (id -> (weak reference, {key: value})). Several baselines of
 #: one run need the same sorted candidates and sampled-token ranks; computing them once per split is most of the
-#: saving when the whole ``all-probability`` group runs. Bounded, and an entry goes when its TokenArrays does.
-_MEMO: dict[int, tuple[weakref.ref, dict[str, Any]]] = {}
-_MEMO_SIZE = 4
+#: saving when the whole ``all-probability`` group runs. Bounded and locked (threads share it), and an entry goes
+#: when its TokenArrays does.
+_MEMO: BoundedCache[int, tuple[weakref.ref, BoundedCache[str, Any]]] = BoundedCache(4)
+#: Derived arrays kept per split: sorted candidates, ranks, one renormalised top-delta per delta (2..24).
+_MEMO_KEYS = 32
 
 
 def memo(arrays: TokenArrays, key: str, compute: Callable[[], Any]) -> Any:
     """``compute()`` once per (arrays, key) while ``arrays`` is alive (TokenArrays and its arrays are read-only
     by convention: nothing here mutates them)."""
-    entry = _MEMO.get(id(arrays))
-    if entry is None or entry[0]() is not arrays:
-        while len(_MEMO) >= _MEMO_SIZE:
-            _MEMO.pop(next(iter(_MEMO)))
-        entry = (weakref.ref(arrays), {})
-        _MEMO[id(arrays)] = entry
-        weakref.finalize(arrays, _MEMO.pop, id(arrays), None)
-    store = entry[1]
-    if key not in store:
-        store[key] = compute()
-    return store[key]
+    def new_entry() -> tuple[weakref.ref, BoundedCache[str, Any]]:
+        weakref.finalize(arrays, _MEMO.discard, id(arrays))
+        return weakref.ref(arrays), BoundedCache(_MEMO_KEYS)
+
+    # an id is reused once its object is gone: the entry must still point at this very object
+    entry = _MEMO.get_or_compute(id(arrays), new_entry, valid=lambda found: found[0]() is arrays)
+    return entry[1].get_or_compute(key, compute)
 
 
 def sorted_arrays(arrays: TokenArrays) -> TokenArrays:

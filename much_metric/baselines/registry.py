@@ -29,6 +29,7 @@ import sys
 import warnings
 from collections.abc import Iterable
 
+from much_dataset.params import UnknownNameError
 from much_metric.baselines._baseline import RESOURCES, Baseline, BaselineSpec
 
 __all__ = [
@@ -148,7 +149,7 @@ def unregister(name: str) -> Baseline:
     """Remove a baseline registered under ``name`` (e.g. one added with :func:`register` in a notebook)."""
     _REGISTRY._load()
     if name not in _REGISTRY._baselines:
-        raise KeyError(f"no baseline named {name!r}")
+        raise UnknownNameError(f"no baseline named {name!r}")
     _REGISTRY._origin.pop(name)
     return _REGISTRY._baselines.pop(name)
 
@@ -181,7 +182,7 @@ def get(name: str) -> Baseline:
     """The baseline registered under ``name`` (a pattern such as ``token_entropy_{delta}``)."""
     baselines = _REGISTRY.all()
     if name not in baselines:
-        raise KeyError(f"no baseline named {name!r}; registered: {', '.join(baselines)}")
+        raise UnknownNameError(f"no baseline named {name!r}; registered: {', '.join(baselines)}")
     return baselines[name]
 
 

@@ -31,7 +31,8 @@ from much_metric.baselines.views import padded, top_k_view
 from much_metric.benchmark._options import DataOptions, NliOptions
 from much_metric.benchmark._plan import plan_benchmark
 from much_metric.benchmark._run import outside_unit_interval
-from much_metric.signals import EvaluationOptions, evaluate_signals, training_exclusions
+from much_metric.report import EvaluationOptions, evaluate_signals
+from much_metric.signals import training_exclusions
 
 __all__ = ["DEGRADATION_GRID", "DEGRADATION_METRICS", "DegradationCell", "DegradationResult", "DegradationRow",
            "degradation_table"]
@@ -251,7 +252,7 @@ def degradation_table(
     # one set of rows left out per method (a learned detector's training rows), the same for each of its views
     excluded, notes = training_exclusions(
         {name: spec.signal_metadata() for name, spec in specs}, dataset[GENERATION_ID],
-        include_training_rows=evaluation.include_training_rows, aggregators=(aggregator,))
+        include_training_rows=evaluation.include_training_rows, aggregation=evaluation.aggregation)
     trained_on = {key: excluded[key.rsplit("@top", 1)[0]] for key in computed if key.rsplit("@top", 1)[0] in excluded}
     table = evaluate_signals(dataset, computed, training_rows=trained_on,
                              evaluation=replace(evaluation, bootstrap=None, floors=False, min_coverage=1.0, by=()))

@@ -1,7 +1,7 @@
 """The options of a benchmark run, grouped (evaluation, data, NLI, resources, output): frozen, keyword-only, each
 constraint declared once in :mod:`much_dataset.params` and checked when the object is built -- before anything is
 loaded. Two of them live in the layers that use them and are re-exported here: :class:`EvaluationOptions`
-(:mod:`much_metric.signals`, also :func:`~much_metric.signals.evaluate_signals`'s) and :class:`ResourceOptions`
+(:mod:`much_metric.report`, also :func:`~much_metric.report.evaluate_signals`'s) and :class:`ResourceOptions`
 (:mod:`much_metric.baselines`, also :func:`~much_metric.baselines.compute_signals`'s)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Literal
 from much_dataset.params import InvalidParameterError, OneOf, check_param
 from much_metric.baselines import NliBatching, ResourceOptions
 from much_metric.baselines.runner import TOP_K_VIEW
-from much_metric.signals import EvaluationOptions
+from much_metric.report import EvaluationOptions
 
 __all__ = ["DataOptions", "EvaluationOptions", "NliOptions", "OutputOptions", "ResourceOptions"]
 

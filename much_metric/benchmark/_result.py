@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from much_dataset.jsonl import plain_json
+from much_metric.report import SignalResult
 from much_metric.scoring import ScoreResult
-from much_metric.signals import SignalResult
 
 __all__ = ["BenchmarkNote", "BenchmarkResult", "BenchmarkRow", "plain_json"]
 
@@ -78,7 +78,7 @@ class BenchmarkRow:
 
     def to_dict(self) -> dict[str, Any]:
         """The row as ``much run --json`` writes it (NaN as None): names, times, then
-        :meth:`much_metric.signals.SignalResult.metrics_dict` (the score's metrics, ``aggregator``, ``coverage``)."""
+        :meth:`much_metric.report.SignalResult.metrics_dict` (the score's metrics, ``aggregator``, ``coverage``)."""
         head: dict[str, Any] = {"signal_name": self.signal_name, "method": self.method}
         if not self.is_floor:
             head.update(uq_seconds=self.uq_seconds, segmentation_seconds=self.segmentation_seconds,

@@ -3,7 +3,7 @@
 Plans the run (:func:`much_metric.benchmark.plan_benchmark`: data, signals and resources resolved once), computes
 the baselines (:func:`much_metric.baselines.compute_signals`), times them and the claim segmentation against the
 LLM generation time (:mod:`much_metric.baselines.runtime`), evaluates them with the floors
-(:func:`much_metric.signals.evaluate_signals`) and returns a :class:`BenchmarkResult`: the signals, their timings,
+(:func:`much_metric.report.evaluate_signals`) and returns a :class:`BenchmarkResult`: the signals, their timings,
 the evaluation table and the notes, each a field -- nothing to parse back out of a printed message.
 """
 
@@ -24,13 +24,8 @@ from much_metric.benchmark import resources as lookup
 from much_metric.benchmark._options import DataOptions, NliOptions, OutputOptions
 from much_metric.benchmark._plan import plan_benchmark
 from much_metric.benchmark._result import BenchmarkNote, BenchmarkResult, BenchmarkRow
-from much_metric.signals import (
-    DETECTOR_KEY,
-    EvaluationOptions,
-    evaluate_signals,
-    training_exclusions,
-    with_scored_rows,
-)
+from much_metric.report import EvaluationOptions, evaluate_signals
+from much_metric.signals import DETECTOR_KEY, training_exclusions, with_scored_rows
 
 __all__ = ["run_benchmark"]
 
@@ -96,7 +91,7 @@ def run_benchmark(
         (otherwise they are skipped with a note). A signal asked by name whose resource is missing is an error.
     evaluation : EvaluationOptions
         Aggregator (one), stopword handling, bootstrap, the random floor's ``random_state``, breakdowns, ground
-        truth, training rows (:class:`much_metric.signals.EvaluationOptions`, shared with ``evaluate_signals``).
+        truth, training rows (:class:`much_metric.report.EvaluationOptions`, shared with ``evaluate_signals``).
     data : DataOptions
         Config, split, selection, where a loaded dataset comes from, the LLM generation time.
     nli : NliOptions
@@ -138,9 +133,9 @@ def run_benchmark(
                               ("output", output, OutputOptions)):
         if not isinstance(value, kind):
             raise TypeError(f"run_benchmark: {name} must be a {kind.__name__}, got {type(value).__name__}")
-    if len(evaluation.aggregators) != 1:
-        raise ValueError(f"run_benchmark: evaluation.aggregator must be one aggregator (a table 3 has one), got "
-                         f"{evaluation.aggregator!r}; evaluate the signal files with evaluate_signals for several")
+    if len(evaluation.aggregation) != 1:
+        raise ValueError(f"run_benchmark: evaluation.aggregation must be one aggregation (a table 3 has one), got "
+                         f"{evaluation.aggregators!r}; evaluate the signal files with evaluate_files for several")
     plan = plan_benchmark(source, signals=signals, data=data, nli=nli, resources=resources,
                           progress=output.progress)
     dataset = plan.dataset
@@ -201,7 +196,7 @@ def _evaluate(dataset: Any, runs: Mapping[str, Any], order: list[str], evaluatio
             order.remove(name)
     trained_on, messages = training_exclusions(
         {name: runs[name].metadata for name in order}, dataset[GENERATION_ID],
-        include_training_rows=evaluation.include_training_rows, aggregators=(aggregator,))
+        include_training_rows=evaluation.include_training_rows, aggregation=evaluation.aggregation)
     notes.extend(BenchmarkNote(message=message) for message in messages)
     # The computed signals cover every sample (min_coverage 1), except those that read an internals pack of part
     # of the data: they cover the samples it holds, and the table says why the others are left out.

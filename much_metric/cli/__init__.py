@@ -6,7 +6,7 @@ import their heavy dependencies inside ``func`` so that ``much --help`` stays fa
 
 Errors: :func:`main` checks the shared arguments first (:mod:`much_metric.cli._preflight`: inputs exist, outputs
 writable, ``--generation-time`` valid, hub reachable), then runs the subcommand in
-:func:`much_dataset.cli_errors.run_command`, the error loop ``python -m builder`` and ``much-leaderboard`` share:
+:func:`much_metric.commands.run_command`, the error loop ``python -m builder`` and ``much-leaderboard`` share:
 every expected failure (:data:`EXPECTED_ERRORS`) is one line ``much <cmd>: error: <message>`` and exit code 2, a
 bug one line naming its type and exit code 1, Ctrl+C exit code 130. ``much --traceback <cmd>`` or ``MUCH_DEBUG=1``
 re-raises instead, for developers.
@@ -18,12 +18,12 @@ import argparse
 import importlib
 import sys
 
-# The one error loop of the three commands (much, python -m builder, much-leaderboard) lives in the lowest layer;
+# The one error loop of the three commands (much, python -m builder, much-leaderboard) lives in much_metric.commands;
 # its public names stay importable from here.
-from much_dataset.cli_errors import EXPECTED_ERRORS as EXPECTED_ERRORS
-from much_dataset.cli_errors import debug_requested, run_command
-from much_dataset.cli_errors import error_message as error_message
-from much_dataset.cli_errors import install_hint as install_hint
+from much_metric.commands import EXPECTED_ERRORS as EXPECTED_ERRORS
+from much_metric.commands import debug_requested, run_command
+from much_metric.commands import error_message as error_message
+from much_metric.commands import install_hint as install_hint
 
 COMMANDS = ("run", "evaluate", "segment", "monitor", "neighbours", "train", "install-metric", "leaderboard")
 

@@ -27,7 +27,7 @@ def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str
     The last column is the cost per claim each signal's file records (``table.costs``)."""
     from much_metric.baselines.registry import display_name
     from much_metric.cli._views import cost_cell
-    from much_metric.signals import format_metric
+    from much_metric.report import format_metric
 
     trained_as = trained_as or {}
 
@@ -70,37 +70,38 @@ def runtime_text(seconds: float, relative: float | None) -> str:
     return f"{seconds:.3g}s"
 
 
-def format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
+def format_rank(board: Any, published: list[list[str]]) -> str:
+    """The ranking (a :class:`much_metric.report.Ranking`) as the terminal table, then its p-values."""
     import math
 
     from much_metric.baselines.registry import display_method
-    from much_metric.signals import MIN_RANK_RESAMPLES
+    from much_metric.scoring import MIN_RANK_RESAMPLES
 
-    resampled = bool(board["n_resamples"])
-    header = ["rank", "method", board["metric"], *(["95% interval", "P(rank)"] if resampled else []),
+    resampled = bool(board.n_resamples)
+    header = ["rank", "method", board.metric, *(["95% interval", "P(rank)"] if resampled else []),
               "lang gap (best-worst)", "runtime (rel.)"]
     rows = []
-    for row in board["rows"]:
-        gap = "n/a" if math.isnan(row["lang_gap"]) else \
-            f"{row['lang_gap']:.3f} ({row['lang_best']}-{row['lang_worst']})"
-        runtime = "n/a" if row["seconds"] is None else runtime_text(row["seconds"], row["relative_runtime"])
+    for row in board.rows:
+        gap = "n/a" if math.isnan(row.lang_gap) else \
+            f"{row.lang_gap:.3f} ({row.lang_best}-{row.lang_worst})"
+        runtime = "n/a" if row.seconds is None else runtime_text(row.seconds, row.relative_runtime)
         random_columns = []
         if resampled:
-            low, high = row["interval"]
-            random_columns = [f"[{low:.3f}, {high:.3f}]", f"{row['rank_probability']:.2f}"]
-        rows.append([str(row["rank"]), display_method(row["method"]), f"{row['value']:.3f}", *random_columns, gap,
+            low, high = row.interval
+            random_columns = [f"[{low:.3f}, {high:.3f}]", f"{row.rank_probability:.2f}"]
+        rows.append([str(row.rank), display_method(row.method), f"{row.value:.3f}", *random_columns, gap,
                      runtime])
-    for name, value in board["floors"].items():
+    for name, value in board.floors.items():
         rows.append(["", f"[{name}]", f"{value:.3f}", *([""] * (len(header) - 3))])
     rows.extend(row if resampled else [*row[:3], *row[5:]] for row in published)
-    names = [display_method(row["method"]) for row in board["rows"]]
-    what = (f"{board['n_resamples']} paired bootstrap resamples" if resampled else
+    names = [display_method(row.method) for row in board.rows]
+    what = (f"{board.n_resamples} paired bootstrap resamples" if resampled else
             f"no bootstrap (--bootstrap 0): ranked by the point values; no interval, P(rank) or p-value, which need "
             f"at least {MIN_RANK_RESAMPLES} resamples (--bootstrap {MIN_RANK_RESAMPLES})")
-    lines = [f"leaderboard by {board['metric']} on the {board['n_samples']} samples ({board['n_claims']} claims) "
+    lines = [f"leaderboard by {board.metric} on the {board.n_samples} samples ({board.n_claims} claims) "
              f"every method covers; {what}", text_table(rows, header)]
     if len(names) > 1 and resampled:
-        p = board["p_values"]
+        p = board.p_values
         short = [str(k + 1) for k in range(len(names))]
         matrix = [[f"{k + 1}. {name}", *("—" if i == k else f"{p[k][i]:.3f}" for i in range(len(names)))]
                   for k, name in enumerate(names)]
@@ -109,7 +110,7 @@ def format_rank(board: dict[str, Any], published: list[list[str]]) -> str:
 
 
 def published_rows(args: argparse.Namespace, metric: str) -> list[list[str]]:
-    from much_metric.signals import PAPER_GENERATION_SECONDS, PAPER_TABLE7, REFERENCE_NOTEBOOK, is_much
+    from much_metric.report.published import PAPER_GENERATION_SECONDS, PAPER_TABLE7, REFERENCE_NOTEBOOK, is_much
 
     if not is_much(args.source):
         return []

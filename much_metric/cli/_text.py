@@ -132,7 +132,7 @@ def plain_help(parser: argparse.ArgumentParser) -> None:
 
 def data_title(data: str, what: str) -> str:
     """``what`` on ``data`` for a header or a report title, saying plainly when ``data`` is the embedded sample."""
-    from much_metric.signals import is_much
+    from much_metric.report.published import is_much
 
     if str(data) == "sample":
         return f"{what} on {SAMPLE_DESCRIPTION}"

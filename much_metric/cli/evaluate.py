@@ -119,135 +119,32 @@ def _aggregators(values: list[str] | None) -> list[str]:
     return chosen
 
 
-def _load(data: str, config: str, split: str | None, selection: str) -> Any:
-    import datasets
-
-    import much_dataset
-
-    loaded = much_dataset.load(data, config=config, split=split)
-    if isinstance(loaded, datasets.DatasetDict):
-        loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
-    if selection != "all":
-        from much_dataset.selection import select_samples
-
-        loaded = select_samples(loaded, manual=selection == "manual")
-    return loaded
-
-
-def _load_dataset(args: argparse.Namespace) -> Any:
-    return _load(args.source, args.config, args.split, args.selection)
-
-
-def _timings(scores: str) -> dict[str, Any]:
-    path = Path(scores)
-    folder = path if path.is_dir() else path.parent
-    file = folder / "timings.json"
-    if not file.is_file():
-        return {}
-    from much_metric.baselines.runtime import read_timings
-
-    return read_timings(file)
-
-
-def _calibration(args: argparse.Namespace, dataset: Any, table: Any, signals: dict, evaluation: Any) -> list[Any]:
-    from dataclasses import replace
-
-    from much_metric.signals import calibrate_table, evaluate_signals
-
-    spec = args.calibrate_on
-    try:
-        fraction = float(spec)
-    except ValueError:
-        fraction = None
-    if fraction is not None:
-        return calibrate_table(table, fit_fraction=fraction, bootstrap=_bootstrap(args), split_seed=args.random_state)
-    if spec in ("auto", "manual"):
-        fit_data = _load(args.source, args.config, None, spec)
-    else:
-        if spec == "train":
-            # MUCH's train split is its "auto" samples (no human label); a test-only dataset has none
-            fit_data = _load(args.source, args.config, None, "auto")
-        else:
-            fit_data = _load(args.source, args.config, spec, "all")
-        if spec == "train" and len(fit_data) == len(dataset) and set(fit_data["generation_id"]) == set(
-                table.generation_ids):
-            raise ValueError("--calibrate-on train: this dataset has no sample outside the evaluated ones (the "
-                             "embedded sample is test only); use a fraction, e.g. --calibrate-on 0.5")
-    fit_table = evaluate_signals(fit_data, signals, evaluation=replace(evaluation, bootstrap=None, min_coverage=0.0,
-                                                                       by=(), floors=False))
-    return calibrate_table(table, fit_table=fit_table, bootstrap=_bootstrap(args), split_seed=args.random_state)
-
-
-def _trained_as(dataset: Any, table: Any, metadata_of: dict[str, Any]) -> dict[str, str]:
-    """Signal name -> what a learned signal's row adds to its name: detector kind, protocol and exactly the rows it
-    was scored on (:func:`much_metric.signals.with_scored_rows`)."""
-    from much_metric.signals import training_label, with_scored_rows
-
-    out = {}
-    columns = None
-    for result in table.results:
-        metadata = metadata_of.get(result.signal_name) or {}
-        label = training_label(metadata)
-        if label is None or result.signal_name in out:
-            continue
-        if columns is None:
-            present = [c for c in ("generation_id", "lang", "generation_config") if c in dataset.column_names]
-            columns = dataset.select_columns(present).to_dict()
-        rows = {c: [columns[c][i] if c in columns else "" for i in result.samples.tolist()]
-                for c in ("generation_id", "lang", "generation_config")}
-        out[result.signal_name] = with_scored_rows(label, metadata, rows)
-    return out
-
-
 #: The legend of the cost column.
 COST_NOTE = ("cost/claim = the wall time of computing the signal per claim, as its file records it (`much run --out` "
              "measures it: wall and CPU seconds, machine and threads, forward passes, samples and model calls beyond "
              "the stored data; read them with much_metric.signals.cost_of); '—' = the file records none.")
 
 
-def _costs(metadata_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Signal name -> the :class:`~much_metric.signals.SignalCost` its file records (files without one left out);
-    ValueError naming the signal when the record is malformed."""
-    from much_metric.signals import cost_of
-
-    costs = {}
-    for name, metadata in metadata_of.items():
-        try:
-            cost = cost_of(metadata)
-        except ValueError as error:
-            raise ValueError(f"signal {name!r}: {error}") from None
-        if cost is not None:
-            costs[name] = cost
-    return costs
+def _calibrate_on(spec: str | None) -> float | str | None:
+    """``--calibrate-on``: a fraction (``0.5``) or a split / selection name."""
+    if spec is None:
+        return None
+    try:
+        return float(spec)
+    except ValueError:
+        return spec
 
 
-def _bootstrap(args: argparse.Namespace):
-    """``--bootstrap N --random-state S`` as a :class:`much_metric.scoring.Bootstrap` (None for 0 resamples)."""
-    from much_metric.scoring import Bootstrap
-
-    return Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap else None
-
-
-@fits_width  # prose lines (header, notes) wrapped at 120 columns like the tables
-def run(args: argparse.Namespace) -> int:
-    """Evaluate the signal files and print the tables; expected failures propagate to :func:`much_metric.cli.main`
-    (one line ``much evaluate: error: ...``, exit 2)."""
-    from much_metric.baselines.registry import display_name
-    from much_metric.signals import (
-        LABEL_CHOICES,
-        MIN_COVERAGE,
-        EvaluationOptions,
-        check_signal_files,
-        evaluate_signals,
-        read_signals,
-    )
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags as :func:`much_metric.benchmark.evaluate_files`' keywords (each checked when built)."""
+    from much_metric.benchmark import DataOptions, ReportOptions
+    from much_metric.report import LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions
+    from much_metric.scoring import Aggregation, Bootstrap, check_resamples
 
     if args.source is None:  # not argparse's required=: the hidden --data alias must satisfy it too
         raise ValueError("--source is required: 'sample', a hub dataset id (orailix/MUCH) or a local folder")
     if args.labels not in LABEL_CHOICES:
         raise ValueError(f"--labels must be one of {LABEL_CHOICES}, got {args.labels!r}")
-    from much_metric.signals import check_resamples
-
     check_resamples(args.bootstrap, "--bootstrap")
     if args.rank is not None:
         from much_metric.scoring import METRICS
@@ -258,64 +155,50 @@ def run(args: argparse.Namespace) -> int:
         target = getattr(args, option)
         if target and not Path(target).resolve().parent.is_dir():
             raise ValueError(f"--{option}: the folder of {target} does not exist")
-    if args.spans:  # before any long work: the default folder exists only in a clone of the repository
-        from much_metric.signals import DEFAULT_MUSHROOM, MUSHROOM_HINT
-
-        mushroom = Path(args.mushroom).expanduser() if args.mushroom else DEFAULT_MUSHROOM
-        if not (mushroom.is_file() or any(mushroom.glob("*.jsonl"))):
-            raise FileNotFoundError(f"--spans: no Mu-SHROOM JSONL file at {mushroom}"
-                                    f"{MUSHROOM_HINT if not args.mushroom else ''}")
-    aggregators = _aggregators(args.aggregator)
-    signals = read_signals(args.scores, signal_names=args.signal)
-    from_pack = check_signal_files(args.scores, args.internals, signals) if args.internals else []
-    timings = _timings(args.scores) if args.rank else {}  # checked before the data is loaded
-    dataset = _load_dataset(args)
+    bootstrap = Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap else None
     evaluation = EvaluationOptions(
-        aggregator=tuple(aggregators), stopword_handling=args.stopword_handling, by=tuple(args.by),
-        bootstrap=_bootstrap(args), random_state=args.random_state, labels=args.labels,
+        aggregation=tuple(Aggregation(aggregator=name, stopword_handling=args.stopword_handling)
+                          for name in _aggregators(args.aggregator)),
+        by=tuple(args.by), bootstrap=bootstrap, random_state=args.random_state, labels=args.labels,
         min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage,
         include_training_rows=args.include_training_rows, paired=args.paired)
-    from much_metric.signals import signal_metadata_of, training_exclusions
+    return {"signals": args.signal, "evaluation": evaluation, "internals": args.internals,
+            "data": DataOptions(config=args.config, split=args.split, selection=args.selection,
+                                generation_time=args.generation_time),
+            "report": ReportOptions(rank=args.rank, calibrate_on=_calibrate_on(args.calibrate_on), spans=args.spans,
+                                    mushroom=args.mushroom, tokenizer=args.tokenizer)}
 
-    metadata_of = {name: metadata for name, metadata in signal_metadata_of(args.scores).items() if name in signals}
-    training_rows, training_notes = training_exclusions(
-        metadata_of,
-        dataset["generation_id"], include_training_rows=args.include_training_rows, aggregators=aggregators)
-    table = evaluate_signals(dataset, signals, evaluation=evaluation, training_rows=training_rows)
-    trained_as = _trained_as(dataset, table, metadata_of)
-    table.costs = _costs(metadata_of)
-    for note in training_notes:
+
+@fits_width  # prose lines (header, notes) wrapped at 120 columns like the tables
+def run(args: argparse.Namespace) -> int:
+    """Parse the flags into :func:`much_metric.benchmark.evaluate_files`' options, call it and print its report;
+    expected failures propagate to :func:`much_metric.cli.main` (one line ``much evaluate: error: ...``, exit 2)."""
+    from much_metric.baselines import display_name
+    from much_metric.benchmark import evaluate_files
+
+    result = evaluate_files(args.source, args.scores, **_options(args))
+    _print(result, args)
+    if args.json:
+        from much_metric.fileio import atomic_write_bytes
+
+        atomic_write_bytes(Path(args.json), json.dumps(jsonable(result.to_dict()), indent=2).encode("utf-8"))
+    if args.report:
+        try:
+            result.write_html(args.report, title=data_title(args.source, "Evaluation"), figures=args.figures,
+                              display=display_name)
+        except ImportError as error:  # matplotlib is an optional dependency (extra "report"): main names the extra
+            raise ImportError(f"--report needs matplotlib ({error})", name=error.name or "matplotlib") from error
+        print(f"report written to {args.report}" + (f" (figures in {args.figures})" if args.figures else ""))
+    return 0
+
+
+def _print(result: Any, args: argparse.Namespace) -> None:
+    """The tables of an :class:`~much_metric.benchmark.EvaluationReport`, with its notes."""
+    from much_metric.baselines import display_name
+
+    table = result.table
+    for note in result.notes:
         print(f"note: {note}")
-    if args.internals:
-        print(f"note: internals pack {args.internals}: " + (
-            f"{', '.join(display_name(n) for n in from_pack)} computed from it (checked)" if from_pack else
-            "no signal of --scores records an internals pack (signals of the probabilities only)"))
-    board = calibration = spans = None
-    if args.rank:
-        from much_metric.signals import rank_methods
-
-        generation = None
-        if timings:
-            from much_metric.baselines.runtime import generation_time
-
-            ids = set(table.generation_ids)
-            n_tokens = sum(len(t) for g, t in zip(dataset["generation_id"], dataset["output_tokens"],
-                                                  strict=True) if g in ids)
-            generation = generation_time(args.generation_time, data_source=args.source, n_samples=len(ids),
-                                         n_tokens=n_tokens)
-        board = rank_methods(table, args.rank, bootstrap=_bootstrap(args),
-                             timings=timings, generation_seconds=generation.seconds if generation else None)
-        board["generation"] = None if generation is None else {"seconds": generation.seconds,
-                                                                "source": generation.source}
-    if args.calibrate_on:
-        calibration = _calibration(args, dataset, table, signals, evaluation)
-    if args.spans:
-        from much_metric.models import load_tokenizer
-        from much_metric.signals import DEFAULT_MUSHROOM, evaluate_spans
-
-        columns = dataset.select_columns(["lang", "prompt", "output", "output_tokens", "token_chunks"]).to_dict()
-        spans = evaluate_spans(table, columns, load_tokenizer(args.tokenizer),
-                               mushroom_source=args.mushroom or DEFAULT_MUSHROOM, random_state=args.random_state)
     if args.source == "sample":
         print(data_title(args.source, "Evaluation"))
     print(f"{args.source} ({table.n_dataset_samples} samples with ground truth '{table.labels}', "
@@ -336,47 +219,17 @@ def run(args: argparse.Namespace) -> int:
     line = table.pairing.describe(display_name) if table.pairing is not None else None
     if line:
         print(line)
-    print(format_table(table, trained_as, rank=args.rank))
+    print(format_table(table, result.trained_as, rank=args.rank))
     print(footnote(FLOOR_NOTE + " " + COST_NOTE))
-    if board:
+    if result.ranking is not None:
         print()
-        if board["generation"]:
-            print(f"LLM generation time: {board['generation']['seconds']:,.1f}s ({board['generation']['source']})")
-        print(format_rank(board, published_rows(args, args.rank)))
-    if calibration:
+        if result.generation_seconds is not None:
+            print(f"LLM generation time: {result.generation_seconds:,.1f}s ({result.generation_source})")
+        print(format_rank(result.ranking, published_rows(args, args.rank)))
+    if result.calibration:
         print()
         print(f"calibration (isotonic, fitted on {args.calibrate_on}; ECE: 20 equal-width bins)")
-        print(format_calibration(calibration))
-    if spans:
+        print(format_calibration(list(result.calibration)))
+    if result.spans:
         print()
-        print(format_spans(spans))
-    if args.json:
-        from much_metric.fileio import atomic_write_bytes
-        from much_metric.signals import calibration_json
-
-        payload = {
-            "labels": table.labels, "excluded_samples": table.excluded, "n_samples": table.n_dataset_samples,
-            "coverage": table.coverage,
-            "results": [r.to_dict() for r in table.results],
-            "floors": [r.to_dict() for r in table.floors],
-            "costs": {name: cost.to_dict() for name, cost in table.costs.items()},
-        }
-        if board:
-            payload["leaderboard"] = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in board.items()}
-        if calibration:
-            payload["calibration"] = calibration_json(calibration)
-        if spans:
-            payload["spans"] = spans
-        atomic_write_bytes(Path(args.json), json.dumps(jsonable(payload), indent=2).encode("utf-8"))
-    if args.report:
-        from much_metric.baselines import display_name
-        from much_metric.signals import write_report
-
-        try:
-            write_report(args.report, table, title=data_title(args.source, "Evaluation"), source=str(args.source),
-                         leaderboard=board, calibration=calibration,
-                         spans=spans, figures=args.figures, display=display_name)
-        except ImportError as error:  # matplotlib is an optional dependency (extra "report"): main names the extra
-            raise ImportError(f"--report needs matplotlib ({error})", name=error.name or "matplotlib") from error
-        print(f"report written to {args.report}" + (f" (figures in {args.figures})" if args.figures else ""))
-    return 0
+        print(format_spans(result.spans))

@@ -180,7 +180,7 @@ def _signals_help() -> str:
 
 
 def _cell(score: Any, key: str) -> str:
-    from much_metric.signals import format_metric
+    from much_metric.report import format_metric
 
     return format_metric(score, key)
 
@@ -199,8 +199,7 @@ def run(args: argparse.Namespace) -> int:
         ResourceOptions,
         run_benchmark,
     )
-    from much_metric.scoring import AGGREGATORS, Bootstrap
-    from much_metric.signals import check_resamples
+    from much_metric.scoring import AGGREGATORS, Aggregation, Bootstrap, check_resamples
 
     if args.aggregator not in AGGREGATORS:
         raise ValueError(f"--aggregator must be one of {AGGREGATORS}, got {args.aggregator!r}")
@@ -209,8 +208,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--report: the folder of {args.report} does not exist")
     _check_learned_rows(args)
     evaluation = EvaluationOptions(
-        aggregator=args.aggregator, stopword_handling=args.stopword_handling, random_state=args.random_state,
-        include_training_rows=args.include_training_rows, paired=args.paired,
+        aggregation=Aggregation(aggregator=args.aggregator, stopword_handling=args.stopword_handling),
+        random_state=args.random_state, include_training_rows=args.include_training_rows, paired=args.paired,
         bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap else None)
     data = DataOptions(config=args.config, split=args.split, selection=args.selection,
                        generation_time=args.generation_time, top_k=args.top_k)
@@ -277,7 +276,7 @@ def _degradation(args: argparse.Namespace, evaluation: Any, data: Any) -> int:
 
         atomic_write_bytes(Path(args.json), json.dumps(result.to_dict(), indent=2).encode("utf-8"))
     if args.report:
-        from much_metric.signals import write_degradation_report
+        from much_metric.report import write_degradation_report
 
         write_degradation_report(args.report, result.to_dict(), title=data_title(args.source, "Input views"),
                                  source=str(args.source))
@@ -290,7 +289,7 @@ def _report(args: argparse.Namespace, table: Any, costs: dict[str, Any]) -> None
     from dataclasses import replace
 
     from much_metric.baselines import display_name
-    from much_metric.signals import write_report
+    from much_metric.report import write_report
 
     write_report(args.report, replace(table, costs=costs), title=data_title(args.source, "Baselines"),
                  source=str(args.source), display=display_name)

@@ -45,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--protocol", default="leave-one-language-out", choices=tuple(PROTOCOLS),
                         help="auto-to-manual, leave-one-language-out (default) or leave-one-model-out")
     parser.add_argument("--fold", default=None, help="only this fold's held-out value (e.g. de)")
-    parser.add_argument("--detector", choices=tuple(KINDS), default="linear")
+    parser.add_argument("--detector", choices=tuple(KINDS), default="linear",
+                        help="the detector kind (much_metric.learned.KINDS, plugins' kinds included)")
     parser.add_argument("--out", required=True, help="detector folder (checkpoints under <out>/checkpoint)")
     parser.add_argument("--aggregator", default="product", help="claim aggregator of the loss (default product)")
     parser.add_argument("--stopword-handling", choices=("null", "exclude"), default="null",
@@ -65,6 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="internals pack (python -m builder internals) read by --detector probe / claim_head")
     parser.add_argument("--layer", type=int, default=None,
                         help="the probe's hidden_states index (one of the pack's hidden_layers; default: the middle)")
+    parser.add_argument("--hyper", action="append", default=[], metavar="NAME=VALUE",
+                        help="any hyper-parameter of --detector (repeatable; the value is read as JSON, else as a "
+                             "string): a detector kind of a plugin brings its own")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
@@ -107,32 +111,56 @@ def held_out_scores(dataset: Any, folder: Path, internals: Any = None) -> dict[s
             "max_likelihood": score(max_likelihood(arrays), chunks, labels, masks, **common).to_dict()}
 
 
+def _hyper(kind: Any, given: list[str]) -> dict[str, Any]:
+    """``--hyper NAME=VALUE`` options: each a hyper-parameter of the kind, the value read as JSON (else a string)."""
+    import json
+
+    options = {}
+    for text in given:
+        name, separator, value = text.partition("=")
+        name = name.strip().replace("-", "_")
+        if not separator or name not in kind.defaults:
+            raise ValueError(f"--hyper {text!r}: expected NAME=VALUE with NAME one of the {kind.name} detector's "
+                             f"hyper-parameters ({', '.join(kind.defaults)})")
+        try:
+            options[name] = json.loads(value)
+        except json.JSONDecodeError:
+            options[name] = value
+    return options
+
+
 def estimator(args: argparse.Namespace) -> Any:
     """The estimator of ``--detector`` with the options given (checked now, before the data loads)."""
-    from much_metric.learned.estimators import ESTIMATORS
+    from much_metric.learned import estimator_class
+    from much_metric.scoring import Aggregation
 
-    cls = ESTIMATORS[args.detector]
+    kind = KINDS[args.detector]
     given = {"learning_rate": args.learning_rate, "batch_size": args.batch_size, "max_epochs": args.max_epochs,
              "patience": args.patience, "hidden": args.hidden, "layer": args.layer}
     options = {key: value for key, value in given.items() if value is not None}
     for key in options:
-        if key not in KINDS[args.detector].defaults:
-            users = " and ".join(name for name, kind in KINDS.items() if key in kind.defaults)
+        if key not in kind.defaults:
+            users = " and ".join(name for name, other in KINDS.items() if key in other.defaults)
             raise ValueError(f"--{key.replace('_', '-')} applies to the {users} detector"
                              f"{'s' if ' and ' in users else ''}, not to --detector {args.detector}")
-    kind = KINDS[args.detector]
+    options.update(_hyper(kind, args.hyper))
     if kind.needs_internals and args.internals is None:
         raise ValueError(f"--detector {args.detector} reads an internals pack: pass --internals PACK (python -m "
                          "builder internals)")
     if not kind.needs_internals and args.internals is not None:
-        raise ValueError(f"--internals is read by --detector probe and claim_head, not by --detector "
-                         f"{args.detector}")
+        raise ValueError(f"--internals is read by the detectors that read a pack "
+                         f"({', '.join(name for name, other in KINDS.items() if other.needs_internals)}), not by "
+                         f"--detector {args.detector}")
+    cls = estimator_class(args.detector)
     try:
-        return cls(aggregator=args.aggregator, stopword_handling=args.stopword_handling, random_state=args.random_state,
-                   **options)
-    except ValueError as error:  # name the flag, not the keyword
-        name = str(error).split(" ", 1)[0]
-        raise ValueError(f"--{name.replace('_', '-')} {str(error).split(' ', 1)[1]}") from error
+        aggregation = Aggregation(aggregator=args.aggregator, stopword_handling=args.stopword_handling)
+        return cls(aggregation=aggregation, random_state=args.random_state, **options)
+    except ValueError as error:  # "<Owner>: <name> must be ...": name the flag, not the keyword
+        message = str(error).split(": ", 1)[-1]
+        name, _, rest = message.partition(" ")
+        flag = f"--{name.replace('_', '-')}" if name in (*given, "aggregator", "stopword_handling",
+                                                          "random_state") else f"--hyper {name}"
+        raise ValueError(f"{flag} {rest}") from error
 
 
 @fits_width  # the held-out lines, with their `much run` commands, wrapped at 120 columns

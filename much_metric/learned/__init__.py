@@ -22,13 +22,23 @@ the metric's own token-to-claim aggregation on the claim labels.
   ``ClaimMonitor(method="learned:DIR")``) through the entry point of :mod:`much_metric.learned.plugin`; it is scored
   on the rows it was not trained or validated on unless asked otherwise.
 
-The detector kinds are one table, :data:`KINDS`. torch is imported only to train and to run the sequence detector
-(extra ``learned``).
+A detector kind is one record, :class:`Kind` (what it reads, its hyper-parameters with their defaults and
+constraints, its trainer and its torch module), in one registry, :data:`KINDS`: the four above, the kinds of the
+entry-point group ``much.detector_kinds`` (installed plugins) and those of :func:`register_kind`. Every estimator is
+generated from its record (:class:`LearnedDetector`; :func:`estimator_class` for a plugin's kind), so
+``sklearn.base.clone`` works on them. torch is imported only to train and to run a torch kind (extra ``learned``).
 """
 
-from much_metric.learned._kinds import KINDS, Kind
+from much_metric.learned._kinds import ENTRY_POINT_GROUP, KINDS, Kind, register_kind, unregister_kind
 from much_metric.learned.detector import Detector, DetectorFolderError, load_detector
-from much_metric.learned.estimators import ClaimHeadDetector, LinearDetector, ProbeDetector, SequenceDetector
+from much_metric.learned.estimators import (
+    ClaimHeadDetector,
+    LearnedDetector,
+    LinearDetector,
+    ProbeDetector,
+    SequenceDetector,
+    estimator_class,
+)
 from much_metric.learned.features import FEATURES, SEQUENCE_INPUTS, sequence_inputs, token_features
 from much_metric.learned.internals import PackMismatchError
 from much_metric.learned.splits import (
@@ -43,6 +53,11 @@ from much_metric.learned.splits import (
 )
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
+    "LearnedDetector",
+    "estimator_class",
+    "register_kind",
+    "unregister_kind",
     "ClaimHeadDetector",
     "FEATURES",
     "KINDS",

@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from much_metric._cache import BoundedCache
 from much_metric.learned._data import Batch
 
 GEOMETRIC_EPS = 1e-5
@@ -59,7 +60,7 @@ def _init(module: nn.Module, rng: np.random.Generator) -> None:
 
 
 class LinearModule(nn.Module):
-    def __init__(self, n_inputs: int, *, rng: np.random.Generator, **hyper: Any) -> None:
+    def __init__(self, n_inputs: int, *, rng: np.random.Generator) -> None:
         super().__init__()
         self.linear = nn.Linear(n_inputs, 1)
         _init(self, rng)
@@ -70,7 +71,7 @@ class LinearModule(nn.Module):
 
 
 class SequenceModule(nn.Module):
-    def __init__(self, n_inputs: int, *, rng: np.random.Generator, hidden: int = 32, **hyper: Any) -> None:
+    def __init__(self, n_inputs: int, *, rng: np.random.Generator, hidden: int = 32) -> None:
         super().__init__()
         self.gru = nn.GRU(n_inputs, hidden, batch_first=True)
         self.read_out = nn.Linear(hidden, 1)
@@ -88,7 +89,7 @@ class ClaimHeadModule(nn.Module):
     that claim's tokens only (padding and other claims are masked out of every attention)."""
 
     def __init__(self, n_inputs: int, *, rng: np.random.Generator, hidden: int = 32, layers: int = 1,
-                 heads: int = 4, **hyper: Any) -> None:
+                 heads: int = 4) -> None:
         super().__init__()
         self.heads = heads
         self.project = nn.Linear(n_inputs, hidden)
@@ -112,46 +113,46 @@ class ClaimHeadModule(nn.Module):
         return self.read_out(states).squeeze(-1)
 
 
-def build(module: str, n_inputs: int, *, random_state: int, hyper: Mapping[str, Any] | None = None) -> nn.Module:
-    """The torch module named ``module`` (a kind's ``Kind.module`` in :data:`much_metric.learned._kinds.KINDS`),
-    initialised from ``random_state``, with the kind's hyper-parameters (``hidden``, ``layers``, ``heads``; others
-    ignored). The kind table passes the name, so this module never imports it back."""
-    sizes = {key: int(value) for key, value in (hyper or {}).items() if key in ("hidden", "layers", "heads")}
-    return _MODULE_CLASSES[module](n_inputs, rng=np.random.default_rng(random_state), **sizes)
+def build(kind: Any, n_inputs: int, *, random_state: int, hyper: Mapping[str, Any] | None = None) -> nn.Module:
+    """The torch module of ``kind`` (a :class:`~much_metric.learned.Kind`: its ``module`` class), initialised from
+    ``random_state``, given every hyper-parameter its constructor names (:meth:`Kind.module_parameters`: the kind's
+    recorded values, overridden by ``hyper``). The kind passes itself, so this module never imports the kind table."""
+    parameters = kind.module_parameters({**kind.hyperparameters, **(hyper or {})})
+    return kind.module_class()(n_inputs, rng=np.random.default_rng(random_state), **parameters)
 
 
-_MODULE_CLASSES: dict[str, type[nn.Module]] = {"LinearModule": LinearModule, "SequenceModule": SequenceModule,
-                                               "ClaimHeadModule": ClaimHeadModule}
-
-_MODULES: dict[tuple[Any, ...], tuple[Any, nn.Module]] = {}
+#: Torch modules built from a detector's weights (keyed by the weights' identity, kept alive by the entry).
+_MODULES: BoundedCache[tuple[Any, ...], tuple[Any, nn.Module]] = BoundedCache(8)
 
 
 def forward(model: nn.Module, batch: Batch) -> torch.Tensor:
-    """The model's token logits (B, T) of a padded batch (with its claim ids for a segmented module)."""
+    """The model's token logits (B, T) of a padded batch; a segmented kind's module (its batches carry each token's
+    claim id) gets them as its second argument."""
     inputs = torch.from_numpy(batch.inputs)
-    if isinstance(model, ClaimHeadModule):
-        return model(inputs, None if batch.segments is None else torch.from_numpy(batch.segments))
+    if batch.segments is not None:
+        return model(inputs, torch.from_numpy(batch.segments))
     return model(inputs)
 
 
-def logits_of(module_name: str, weights: dict[str, np.ndarray], inputs: np.ndarray,
+def logits_of(kind: Any, weights: dict[str, np.ndarray], inputs: np.ndarray,
               layout: tuple[np.ndarray, np.ndarray | None], hyper: Mapping[str, Any]) -> np.ndarray:
-    """Flat token logits ``(N_tokens,)`` of standardised ``inputs`` under the module ``module_name`` with
-    ``weights``; ``layout`` = (sample ``offsets``, each token's claim id for the claim head or None); batched by
-    length, padding never reaches a real token."""
+    """Flat token logits ``(N_tokens,)`` of standardised ``inputs`` under the module of ``kind`` with ``weights``;
+    ``layout`` = (sample ``offsets``, each token's claim id for the claim head or None); batched by length, padding
+    never reaches a real token."""
     offsets, segments = layout
     from much_metric.learned import _data
 
-    sizes = tuple(sorted((k, int(v)) for k, v in hyper.items() if k in ("hidden", "layers", "heads")))
-    key = (id(weights), module_name, inputs.shape[1], sizes)
-    if key not in _MODULES:  # the live monitor rescores at each closed claim: build the module once per weights
-        module = build(module_name, inputs.shape[1], random_state=0, hyper=dict(sizes))
+    parameters = kind.module_parameters({**kind.hyperparameters, **hyper})
+    key = (id(weights), kind.name, kind.module, inputs.shape[1], tuple(sorted(parameters.items())))
+
+    def loaded() -> tuple[Any, nn.Module]:
+        module = build(kind, inputs.shape[1], random_state=0, hyper=parameters)
         module.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()
                                 if not k.startswith("input_")})
-        if len(_MODULES) >= 8:
-            _MODULES.pop(next(iter(_MODULES)))
-        _MODULES[key] = (weights, module.eval())  # the weights are kept so that their id is not reused
-    module = _MODULES[key][1]
+        return weights, module.eval()  # the weights are kept so that their id is not reused
+
+    # the live monitor rescores at each closed claim: build the module once per weights
+    module = _MODULES.get_or_compute(key, loaded, valid=lambda entry: entry[0] is weights)[1]
     prepared = _data.Prepared(inputs, offsets, np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64),
                               None, np.zeros(0, np.float32), [], segments)
     out = np.empty(len(inputs), dtype=np.float64)

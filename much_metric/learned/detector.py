@@ -14,9 +14,10 @@ Folder layout (no pickle anywhere; :func:`load_detector` reads only JSON and saf
     DIR/checkpoint/          training state, one per epoch (resumable; not needed to score)
 
 :func:`load_detector` checks the whole folder before building anything (:func:`check_folder`): regular files of
-bounded size, the config's fields and types, every parameter's exact name, dtype and shape for the kind
-(:data:`much_metric.learned._kinds.KINDS`), finite values, a positive standardisation, the training rows. A folder
-that fails is a :class:`DetectorFolderError` naming the file and the field.
+bounded size, the config's fields and types (each hyper-parameter against its kind's constraint), every parameter's
+exact name, dtype and shape for the kind (:class:`~much_metric.learned.Kind`), finite values, a positive
+standardisation, the training rows. A folder that fails is a :class:`DetectorFolderError` naming the file and the
+field.
 
 :meth:`Detector.token_scores` gives one score per output token, higher = more uncertain (``sigmoid`` of the token
 logit, in (0, 1)), the input of the metric's aggregator like any baseline's token scores. The linear detector and
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.learned._kinds import KINDS, MAX_HIDDEN, Kind, kind_of
+from much_metric.learned._kinds import KINDS, Kind, kind_of
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Detector", "DetectorFolderError", "check_folder", "fingerprint",
            "load_detector", "rows_digest"]
@@ -150,8 +151,8 @@ class Detector:
                              "claim_head detectors)")
         inputs = ((self.kind.inputs(arrays, context) - self.weights["input_mean"]) / self.weights["input_std"])
         segments = observed.claim_segments(arrays) if self.kind.segmented else None
-        return self.kind.logits(self.weights, inputs.astype(np.float32), arrays.offsets, self.hyperparameters,
-                                segments)
+        return self.kind.token_logits(self.weights, inputs.astype(np.float32), arrays.offsets, self.hyperparameters,
+                                      segments)
 
     def token_scores(self, data: Any, internals: Any = None) -> np.ndarray:
         """Flat token uncertainties in (0, 1), shape ``(N_tokens,)``; higher = more likely hallucinated
@@ -264,28 +265,38 @@ def _check_config(config: Any, path: Path) -> tuple[Kind, dict[str, Any]]:
         raise _fail(path, "aggregator", f"must be one of {AGGREGATORS}, got {config.get('aggregator')!r}")
     if config.get("stopword_handling") not in _STOPWORDS:
         raise _fail(path, "stopword_handling", f"must be one of {_STOPWORDS}, got {config.get('stopword_handling')!r}")
-    hyper = _check_sizes(config.get("hyperparameters"), path, kind)
+    hyper = _check_hyperparameters(config.get("hyperparameters"), path, kind)
     if not isinstance(config.get("protocol", {}), dict):
         raise _fail(path, "protocol", "must be a JSON object")
     return kind, hyper
 
 
-def _check_sizes(hyper: Any, path: Path, kind: Kind) -> dict[str, Any]:
-    """The hyper-parameters, with the sizes that shape the parameters checked (before anything is allocated)."""
+def _check_hyperparameters(hyper: Any, path: Path, kind: Kind) -> dict[str, Any]:
+    """The kind's hyper-parameters, each against the kind's constraint, then its rule across them (before anything
+    is allocated: the sizes shape the parameters)."""
     if not isinstance(hyper, dict):
         raise _fail(path, "hyperparameters", "must be a JSON object")
-    for name, high in (("hidden", MAX_HIDDEN), ("layers", 8), ("heads", 64)):
-        if name in kind.hyperparameters:
-            _positive_int(path, f"hyperparameters.{name}", hyper.get(name), high)
-    if "heads" in kind.hyperparameters and hyper["hidden"] % hyper["heads"]:
-        raise _fail(path, "hyperparameters.heads", f"must divide hidden ({hyper['hidden']}), got {hyper['heads']}")
+    missing, extra = sorted(set(kind.hyperparameters) - set(hyper)), sorted(set(hyper) - set(kind.hyperparameters))
+    if missing or extra:
+        name = (missing or extra)[0]
+        raise _fail(path, f"hyperparameters.{name}", "is missing" if missing else
+                    f"is not a hyper-parameter of a {kind.name} detector")
+    for name, value in hyper.items():
+        constraint = kind.constraints[name]
+        if not constraint.is_satisfied_by(value):
+            raise _fail(path, f"hyperparameters.{name}", f"must be {constraint.description}, got {value!r}")
+    if kind.check is not None:
+        try:
+            kind.check(hyper)
+        except ValueError as error:
+            raise _fail(path, "hyperparameters", str(error)) from None
     return hyper
 
 
 def _check_weights(weights: dict[str, np.ndarray], path: Path, kind: Kind, n_inputs: int,
                    hyper: dict[str, Any]) -> None:
     hidden = int(hyper.get("hidden", 0))
-    expected = {**kind.shapes(n_inputs, hyper), "input_mean": (n_inputs,), "input_std": (n_inputs,)}
+    expected = {**kind.parameter_shapes(n_inputs, hyper), "input_mean": (n_inputs,), "input_std": (n_inputs,)}
     missing, extra = sorted(set(expected) - set(weights)), sorted(set(weights) - set(expected))
     if missing or extra:
         name = (missing or extra)[0]
@@ -348,7 +359,7 @@ def check_folder(folder: str | Path) -> Detector:
     config = _json(config_path, MAX_CONFIG_BYTES)
     kind, hyper = _check_config(config, config_path)
     n_inputs = len(kind.names(config.get("internals")))
-    n_values = sum(int(np.prod(s)) for s in kind.shapes(n_inputs, hyper).values()) + 2 * n_inputs
+    n_values = sum(int(np.prod(s)) for s in kind.parameter_shapes(n_inputs, hyper).values()) + 2 * n_inputs
     weights_path = folder / WEIGHTS_FILE
     raw = _read_regular(weights_path, 4 * n_values + _HEADER_BYTES)
     try:

@@ -28,13 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from much_dataset.schema import TOP_K
+from much_metric._cache import BoundedCache
 from much_metric.baselines.registry import Baseline
 from much_metric.learned.detector import CONFIG_FILE, TRAINING_ROWS_FILE, WEIGHTS_FILE, Detector, load_detector
 
 __all__ = ["BASELINES", "stored_name"]
 
-_CACHE: dict[tuple[str, int, int, int], Detector] = {}
-_CACHE_SIZE = 8
+#: Detectors read from their folders, keyed by the folder and its files' modification times (a rewritten folder is
+#: read again): the monitor and a server score the same folder many times, from several threads.
+_CACHE: BoundedCache[tuple[str, int, int, int], Detector] = BoundedCache(8)
 
 
 def _detector(path: Any) -> Detector:
@@ -44,11 +46,7 @@ def _detector(path: Any) -> Detector:
                                         for name in (CONFIG_FILE, WEIGHTS_FILE, TRAINING_ROWS_FILE)))
     except OSError:
         return load_detector(folder)  # raises the folder error
-    if key not in _CACHE:
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = load_detector(folder)
-    return _CACHE[key]
+    return _CACHE.get_or_compute(key, lambda: load_detector(folder))
 
 
 def stored_name(path: str) -> str:

@@ -250,7 +250,7 @@ def fit_detector(kind: Kind, settings: dict[str, Any], train: Any, validation: A
     run = {"detector": kind.name, **settings,
            "train_fingerprint": fingerprint(train_data.generation_ids, train_inputs, train_data.target),
            "validation_ids": fingerprint(validation_data.generation_ids, np.zeros(0), validation_data.target)}
-    model = _torch.build(kind.module, train_inputs.shape[1], random_state=random_state, hyper=settings)
+    model = _torch.build(kind, train_inputs.shape[1], random_state=random_state, hyper=settings)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings["learning_rate"])
     state: dict[str, Any] = {"run": run, "epoch": 0, "best_epoch": 0, "best_loss": None, "bad_epochs": 0,
                              "history": [], "seconds": 0.0, "finished": False}

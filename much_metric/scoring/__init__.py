@@ -8,7 +8,9 @@ the positive class of every metric is the hallucinated claim (label -1).
 * :func:`claim_layout` / :class:`ClaimLayout` -- claims as flat index arrays, validated once and reusable;
 * :data:`METRIC_TABLE` -- one :class:`Metric` per reported number (key, label, function over :class:`Curves`,
   description): ``score``'s dict, the CLI tables, the HTML report and the module card iterate it;
-* :class:`Bootstrap` -- the resampling options (count, level, seed), passed as ``bootstrap=``;
+* :class:`Bootstrap` -- the resampling options (count, level, seed), passed as ``bootstrap=``; :data:`RESAMPLES`
+  (40 to 100000, :data:`MIN_RANK_RESAMPLES` / :data:`MAX_RESAMPLES`) is the one resample rule every bootstrap option
+  and command reads, :func:`check_resamples` its check for a count where 0 means "no bootstrap";
 * :func:`bootstrap_intervals`, :func:`paired_bootstrap` -- resampling of the samples (claims move with their sample);
 * :func:`roc_curve`, :func:`pr_curve` (``(precision, recall, thresholds)`` as scikit-learn's
   ``precision_recall_curve``), :func:`rejection_curve` -- curve points for figures;
@@ -35,7 +37,15 @@ from much_metric.scoring._aggregation import (
     claim_layout,
 )
 from much_metric.scoring._api import MissingStopwordMaskWarning, aggregate_claims, compare, score, score_claims
-from much_metric.scoring._bootstrap import Bootstrap, bootstrap_intervals, paired_bootstrap
+from much_metric.scoring._bootstrap import (
+    MAX_RESAMPLES,
+    MIN_RANK_RESAMPLES,
+    RESAMPLES,
+    Bootstrap,
+    bootstrap_intervals,
+    check_resamples,
+    paired_bootstrap,
+)
 from much_metric.scoring._calibration import Calibrator, bootstrap_ece, brier, ece, reliability_diagram
 from much_metric.scoring._calibration import fit as fit_calibrator
 from much_metric.scoring._comparison import Comparison, MetricComparison
@@ -49,6 +59,10 @@ from much_metric.scoring._steps import suppress_single_class_warning
 
 __all__ = [
     "AGGREGATORS",
+    "MAX_RESAMPLES",
+    "MIN_RANK_RESAMPLES",
+    "RESAMPLES",
+    "check_resamples",
     "Aggregation",
     "Bootstrap",
     "Calibrator",

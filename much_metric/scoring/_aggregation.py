@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.params import (
+from much_dataset.params import check_param
+from much_dataset.schema import LABEL_VALUES, LABELS, STOPWORD_MASK, TOKEN_CHUNKS
+from much_metric.scoring._options import (
     AGGREGATOR,
     AGGREGATORS,
     SCORE_TYPE,
     SCORE_TYPES,
     STOPWORD_MODE,
     STOPWORD_MODES,
-    check_param,
 )
-from much_dataset.schema import LABEL_VALUES, LABELS, STOPWORD_MASK, TOKEN_CHUNKS
 from much_metric.scoring._ragged import flatten_1d, flatten_2d
 
 __all__ = ["AGGREGATORS", "STOPWORD_MODES", "SCORE_TYPES", "ClaimLayout", "claim_layout", "aggregate_flat",

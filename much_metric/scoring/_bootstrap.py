@@ -11,16 +11,62 @@ same claims, so the interval of the difference accounts for their correlation.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from much_dataset.params import OPEN_FRACTION, POSITIVE_INT, check_param
+from much_dataset.params import OPEN_FRACTION, Interval, InvalidParameterError, check_param
 from much_metric.scoring._counts import SortedClaims, cumulative_counts, resample_counts, sort_claims
 from much_metric.scoring._ranking import METRICS, curve_metrics, metrics_from_counts
 
-__all__ = ["Bootstrap", "resample_counts", "bootstrap_distribution", "bootstrap_intervals", "paired_bootstrap"]
+__all__ = ["MAX_RESAMPLES", "MAX_RESAMPLES_REASON", "MIN_RANK_RESAMPLES", "RESAMPLES", "RESAMPLES_REASON", "Bootstrap",
+           "resample_counts", "bootstrap_distribution", "bootstrap_intervals", "check_resamples", "paired_bootstrap"]
+
+#: Fewest bootstrap resamples behind a 95 % interval, a rank probability or a p-value.
+MIN_RANK_RESAMPLES = 40
+#: Why: said by every message that refuses fewer.
+RESAMPLES_REASON = ("a 95% percentile interval needs at least one resample in each 2.5% tail (1 / 0.025 = 40 "
+                    "resamples; with fewer its bounds are the extreme replicates), and with B resamples no paired "
+                    "p-value can fall below 2/B")
+#: Most bootstrap resamples a run or an evaluation accepts.
+MAX_RESAMPLES = 100_000
+#: Why: said by every message that refuses more.
+MAX_RESAMPLES_REASON = ("time and memory grow linearly with the resamples, while the Monte-Carlo error of a 95% "
+                        "percentile bound shrinks only as 1/sqrt(B): at 100000 each 2.5% tail already holds 2500 "
+                        "resamples and more cannot move a bound printed to 3 decimals by a visible amount")
+#: The one resample rule: every :class:`Bootstrap`, the bootstrap functions, the evaluation options, the commands'
+#: ``--bootstrap`` and the leaderboard read this constraint (no bootstrap at all is ``bootstrap=None``, or
+#: ``--bootstrap 0`` where a command allows it).
+RESAMPLES = Interval(numbers.Integral, MIN_RANK_RESAMPLES, MAX_RESAMPLES)
+
+
+def check_resamples(n_resamples: Any, option: str = "n_resamples", *, zero: bool = True) -> int:
+    """``n_resamples`` as an int when :data:`RESAMPLES` accepts it, or when it is 0 (no bootstrap) and ``zero``
+    allows that (a command's ``--bootstrap 0``); else :class:`~much_dataset.params.InvalidParameterError` (a
+    ``ValueError``) naming ``option`` and the reason of the bound it crossed.
+
+    >>> check_resamples(0, "--bootstrap"), check_resamples(1000)
+    (0, 1000)
+    >>> check_resamples(10, "--bootstrap")
+    Traceback (most recent call last):
+    ...
+    much_dataset.params.InvalidParameterError: --bootstrap must be 0 (no intervals) or at least 40, got 10: a 95% percentile interval needs at least one resample in each 2.5% tail (1 / 0.025 = 40 resamples; with fewer its bounds are the extreme replicates), and with B resamples no paired p-value can fall below 2/B
+    """  # noqa: E501
+    if zero and not isinstance(n_resamples, bool) and isinstance(n_resamples, numbers.Integral) \
+            and n_resamples == 0:
+        return 0
+    if RESAMPLES.is_satisfied_by(n_resamples):
+        return int(n_resamples)
+    if not isinstance(n_resamples, bool) and isinstance(n_resamples, numbers.Integral) \
+            and n_resamples > MAX_RESAMPLES:
+        raise InvalidParameterError(f"{option} must be at most {MAX_RESAMPLES}, got {n_resamples!r}: "
+                                    f"{MAX_RESAMPLES_REASON}")
+    lowest = f"0 (no intervals) or at least {MIN_RANK_RESAMPLES}" if zero else \
+        f"an integer of at least {MIN_RANK_RESAMPLES} (no bootstrap: bootstrap=None)"
+    raise InvalidParameterError(f"{option} must be {lowest}, got {n_resamples!r}: {RESAMPLES_REASON}")
 
 # Replicates x claims per batch: bounds the memory of the weight matrices to a few tens of MB.
 _BATCH_CELLS = 2_000_000
@@ -38,7 +84,8 @@ class Bootstrap:
     Parameters
     ----------
     n_resamples : int, default 1000
-        Number of bootstrap replicates (>= 1).
+        Number of bootstrap replicates, in [40, 100000] (:data:`RESAMPLES`, the one resample rule of the toolkit:
+        fewer leave a 95 % interval's bounds to the extreme replicates).
     confidence_level : float, default 0.95
         Coverage of the percentile intervals, in (0, 1).
     random_state : int or None, default 0
@@ -63,7 +110,7 @@ class Bootstrap:
 
 
 def _check(n_resamples: int, confidence_level: float) -> None:
-    check_param("n_resamples", n_resamples, POSITIVE_INT, hint="no bootstrap: pass bootstrap=None")
+    check_resamples(n_resamples, "n_resamples", zero=False)
     check_param("confidence_level", confidence_level, OPEN_FRACTION)
 
 

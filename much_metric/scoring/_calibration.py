@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from much_metric.scoring._bootstrap import check_resamples
 from much_metric.scoring._counts import resample_counts
 
 __all__ = [
@@ -187,7 +188,9 @@ def ece_replicates(probabilities, hallucinated, weights: np.ndarray, *, n_bins: 
 def bootstrap_ece(probabilities, hallucinated, claim_sample, n_samples: int, *, n_resamples: int = 1000,
                   n_bins: int = N_BINS, random_state: int | None = 0) -> np.ndarray:
     """ECE of each bootstrap replicate over samples (:func:`scoring._counts.resample_counts`): the per-sample,
-    per-bin sums are formed once, so a replicate costs one (n_samples x n_bins) product. Shape (n_resamples,)."""
+    per-bin sums are formed once, so a replicate costs one (n_samples x n_bins) product. Shape (n_resamples,).
+    ``n_resamples`` obeys the one resample rule (:data:`much_metric.scoring.RESAMPLES`)."""
+    check_resamples(n_resamples, "n_resamples", zero=False)
     p, y = _probabilities(probabilities, hallucinated)
     claim_sample = np.asarray(claim_sample)
     if claim_sample.shape != p.shape:

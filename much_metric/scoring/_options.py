@@ -1,23 +1,30 @@
 """How token scores become evaluated claim scores: one frozen options object, :class:`Aggregation`, passed as
 ``aggregation=`` to :func:`~much_metric.score`, :func:`~much_metric.compare` and
 :func:`~much_metric.aggregate_claims` (a str is shorthand for ``Aggregation(aggregator=name)``, as scikit-learn's
-``cv=5`` is for ``KFold(5)``). Each constraint is declared once in :mod:`much_dataset.params`."""
+``cv=5`` is for ``KFold(5)``). The metric's option vocabulary (:data:`AGGREGATORS`, :data:`STOPWORD_MODES`,
+:data:`SCORE_TYPES` and their constraints) is declared here, once; the generic constraints come from
+:mod:`much_dataset.params`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from much_dataset.params import (
-    AGGREGATOR,
-    BOOL,
-    SCORE_TYPE,
-    STOPWORD_MODE,
-    InvalidParameterError,
-    check_param,
-)
+from much_dataset.params import BOOL, InvalidParameterError, OneOf, check_param
 
-__all__ = ["Aggregation", "as_aggregation"]
+__all__ = ["AGGREGATOR", "AGGREGATORS", "SCORE_TYPE", "SCORE_TYPES", "STOPWORD_MODE", "STOPWORD_MODES", "Aggregation",
+           "as_aggregation"]
+
+#: Token-to-claim aggregators (docs/reference-behaviour.md#aggregators).
+AGGREGATORS: tuple[str, ...] = ("product", "mean", "max", "geometric")
+#: ``"null"``: stopword tokens scored 0 but counted in ``n`` (reference); ``"exclude"``: removed from the claim.
+STOPWORD_MODES: tuple[str, ...] = ("null", "exclude")
+#: ``"uncertainty"``: higher = more likely hallucinated; ``"confidence"``: probabilities, scored as ``1 - p``.
+SCORE_TYPES: tuple[str, ...] = ("uncertainty", "confidence")
+
+AGGREGATOR = OneOf(AGGREGATORS)
+STOPWORD_MODE = OneOf(STOPWORD_MODES)
+SCORE_TYPE = OneOf(SCORE_TYPES)
 
 
 @dataclass(frozen=True, kw_only=True)

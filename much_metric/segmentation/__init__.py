@@ -88,7 +88,7 @@ def segment(
 
 def _segment_one(generation: str, tokenizer, token_ids: Sequence[int] | None, compat: str) -> list[list[int]]:
     """The per-text rules (the reference's algorithm in linear time): what the batch engine falls back to."""
-    prof = profile(tokenizer)
+    prof = profile(tokenizer, generation)  # the vocabulary-growth check only where it can change this text
     starts = claim_starts(generation, prof.eos_strings, compat=compat)
     if token_ids is None:
         ids, ends = token_ends_offsets(generation, tokenizer)
@@ -96,7 +96,7 @@ def _segment_one(generation: str, tokenizer, token_ids: Sequence[int] | None, co
         ids = [int(token_id) for token_id in token_ids]
         if not ids:
             raise SegmenterInputError("token_ids is empty (much-segmenter raises IndexError on it)")
-        ends = token_ends_precomputed(ids, tokenizer)
+        ends = token_ends_precomputed(ids, tokenizer, prof)
         if ends[-1] != len(generation):
             raise SegmenterInputError(
                 f"token_ids decode to {ends[-1]} characters but generation has {len(generation)}: the tokens do not "

@@ -190,7 +190,7 @@ def _token_ends(generations, tokenizer, ids: list[list[int] | None], prof) -> tu
     given = [g for g in range(n) if ends[g] is None and len(ids[g])]
     if not given or not prof.linear:
         for g in given:  # the reference's definition, one generation at a time
-            ends[g] = np.asarray(token_ends_precomputed([int(t) for t in ids[g]], tokenizer), dtype=np.int64)
+            ends[g] = np.asarray(token_ends_precomputed([int(t) for t in ids[g]], tokenizer, prof), dtype=np.int64)
         return ids, ends
     try:
         flat = np.fromiter(chain.from_iterable(ids[g] for g in given), dtype=np.int64)
@@ -213,7 +213,7 @@ def _token_ends(generations, tokenizer, ids: list[list[int] | None], prof) -> tu
     any_dirty = np.add.reduceat(dirty[flat], stops - counts) > 0
     for k, g in enumerate(given):
         if any_dirty[k]:
-            ends[g] = np.asarray(token_ends_precomputed([int(t) for t in ids[g]], tokenizer), dtype=np.int64)
+            ends[g] = np.asarray(token_ends_precomputed([int(t) for t in ids[g]], tokenizer, prof), dtype=np.int64)
         else:
             before = cumulative[stops[k] - counts[k] - 1] if stops[k] > counts[k] else 0
             ends[g] = cumulative[stops[k] - counts[k] : stops[k]] - before

@@ -32,6 +32,7 @@ import weakref
 from bisect import bisect_right
 from itertools import accumulate
 
+from much_metric._cache import BoundedCache
 from much_metric.segmentation.decoding import stock_backend
 
 __all__: list[str] = []
@@ -52,6 +53,9 @@ class _Profile:
         self.eos_ids = _known_eos_or_eot(tokenizer)
         # The reference decodes each id on its own (``decode(int)``) and looks the string up in the generation.
         self.eos_strings = [tokenizer.decode(token_id) for token_id in self.eos_ids]
+        # The markers that would end a turn if the tokenizer learnt them as one token (add_special_tokens): only a
+        # text holding one of them can segment differently under a grown vocabulary.
+        self.unlearnt_markers = tuple(marker for marker in EOT_MARKERS if marker not in self.eos_strings)
         self.backend, self.byte_fallback = _fast_backend(tokenizer)
         self._single: dict[int, str] = {}
         self._byte: dict[int, bool] = {}
@@ -59,6 +63,15 @@ class _Profile:
         # containing one of them need windows; the others are a plain running sum of single-token lengths.
         self._length: dict[int, int] = {}
         self._dirty: set[int] = set()
+
+    def current_for(self, tokenizer, text: str | None) -> bool:
+        """Whether this profile still holds for ``tokenizer`` on ``text``. The vocabulary's size (about 5 us: the
+        Rust backend counts its added tokens) is asked only when it can matter: for ``text`` None (a segmenter being
+        set up, a batch), or a text holding an end-of-turn marker the profile does not know as one. On every other
+        text a grown vocabulary gives the same claims, so the per-text hot path asks nothing."""
+        if text is not None and not any(marker in text for marker in self.unlearnt_markers):
+            return True
+        return _vocabulary_size(tokenizer) == self.vocabulary_size
 
     @property
     def linear(self) -> bool:
@@ -90,8 +103,8 @@ class _Profile:
 
 
 _PROFILES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_UNWEAKABLE: dict[int, tuple[object, _Profile]] = {}
-_UNWEAKABLE_LIMIT = 8
+#: Tokenizers that cannot be weakly referenced: kept alive with their profile, keyed by identity, the oldest first out.
+_UNWEAKABLE: BoundedCache[int, tuple[object, _Profile]] = BoundedCache(8)
 
 
 def _vocabulary_size(tokenizer) -> int:
@@ -101,21 +114,20 @@ def _vocabulary_size(tokenizer) -> int:
         return -1
 
 
-def profile(tokenizer) -> _Profile:
+def profile(tokenizer, text: str | None = None) -> _Profile:
     """The cached :class:`_Profile` of ``tokenizer`` (like the reference's ``lru_cache`` on the tokenizer), rebuilt
-    when the tokenizer's vocabulary has grown since (``add_special_tokens`` may add an end-of-turn marker)."""
-    size = _vocabulary_size(tokenizer)
+    when the tokenizer's vocabulary has grown since (``add_special_tokens`` may add an end-of-turn marker).
+    ``text``: the one generation about to be segmented, so that the growth check runs only when it can change that
+    text's claims (:meth:`_Profile.current_for`); None checks always (once per batch or segmenter)."""
     try:
         found = _PROFILES.get(tokenizer)
-        if found is None or found.vocabulary_size != size:
+        if found is None or not found.current_for(tokenizer, text):
             found = _PROFILES[tokenizer] = _Profile(tokenizer)
         return found
     except TypeError:  # not weak-referenceable / not hashable: keep it alive with its profile, keyed by identity
-        entry = _UNWEAKABLE.get(id(tokenizer))
-        if entry is None or entry[0] is not tokenizer or entry[1].vocabulary_size != size:
-            if len(_UNWEAKABLE) >= _UNWEAKABLE_LIMIT:
-                _UNWEAKABLE.pop(next(iter(_UNWEAKABLE)))  # bounded: the oldest tokenizer goes first
-            entry = _UNWEAKABLE[id(tokenizer)] = (tokenizer, _Profile(tokenizer))
+        entry = _UNWEAKABLE.get_or_compute(
+            id(tokenizer), lambda: (tokenizer, _Profile(tokenizer)),
+            valid=lambda found: found[0] is tokenizer and found[1].current_for(tokenizer, text))
         return entry[1]
 
 
@@ -156,9 +168,10 @@ def token_ends_offsets(generation: str, tokenizer) -> tuple[list[int], list[int]
     return list(encoded["input_ids"]), [int(end) for _, end in encoded["offset_mapping"]]
 
 
-def token_ends_precomputed(ids: list[int], tokenizer) -> list[int]:
-    """``[len(tokenizer.decode(ids[:i + 1])) for i in range(len(ids))]``, in linear time when the decoder allows."""
-    prof = profile(tokenizer)
+def token_ends_precomputed(ids: list[int], tokenizer, prof: _Profile | None = None) -> list[int]:
+    """``[len(tokenizer.decode(ids[:i + 1])) for i in range(len(ids))]``, in linear time when the decoder allows
+    (``prof``: the tokenizer's profile when the caller has it already)."""
+    prof = profile(tokenizer) if prof is None else prof
     if not prof.linear:
         return [len(tokenizer.decode(ids[: i + 1])) for i in range(len(ids))]
     singles = prof.singles(ids)

@@ -35,10 +35,14 @@ from typing import Any
 import numpy as np
 
 from much_dataset.jsonl import parse_jsonl_lines
+from much_dataset.params import UnknownNameError
 from much_dataset.schema import GENERATION_ID, SIGNAL_COLUMNS
 from much_metric.fileio import atomic_write_bytes
 
-__all__ = ["write_signals", "read_signals", "signal_files_in", "SignalsFormatError"]
+__all__ = ["CLAIM_SUFFIX", "write_signals", "read_signals", "signal_files_in", "SignalsFormatError"]
+
+#: Signal names ending with this hold one value per chunk (claim-level methods: P(True), judges, sampling).
+CLAIM_SUFFIX = "@claim"
 
 _SIGNAL_NAME, _VALUES = SIGNAL_COLUMNS[1], SIGNAL_COLUMNS[2]
 _SUFFIXES = (".jsonl", ".parquet")
@@ -259,7 +263,7 @@ def read_signals(path: str | os.PathLike, *, signal_names: Iterable[str] | None 
             stacklevel=2,
         )
     if wanted is not None and (absent := sorted(wanted - set(result))):
-        raise KeyError(f"{path}: signal(s) {absent} not found; available: {sorted(result)}")
+        raise UnknownNameError(f"{path}: signal(s) {absent} not found; available: {sorted(result)}")
     return result
 
 

@@ -8,7 +8,7 @@ metadata (:func:`much_metric.signals.read_signal_metadata`; the contract shared 
   for).
 
 :func:`training_exclusions` turns the metadata of the signals of one evaluation into the rows to leave out of each
-signal and the messages saying how many and why; :func:`much_metric.signals.evaluate_signals` (``training_rows=``)
+signal and the messages saying how many and why; :func:`much_metric.report.evaluate_signals` (``training_rows=``)
 leaves them out. With ``include_training_rows=True`` nothing is left out and the message is a warning that the
 numbers include the method's own training rows. A detector scored through another aggregator than the one it was
 trained for gets a warning too.
@@ -135,12 +135,28 @@ def _what(name: str, metadata: Mapping[str, Any]) -> str:
     return f"the {kind} {name!r}" + (f" ({', '.join(parts)})" if parts else "")
 
 
+def _aggregator_names(aggregation: Any, renamed: Mapping[str, Any]) -> list[str]:
+    """The aggregator names of ``aggregation`` (Aggregation objects or names); ``aggregators=`` of before with a
+    ``FutureWarning``."""
+    unknown = sorted(set(renamed) - {"aggregators"})
+    if unknown:
+        raise TypeError(f"training_exclusions() got an unexpected keyword argument {unknown[0]!r}")
+    if renamed:
+        warnings.warn("training_exclusions(aggregators=...) is deprecated and will be removed: pass aggregation= "
+                      "(EvaluationOptions.aggregation, Aggregation objects or names), the one aggregation option of "
+                      "the toolkit", FutureWarning, stacklevel=3)
+        aggregation = renamed["aggregators"]
+    items = (aggregation,) if isinstance(aggregation, str) or hasattr(aggregation, "aggregator") else aggregation
+    return [getattr(item, "aggregator", item) for item in items]
+
+
 def training_exclusions(
     metadata: Mapping[str, Mapping[str, Any]],
     dataset_ids: Sequence[str],
     *,
     include_training_rows: bool = False,
-    aggregators: Sequence[str] = (),
+    aggregation: Any = (),
+    **renamed: Any,
 ) -> tuple[dict[str, Collection[str]], list[str]]:
     """Rows to leave out of each signal's evaluation, and one message per signal that had training rows here.
 
@@ -152,14 +168,16 @@ def training_exclusions(
         The ``generation_id`` of the evaluated rows (the count in the message is over these).
     include_training_rows : bool, keyword-only, default False
         Score every row anyway: nothing is left out, a :class:`TrainingRowsWarning` says so.
-    aggregators : sequence of str, keyword-only
-        The evaluation's aggregators: one that differs from the detector's ``aggregator`` gets a warning.
+    aggregation : Aggregation, str or sequence of them, keyword-only
+        The evaluation's aggregation(s) (``EvaluationOptions.aggregation``): an aggregator that differs from the
+        detector's gets a warning. (``aggregators=``, its name of before, still works with a ``FutureWarning``.)
 
     Returns
     -------
     (dict, list of str)
         Signal name -> generation_ids to leave out (empty when ``include_training_rows``), and the messages.
     """
+    aggregators = _aggregator_names(aggregation, renamed)
     present = set(dataset_ids)
     excluded: dict[str, Collection[str]] = {}
     messages: list[str] = []

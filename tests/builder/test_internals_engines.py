@@ -5,8 +5,10 @@ pack and the array it lacks. The vLLM pass itself is tested against the transfor
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -148,3 +150,47 @@ def test_prompt_logprob_difference_compares_listed_candidates_and_counts_the_oth
     with pytest.raises(ValueError, match="generation_id='g': 1 stored probability rows for 2 output tokens"):
         prompt_logprob_difference(listed, n_prompt, {**row, schema.LOGITS_TOKEN_IDS: [[5]],
                                                      schema.LOGITS_VALUES: [[0.6]]})
+
+
+class _RecordingEngine:
+    """A third engine, written against the protocol only: fixed hidden states, no model. It records the options it
+    was built from (an InternalsEngineOptions, never the step's argparse.Namespace)."""
+
+    built_from: list = []
+
+    def __init__(self, options):
+        type(self).built_from.append(options)
+        self.config = type("Config", (), {"num_hidden_layers": 2, "num_attention_heads": 1, "hidden_size": 4})()
+        self.weights = "0" * 64
+
+    def prepare(self, options):
+        self.prepared = options
+
+    def forward(self, rows, options, basis=None):
+        results = []
+        for row in rows:
+            n = len(row[schema.OUTPUT_TOKENS])
+            hidden = np.full((n, len(options.hidden_layers), 4), 0.5, dtype=np.float16)
+            results.append(({"hidden": hidden}, 0.0, np.zeros((n, len(options.hidden_layers)))))
+        return results
+
+
+def test_an_engine_is_one_entry_built_from_options(tmp_path, monkeypatch):
+    """``python -m builder internals`` reaches its engines through the protocol (config, weights, prepare, forward),
+    builds them from InternalsEngineOptions, and a new engine is one ENGINES entry."""
+    from builder import internals_engine
+
+    module = type(internals)("fake_internals_engine")
+    module.RecordingEngine = _RecordingEngine
+    monkeypatch.setitem(sys.modules, "fake_internals_engine", module)
+    monkeypatch.setitem(internals_engine.ENGINES, "recording",
+                        internals_engine.EngineEntry("fake_internals_engine", "RecordingEngine", attention=False))
+    _RecordingEngine.built_from.clear()
+    assert main(["internals", "--engine", "recording", "--source", str(SAMPLE), "--model", "some/model", "--out",
+                 str(tmp_path / "pack"), "--limit", "2", "--hidden-layers", "1", "--dtype", "float32"]) == 0
+    (options,) = _RecordingEngine.built_from
+    assert options == internals_engine.InternalsEngineOptions(model="some/model", device=None, dtype="float32")
+    pack = load_internals(tmp_path / "pack")
+    assert len(pack) == 2 and pack.manifest["engine"] == "recording"
+    with pytest.raises(TypeError, match="options must be an InternalsEngineOptions"):
+        internals_engine.load_engine("recording", argparse.Namespace(model="some/model"))

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STEP = textwrap.dedent("""
     import json, signal, subprocess, sys, threading, time
     from builder._processes import NoOrphans
-    from much_dataset.cli_errors import run_command
+    from much_metric.commands import run_command
 
     def step():
         child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "

@@ -50,7 +50,7 @@ def test_much_leaderboard_points_to_the_new_command(capsys):
 
 @pytest.mark.parametrize("resamples", ["5", "39", "100001"])
 def test_bootstrap_follows_the_rule_of_much_evaluate(resamples, tmp_path, capsys):
-    """One rule for --bootstrap (much_metric.signals.check_resamples): the board refuses what much evaluate refuses,
+    """One rule for --bootstrap (much_metric.scoring.check_resamples): the board refuses what much evaluate refuses,
     with the same reason, before anything is loaded."""
     from much_metric.cli import main as much
 

@@ -8,7 +8,7 @@ import logging
 import threading
 import warnings
 
-import much_metric.signals
+import much_metric.report
 from much_leaderboard import HubMirror, Leaderboard
 from tests.much_leaderboard._fake_hub import GOOD_TOKEN
 from tests.much_leaderboard._helpers import sample_signal, valid_archive
@@ -36,13 +36,13 @@ def test_hub_entry_json_that_is_not_json_is_skipped_with_a_reason(tmp_path, hub,
 
 def test_scoring_sets_no_process_wide_warnings_filter(tmp_path, evaluation, signals, monkeypatch):
     seen = []
-    real = much_metric.signals.evaluate_signals
+    real = much_metric.report.evaluate_signals
 
     def spy(*args, **kwargs):
         seen.append(list(warnings.filters))  # what every other thread of the server sees at this moment
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(much_metric.signals, "evaluate_signals", spy)
+    monkeypatch.setattr(much_metric.report, "evaluate_signals", spy)
     before = list(warnings.filters)
     board = Leaderboard(tmp_path / "store", data=evaluation)
     assert board.submit(valid_archive(signals), {"method": "m"}).status == "accepted"
@@ -68,7 +68,7 @@ def test_a_toolkit_bug_while_scoring_is_a_server_error_not_a_rejection(tmp_path,
     def broken(*args, **kwargs):
         raise KeyError("claim_rows")  # a bug of the toolkit, not of the submission
 
-    monkeypatch.setattr(much_metric.signals, "evaluate_signals", broken)
+    monkeypatch.setattr(much_metric.report, "evaluate_signals", broken)
     board = Leaderboard(tmp_path / "store", data=evaluation)
     with caplog.at_level(logging.ERROR, logger="much_leaderboard"):
         outcome = board.submit(valid_archive(signals), {"method": "m"})
@@ -80,7 +80,7 @@ def test_a_toolkit_bug_while_scoring_is_a_server_error_not_a_rejection(tmp_path,
     def wrong_type(*args, **kwargs):
         raise TypeError("unsupported operand type(s)")
 
-    monkeypatch.setattr(much_metric.signals, "evaluate_signals", wrong_type)  # another kind of bug
+    monkeypatch.setattr(much_metric.report, "evaluate_signals", wrong_type)  # another kind of bug
     assert board.submit(valid_archive(sample_signal(seed=2)), {"method": "m"}).status == "error"
     # once the bug is fixed, the next start scores what was kept
     monkeypatch.undo()

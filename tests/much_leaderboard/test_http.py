@@ -119,13 +119,13 @@ def test_hub_token_never_reaches_a_page(tmp_path, evaluation, monkeypatch):
 def test_server_error_while_scoring_is_http_500_not_a_rejection(http_server, monkeypatch):
     import urllib.error
 
-    import much_metric.signals
+    import much_metric.report
 
     def bug(*args, **kwargs):
         raise KeyError("a bug")
 
     board, url = http_server
-    monkeypatch.setattr(much_metric.signals, "evaluate_signals", bug)
+    monkeypatch.setattr(much_metric.report, "evaluate_signals", bug)
     with pytest.raises(urllib.error.HTTPError) as raised:
         _post(f"{url}/api/submit", valid_archive(sample_signal(seed=77), name="buggy"), "buggy")
     assert raised.value.code == 500

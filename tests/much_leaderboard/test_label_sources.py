@@ -29,7 +29,7 @@ def test_kendall_tau_is_scipys_tau_b_with_ties():
 
 def test_the_sample_hard_and_soft_labels_rank_the_same_detectors(tmp_path, hidden_split, public_evaluation):
     from much_dataset.label_files import read_label_file
-    from much_metric.signals import EvaluationOptions, evaluate_signals
+    from much_metric.report import EvaluationOptions, evaluate_signals
 
     board = Leaderboard(tmp_path / "store", data=public_evaluation)
     board.add_baselines()

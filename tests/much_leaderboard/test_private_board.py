@@ -22,7 +22,7 @@ def _board(folder, public_evaluation, private_split, **kwargs) -> Leaderboard:
 
 def _truth_auc(private_truth, values: dict) -> float:
     """ROC-AUC of token values on the private rows, computed from the sample's own labels (not the label file)."""
-    from much_metric.signals import EvaluationOptions, evaluate_signals
+    from much_metric.report import EvaluationOptions, evaluate_signals
 
     table = evaluate_signals(private_truth, values, evaluation=EvaluationOptions(bootstrap=None, floors=False))
     return table.results[0].score.roc_auc

@@ -21,7 +21,7 @@ from tests.much_leaderboard._leak_scanner import LeakScanner
 
 
 def _exact_private_metrics(private_truth, named_values: dict[str, dict]) -> dict[str, float]:
-    from much_metric.signals import EvaluationOptions, evaluate_signals
+    from much_metric.report import EvaluationOptions, evaluate_signals
 
     table = evaluate_signals(private_truth, named_values, evaluation=EvaluationOptions(bootstrap=None, floors=False))
     return {r.signal_name: r.score.roc_auc for r in table.results}

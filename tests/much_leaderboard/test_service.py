@@ -106,8 +106,8 @@ def test_seeded_baselines_are_labelled_and_not_reseeded(tmp_path, evaluation):
 
 
 def test_ranking_matches_rank_methods_on_the_same_signals(tmp_path, evaluation, signals):
+    from much_metric.report import EvaluationOptions, evaluate_signals, rank_methods
     from much_metric.scoring import Bootstrap
-    from much_metric.signals import EvaluationOptions, evaluate_signals, rank_methods
 
     board = Leaderboard(tmp_path / "store", data=evaluation)
     noisy = sample_signal(seed=3)
@@ -118,10 +118,10 @@ def test_ranking_matches_rank_methods_on_the_same_signals(tmp_path, evaluation, 
                              evaluation=EvaluationOptions(bootstrap=None, floors=False))
     direct = rank_methods(table, "roc_auc", bootstrap=Bootstrap(n_resamples=50, random_state=0))
     by_signal = {key.split("/")[1]: value for key, value in ranking.items() if key != "_meta"}
-    for row in direct["rows"]:
-        name = row["method"].split(" (")[0]
-        assert by_signal[name]["rank"] == row["rank"]
-        assert abs(by_signal[name]["rank_probability"] - row["rank_probability"]) < 1e-12
+    for row in direct.rows:
+        name = row.method.split(" (")[0]
+        assert by_signal[name]["rank"] == row.rank
+        assert abs(by_signal[name]["rank_probability"] - row.rank_probability) < 1e-12
 
 
 def test_background_intervals_left_undone_are_completed_at_restart(tmp_path, evaluation, signals):

@@ -52,7 +52,7 @@ def test_language_filter_shows_that_language_values(board):
         assert row["metrics"] == stored[row["key"]]["metrics"]["by"]["lang"]["fr"]
         assert row["metrics"]["n_samples"] < 606
     # the French values are what the toolkit computes on the French samples alone
-    from much_metric.signals import EvaluationOptions, evaluate_signals
+    from much_metric.report import EvaluationOptions, evaluate_signals
 
     fr = board.data.dataset.filter(lambda r: r["lang"] == "fr")
     noisy = next(r for r in rows if r["signal"] == "noisy")
@@ -99,7 +99,7 @@ def test_selection_filter_on_data_with_human_labels(tmp_path, signals):
     import much_dataset
     from much_dataset.selection import select_samples
     from much_leaderboard import EvaluationData
-    from much_metric.signals import EvaluationOptions, evaluate_signals
+    from much_metric.report import EvaluationOptions, evaluate_signals
 
     sample = much_dataset.load("sample", split="test")
     labelled = sample.map(lambda row, i: {"human_labels_0": row["labels"] if i < 100 else [0],

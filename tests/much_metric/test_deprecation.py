@@ -44,3 +44,18 @@ def test_the_old_span_scorer_gives_the_new_ones_numbers():
         old = mushroom.score([reference], [prediction])
     new = mushroom.score_spans([reference], [prediction])
     assert old["iou"] == new["iou"] == pytest.approx(3 / 5)
+
+
+@pytest.mark.parametrize(("old", "new_module"), [
+    ("evaluate_signals", "much_metric.report"), ("EvaluationOptions", "much_metric.report"),
+    ("rank_methods", "much_metric.report"), ("write_report", "much_metric.report"),
+    ("PAPER_TABLE7", "much_metric.report.published"), ("check_resamples", "much_metric.scoring"),
+])
+def test_names_moved_out_of_signals_warn_and_are_the_new_objects(old, new_module):
+    """The report stage left much_metric.signals (now the file format only); its names still import from there."""
+    import much_metric.signals as signals
+
+    with pytest.warns(FutureWarning, match=rf"much_metric.signals.{old} has moved .* use {new_module}.{old}"):
+        value = getattr(signals, old)
+    assert value is getattr(importlib.import_module(new_module), old)
+    assert old not in signals.__all__

@@ -32,7 +32,7 @@ for aggregator in ("product", "geometric"):
     results[aggregator] = module.compute(
         predictions=inputs["scores"], references=inputs["labels"], token_chunks=inputs["chunks"],
         stopword_mask=inputs["mask"], aggregator=aggregator, by={"lang": inputs["lang"]},
-        bootstrap=Bootstrap(n_resamples=20),
+        bootstrap=Bootstrap(n_resamples=40),
     )
 json.dump({"results": results, "module": type(module).__module__}, open(out_path, "w"))
 """
@@ -72,7 +72,7 @@ def test_loads_from_fresh_cache_and_equals_core(inputs, tmp_path, how):
     assert got["module"].startswith("evaluate_modules.metrics.much_metric.")
     for aggregator, result in got["results"].items():
         expected = score(payload["scores"], payload["chunks"], payload["labels"], stopword_mask=payload["mask"],
-                         aggregation=aggregator, by={"lang": payload["lang"]}, bootstrap=Bootstrap(n_resamples=20))
+                         aggregation=aggregator, by={"lang": payload["lang"]}, bootstrap=Bootstrap(n_resamples=40))
         assert result == json.loads(json.dumps(expected.to_dict()))
     copied = list((tmp_path / "modules").rglob("*.py"))
     assert any(p.name == "much_metric.py" for p in copied)

@@ -35,7 +35,7 @@ def test_score_without_labels_says_where_such_rows_are_scored():
 def test_evaluate_signals_names_the_missing_label_columns(unlabelled_folder):
     import much_dataset
     from much_metric.baselines import compute_signals
-    from much_metric.signals import evaluate_signals
+    from much_metric.report import evaluate_signals
 
     rows = much_dataset.load(str(unlabelled_folder), split="test")
     values = compute_signals(rows, ["max_likelihood"], progress=False)["max_likelihood"].values

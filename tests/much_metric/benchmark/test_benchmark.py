@@ -25,7 +25,7 @@ from much_metric.benchmark import (
     ResourceOptions,
     run_benchmark,
 )
-from much_metric.scoring import Bootstrap
+from much_metric.scoring import Aggregation, Bootstrap
 
 NO_BOOTSTRAP = EvaluationOptions(bootstrap=None)
 #: Fields that are wall times: measured again by every run (``cost``: the measured cost record, seconds included).
@@ -122,7 +122,7 @@ def test_skipped_methods_are_data_not_messages(sample):
     nll = run_benchmark(part, signals=["nll", "max_likelihood"], evaluation=NO_BOOTSTRAP)
     assert list(nll.skipped) == ["nll"] and "outside [0, 1]" in nll.skipped["nll"]
     assert "nll" in nll.signals and [row.signal_name for row in nll.rows] == ["max_likelihood"]
-    mean = EvaluationOptions(aggregator="mean", bootstrap=None)
+    mean = EvaluationOptions(aggregation="mean", bootstrap=None)
     assert run_benchmark(part, signals=["nll"], evaluation=mean).skipped == {}
 
     quiet = run_benchmark(part, nli=NliOptions(enabled=False), evaluation=NO_BOOTSTRAP)
@@ -132,11 +132,12 @@ def test_skipped_methods_are_data_not_messages(sample):
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [
-        (lambda: EvaluationOptions(aggregator="median"), ValueError,
-         "EvaluationOptions: aggregator must be one of"),
-        (lambda: EvaluationOptions(stopword_handling="drop"), ValueError,
-         "EvaluationOptions: stopword_handling must be one of"),
-        (lambda: EvaluationOptions(bootstrap=Bootstrap(n_resamples=10)), ValueError, "bootstrap.n_resamples must be 0"),
+        (lambda: EvaluationOptions(aggregation="median"), ValueError,
+         "EvaluationOptions: aggregation='median' is not an aggregator name"),
+        (lambda: EvaluationOptions(aggregation=Aggregation(score_type="confidence")), ValueError,
+         "EvaluationOptions: aggregation must keep drop_last_chunk=True and score_type='uncertainty'"),
+        (lambda: EvaluationOptions(bootstrap=Bootstrap(n_resamples=10)), ValueError,
+         "n_resamples must be an integer of at least 40"),
         (lambda: EvaluationOptions(bootstrap=1000), TypeError, "bootstrap must be a much_metric.Bootstrap"),
         (lambda: EvaluationOptions(random_state=-1), ValueError, "EvaluationOptions: random_state must be"),
         (lambda: OutputOptions(file_format="csv"), ValueError, "OutputOptions: file_format must be one of"),
@@ -150,9 +151,9 @@ def test_skipped_methods_are_data_not_messages(sample):
         (lambda: EvaluationOptions(by="country"), ValueError, "EvaluationOptions: by must be one of"),
         (lambda: EvaluationOptions(min_coverage=1.5), ValueError, "EvaluationOptions: min_coverage must be"),
         (lambda: EvaluationOptions(labels="gpt"), ValueError, "EvaluationOptions: labels must be one of"),
-        (lambda: EvaluationOptions(aggregator=()), ValueError, "EvaluationOptions: aggregator must be a name"),
-        (lambda: run_benchmark("sample", evaluation=EvaluationOptions(aggregator=("mean", "max"))), ValueError,
-         "evaluation.aggregator must be one aggregator"),
+        (lambda: EvaluationOptions(aggregation=()), ValueError, "EvaluationOptions: aggregation must be an "),
+        (lambda: run_benchmark("sample", evaluation=EvaluationOptions(aggregation=("mean", "max"))), ValueError,
+         "evaluation.aggregation must be one aggregation"),
         (lambda: run_benchmark("sample", resources=ResourceOptions(nli="some/model")), ValueError,
          "takes the NLI model from nli=NliOptions"),
         (lambda: run_benchmark("sample", signals=["entropy_24"]), ValueError, "unknown signal 'entropy_24'"),
@@ -178,16 +179,16 @@ def test_one_options_class_per_concept_shared_by_the_layers():
     import much_metric.signals
 
     # The benchmark re-exports the signals layer's evaluation options and the baselines layer's resources: no copy.
-    assert EvaluationOptions is much_metric.signals.EvaluationOptions
+    assert EvaluationOptions is much_metric.report.EvaluationOptions
     assert ResourceOptions is much_metric.baselines.ResourceOptions
-    options = EvaluationOptions(aggregator=["max", "mean", "max"], by="lang", claim_signals="judge")
+    options = EvaluationOptions(aggregation=["max", "mean", "max"], by="lang", claim_signals="judge")
     assert options.aggregators == ("max", "mean") and options.by == ("lang",) and options.claim_signals == ("judge",)
     assert EvaluationOptions().aggregators == ("product",) and hash(options)  # frozen, hashable
 
 
 def test_rows_hold_score_results_and_write_the_same_json(sample):
     from much_metric import ScoreResult
-    from much_metric.signals import evaluate_signals
+    from much_metric.report import evaluate_signals
 
     part = sample.select(range(60))
     result = run_benchmark(part, signals=["max_likelihood"], evaluation=NO_BOOTSTRAP)

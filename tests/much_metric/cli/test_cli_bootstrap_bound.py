@@ -7,7 +7,7 @@ import pytest
 
 import much_dataset
 from much_metric.cli import main
-from much_metric.signals import MAX_RESAMPLES, check_resamples
+from much_metric.scoring import MAX_RESAMPLES, check_resamples
 
 
 @pytest.mark.parametrize("command", [["run", "--source", "sample", "--signals", "token_likelihood", "--no-progress"],

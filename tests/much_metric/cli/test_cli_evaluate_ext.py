@@ -11,8 +11,9 @@ import much_dataset
 from much_dataset import schema
 from much_metric import mushroom
 from much_metric.cli import main
-from much_metric.signals import dataset_columns, write_signals
-from much_metric.signals._spans import DEFAULT_MUSHROOM, match_mushroom
+from much_metric.report._evaluation import dataset_columns
+from much_metric.report._spans import DEFAULT_MUSHROOM, match_mushroom
+from much_metric.signals import write_signals
 
 
 @pytest.fixture(scope="module")

@@ -53,7 +53,7 @@ def test_data_that_is_not_a_folder_nor_a_hub_id_fails_at_once(command, data, tmp
 
 def test_spans_without_the_mushroom_files_says_how_to_get_them(tmp_path, capsys, monkeypatch, no_data_loading):
     """After `pip install .` the repository's data/mushroom is absent: the message names --mushroom and the files."""
-    from much_metric.signals import _spans
+    from much_metric.report import _spans
 
     monkeypatch.setattr(_spans, "DEFAULT_MUSHROOM", tmp_path / "site-packages" / "data" / "mushroom")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

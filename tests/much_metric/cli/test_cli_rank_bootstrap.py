@@ -9,8 +9,9 @@ import pytest
 import much_dataset
 from much_dataset import schema
 from much_metric.cli import main
-from much_metric.scoring import Bootstrap
-from much_metric.signals import MIN_RANK_RESAMPLES, EvaluationOptions, evaluate_signals, rank_methods, write_signals
+from much_metric.report import EvaluationOptions, evaluate_signals, rank_methods
+from much_metric.scoring import MIN_RANK_RESAMPLES, Bootstrap
+from much_metric.signals import write_signals
 
 
 @pytest.fixture(scope="module")
@@ -65,15 +66,15 @@ def test_rank_methods_without_resamples_gives_no_interval(sample, scores):
     from much_metric.signals import read_signals
 
     table = evaluate_signals(sample, read_signals(scores),
-                             evaluation=EvaluationOptions(aggregator=("product",), bootstrap=None))
+                             evaluation=EvaluationOptions(aggregation=("product",), bootstrap=None))
     board = rank_methods(table, "roc_auc", bootstrap=None)
-    assert [row["rank"] for row in board["rows"]] == [1, 2]
-    assert board["rows"][0]["method"] == "max_likelihood (product)"
-    assert all(row["interval"] is None and row["rank_probability"] is None for row in board["rows"])
-    assert board["p_values"] is None and board["rank_probabilities"] is None and board["n_resamples"] == 0
+    assert [row.rank for row in board.rows] == [1, 2]
+    assert board.rows[0].method == "max_likelihood (product)"
+    assert all(row.interval is None and row.rank_probability is None for row in board.rows)
+    assert board.p_values is None and board.rank_probabilities is None and board.n_resamples == 0
     # the point values are those of the bootstrapped leaderboard
     full = rank_methods(table, "roc_auc", bootstrap=Bootstrap(n_resamples=MIN_RANK_RESAMPLES))
-    assert [r["value"] for r in full["rows"]] == [r["value"] for r in board["rows"]]
+    assert [r.value for r in full.rows] == [r.value for r in board.rows]
     for count in (1, MIN_RANK_RESAMPLES - 1):
         with pytest.raises(ValueError, match=f"at least {MIN_RANK_RESAMPLES}"):
             rank_methods(table, "roc_auc", bootstrap=Bootstrap(n_resamples=count))

@@ -14,6 +14,7 @@ pytest.importorskip("safetensors")
 import much_dataset  # noqa: E402
 from much_metric.baselines import resolve, token_arrays  # noqa: E402
 from much_metric.learned import (  # noqa: E402
+    KINDS,
     DetectorFolderError,
     LinearDetector,
     SequenceDetector,
@@ -86,7 +87,7 @@ def test_numpy_linear_inference_equals_the_torch_model(detectors, sample):
 
     detector = detectors[0]["linear"]
     test = sample.select(range(10))
-    model = _torch.build("LinearModule", 30, random_state=0)
+    model = _torch.build(KINDS["linear"], 30, random_state=0)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in detector.weights.items() if k.startswith("linear.")})
     prepared = _data.prepare(test, token_features(test), detector.weights["input_mean"], detector.weights["input_std"])
     expected = _torch.token_logits(model, _data.batch(prepared, np.arange(10)))

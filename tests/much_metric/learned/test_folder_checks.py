@@ -159,8 +159,8 @@ def test_non_float32_or_extra_tensors_are_refused(folders, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--learning-rate", "1e300"], "--learning-rate must be a finite number in (0, 10], got 1e+300"),
-    (["--learning-rate", "nan"], "--learning-rate must be a finite number"),
+    (["--learning-rate", "1e300"], "--learning-rate must be a number in (0, 10], got 1e+300"),
+    (["--learning-rate", "nan"], "--learning-rate must be a number in (0, 10], got nan"),
     (["--detector", "sequence", "--hidden", "0"], "--hidden must be an integer in [1, 1,024], got 0"),
     (["--hidden", "8"], "--hidden applies to the sequence and claim_head detectors"),
     (["--max-epochs", "0"], "--max-epochs must be an integer"),

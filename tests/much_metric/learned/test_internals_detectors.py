@@ -20,6 +20,7 @@ from much_dataset.internals import load_internals  # noqa: E402
 from much_dataset.synthetic import make_rows  # noqa: E402
 from much_metric.baselines import token_arrays  # noqa: E402
 from much_metric.learned import (  # noqa: E402
+    KINDS,
     ClaimHeadDetector,
     PackMismatchError,
     ProbeDetector,
@@ -111,7 +112,7 @@ def test_claim_head_forward_shapes_and_attention_stays_within_a_claim():
 
     from much_metric.learned import _torch
 
-    model = _torch.build("ClaimHeadModule", 5, random_state=0, hyper={"hidden": 8, "layers": 2, "heads": 2}).eval()
+    model = _torch.build(KINDS["claim_head"], 5, random_state=0, hyper={"hidden": 8, "layers": 2, "heads": 2}).eval()
     rng = np.random.default_rng(0)
     inputs = torch.from_numpy(rng.standard_normal((2, 7, 5)).astype(np.float32))
     segments = torch.tensor([[0, 0, 0, 1, 1, 2, -1], [0, 1, 1, 1, 2, 2, 2]])
@@ -234,7 +235,7 @@ def test_a_pack_of_another_model_or_without_the_layer_is_refused(world, tmp_path
         probe.token_scores(test, no_layer)
     with pytest.raises(ValueError, match="reads an internals pack"):
         probe.token_scores(test)
-    with pytest.raises(ValueError, match="layer must be None"):
+    with pytest.raises(ValueError, match=r"layer must be an integer in \[0, 4,096\] or None, got -1"):
         ProbeDetector(layer=-1)
     with pytest.raises(ValueError, match="hidden must be a multiple of 4"):
         ClaimHeadDetector(hidden=10)

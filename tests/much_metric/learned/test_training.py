@@ -149,8 +149,8 @@ def test_early_stopping_keeps_the_best_epoch(tmp_path):
 @pytest.mark.parametrize("cls, params, message", [
     (LinearDetector, {"aggregator": "median"}, "aggregator must be one of"),
     (LinearDetector, {"batch_size": 0}, r"batch_size must be an integer in \[1, "),
-    (LinearDetector, {"learning_rate": 1e300}, r"learning_rate must be a finite number in \(0, 10\]"),
-    (LinearDetector, {"learning_rate": float("nan")}, "learning_rate must be a finite number"),
+    (LinearDetector, {"learning_rate": 1e300}, r"learning_rate must be a number in \(0, 10\], got 1e\+300"),
+    (LinearDetector, {"learning_rate": float("nan")}, r"learning_rate must be a number in \(0, 10\], got nan"),
     (SequenceDetector, {"hidden": 0}, r"hidden must be an integer in \[1, 1,024\], got 0"),
     (SequenceDetector, {"hidden": 200_000}, "hidden must be an integer"),
     (SequenceDetector, {"random_state": -1}, "random_state must be an integer"),
@@ -176,12 +176,12 @@ def test_sequence_detector_with_hidden_0_is_refused_before_any_epoch(tmp_path, m
 def test_estimators_are_sklearn_shaped():
     for kind, cls in ESTIMATORS.items():
         model = cls()
-        assert model.get_params() == {"aggregator": "product", "stopword_handling": "null", **KINDS[kind].defaults,
+        assert model.get_params() == {"aggregation": "product", **KINDS[kind].defaults,
                                       "random_state": 0}
         assert cls(**model.get_params()).get_params() == model.get_params()  # clone
         if "patience" in KINDS[kind].defaults:  # the probe has no epochs
             assert model.set_params(patience=2).patience == 2
-        with pytest.raises(ValueError, match="has no hyper-parameter 'seed'"):
+        with pytest.raises(ValueError, match="has no parameter .seed."):
             model.set_params(seed=1)
         with pytest.raises(ValueError, match="not fitted yet"):
             model.save("nowhere")

@@ -19,11 +19,10 @@ pytest.importorskip("safetensors")
 import much_dataset  # noqa: E402
 from much_metric.baselines import max_likelihood, token_arrays  # noqa: E402
 from much_metric.learned import load_detector  # noqa: E402
+from much_metric.report import EvaluationOptions, evaluate_signals
 from much_metric.scoring import score  # noqa: E402
-from much_metric.signals import (  # noqa: E402
-    EvaluationOptions,
+from much_metric.signals import (
     TrainingRowsWarning,
-    evaluate_signals,
     read_signal_metadata,
     read_signals,
     signal_metadata_of,
@@ -172,7 +171,7 @@ def test_a_detector_scored_through_another_aggregator_is_warned_about(trained, s
 
     with pytest.warns(TrainingRowsWarning, match="trained through the product aggregator and is scored with mean"):
         run_benchmark(sample.select(range(40)), signals=[f"learned:{trained}"],
-                      evaluation=EvaluationOptions(bootstrap=None, aggregator="mean"))
+                      evaluation=EvaluationOptions(bootstrap=None, aggregation="mean"))
     with warnings.catch_warnings():
         warnings.simplefilter("error", TrainingRowsWarning)
         run_benchmark(sample.select(range(40)), signals=[f"learned:{trained}"],

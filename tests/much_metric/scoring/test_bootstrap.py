@@ -32,7 +32,7 @@ def test_resample_counts_are_multinomial_draws():
 
 def test_distribution_equals_explicit_resampling_of_samples():
     s, y, claim_sample, n = _data(seed=3)
-    (dist,) = bootstrap_distribution([s], y, claim_sample, n, n_resamples=25, random_state=11)
+    (dist,) = bootstrap_distribution([s], y, claim_sample, n, n_resamples=40, random_state=11)
     counts = resample_counts(n, 25, np.random.default_rng(11))
     by_sample = [np.flatnonzero(claim_sample == i) for i in range(n)]
     for replicate in range(25):
@@ -83,3 +83,27 @@ def test_validation():
         bootstrap_intervals(s, y, claim_sample, n, confidence_level=1.5)
     with pytest.raises(ValueError, match="same claims"):
         paired_bootstrap(s, s[:-1], y, claim_sample, n)
+
+
+@pytest.mark.parametrize("n_resamples", [1, 10, 39, 40, 1000, 100_000, 100_001])
+def test_one_resample_rule_for_bootstrap_evaluation_and_commands(n_resamples):
+    """Bootstrap, EvaluationOptions, the commands' --bootstrap and the leaderboard accept the same counts: one
+    constraint (RESAMPLES, 40 to 100000) that all of them read; only a command's 0 means "no bootstrap"."""
+    from much_metric.report import EvaluationOptions
+    from much_metric.scoring import RESAMPLES, Bootstrap, check_resamples
+
+    def accepts(build) -> bool:
+        try:
+            build()
+        except ValueError:
+            return False
+        return True
+
+    expected = RESAMPLES.is_satisfied_by(n_resamples)
+    assert accepts(lambda: Bootstrap(n_resamples=n_resamples)) is expected
+    assert accepts(lambda: EvaluationOptions(bootstrap=Bootstrap(n_resamples=n_resamples))) is expected
+    assert accepts(lambda: check_resamples(n_resamples, "--bootstrap")) is expected
+    assert accepts(lambda: check_resamples(n_resamples, "--bootstrap", zero=False)) is expected
+    assert check_resamples(0, "--bootstrap") == 0
+    with pytest.raises(ValueError, match="no bootstrap: bootstrap=None"):
+        check_resamples(0, "n_resamples", zero=False)

@@ -139,6 +139,6 @@ def test_bootstrap_ece_equals_replicate_weights():
     scores, hallucinated = _data(11, n=300)
     claim_sample = np.sort(np.random.default_rng(2).integers(0, 60, scores.size))
     p = np.round(scores, 2)
-    got = calibration.bootstrap_ece(p, hallucinated, claim_sample, 60, n_resamples=20, random_state=4)
-    weights = resample_counts(60, 20, np.random.default_rng(4))[:, claim_sample]
+    got = calibration.bootstrap_ece(p, hallucinated, claim_sample, 60, n_resamples=40, random_state=4)
+    weights = resample_counts(60, 40, np.random.default_rng(4))[:, claim_sample]
     np.testing.assert_allclose(got, calibration.ece_replicates(p, hallucinated, weights), atol=1e-12)

@@ -38,7 +38,7 @@ def test_length_scores_match_a_loop(drop_last_chunk, with_mask):
 def test_per_token_random_signal_lands_near_the_length_floor_on_the_sample():
     """Random token scores, product aggregator: above the random floor, near the length floor (claim length)."""
     import much_dataset
-    from much_metric.signals import EvaluationOptions, evaluate_signals
+    from much_metric.report import EvaluationOptions, evaluate_signals
 
     data = much_dataset.load("sample", split="test")
     rng = np.random.default_rng(0)

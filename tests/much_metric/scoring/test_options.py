@@ -65,7 +65,7 @@ def test_every_option_of_the_object_reaches_the_metric():
     as_confidence = score(flipped, chunks, labels, mask, aggregation=Aggregation(score_type="confidence"))
     assert as_confidence.roc_auc == score(scores, chunks, labels, mask).roc_auc
     paired = compare(scores, flipped, chunks, labels, mask, aggregation=Aggregation(aggregator="mean"),
-                     bootstrap=Bootstrap(n_resamples=20))
+                     bootstrap=Bootstrap(n_resamples=40))
     assert paired.roc_auc.a == score(scores, chunks, labels, mask, aggregation="mean").roc_auc
     assert paired.roc_auc.b == pytest.approx(1 - paired.roc_auc.a)
 

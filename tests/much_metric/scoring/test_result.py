@@ -32,7 +32,7 @@ def test_result_is_frozen_and_keyword_only():
 
 def test_to_dict_is_the_plain_json_dict():
     result = score(SCORES, CHUNKS, LABELS, by={"lang": ["en", "fr", "en"]},
-                   bootstrap=Bootstrap(n_resamples=30))
+                   bootstrap=Bootstrap(n_resamples=40))
     plain = result.to_dict()
     assert list(plain) == [*METRICS, "n_samples", "n_claims", "n_hallucinated", "intervals", "by", "aggregator",
                            "stopword_handling"]
@@ -65,8 +65,8 @@ def test_data_positional_options_keyword_only(function):
 
 
 def test_one_name_per_concept_across_the_public_functions():
+    from much_metric.report import evaluate_signals
     from much_metric.scoring import aggregate_claims, compare
-    from much_metric.signals import evaluate_signals
 
     for function in (aggregate_claims, score, score_claims, compare, evaluate_signals):
         names = set(inspect.signature(function).parameters)

@@ -22,7 +22,7 @@ def test_score_and_compare_warn_without_a_mask():
     assert "much_dataset.load" in str(caught[0].message) and MISSING_MASK_EFFECT in str(caught[0].message)
     assert caught[0].filename == __file__  # points at the caller's line
     with pytest.warns(MissingStopwordMaskWarning, match=r"compare\(\)"):
-        compare(SCORES, SCORES, CHUNKS, LABELS, bootstrap=Bootstrap(n_resamples=10))
+        compare(SCORES, SCORES, CHUNKS, LABELS, bootstrap=Bootstrap(n_resamples=40))
 
 
 def test_no_warning_with_a_mask_or_a_layout():

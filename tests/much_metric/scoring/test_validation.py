@@ -186,9 +186,11 @@ def test_bootstrap_must_be_a_bootstrap(bootstrap):
 
 
 @pytest.mark.parametrize(("options", "match"), [
-    ({"n_resamples": 0}, "n_resamples must be a positive integer, got 0 .no bootstrap: pass bootstrap=None"),
-    ({"n_resamples": True}, "n_resamples must be a positive integer"),
-    ({"n_resamples": 2.0}, "n_resamples must be a positive integer"),
+    ({"n_resamples": 0}, "n_resamples must be an integer of at least 40 .no bootstrap: bootstrap=None., got 0"),
+    ({"n_resamples": 39}, "n_resamples must be an integer of at least 40"),
+    ({"n_resamples": 100_001}, "n_resamples must be at most 100000"),
+    ({"n_resamples": True}, "n_resamples must be an integer of at least 40"),
+    ({"n_resamples": 2.0}, "n_resamples must be an integer of at least 40"),
     ({"confidence_level": 1.0}, "confidence_level must be a number in"),
     ({"confidence_level": "0.9"}, "confidence_level must be a number in"),
 ])
@@ -220,11 +222,11 @@ def test_short_generation_ids_is_a_value_error_not_an_index_error():
 
 def test_compare_with_a_short_second_method_blames_that_method():
     message = _raises("token_scores_b has 2 samples but token_scores_a has 3", compare, SCORES, SCORES[:2], CHUNKS,
-                      LABELS, bootstrap=Bootstrap(n_resamples=10))
+                      LABELS, bootstrap=Bootstrap(n_resamples=40))
     assert "ClaimLayout" not in message
     shorter = [SCORES[0], SCORES[1][:-1], SCORES[2]]
     message = _raises("token_scores_b has 5 scores but token_scores_a and the chunks have 6", compare, SCORES,
-                      shorter, CHUNKS, LABELS, bootstrap=Bootstrap(n_resamples=10), generation_ids=IDS)
+                      shorter, CHUNKS, LABELS, bootstrap=Bootstrap(n_resamples=40), generation_ids=IDS)
     _named(message, 1)
 
 

@@ -120,3 +120,28 @@ def test_a_tokenizer_that_gains_an_end_of_turn_token_is_profiled_again():
     tokenizer.add_special_tokens({"additional_special_tokens": ["<end_of_turn>"]})
     added = tokenizer.convert_tokens_to_ids("<end_of_turn>")
     assert added not in before and added in IncrementalSegmenter(tokenizer).eos_ids
+
+
+def test_per_text_segment_asks_the_vocabulary_only_where_a_grown_one_can_change_the_claims(monkeypatch):
+    """segment() on one text is the hot path: the growth check (the tokenizer's size, about 5 us from its Rust
+    backend) runs only for a text holding an end-of-turn marker the profile does not know as one token; such a text
+    then segments with the grown vocabulary's end of turn."""
+    from much_metric.models import load_tokenizer
+    from much_metric.segmentation import _spans
+
+    tokenizer = load_tokenizer("smollm2")
+    text = "Paris is the capital of France. It is big."
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    before = segment(text, tokenizer, ids)
+    asked = []
+    real = _spans._vocabulary_size
+    monkeypatch.setattr(_spans, "_vocabulary_size", lambda t: asked.append(1) or real(t))
+    for _ in range(20):
+        assert segment(text, tokenizer, ids) == before
+    assert asked == []
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<end_of_turn>"]})
+    marked = text + "<end_of_turn>"
+    marked_ids = tokenizer.encode(marked, add_special_tokens=False)
+    assert marked_ids[-1] == tokenizer.convert_tokens_to_ids("<end_of_turn>")
+    claims = segment(marked, tokenizer, marked_ids)
+    assert asked and claims[-1] == [len(marked_ids) - 1]  # the learnt marker ends the answer, a claim of its own

@@ -10,6 +10,7 @@ import zipfile
 import numpy as np
 import pytest
 
+from much_metric.report import pareto_front
 from much_metric.signals import (
     COST_KEY,
     DeclaredCost,
@@ -18,7 +19,6 @@ from much_metric.signals import (
     cost_of,
     format_seconds,
     machine_record,
-    pareto_front,
     read_archive,
     read_signal_metadata,
     read_signals,

@@ -12,8 +12,9 @@ import pytest
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
+from much_metric.report import EvaluationOptions, evaluate_signals
 from much_metric.scoring import MuchMetricWarning
-from much_metric.signals import EvaluationOptions, SignalsFormatError, evaluate_signals, read_signals, write_signals
+from much_metric.signals import SignalsFormatError, read_signals, write_signals
 
 ROW = {"generation_id": "g0", "signal_name": "s", "values": [0.25, 0.5]}
 

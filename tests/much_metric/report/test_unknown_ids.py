@@ -8,8 +8,8 @@ import pytest
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
+from much_metric.report import EvaluationOptions, evaluate_signals
 from much_metric.scoring import MuchMetricWarning
-from much_metric.signals import EvaluationOptions, evaluate_signals
 
 
 @pytest.fixture(scope="module")

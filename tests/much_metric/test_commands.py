@@ -1,4 +1,4 @@
-"""The one error loop (:mod:`much_dataset.cli_errors`) behind the three commands: ``much``, ``python -m builder`` and
+"""The one error loop (:mod:`much_metric.commands`) behind the three commands: ``much``, ``python -m builder`` and
 ``much-leaderboard`` turn the same library error into the same one-line shape and the same exit code."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 import much_dataset
-from much_dataset import cli_errors
-from much_dataset.cli_errors import error_message, run_command
+from much_metric import commands
+from much_metric.commands import error_message, run_command
 
 #: A library error as the contract asks for: a ValueError naming the sample, the field and the file, on two lines.
 LIBRARY_ERROR = "sample 'g7': field 'labels' in data/test.jsonl:\n    expected a list, got 'yes'"
@@ -88,6 +88,36 @@ def test_a_bug_is_one_line_naming_its_type_and_exit_1(name, tmp_path, capsys, mo
 
 
 @pytest.mark.parametrize("name", ENTRY_POINTS)
+@pytest.mark.parametrize("error", [KeyError("mlp"), TypeError("unsupported operand type(s) for +: 'int' and 'str'"),
+                                   IndexError("list index out of range")], ids=lambda e: type(e).__name__)
+def test_an_internal_lookup_or_type_error_is_a_bug_exit_1(name, error, tmp_path, capsys, monkeypatch):
+    """Only the toolkit's own errors (ValueError and its subclasses, OSError, ImportError) are expected: a KeyError,
+    TypeError or IndexError escaping library code is a bug, named with the traceback hint, never "error: missing key"
+    with exit 2."""
+    monkeypatch.delenv("MUCH_DEBUG", raising=False)
+    prog, run = _entry(name, monkeypatch, error, tmp_path)
+    assert run() == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{prog}: error: {type(error).__name__}: ") and err.endswith("(--traceback for details)\n")
+    assert SHAPE.match(err)
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+def test_an_invalid_parameter_is_an_expected_error_exit_2(name, tmp_path, capsys, monkeypatch):
+    from much_dataset.params import InvalidParameterError
+
+    monkeypatch.delenv("MUCH_DEBUG", raising=False)
+    prog, run = _entry(name, monkeypatch, InvalidParameterError("score: aggregator must be one of ('mean',), got 'x'"),
+                       tmp_path)
+    assert run() == 2
+    assert capsys.readouterr().err == f"{prog}: error: score: aggregator must be one of ('mean',), got 'x'\n"
+
+
+def test_the_expected_errors_are_the_toolkits_own():
+    assert set(commands.EXPECTED_ERRORS) == {ValueError, OSError, ImportError}
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
 def test_ctrl_c_is_130_and_traceback_re_raises(name, tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("MUCH_DEBUG", raising=False)
     prog, run = _entry(name, monkeypatch, KeyboardInterrupt(), tmp_path)
@@ -149,7 +179,7 @@ def test_a_reader_that_leaves_early_gets_exit_141_and_no_noise(tmp_path):
     "Exception ignored" from the interpreter's last flush."""
     script = textwrap.dedent("""
         import sys
-        from much_dataset.cli_errors import run_command
+        from much_metric.commands import run_command
 
         def command():
             for _ in range(200_000):
@@ -162,5 +192,5 @@ def test_a_reader_that_leaves_early_gets_exit_141_and_no_noise(tmp_path):
     child.stdout.read(10)  # the reader takes one line's worth and leaves
     child.stdout.close()
     _, err = child.communicate(timeout=60)
-    assert child.returncode == cli_errors.EXIT_BROKEN_PIPE == 141
+    assert child.returncode == commands.EXIT_BROKEN_PIPE == 141
     assert err.decode() == ""

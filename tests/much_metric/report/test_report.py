@@ -8,9 +8,10 @@ import pytest
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
+from much_metric.report import EvaluationOptions, evaluate_signals
+from much_metric.report import _html as _report
+from much_metric.report._html import format_metric, render_report, write_report
 from much_metric.scoring import Bootstrap
-from much_metric.signals import EvaluationOptions, _report, evaluate_signals
-from much_metric.signals._report import format_metric, render_report, write_report
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def table():
     }
     with pytest.warns(UserWarning, match="lang=de: no hallucinated claim"):
         return evaluate_signals(rows, signals,
-                                evaluation=EvaluationOptions(aggregator=("product", "mean"), by=("lang",),
+                                evaluation=EvaluationOptions(aggregation=("product", "mean"), by=("lang",),
                                                              bootstrap=Bootstrap(n_resamples=40)))
 
 

@@ -11,10 +11,10 @@ from sklearn.metrics import roc_auc_score
 
 from much_dataset import schema
 from much_dataset.synthetic import make_rows
+from much_metric.report import EvaluationOptions, evaluate_signals
+from much_metric.report._calibrate import calibrate_table, fit_rows_by_fraction
+from much_metric.report._rank import rank_methods
 from much_metric.scoring import Aggregation, Bootstrap, aggregate_claims, ece, fit_calibrator, rank_claim_scores, score
-from much_metric.signals import EvaluationOptions, evaluate_signals
-from much_metric.signals._calibrate import calibrate_table, fit_rows_by_fraction
-from much_metric.signals._rank import rank_methods
 
 
 @pytest.fixture(scope="module")
@@ -133,25 +133,25 @@ def test_coverage_is_reported_and_enforced(rows):
 
 def test_rank_methods_matches_leaderboard_and_per_language_values(rows):
     table = evaluate_signals(rows, _signals(rows),
-                             evaluation=EvaluationOptions(aggregator=("product", "max"), bootstrap=None))
+                             evaluation=EvaluationOptions(aggregation=("product", "max"), bootstrap=None))
     board = rank_methods(table, "roc_auc", bootstrap=Bootstrap(n_resamples=200, random_state=3),
                          timings={"noise": {"seconds": 2.0}}, generation_seconds=100.0)
     scores = {f"{r.signal_name} ({r.aggregator})": r.claim_scores for r in table.results}
     y = table.results[0].hallucinated
     direct = rank_claim_scores(scores, y, table.results[0].claim_rows, len(rows), metric="roc_auc",
                                bootstrap=Bootstrap(n_resamples=200, random_state=3))
-    assert [r["method"] for r in board["rows"]] == [r["method"] for r in direct["rows"]]
-    assert [r["rank"] for r in board["rows"]] == [r["rank"] + 1 for r in direct["rows"]]
-    np.testing.assert_allclose(board["p_values"], direct["p_values"])
+    assert [r.method for r in board.rows] == [r["method"] for r in direct["rows"]]
+    assert [r.rank for r in board.rows] == [r["rank"] + 1 for r in direct["rows"]]
+    np.testing.assert_allclose(board.p_values, direct["p_values"])
     langs = np.array([r[schema.LANG] for r in rows])[table.results[0].claim_rows]
-    for row in board["rows"]:
-        per = {lang: roc_auc_score(y[langs == lang], scores[row["method"]][langs == lang]) for lang in set(langs)}
-        assert row["lang_gap"] == pytest.approx(max(per.values()) - min(per.values()), abs=1e-12)
-        if row["method"].startswith("noise"):
-            assert row["relative_runtime"] == pytest.approx(0.02)
+    for row in board.rows:
+        per = {lang: roc_auc_score(y[langs == lang], scores[row.method][langs == lang]) for lang in set(langs)}
+        assert row.lang_gap == pytest.approx(max(per.values()) - min(per.values()), abs=1e-12)
+        if row.method.startswith("noise"):
+            assert row.relative_runtime == pytest.approx(0.02)
         else:
-            assert row["seconds"] is None
-    assert set(board["floors"]) == {"floor: random", "floor: constant", "floor: length"}
+            assert row.seconds is None
+    assert set(board.floors) == {"floor: random", "floor: constant", "floor: length"}
     with pytest.raises(ValueError, match="--rank must be one of"):
         rank_methods(table, "accuracy")
 
@@ -184,7 +184,7 @@ def test_calibration_on_a_seeded_half_equals_a_direct_fit(rows):
 def test_options_object_drives_every_option_and_training_rows_can_be_included(rows):
     ids = [r[schema.GENERATION_ID] for r in rows]
     trained = {"max_likelihood": frozenset(ids[:10])}
-    options = EvaluationOptions(aggregator=("product", "mean"), by="lang", bootstrap=None, floors=False)
+    options = EvaluationOptions(aggregation=("product", "mean"), by="lang", bootstrap=None, floors=False)
     held_out = evaluate_signals(rows, _signals(rows), evaluation=options, training_rows=trained)
     assert [(r.signal_name, r.aggregator) for r in held_out.results] == [
         ("max_likelihood", "product"), ("max_likelihood", "mean"), ("noise", "product"), ("noise", "mean")]
@@ -203,7 +203,7 @@ def test_options_object_drives_every_option_and_training_rows_can_be_included(ro
 def test_floors_change_no_process_wide_warnings_state(rows, monkeypatch):
     """The floors score the methods' claims again without repeating the single-class warning; they must do it
     without touching ``warnings.filters``, which every thread of a server shares."""
-    from much_metric.signals import _evaluation
+    from much_metric.report import _evaluation
 
     seen = []
     original = _evaluation.score_claims

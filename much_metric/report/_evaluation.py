@@ -5,7 +5,7 @@ of a MUCH split by ``generation_id``, then scores every (signal, aggregator) pai
 :func:`much_metric.scoring.score_claims`, and adds the floors (seeded random, constant and claim-length scores on
 the same claims).
 
-* **Claim-level signals**: a signal whose name ends with :data:`CLAIM_SUFFIX` (``"@claim"``, e.g.
+* **Claim-level signals**: a signal whose name ends with :data:`much_metric.signals.CLAIM_SUFFIX` (``"@claim"``, e.g.
   ``p_true@claim``) -- or that is named in ``claim_signals`` -- holds one value per chunk of ``token_chunks`` (EOS
   claim included, like ``labels``) instead of one per token; it is scored as is, with no aggregator.
 * **Ground truth**: ``labels=`` names the column (:data:`LABEL_CHOICES`): ``labels`` (GPT-4o, the reference),
@@ -40,6 +40,8 @@ from much_dataset.schema import (
     missing_label_columns,
 )
 from much_dataset.validation import LabelsWithheldError
+from much_metric.report._options import BREAKDOWNS, LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions
+from much_metric.report._pairing import RowPairing, common_rows
 from much_metric.scoring import (
     MuchMetricWarning,
     ScoreResult,
@@ -49,14 +51,11 @@ from much_metric.scoring import (
     suppress_single_class_warning,
 )
 from much_metric.scoring.engine import aggregate_flat, flatten_scores
-from much_metric.signals._options import BREAKDOWNS, LABEL_CHOICES, MIN_COVERAGE, EvaluationOptions
-from much_metric.signals._pairing import RowPairing, common_rows
+from much_metric.signals import CLAIM_SUFFIX
 
-__all__ = ["BREAKDOWNS", "CLAIM_SUFFIX", "FLOORS", "LABEL_CHOICES", "MIN_COVERAGE", "EvaluationTable", "SignalResult",
+__all__ = ["BREAKDOWNS", "FLOORS", "LABEL_CHOICES", "MIN_COVERAGE", "EvaluationTable", "SignalResult",
            "dataset_columns", "evaluate_signals", "ground_truth"]
 
-#: Signal names ending with this hold one value per chunk (claim-level methods: P(True), judges, sampling).
-CLAIM_SUFFIX = "@claim"
 #: Names of the floor rows (reference rows, not methods).
 FLOORS = ("floor: random", "floor: constant", "floor: length")
 
@@ -256,7 +255,7 @@ def evaluate_signals(
 
     **Paired by default** (``evaluation.paired``): every signal and floor is scored on the same samples, those with
     ground truth that every signal covers and that trained none of them (``EvaluationTable.pairing`` says what was
-    left out and why, :mod:`much_metric.signals._pairing`); ``paired=False`` scores each signal on its own samples.
+    left out and why, :mod:`much_metric.report._pairing`); ``paired=False`` scores each signal on its own samples.
     Samples without values for a signal are counted in ``EvaluationTable.missing``, with a warning (unless
     ``expected_missing`` names the signal). A signal covering less than
     ``evaluation.min_coverage`` of the dataset's samples is an error (``min_coverage=0`` accepts any partial
@@ -267,7 +266,7 @@ def evaluate_signals(
     --------
     >>> import numpy as np
     >>> import much_dataset
-    >>> from much_metric.signals import EvaluationOptions, evaluate_signals
+    >>> from much_metric.report import EvaluationOptions, evaluate_signals
     >>> split = much_dataset.load("sample", split="test").select(range(30))
     >>> rng = np.random.default_rng(0)
     >>> noise = {row["generation_id"]: rng.random(len(row["output_tokens"])) for row in split}

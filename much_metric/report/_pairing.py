@@ -1,7 +1,7 @@
 """Which samples the rows of one table are scored on: the paired rule every comparison table follows.
 
 A table that compares signals compares them **on the same samples and claims**. By default
-(``EvaluationOptions(paired=True)``) every signal and every floor of :func:`much_metric.signals.evaluate_signals` is
+(``EvaluationOptions(paired=True)``) every signal and every floor of :func:`much_metric.report.evaluate_signals` is
 scored on the samples with ground truth that every listed signal covers: a learned detector's held-out rows (the
 rows it trained or validated on are left out for every row of the table, not for its own row only), the rows an
 internals pack holds, the rows a partial signal file has values for. :class:`RowPairing` records what was kept and
@@ -30,7 +30,7 @@ def common_rows(rows_of: Mapping[str, list[int]]) -> list[int]:
 
 @dataclass(frozen=True, kw_only=True)
 class RowPairing:
-    """The samples of one table, as :func:`much_metric.signals.evaluate_signals` chose them.
+    """The samples of one table, as :func:`much_metric.report.evaluate_signals` chose them.
 
     Attributes
     ----------
@@ -51,7 +51,7 @@ class RowPairing:
 
     Examples
     --------
-    >>> from much_metric.signals import RowPairing
+    >>> from much_metric.report import RowPairing
     >>> RowPairing(paired=True, n_samples=262, n_with_truth=606, trained={"learned_x": 344}).describe()
     'paired: every row is scored on the same 262 of the 606 samples with ground truth; 344 left out: 344 trained or validated learned_x (--no-paired: each row on all its samples, not comparable)'
     >>> RowPairing(paired=True, n_samples=606, n_with_truth=606).describe() is None

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from much_metric.report._evaluation import EvaluationTable
 from much_metric.scoring import Bootstrap, bootstrap_ece, brier, ece, fit_calibrator, reliability_diagram
-from much_metric.signals._evaluation import EvaluationTable
 
 __all__ = ["CalibrationResult", "calibrate_table", "calibration_json", "fit_rows_by_fraction"]
 

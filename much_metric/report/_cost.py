@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from much_metric.signals._cost import DeclaredCost, SignalCost, format_seconds
+from much_metric.signals import DeclaredCost, SignalCost, format_seconds
 
 __all__ = ["cost_section", "degradation_figure", "degradation_section", "pareto_figure", "pareto_front"]
 
@@ -21,7 +21,7 @@ def pareto_front(costs: Sequence[float], values: Sequence[float]) -> np.ndarray:
     """Boolean mask of the points no other point beats: none is at most as costly and at least as good, and better
     in one of the two (lower cost, higher value). Points with a nan are never on the front.
 
-    >>> from much_metric.signals import pareto_front
+    >>> from much_metric.report import pareto_front
     >>> pareto_front([1.0, 2.0, 3.0, 2.5], [0.6, 0.7, 0.65, 0.8]).tolist()
     [True, True, False, True]
     """

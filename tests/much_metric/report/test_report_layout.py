@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from much_metric.signals import _report, _report_figures
+from much_metric.report import _figures as _report_figures
+from much_metric.report import _html as _report
 
 pytest.importorskip("matplotlib")
 

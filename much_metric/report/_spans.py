@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from much_metric import mushroom
-from much_metric.signals._evaluation import EvaluationTable
+from much_metric.report._evaluation import EvaluationTable
 
-__all__ = ["DEFAULT_MUSHROOM", "MUSHROOM_HINT", "match_mushroom", "evaluate_spans"]
+__all__ = ["DEFAULT_MUSHROOM", "MUSHROOM_HINT", "match_mushroom", "mushroom_source", "evaluate_spans"]
 
 #: The Mu-SHROOM test split shipped with the repository.
 DEFAULT_MUSHROOM = Path(__file__).resolve().parents[2] / "data" / "mushroom"
@@ -40,6 +40,16 @@ def _records(source: str | Path) -> list[dict[str, Any]]:
     if not (path.is_dir() and any(path.glob("*.jsonl"))) and not path.is_file():
         raise FileNotFoundError(f"no Mu-SHROOM JSONL file at {path}{MUSHROOM_HINT if path == DEFAULT_MUSHROOM else ''}")
     return list(mushroom.read_records([path]))
+
+
+def mushroom_source(mushroom: str | Path | None = None) -> Path:
+    """The Mu-SHROOM JSONL file or folder to score spans against (None: :data:`DEFAULT_MUSHROOM`), checked to hold
+    one -- before any long work: the default folder exists only in a clone of the repository
+    (``FileNotFoundError`` saying where to get the files)."""
+    path = Path(mushroom).expanduser() if mushroom else DEFAULT_MUSHROOM
+    if not (path.is_file() or any(path.glob("*.jsonl"))):
+        raise FileNotFoundError(f"--spans: no Mu-SHROOM JSONL file at {path}{MUSHROOM_HINT if not mushroom else ''}")
+    return path
 
 
 def match_mushroom(columns: Mapping[str, list], records: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:

@@ -1,18 +1,24 @@
 """The one error loop of the toolkit's commands: ``much``, ``python -m builder`` and ``much-leaderboard``.
 
-Library code raises exceptions (``ValueError``/``TypeError`` subclasses naming the sample, the field and the file);
-only a command's entry point turns them into a message, through :func:`run_command`, so that every command fails the
-same way:
+Library code raises the toolkit's own exceptions for what the user can fix: ``ValueError`` and its subclasses
+(:class:`~much_dataset.params.InvalidParameterError`, ``InvalidSampleError``, ``SignalsFormatError``,
+``BuilderError``, ...: naming the sample, the field and the file), ``OSError`` (a missing file, an unreachable hub)
+and ``ImportError`` (a missing optional package). Only a command's entry point turns them into a message, through
+:func:`run_command`, so that every command fails the same way:
 
-* an expected failure (:data:`EXPECTED_ERRORS`: bad input, missing file, unreachable hub, missing package):
-  ``<prog>: error: <message>``, one line (a missing package names what installs it), exit code 2;
-* any other exception (a bug): ``<prog>: error: <Type>: <message> (--traceback for details)``, exit code 1;
+* an expected failure (:data:`EXPECTED_ERRORS`, the error contract): ``<prog>: error: <message>``, one line (a
+  missing package names what installs it), exit code 2;
+* any other exception is a bug -- a ``KeyError``, ``TypeError``, ``IndexError`` or ``AttributeError`` escaping
+  library code says the code, not the input, is wrong: ``<prog>: error: <Type>: <message> (--traceback for
+  details)``, exit code 1 (a library check that refuses a value of the wrong type raises
+  ``InvalidParameterError``, which is a ``ValueError`` too);
 * Ctrl+C: ``<prog>: interrupted``, exit code 130;
 * stdout closed by its reader (``much run | head -1``): nothing printed, exit code 141 (128 + SIGPIPE).
 
-``--traceback`` (or ``MUCH_DEBUG=1``) re-raises the first two instead, for developers. It lives in
-:mod:`much_dataset`, the lowest layer, so that the three entry points (``much_metric.cli``, ``builder.cli``,
-``much_leaderboard``) import it without an arrow back up the layers.
+``--traceback`` (or ``MUCH_DEBUG=1``) re-raises the first two instead, for developers. It lives among
+:mod:`much_metric`'s shared helpers, above the loader (:mod:`much_dataset` knows nothing of commands, extras or
+``much train``) and below the three entry points (``much_metric.cli``, ``builder.cli``, ``much_leaderboard``), which
+import it without an arrow back up the layers.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ from collections.abc import Callable
 
 __all__ = ["EXPECTED_ERRORS", "debug_requested", "error_message", "install_hint", "run_command"]
 
-#: Failures caused by the input, the environment or a missing optional package, not by a bug.
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, OSError, KeyError, ImportError)
+#: Failures caused by the input, the environment or a missing optional package, not by a bug: the error contract.
+#: ``KeyError`` and ``TypeError`` are not in it: raised by the toolkit itself they are bugs (a user-facing lookup or
+#: type check raises a ``ValueError`` subclass).
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, ImportError)
 
 #: Exit codes: an expected failure, a bug, Ctrl+C (128 + SIGINT), stdout closed by its reader (128 + SIGPIPE).
 EXIT_ERROR, EXIT_BUG, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 1, 130, 141

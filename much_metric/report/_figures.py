@@ -1,4 +1,4 @@
-"""The figures of the HTML report (:mod:`much_metric.signals._report`): ROC / PR / rejection curves with 95%
+"""The figures of the HTML report (:mod:`much_metric.report._html`): ROC / PR / rejection curves with 95%
 bootstrap bands over the samples, the reliability diagram, and :class:`FigureSaver`, which renders a figure to a
 base64 PNG for the page and, with a folder, to PNG + SVG files. matplotlib's Agg canvas, imported lazily (no pyplot
 state)."""

@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from much_metric.report._cost import cost_section
+from much_metric.report._evaluation import EvaluationTable, SignalResult
+from much_metric.report._figures import FigureSaver, curves_figure, reliability_figure
+from much_metric.report._rank import Ranking
 from much_metric.scoring import METRIC_TABLE, METRICS, ScoreResult
-from much_metric.signals._evaluation import EvaluationTable, SignalResult
-from much_metric.signals._report_cost import cost_section
-from much_metric.signals._report_figures import FigureSaver, curves_figure, reliability_figure
 
 __all__ = ["page", "render_degradation_report", "render_report", "write_degradation_report", "write_report",
            "format_metric"]
@@ -126,39 +127,39 @@ def _random_cells(low: float, high: float, rank_probability: float | None) -> st
     return f"<td>[{low:.3f}, {high:.3f}]</td><td>{rank_probability:.2f}</td>"
 
 
-def _leaderboard_html(board: dict[str, Any], display_method: Callable[[str], str]) -> str:
-    resampled = bool(board["n_resamples"])
-    what = (f"{board['n_resamples']} paired bootstrap resamples" if resampled else
+def _leaderboard_html(board: Ranking, display_method: Callable[[str], str]) -> str:
+    resampled = bool(board.n_resamples)
+    what = (f"{board.n_resamples} paired bootstrap resamples" if resampled else
             "no bootstrap: ranked by the point values, without interval, P(rank) or p-value")
-    generation = board.get("generation")
+    generation = board.generation
     runtime_note = ""
     if generation:  # the share's denominator, and whether it is an estimate rather than a measurement
         estimated = str(generation["source"]).startswith("estimate")
         runtime_note = (f" Runtime shares are relative to an LLM generation time of {generation['seconds']:,.0f} s"
                         f"{', an estimate, not a measurement' if estimated else ''} "
                         f"({html.escape(str(generation['source']))}).")
-    out = [f"<h2>Leaderboard by {html.escape(_SHORT.get(board['metric'], board['metric']))}</h2>",
-           f"<p class='note'>On the {board['n_samples']} samples ({board['n_claims']} claims) every method covers; "
+    out = [f"<h2>Leaderboard by {html.escape(_SHORT.get(board.metric, board.metric))}</h2>",
+           f"<p class='note'>On the {board.n_samples} samples ({board.n_claims} claims) every method covers; "
            f"{what}.{runtime_note}</p>",
            "<table><tr><th>rank</th><th>method</th><th>value</th><th>95% interval</th><th>P(rank)</th>"
            "<th>lang gap (best−worst)</th><th>runtime (relative to generation)</th></tr>"]
-    for row in board["rows"]:
-        low, high = row["interval"] or (math.nan, math.nan)
-        gap = "n/a" if math.isnan(row["lang_gap"]) else \
-            f"{row['lang_gap']:.3f} ({row['lang_best']}−{row['lang_worst']})"
-        runtime = "n/a" if row["seconds"] is None else \
-            f"{row['seconds']:.3g}s ({100 * row['relative_runtime']:.2g}%)" if row["relative_runtime"] else \
-            f"{row['seconds']:.3g}s"
-        out.append(f"<tr><td>{row['rank']}</td><td class='name'>{html.escape(display_method(row['method']))}</td>"
-                   f"<td>{row['value']:.3f}</td>{_random_cells(low, high, row['rank_probability'])}"
+    for row in board.rows:
+        low, high = row.interval or (math.nan, math.nan)
+        gap = "n/a" if math.isnan(row.lang_gap) else \
+            f"{row.lang_gap:.3f} ({row.lang_best}−{row.lang_worst})"
+        runtime = "n/a" if row.seconds is None else \
+            f"{row.seconds:.3g}s ({100 * row.relative_runtime:.2g}%)" if row.relative_runtime else \
+            f"{row.seconds:.3g}s"
+        out.append(f"<tr><td>{row.rank}</td><td class='name'>{html.escape(display_method(row.method))}</td>"
+                   f"<td>{row.value:.3f}</td>{_random_cells(low, high, row.rank_probability)}"
                    f"<td>{html.escape(gap)}</td><td>{runtime}</td></tr>")
-    for name, value in board["floors"].items():
+    for name, value in board.floors.items():
         out.append(f"<tr class='floor'><td></td><td class='name'>{html.escape(name)}</td><td>{value:.3f}</td>"
                    "<td></td><td></td><td></td><td></td></tr>")
     out.append("</table>")
-    names = [row["method"] for row in board["rows"]]
+    names = [row.method for row in board.rows]
     if len(names) > 1 and resampled:
-        p = np.asarray(board["p_values"])
+        p = np.asarray(board.p_values)
         head = "".join(f"<th>{k + 1}</th>" for k in range(len(names)))
         out.append(f"<p class='note'>Pairwise paired-bootstrap p-values</p><table><tr><th></th>{head}</tr>")
         for k, name in enumerate(names):
@@ -223,10 +224,10 @@ def _method_label(method: str, display: Callable[[str], str]) -> str:
 
 
 def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", source: str = "",
-                  leaderboard: dict[str, Any] | None = None, calibration: Sequence[Any] | None = None,
+                  leaderboard: Ranking | None = None, calibration: Sequence[Any] | None = None,
                   spans: dict[str, Any] | None = None, figures: str | os.PathLike | None = None,
                   display: Callable[[str], str] = str) -> str:
-    """The HTML page (a string) for an :class:`~much_metric.signals._evaluation.EvaluationTable`; optional
+    """The HTML page (a string) for an :class:`~much_metric.report._evaluation.EvaluationTable`; optional
     sections for a leaderboard, calibration results and span scores; ``figures``: folder for PNG/SVG copies;
     ``display``: the table label of a signal name (the command passes
     :func:`much_metric.baselines.display_name`; the signals stage sits below the registry and does not import it)."""
@@ -262,7 +263,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     if table.floors:
         parts.append(f"<p class='note'>{html.escape(FLOOR_FOOTNOTE)}</p>")
     parts.append(cost_section(table, saver, display))  # "" when no signal records its cost
-    if leaderboard:
+    if leaderboard is not None:
         parts.append(_leaderboard_html(leaderboard, display_method))
     parts.append("<h2>Methods compared</h2>")
     floor_curves = [(r.signal_name, r.claim_scores, r.hallucinated, r.claim_rows) for r in table.floors[:1]]
@@ -326,7 +327,7 @@ def write_report(path: str | os.PathLike, table: EvaluationTable, **kwargs: Any)
 def render_degradation_report(result: Mapping[str, Any], *, title: str = "MUCH input views", source: str = "",
                               figures: str | os.PathLike | None = None) -> str:
     """A self-contained page of the degradation table (``much run --top-k-grid --report``)."""
-    from much_metric.signals._report_cost import degradation_section
+    from much_metric.report._cost import degradation_section
 
     intro = (f"<p class='note'>Data: {html.escape(source)} ({result['n_samples']} samples), aggregator "
              f"{html.escape(result['aggregator'])}, {result['n_resamples']} paired bootstrap resamples.</p>")

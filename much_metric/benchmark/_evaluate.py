@@ -1,0 +1,351 @@
+"""Evaluate signal files on a MUCH split (what ``much evaluate`` does) as one library call: :func:`evaluate_files`.
+
+Reads the files (:func:`much_metric.signals.read_signals`; checked against the internals pack they were computed
+from, when given), loads the split, leaves out the rows a learned signal was trained on, evaluates every signal with
+the floors (:func:`much_metric.report.evaluate_signals`) and, as :class:`ReportOptions` asks, ranks the methods,
+calibrates them and scores them as Mu-SHROOM spans. Returns an :class:`EvaluationReport`: the table, the ranking,
+the calibration, the span scores and the notes, each a field -- the command only parses, calls and prints, as
+``much run`` does over :func:`~much_metric.benchmark.run_benchmark`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from much_dataset.params import InvalidParameterError
+from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LANG, OUTPUT_TOKENS
+from much_metric.benchmark._options import DataOptions
+from much_metric.report import (
+    CalibrationResult,
+    EvaluationOptions,
+    EvaluationTable,
+    Ranking,
+    calibrate_table,
+    calibration_json,
+    evaluate_signals,
+    evaluate_spans,
+    mushroom_source,
+    rank_methods,
+    write_report,
+)
+from much_metric.scoring import METRICS
+from much_metric.signals import (
+    check_signal_files,
+    cost_of,
+    read_signals,
+    signal_metadata_of,
+    training_exclusions,
+    training_label,
+    with_scored_rows,
+)
+
+__all__ = ["EvaluationReport", "ReportOptions", "evaluate_files"]
+
+#: ``calibrate_on`` names besides a fraction: MUCH's train split (its "auto" samples) and the two selections.
+CALIBRATION_SOURCES = ("train", "auto", "manual")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportOptions:
+    """What :func:`evaluate_files` reads off the evaluation table besides the table itself.
+
+    Attributes
+    ----------
+    rank : str or None, default None
+        Rank the methods by this metric (a key of :data:`much_metric.scoring.METRICS`) with paired bootstrap
+        intervals, rank probabilities and p-values (the evaluation's ``bootstrap``), language gaps and relative
+        runtimes (``timings.json`` next to the signal files).
+    calibrate_on : float, str or None, default None
+        Fit an isotonic calibrator and report ECE / Brier on the other samples: a fraction in (0, 1) (a seeded part
+        of the evaluated samples), ``"train"`` (MUCH's train split: its auto samples), ``"auto"`` / ``"manual"`` (a
+        selection) or another split's name.
+    spans : bool, default False
+        Mu-SHROOM span scores (IoU, rho) per language next to mark-all / mark-none.
+    mushroom : str, path or None, default None
+        The Mu-SHROOM JSONL file or folder for ``spans`` (None: the repository's ``data/mushroom``).
+    tokenizer : str, default "smollm2"
+        The tokenizer giving the character offsets for ``spans`` (the embedded sample's).
+    """
+
+    rank: str | None = None
+    calibrate_on: float | str | None = None
+    spans: bool = False
+    mushroom: str | Path | None = None
+    tokenizer: str = "smollm2"
+
+    def __post_init__(self) -> None:
+        owner = "ReportOptions"
+        if self.rank is not None and self.rank not in METRICS:
+            raise InvalidParameterError(f"{owner}: rank must be one of {METRICS} or None, got {self.rank!r}")
+        spec = self.calibrate_on
+        if isinstance(spec, bool) or not (spec is None or isinstance(spec, int | float | str)):
+            raise InvalidParameterError(f"{owner}: calibrate_on must be a fraction, a split or selection name, or "
+                                        f"None, got {spec!r}")
+        if isinstance(spec, int | float) and not 0 < spec < 1:
+            raise InvalidParameterError(f"{owner}: calibrate_on must be a fraction in (0, 1), got {spec!r}")
+        if not isinstance(self.spans, bool):
+            raise InvalidParameterError(f"{owner}: spans must be True or False, got {self.spans!r}")
+
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    """The result of :func:`evaluate_files`.
+
+    Attributes
+    ----------
+    source : str
+        The data source evaluated on; ``data`` the :class:`~much_metric.benchmark.DataOptions` it was loaded with.
+    table : EvaluationTable
+        Every (signal, aggregator) row with the floors, coverage, missing and unknown samples.
+    ranking : Ranking or None
+        The methods ranked by ``ReportOptions.rank``.
+    calibration : tuple of CalibrationResult or None
+    spans : dict or None
+        Mu-SHROOM span scores.
+    generation_seconds, generation_source : float or None, str or None
+        The LLM generation time behind the ranking's relative runtimes, and where it comes from.
+    trained_as : dict of str to str
+        Learned signals: how they were trained (the protocol and fold of their metadata).
+    from_pack : tuple of str
+        Signals checked to come from the internals pack given (empty without one).
+    notes : tuple of str
+        What was left out or checked, in words (training rows, the internals pack).
+    """
+
+    source: str
+    data: DataOptions
+    evaluation: EvaluationOptions
+    table: EvaluationTable
+    ranking: Ranking | None = None
+    calibration: tuple[CalibrationResult, ...] | None = None
+    spans: dict[str, Any] | None = None
+    generation_seconds: float | None = None
+    generation_source: str | None = None
+    trained_as: dict[str, str] = field(default_factory=dict)
+    from_pack: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of ``much evaluate --json``: labels, excluded samples, coverage, every row's metrics, the
+        floors, and the ranking, calibration and span scores when computed."""
+        table = self.table
+        payload: dict[str, Any] = {
+            "labels": table.labels, "excluded_samples": table.excluded, "n_samples": table.n_dataset_samples,
+            "coverage": table.coverage, "results": [r.to_dict() for r in table.results],
+            "floors": [r.to_dict() for r in table.floors],
+            "costs": {name: cost.to_dict() for name, cost in table.costs.items()},
+        }
+        if self.ranking is not None:
+            payload["leaderboard"] = {**self.ranking.to_dict(), "generation": None if self.generation_seconds is None
+                                      else {"seconds": self.generation_seconds, "source": self.generation_source}}
+        if self.calibration:
+            payload["calibration"] = calibration_json(list(self.calibration))
+        if self.spans:
+            payload["spans"] = self.spans
+        return payload
+
+    def write_html(self, path: str | Path, *, title: str = "MUCH evaluation", figures: str | Path | None = None,
+                   display: Callable[[str], str] = str) -> Path:
+        """The self-contained HTML report (matplotlib, extra ``report``) of every part computed."""
+        write_report(path, self.table, title=title, source=str(self.source), leaderboard=self.ranking,
+                     calibration=list(self.calibration) if self.calibration else None, spans=self.spans,
+                     figures=figures, display=display)
+        return Path(path)
+
+
+def _load(source: str, data: DataOptions, *, split: str | None, selection: str) -> Any:
+    import datasets
+
+    import much_dataset
+
+    loaded = much_dataset.load(source, config=data.config, split=split)
+    if isinstance(loaded, datasets.DatasetDict):
+        loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
+    if selection != "all":
+        from much_dataset.selection import select_samples
+
+        loaded = select_samples(loaded, manual=selection == "manual")
+    return loaded
+
+
+def _timings(scores: str | Path) -> dict[str, Any]:
+    """``timings.json`` next to the signal files (``much run --out``), else nothing."""
+    path = Path(scores)
+    file = (path if path.is_dir() else path.parent) / "timings.json"
+    if not file.is_file():
+        return {}
+    from much_metric.baselines.runtime import read_timings
+
+    return read_timings(file)
+
+
+def _calibration(source: str, data: DataOptions, spec: float | str, dataset: Any, table: EvaluationTable,
+                 signals: dict[str, Any], evaluation: EvaluationOptions) -> list[CalibrationResult]:
+    seed = evaluation.floor_random_state
+    if isinstance(spec, int | float) or _fraction(spec) is not None:
+        fraction = float(spec) if isinstance(spec, int | float) else _fraction(spec)
+        return calibrate_table(table, fit_fraction=fraction, bootstrap=evaluation.bootstrap, split_seed=seed)
+    if spec in ("auto", "manual"):
+        fit_data = _load(source, data, split=None, selection=spec)
+    else:
+        # MUCH's train split is its "auto" samples (no human label); a test-only dataset has none
+        fit_data = _load(source, data, split=None, selection="auto") if spec == "train" else \
+            _load(source, data, split=spec, selection="all")
+        if spec == "train" and len(fit_data) == len(dataset) and set(fit_data[GENERATION_ID]) == set(
+                table.generation_ids):
+            raise ValueError("--calibrate-on train: this dataset has no sample outside the evaluated ones (the "
+                             "embedded sample is test only); use a fraction, e.g. --calibrate-on 0.5")
+    fit_table = evaluate_signals(fit_data, signals, evaluation=replace(evaluation, bootstrap=None, min_coverage=0.0,
+                                                                       by=(), floors=False))
+    return calibrate_table(table, fit_table=fit_table, bootstrap=evaluation.bootstrap, split_seed=seed)
+
+
+def _trained_as(dataset: Any, table: EvaluationTable, metadata_of: dict[str, Any]) -> dict[str, str]:
+    """Signal name -> what a learned signal's row adds to its name: detector kind, protocol and exactly the rows it
+    was scored on (:func:`much_metric.signals.with_scored_rows`)."""
+    out = {}
+    columns = None
+    for result in table.results:
+        metadata = metadata_of.get(result.signal_name) or {}
+        label = training_label(metadata)
+        if label is None or result.signal_name in out:
+            continue
+        if columns is None:
+            present = [c for c in (GENERATION_ID, LANG, GENERATION_CONFIG) if c in dataset.column_names]
+            columns = dataset.select_columns(present).to_dict()
+        rows = {c: [columns[c][i] if c in columns else "" for i in result.samples.tolist()]
+                for c in (GENERATION_ID, LANG, GENERATION_CONFIG)}
+        out[result.signal_name] = with_scored_rows(label, metadata, rows)
+    return out
+
+
+def _costs(metadata_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Signal name -> the :class:`~much_metric.signals.SignalCost` its file records (files without one left out);
+    ValueError naming the signal when the record is malformed."""
+    costs = {}
+    for name, metadata in metadata_of.items():
+        try:
+            cost = cost_of(metadata)
+        except ValueError as error:
+            raise ValueError(f"signal {name!r}: {error}") from None
+        if cost is not None:
+            costs[name] = cost
+    return costs
+
+
+def _fraction(spec: str) -> float | None:
+    try:
+        return float(spec)
+    except ValueError:
+        return None
+
+
+def evaluate_files(
+    source: str,
+    scores: str | Path,
+    *,
+    signals: Sequence[str] | None = None,
+    evaluation: EvaluationOptions = EvaluationOptions(),
+    data: DataOptions = DataOptions(),
+    report: ReportOptions = ReportOptions(),
+    internals: str | Path | None = None,
+) -> EvaluationReport:
+    """Evaluate MUCH-signals files on a MUCH split: what ``much evaluate`` does, as data.
+
+    Parameters
+    ----------
+    source : str
+        ``"sample"``, a hub dataset id (``"orailix/MUCH"``) or a local folder, loaded with ``data.config`` /
+        ``data.split`` / ``data.selection`` (every split concatenated when ``data.split`` is None).
+    scores : str or path
+        A MUCH-signals file (``.parquet`` / ``.jsonl``: ``generation_id``, ``signal_name``, ``values``) or a folder
+        of them.
+    signals : sequence of str, optional
+        Only these signals of the files (all by default).
+    evaluation : EvaluationOptions
+        Aggregation(s), breakdowns, bootstrap, ground truth, coverage, training rows
+        (:class:`much_metric.report.EvaluationOptions`, shared with ``evaluate_signals`` and ``run_benchmark``).
+    data : DataOptions
+        Config, split and selection of ``source``; ``generation_time`` for the ranking's relative runtimes.
+    report : ReportOptions
+        Ranking, calibration and span scores to compute besides the table.
+    internals : str or path, optional
+        The internals pack the files' internals signals were computed from: a file computed from another pack is
+        refused.
+
+    Returns
+    -------
+    EvaluationReport
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import much_dataset
+    >>> from much_metric.baselines import max_likelihood, token_arrays
+    >>> from much_metric.benchmark import evaluate_files
+    >>> from much_metric.report import EvaluationOptions
+    >>> from much_metric.signals import write_signals
+    >>> arrays = token_arrays(much_dataset.load("sample", split="test"))
+    >>> folder = tempfile.mkdtemp()
+    >>> path = write_signals(f"{folder}/max_likelihood.parquet", {"max_likelihood": dict(zip(
+    ...     arrays.generation_ids, max_likelihood(arrays), strict=True))})
+    >>> result = evaluate_files("sample", folder, evaluation=EvaluationOptions(bootstrap=None))
+    >>> [row.signal_name for row in result.table.results], 0.5 < result.table.results[0].score.roc_auc < 1
+    (['max_likelihood'], True)
+    """
+    for name, value, kind in (("evaluation", evaluation, EvaluationOptions), ("data", data, DataOptions),
+                              ("report", report, ReportOptions)):
+        if not isinstance(value, kind):
+            raise TypeError(f"evaluate_files: {name} must be a {kind.__name__}, got {type(value).__name__}")
+    mushroom = mushroom_source(report.mushroom) if report.spans else None  # before any long work
+    read = read_signals(scores, signal_names=signals)
+    from_pack = tuple(check_signal_files(scores, internals, read)) if internals else ()
+    timings = _timings(scores) if report.rank else {}  # checked before the data is loaded
+    dataset = _load(source, data, split=data.split, selection=data.selection)
+    metadata_of = {name: metadata for name, metadata in signal_metadata_of(scores).items() if name in read}
+    training_rows, notes = training_exclusions(metadata_of, dataset[GENERATION_ID],
+                                               include_training_rows=evaluation.include_training_rows,
+                                               aggregation=evaluation.aggregation)
+    table = evaluate_signals(dataset, read, evaluation=evaluation, training_rows=training_rows)
+    trained_as = _trained_as(dataset, table, metadata_of)
+    table.costs = _costs(metadata_of)
+    notes = list(notes)
+    if internals:
+        from much_metric.baselines.registry import display_name
+
+        notes.append(f"internals pack {internals}: " + (
+            f"{', '.join(display_name(n) for n in from_pack)} computed from it (checked)" if from_pack else
+            "no signal of the files records an internals pack (signals of the probabilities only)"))
+    ranking = generation = None
+    if report.rank:
+        if timings:
+            from much_metric.baselines.runtime import generation_time
+
+            ids = set(table.generation_ids)
+            n_tokens = sum(len(tokens) for gid, tokens in zip(dataset[GENERATION_ID], dataset[OUTPUT_TOKENS],
+                                                              strict=True) if gid in ids)
+            generation = generation_time(data.generation_time, data_source=source, n_samples=len(ids),
+                                         n_tokens=n_tokens)
+        ranking = rank_methods(table, report.rank, bootstrap=evaluation.bootstrap, timings=timings,
+                               generation_seconds=generation.seconds if generation else None)
+        if generation:  # the report says what the runtime shares are shares of, and whether it is an estimate
+            ranking = replace(ranking, generation={"seconds": generation.seconds, "source": generation.source})
+    calibration = None
+    if report.calibrate_on is not None:
+        calibration = tuple(_calibration(source, data, report.calibrate_on, dataset, table, read, evaluation))
+    spans = None
+    if mushroom is not None:
+        from much_metric.models import load_tokenizer
+
+        columns = dataset.select_columns(["lang", "prompt", "output", OUTPUT_TOKENS, "token_chunks"]).to_dict()
+        spans = evaluate_spans(table, columns, load_tokenizer(report.tokenizer), mushroom_source=mushroom,
+                               random_state=evaluation.floor_random_state)
+    return EvaluationReport(
+        source=str(source), data=data, evaluation=evaluation, table=table, ranking=ranking, calibration=calibration,
+        spans=spans, generation_seconds=generation.seconds if generation else None,
+        generation_source=generation.source if generation else None, trained_as=trained_as, from_pack=from_pack,
+        notes=tuple(notes))
