@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         (ROOT / "benchmarks" / "samples_profile.txt").write_text(text)
         return 0
     from builder.configs import GenerationConfig
-    from builder.generation import EngineOptions, make_executed_engine, run_engine
+    from builder.generation import EngineOptions, ExecutorOptions, make_executed_engine, run_engine
     from builder.samples import sample_items
 
     config = GenerationConfig(model_name="bench", temperature=1.0, max_new_tokens=args.max_new_tokens)
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             engines[path] = engines["vllm n/req"]  # one vLLM engine serves both request shapes
             continue
         started = time.perf_counter()
-        engines[path] = make_executed_engine(engine, executor, config, EngineOptions(**base, **extra))
+        engines[path] = make_executed_engine(engine, config, EngineOptions(**base, **extra), ExecutorOptions(executor))
         print(f"{path}: loaded in {time.perf_counter() - started:.0f} s", flush=True)
         stats[path] = {"seconds": 0.0, "samples": 0, "usable": 0, "tokens": 0, "rows": [], "peak": 0}
     for path in paths:

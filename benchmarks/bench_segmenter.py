@@ -191,13 +191,13 @@ def _first_pass_floor(tokenizer, items) -> None:
 def _growth_check(tokenizer, items, calls: int = 20) -> None:
     """The per-text cost of following a growing vocabulary: the profile lookup each ``segment`` call makes on a
     Mu-SHROOM text, against asking ``len(tokenizer)`` per text as the check first did."""
-    from much_metric.segmentation import _spans as _segmenter_spans
+    from much_metric.segmentation import profile
 
     texts = [text for text, _ in items]
     start = time.perf_counter()
     for _ in range(calls):
         for text in texts:
-            _segmenter_spans.profile(tokenizer, text)
+            profile(tokenizer, text)
     lookup = (time.perf_counter() - start) / (calls * len(texts))
     start = time.perf_counter()
     for _ in range(calls):

@@ -35,6 +35,7 @@ from builder.generation import (
     EXECUTORS,
     EngineOptions,
     EngineRun,
+    ExecutorOptions,
     close_engine,
     make_executed_engine,
     run_engine,
@@ -142,14 +143,13 @@ def run(args: argparse.Namespace) -> int:
     questions = list(Shard.parse(args.shard).select(_read_questions(out)))[: args.limit]
     store = JsonlStore(out / "generations.jsonl")
     todo = pending_questions(questions, store, config.id)
-    if getattr(args, "ray_workers", 1) < 1:
-        raise BuilderError("--ray-workers must be >= 1")
+    placement = ExecutorOptions(getattr(args, "executor", "local"), getattr(args, "ray_workers", 1),
+                                getattr(args, "ray_address", None))
     dtype = run_dtype(args.engine, args.dtype, args.device)
     configs = JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG)
     check_config_dtype(next((c for c in configs.records() if c[schema.GENERATION_CONFIG] == config.id), None), dtype)
-    engine = make_executed_engine(args.engine, getattr(args, "executor", "local"), config,
-                                  _options_from_args(args, dtype), ray_workers=getattr(args, "ray_workers", 1),
-                                  ray_address=getattr(args, "ray_address", None)) if todo else None
+    engine = make_executed_engine(args.engine, config, _options_from_args(args, dtype),
+                                  placement) if todo else None
     configs.extend([{**config.to_record(), "model_source": args.model, DTYPE_FIELD: dtype}])
     print(f"generate: config {config.id} ({config.model_name}, T={config.temperature}, top_p {config.top_p}, "
           f"top_k {config.top_k}, engine {args.engine}, dtype {dtype or 'not declared'}); "

@@ -38,6 +38,7 @@ from builder.generation import (
     EXECUTORS,
     EngineOptions,
     EngineRun,
+    ExecutorOptions,
     close_engine,
     make_executed_engine,
     run_engine,
@@ -58,6 +59,10 @@ from much_dataset.samples import sample_seed
 
 __all__ = ["add_arguments", "run", "read_source", "resolve_config", "sample_items"]
 _ROW_FIELDS = (schema.GENERATION_ID, schema.GENERATION_CONFIG, schema.LANG, schema.WIKI_URL, schema.PROMPT)
+
+
+READS = ("source", "model")
+WRITES = ("manifest.json", "shards/*")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -248,8 +253,8 @@ def run(args: argparse.Namespace) -> int:
     if not items:
         return 0
     batch_size = args.batch_size or (args.n if args.engine == "hf" else 16 * args.n)
-    engine = make_executed_engine(args.engine, args.executor, config, _options(args, batch_size, dtype),
-                                  ray_workers=args.ray_workers, ray_address=args.ray_address)
+    engine = make_executed_engine(args.engine, config, _options(args, batch_size, dtype),
+                                  ExecutorOptions(args.executor, args.ray_workers, args.ray_address))
     pack.mkdir(parents=True, exist_ok=True)
     check_identity(pack, identity)  # again: a concurrent --shard run may have created the pack meanwhile
     writer = PackWriter(pack, identity, flush_every=args.rows_per_shard * args.n, n=args.n,

@@ -107,21 +107,25 @@ class PackWriter:
         self.manifest: dict[str, Any] | None = read_manifest(pack)
 
     def append(self, row: dict[str, Any]) -> bool:
+        """Buffer a validated sample; a full buffer becomes a shard. True: stored (run_engine's writer contract)."""
         self.rows.append(row)
         if len(self.rows) >= self.flush_every:
             self.flush()
         return True
 
     def record_failure(self, key: str, reason: str) -> None:
+        """Remember why a sample could not be drawn; the manifest lists it at the next commit."""
         self.failures[key.split("/", 1)[-1]] = reason
 
     def close(self) -> dict[str, Any] | None:
+        """Flush what is buffered and return the manifest as committed (None: nothing was ever stored)."""
         self.flush()
         if self.manifest is None or self.failures:
             self._commit(None, 0, [])
         return self.manifest
 
     def flush(self) -> None:
+        """Write the buffered samples as one content-addressed shard, then name it in the manifest."""
         if not self.rows and not self.failures:
             return
         rows, self.rows = self.rows, []

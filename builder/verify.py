@@ -104,9 +104,11 @@ def compare_probabilities(stored_ids: Sequence[Sequence[int]], stored_probs: Seq
     return {"max_abs_diff": worst, "positions": len(ids), "id_mismatches": mismatches, "first_bad": first_bad}
 
 
-def _candidate_problems(gid: str | None, tokens: Sequence[int], ids_rows: Sequence[Sequence[int]],
-                        value_rows: Sequence[Sequence[float]], out_of_top: str, top: int) -> list[RowProblem]:
-    for position, (token, ids, values) in enumerate(zip(tokens, ids_rows, value_rows, strict=True)):
+def _candidate_problems(gid: str | None, tokens: Sequence[int],
+                        candidates: Sequence[tuple[Sequence[int], Sequence[float]]], out_of_top: str,
+                        top: int) -> list[RowProblem]:
+    """The first broken candidate rule, at its position (``candidates``: (ids, probabilities) per token)."""
+    for position, (token, (ids, values)) in enumerate(zip(tokens, candidates, strict=True)):
         def problem(rule: str, detail: str, position: int = position) -> list[RowProblem]:
             return [RowProblem(gid, position, rule, detail)]
 
@@ -141,8 +143,8 @@ def row_problems(row: dict[str, Any], *, eos_ids: set[int], decode: Callable[[li
     if not len(tokens) == len(ids_rows) == len(value_rows):
         return [RowProblem(gid, None, "candidates", f"{len(tokens)} tokens, {len(ids_rows)} candidate id rows, "
                                                     f"{len(value_rows)} probability rows")]
-    problems = _candidate_problems(gid, tokens, ids_rows, value_rows, "append" if top < schema.TOP_K else out_of_top,
-                                   top)
+    problems = _candidate_problems(gid, tokens, list(zip(ids_rows, value_rows, strict=True)),
+                                   "append" if top < schema.TOP_K else out_of_top, top)
     early = [p for p, t in enumerate(tokens[:-1]) if t in eos_ids]
     if early:
         problems.append(RowProblem(gid, early[0], "eos", "EOS before the last token"))

@@ -117,7 +117,7 @@ def _shard_keys(path: Path) -> list[tuple[str, int]]:
         raise SamplesError(f"{path}: shard file is missing from the samples pack")
     try:
         table = pq.read_table(path, columns=[schema.GENERATION_ID, schema.SAMPLE_INDEX])
-    except Exception as error:  # noqa: BLE001 - any unreadable shard is reported by path
+    except Exception as error:  # any unreadable shard is reported by its path
         raise SamplesError(f"{path}: unreadable shard of the samples pack ({error})") from error
     return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
 
@@ -158,6 +158,21 @@ def _dataset_ids(dataset: Any) -> list[str]:
         return [str(row[schema.GENERATION_ID]) for row in dataset]
     return [str(g) for g in dataset.select_columns([schema.GENERATION_ID]).with_format("arrow")[:]
             .column(0).to_pylist()]
+
+
+def _positions(index: dict[str, dict[int, str]], shards: list[str],
+               files: list[Path]) -> tuple[dict[tuple[str, int], int], int]:
+    """Where each listed (generation_id, sample_index) sits in the shards read one after the other, and how many
+    rows they hold: a pair stored again in a later shard counts only where the manifest lists it."""
+    position: dict[tuple[str, int], int] = {}
+    offset = 0
+    for name, file in zip(shards, files, strict=True):
+        keys = _shard_keys(file)
+        for row, (gid, i) in enumerate(keys):
+            if index.get(gid, {}).get(int(i)) == name:
+                position[(gid, int(i))] = offset + row
+        offset += len(keys)
+    return position, offset
 
 
 def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | None = None,
@@ -219,14 +234,7 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     if not shards:
         raise SamplesError(f"{where} holds no sample for these rows")
     files = [path / SHARDS / name for name in shards]
-    position: dict[tuple[str, int], int] = {}
-    offset = 0
-    for name, file in zip(shards, files, strict=True):
-        keys = _shard_keys(file)
-        for row, (gid, i) in enumerate(keys):
-            if index.get(gid, {}).get(int(i)) == name:
-                position[(gid, int(i))] = offset + row
-        offset += len(keys)
+    position, offset = _positions(index, shards, files)
     absent = next((pair for pair in wanted if pair not in position), None)
     if absent is not None:
         raise SamplesError(f"generation_id={absent[0]!r}: sample_index {absent[1]} is listed in {path / MANIFEST} "
@@ -255,6 +263,7 @@ class SamplesByRow(Sequence["datasets.Dataset"]):
 
     @property
     def counts(self) -> list[int]:
+        """Samples per dataset row, in dataset order."""
         return [stop - start for start, stop in self._spans]
 
     def __len__(self) -> int:

@@ -9,6 +9,7 @@ three. Heavy dependencies (torch, vllm, httpx) are imported by the engine module
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 from builder.configs import GenerationConfig
@@ -17,7 +18,7 @@ from builder.generation.engine import Engine, EngineOptions, EngineRun, run_engi
 from builder.generation.rows import EngineInfo, EngineResult, RowLimits, check_row, generation_id, make_record
 from builder.generation.sampling import SamplingSettings, SamplingSettingsError
 
-__all__ = ["ENGINES", "EXECUTORS", "make_executed_engine", "close_engine",
+__all__ = ["ENGINES", "EXECUTORS", "ExecutorOptions", "make_executed_engine", "close_engine",
            "Engine", "EngineOptions", "EngineRun", "EngineInfo", "EngineResult", "RowLimits",
            "SamplingSettings", "SamplingSettingsError", "make_engine", "settings_for", "run_engine", "check_row",
            "generation_id", "make_record"]
@@ -33,16 +34,29 @@ ENGINES: dict[str, tuple[str, str]] = {"hf": ("builder.generation.hf", "HFEngine
 EXECUTORS: dict[str, str | None] = {"local": None, "ray": "builder.generation.ray_executor"}
 
 
-def make_executed_engine(name: str, executor: str, config: GenerationConfig, options: EngineOptions, *,
-                         ray_workers: int = 1, ray_address: str | None = None) -> Engine:
+@dataclasses.dataclass(frozen=True)
+class ExecutorOptions:
+    """Where an engine's rows are computed (``--executor``, ``--ray-workers``, ``--ray-address``), checked once."""
+
+    executor: str = "local"
+    ray_workers: int = 1
+    ray_address: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise BuilderError(f"unknown executor {self.executor!r}; choose one of {sorted(EXECUTORS)}")
+        if isinstance(self.ray_workers, bool) or not isinstance(self.ray_workers, int) or self.ray_workers < 1:
+            raise BuilderError(f"--ray-workers must be an int >= 1, got {self.ray_workers!r}")
+
+
+def make_executed_engine(name: str, config: GenerationConfig, options: EngineOptions,
+                         executor: ExecutorOptions = ExecutorOptions()) -> Engine:
     """The engine ``name``, run where ``executor`` says (``local``: :func:`make_engine`)."""
-    if executor not in EXECUTORS:
-        raise BuilderError(f"unknown executor {executor!r}; choose one of {sorted(EXECUTORS)}")
-    module = EXECUTORS[executor]
+    module = EXECUTORS[executor.executor]
     if module is None:
         return make_engine(name, config, options)
-    return importlib.import_module(module).make_executor_engine(name, config, options, workers=ray_workers,
-                                                                address=ray_address)
+    return importlib.import_module(module).make_executor_engine(name, config, options, workers=executor.ray_workers,
+                                                                address=executor.ray_address)
 
 
 def close_engine(engine: Engine) -> None:

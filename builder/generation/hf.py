@@ -56,6 +56,7 @@ class SeededSampler:
         self.generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
+        """Warp each row's scores, then draw its next token with the row's own seeded generator."""
         import torch
 
         for warper in self.warpers:
@@ -142,6 +143,7 @@ class HFEngine:
                                 top_p=config.top_p, greedy=config.greedy, eos_ids=eos_ids, special_ids=special_ids)
 
     def generate(self, questions: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Any]]:
+        """Rows (or per-question errors) in batches of ``options.batch_size`` questions."""
         size = self.options.batch_size
         for start in range(0, len(questions), size):
             batch = list(questions[start: start + size])

@@ -70,6 +70,7 @@ class RayEngine:
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
 
     def generate(self, questions: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Any]]:
+        """Rows (or per-question errors) computed by the actors, yielded here for run_engine to validate and store."""
         import ray
 
         size = max(1, self.options.batch_size)
@@ -89,6 +90,7 @@ class RayEngine:
             yield question, (json.loads(row["row"]) if row["row"] else RemoteEngineError(row["error"]))
 
     def close(self) -> None:
+        """Stop the actors, and the local cluster when this engine started it."""
         import ray
 
         if self._started and ray.is_initialized():

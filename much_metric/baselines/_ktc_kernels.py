@@ -17,7 +17,7 @@ reference's by float32 rounding (about 1e-6), not by formula.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -201,8 +201,25 @@ def _eigvalsh(k: np.ndarray, device: str | None) -> np.ndarray:
     return torch.linalg.eigvalsh(torch.from_numpy(k).to(device)).cpu().numpy()
 
 
-def _scores(q: np.ndarray, a: np.ndarray, *, tau: float, kernel: str, normalization: str, alpha: float,
-            device: str | None = None) -> np.ndarray:
+class KernelSettings(NamedTuple):
+    """The checked options of one KTC computation (:func:`kernel_settings`)."""
+
+    tau: float
+    kernel: str
+    normalization: str
+    alpha: float
+    device: str | None
+
+
+def kernel_settings(*, tau: Any, kernel: Any = "heat", normalization: Any = "scale", alpha: Any = 0.5,
+                    device: Any = None) -> KernelSettings:
+    """Check KTC's options once (the :class:`ValueError` of :func:`ktc_token_scores`) for many blocks of tokens."""
+    tau, alpha = _check_options(tau, kernel, normalization, alpha)
+    return KernelSettings(tau, kernel, normalization, alpha, check_device(device))
+
+
+def _scores(q: np.ndarray, a: np.ndarray, settings: KernelSettings) -> np.ndarray:
+    tau, kernel, normalization, alpha, device = settings
     k, eigenvalues, vectors = _kernel(a, kernel, tau)
     if normalization == "none" and k is None:
         return _entropy(eigenvalues, q.shape[1])  # eigenvalues of K are known: no second decomposition
@@ -275,32 +292,26 @@ def ktc_token_scores(
         finite, not symmetric or without a unit diagonal; unknown kernel/normalisation, tau < 0, alpha outside
         [0, 1]; a device torch does not know.
     """
-    tau, alpha = _check_options(tau, kernel, normalization, alpha)
+    settings = kernel_settings(tau=tau, kernel=kernel, normalization=normalization, alpha=alpha, device=device)
     q, a = _check_arrays(probabilities, adjacency)
-    return _chunked_scores(q, a, tau=tau, kernel=kernel, normalization=normalization, alpha=alpha,
-                           device=check_device(device))
+    return _chunked_scores(q, a, settings)
 
 
-def ktc_scores_of_built_adjacency(probabilities: Any, adjacency: np.ndarray, *, tau: float, kernel: str,
-                                  normalization: str, alpha: float, device: str | None = None) -> np.ndarray:
+def ktc_scores_of_built_adjacency(probabilities: Any, adjacency: np.ndarray, settings: KernelSettings) -> np.ndarray:
     """:func:`ktc_token_scores` for an adjacency that :func:`much_metric.baselines.methods.ktc.ktc_adjacency` just built
-    (float64, symmetric, unit diagonal by construction): the options and probabilities are checked, the adjacency's
-    three full passes of checks are skipped. ``device`` must already be checked (:func:`check_device`)."""
-    tau, alpha = _check_options(tau, kernel, normalization, alpha)
+    (float64, symmetric, unit diagonal by construction), with options :func:`kernel_settings` checked: the
+    probabilities are checked, the adjacency's three full passes of checks are skipped."""
     q = _check_probabilities(probabilities)
     if adjacency.dtype != np.float64 or adjacency.shape != (q.shape[0], q.shape[1], q.shape[1]):
         raise ValueError(f"adjacency must be float64 of shape {(q.shape[0], q.shape[1], q.shape[1])}, got "
                          f"{adjacency.dtype} {adjacency.shape}")
-    return _chunked_scores(q, adjacency, tau=tau, kernel=kernel, normalization=normalization, alpha=alpha,
-                           device=device)
+    return _chunked_scores(q, adjacency, settings)
 
 
-def _chunked_scores(q: np.ndarray, a: np.ndarray, *, tau: float, kernel: str, normalization: str,
-                    alpha: float, device: str | None) -> np.ndarray:
+def _chunked_scores(q: np.ndarray, a: np.ndarray, settings: KernelSettings) -> np.ndarray:
     out = np.empty(q.shape[0])
-    chunk = _CHUNK if device is None else _DEVICE_CHUNK
+    chunk = _CHUNK if settings.device is None else _DEVICE_CHUNK
     for start in range(0, q.shape[0], chunk):
         part = slice(start, start + chunk)
-        out[part] = _scores(q[part], a[part], tau=tau, kernel=kernel, normalization=normalization, alpha=alpha,
-                            device=device)
+        out[part] = _scores(q[part], a[part], settings)
     return out

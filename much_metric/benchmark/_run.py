@@ -157,7 +157,7 @@ def run_benchmark(
     order = _table_order(runs)
     table, floors = None, ()
     if labelled:
-        table = _evaluate(dataset, runs, order, evaluation, notes, internals=plan.resources.internals)
+        table = _evaluate(dataset, runs, evaluation, notes, internals=plan.resources.internals)
         scores = {r.signal_name: (r.score, r.coverage) for r in table.results}
         labels = _row_labels(dataset, runs, table)
         # Reference rows on the same claims: PR numbers read against what a random or constant score gets.
@@ -181,11 +181,12 @@ def run_benchmark(
         load_seconds=plan.load_seconds, table=table, rows=rows, floors=floors, notes=tuple(notes), top_k=plan.top_k)
 
 
-def _evaluate(dataset: Any, runs: Mapping[str, Any], order: list[str], evaluation: EvaluationOptions,
-              notes: list[BenchmarkNote], *, internals: Any) -> Any:
-    """The evaluation table of the signals of ``order`` (appending to ``notes`` what is left out and why)."""
+def _evaluate(dataset: Any, runs: Mapping[str, Any], evaluation: EvaluationOptions, notes: list[BenchmarkNote], *,
+              internals: Any) -> Any:
+    """The evaluation table of the signals of ``runs``, in table order (appending to ``notes`` what is left out and
+    why)."""
     aggregator = evaluation.aggregators[0]
-    order = list(order)
+    order = _table_order(runs)
     if aggregator in ("product", "geometric"):
         # The product multiplies 1 - s: a signal with scores outside [0, 1] (NLL = -log p) gives meaningless claim
         # scores under it, so its row is left out with a note saying how to see it, not printed as a number.

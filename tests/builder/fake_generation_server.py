@@ -57,6 +57,8 @@ def answer(question: str, top: int, *, max_tokens: int = 500, top_k: int = 20,
         logits = rng.normal(0, 3, VOCAB)
         if position == n - 1:  # the model ends its answer: EOS is its most probable token
             logits[EOS] = logits.max() + 2.0
+        else:  # and no earlier: EOS least probable, so leaving it out of the ranks moves no token out of the sampler
+            logits[EOS] = logits.min() - 1.0
         lp = logits - np.logaddexp.reduce(logits)
         order = [int(i) for i in np.argsort(-lp, kind="stable") if i != EOS or position == n - 1]
         allowed = allowed_ranks(lp, top_k, top_p)

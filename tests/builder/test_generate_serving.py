@@ -313,7 +313,9 @@ def test_vllm_generate_parses_logprob_dicts_and_appends_an_outside_token(monkeyp
         return dict(reversed(list(keep.items())))
 
     positions = [position(lp, o, t) for lp, o, t in zip(lps, orders, tokens, strict=True)]
-    completion = types.SimpleNamespace(token_ids=tokens, text="x", finish_reason="length", logprobs=positions)
+    completion = types.SimpleNamespace(
+        index=0, token_ids=tokens, text="x", finish_reason="length", logprobs=positions
+    )
 
     class FakeLLM:
         def generate(self, prompts, params, use_tqdm):

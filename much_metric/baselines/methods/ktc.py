@@ -41,6 +41,7 @@ from much_metric.baselines._ktc_kernels import (
     NORMALIZATIONS,
     check_device,
     heat_kernel_taylor,
+    kernel_settings,
     ktc_scores_of_built_adjacency,
 )
 from much_metric.baselines.neighbours import NeighbourStats, PerSampleNeighbours, load_neighbours
@@ -279,15 +280,15 @@ def _ktc_flat(arrays: TokenArrays, config: KTCConfig, neighbours: Any, *, refere
     if config.prefix_entail:
         _ = stats.prefix_ranges  # built once here, not by each thread
 
+    settings = kernel_settings(tau=config.tau, kernel=config.kernel_method, normalization=config.normalization_method,
+                               alpha=config.alpha, device=device)
+
     def block(start: int) -> np.ndarray:
         part = slice(start, start + _TOKENS_PER_BLOCK)
         try:
             adjacency = ktc_adjacency(arrays.candidate_ids[part, : config.delta], stats, nu=config.nu,
                                       prefix_entail=config.prefix_entail)
-            return ktc_scores_of_built_adjacency(arrays.probabilities[part, : config.delta], adjacency,
-                                                 tau=config.tau, kernel=config.kernel_method,
-                                                 normalization=config.normalization_method, alpha=config.alpha,
-                                                 device=device)
+            return ktc_scores_of_built_adjacency(arrays.probabilities[part, : config.delta], adjacency, settings)
         except ValueError as error:
             text = str(error)
             if text.startswith("token "):  # name the sample instead of the block's token index

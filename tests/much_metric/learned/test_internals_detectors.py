@@ -258,7 +258,7 @@ def test_much_train_internals_writes_a_folder_much_run_reads_back(world, tmp_pat
     pack, out = str(world["root"] / "pack"), tmp_path / "probe-de"
     assert main(["train", "--source", str(data), "--internals", pack, "--detector", "probe", "--layer", "2",
                  "--fold", "de", "--out", str(out), "--no-progress"]) == 0
-    printed = capsys.readouterr().out
+    printed = " ".join(capsys.readouterr().out.split())  # prose wraps at 120 columns
     assert "held-out test" in printed and f"--internals {pack}" in printed
     detector = load_detector(out)
     assert detector.config["internals"]["hidden_layer"] == 2 and detector.config["protocol"]["internals"] == pack
