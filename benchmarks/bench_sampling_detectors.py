@@ -3,15 +3,13 @@ intervals, the paired bootstrap p-value against Token Likelihood on the same cla
 against the number of samples N (the semantic isotropy seed's figure 5b on MUCH); the encoder and NLI model printed
 with every number. Output: benchmarks/sampling_detectors.txt (and --json).
 
-    python benchmarks/bench_sampling_detectors.py [table] [--samples sample|FILE.jsonl] [--encoder minilm]
-        [--nli-model NAME] [--internals PACK] [--probe DIR] [--bootstrap 1000] [--out benchmarks/...txt]
-    python benchmarks/bench_sampling_detectors.py samples --out FILE.jsonl [--n 8] [--max-new-tokens 96] [--rows N]
+    python benchmarks/bench_sampling_detectors.py [--samples sample|PACK] [--encoder minilm] [--nli-model NAME]
+        [--internals PACK] [--probe DIR] [--bootstrap 1000] [--out benchmarks/...txt] [--json FILE]
 
-``--samples sample`` (the default) opens the embedded sample's own samples pack with
-``much_dataset.load_samples("sample")`` (issue #46: >= 8 SmolLM2 answers per row); ``--samples FILE.jsonl`` reads
-interim samples drawn by the ``samples`` subcommand (benchmarks/interim_samples.py: SmolLM2 on CPU, a random subset
-of rows in a fixed order) and scores only the rows it covers -- numbers of such a run are labelled with the row count.
-Methods beside the new ones: Token Likelihood and KTC always; CCP (ccp_10_8) and the NLI detectors only with
+``--samples sample`` (the default) opens the embedded sample's own samples pack (``much_dataset.load_samples``: 8
+answers per row by the sample's observer, SmolLM2-135M-Instruct); ``--samples PACK`` any samples pack of
+``python -m builder samples`` drawn for the sample's rows (only the rows it covers are scored, and the table says how
+many). Methods beside the new ones: Token Likelihood and KTC always; CCP (ccp_10_8) and the NLI detectors only with
 ``--nli-model`` (no NLI model installs offline: microsoft/deberta-large-mnli needs the hub); RAUQ with
 ``--internals PACK`` (an internals pack of the sample, ``python benchmarks/bench_internals.py build``); the hidden-state
 probe with ``--probe DIR`` (a detector folder of ``much train``, scored on the rows it was not trained on).
@@ -29,7 +27,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 #: The new detectors that need only the samples (and the encoder).
 SAMPLING = ("semantic_isotropy", "semantic_isotropy_samples", "semantic_isotropy_frobenius", "semantic_isotropy_logdet",
@@ -42,13 +39,9 @@ CURVE = ("semantic_isotropy", "semantic_isotropy_samples", "sample_cosine", "sam
 
 
 def _samples(value: str):
-    if value == "sample":
-        import much_dataset
+    import much_dataset
 
-        return "sample", much_dataset.load_samples("sample")
-    from interim_samples import load_jsonl
-
-    return f"interim samples {Path(value).name} (benchmarks/interim_samples.py)", load_jsonl(Path(value))
+    return value, much_dataset.load_samples(value)
 
 
 def table(args: argparse.Namespace) -> None:
@@ -144,29 +137,15 @@ def table(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("table", help="the table and the N curve")
-    run.add_argument("--samples", default="sample", help="'sample' (its samples pack) or an interim JSONL file")
-    run.add_argument("--encoder", default=None, help="much run --encoder (default: minilm when installed)")
-    run.add_argument("--nli-model", default=None, help="NLI model for CCP and the NLI detectors (hub id / folder)")
-    run.add_argument("--internals", default=None, help="internals pack of the sample (adds RAUQ)")
-    run.add_argument("--probe", default=None, help="a much train detector folder (adds the hidden-state probe)")
-    run.add_argument("--bootstrap", type=int, default=1000)
-    run.add_argument("--out", default=str(ROOT / "benchmarks" / "sampling_detectors.txt"))
-    run.add_argument("--json", default=None)
-    draw = commands.add_parser("samples", help="interim SmolLM2 samples of the sample's rows (CPU, slow)")
-    draw.add_argument("--out", required=True)
-    draw.add_argument("--n", type=int, default=8)
-    draw.add_argument("--max-new-tokens", type=int, default=96)
-    draw.add_argument("--rows", type=int, default=None, help="stop after this many rows (default: all)")
-    argv = sys.argv[1:] if argv is None else argv
-    args = parser.parse_args(argv or ["table"])  # no argument: the table with its defaults (run_benchmarks.sh)
-    if args.command == "table":
-        table(args)
-    else:
-        from interim_samples import draw as draw_samples
-
-        draw_samples(Path(args.out), n_samples=args.n, max_new_tokens=args.max_new_tokens, limit=args.rows)
+    parser.add_argument("--samples", default="sample", help="'sample' (its samples pack) or a samples pack folder")
+    parser.add_argument("--encoder", default=None, help="much run --encoder (default: minilm when installed)")
+    parser.add_argument("--nli-model", default=None, help="NLI model for CCP and the NLI detectors (hub id / folder)")
+    parser.add_argument("--internals", default=None, help="internals pack of the sample (adds RAUQ)")
+    parser.add_argument("--probe", default=None, help="a much train detector folder (adds the hidden-state probe)")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "sampling_detectors.txt"))
+    parser.add_argument("--json", default=None)
+    table(parser.parse_args(argv))
     return 0
 
 

@@ -2,7 +2,7 @@
 samples-pack format, and deterministic stand-ins for an encoder.
 
 ``tests/data/sample_samples.jsonl`` holds real SmolLM2-135M answers to five embedded-sample prompts (4 per row,
-``benchmarks/bench_sampling_detectors.py samples`` settings: T 1.0, top-p 0.9, top-k 20, 96 new tokens), the text
+drawn once on CPU: T 1.0, top-p 0.9, top-k 20, 96 new tokens), the text
 columns of a samples pack (``generation_id``, ``sample_index``, ``output``, ``finished``, ``sampling``) -- the token and
 probability columns are left out to keep the file small; the detectors read only the texts.
 """
