@@ -37,7 +37,7 @@ class _EngineActor:
         from builder.generation import make_engine
 
         self.engine = make_engine(engine, GenerationConfig.from_record(config), EngineOptions(**options))
-        self.limits = json.dumps(dataclasses.asdict(self.engine.limits))
+        self.limits = self.engine.limits.to_json()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
         questions, results, errors = [], [], []
@@ -84,7 +84,7 @@ class RayEngine:
             fn_constructor_kwargs={"engine": self.name, "config": self.config.to_record(),
                                    "options": dataclasses.asdict(self.options)})
         for row in answered.iter_rows():
-            self.limits = RowLimits(**json.loads(row["limits"]))
+            self.limits = RowLimits.from_json(row["limits"])
             self.version = row["version"]
             question = json.loads(row["question"])
             yield question, (json.loads(row["row"]) if row["row"] else RemoteEngineError(row["error"]))

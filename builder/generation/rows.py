@@ -71,6 +71,19 @@ class RowLimits:
     eos_ids: frozenset[int] = frozenset()
     special_ids: frozenset[int] = frozenset()
 
+    def to_json(self) -> str:
+        """The limits as JSON (the id sets as sorted lists), for an engine that runs in another process."""
+        record = dataclasses.asdict(self)
+        record["eos_ids"], record["special_ids"] = sorted(self.eos_ids), sorted(self.special_ids)
+        return json.dumps(record)
+
+    @classmethod
+    def from_json(cls, text: str) -> RowLimits:
+        """The limits :meth:`to_json` wrote."""
+        record = json.loads(text)
+        return cls(**{**record, "eos_ids": frozenset(record.get("eos_ids", ())),
+                      "special_ids": frozenset(record.get("special_ids", ()))})
+
 
 def stop_tokens(tokenizer: Any, *, extra: Sequence[int] = ()) -> tuple[frozenset[int], frozenset[int]]:
     """``(eos_ids, special_ids)`` of a transformers tokenizer for :class:`RowLimits`: its EOS id (and ``extra``, e.g.

@@ -43,6 +43,24 @@ def _rows(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+#: Fields that hold (or hash) float32 values: equal to float32 rounding only. An actor runs torch with the one CPU
+#: Ray gives it, the local process with this machine's threads, and a batched forward pass sums in another order
+#: (measured: up to 4.2e-06 on the second and third sample of a batch of three, the first bit-identical).
+FLOAT_FIELDS = ("logits_values", "sample_id", "generation_id")
+
+
+def _assert_same_rows(remote, local, *, key):
+    """Every field equal (tokens, texts, candidate ids, sampler, seeds), the probabilities within 5e-05 (the project's
+    exactness tolerance for a forward pass; tests/builder/test_vllm_engine.py)."""
+    assert len(remote) == len(local) > 0
+    for got, want in zip(remote, local, strict=True):
+        assert {k: v for k, v in got.items() if k not in FLOAT_FIELDS} == \
+            {k: v for k, v in want.items() if k not in FLOAT_FIELDS}, got[key]
+        assert len(got["logits_values"]) == len(want["logits_values"])
+        for a, b in zip(got["logits_values"], want["logits_values"], strict=True):
+            assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 5e-05, got[key]
+
+
 @pytest.mark.slow
 def test_ray_samples_and_generate_write_the_local_rows(cluster, model_dir, tmp_path):
     source = tmp_path / "answers"
@@ -54,7 +72,8 @@ def test_ray_samples_and_generate_write_the_local_rows(cluster, model_dir, tmp_p
     assert main(["samples", "--out", str(tmp_path / "ray"), *common, "--executor", "ray", "--ray-workers", "2"]) == 0
     local = load_samples(tmp_path / "local", dataset=ANSWERS, cache_dir=tmp_path / "cache").to_list()
     remote = load_samples(tmp_path / "ray", dataset=ANSWERS, cache_dir=tmp_path / "cache").to_list()
-    assert len(local) == 6 and remote == local
+    assert len(local) == 6
+    _assert_same_rows(remote, local, key="sample_index")
     assert ray.is_initialized()  # the executor used the test's cluster and left it running
 
     for out in ("gen-local", "gen-ray"):
@@ -67,4 +86,5 @@ def test_ray_samples_and_generate_write_the_local_rows(cluster, model_dir, tmp_p
     assert main(["generate", "--out", str(tmp_path / "gen-ray"), *argv, "--executor", "ray"]) == 0
     local_rows = sorted(_rows(tmp_path / "gen-local" / "generations.jsonl"), key=lambda r: r["question_id"])
     ray_rows = sorted(_rows(tmp_path / "gen-ray" / "generations.jsonl"), key=lambda r: r["question_id"])
-    assert len(local_rows) == 2 and ray_rows == local_rows
+    assert len(local_rows) == 2
+    _assert_same_rows(ray_rows, local_rows, key="question_id")

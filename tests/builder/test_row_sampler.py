@@ -5,6 +5,7 @@ end of a row against its finish reason."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -144,3 +145,13 @@ def test_a_larger_top_k_is_checked_where_the_stored_candidates_decide():
             with pytest.raises(InvalidSampleError, match="nucleus"):
                 check_row(row, limits)
     assert math.isclose(sum(np.exp(flat)), 1.0)
+
+
+def test_limits_travel_to_another_process_as_json_and_back():
+    """The Ray executor's actors send their engine's limits back as JSON; the stop-token sets survive the trip (a
+    frozenset is no JSON type: asdict + json.dumps raised TypeError in every actor)."""
+    limits = RowLimits(vocab_size=VOCAB, max_new_tokens=7, top_k=20, top_p=0.9, eos_ids=frozenset({EOS, 5}),
+                       special_ids=frozenset({EOS, 5, 9}))
+    text = limits.to_json()
+    assert json.loads(text)["eos_ids"] == sorted({EOS, 5})
+    assert RowLimits.from_json(text) == limits
