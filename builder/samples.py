@@ -206,7 +206,7 @@ def _options(args: argparse.Namespace, batch_size: int, dtype: str | None) -> En
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
-    for name in ("n", "rows_per_shard", "ray_workers"):
+    for name in ("n", "rows_per_shard"):
         if getattr(args, name) < 1:
             raise BuilderError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.batch_size is not None and args.batch_size < 1:
@@ -219,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
     from builder.internals_store import weights_sha256
 
     _check_numbers(args)
+    placement = ExecutorOptions(args.executor, args.ray_workers, args.ray_address)  # --ray-workers checked here
     pack = Path(args.out)
     answers, configs = read_source(args.source)
     if args.generation_config:
@@ -254,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     batch_size = args.batch_size or (args.n if args.engine == "hf" else 16 * args.n)
     engine = make_executed_engine(args.engine, config, _options(args, batch_size, dtype),
-                                  ExecutorOptions(args.executor, args.ray_workers, args.ray_address))
+                                  placement)
     pack.mkdir(parents=True, exist_ok=True)
     check_identity(pack, identity)  # again: a concurrent --shard run may have created the pack meanwhile
     writer = PackWriter(pack, identity, flush_every=args.rows_per_shard * args.n, n=args.n,
