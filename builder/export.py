@@ -85,18 +85,15 @@ def _by_id(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _judges(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    from builder.filter import label_files
+    from builder.filter_labels import label_files, read_label_records
 
-    return {key: _by_id(path) for key, path in label_files(out).items()}
+    return {key: read_label_records(path) for key, path in label_files(out).items()}
 
 
 def _humans(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    humans = {}
-    for path in sorted(out.glob("human.*.jsonl")):
-        if path.name.endswith(".failures.jsonl"):
-            continue
-        humans[path.name.removeprefix("human.").removesuffix(".jsonl")] = _by_id(path)
-    return humans
+    from builder.filter_labels import label_files, read_label_records
+
+    return {key: read_label_records(path) for key, path in label_files(out, prefix="human").items()}
 
 
 def _cannot_be_in_much(generation: Mapping[str, Any], eos_ids: set[int] | None) -> str | None:
