@@ -72,9 +72,12 @@ def _earlier_label_file(target: Path) -> bool:
 
 def check_outside(path: Path, folder: Path) -> None:
     """The label file must not be inside the published folder (``push`` uploads the whole folder)."""
-    if Path(path).resolve().is_relative_to(Path(folder).resolve()):
-        raise BuilderError(f"--private-labels {path} is inside the published folder {folder}: the labels would be "
-                           "published with it; write them elsewhere (default <out>/private/labels.json)")
+    from much_dataset.label_files import LabelFileError, check_outside_published
+
+    try:
+        check_outside_published(path, folder)
+    except LabelFileError as error:
+        raise BuilderError(f"--private-labels {error}") from None
 
 
 def write_private_labels(path: Path, public: Mapping[str, Sequence[Mapping[str, Any]]],

@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="their label file (with its .sha256 next to it): read by this server only")
     serve.add_argument("--private-daily-limit", type=int, default=1,
                        help="submissions with private values one submitter may make in any 24 hours (default 1)")
+    serve.add_argument("--private-board-daily-limit", type=int, default=None,
+                       help="submissions with private values all submitters together may make in any 24 hours "
+                            "(default 10): the board-wide bound on what the labels can leak, whatever names submit")
     serve.add_argument("--private-decimals", type=int, default=2,
                        help="digits of the private ROC-AUC shown (default 2, at most 4)")
     serve.add_argument("--private-min-claims", type=int, default=1000,
@@ -148,8 +151,10 @@ def _private_split(args: argparse.Namespace) -> Any:
         return None
     from much_leaderboard._private import PrivatePolicy, PrivateSplit
 
+    board_wide = {} if args.private_board_daily_limit is None else {
+        "board_daily_limit": args.private_board_daily_limit}
     policy = PrivatePolicy(decimals=args.private_decimals, min_claims=args.private_min_claims,
-                           daily_limit=args.private_daily_limit)
+                           daily_limit=args.private_daily_limit, **board_wide)
     return PrivateSplit(args.private_data, args.private_labels, policy=policy)
 
 
