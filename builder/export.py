@@ -22,9 +22,10 @@ when present, else the first judge ``filter`` compared, named in ``filter.report
 The folder is loaded back with plain ``datasets.load_dataset`` and its row
 counts checked before the step reports success; it replaces the previous ``much/`` only then.
 
-``--withhold-labels`` makes the folder a hidden test split (:mod:`builder.withhold`): its rows have no label column
-and its card no label count; the labels go to ``--private-labels`` (default ``<out>/private/labels.json`` and its
-``.sha256``), a file for the leaderboard server only.
+``--withhold-labels`` makes the folder a hidden test split (:mod:`builder.withhold`): every kept row is published in
+``test`` (the rows ``filter`` or the export rule would put in ``train`` too: the card calls the split a test split),
+its rows have no label column and its card no label count; the labels go to ``--private-labels`` (default
+``<out>/private/labels.json`` and its ``.sha256``), a file for the leaderboard server only.
 """
 
 from __future__ import annotations
@@ -296,12 +297,18 @@ def run(args: argparse.Namespace) -> int:
     if args.withhold_labels:
         from builder.withhold import DEFAULT_PRIVATE_LABELS, check_outside, private_labels_outputs
 
+        if args.split == "train":
+            raise BuilderError("--withhold-labels publishes a hidden test split: --split train contradicts it (use "
+                               "--split auto or test)")
+
         private = Path(args.private_labels) if args.private_labels else out / DEFAULT_PRIVATE_LABELS
         check_outside(private, folder)
         outputs += private_labels_outputs(private)
     # Before any work: the folder replaced as a whole holds no input and nothing this step did not write.
     check_outputs(outputs, inputs=[("--out", out)])
     rows, report = collect_rows(out, judge=args.judge, split=args.split)
+    if private is not None:  # a hidden split is a test split, whatever filter's train/test rule said of a row
+        rows = {**rows, "train": [], "test": [*rows["train"], *rows["test"]]}
     used = {r[schema.GENERATION_CONFIG] for split in _PUBLISHED for r in rows[split]}
     configs = [c for c in JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG).records()
                if c[schema.GENERATION_CONFIG] in used]

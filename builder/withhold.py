@@ -29,8 +29,9 @@ DEFAULT_PRIVATE_LABELS = Path("private") / "labels.json"
 _NOTICE = """**Labels withheld: a hidden test split.** The rows carry every column a detector reads and no label:
 `labels`, `human_labels_0` and `human_labels_1` are absent, and so is any count of hallucinated claims. The labels
 stay on the server of the leaderboard that ranks detectors on this split (`much-leaderboard serve --private-labels`);
-compute a detector's signals with `much run --source <this folder> --out DIR` (or your own code) and submit `DIR` as
-a zip. The board shows only rounded metrics over the whole split, within a daily quota per submitter."""
+compute a detector's signals with `much run --source <this folder> --out PRIVATE` (or your own code), the same signals
+on the board's public data into `PUBLIC`, and submit the one archive that `much-leaderboard archive PUBLIC PRIVATE
+--out submission.zip` writes. The board shows only rounded metrics over the whole split, within daily quotas."""
 
 
 def withhold_labels(rows: Mapping[str, Sequence[Mapping[str, Any]]], splits: Sequence[str]
