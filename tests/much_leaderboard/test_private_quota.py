@@ -60,6 +60,10 @@ def test_the_board_wide_quota_is_a_setting(tmp_path, hidden_split, capsys):
     with pytest.raises(ValueError, match="board_daily_limit must be an integer >= 1"):
         PrivatePolicy(board_daily_limit=0)
     assert PrivatePolicy().board_daily_limit == 10
+    # the documented bound (docs/leaderboard.md): 10 x 53.3 = 533 bits per day about the whole split
+    policy = PrivatePolicy()
+    assert round(policy.bits_per_submission(8), 1) == 53.3
+    assert round(policy.bits_per_submission(8) * policy.board_daily_limit) == 533
     common = ["serve", "--check", "--bootstrap", "0", "--no-baselines", "--store", str(tmp_path / "store"), "--data",
               str(hidden_split.public), "--private-data", str(hidden_split.private), "--private-labels",
               str(hidden_split.labels)]
