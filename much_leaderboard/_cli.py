@@ -169,7 +169,9 @@ def _private_split(args: argparse.Namespace) -> Any:
         raise ValueError("--private-data and --private-labels go together (the rows and their label file)")
     if args.private_data is None:
         return None
-    from much_leaderboard._private import PrivatePolicy, PrivateSplit
+    from much_leaderboard._private import PrivatePolicy, PrivateSplit, check_label_file_place
+
+    check_label_file_place(args.private_labels, args.data)  # the public rows' folder is published too
 
     board_wide = {} if args.private_board_daily_limit is None else {
         "board_daily_limit": args.private_board_daily_limit}

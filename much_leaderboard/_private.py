@@ -42,10 +42,10 @@ _log = logging.getLogger("much_leaderboard")
 _SAME_ROW = (schema.GENERATION_CONFIG, schema.PROMPT, schema.OUTPUT)
 
 
-def check_label_file_place(labels: str | Path, data: str | Path) -> None:
+def check_label_file_place(labels: str | Path, *published: str | Path) -> None:
     """The label file's guards (docs/leaderboard.md#hidden-split): owner-readable only (no permission for the
-    group or others; refused with the ``chmod`` that fixes it) and not inside the published ``--private-data``
-    folder (the rule of ``builder export --withhold-labels``)."""
+    group or others; refused with the ``chmod`` that fixes it) and inside none of the ``published`` folders (the
+    ``--private-data`` rows, the ``--data`` rows: the rule of ``builder export --withhold-labels``)."""
     import os
     import stat
 
@@ -60,11 +60,12 @@ def check_label_file_place(labels: str | Path, data: str | Path) -> None:
     elif os.name != "posix":  # no POSIX permission bits to read here: say what to check instead
         _log.warning("--private-labels %s: cannot check its permissions on this platform; make sure only the "
                      "server's account can read it", labels)
-    if Path(data).is_dir():
-        try:
-            check_outside_published(labels, data)
-        except ValueError as error:
-            raise ValueError(f"--private-labels {error}") from None
+    for folder in published:
+        if Path(folder).is_dir():  # a hub repository id holds no local file
+            try:
+                check_outside_published(labels, folder)
+            except ValueError as error:
+                raise ValueError(f"--private-labels {error}") from None
 
 
 @dataclass(frozen=True)

@@ -122,3 +122,12 @@ def test_a_label_file_inside_the_published_folder_is_refused(tmp_path, fresh_spl
     assert _serve(tmp_path, "--no-baselines", "--private-data", str(published), "--private-labels",
                   str(labels)) == 2
     assert f"--private-labels {labels} is inside the published folder {published}" in _one_line_error(capsys)
+
+
+def test_a_label_file_inside_the_public_data_folder_is_refused(tmp_path, fresh_split, capsys):
+    public = tmp_path / "public"
+    shutil.copytree(fresh_split.public, public)
+    labels = _labels_copy(fresh_split, public / "secrets")
+    assert _serve(tmp_path, "--no-baselines", "--data", str(public), "--private-data", str(fresh_split.private),
+                  "--private-labels", str(labels)) == 2
+    assert f"--private-labels {labels} is inside the published folder {public}" in _one_line_error(capsys)
