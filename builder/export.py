@@ -285,24 +285,32 @@ def _write_rows_locked(out: Path, rows: Mapping[str, list], configs: list[dict])
                       "".join(json.dumps(c, ensure_ascii=False, separators=(",", ":")) + "\n" for c in configs))
 
 
+def _private_labels(args: argparse.Namespace, out: Path, folder: Path) -> Path | None:
+    """The label file of ``--withhold-labels`` (None without it), its options checked before any work."""
+    if args.private_labels is not None and not args.withhold_labels:
+        raise BuilderError("--private-labels goes with --withhold-labels (a labelled export writes no label file)")
+    if not args.withhold_labels:
+        return None
+    from builder.withhold import DEFAULT_PRIVATE_LABELS, check_outside
+
+    if args.split == "train":
+        raise BuilderError("--withhold-labels publishes a hidden test split: --split train contradicts it (use "
+                           "--split auto or test)")
+    private = Path(args.private_labels) if args.private_labels else out / DEFAULT_PRIVATE_LABELS
+    check_outside(private, folder)
+    return private
+
+
 def run(args: argparse.Namespace) -> int:
     from builder._card import card_body, card_license, card_title
 
     out = Path(args.out)
     folder = Path(args.folder) if args.folder else out / "much"
     outputs = [published_folder_output(folder), Output("--out", out / "rows", folder=True)]
-    private = None
-    if args.private_labels is not None and not args.withhold_labels:
-        raise BuilderError("--private-labels goes with --withhold-labels (a labelled export writes no label file)")
-    if args.withhold_labels:
-        from builder.withhold import DEFAULT_PRIVATE_LABELS, check_outside, private_labels_outputs
+    private = _private_labels(args, out, folder)
+    if private is not None:
+        from builder.withhold import private_labels_outputs
 
-        if args.split == "train":
-            raise BuilderError("--withhold-labels publishes a hidden test split: --split train contradicts it (use "
-                               "--split auto or test)")
-
-        private = Path(args.private_labels) if args.private_labels else out / DEFAULT_PRIVATE_LABELS
-        check_outside(private, folder)
         outputs += private_labels_outputs(private)
     # Before any work: the folder replaced as a whole holds no input and nothing this step did not write.
     check_outputs(outputs, inputs=[("--out", out)])
