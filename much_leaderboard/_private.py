@@ -197,7 +197,8 @@ class PrivateSplit:
             rest = {gid: values for gid, values in per_sample.items() if gid not in self.ids}
             if mine and not rest:
                 raise SubmissionRejected(f"signal {name!r} has values for the private split only; every signal is "
-                                         "scored on the public split, its private values are optional")
+                                         "scored on the public split, its private values are optional (one archive "
+                                         "with both: much-leaderboard archive PUBLIC PRIVATE --out submission.zip)")
             public[name] = rest
             if mine:
                 self._check(name, mine)

@@ -73,6 +73,23 @@ def test_the_archive_of_the_documented_path_is_accepted_with_its_private_values(
     assert value == round(truth.results[0].score.roc_auc, 2)
 
 
+def test_the_private_folder_zipped_alone_is_refused_with_the_command_that_fixes_it(folders, tmp_path,
+                                                                                   public_evaluation, private_split):
+    """What much run's old advice made (the withheld split's folder, zipped): the answer names the archive command."""
+    import zipfile
+
+    root, _ = folders
+    archive = tmp_path / "private-only.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        for path in sorted((root / "private").iterdir()):
+            handle.write(path, path.name)
+    board = Leaderboard(tmp_path / "store", data=public_evaluation)
+    board.attach_private(private_split)
+    outcome = board.submit(archive.read_bytes(), {"method": "Alone", "authors": "Sub Mitter"})
+    assert outcome.status == "rejected" and "values for the private split only" in outcome.message
+    assert "much-leaderboard archive PUBLIC PRIVATE --out submission.zip" in outcome.message
+
+
 def test_folders_that_do_not_make_one_submission_are_refused(folders, tmp_path, capsys):
     root, _ = folders
     out = str(tmp_path / "s.zip")
