@@ -248,8 +248,11 @@ def _print_unlabelled(result: Any) -> None:
     print()
     print(text_table([[r.method, format_runtime(r.uq_seconds, generation), format_runtime(r.total_seconds, generation)]
                       for r in result.rows], ["Method", "UQ", "Total"]))
-    print(f"\nsignals written to {result.out}/<signal_name>.{result.file_format}: zip the folder and submit it to "
-          "the leaderboard that holds the labels")
+    # Withheld rows are a hidden split's: a board takes them in one archive with the public split's values.
+    print(f"\nsignals written to {result.out}/<signal_name>.{result.file_format} (the withheld split's values only): "
+          f"compute the same signals on the board's public data (much run --source <public data> --out PUBLIC), then "
+          f"write the archive to submit with `much-leaderboard archive PUBLIC {result.out} --out submission.zip` "
+          "(docs/leaderboard.md#hidden-split)")
 
 
 def _relabelled(result: Any, label: Any) -> Any:
