@@ -87,10 +87,8 @@ def test_reference_signals_follow_their_definitions_on_fetched_articles(tmp_path
         page = pages[row["wiki_url"]]
         article = [u for s in page["sections"] for u in split_sentences(s["text"])]
         chunks = [u for c in contexts[row["generation_id"]]["chunks"] for u in split_sentences(c)]
-        for chunk in row["token_chunks"]:
+        for index, chunk in enumerate(row["token_chunks"]):
             claim = tokenizer.decode([row["output_tokens"][t] for t in sorted(chunk)], skip_special_tokens=True).strip()
-            content = [t for t in sorted(chunk) if not row["stopword_mask"][t]]
-            carrier = (content or sorted(chunk))[0]
             ent = max((nli.one(u, claim)[2] for u in article), default=0.0)
             con = max((nli.one(u, claim)[0] for u in article), default=0.0)
             expected = {
@@ -111,14 +109,15 @@ def test_reference_signals_follow_their_definitions_on_fetched_articles(tmp_path
             else:
                 expected["reference_chunks_cosine"] = 1.0
             for name, value in expected.items():
-                assert runs[name].values[row["generation_id"]][carrier] == pytest.approx(value, abs=1e-9), name
+                values = runs[name + "@claim"].values[row["generation_id"]]  # claim-level: one value per claim
+                assert len(values) == len(row["token_chunks"]) and values[index] == pytest.approx(value, abs=1e-9), name
     # the row whose article is its own answer: every claim with words is found word for word
-    own = runs["reference_article_rouge1"].values[rows[0]["generation_id"]]
+    own = runs["reference_article_rouge1@claim"].values[rows[0]["generation_id"]]
     assert (own == 0).mean() > 0.9
     # the missing page supports nothing
-    missing_ent = runs["reference_article_nli_ent"].values[rows[2]["generation_id"]]
+    missing_ent = runs["reference_article_nli_ent@claim"].values[rows[2]["generation_id"]]
     assert set(np.unique(missing_ent)) <= {0.0, 1.0} and missing_ent.max() == 1.0
-    assert runs["reference_article_rouge1"].metadata["resources"]["reference"]["source"] == str(tmp_path)
+    assert runs["reference_article_rouge1@claim"].metadata["resources"]["reference"]["source"] == str(tmp_path)
 
 
 def test_a_row_without_an_article_is_named(tmp_path, english_rows):
