@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays
-from much_metric.baselines.claims import claim_signal, claim_texts
 from much_metric.baselines._support import (
     LEXICAL,
     NLI_SCORES,
@@ -33,6 +32,7 @@ from much_metric.baselines._support import (
     nli_support,
     nli_uncertainty,
 )
+from much_metric.baselines.claims import claim_signal, claim_texts
 from much_metric.baselines.reference import PARTS
 from much_metric.baselines.registry import Baseline
 

@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays
-from much_metric.baselines.claims import answer_texts, claim_signal, claim_texts
 from much_metric.baselines._support import (
     LEXICAL,
     NLI_SCORES,
@@ -48,6 +47,7 @@ from much_metric.baselines._support import (
     nli_support,
     nli_uncertainty,
 )
+from much_metric.baselines.claims import answer_texts, claim_signal, claim_texts
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["GRAPH_EDGE_THRESHOLD"]

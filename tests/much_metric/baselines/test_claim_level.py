@@ -143,8 +143,8 @@ def test_a_plugin_style_claim_level_method_runs_scores_once_and_is_refused_by_th
     import much_dataset
     from much_metric.baselines import compute_signals
     from much_metric.benchmark import degradation_table
-    from much_metric.monitor import ClaimMonitor
     from much_metric.models import load_tokenizer
+    from much_metric.monitor import ClaimMonitor
     from much_metric.report import EvaluationOptions, evaluate_signals
     from much_metric.signals import read_signals
 
