@@ -50,3 +50,20 @@ def test_much_evaluate_aggregator_all_prints_a_claim_level_signal_once(signals, 
     cells = rows[0].split()
     assert cells[2] == "claim-level" and cells[3] == f"{runs['product']['sample_rouge1@claim']['roc_auc']:.3f}"
     assert sum(line.startswith("Token Likelihood") for line in first_table.splitlines()) == len(AGGREGATORS)
+
+
+def test_a_claim_level_method_written_one_value_per_token_is_refused_not_scored(tmp_path, capsys):
+    """The carrier files of an older ``much run`` (a claim's value on one token, 0 elsewhere) change with the
+    aggregator: ``much evaluate`` names the file and the command that writes the claim-level one."""
+    import much_dataset
+    from much_metric.signals import write_signals
+
+    data = much_dataset.load("sample", split="test")
+    write_signals(tmp_path / "sample_rouge1.parquet", {"sample_rouge1": {
+        row["generation_id"]: [0.5] + [0.0] * (len(row["output_tokens"]) - 1) for row in data}})
+    capsys.readouterr()
+    assert main(["evaluate", "--source", "sample", "--scores", str(tmp_path), "--aggregator", "all",
+                 "--bootstrap", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "sample_rouge1 is a claim-level method" in err and "much run --signals sample_rouge1" in err
+    assert "Samples ROUGE-1" not in capsys.readouterr().out
