@@ -50,7 +50,7 @@ _FIELD = re.compile(r"\{(\w+)\}")
 
 @dataclass(frozen=True)
 class Baseline:
-    """One token-level uncertainty method.
+    """One uncertainty method: token-level (one score per output token) or claim-level (``level="claim"``).
 
     Parameters
     ----------
@@ -272,7 +272,7 @@ class BaselineSpec:
         if self.baseline.level == "claim":
             from much_metric.baselines.claims import claim_signal
 
-            if not isinstance(values, Sequence):
+            if not isinstance(values, Sequence | np.ndarray):
                 raise TypeError(f"baseline {self.signal!r} is claim-level: it must return a list of {arrays.n_samples} "
                                 f"per-sample arrays of claim scores, got {type(values).__name__}")
             claims = claim_signal(arrays, values, f"baseline {self.signal!r}")
