@@ -7,15 +7,6 @@ included) -- :func:`claim_signal` builds and checks that list. ``much run`` stor
 by :data:`much_metric.signals.CLAIM_SUFFIX` (``sample_rouge1@claim``), one value per chunk, and every table scores
 that value as it is: no token-to-claim aggregator touches it, so it has one number per metric whatever
 ``--aggregator`` says (docs/extending.md#a-claim-level-method).
-
->>> import much_dataset
->>> from much_metric.baselines import token_arrays
->>> from much_metric.baselines.claims import claim_signal, claim_tokens
->>> arrays = token_arrays(much_dataset.load("sample", split="test").select(range(2)))
->>> lengths = [[len(tokens) for tokens in claims] for claims in claim_tokens(arrays, "claim length")]
->>> signal = claim_signal(arrays, [[1.0 - 1.0 / n for n in sample] for sample in lengths], "claim length")
->>> [len(values) for values in signal] == [len(chunks) for chunks in arrays.token_chunks]
-True
 """
 
 from __future__ import annotations
@@ -111,6 +102,19 @@ def claim_signal(arrays: TokenArrays, claim_values: Sequence[Sequence[float]],
 
     Raises ``ValueError`` naming the sample when a sample's value count is not its claim count or a value is not
     finite.
+
+    Examples
+    --------
+    A claim-level score from each claim's length (``1 - 1/n`` over its tokens), one value per claim:
+
+    >>> import much_dataset
+    >>> from much_metric.baselines import token_arrays
+    >>> from much_metric.baselines.claims import claim_signal, claim_tokens
+    >>> arrays = token_arrays(much_dataset.load("sample", split="test").select(range(2)))
+    >>> lengths = [[len(tokens) for tokens in claims] for claims in claim_tokens(arrays, "claim length")]
+    >>> signal = claim_signal(arrays, [[1.0 - 1.0 / n for n in sample] for sample in lengths], "claim length")
+    >>> [len(values) for values in signal] == [len(chunks) for chunks in arrays.token_chunks]
+    True
     """
     counts = claim_counts(arrays, method)
     if len(claim_values) != arrays.n_samples:
