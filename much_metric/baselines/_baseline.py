@@ -270,13 +270,7 @@ class BaselineSpec:
                                          "signal out)") from error
             raise RuntimeError(message) from error
         if self.baseline.level == "claim":
-            from much_metric.baselines.claims import claim_signal
-
-            if not isinstance(values, Sequence | np.ndarray):
-                raise TypeError(f"baseline {self.signal!r} is claim-level: it must return a list of {arrays.n_samples} "
-                                f"per-sample arrays of claim scores, got {type(values).__name__}")
-            claims = claim_signal(arrays, values, f"baseline {self.signal!r}")
-            return np.concatenate(claims) if claims else np.zeros(0)
+            return self._claim_values(arrays, values)
         if isinstance(values, np.ndarray) and values.ndim == 1:
             flat = values
         elif isinstance(values, Sequence) and len(values) == arrays.n_samples:
@@ -295,6 +289,16 @@ class BaselineSpec:
             raise ValueError(f"baseline {self.signal!r} returned {flat.shape[0]} token scores for a split of "
                              f"{arrays.n_tokens} output tokens")
         return flat
+
+    def _claim_values(self, arrays: Any, values: Any) -> np.ndarray:
+        """A claim-level method's per-sample claim scores, checked, as one flat (N_claims,) array."""
+        from much_metric.baselines.claims import claim_signal
+
+        if not isinstance(values, Sequence | np.ndarray):
+            raise TypeError(f"baseline {self.signal!r} is claim-level: it must return a list of {arrays.n_samples} "
+                            f"per-sample arrays of claim scores, got {type(values).__name__}")
+        claims = claim_signal(arrays, values, f"baseline {self.signal!r}")
+        return np.concatenate(claims) if claims else np.zeros(0)
 
 
 def _check_top_k(value: Any, owner: str) -> int:
