@@ -38,11 +38,12 @@ def test_much_run_scores_a_claim_level_signal_once_whatever_the_aggregator(signa
     assert len({rows["token_likelihood"]["roc_auc"] for rows in runs.values()}) == len(AGGREGATORS)
 
 
-def test_much_evaluate_aggregator_all_prints_a_claim_level_signal_once(signals, capsys):
+def test_much_evaluate_aggregator_all_prints_a_claim_level_signal_once(signals, capsys, tmp_path):
     out, runs = signals
     capsys.readouterr()
+    report = tmp_path / "report.html"
     assert main(["evaluate", "--source", "sample", "--scores", str(out), "--aggregator", "all",
-                 "--bootstrap", "0"]) == 0
+                 "--bootstrap", "0", "--report", str(report)]) == 0
     printed = capsys.readouterr().out
     first_table = printed.split("\n\n")[0]
     rows = [line for line in first_table.splitlines() if line.startswith("Samples ROUGE-1")]
@@ -50,6 +51,11 @@ def test_much_evaluate_aggregator_all_prints_a_claim_level_signal_once(signals, 
     cells = rows[0].split()
     assert cells[2] == "claim-level" and cells[3] == f"{runs['product']['sample_rouge1@claim']['roc_auc']:.3f}"
     assert sum(line.startswith("Token Likelihood") for line in first_table.splitlines()) == len(AGGREGATORS)
+    page = report.read_text(encoding="utf-8")  # the report: one results row, no "aggregators compared" figure
+    assert page.count('<td class="name">Samples ROUGE-1</td>') == 1
+    assert '<td class="name">Samples ROUGE-1</td><td>claim-level</td>' in page
+    assert page.count('<td class="name">Token Likelihood</td>') == len(AGGREGATORS)
+    assert "Samples ROUGE-1, all aggregators" not in page and "Token Likelihood, all aggregators" in page
 
 
 def test_a_claim_level_method_written_one_value_per_token_is_refused_not_scored(tmp_path, capsys):
