@@ -12,7 +12,7 @@ import pytest
 from much_leaderboard import Leaderboard
 from much_metric.cli import main
 from much_metric.signals import read_signals
-from tests.much_leaderboard._helpers import valid_archive
+from tests.much_leaderboard._helpers import jsonl_bytes, make_zip, valid_archive
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +47,36 @@ def test_a_claim_level_submission_with_token_values_is_refused(claim_values, tmp
     outcome = board.submit(valid_archive({"mine": tokens}, name="my_consistency@claim"),
                            {"method": "my consistency", "authors": "Ada"})
     assert outcome.status == "rejected" and "chunks (one value per claim" in outcome.message, outcome
+
+
+def _claim_length(arrays):
+    """A claim-level method without resources (as a plugin's): 1 - 1/(its number of tokens)."""
+    from much_metric.baselines.claims import claim_signal, claim_tokens
+
+    return claim_signal(arrays, [[1.0 - 1.0 / len(c) for c in sample] for sample in claim_tokens(arrays, "x")])
+
+
+def test_a_claim_level_built_in_s_name_is_checked_against_its_stored_values(tmp_path, evaluation):
+    """The board computes the built-in a submission is named like to compare values: a claim-level one is found
+    under its stored name (``<name>@claim``). An exact copy is left out as the built-in's own values; the bare name
+    with other values is refused as an impersonation (a submitter's error, not a server error)."""
+    from much_metric.baselines import Baseline, compute_signals, register, unregister
+
+    register(Baseline(name="claim_length_board", compute=_claim_length, level="claim", top_k=0))
+    try:
+        (run,) = compute_signals(evaluation.dataset, ["claim_length_board"], progress=False).values()
+        board = Leaderboard(tmp_path / "store", data=evaluation)
+        copy = make_zip({"my_own@claim.jsonl": jsonl_bytes({"my_own@claim": run.values}),
+                         "claim_length_board@claim.jsonl": jsonl_bytes({"claim_length_board@claim": run.values}),
+                         "timings.json": b'{"my_own@claim": {"seconds": 1.0}}',
+                         "hardware.json": b'{"device": "2 CPU cores"}'})
+        copied = board.submit(copy, {"method": "lengths", "authors": "Ada"})
+        tokens = {gid: [0.5] * len(t) for gid, t in zip(evaluation.dataset["generation_id"],
+                                                         evaluation.dataset["output_tokens"], strict=True)}
+        bare = board.submit(valid_archive({"x": tokens}, name="claim_length_board"),
+                            {"method": "lengths two", "authors": "Ada"})
+    finally:
+        unregister("claim_length_board")
+    assert copied.status == "accepted", copied
+    assert "claim_length_board@claim: the built-in baseline's own values" in copied.message
+    assert bare.status == "rejected" and "named like the built-in baseline" in bare.message, bare
