@@ -13,7 +13,11 @@ import numpy as np
 
 from much_dataset.schema import TOP_K
 
-__all__ = ["RESOURCES", "Baseline", "BaselineSpec", "PluginComputeError"]
+__all__ = ["LEVELS", "RESOURCES", "Baseline", "BaselineSpec", "PluginComputeError"]
+
+#: What a method scores: ``"token"`` (one value per output token, aggregated into claims by the tables) or ``"claim"``
+#: (one value per claim, stored under ``<name>@claim`` and scored as it is, :mod:`much_metric.baselines.claims`).
+LEVELS = ("token", "claim")
 
 
 class PluginComputeError(ValueError):
@@ -46,7 +50,7 @@ _FIELD = re.compile(r"\{(\w+)\}")
 
 @dataclass(frozen=True)
 class Baseline:
-    """One token-level uncertainty method.
+    """One uncertainty method: token-level (one score per output token) or claim-level (``level="claim"``).
 
     Parameters
     ----------
@@ -62,6 +66,10 @@ class Baseline:
     display : str or callable, optional
         Table label, may use the fields (``"Token Entropy-{delta}"``), or a function of the fields returning the
         label; defaults to the name.
+    level : {"token", "claim"}, default "token"
+        ``"claim"``: a claim-level method. ``compute`` returns, per sample, one value per claim (``token_chunks``
+        order, EOS claim included; :func:`much_metric.baselines.claims.claim_signal`); its signal is stored under
+        its name followed by ``@claim`` and every table scores it without a token-to-claim aggregator.
     needs : tuple of str
         Among :data:`RESOURCES`.
     top_k : int, str or callable, default 24
@@ -134,8 +142,11 @@ class Baseline:
     metadata: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None
     needs_of: Callable[[dict[str, Any]], Sequence[str]] | None = None
     top_k: int | str | Callable[[dict[str, Any]], int] = TOP_K
+    level: str = "token"
 
     def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"Baseline {self.name!r}: level must be one of {LEVELS}, got {self.level!r}")
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z][\w{}.:-]*", self.name):
             raise ValueError(f"Baseline name must be a signal name or pattern like 'token_entropy_{{delta}}', got "
                              f"{self.name!r}")
@@ -220,17 +231,31 @@ class BaselineSpec:
         return self.baseline.label(self.params)
 
     def stored_name(self, resources: Mapping[str, Any]) -> str:
-        """The signal name written to files (a baseline may add a resource's suffix, e.g. the NLI model's)."""
-        if self.baseline.signal_name is None:
-            return self.signal
-        return self.baseline.signal_name(self.signal, dict(self.params), dict(resources))
+        """The signal name written to files (a baseline may add a resource's suffix, e.g. the NLI model's; a
+        claim-level one ends with ``@claim``)."""
+        from much_metric.signals import CLAIM_SUFFIX
+
+        name = self.signal if self.baseline.signal_name is None else \
+            self.baseline.signal_name(self.signal, dict(self.params), dict(resources))
+        if self.baseline.level == "claim" and not name.endswith(CLAIM_SUFFIX):
+            name += CLAIM_SUFFIX
+        return name
+
+    def split(self, arrays: Any, flat: np.ndarray) -> list[np.ndarray]:
+        """:meth:`compute`'s flat values -> per-sample arrays (per token, or per claim for a claim-level method)."""
+        if self.baseline.level == "claim":
+            from much_metric.baselines.claims import split_claims
+
+            return split_claims(arrays, flat)
+        return arrays.split(flat)
 
     def signal_metadata(self) -> dict[str, Any]:
         """The metadata stored with this signal ({} for most baselines; a learned one's training rows)."""
         return {} if self.baseline.metadata is None else dict(self.baseline.metadata(dict(self.params)))
 
     def compute(self, arrays: Any, resources: Mapping[str, Any], options: Mapping[str, Any]) -> np.ndarray:
-        """Flat float64 scores (N_tokens,) of this signal; checks the shape the baseline returned."""
+        """Flat float64 scores (N_tokens,) of this signal -- (N_claims,) for a claim-level method, all samples'
+        claims in order -- checked against the shape the baseline must return."""
         kwargs = {**self.params, **{need: resources.get(need) for need in self.needs}}
         kwargs.update({key: options[key] for key in self.baseline.options if key in options})
         try:
@@ -244,6 +269,8 @@ class BaselineSpec:
                 raise PluginComputeError(f"{message} (the plugin's {where}; see its documentation, or leave the "
                                          "signal out)") from error
             raise RuntimeError(message) from error
+        if self.baseline.level == "claim":
+            return self._claim_values(arrays, values)
         if isinstance(values, np.ndarray) and values.ndim == 1:
             flat = values
         elif isinstance(values, Sequence) and len(values) == arrays.n_samples:
@@ -262,6 +289,16 @@ class BaselineSpec:
             raise ValueError(f"baseline {self.signal!r} returned {flat.shape[0]} token scores for a split of "
                              f"{arrays.n_tokens} output tokens")
         return flat
+
+    def _claim_values(self, arrays: Any, values: Any) -> np.ndarray:
+        """A claim-level method's per-sample claim scores, checked, as one flat (N_claims,) array."""
+        from much_metric.baselines.claims import claim_signal
+
+        if not isinstance(values, Sequence | np.ndarray):
+            raise TypeError(f"baseline {self.signal!r} is claim-level: it must return a list of {arrays.n_samples} "
+                            f"per-sample arrays of claim scores, got {type(values).__name__}")
+        claims = claim_signal(arrays, values, f"baseline {self.signal!r}")
+        return np.concatenate(claims) if claims else np.zeros(0)
 
 
 def _check_top_k(value: Any, owner: str) -> int:

@@ -190,11 +190,19 @@ def resolve(signal: str) -> BaselineSpec:
     """The baseline and parameters of a concrete signal name (``token_entropy_24`` -> Token Entropy, delta=24).
 
     Raises ``ValueError`` naming the registered patterns when no baseline matches, and the plugin's own load error
-    when the name is that of a broken entry point.
+    when the name is that of a broken entry point. A claim-level method's stored name (``sample_rouge1@claim``)
+    resolves to it too; a token-level one's name with ``@claim`` is an error.
     """
+    from much_metric.signals import CLAIM_SUFFIX
+
     signal = str(signal)
     baselines = _REGISTRY.all()
-    matches = [(b, p) for b in baselines.values() if (p := b.match(signal)) is not None]
+    bare = signal.removesuffix(CLAIM_SUFFIX)
+    matches = [(b, p) for b in baselines.values() if (p := b.match(bare)) is not None
+               and (bare == signal or b.level == "claim")]
+    if not matches and bare != signal and any(b.match(bare) is not None for b in baselines.values()):
+        raise ValueError(f"signal {signal!r}: {bare!r} is a token-level method (one value per output token); "
+                         f"{CLAIM_SUFFIX!r} names a claim-level one's signal")
     if not matches:
         broken = _REGISTRY.broken()
         if signal in broken:

@@ -388,7 +388,7 @@ def compute_signals(
                           disable=nested_bar_disabled(progress) or len(blocks) < 2):
             part = arrays.select(block)
             flat, elapsed = meter.measure(part, functools.partial(spec.compute, part, found, method_options))
-            values = dict(zip(part.generation_ids, part.split(flat), strict=True))
+            values = dict(zip(part.generation_ids, spec.split(part, flat), strict=True))
             stored.update(values)
             record = {"seconds": record["seconds"] + elapsed, "n_samples": record["n_samples"] + part.n_samples,
                       "n_tokens": record["n_tokens"] + part.n_tokens}

@@ -57,7 +57,7 @@ def test_resuming_a_signal_file_with_another_encoder_is_refused(tmp_path):
     resources = ResourceOptions(tokenizer=load_tokenizer("smollm2"), samples=samples_dataset(), encoder=HashEncoder())
     compute_signals(split.select([0, 1]), ["semantic_isotropy"], resources=resources, out=tmp_path, progress=False)
     again = compute_signals(split, ["semantic_isotropy"], resources=resources, out=tmp_path, progress=False)
-    assert again["semantic_isotropy"].n_computed == len(split) - 2
+    assert again["semantic_isotropy@claim"].n_computed == len(split) - 2
     other = HashEncoder()
     other.name = "another-encoder"
     with pytest.raises(ValueError, match="computed with other resources"):
