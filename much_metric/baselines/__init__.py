@@ -31,6 +31,7 @@ from __future__ import annotations
 from much_metric._lazy import lazy_attributes
 from much_metric.baselines.registry import (
     Baseline,
+    Requirements,
     available,
     display_method,
     display_name,
@@ -71,8 +72,8 @@ _LAZY = {
     "semantic_isotropy_score": "much_metric.baselines.methods.semantic_isotropy",
 }
 
-__all__ = ["Baseline", "available", "display_method", "display_name", "register", "resolve", "signal_groups",
-           "unregister", *_LAZY]
+__all__ = ["Baseline", "Requirements", "available", "display_method", "display_name", "register", "resolve",
+           "signal_groups", "unregister", *_LAZY]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

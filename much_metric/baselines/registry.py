@@ -31,13 +31,14 @@ import warnings
 from collections.abc import Iterable
 
 from much_dataset.params import UnknownNameError
-from much_metric.baselines._baseline import RESOURCES, Baseline, BaselineSpec
+from much_metric.baselines._baseline import RESOURCES, Baseline, BaselineSpec, Requirements
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "METHODS_PACKAGE",
     "RESOURCES",
     "TABLE_GROUPS",
+    "Requirements",
     "Baseline",
     "BaselineSpec",
     "available",
