@@ -4,6 +4,7 @@ by name is :mod:`much_metric.baselines.registry`."""
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.params import Interval, check_param
 from much_dataset.schema import TOP_K
 from much_metric.baselines.resource_table import RESOURCES
 
@@ -23,6 +25,8 @@ class PluginComputeError(ValueError):
     MUCH."""
 
 
+#: How many of the stored candidates a method reads.
+_DEPTH = Interval(numbers.Integral, 0, TOP_K)
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
@@ -327,10 +331,7 @@ def _depth(requirements: Requirements, params: Mapping[str, Any], owner: str = "
 
 
 def _check_top_k(value: Any, owner: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= value <= TOP_K:
-        raise ValueError(f"{owner}{': ' if owner else ''}top_k must be an integer in [0, {TOP_K}] (how many stored "
-                         f"candidates it reads), got {value!r}")
-    return int(value)
+    return int(check_param("top_k", value, _DEPTH, owner=owner or None, hint="how many stored candidates it reads"))
 
 
 def _convert(text: str) -> Any:
