@@ -45,13 +45,22 @@ ENCODER_NAMES = (MINILM, f"{OBSERVER}[:MODEL[@LAYER]]", "a sentence-transformers
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
+#: Most text vectors an encoder keeps (about 150 MB at MiniLM's 384 float64 dimensions): a split with more distinct
+#: texts encodes the evicted ones again (the same vectors), it never grows without bound.
+MAX_CACHED_TEXTS = 50_000
+
+
 class _Cached:
-    """Vectors of texts already encoded in this run are reused (float64 copies)."""
+    """Vectors of texts already encoded are reused (float64 copies), in the toolkit's one bounded, locked cache
+    (:class:`much_metric._cache.BoundedCache`): a long-lived encoder (a server, a notebook) stays within
+    :data:`MAX_CACHED_TEXTS` vectors, and threads sharing it never see a half-written entry."""
 
     name: str
 
-    def __init__(self) -> None:
-        self._cache: dict[str, np.ndarray] = {}
+    def __init__(self, max_texts: int = MAX_CACHED_TEXTS) -> None:
+        from much_metric._cache import BoundedCache
+
+        self._cache: BoundedCache[str, np.ndarray] = BoundedCache(max_texts)
 
     def _encode(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -59,13 +68,16 @@ class _Cached:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text, float64 (not normalised: the methods normalise where their formula says so)."""
         texts = [str(t) for t in texts]
-        todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        if todo:
-            for text, vector in zip(todo, self._encode(todo), strict=True):
-                self._cache[text] = np.asarray(vector, dtype=np.float64)
         if not texts:
             return np.zeros((0, 0))
-        return np.stack([self._cache[t] for t in texts])
+        # held here for this call: an entry evicted meanwhile (a call with more texts than the cache holds) is not
+        # looked up again
+        vectors = {text: self._cache.get(text) for text in dict.fromkeys(texts)}
+        todo = [text for text, vector in vectors.items() if vector is None]
+        if todo:
+            for text, vector in zip(todo, self._encode(todo), strict=True):
+                vectors[text] = self._cache.put(text, np.asarray(vector, dtype=np.float64))
+        return np.stack([vectors[t] for t in texts])
 
     def record(self) -> dict[str, Any]:
         return {"name": self.name}

