@@ -30,7 +30,7 @@ import threading
 import warnings
 from collections.abc import Iterable
 
-from much_dataset.params import UnknownNameError
+from much_dataset.params import InvalidParameterError, UnknownNameError
 from much_metric.baselines._baseline import RESOURCES, Baseline, BaselineSpec, Requirements
 
 __all__ = [
@@ -140,7 +140,7 @@ class _Registry:
 
     def add(self, baseline: Baseline, *, origin: str, replace: bool = False) -> None:
         if not isinstance(baseline, Baseline):
-            raise TypeError(f"register() takes a Baseline, got {type(baseline).__name__}")
+            raise InvalidParameterError(f"register() takes a Baseline, got {type(baseline).__name__}")
         with self._lock:
             if baseline.name in self._baselines and not replace:
                 raise ValueError(f"a baseline named {baseline.name!r} is already registered by "

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.params import POSITIVE_INT, Interval, NoneOr, OneOf, check_param
+from much_dataset.params import POSITIVE_INT, Interval, InvalidParameterError, NoneOr, OneOf, check_param
 from much_dataset.schema import TOP_K
 from much_metric._progress import nested_bar_disabled
 from much_metric.baselines._arrays import TokenArrays, token_arrays
@@ -214,9 +214,11 @@ def compute_signals(
 
     options = SignalOptions() if options is None else options
     if not isinstance(options, SignalOptions):
-        raise TypeError(f"compute_signals: options must be a SignalOptions or None, got {type(options).__name__}")
+        raise InvalidParameterError(f"compute_signals: options must be a SignalOptions or None, got "
+                                    f"{type(options).__name__}")
     if not isinstance(resources, ResourceOptions):
-        raise TypeError(f"compute_signals: resources must be a ResourceOptions, got {type(resources).__name__}")
+        raise InvalidParameterError(f"compute_signals: resources must be a ResourceOptions, got "
+                                    f"{type(resources).__name__}")
     reference_window, block_size, file_format = options.reference_window, options.block_size, options.file_format
     specs = [resolve(name) for name in signals]
     needed = {need for spec in specs for need in spec.needs}

@@ -19,6 +19,7 @@ a space or the end, and at line breaks -- the unit the SummaC / SelfCheckGPT sco
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.params import POSITIVE_INT, Interval, check_param
 from much_dataset.schema import GENERATION_ID, OUTPUT
 from much_metric._cache import BoundedCache
 
@@ -82,8 +84,7 @@ class SampleSet:
 
     def first(self, n: int) -> SampleSet:
         """The same samples, at most the first ``n`` per row."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"the number of samples must be a positive integer, got {n!r}")
+        check_param("n", n, POSITIVE_INT, owner="SampleSet.first", hint="the number of samples per row")
         return SampleSet(self.texts, self.source, n, self.unfinished)
 
     def counts(self) -> np.ndarray:
@@ -126,9 +127,8 @@ def sample_set(samples: Any, *, source: str = "in memory") -> SampleSet:
     ids, indices, outputs, finished = _rows(samples)
     grouped: dict[str, dict[int, str]] = {}
     for position, (gid, index, text) in enumerate(zip(ids, indices, outputs, strict=True)):
-        if isinstance(index, bool) or not isinstance(index, int | np.integer) or index < 0:
-            raise ValueError(f"sample row {position} ({GENERATION_ID}={gid!r}): field {SAMPLE_INDEX!r} is {index!r}, "
-                             "not an integer >= 0")
+        check_param(SAMPLE_INDEX, index, Interval(numbers.Integral, 0, None),
+                    owner=f"sample row {position} ({GENERATION_ID}={gid!r})")
         if not isinstance(text, str):
             raise ValueError(f"sample row {position} ({GENERATION_ID}={gid!r}): field {OUTPUT!r} is not a string")
         row = grouped.setdefault(str(gid), {})

@@ -33,7 +33,15 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.params import Constraint, Interval, NoneOr, OneOf, UnknownNameError, check_param
+from much_dataset.params import (
+    Constraint,
+    Interval,
+    InvalidParameterError,
+    NoneOr,
+    OneOf,
+    UnknownNameError,
+    check_param,
+)
 from much_metric.learned import internals as _internals
 from much_metric.learned.features import FEATURES, SEQUENCE_INPUTS, sequence_inputs, token_features
 
@@ -335,7 +343,7 @@ class _Kinds(Mapping[str, Kind]):
 
     def add(self, kind: Kind, *, origin: str, replace: bool = False) -> None:
         if not isinstance(kind, Kind):
-            raise TypeError(f"register_kind() takes a Kind, got {type(kind).__name__}")
+            raise InvalidParameterError(f"register_kind() takes a Kind, got {type(kind).__name__}")
         with self._lock:
             if kind.name in self._kinds and not replace:
                 raise ValueError(f"a detector kind named {kind.name!r} is already registered by "

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.params import Interval, check_param
+from much_dataset.params import Interval, InvalidParameterError, check_param
 from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._ktc_kernels import (
     KERNELS,
@@ -92,7 +92,7 @@ class KTCConfig:
                              f"{self.normalization_method!r}")
         for name in ("prefix_entail", "language_specific"):
             if not isinstance(getattr(self, name), bool | np.bool_):
-                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+                raise InvalidParameterError(f"{name} must be a bool, got {getattr(self, name)!r}")
             object.__setattr__(self, name, bool(getattr(self, name)))
         for name, low in (("token_position", 0), ("delta", 2), ("nu", 1), ("sigma", -1)):
             value = getattr(self, name)
@@ -103,7 +103,7 @@ class KTCConfig:
         for name in ("tau", "alpha"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-                raise TypeError(f"{name} must be a number, got {value!r}")
+                raise InvalidParameterError(f"{name} must be a number, got {value!r}")
             object.__setattr__(self, name, float(value))
         check_param("tau", self.tau, Interval(numbers.Real, 0, math.inf, closed="left"), owner="KTCConfig")
         check_param("alpha", self.alpha, Interval(numbers.Real, 0, 1), owner="KTCConfig")
@@ -140,7 +140,7 @@ _KNOWN: dict[str, KTCConfig] = {config.id: config for config in KTC_REFERENCE_CO
 def register_config(config: KTCConfig) -> str:
     """Make ``ktc_<config.id>`` a known signal name; returns that name."""
     if not isinstance(config, KTCConfig):
-        raise TypeError(f"expected a KTCConfig, got {type(config).__name__}")
+        raise InvalidParameterError(f"expected a KTCConfig, got {type(config).__name__}")
     _KNOWN[config.id] = config
     return config.signal_name
 
@@ -241,7 +241,7 @@ def _check_stats(stats: Any, config: KTCConfig, reference: bool) -> NeighbourSta
     if isinstance(stats, str | Path):
         stats = load_neighbours(stats)
     if not isinstance(stats, NeighbourStats):
-        raise TypeError(f"neighbours must be NeighbourStats, a path, a hub id or PerSampleNeighbours, got "
+        raise InvalidParameterError(f"neighbours must be NeighbourStats, a path, a hub id or PerSampleNeighbours, got "
                         f"{type(stats).__name__}")
     if not reference and stats.position != config.token_position:
         raise ValueError(f"KTC config {config.id} has token_position={config.token_position} but the neighbour "
