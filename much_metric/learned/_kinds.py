@@ -299,9 +299,8 @@ BUILTIN_KINDS: dict[str, Kind] = {kind.name: kind for kind in (
 
 class _Kinds(Mapping[str, Kind]):
     """The built-in kinds, the entry points of :data:`ENTRY_POINT_GROUP` and the kinds of :func:`register_kind`,
-    loaded on first use (never when :mod:`much_metric.learned` is imported), once, under a lock: a thread that asks
-    while another is importing the entry points waits for them (never reads the registry half-filled, as the
-    baselines' registry does). Every read and write holds the lock."""
+    loaded on first use (never when :mod:`much_metric.learned` is imported), once, under a lock: a thread asking while
+    another imports the entry points waits for them, never reads the registry half-filled."""
 
     def __init__(self) -> None:
         self._kinds: dict[str, Kind] = dict(BUILTIN_KINDS)
@@ -320,26 +319,23 @@ class _Kinds(Mapping[str, Kind]):
             self._loading = True
             try:
                 for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-                    self._load_entry_point(entry_point)
+                    origin = f"entry point {entry_point.name!r} ({entry_point.value})"
+                    try:
+                        loaded = entry_point.load()
+                    except Exception as error:  # recorded, and raised when the kind is asked for
+                        self._broken[entry_point.name] = f"{origin} failed to load: {type(error).__name__}: {error}"
+                        continue
+                    for kind in loaded if isinstance(loaded, list | tuple) else [loaded]:
+                        if not isinstance(kind, Kind):
+                            self._broken[entry_point.name] = f"{origin} is a {type(kind).__name__}, not a Kind"
+                        elif kind.name in self._kinds:
+                            self._broken[kind.name] = f"{origin}: a kind named {kind.name!r} is already " \
+                                                      f"registered by {self._origin[kind.name]}"
+                        else:
+                            self.add(kind, origin=origin)
                 self._loaded = True
             finally:
                 self._loading = False
-
-    def _load_entry_point(self, entry_point: Any) -> None:
-        origin = f"entry point {entry_point.name!r} ({entry_point.value})"
-        try:
-            loaded = entry_point.load()
-        except Exception as error:  # recorded, and raised when the kind is asked for
-            self._broken[entry_point.name] = f"{origin} failed to load: {type(error).__name__}: {error}"
-            return
-        for kind in loaded if isinstance(loaded, list | tuple) else [loaded]:
-            if not isinstance(kind, Kind):
-                self._broken[entry_point.name] = f"{origin} is a {type(kind).__name__}, not a Kind"
-            elif kind.name in self._kinds:
-                self._broken[kind.name] = f"{origin}: a kind named {kind.name!r} is already registered by " \
-                                          f"{self._origin[kind.name]}"
-            else:
-                self.add(kind, origin=origin)
 
     def add(self, kind: Kind, *, origin: str, replace: bool = False) -> None:
         if not isinstance(kind, Kind):
@@ -366,8 +362,7 @@ class _Kinds(Mapping[str, Kind]):
 
     def __getitem__(self, name: str) -> Kind:
         self._load()
-        with self._lock:
-            return self._kinds[name]
+        return self._kinds[name]  # one dict lookup: atomic
 
     def __iter__(self) -> Iterator[str]:
         self._load()
@@ -376,8 +371,7 @@ class _Kinds(Mapping[str, Kind]):
 
     def __len__(self) -> int:
         self._load()
-        with self._lock:
-            return len(self._kinds)
+        return len(self._kinds)
 
     def __repr__(self) -> str:
         return f"KINDS({', '.join(self)})"

@@ -116,3 +116,27 @@ def test_a_manifest_that_is_not_json_is_named(tmp_path, read):
     with pytest.raises(ValueError, match=r"manifest\.json: not valid JSON") as raised:
         call()
     assert str(tmp_path) in str(raised.value)
+
+
+@pytest.mark.parametrize(("make", "bad", "other"), [
+    ("generation", {"top_k": -1}, "max_new_tokens"),
+    ("generation", {"max_new_tokens": 0}, "top_k"),
+    ("generation", {"top_p": 1.5}, "top_k"),
+    ("ktc", {"tau": -0.1}, "alpha"),
+    ("ktc", {"alpha": 1.5}, "tau"),
+])
+def test_each_bad_option_is_named_alone(make, bad, other):
+    """Not 'top_k must be >= 0 and max_new_tokens >= 1': the message names the one option that is wrong, and its
+    value."""
+    from much_dataset.params import InvalidParameterError
+
+    if make == "generation":
+        from builder.configs import GenerationConfig as Config
+    else:
+        from much_metric.baselines.methods.ktc import KTCConfig as Config
+    (name, value), = bad.items()
+    with pytest.raises(InvalidParameterError) as raised:
+        Config(**bad)
+    message = str(raised.value)
+    assert f"{name} must be" in message and f"got {value!r}" in message
+    assert other not in message
