@@ -261,6 +261,8 @@ def _degradation(args: argparse.Namespace, evaluation: Any, data: Any) -> int:
     result = degradation_table(args.source, signals=_signal_names(args.signals), top_ks=parse_grid(args.top_k_grid),
                                evaluation=evaluation, data=data)
     print(f"{data_title(result.data or args.source, 'Input views')}: {result.n_samples:,} samples")
+    for flag in _resource_options(args).given():  # the grid reads the stored probabilities only: said, not ignored
+        print(f"note: --{flag.replace('_', '-')} is not used by --top-k-grid (it reads the stored candidates only)")
     print(format_degradation(result))
     if args.json:
         from much_metric.fileio import atomic_write_bytes

@@ -140,3 +140,13 @@ def test_each_bad_option_is_named_alone(make, bad, other):
     message = str(raised.value)
     assert f"{name} must be" in message and f"got {value!r}" in message
     assert other not in message
+
+
+def test_the_degradation_grid_names_the_resources_it_does_not_read(folder, capsys):
+    from much_metric.cli import main
+
+    code = main(["run", "--source", str(folder), "--top-k-grid", "0,24", "--signals", "token_likelihood",
+                 "--samples", "sample", "--bootstrap", "0", "--no-progress"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "note: --samples is not used by --top-k-grid" in " ".join(printed.split())
