@@ -85,6 +85,7 @@ class Resource:
         return value if self.loader is None else _function(self.loader)(value, split)
 
     def check_value(self, value: Any) -> None:
+        """Raise ``ValueError`` naming the flag and ``value`` when the entry's check refuses it (None: not given)."""
         if self.check is not None and value is not None:
             _function(self.check)(value)
 
