@@ -95,33 +95,34 @@ def _function(path: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), name)
 
 
-_HERE = __name__
+#: The module of the built-in resources' loaders and checks (named, not imported: the table imports no method).
+_HERE = "much_metric.baselines._resource_loaders"
 
 #: Every resource a method may need, in the order ``much run --help`` and the docs list them.
 RESOURCE_TABLE: tuple[Resource, ...] = (
     Resource("tokenizer", "the generating LLM's tokenizer", flag="--tokenizer", other_use="the segmentation time",
              help="the generating LLM's tokenizer for every sample: hub id, folder, .gguf file or 'smollm2' (default: "
                   "smollm2 for the sample, the MUCH models for orailix/MUCH)"),
-    Resource("nli", "an NLI model", loader=f"{_HERE}:_load_nli", recorded="alongside"),
+    Resource("nli", "an NLI model", loader=f"{_HERE}:nli_resource", recorded="alongside"),
     Resource("neighbours", "token-neighbour statistics", flag="--neighbours", repeatable=True,
-             loader=f"{_HERE}:_load_neighbours",
+             loader=f"{_HERE}:neighbours_resource",
              help="KTC's token-neighbour statistics (`much neighbours`): a .npz, a folder (one .npz per tokenizer for "
                   "orailix/MUCH), a hub dataset id, or MODEL=PATH|HUB_ID (repeatable); default: the SmolLM2 "
                   "statistics shipped with the sample"),
-    Resource("internals", "an internals pack", flag="--internals", loader=f"{_HERE}:_load_internals",
+    Resource("internals", "an internals pack", flag="--internals", loader=f"{_HERE}:internals_resource",
              help="an internals pack (`python -m builder internals`) for the signals that need one: rauq, "
                   "attention_previous, llm_check_attention, probes; a pack of part of the data scores the rows it "
                   "holds (every signal of the table on those rows)"),
     Resource("samples", "samples of every row (python -m builder samples; much run --samples PACK)",
-             flag="--samples", loader=f"{_HERE}:_load_samples", recorded="own",
+             flag="--samples", loader=f"{_HERE}:samples_resource", recorded="own",
              help="N further answers per row (`python -m builder samples`) for the sampling detectors "
                   "(semantic_isotropy, sample_*, eigenscore); default for --source sample: its own pack"),
     Resource("reference", "the reference articles (python -m builder wiki / context; much run --reference FOLDER)",
-             flag="--reference", loader=f"{_HERE}:_load_reference", recorded="own",
+             flag="--reference", loader=f"{_HERE}:reference_resource", recorded="own",
              help="the --out folder of `python -m builder wiki` / `context` (wiki.jsonl, context.jsonl) for the "
                   "reference_* detectors"),
     Resource("encoder", "a text encoder (much run --encoder NAME)", flag="--encoder",
-             loader=f"{_HERE}:_load_encoder", check=f"{_HERE}:_check_encoder", recorded="own",
+             loader=f"{_HERE}:encoder_resource", check=f"{_HERE}:check_encoder_value", recorded="own",
              help="text encoder of the isotropy / cosine detectors: minilm (default: all-MiniLM-L6-v2, the "
                   "'sampling' extra), observer[:MODEL[@LAYER]] (mean-pooled hidden states; default smollm2), or a "
                   "sentence-transformers hub id (owner/name) or folder"),
@@ -248,58 +249,6 @@ def unread_options(resources: ResourceOptions, needs: Collection[str]) -> dict[s
 def _looks_like_path(text: str) -> bool:
     """A value written as a path (a separator, a dot, a home), not a bare name such as ``minilm`` or ``smollm2``."""
     return "/" in text or "\\" in text or text.startswith((".", "~"))
-
-
-def _load_nli(value: Any, split: Any) -> Any:
-    from much_metric.baselines.nli import resolve_nli
-
-    return resolve_nli(value)
-
-
-def _load_neighbours(value: Any, split: Any) -> Any:
-    if value is not None:
-        return value
-    from much_metric.baselines.methods.ktc import default_neighbours  # the embedded sample ships its statistics
-
-    return default_neighbours(split)
-
-
-def _load_internals(value: Any, split: Any) -> Any:
-    if not isinstance(value, str | Path):
-        return value
-    from much_dataset.internals import load_internals
-
-    # The samples it holds are checked by compute_signals: a pack of part of the split scores those.
-    return load_internals(value)
-
-
-def _load_samples(value: Any, split: Any) -> Any:
-    if value is None:
-        return None
-    from much_metric.baselines.samples import open_samples
-
-    return open_samples(value, split)
-
-
-def _load_reference(value: Any, split: Any) -> Any:
-    if value is None:
-        return None
-    from much_metric.baselines.reference import open_reference
-
-    return open_reference(value, split)
-
-
-def _load_encoder(value: Any, split: Any) -> Any:
-    from much_metric.baselines.encoders import load_encoder
-
-    return load_encoder(value)
-
-
-def _check_encoder(value: Any) -> None:
-    if isinstance(value, str | Path):
-        from much_metric.baselines.encoders import check_encoder_name
-
-        check_encoder_name(value)
 
 
 def records_of(needs: Collection[str], found: Mapping[str, Any]) -> dict[str, Any]:
