@@ -17,6 +17,7 @@ from builder.errors import BuilderError
 from builder.generation.engine import Engine, EngineOptions, EngineRun, run_engine
 from builder.generation.rows import EngineInfo, EngineResult, RowLimits, check_row, generation_id, make_record
 from builder.generation.sampling import SamplingSettings, SamplingSettingsError
+from much_dataset.params import POSITIVE_INT, check_param
 
 __all__ = ["ENGINES", "EXECUTORS", "ExecutorOptions", "make_executed_engine", "close_engine",
            "Engine", "EngineOptions", "EngineRun", "EngineInfo", "EngineResult", "RowLimits",
@@ -45,8 +46,7 @@ class ExecutorOptions:
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
             raise BuilderError(f"unknown executor {self.executor!r}; choose one of {sorted(EXECUTORS)}")
-        if isinstance(self.ray_workers, bool) or not isinstance(self.ray_workers, int) or self.ray_workers < 1:
-            raise BuilderError(f"--ray-workers must be an int >= 1, got {self.ray_workers!r}")
+        check_param("--ray-workers", self.ray_workers, POSITIVE_INT)
 
 
 def make_executed_engine(name: str, config: GenerationConfig, options: EngineOptions,

@@ -34,6 +34,7 @@ from __future__ import annotations
 from much_metric._lazy import lazy_attributes
 from much_metric.baselines.registry import (
     Baseline,
+    Requirements,
     available,
     display_method,
     display_name,
@@ -78,8 +79,8 @@ _LAZY = {
     "claim_signal": "much_metric.baselines.claims",
 }
 
-__all__ = ["Baseline", "available", "display_method", "display_name", "register", "resolve", "signal_groups",
-           "unregister", *_LAZY]
+__all__ = ["Baseline", "Requirements", "available", "display_method", "display_name", "register", "resolve",
+           "signal_groups", "unregister", *_LAZY]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
