@@ -34,10 +34,10 @@ from builder.configs import GenerationConfig
 from builder.errors import BuilderError
 from builder.generation import (
     ENGINES,
-    EXECUTORS,
     EngineOptions,
     EngineRun,
     ExecutorOptions,
+    add_executor_arguments,
     close_engine,
     make_executed_engine,
     run_engine,
@@ -88,10 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=None,
                         help="vllm: fraction of GPU memory (on CPU: of the KV-cache RAM budget) vLLM reserves")
     parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model replica")
-    parser.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
-                        help="local (default) or ray: the engine in Ray Data actors, rows stored here (same rows)")
-    parser.add_argument("--ray-address", default=None, help="ray: the cluster (default: one started for this run)")
-    parser.add_argument("--ray-workers", type=int, default=1, help="ray: engine actors (one engine each)")
+    add_executor_arguments(parser)
 
 
 def _config_from_args(args: argparse.Namespace) -> GenerationConfig:
@@ -154,14 +151,13 @@ def _with_server_dtype(options: EngineOptions) -> tuple[EngineOptions, str]:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _check_options(args)
+    placement = ExecutorOptions.from_args(args)  # --ray-workers, --ray-gpus checked before any work
     config = _config_from_args(args)
     if args.engine != "hf":
         settings_for(config)  # refuses a configuration that would change MUCH's probabilities, before any work
     questions = list(Shard.parse(args.shard).select(_read_questions(out)))[: args.limit]
     store = JsonlStore(out / "generations.jsonl")
     todo = pending_questions(questions, store, config.id)
-    placement = ExecutorOptions(getattr(args, "executor", "local"), getattr(args, "ray_workers", 1),
-                                getattr(args, "ray_address", None))
     options = _options_from_args(args, run_dtype(args.engine, args.dtype, args.device))
     dtype_source = ""
     if args.engine == "openai" and todo:

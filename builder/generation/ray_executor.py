@@ -12,14 +12,14 @@ the prompt as text even when token ids are given; running our engine in the acto
 per-sample seeds, token ids and exact probabilities without working around either.
 
 ``address``: a running cluster (``ray start --head``, ``auto``, ``ray://...``); None starts one for the run (shut
-down at the end). Actors ask ``num_cpus=1`` each (set ``num_gpus`` through ``RAY_ENGINE_GPUS`` for GPU workers).
+down at the end). Actors ask ``num_cpus=1`` each and ``gpus`` GPUs (``--ray-gpus``, a field of
+:class:`~builder.generation.ExecutorOptions`; 0: CPU actors).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -59,10 +59,10 @@ class RayEngine:
     """The engine ``name`` run in Ray Data actors (module docstring); the Engine protocol."""
 
     def __init__(self, name: str, config: GenerationConfig, options: EngineOptions, *, workers: int = 1,
-                 address: str | None = None) -> None:
+                 address: str | None = None, gpus: float = 0.0) -> None:
         import ray
 
-        self.name, self.config, self.options, self.workers = name, config, options, workers
+        self.name, self.config, self.options, self.workers, self.gpus = name, config, options, workers, gpus
         self.version = "unknown"  # the actors' engine version, known once a batch came back
         self.limits = RowLimits(vocab_size=None, max_new_tokens=config.max_new_tokens)
         self._started = not ray.is_initialized()
@@ -80,7 +80,7 @@ class RayEngine:
         dataset = ray.data.from_items([{"questions": text} for text in batches])
         answered = dataset.map_batches(
             _EngineActor, batch_size=1, compute=ray.data.ActorPoolStrategy(size=self.workers), num_cpus=1,
-            num_gpus=float(os.environ.get("RAY_ENGINE_GPUS", "0")),
+            num_gpus=self.gpus,
             fn_constructor_kwargs={"engine": self.name, "config": self.config.to_record(),
                                    "options": dataclasses.asdict(self.options)})
         for row in answered.iter_rows():
@@ -98,7 +98,7 @@ class RayEngine:
 
 
 def make_executor_engine(name: str, config: GenerationConfig, options: EngineOptions, *, workers: int = 1,
-                         address: str | None = None) -> RayEngine:
+                         address: str | None = None, gpus: float = 0.0) -> RayEngine:
     """``--executor ray``: the engine ``name`` in ``workers`` Ray Data actors (settings checked here first)."""
     from builder.errors import BuilderError
     from builder.generation import ENGINES, settings_for
@@ -111,4 +111,4 @@ def make_executor_engine(name: str, config: GenerationConfig, options: EngineOpt
         import ray  # noqa: F401
     except ImportError:
         raise BuilderError("--executor ray needs the ray package: pip install 'ray[data]'") from None
-    return RayEngine(name, config, options, workers=workers, address=address)
+    return RayEngine(name, config, options, workers=workers, address=address, gpus=gpus)
