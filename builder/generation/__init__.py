@@ -77,9 +77,7 @@ def make_executed_engine(name: str, config: GenerationConfig, options: EngineOpt
     module = EXECUTORS[executor.executor]
     if module is None:
         return make_engine(name, config, options)
-    return importlib.import_module(module).make_executor_engine(name, config, options, workers=executor.ray_workers,
-                                                                address=executor.ray_address,
-                                                                gpus=executor.ray_gpus)
+    return importlib.import_module(module).make_executor_engine(name, config, options, executor)
 
 
 def close_engine(engine: Engine) -> None:
