@@ -26,6 +26,7 @@ import importlib
 import importlib.metadata
 import pkgutil
 import sys
+import threading
 import warnings
 from collections.abc import Iterable
 
@@ -66,7 +67,12 @@ def _initializing(module: str) -> bool:
 
 
 class _Registry:
-    """Built-ins (listed from the package), entry points and run-time registrations, loaded on first use."""
+    """Built-ins (listed from the package), entry points and run-time registrations, loaded on first use.
+
+    Loaded once under a lock (as :mod:`much_metric._cache` guards its table): a thread that arrives while another is
+    loading waits for the whole registry, never reads it half-filled (``unknown signal 'semantic_isotropy'`` for a
+    name being registered that very moment). The lock is re-entrant: a method or plugin module that uses the registry
+    while it is being imported by the loading thread gets the entries loaded so far."""
 
     def __init__(self) -> None:
         self._baselines: dict[str, Baseline] = {}
@@ -74,17 +80,35 @@ class _Registry:
         self._broken: dict[str, str] = {}
         self._pending: list[importlib.metadata.EntryPoint] = []
         self._loaded = False
+        self._loading = False
+        self._lock = threading.RLock()
 
     def _load(self) -> None:
         """Import the built-in method modules and the entry points, once (on the first use of the registry, never
         when :mod:`much_metric.baselines` is imported)."""
-        if self._loaded:
-            if self._pending:
+        if self._loaded and not self._pending:  # the common case, without the lock: loaded is set last
+            return
+        with self._lock:
+            if self._loading:  # this thread is loading, and a module it imports asked: what is there so far
+                return
+            self._loading = True
+            try:
+                if not self._loaded:
+                    try:
+                        self._load_all()
+                    except BaseException:  # a failed first load is tried again whole on the next use
+                        for table in (self._baselines, self._origin, self._broken):
+                            table.clear()
+                        self._pending = []
+                        raise
+                    self._loaded = True
                 pending, self._pending = self._pending, []
                 for entry_point in pending:
                     self._load_entry_point(entry_point)
-            return
-        self._loaded = True
+            finally:
+                self._loading = False
+
+    def _load_all(self) -> None:
         package = importlib.import_module(METHODS_PACKAGE)
         for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
             if module.name.startswith("_"):
@@ -116,23 +140,35 @@ class _Registry:
     def add(self, baseline: Baseline, *, origin: str, replace: bool = False) -> None:
         if not isinstance(baseline, Baseline):
             raise TypeError(f"register() takes a Baseline, got {type(baseline).__name__}")
-        if baseline.name in self._baselines and not replace:
-            raise ValueError(f"a baseline named {baseline.name!r} is already registered by "
-                             f"{self._origin[baseline.name]}; pass replace=True to override it")
-        self._baselines[baseline.name] = baseline
-        self._origin[baseline.name] = origin
+        with self._lock:
+            if baseline.name in self._baselines and not replace:
+                raise ValueError(f"a baseline named {baseline.name!r} is already registered by "
+                                 f"{self._origin[baseline.name]}; pass replace=True to override it")
+            self._baselines[baseline.name] = baseline
+            self._origin[baseline.name] = origin
+
+    def remove(self, name: str) -> Baseline:
+        self._load()
+        with self._lock:
+            if name not in self._baselines:
+                raise UnknownNameError(f"no baseline named {name!r}")
+            self._origin.pop(name)
+            return self._baselines.pop(name)
 
     def all(self) -> dict[str, Baseline]:
         self._load()
-        return dict(sorted(self._baselines.items(), key=lambda item: item[1].order))
+        with self._lock:
+            return dict(sorted(self._baselines.items(), key=lambda item: item[1].order))
 
     def broken(self) -> dict[str, str]:
         self._load()
-        return dict(self._broken)
+        with self._lock:
+            return dict(self._broken)
 
     def origin(self, name: str) -> str:
         self._load()
-        return self._origin[name]
+        with self._lock:
+            return self._origin.get(name, "")
 
 
 _REGISTRY = _Registry()
@@ -147,11 +183,7 @@ def register(baseline: Baseline, *, replace: bool = False) -> Baseline:
 
 def unregister(name: str) -> Baseline:
     """Remove a baseline registered under ``name`` (e.g. one added with :func:`register` in a notebook)."""
-    _REGISTRY._load()
-    if name not in _REGISTRY._baselines:
-        raise UnknownNameError(f"no baseline named {name!r}")
-    _REGISTRY._origin.pop(name)
-    return _REGISTRY._baselines.pop(name)
+    return _REGISTRY.remove(name)
 
 
 def available() -> dict[str, Baseline]:
@@ -174,8 +206,7 @@ PEER_PLUGIN = {"prefixes": ("lmpolygraph:", "uqlm:", "lmpolygraph_", "uqlm_"), "
 
 def origin(name: str) -> str:
     """Where the baseline ``name`` was registered: its built-in module or ``entry point '<name>' (<value>)``."""
-    _REGISTRY._load()
-    return _REGISTRY._origin.get(name, "")
+    return _REGISTRY.origin(name)
 
 
 def get(name: str) -> Baseline:

@@ -25,6 +25,7 @@ import importlib.metadata
 import inspect
 import math
 import numbers
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -290,65 +291,85 @@ BUILTIN_KINDS: dict[str, Kind] = {kind.name: kind for kind in (
 
 class _Kinds(Mapping[str, Kind]):
     """The built-in kinds, the entry points of :data:`ENTRY_POINT_GROUP` and the kinds of :func:`register_kind`,
-    loaded on first use (never when :mod:`much_metric.learned` is imported). Thread-safe reads of a dict."""
+    loaded on first use (never when :mod:`much_metric.learned` is imported), once, under a lock: a thread that asks
+    while another is importing the entry points waits for them (never reads the registry half-filled, as the
+    baselines' registry does). Every read and write holds the lock."""
 
     def __init__(self) -> None:
         self._kinds: dict[str, Kind] = dict(BUILTIN_KINDS)
         self._origin: dict[str, str] = dict.fromkeys(BUILTIN_KINDS, __name__)
         self._broken: dict[str, str] = {}
         self._loaded = False
+        self._loading = False
+        self._lock = threading.RLock()
 
     def _load(self) -> None:
-        if self._loaded:
+        if self._loaded:  # set last, after every entry point: no lock needed to see it
             return
-        self._loaded = True
-        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            origin = f"entry point {entry_point.name!r} ({entry_point.value})"
+        with self._lock:
+            if self._loaded or self._loading:  # loading in this thread: a plugin's import asks for the kinds so far
+                return
+            self._loading = True
             try:
-                loaded = entry_point.load()
-            except Exception as error:  # recorded, and raised when the kind is asked for
-                self._broken[entry_point.name] = f"{origin} failed to load: {type(error).__name__}: {error}"
-                continue
-            for kind in loaded if isinstance(loaded, list | tuple) else [loaded]:
-                if not isinstance(kind, Kind):
-                    self._broken[entry_point.name] = f"{origin} is a {type(kind).__name__}, not a Kind"
-                elif kind.name in self._kinds:
-                    self._broken[kind.name] = f"{origin}: a kind named {kind.name!r} is already registered by " \
-                                              f"{self._origin[kind.name]}"
-                else:
-                    self.add(kind, origin=origin)
+                for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+                    self._load_entry_point(entry_point)
+                self._loaded = True
+            finally:
+                self._loading = False
+
+    def _load_entry_point(self, entry_point: Any) -> None:
+        origin = f"entry point {entry_point.name!r} ({entry_point.value})"
+        try:
+            loaded = entry_point.load()
+        except Exception as error:  # recorded, and raised when the kind is asked for
+            self._broken[entry_point.name] = f"{origin} failed to load: {type(error).__name__}: {error}"
+            return
+        for kind in loaded if isinstance(loaded, list | tuple) else [loaded]:
+            if not isinstance(kind, Kind):
+                self._broken[entry_point.name] = f"{origin} is a {type(kind).__name__}, not a Kind"
+            elif kind.name in self._kinds:
+                self._broken[kind.name] = f"{origin}: a kind named {kind.name!r} is already registered by " \
+                                          f"{self._origin[kind.name]}"
+            else:
+                self.add(kind, origin=origin)
 
     def add(self, kind: Kind, *, origin: str, replace: bool = False) -> None:
         if not isinstance(kind, Kind):
             raise TypeError(f"register_kind() takes a Kind, got {type(kind).__name__}")
-        if kind.name in self._kinds and not replace:
-            raise ValueError(f"a detector kind named {kind.name!r} is already registered by "
-                             f"{self._origin[kind.name]}; pass replace=True to override it")
-        self._kinds[kind.name] = kind
-        self._origin[kind.name] = origin
+        with self._lock:
+            if kind.name in self._kinds and not replace:
+                raise ValueError(f"a detector kind named {kind.name!r} is already registered by "
+                                 f"{self._origin[kind.name]}; pass replace=True to override it")
+            self._kinds[kind.name] = kind
+            self._origin[kind.name] = origin
 
     def remove(self, name: str) -> Kind:
         self._load()
         if name in BUILTIN_KINDS:
             raise ValueError(f"{name!r} is a built-in detector kind")
-        self._origin.pop(name, None)
-        return self._kinds.pop(name)
+        with self._lock:
+            self._origin.pop(name, None)
+            return self._kinds.pop(name)
 
     def broken(self) -> dict[str, str]:
         self._load()
-        return dict(self._broken)
+        with self._lock:
+            return dict(self._broken)
 
     def __getitem__(self, name: str) -> Kind:
         self._load()
-        return self._kinds[name]
+        with self._lock:
+            return self._kinds[name]
 
     def __iter__(self) -> Iterator[str]:
         self._load()
-        return iter(list(self._kinds))
+        with self._lock:
+            return iter(list(self._kinds))
 
     def __len__(self) -> int:
         self._load()
-        return len(self._kinds)
+        with self._lock:
+            return len(self._kinds)
 
     def __repr__(self) -> str:
         return f"KINDS({', '.join(self)})"
