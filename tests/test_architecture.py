@@ -311,7 +311,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # shared helpers with no stage of their own (the root package only re-exports lazily, by name)
     ("much_metric.__init__", "much_metric._lazy", "much_metric._compat", "much_metric.fileio", "much_metric.models",
      "much_metric.capture", "much_metric.mushroom", "much_metric._deprecation", "much_metric._progress",
-     "much_metric.commands", "much_metric._cache"),
+     "much_metric.commands", "much_metric._cache", "much_metric._plugins"),
     ("much_metric.segmentation", "much_metric.scoring"),
     ("much_metric.evaluate_module", "much_metric.much_metric"),  # the `evaluate` module over the scoring
     ("much_metric.signals",),  # the file format

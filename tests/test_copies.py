@@ -36,3 +36,16 @@ def test_every_chat_of_the_toolkit_is_built_from_the_constant():
     assert _llm.chat_messages("q") == schema.chat_messages("q") == [{"role": "system", "content": system},
                                                                    {"role": "user", "content": "q"}]
     assert schema.chat_messages("q", brief=False)[0]["content"] == schema.SYSTEM_PROMPT
+
+
+def test_one_plugin_registry_reads_the_entry_points():
+    """The baselines and the detector kinds are one registry type; only it reads installed plugins."""
+    from much_metric._plugins import PluginRegistry
+    from much_metric.baselines import registry
+    from much_metric.learned import KINDS
+
+    assert isinstance(registry._REGISTRY, PluginRegistry) and isinstance(KINDS, PluginRegistry)
+    readers = sorted(str(path.relative_to(REPO)) for package in ("much_dataset", "much_metric", "builder",
+                                                                  "much_leaderboard")
+                     for path in (REPO / package).rglob("*.py") if "entry_points(" in path.read_text(encoding="utf-8"))
+    assert readers == ["much_metric/_plugins.py"]
