@@ -53,7 +53,8 @@ def engine_dtype(requested: str | None, device: str) -> str:
 
 def run_dtype(engine: str, requested: str | None, device: str | None) -> str | None:
     """The dtype a ``generate`` or ``samples`` run computes in: ``requested`` or the default of the device the engine
-    runs on; for ``openai``, only what ``requested`` declares about the server (None: not declared)."""
+    runs on; for ``openai``, only what ``requested`` declares about the server (None: not declared; ``generate``
+    then asks the server, :func:`builder.generation.openai.server_dtype`)."""
     if engine == "openai":
         return engine_dtype(requested, "server") if requested else None
     if engine == "vllm":

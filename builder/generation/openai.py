@@ -280,7 +280,7 @@ class OpenAIEngine:
         self.config, self.settings, self.options = config, settings, options
         self.tokenizer = _tokenizer(options.tokenizer or options.model)
         self.version = f"openai-compatible@{options.base_url}"
-        self.dtype = options.dtype  # the server's, as declared by --dtype (None: not known)
+        self.dtype = options.dtype  # the server's, as far as server_dtype established it (None: not known)
         self.info = EngineInfo("openai", self.version, settings.to_record(), dtype=self.dtype)
         eos_ids, special_ids = stop_tokens(self.tokenizer)
         self.limits = RowLimits(vocab_size=len(self.tokenizer), max_new_tokens=config.max_new_tokens,
