@@ -23,14 +23,12 @@ integer unless the baseline's ``params`` gives its own regular expression (then 
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import pkgutil
-import sys
-import threading
 import warnings
 from collections.abc import Iterable
 
-from much_dataset.params import InvalidParameterError, UnknownNameError
+from much_dataset.params import UnknownNameError
+from much_metric._plugins import PluginRegistry
 from much_metric.baselines._baseline import RESOURCES, Baseline, BaselineSpec, Requirements
 
 __all__ = [
@@ -57,119 +55,28 @@ __all__ = [
 METHODS_PACKAGE = "much_metric.baselines.methods"
 #: Entry-point group of third-party baselines.
 ENTRY_POINT_GROUP = "much.baselines"
-def _initializing(module: str) -> bool:
-    """Whether ``module`` (or a parent package) is being imported right now (a partially initialised module)."""
-    parts = module.split(".")
-    for end in range(1, len(parts) + 1):
-        spec = getattr(sys.modules.get(".".join(parts[:end])), "__spec__", None)
-        if getattr(spec, "_initializing", False):
-            return True
-    return False
+def _builtin_baselines() -> list[tuple[Baseline, str]]:
+    """``(baseline, module)`` of every ``BASELINES`` of the modules of :data:`METHODS_PACKAGE` (imported here)."""
+    package = importlib.import_module(METHODS_PACKAGE)
+    found = []
+    for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not module.name.startswith("_"):
+            name = f"{METHODS_PACKAGE}.{module.name}"
+            found += [(baseline, name) for baseline in getattr(importlib.import_module(name), "BASELINES", ())]
+    return found
 
 
-class _Registry:
-    """Built-ins (listed from the package), entry points and run-time registrations, loaded on first use.
-
-    Loaded once under a lock (as :mod:`much_metric._cache` guards its table): a thread that arrives while another is
-    loading waits for the whole registry, never reads it half-filled (``unknown signal 'semantic_isotropy'`` for a
-    name being registered that very moment). The lock is re-entrant: a method or plugin module that uses the registry
-    while it is being imported by the loading thread gets the entries loaded so far."""
+class _Registry(PluginRegistry[Baseline]):
+    """The baselines: the toolkit's one plugin registry (:class:`much_metric._plugins.PluginRegistry`: loaded once,
+    on first use, under a lock) over the methods package and the ``much.baselines`` entry points."""
 
     def __init__(self) -> None:
-        self._baselines: dict[str, Baseline] = {}
-        self._origin: dict[str, str] = {}
-        self._broken: dict[str, str] = {}
-        self._pending: list[importlib.metadata.EntryPoint] = []
-        self._loaded = False
-        self._loading = False
-        self._lock = threading.RLock()
-
-    def _load(self) -> None:
-        """Import the built-in method modules and the entry points, once (on the first use of the registry, never
-        when :mod:`much_metric.baselines` is imported)."""
-        if self._loaded and not self._pending:  # the common case, without the lock: loaded is set last
-            return
-        with self._lock:
-            if self._loading:  # this thread is loading, and a module it imports asked: what is there so far
-                return
-            self._loading = True
-            try:
-                if not self._loaded:
-                    try:
-                        self._load_all()
-                    except BaseException:  # a failed first load is tried again whole on the next use
-                        for table in (self._baselines, self._origin, self._broken):
-                            table.clear()
-                        self._pending = []
-                        raise
-                    self._loaded = True
-                pending, self._pending = self._pending, []
-                for entry_point in pending:
-                    self._load_entry_point(entry_point)
-            finally:
-                self._loading = False
-
-    def _load_all(self) -> None:
-        package = importlib.import_module(METHODS_PACKAGE)
-        for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            if module.name.startswith("_"):
-                continue
-            for baseline in getattr(importlib.import_module(f"{METHODS_PACKAGE}.{module.name}"), "BASELINES", ()):
-                self.add(baseline, origin=f"{METHODS_PACKAGE}.{module.name}")
-        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            self._load_entry_point(entry_point)
-
-    def _load_entry_point(self, entry_point: importlib.metadata.EntryPoint) -> None:
-        origin = f"entry point {entry_point.name!r} ({entry_point.value})"
-        try:
-            loaded = entry_point.load()
-        except Exception as error:  # recorded and raised when the plugin's signal is asked for
-            if _initializing(entry_point.module):
-                # The plugin's own module is being imported and asked the registry for something at import time:
-                # not broken, only not finished. Loaded again on the next use of the registry.
-                self._pending.append(entry_point)
-                return
-            self._broken[entry_point.name] = f"{origin} failed to load: {type(error).__name__}: {error}"
-            return
-        items = loaded if isinstance(loaded, Iterable) and not isinstance(loaded, Baseline) else [loaded]
-        for item in items:
-            if not isinstance(item, Baseline):
-                self._broken[entry_point.name] = f"{origin} is a {type(item).__name__}, not a Baseline"
-                continue
-            self.add(item, origin=origin)
-
-    def add(self, baseline: Baseline, *, origin: str, replace: bool = False) -> None:
-        if not isinstance(baseline, Baseline):
-            raise InvalidParameterError(f"register() takes a Baseline, got {type(baseline).__name__}")
-        with self._lock:
-            if baseline.name in self._baselines and not replace:
-                raise ValueError(f"a baseline named {baseline.name!r} is already registered by "
-                                 f"{self._origin[baseline.name]}; pass replace=True to override it")
-            self._baselines[baseline.name] = baseline
-            self._origin[baseline.name] = origin
-
-    def remove(self, name: str) -> Baseline:
-        self._load()
-        with self._lock:
-            if name not in self._baselines:
-                raise UnknownNameError(f"no baseline named {name!r}")
-            self._origin.pop(name)
-            return self._baselines.pop(name)
+        super().__init__(group=ENTRY_POINT_GROUP, item_type=Baseline, noun="baseline", register="register()",
+                         builtins=_builtin_baselines)
 
     def all(self) -> dict[str, Baseline]:
-        self._load()
-        with self._lock:
-            return dict(sorted(self._baselines.items(), key=lambda item: item[1].order))
-
-    def broken(self) -> dict[str, str]:
-        self._load()
-        with self._lock:
-            return dict(self._broken)
-
-    def origin(self, name: str) -> str:
-        self._load()
-        with self._lock:
-            return self._origin.get(name, "")
+        """Every baseline by name pattern, in table order."""
+        return dict(sorted(self.items_by_name().items(), key=lambda item: item[1].order))
 
 
 _REGISTRY = _Registry()
@@ -177,13 +84,14 @@ _REGISTRY = _Registry()
 
 def register(baseline: Baseline, *, replace: bool = False) -> Baseline:
     """Add a baseline at run time (also usable as a decorator-free one-liner in a notebook); returns it."""
-    _REGISTRY._load()
+    _REGISTRY.load()
     _REGISTRY.add(baseline, origin="register()", replace=replace)
     return baseline
 
 
 def unregister(name: str) -> Baseline:
-    """Remove a baseline registered under ``name`` (e.g. one added with :func:`register` in a notebook)."""
+    """Remove a baseline registered under ``name`` (e.g. one added with :func:`register` in a notebook; a built-in
+    stays)."""
     return _REGISTRY.remove(name)
 
 
