@@ -125,8 +125,9 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
     previous, rank = None, 0
     for position, row in enumerate(out, start=1):
         value = row["metrics"].get(sort)
-        if value != previous:
-            rank, previous = position, value
+        shown = None if value is None else round(float(value), 3)  # ranks tie where the shown values tie
+        if shown != previous or position == 1:
+            rank, previous = position, shown
         row["rank"] = rank
     return out
 

@@ -88,7 +88,7 @@ def error_message(error: BaseException, command: str | None = None) -> str:
     >>> error_message(OSError())
     'OSError'
     """
-    if isinstance(error, KeyError) and error.args:
+    if isinstance(error, KeyError) and not isinstance(error, ValueError) and error.args:  # UnknownNameError: as is
         message = f"missing key {error.args[0]!r}"
     else:
         message = str(error) or type(error).__name__

@@ -19,20 +19,24 @@ def metric_columns() -> list[Any]:
     return list(METRIC_TABLE)
 
 
-def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str | None = None) -> str:
+def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str | None = None,
+                 deltas: Any = None) -> str:
     """``trained_as``: signal name -> what its row adds to the display name (a learned signal's detector, protocol and
     the rows it was scored on, from its file's metadata); ``rank``: a metric key (``--rank``) the methods are sorted
     by, best first (nan last; the floors stay below them); None keeps the order of the signal files.
     An unpaired table (``--no-paired``) names each row's sample count: the rows are on different samples.
-    The last column is the cost per claim each signal's file records (``table.costs``)."""
+    The cost per claim each signal's file records (``table.costs``) follows the counts; ``deltas`` (a
+    :class:`much_metric.report.DeltaColumn`) adds each row's paired difference to the reference method and its
+    flags."""
     from much_metric.baselines.registry import display_name
     from much_metric.cli._views import cost_cell
-    from much_metric.report import format_metric
+    from much_metric.report import format_metric, method_key
 
     trained_as = trained_as or {}
 
     metrics = metric_columns()
-    header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage", "cost/claim"]
+    header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage", "cost/claim",
+              *([deltas.header(), "flags"] if deltas is not None else [])]
     rows = []
     results = list(table.results)
     if rank is not None:
@@ -52,12 +56,15 @@ def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str
             name = f"{name} [{len(result.samples)} samples]"
         score = result.score
         cost = "" if result.level == "floor" else cost_cell(table.costs.get(result.signal_name))
+        key = method_key(result)
+        paired = [] if deltas is None else [deltas.cell(key), deltas.flag_cell(key)]
         rows.append([name, result.aggregator or "—", *(format_metric(score, m.key) for m in metrics),
-                     str(score.n_claims), str(score.n_hallucinated), f"{result.coverage:.1%}", cost])
+                     str(score.n_claims), str(score.n_hallucinated), f"{result.coverage:.1%}", cost, *paired])
         for group, groups in (score.by or {}).items():
             for value, group_score in groups.items():
                 rows.append([f"  {group}={value}", "", *(format_metric(group_score, m.key) for m in metrics),
-                             str(group_score.n_claims), str(group_score.n_hallucinated), "", ""])
+                             str(group_score.n_claims), str(group_score.n_hallucinated), "", "",
+                             *([""] * len(paired))])
     return text_table(rows, header, keep=2)
 
 
@@ -80,8 +87,12 @@ def format_rank(board: Any, published: list[list[str]]) -> str:
     resampled = bool(board.n_resamples)
     header = ["rank", "method", board.metric, *(["95% interval", "P(rank)"] if resampled else []),
               "lang gap (best-worst)", "runtime (rel.)"]
+    from much_metric.scoring.engine import shown_ranks
+
     rows = []
-    for row in board.rows:
+    # ranks as the values are shown (3 decimals): two rows printed 0.623 share a rank
+    shown = shown_ranks([row.value for row in board.rows]) if board.rows else []
+    for row, rank in zip(board.rows, shown, strict=True):
         gap = "n/a" if math.isnan(row.lang_gap) else \
             f"{row.lang_gap:.3f} ({row.lang_best}-{row.lang_worst})"
         runtime = "n/a" if row.seconds is None else runtime_text(row.seconds, row.relative_runtime)
@@ -89,7 +100,7 @@ def format_rank(board: Any, published: list[list[str]]) -> str:
         if resampled:
             low, high = row.interval
             random_columns = [f"[{low:.3f}, {high:.3f}]", f"{row.rank_probability:.2f}"]
-        rows.append([str(row.rank), display_method(row.method), f"{row.value:.3f}", *random_columns, gap,
+        rows.append([str(rank), display_method(row.method), f"{row.value:.3f}", *random_columns, gap,
                      runtime])
     for name, value in board.floors.items():
         rows.append(["", f"[{name}]", f"{value:.3f}", *([""] * (len(header) - 3))])
@@ -142,18 +153,23 @@ def format_calibration(results: list[Any]) -> str:
 
 
 def format_spans(spans: dict[str, Any]) -> str:
-    from much_metric.baselines.registry import display_name
+    from much_metric.baselines.registry import display_method
+    from much_metric.report import spans_flags
 
     langs = sorted({lang for m in [*spans["methods"].values(), *spans["baselines"].values()]
                     for lang in m["per_language"]})
+    flags = spans_flags(spans)
     header = ["method", "threshold", "IoU", "rho", *(f"IoU {lang}" for lang in langs),
-              *(f"rho {lang}" for lang in langs)]
+              *(f"rho {lang}" for lang in langs), *(["flags"] if flags else [])]
     rows = []
-    for name, m in [*((display_name(k), v) for k, v in spans["methods"].items()),
-                    *((f"[{k}]", v) for k, v in spans["baselines"].items())]:
+    for key, name, m in [*((k, display_method(k), v) for k, v in spans["methods"].items()),
+                         *((k, f"[{k}]", v) for k, v in spans["baselines"].items())]:
         per = m["per_language"]
         rows.append([name, f"{m['threshold']:.4g}" if "threshold" in m else "", f"{m['iou']:.3f}", f"{m['cor']:.3f}",
                      *(f"{per[lang]['iou']:.3f}" if lang in per else "" for lang in langs),
-                     *(f"{per[lang]['cor']:.3f}" if lang in per else "" for lang in langs)])
+                     *(f"{per[lang]['cor']:.3f}" if lang in per else "" for lang in langs),
+                     *([flags.get(key, "")] if flags else [])])
+    note = ("\nflags: a method at the mark-all baseline marks (almost) every claim at its fitted threshold: its "
+            "spans say nothing beyond 'everything is suspect'") if flags else ""
     return (f"Mu-SHROOM span scores on {spans['n_items']} items (threshold and probability map fitted on "
-            f"{spans['n_fit_items']} others)\n" + text_table(rows, header))
+            f"{spans['n_fit_items']} others)\n" + text_table(rows, header) + note)

@@ -23,7 +23,7 @@ from much_metric.cli._evaluate_tables import (
     format_table,
     published_rows,
 )
-from much_metric.cli._flags import add_renamed_alias
+from much_metric.cli._flags import add_names_flag, add_renamed_alias
 from much_metric.cli._text import FLOOR_NOTE, data_title, fits_width, footnote, jsonable
 
 
@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="MUCH-signals file (.parquet/.jsonl: generation_id, signal_name, values) or a folder of them; "
         "records without signal_name are named after their file; names ending with @claim: one value per chunk",
     )
-    parser.add_argument("--signal", action="append", default=None, help="evaluate only this signal (repeatable)")
+    add_names_flag(parser, "--signals", "--signal", dest="signal", help="evaluate only these signals")
     parser.add_argument("--internals", default=None,
                         help="the internals pack the internals signals (rauq, probes, ...) of --scores were computed "
                              "from (`much run --internals PACK --out DIR`): a file computed from another pack is "
@@ -100,6 +100,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: the repository's data/mushroom)")
     parser.add_argument("--tokenizer", default="smollm2",
                         help="tokenizer giving the character offsets for --spans (default smollm2, the sample's)")
+    parser.add_argument("--baseline", default=None, metavar="NAME",
+                        help="the reference method of the table's paired Δ column (a signal or display name; "
+                        "default: the best row by --rank's metric, else by ROC-AUC)")
     parser.add_argument("--report", default=None, help="write a self-contained HTML report here")
     parser.add_argument("--figures", default=None, help="also save the report's figures as PNG and SVG in this folder")
     parser.add_argument("--json", default=None, help="write all metrics as JSON here")
@@ -177,11 +180,13 @@ def run(args: argparse.Namespace) -> int:
     from much_metric.benchmark import evaluate_files
 
     result = evaluate_files(args.source, args.scores, **_options(args))
-    _print(result, args)
+    deltas = result.table.deltas = _deltas(result, args)  # the report draws the column the terminal prints
+    _print(result, args, deltas)
     if args.json:
         from much_metric.fileio import atomic_write_bytes
 
-        atomic_write_bytes(Path(args.json), json.dumps(jsonable(result.to_dict()), indent=2).encode("utf-8"))
+        out = {**result.to_dict(), "deltas": None if deltas is None else deltas.to_dict()}
+        atomic_write_bytes(Path(args.json), json.dumps(jsonable(out), indent=2).encode("utf-8"))
     if args.report:
         try:
             result.write_html(args.report, title=data_title(args.source, "Evaluation"), figures=args.figures,
@@ -192,7 +197,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print(result: Any, args: argparse.Namespace) -> None:
+def _deltas(result: Any, args: argparse.Namespace) -> Any:
+    """The table's paired Δ column (:func:`much_metric.report.paired_deltas`) by ``--rank``'s metric (ROC-AUC
+    without it) against ``--baseline`` (default: the best row)."""
+    from much_metric.baselines import display_name
+    from much_metric.report import paired_deltas
+
+    return paired_deltas(result.table, metric=args.rank or "roc_auc", baseline=args.baseline,
+                         bootstrap=result.evaluation.bootstrap, display=display_name)
+
+
+def _print(result: Any, args: argparse.Namespace, deltas: Any = None) -> None:
     """The tables of an :class:`~much_metric.benchmark.EvaluationReport`, with its notes."""
     from much_metric.baselines import display_name
 
@@ -219,8 +234,11 @@ def _print(result: Any, args: argparse.Namespace) -> None:
     line = table.pairing.describe(display_name) if table.pairing is not None else None
     if line:
         print(line)
-    print(format_table(table, result.trained_as, rank=args.rank))
-    print(footnote(FLOOR_NOTE + " " + COST_NOTE))
+    if deltas is not None:
+        print(deltas.describe(display_name))
+    print(format_table(table, result.trained_as, rank=args.rank, deltas=deltas))
+    legend = "" if deltas is None else deltas.legend()
+    print(footnote(FLOOR_NOTE + " " + COST_NOTE + (" Flags: " + legend if legend else "")))
     if result.ranking is not None:
         print()
         if result.generation_seconds is not None:

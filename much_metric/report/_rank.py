@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.params import InvalidParameterError
+from much_metric.report._delta import method_key
 from much_metric.report._evaluation import EvaluationTable
 from much_metric.scoring import METRICS, Bootstrap, rank_claim_scores
 from much_metric.scoring.engine import curve_metrics, sort_claims
@@ -121,10 +122,6 @@ class Ranking(_ReadsLikeADict):
                 out[name] = np.asarray(out[name]).tolist()
         return out
 
-def _method_name(result: Any) -> str:
-    return result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"
-
-
 def _point_board(scores: dict[str, np.ndarray], hallucinated: np.ndarray, metric: str) -> dict[str, Any]:
     """The leaderboard's ranking by point values alone (competition ranks, nan last), nothing random."""
     names = list(scores)
@@ -173,7 +170,7 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | 
     hallucinated = results[0].hallucinated[keep]
     claim_rows = results[0].claim_rows[keep]
     for result in results:
-        name = _method_name(result)
+        name = method_key(result)
         names.append(name)
         scores[name] = result.claim_scores[np.isin(result.claim_rows, rows)]
     if bootstrap is not None:
@@ -183,7 +180,7 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | 
         board = _point_board(scores, hallucinated, metric)
     langs = np.asarray(table.langs, dtype=object)[claim_rows] if table.langs else np.full(len(claim_rows), "?")
     lang_values = sorted(set(langs.tolist()))
-    by_name = {_method_name(r): r for r in results}
+    by_name = {method_key(r): r for r in results}
     out_rows = []
     for row in board["rows"]:
         s = scores[row["method"]]

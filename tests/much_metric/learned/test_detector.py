@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -149,6 +150,9 @@ def test_much_train_then_much_run_on_the_sample(tmp_path, capsys):
                  "--detector", "linear", "--out", str(out), "--max-epochs", "2", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "leave-one-language-out [lang=fr] held-out test" in printed and "Max Likelihood ROC-AUC" in printed
+    # issue 57: the paired difference to Max Likelihood, with its interval and p-value, beside the two values
+    assert re.search(r"Δ ROC-AUC vs Max Likelihood [+-]\d\.\d{3} \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\] p=\d\.\d{3}",
+                     " ".join(printed.split()))
     assert "shared a Wikipedia article" in printed
     assert main(["run", "--source", "sample", "--config", "fr", "--signals", f"learned:{out},max_likelihood",
                  "--bootstrap", "0", "--no-progress", "--out", str(tmp_path / "signals")]) == 0
