@@ -117,6 +117,7 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
             f"trained: {describe_detector(detector)} ({row['metrics'].get('training_rows') or 0:,} rows)",
             "per_lang": {lang: m.get("roc_auc") for lang, m in row["metrics"].get("by", {}).get("lang", {}).items()},
             "p_rank": ranked.get("rank_probability"), "lang_gap": ranked.get("lang_gap"),
+            "versus_best": ranked.get("versus_best"),
             "relative_runtime": row["metrics"].get("relative_runtime"), "seconds": row["metrics"].get("seconds"),
             "cost": row["metrics"].get("cost"),
             "coverage": row["metrics"].get("coverage"), "submitted": row["submitted"],
@@ -143,6 +144,16 @@ def _cell(metrics: dict[str, Any], key: str) -> str:
     if interval and None not in interval:
         text += f'<br><span class="ci">[{interval[0]:.3f}, {interval[1]:.3f}]</span>'
     return text
+
+
+def _versus_best(comparison: dict[str, Any] | None) -> str:
+    """Under P(rank): the row's paired Δ to the best row, its interval and p (``""`` for the best row itself)."""
+    if not comparison or comparison.get("p_value") is None:
+        return ""
+    low, high = comparison["interval"]
+    return (f'<br><span class="ci" title="paired bootstrap difference to the best row, its 95% interval and '
+            f'p-value">Δ #1 {comparison["difference"]:+.3f} p={comparison["p_value"]:.2f}<br>'
+            f'[{low:+.3f}, {high:+.3f}]</span>')
 
 
 def _link(text: str, url: str) -> str:
@@ -204,6 +215,7 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
                   f'<br><span class="kind">{label} · {coverage} · submitted '
                   f'{time.strftime("%Y-%m-%d", time.gmtime(row["submitted"]))}</span>')
         p_rank = "…" if row["p_rank"] is None else f"{row['p_rank']:.2f}"
+        p_rank += _versus_best(row.get("versus_best"))
         per_lang = "<br>".join(f"{html.escape(lang)} {_number(row['per_lang'].get(lang))}" for lang in langs)
         per_lang += f'<br><span class="ci">gap {_number(row["lang_gap"])}</span>'
         cells = [str(row["rank"]), method, needs, *(_cell(row["metrics"], key) for _, key in metrics),

@@ -10,7 +10,7 @@ from typing import Any
 from much_metric.cli._text import text_table
 
 __all__ = ["format_calibration", "format_rank", "format_spans", "format_table", "metric_columns", "published_rows",
-           "runtime_text"]
+           "runtime_text", "versus_best"]
 
 
 def metric_columns() -> list[Any]:
@@ -83,12 +83,11 @@ def format_rank(board: Any, published: list[list[str]]) -> str:
 
     from much_metric.baselines.registry import display_method
     from much_metric.scoring import MIN_RANK_RESAMPLES
-
-    resampled = bool(board.n_resamples)
-    header = ["rank", "method", board.metric, *(["95% interval", "P(rank)"] if resampled else []),
-              "lang gap (best-worst)", "runtime (rel.)"]
     from much_metric.scoring.engine import shown_ranks
 
+    resampled = bool(board.n_resamples)
+    header = ["rank", "method", board.metric, *(["95% interval", "P(rank)", "Δ vs 1. [95%] p"] if resampled else []),
+              "lang gap (best-worst)", "runtime (rel.)"]
     rows = []
     # ranks as the values are shown (3 decimals): two rows printed 0.623 share a rank
     shown = shown_ranks([row.value for row in board.rows]) if board.rows else []
@@ -99,12 +98,12 @@ def format_rank(board: Any, published: list[list[str]]) -> str:
         random_columns = []
         if resampled:
             low, high = row.interval
-            random_columns = [f"[{low:.3f}, {high:.3f}]", f"{row.rank_probability:.2f}"]
+            random_columns = [f"[{low:.3f}, {high:.3f}]", f"{row.rank_probability:.2f}", versus_best(row)]
         rows.append([str(rank), display_method(row.method), f"{row.value:.3f}", *random_columns, gap,
                      runtime])
     for name, value in board.floors.items():
         rows.append(["", f"[{name}]", f"{value:.3f}", *([""] * (len(header) - 3))])
-    rows.extend(row if resampled else [*row[:3], *row[5:]] for row in published)
+    rows.extend([*row[:5], "", *row[5:]] if resampled else [*row[:3], *row[5:]] for row in published)
     names = [display_method(row.method) for row in board.rows]
     what = (f"{board.n_resamples} paired bootstrap resamples" if resampled else
             f"no bootstrap (--bootstrap 0): ranked by the point values; no interval, P(rank) or p-value, which need "
@@ -118,6 +117,16 @@ def format_rank(board: Any, published: list[list[str]]) -> str:
                   for k, name in enumerate(names)]
         lines += ["pairwise paired-bootstrap p-values (two-sided, no difference):", text_table(matrix, ["", *short])]
     return "\n".join(lines)
+
+
+def versus_best(row: Any) -> str:
+    """A ranked row's paired difference to the first row: ``-0.006 [-0.020, +0.005] p=0.498``; ``—`` for the
+    first row itself."""
+    comparison = row.versus_best
+    if comparison is None or comparison.difference == 0 and comparison.interval == (0.0, 0.0):
+        return "—"
+    low, high = comparison.interval
+    return f"{comparison.difference:+.3f} [{low:+.3f}, {high:+.3f}] p={comparison.p_value:.3f}"
 
 
 def published_rows(args: argparse.Namespace, metric: str) -> list[list[str]]:

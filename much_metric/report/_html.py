@@ -27,6 +27,7 @@ from much_metric.report._evaluation import EvaluationTable, SignalResult
 from much_metric.report._figures import FigureSaver, curves_figure, reliability_figure
 from much_metric.report._rank import Ranking
 from much_metric.scoring import METRIC_TABLE, METRICS, ScoreResult
+from much_metric.scoring.engine import shown_ranks
 
 __all__ = ["page", "render_degradation_report", "render_report", "write_degradation_report", "write_report",
            "format_metric"]
@@ -148,14 +149,15 @@ def _leaderboard_html(board: Ranking, display_method: Callable[[str], str]) -> s
            f"{what}.{runtime_note}</p>",
            "<table><tr><th>rank</th><th>method</th><th>value</th><th>95% interval</th><th>P(rank)</th>"
            "<th>lang gap (best−worst)</th><th>runtime (relative to generation)</th></tr>"]
-    for row in board.rows:
+    shown = shown_ranks([row.value for row in board.rows]) if board.rows else []  # tied as printed
+    for row, rank in zip(board.rows, shown, strict=True):
         low, high = row.interval or (math.nan, math.nan)
         gap = "n/a" if math.isnan(row.lang_gap) else \
             f"{row.lang_gap:.3f} ({row.lang_best}−{row.lang_worst})"
         runtime = "n/a" if row.seconds is None else \
             f"{row.seconds:.3g}s ({100 * row.relative_runtime:.2g}%)" if row.relative_runtime else \
             f"{row.seconds:.3g}s"
-        out.append(f"<tr><td>{row.rank}</td><td class='name'>{html.escape(display_method(row.method))}</td>"
+        out.append(f"<tr><td>{rank}</td><td class='name'>{html.escape(display_method(row.method))}</td>"
                    f"<td>{row.value:.3f}</td>{_random_cells(low, high, row.rank_probability)}"
                    f"<td>{html.escape(gap)}</td><td>{runtime}</td></tr>")
     for name, value in board.floors.items():

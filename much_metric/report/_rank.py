@@ -24,7 +24,7 @@ import numpy as np
 from much_dataset.params import InvalidParameterError
 from much_metric.report._delta import method_key
 from much_metric.report._evaluation import EvaluationTable
-from much_metric.scoring import METRICS, Bootstrap, rank_claim_scores
+from much_metric.scoring import METRICS, Bootstrap, MetricComparison, rank_claim_scores
 from much_metric.scoring.engine import curve_metrics, sort_claims
 
 __all__ = ["RankedMethod", "Ranking", "rank_methods"]
@@ -63,6 +63,9 @@ class RankedMethod(_ReadsLikeADict):
         The metric per language; ``lang_gap`` = best minus worst, ``lang_best`` / ``lang_worst`` their names.
     seconds, relative_runtime : float or None
         The method's measured seconds and their share of LLM generation, when timings were given.
+    versus_best : MetricComparison or None
+        Its paired difference to the first row (same replicates: interval and two-sided p-value); None without
+        bootstrap.
     """
 
     method: str
@@ -76,6 +79,7 @@ class RankedMethod(_ReadsLikeADict):
     lang_worst: str | None
     seconds: float | None
     relative_runtime: float | None
+    versus_best: MetricComparison | None = None
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,8 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | 
             rank=int(row["rank"]) + 1,
             rank_probability=None if row["rank_probability"] is None else float(row["rank_probability"]),
             per_lang=per_lang, lang_gap=finite[best] - finite[worst] if finite else float("nan"), lang_best=best,
-            lang_worst=worst, seconds=seconds, relative_runtime=relative))
+            lang_worst=worst, seconds=seconds, relative_runtime=relative,
+            versus_best=MetricComparison(**row["versus_best"]) if row.get("versus_best") else None))
     floors = {}
     for floor in table.floors:
         mask = np.isin(floor.claim_rows, rows)

@@ -122,7 +122,8 @@ def rank_claim_scores(claim_scores: Mapping[str, np.ndarray], hallucinated, clai
     -------
     dict
         ``rows``: one dict per method, best first: ``method``, ``value``, ``interval``, ``rank`` (0-based),
-        ``rank_probability`` (probability of holding that rank); ``rank_probabilities`` (n_methods, n_methods) and
+        ``rank_probability`` (probability of holding that rank), ``versus_best`` (the paired difference to the
+        first row: :func:`differences_to_reference`); ``rank_probabilities`` (n_methods, n_methods) and
         ``p_values`` (n_methods, n_methods) in the order of ``rows``; ``n_resamples``.
     """
     if metric not in METRICS:
@@ -147,6 +148,8 @@ def rank_claim_scores(claim_scores: Mapping[str, np.ndarray], hallucinated, clai
     probabilities = rank_probabilities(replicates)
     point_ranks = ranks(point[order])
     alpha = (1.0 - bootstrap.confidence_level) / 2.0
+    # each method against the best (the first row), on the same replicates: the board's "separable from #1?"
+    versus_best = differences_to_reference(point[order], replicates, 0, confidence_level=bootstrap.confidence_level)
     rows = []
     for position, method in enumerate(order):
         finite = replicates[:, position][np.isfinite(replicates[:, position])]
@@ -154,6 +157,7 @@ def rank_claim_scores(claim_scores: Mapping[str, np.ndarray], hallucinated, clai
             float("nan"), float("nan"))
         rows.append({"method": names[method], "value": float(point[method]), "interval": interval,
                      "rank": int(point_ranks[position]),
-                     "rank_probability": float(probabilities[position, point_ranks[position]])})
+                     "rank_probability": float(probabilities[position, point_ranks[position]]),
+                     "versus_best": versus_best[position]})
     return {"rows": rows, "rank_probabilities": probabilities, "p_values": pairwise_p_values(replicates),
             "n_resamples": bootstrap.n_resamples}

@@ -90,3 +90,28 @@ def test_the_board_ranks_tie_where_the_shown_values_tie():
 
     ranked = table_rows([row("a", 0.6234), row("b", 0.6231), row("c", 0.61)], {})
     assert [r["rank"] for r in ranked] == [1, 1, 3]
+
+
+def test_the_ranking_gives_each_row_its_paired_difference_to_the_first():
+    import numpy as np
+
+    from much_leaderboard._table import render_table
+    from much_metric.scoring import Bootstrap, paired_bootstrap, rank_claim_scores
+
+    rng = np.random.default_rng(0)
+    sample = np.repeat(np.arange(40), 5)
+    hallucinated = rng.random(200) < 0.4
+    scores = {"good": hallucinated + rng.normal(0, 0.8, 200), "weak": hallucinated + rng.normal(0, 2.0, 200)}
+    board = rank_claim_scores(scores, hallucinated, sample, 40, metric="roc_auc",
+                              bootstrap=Bootstrap(n_resamples=200, random_state=1))
+    first, second = board["rows"]
+    expected = paired_bootstrap(scores[second["method"]], scores[first["method"]], hallucinated, sample, 40,
+                                n_resamples=200, random_state=1)["roc_auc"]
+    assert second["versus_best"]["difference"] == pytest.approx(expected["difference"])
+    assert second["versus_best"]["interval"] == pytest.approx(expected["interval"])
+    assert second["versus_best"]["p_value"] == pytest.approx(expected["p_value"])
+    row = {"key": "s/x", "submission": "s", "signal": "x", "kind": "baseline", "method": "x", "label": "x",
+           "needs": [], "metrics": {"roc_auc": 0.6}, "p_rank": 0.5, "per_lang": {}, "lang_gap": None,
+           "seconds": None, "relative_runtime": None, "coverage": 1.0, "submitted": 0, "rank": 2,
+           "versus_best": {"difference": -0.0123, "interval": [-0.03, 0.004], "p_value": 0.43}}
+    assert "Δ #1 -0.012 p=0.43<br>[-0.030, +0.004]" in render_table([row], langs=[])
