@@ -343,7 +343,7 @@ def evaluate_files(
 
         columns = dataset.select_columns(["lang", "prompt", "output", OUTPUT_TOKENS, "token_chunks"]).to_dict()
         spans = evaluate_spans(table, columns, load_tokenizer(report.tokenizer), mushroom_source=mushroom,
-                               random_state=evaluation.floor_random_state)
+                               random_state=evaluation.floor_random_state, progress=evaluation.progress)
     return EvaluationReport(
         source=str(source), data=data, evaluation=evaluation, table=table, ranking=ranking, calibration=calibration,
         spans=spans, generation_seconds=generation.seconds if generation else None,

@@ -106,6 +106,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--report", default=None, help="write a self-contained HTML report here")
     parser.add_argument("--figures", default=None, help="also save the report's figures as PNG and SVG in this folder")
     parser.add_argument("--json", default=None, help="write all metrics as JSON here")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (by default: scoring and span bars on a terminal)")
     parser.set_defaults(func=run)
 
 
@@ -164,7 +166,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
                           for name in _aggregators(args.aggregator)),
         by=tuple(args.by), bootstrap=bootstrap, random_state=args.random_state, labels=args.labels,
         min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage,
-        include_training_rows=args.include_training_rows, paired=args.paired)
+        include_training_rows=args.include_training_rows, paired=args.paired, progress=not args.no_progress)
     return {"signals": args.signal, "evaluation": evaluation, "internals": args.internals,
             "data": DataOptions(config=args.config, split=args.split, selection=args.selection,
                                 generation_time=args.generation_time),

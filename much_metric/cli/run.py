@@ -214,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
     evaluation = EvaluationOptions(
         aggregation=Aggregation(aggregator=args.aggregator, stopword_handling=args.stopword_handling),
         random_state=args.random_state, include_training_rows=args.include_training_rows, paired=args.paired,
+        progress=not args.no_progress,
         bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap else None)
     data = DataOptions(config=args.config, split=args.split, selection=args.selection,
                        generation_time=args.generation_time, top_k=args.top_k)

@@ -362,7 +362,8 @@ def evaluate_signals(
 
     results = []
     # disable=None: a progress bar on a terminal only (the bootstrap makes each step take a second or more).
-    progress = tqdm(total=len(signals) * len(aggregators), desc="scoring", unit="signal x aggregator", disable=None)
+    progress = tqdm(total=len(signals) * len(aggregators), desc="scoring", unit="signal x aggregator",
+                    disable=None if evaluation.progress else True)
     for signal_name, per_sample in signals.items():
         level = levels[signal_name]
         rows = shared if evaluation.paired else rows_of[signal_name]

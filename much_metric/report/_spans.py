@@ -93,8 +93,9 @@ def _best_threshold(candidates: np.ndarray, items: list[tuple[dict, np.ndarray, 
 
 def evaluate_spans(table: EvaluationTable, columns: Mapping[str, list], tokenizer: Any, *,
                    mushroom_source: str | Path = DEFAULT_MUSHROOM, fit_fraction: float = 0.5,
-                   random_state: int | None = 0) -> dict[str, Any]:
-    """Span-level scores of every method of ``table`` (see the module docstring).
+                   random_state: int | None = 0, progress: bool = True) -> dict[str, Any]:
+    """Span-level scores of every method of ``table`` (see the module docstring); ``progress``: a bar per method
+    on a terminal.
 
     ``columns``: the evaluated dataset's columns (``dataset_columns`` plus ``prompt`` and ``output``).
     Returns ``{"n_items", "n_fit_items", "methods": {name: {"threshold", "iou", "cor", "per_language"}},
@@ -116,7 +117,10 @@ def evaluate_spans(table: EvaluationTable, columns: Mapping[str, list], tokenize
     for name in ("mark_all", "mark_none"):
         out.setdefault("baselines", {})[name] = _summary(
             mushroom.score_spans(references, mushroom.baseline_predictions(references, name)))
-    for result in [*table.results, *table.floors]:
+    from tqdm.auto import tqdm
+
+    rows_scored = [*table.results, *table.floors]
+    for result in tqdm(rows_scored, desc="spans", unit="method", disable=None if progress else True):
         by_row: dict[int, list[int]] = {}
         for position, row in enumerate(result.claim_rows.tolist()):
             by_row.setdefault(row, []).append(position)
