@@ -157,6 +157,25 @@ class EvaluationReport:
         return Path(path)
 
 
+def table_order(names: Sequence[str], asked: Sequence[str] | None = None) -> list[str]:
+    """Signal names in the order ``much run`` prints its rows: the registry's order of baselines (table 3's families
+    first; names of no registered baseline last), then the order ``asked`` (``--signals``), then the order given.
+    One row order for ``much run``, ``much evaluate`` and the report."""
+    from much_metric.baselines.registry import available, resolve
+
+    rank = {name: i for i, name in enumerate(available())}
+    asked_at = {name: i for i, name in enumerate(asked or ())}
+
+    def family(name: str) -> int:
+        try:
+            return rank.get(resolve(name).baseline.name, len(rank))
+        except (ValueError, KeyError):  # a user's own signal: after the registered ones
+            return len(rank)
+
+    position = {name: i for i, name in enumerate(names)}
+    return sorted(names, key=lambda name: (family(name), asked_at.get(name, len(asked_at)), position[name]))
+
+
 def _load(source: str, data: DataOptions, *, split: str | None, selection: str) -> Any:
     import datasets
 
@@ -303,6 +322,7 @@ def evaluate_files(
             raise TypeError(f"evaluate_files: {name} must be a {kind.__name__}, got {type(value).__name__}")
     mushroom = mushroom_source(report.mushroom) if report.spans else None  # before any long work
     read = read_signals(scores, signal_names=signals)
+    read = {name: read[name] for name in table_order(read, signals)}  # the rows in much run's order
     from_pack = tuple(check_signal_files(scores, internals, read)) if internals else ()
     timings = _timings(scores) if report.rank else {}  # checked before the data is loaded
     dataset = _load(source, data, split=data.split, selection=data.selection)

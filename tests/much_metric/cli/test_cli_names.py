@@ -72,3 +72,25 @@ def test_spans_table_uses_display_names_and_flags_mark_all():
     ktc = next(line for line in text.splitlines() if line.startswith("KTC"))
     likelihood = next(line for line in text.splitlines() if line.startswith("Max Likelihood"))
     assert "at the mark-all baseline" in ktc and "mark-all" not in likelihood
+
+
+def test_much_run_and_much_evaluate_print_one_row_order(tmp_path, capsys):
+    """Issue 57: the rows in the same order in much run, much evaluate (files read alphabetically) and the report."""
+    from much_metric.benchmark._evaluate import table_order
+
+    signals = "token_entropy_24,ktc,max_likelihood"
+    assert main(["run", "--source", "sample", "--signals", signals, "--bootstrap", "0", "--no-progress",
+                 "--out", str(tmp_path / "s")]) == 0
+    run_out = capsys.readouterr().out
+    assert main(["evaluate", "--source", "sample", "--scores", str(tmp_path / "s"), "--bootstrap", "0",
+                 "--no-progress"]) == 0
+    evaluate_out = capsys.readouterr().out
+
+    def order(printed: str, header: str) -> list[str]:
+        table = printed[printed.index(header):].split("\n\n")[0].splitlines()[2:]
+        return [line.split("  ")[0] for line in table if not line.startswith(("[", " "))]
+
+    ran = order(run_out, "Method  ")
+    assert ran == order(evaluate_out, "method  ") == ["Max Likelihood", "Token Entropy-24", "KTC-4-0.3"]
+    assert table_order(["zeta", "token_entropy_24", "max_likelihood"]) == ["max_likelihood", "token_entropy_24",
+                                                                             "zeta"]

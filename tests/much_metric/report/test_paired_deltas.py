@@ -89,3 +89,25 @@ def test_flags_rows_below_a_floor_with_ties_and_over_few_samples(split, table):
     small = evaluate_signals(rows, signals, evaluation=EvaluationOptions(bootstrap=None, min_coverage=0))
     few = paired_deltas(small, bootstrap=BOOTSTRAP)
     assert "n=12" in few.flag_cell("max_likelihood (product)") and "< 30 samples" in few.legend()
+
+
+def test_the_pareto_figure_draws_intervals_and_one_band_for_the_methods_not_separable(split):
+    pytest.importorskip("matplotlib")
+    from much_metric.report._cost import _points, pareto_figure
+    from much_metric.signals import DeclaredCost
+
+    rows, signals = _signals(split)
+    table = evaluate_signals(rows, signals, evaluation=EvaluationOptions(bootstrap=BOOTSTRAP))
+    table.costs = {name: DeclaredCost(seconds_per_claim=10.0 ** -k) for k, name in enumerate(signals)}
+    table.deltas = paired_deltas(table, bootstrap=BOOTSTRAP)
+    points = _points(table, str)
+    for point in points:
+        comparison = table.deltas.rows[f"{point['label']} (product)"]
+        low, high = comparison.interval
+        assert point["group"] == (f"{point['label']} (product)" == table.deltas.baseline or low <= 0 <= high)
+        assert point["interval"] is not None
+    assert any(p["group"] for p in points) and not all(p["group"] for p in points)
+    axes = pareto_figure(points).axes[0]
+    labels = axes.get_legend_handles_labels()[1]
+    assert any("not separable" in label for label in labels) == (sum(bool(p["group"]) for p in points) > 1)
+    assert len(axes.containers) == len(points)  # one error bar per point
