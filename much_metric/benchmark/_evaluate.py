@@ -68,6 +68,9 @@ class ReportOptions:
         The Mu-SHROOM JSONL file or folder for ``spans`` (None: the repository's ``data/mushroom``).
     tokenizer : str, default "smollm2"
         The tokenizer giving the character offsets for ``spans`` (the embedded sample's).
+    baseline : str or None, default None
+        The reference method of the table's paired Δ column (``table.deltas``, by ``rank``'s metric, ROC-AUC
+        without it; :func:`much_metric.report.paired_deltas`): a signal or display name; None: the best row.
     """
 
     rank: str | None = None
@@ -75,6 +78,7 @@ class ReportOptions:
     spans: bool = False
     mushroom: str | Path | None = None
     tokenizer: str = "smollm2"
+    baseline: str | None = None
 
     def __post_init__(self) -> None:
         owner = "ReportOptions"
@@ -146,6 +150,8 @@ class EvaluationReport:
             payload["calibration"] = calibration_json(list(self.calibration))
         if self.spans:
             payload["spans"] = self.spans
+        if table.deltas is not None:
+            payload["deltas"] = table.deltas.to_dict()
         return payload
 
     def write_html(self, path: str | Path, *, title: str = "MUCH evaluation", figures: str | Path | None = None,
@@ -155,6 +161,16 @@ class EvaluationReport:
                      calibration=list(self.calibration) if self.calibration else None, spans=self.spans,
                      figures=figures, display=display)
         return Path(path)
+
+
+def _deltas(table: Any, report: ReportOptions, evaluation: EvaluationOptions) -> Any:
+    """The table's paired Δ column by ``report.rank``'s metric (ROC-AUC without it) against ``report.baseline``
+    (None: the best row)."""
+    from much_metric.baselines.registry import display_name
+    from much_metric.report import paired_deltas
+
+    return paired_deltas(table, metric=report.rank or "roc_auc", baseline=report.baseline,
+                         bootstrap=evaluation.bootstrap, display=display_name)
 
 
 def table_order(names: Sequence[str], asked: Sequence[str] | None = None) -> list[str]:
@@ -333,6 +349,7 @@ def evaluate_files(
     table = evaluate_signals(dataset, read, evaluation=evaluation, training_rows=training_rows)
     trained_as = _trained_as(dataset, table, metadata_of)
     table.costs = _costs(metadata_of)
+    table.deltas = _deltas(table, report, evaluation)
     notes = list(notes)
     if internals:
         from much_metric.baselines.registry import display_name

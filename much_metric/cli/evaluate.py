@@ -171,7 +171,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
             "data": DataOptions(config=args.config, split=args.split, selection=args.selection,
                                 generation_time=args.generation_time),
             "report": ReportOptions(rank=args.rank, calibrate_on=_calibrate_on(args.calibrate_on), spans=args.spans,
-                                    mushroom=args.mushroom, tokenizer=args.tokenizer)}
+                                    mushroom=args.mushroom, tokenizer=args.tokenizer, baseline=args.baseline)}
 
 
 @fits_width  # prose lines (header, notes) wrapped at 120 columns like the tables
@@ -182,13 +182,12 @@ def run(args: argparse.Namespace) -> int:
     from much_metric.benchmark import evaluate_files
 
     result = evaluate_files(args.source, args.scores, **_options(args))
-    deltas = result.table.deltas = _deltas(result, args)  # the report draws the column the terminal prints
+    deltas = result.table.deltas  # the paired Δ column: printed, in --json and drawn by the report
     _print(result, args, deltas)
     if args.json:
         from much_metric.fileio import atomic_write_bytes
 
-        out = {**result.to_dict(), "deltas": None if deltas is None else deltas.to_dict()}
-        atomic_write_bytes(Path(args.json), json.dumps(jsonable(out), indent=2).encode("utf-8"))
+        atomic_write_bytes(Path(args.json), json.dumps(jsonable(result.to_dict()), indent=2).encode("utf-8"))
     if args.report:
         try:
             result.write_html(args.report, title=data_title(args.source, "Evaluation"), figures=args.figures,
@@ -197,16 +196,6 @@ def run(args: argparse.Namespace) -> int:
             raise ImportError(f"--report needs matplotlib ({error})", name=error.name or "matplotlib") from error
         print(f"report written to {args.report}" + (f" (figures in {args.figures})" if args.figures else ""))
     return 0
-
-
-def _deltas(result: Any, args: argparse.Namespace) -> Any:
-    """The table's paired Δ column (:func:`much_metric.report.paired_deltas`) by ``--rank``'s metric (ROC-AUC
-    without it) against ``--baseline`` (default: the best row)."""
-    from much_metric.baselines import display_name
-    from much_metric.report import paired_deltas
-
-    return paired_deltas(result.table, metric=args.rank or "roc_auc", baseline=args.baseline,
-                         bootstrap=result.evaluation.bootstrap, display=display_name)
 
 
 def _print(result: Any, args: argparse.Namespace, deltas: Any = None) -> None:
