@@ -24,7 +24,7 @@ from typing import Any
 __all__ = [
     "BOOL", "FRACTION", "OPEN_FRACTION", "OPTIONAL_POSITIVE_INT", "POSITIVE_INT", "RANDOM_STATE", "Constraint",
     "InvalidParameterError", "Interval", "NoneOr", "OneOf", "UnknownNameError", "check_param", "check_params",
-    "unknown_name",
+    "KNOWN_NAMES_SHOWN", "unknown_name",
 ]
 
 
@@ -179,11 +179,15 @@ def check_params(values: Mapping[str, Any], constraints: Mapping[str, Constraint
             check_param(name, values[name], constraint, owner=owner)
 
 
-def unknown_name(kind: str, name: str, known: Iterable[str], *, limit: int = 8, hint: str = "",
+#: How many known names an unknown-name message lists (after the closest ones), instead of the whole list.
+KNOWN_NAMES_SHOWN = 12
+
+
+def unknown_name(kind: str, name: str, known: Iterable[str], *, hint: str = "",
                  aliases: Mapping[str, str] | None = None) -> UnknownNameError:
     """The error for ``name``, not one of ``known`` (a ``kind``: "signal", "baseline"): the closest known names
-    first ("did you mean"), then at most ``limit`` of the others, instead of the whole list. ``aliases``: other
-    spellings of the known names (``{"max_likelihood": "Max Likelihood"}``), matched too and suggested as the
+    first ("did you mean"), then at most :data:`KNOWN_NAMES_SHOWN` of the others, not the whole list. ``aliases``:
+    other spellings of the known names (``{"max_likelihood": "Max Likelihood"}``), matched too and suggested as the
     known name they stand for.
 
     >>> print(unknown_name("signal", "token_entrop_24", ["token_entropy_24", "max_likelihood", "ccp"]))
@@ -204,5 +208,6 @@ def unknown_name(kind: str, name: str, known: Iterable[str], *, limit: int = 8, 
     if not names:
         listing = "none is available"
     else:
+        limit = KNOWN_NAMES_SHOWN
         listing = "known: " + ", ".join(names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")
     return UnknownNameError(f"unknown {kind} {name!r}{guess} ({listing}){hint}")

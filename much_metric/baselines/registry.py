@@ -204,7 +204,7 @@ def resolve(signal: str) -> BaselineSpec:
                              f"{PEER_PLUGIN['package']} plugin, which is not installed; {PEER_PLUGIN['install']}")
         groups = signal_groups()  # concrete names first: what a typo is closest to ('token_entropy_24')
         known = [*dict.fromkeys(n for names in groups.values() for n in names), *baselines, *groups]
-        raise unknown_name("signal", signal, known, limit=10,
+        raise unknown_name("signal", signal, known,
                            hint=f"; groups: {', '.join(groups)}; `much run --help` lists every baseline")
     # The most specific pattern wins (fewest fields: 'ktc' before 'ktc_{config}').
     baseline, params = min(matches, key=lambda item: len(item[0].fields))

@@ -42,7 +42,7 @@ class _Names(argparse.Action):
         setattr(namespace, self.dest, names)
 
 
-def add_names_flag(parser: argparse.ArgumentParser, *flags: str, dest: str, help: str) -> None:  # noqa: A002
+def add_names_flag(parser: argparse.ArgumentParser, *flags: str, dest: str, help: str) -> None:
     """A flag naming several things the one way every command accepts: a comma-separated list, the flag repeated,
     or both (``--signals a,b --signals c``); every spelling in ``flags`` is accepted (``--signals``, ``--signal``)."""
     parser.add_argument(*flags, dest=dest, action=_Names, default=None,

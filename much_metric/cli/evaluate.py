@@ -222,14 +222,7 @@ def _print(result: Any, args: argparse.Namespace, deltas: Any = None) -> None:
         if count:
             print(f"note: {display_name(name)}: {count} samples have no values and are left out (coverage "
                   f"{table.coverage[name]:.1%})")
-    line = table.pairing.describe(display_name) if table.pairing is not None else None
-    if line:
-        print(line)
-    if deltas is not None:
-        print(deltas.describe(display_name))
-    print(format_table(table, result.trained_as, rank=args.rank, deltas=deltas))
-    legend = "" if deltas is None else deltas.legend()
-    print(footnote(FLOOR_NOTE + " " + COST_NOTE + (" Flags: " + legend if legend else "")))
+    _print_table(result, args, deltas)
     if result.ranking is not None:
         print()
         if result.generation_seconds is not None:
@@ -242,3 +235,18 @@ def _print(result: Any, args: argparse.Namespace, deltas: Any = None) -> None:
     if result.spans:
         print()
         print(format_spans(result.spans))
+
+
+def _print_table(result: Any, args: argparse.Namespace, deltas: Any) -> None:
+    """Which samples the rows are on, what the Δ column compares, the metric table and its legend."""
+    from much_metric.baselines import display_name
+
+    table = result.table
+    line = table.pairing.describe(display_name) if table.pairing is not None else None
+    if line:
+        print(line)
+    if deltas is not None:
+        print(deltas.describe(display_name))
+    print(format_table(table, result.trained_as, rank=args.rank, deltas=deltas))
+    legend = "" if deltas is None else deltas.legend()
+    print(footnote(FLOOR_NOTE + " " + COST_NOTE + (" Flags: " + legend if legend else "")))

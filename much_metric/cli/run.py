@@ -42,11 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from much_metric.cli._flags import add_renamed_alias
+from much_metric.cli._run_tables import TABLE3_METRICS, check_baseline, print_table3, table_deltas
 from much_metric.cli._text import FLOOR_NOTE, data_title, fits_width, footnote, text_table
-
-#: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
-#: The first table's metrics: AP beside PR-AUC, which the reference's trapezoid inflates for tied scores.
-_TABLE3_METRICS = ("roc_auc", "pr_auc", "average_precision")
 
 
 def _positive_int(text: str) -> int:
@@ -220,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
                        generation_time=args.generation_time, top_k=args.top_k)
     if args.top_k_grid is not None:
         return _degradation(args, evaluation, data)
-    _check_baseline(args)
+    check_baseline(args.baseline, _signal_names(args.signals))
     result = run_benchmark(
         args.source, signals=_signal_names(args.signals), evaluation=evaluation, data=data,
         nli=NliOptions(model=args.nli_model or None, enabled=not args.no_nli, device=args.device,
@@ -232,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
                                   internals=args.internals, samples=args.samples, reference=args.reference,
                                   encoder=args.encoder),
         output=OutputOptions(out=args.out, file_format=args.file_format, progress=not args.no_progress))
-    deltas = _deltas(result, args, evaluation.bootstrap)
+    deltas = table_deltas(result.table, args.baseline, evaluation.bootstrap)
     _print(result, deltas)
     if args.json:
         from much_metric.fileio import atomic_write_bytes
@@ -324,36 +321,10 @@ def _check_learned_rows(args: argparse.Namespace) -> None:
         detector.check_rows_of({g for split in splits for g in split["generation_id"]}, source=args.source)
 
 
-def _check_baseline(args: argparse.Namespace) -> None:
-    """``--baseline`` names one of the ``--signals`` (before any signal is computed); with the default signals it is
-    checked against the table once computed."""
-    if args.baseline is None or args.signals is None:
-        return
-    from much_metric.baselines import display_name
-    from much_metric.report import resolve_method
-
-    resolve_method(args.baseline, _signal_names(args.signals), display_name)
-
-
-def _deltas(result: Any, args: argparse.Namespace, bootstrap: Any) -> Any:
-    """The table's paired Δ ROC-AUC column against ``--baseline`` (default: the best row) and its flags."""
-    if result.table is None:
-        return None
-    from much_metric.baselines import display_name
-    from much_metric.report import paired_deltas
-
-    deltas = paired_deltas(result.table, metric="roc_auc", baseline=args.baseline, bootstrap=bootstrap,
-                           display=display_name)
-    result.table.deltas = deltas  # the report draws the column the terminal prints
-    return deltas
-
-
 def _print(result: Any, deltas: Any = None) -> None:
     """Table 3 and the operating points of a :class:`much_metric.benchmark.BenchmarkResult`, with its notes."""
-    from much_metric.baselines import display_name
     from much_metric.baselines.runner import NLI_SIGNALS
     from much_metric.baselines.runtime import format_runtime
-    from much_metric.report import method_key
     from much_metric.scoring import METRIC_TABLE
 
     generation = result.generation.seconds
@@ -394,32 +365,12 @@ def _print(result: Any, deltas: Any = None) -> None:
         print(title + (f" (CCP/SAR skipped: {nli_skipped})" if nli_skipped else "") + ":")
     from much_metric.cli._views import cost_cell
 
-    labels = {metric.key: metric.label for metric in METRIC_TABLE}
-    key_of = {r.signal_name: method_key(r) for r in [*result.table.results, *result.table.floors]}
-
-    def paired(row: Any) -> list[str]:
-        key = key_of.get(row.signal_name, row.signal_name)
-        return [] if deltas is None else [deltas.cell(key), deltas.flag_cell(key)]
-
-    if deltas is not None:
-        print(deltas.describe(display_name))
-    print(text_table(
-        [[r.method, format_runtime(r.segmentation_seconds, generation), format_runtime(r.uq_seconds, generation),
-          format_runtime(r.total_seconds, generation), *(_cell(r.score, key) for key in _TABLE3_METRICS), *paired(r)]
-         for r in result.rows]
-        + [[r.method, "", "", "", *(_cell(r.score, key) for key in _TABLE3_METRICS), *paired(r)]
-           for r in result.floors],
-        ["Method", "Segmentation", "UQ", "Total", *(labels[key] for key in _TABLE3_METRICS),
-         *([deltas.header(), "flags"] if deltas is not None else [])],
-    ))
-    legend = "" if deltas is None else deltas.legend()
-    if legend:
-        print(footnote("Flags: " + legend))
+    print_table3(result, deltas)
     print()
     interval = f"{result.n_resamples} bootstrap resamples of the samples, 95% intervals" if result.n_resamples \
         else "no bootstrap"
     print(f"Operating points ({interval}):")
-    others = [metric for metric in METRIC_TABLE if metric.key not in _TABLE3_METRICS]
+    others = [metric for metric in METRIC_TABLE if metric.key not in TABLE3_METRICS]
     # the last column: what computing each signal cost per claim (UQ wall time; its file records the rest)
     print(text_table([[r.method, *(_cell(r.score, metric.key) for metric in others), cost_cell(r.cost)]
                       for r in result.rows]

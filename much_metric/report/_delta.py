@@ -173,9 +173,10 @@ def resolve_method(baseline: str, keys: Sequence[str], display: Callable[[str], 
 
 
 def _flags(results: Sequence[Any], floors: Sequence[Any], point: Mapping[str, np.ndarray],
-           replicates: Mapping[str, np.ndarray] | None, n_samples: int, metrics: Sequence[str],
-           confidence_level: float) -> dict[str, dict[str, str]]:
-    """Per row: ``floor`` (not above a floor on ``metrics``, paired), ``ties``, ``few`` (:data:`FLAG_LEGEND`)."""
+           replicates: Mapping[str, np.ndarray] | None, confidence_level: float) -> dict[str, dict[str, str]]:
+    """Per row: ``floor`` (not above a floor on each metric of ``point``, paired), ``ties`` (:data:`FLAG_LEGEND`);
+    :func:`paired_deltas` adds ``few``."""
+    metrics = tuple(point)
     n_methods = len(results)
     out: dict[str, dict[str, str]] = {}
     for position, result in enumerate([*results, *floors]):
@@ -197,10 +198,7 @@ def _flags(results: Sequence[Any], floors: Sequence[Any], point: Mapping[str, np
         share = _largest_tie_share(np.asarray(result.claim_scores))
         if result.level != "floor" and share >= TIE_SHARE:
             flags["ties"] = f"ties {share:.0%}"
-        if replicates is not None and n_samples < MIN_INTERVAL_SAMPLES:
-            flags["few"] = f"n={n_samples}"
-        if flags:
-            out[method_key(result)] = flags
+        out[method_key(result)] = flags
     return out
 
 
@@ -239,8 +237,12 @@ def paired_deltas(table: Any, *, metric: str = "roc_auc", baseline: str | None =
     differences = differences_to_reference(values, None if replicates is None else
                                            replicates[metric][:, :len(results)], reference,
                                            confidence_level=confidence)
+    flags = _flags(results, floors, point, replicates, confidence)
+    if replicates is not None and len(rows) < MIN_INTERVAL_SAMPLES:
+        for row_flags in flags.values():
+            row_flags["few"] = f"n={len(rows)}"
     return DeltaColumn(
         metric=metric, baseline=reference_key, chosen="named" if named else "best", n_samples=len(rows),
         n_claims=int(len(hallucinated)), n_resamples=bootstrap.n_resamples if bootstrap is not None else 0,
         rows={key: MetricComparison(**d) for key, d in zip(keys, differences, strict=True)},
-        flags=_flags(results, floors, point, replicates, len(rows), flag_metrics, confidence))
+        flags={key: row_flags for key, row_flags in flags.items() if row_flags})

@@ -265,7 +265,7 @@ def read_signals(path: str | os.PathLike, *, signal_names: Iterable[str] | None 
             stacklevel=2,
         )
     if wanted is not None and (absent := sorted(wanted - set(result))):
-        error = unknown_name("signal", absent[0], sorted(seen), limit=20, hint=f" in {path}")
+        error = unknown_name("signal", absent[0], sorted(seen), hint=f" in {path}")
         raise UnknownNameError(f"{path}: signal(s) {absent} not found: {error}") from None
     return result
 
