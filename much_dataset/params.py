@@ -190,6 +190,7 @@ def unknown_name(kind: str, name: str, known: Iterable[str], *, hint: str = "",
     other spellings of the known names (``{"max_likelihood": "Max Likelihood"}``), matched too and suggested as the
     known name they stand for.
 
+    >>> from much_dataset.params import unknown_name
     >>> print(unknown_name("signal", "token_entrop_24", ["token_entropy_24", "max_likelihood", "ccp"]))
     unknown signal 'token_entrop_24': did you mean 'token_entropy_24'? (known: token_entropy_24, max_likelihood, ccp)
     """
