@@ -67,7 +67,8 @@ def published_folder_output(folder: Path) -> Output:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge", default=None,
-                        help="judge whose labels fill `labels` (default gpt-4o, else the only one)")
+                        help="judge whose labels fill `labels` (default: gpt-4o when its labels are present, else "
+                             "the first judge `filter` compared (filter.report.json), else the only judge)")
     parser.add_argument("--split", choices=("auto", "train", "test"), default="auto",
                         help="auto: filter.jsonl or the rule of docs/reference-behaviour.md#hub-columns; train/test: "
                              "every kept row in that split")

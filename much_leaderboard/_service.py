@@ -323,7 +323,8 @@ class Leaderboard:
                                 {k: {"seconds": v["seconds"]} for k, v in timings.items()}))
                         else:
                             archive.write(path, path.name)
-            form = {"method": f"{name} (built-in baseline)", "authors": "MUCH toolkit",
+            # the method's one display name, as every table prints it (KTC-4-0.3, not ktc)
+            form = {"method": f"{resolve(name).display} (built-in baseline)", "authors": "MUCH toolkit",
                     "link": "", "needs": ["probabilities only"]}
             outcomes.append(self.submit(buffer.getvalue(), form, kind="baseline"))
         return outcomes

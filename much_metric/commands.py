@@ -28,8 +28,6 @@ import select
 import sys
 from collections.abc import Callable
 
-from much_dataset.params import InvalidParameterError
-
 __all__ = ["EXPECTED_ERRORS", "debug_requested", "error_message", "install_hint", "run_command"]
 
 #: Failures caused by the input, the environment or a missing optional package, not by a bug: the error contract.
@@ -93,7 +91,7 @@ def error_message(error: BaseException, command: str | None = None) -> str:
     >>> error_message(UnknownNameError("--encoder 'bogus': not an encoder"))  # a KeyError that says itself
     "--encoder 'bogus': not an encoder"
     """
-    if isinstance(error, KeyError) and error.args and not isinstance(error, InvalidParameterError):
+    if isinstance(error, KeyError) and not isinstance(error, ValueError) and error.args:  # UnknownNameError: as is
         message = f"missing key {error.args[0]!r}"
     else:
         message = str(error) or type(error).__name__

@@ -39,6 +39,7 @@ DOCUMENTED = [
     ("much_metric.baselines.nli", "NliBatching", None),
     ("builder.generation.sampling", "SamplingSettings", None),
     ("much_dataset.params", "check_param", None),
+    ("much_dataset.params", "unknown_name", None),
     ("much_dataset.jsonl", "plain_json", None),  # the embedded sample, offline
     ("much_dataset.samples", "sample_seed", None),
     ("much_dataset.samples", "load_samples", None),  # the embedded sample's pack, offline

@@ -27,7 +27,7 @@ import pkgutil
 import warnings
 from collections.abc import Iterable
 
-from much_dataset.params import UnknownNameError
+from much_dataset.params import UnknownNameError, unknown_name
 from much_metric._plugins import PluginRegistry
 from much_metric.baselines._baseline import RESOURCES, Baseline, BaselineSpec, Requirements
 
@@ -150,8 +150,10 @@ def resolve(signal: str) -> BaselineSpec:
         if signal.lower().startswith(PEER_PLUGIN["prefixes"]):
             raise ValueError(f"unknown signal {signal!r}: the peers' estimators (LM-Polygraph, UQLM) come with the "
                              f"{PEER_PLUGIN['package']} plugin, which is not installed; {PEER_PLUGIN['install']}")
-        raise ValueError(f"unknown signal {signal!r}; registered baselines: {', '.join(baselines)} "
-                         f"(groups: {', '.join(signal_groups())})")
+        groups = signal_groups()  # concrete names first: what a typo is closest to ('token_entropy_24')
+        known = [*dict.fromkeys(n for names in groups.values() for n in names), *baselines, *groups]
+        raise unknown_name("signal", signal, known,
+                           hint=f"; groups: {', '.join(groups)}; `much run --help` lists every baseline")
     # The most specific pattern wins (fewest fields: 'ktc' before 'ktc_{config}').
     baseline, params = min(matches, key=lambda item: len(item[0].fields))
     if baseline.check is not None:

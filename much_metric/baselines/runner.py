@@ -252,7 +252,10 @@ def compute_signals(
     window = None
     in_pack = set(found["internals"].held(arrays.generation_ids, np.diff(arrays.offsets).tolist())) \
         if "internals" in needed else set()
-    for spec in tqdm(_compute_order(specs), desc="signals", unit="signal", disable=not progress):
+    # No remaining-time estimate on the signals bar: one signal can cost 1000 times another (Max Likelihood against
+    # KTC or an NLI method), so a mean over the signals done is no estimate; each signal's own bar of blocks has one.
+    for spec in tqdm(_compute_order(specs), desc="signals", unit="signal", disable=not progress,
+                     bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} signals [{elapsed} elapsed]"):
         computable = in_pack if "internals" in spec.needs else set(arrays.generation_ids)
         if len(nli_specs) > 1 and "nli" in spec.needs and spec.params.get("sigma") != window:
             # Windows of another sigma are other texts: keep the cache to one sigma (bounded memory).

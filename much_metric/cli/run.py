@@ -42,10 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from much_metric.cli._flags import add_renamed_alias
+from much_metric.cli._run_tables import TABLE3_METRICS, check_baseline, print_table3, table_deltas
 from much_metric.cli._text import FLOOR_NOTE, data_title, fits_width, footnote, text_table
-
-#: Table 3's metric columns; every other metric of the metric table goes to the operating-points table.
-_TABLE3_METRICS = ("roc_auc", "pr_auc")
 
 
 def _positive_int(text: str) -> int:
@@ -143,6 +141,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="score every signal and floor on the rows every signal covers (default: %(default)s); "
                              "--no-paired: each signal on every row it covers, the floors on every row (full-data "
                              "numbers, labelled, not comparable)")
+    parser.add_argument("--baseline", default=None, metavar="NAME",
+                        help="the reference method of the table's paired Δ ROC-AUC column (a signal or display "
+                        "name; default: the best row by ROC-AUC)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
@@ -195,11 +196,13 @@ def run(args: argparse.Namespace) -> int:
     evaluation = EvaluationOptions(
         aggregation=Aggregation(aggregator=args.aggregator, stopword_handling=args.stopword_handling),
         random_state=args.random_state, include_training_rows=args.include_training_rows, paired=args.paired,
+        progress=not args.no_progress,
         bootstrap=Bootstrap(n_resamples=args.bootstrap, random_state=args.random_state) if args.bootstrap else None)
     data = DataOptions(config=args.config, split=args.split, selection=args.selection,
                        generation_time=args.generation_time, top_k=args.top_k)
     if args.top_k_grid is not None:
         return _degradation(args, evaluation, data)
+    check_baseline(args.baseline, _signal_names(args.signals))
     result = run_benchmark(
         args.source, signals=_signal_names(args.signals), evaluation=evaluation, data=data,
         nli=NliOptions(model=args.nli_model or None, enabled=not args.no_nli, device=args.device,
@@ -209,7 +212,8 @@ def run(args: argparse.Namespace) -> int:
                        reference_window=args.reference_window),
         resources=resources,
         output=OutputOptions(out=args.out, file_format=args.file_format, progress=not args.no_progress))
-    _print(result)
+    deltas = table_deltas(result.table, args.baseline, evaluation.bootstrap)
+    _print(result, deltas)
     if args.json:
         from much_metric.fileio import atomic_write_bytes
 
@@ -313,7 +317,7 @@ def _check_learned_rows(args: argparse.Namespace) -> None:
         detector.check_rows_of({g for split in splits for g in split["generation_id"]}, source=args.source)
 
 
-def _print(result: Any) -> None:
+def _print(result: Any, deltas: Any = None) -> None:
     """Table 3 and the operating points of a :class:`much_metric.benchmark.BenchmarkResult`, with its notes."""
     from much_metric.baselines.runner import NLI_SIGNALS
     from much_metric.baselines.runtime import format_runtime
@@ -357,19 +361,12 @@ def _print(result: Any) -> None:
         print(title + (f" (CCP/SAR skipped: {nli_skipped})" if nli_skipped else "") + ":")
     from much_metric.cli._views import cost_cell
 
-    labels = {metric.key: metric.label for metric in METRIC_TABLE}
-    print(text_table(
-        [[r.method, format_runtime(r.segmentation_seconds, generation), format_runtime(r.uq_seconds, generation),
-          format_runtime(r.total_seconds, generation), *(_cell(r.score, key) for key in _TABLE3_METRICS)]
-         for r in result.rows]
-        + [[r.method, "", "", "", *(_cell(r.score, key) for key in _TABLE3_METRICS)] for r in result.floors],
-        ["Method", "Segmentation", "UQ", "Total", *(labels[key] for key in _TABLE3_METRICS)],
-    ))
+    print_table3(result, deltas)
     print()
     interval = f"{result.n_resamples} bootstrap resamples of the samples, 95% intervals" if result.n_resamples \
         else "no bootstrap"
     print(f"Operating points ({interval}):")
-    others = [metric for metric in METRIC_TABLE if metric.key not in _TABLE3_METRICS]
+    others = [metric for metric in METRIC_TABLE if metric.key not in TABLE3_METRICS]
     # the last column: what computing each signal cost per claim (UQ wall time; its file records the rest)
     print(text_table([[r.method, *(_cell(r.score, metric.key) for metric in others), cost_cell(r.cost)]
                       for r in result.rows]
