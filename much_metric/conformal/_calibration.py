@@ -7,7 +7,7 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +83,37 @@ class ConformalCalibration:
     signal: str = ""
     aggregation: dict[str, Any] = field(default_factory=dict)
 
+    def for_signal(self, signal: str, aggregation: dict[str, Any]) -> ConformalCalibration:
+        """This calibration, recording the signal and the aggregation its claim scores came from."""
+        return replace(self, signal=str(signal), aggregation=dict(aggregation))
+
     def describe(self) -> str:
         sizes = ", ".join(f"{name or 'all'}: {g.n_answers} answers / {g.n_claims} claims"
                           for name, g in sorted(self.groups.items()))
         return (f"{self.guarantee}-level conformal filter at alpha={self.alpha:g}"
                 f"{f' per {self.by}' if self.by else ''} ({sizes}); guarantee: {GUARANTEES[self.guarantee]}")
+
+    def group(self, value: str | None) -> GroupCalibration:
+        """The calibration of the group ``value`` (of the ``by`` column; None for a pooled calibration), or
+        :class:`InvalidParameterError` when it is outside the guarantee (not calibrated, or no group given)."""
+        if self.by is None:
+            return self.groups[""]
+        if value is None:
+            raise InvalidParameterError(f"the conformal calibration is per {self.by} ({sorted(self.groups)}): name "
+                                        f"the answer's {self.by}")
+        if str(value) not in self.groups:
+            raise InvalidParameterError(f"{self.by}={value!r} is outside the guarantee: the calibration holds "
+                                        f"{self.by} {sorted(self.groups)} only")
+        return self.groups[str(value)]
+
+    def flag_threshold(self, value: str | None = None) -> float:
+        """Answer level: the finite threshold of "flag claims with score >= threshold" (:class:`ClaimMonitor`'s
+        rule) equal to this filter on finite scores (keep nothing: the lowest float; keep all: the highest)."""
+        if self.guarantee != "answer":
+            raise InvalidParameterError("a claim-level (conformal selection) calibration has no fixed threshold: "
+                                        "it selects among an answer's claims once the answer is complete")
+        threshold = self.group(value).threshold
+        return float(np.clip(threshold, -np.finfo(np.float64).max, np.finfo(np.float64).max))
 
     def apply(self, claims: ClaimSet) -> Selection:
         """Which of ``claims`` to keep. Each claim uses its group's calibration; a claim of a group that was not
@@ -170,8 +196,7 @@ def _hash(claims: ClaimSet) -> str:
 
 
 def calibrate(claims: ClaimSet, *, alpha: float = 0.1, guarantee: str = "answer", by: str | None = None,
-              min_answers: int = MIN_ANSWERS, signal: str = "",
-              aggregation: dict[str, Any] | None = None) -> ConformalCalibration:
+              min_answers: int = MIN_ANSWERS) -> ConformalCalibration:
     """Calibrate a conformal claim filter on labelled ``claims`` (the calibration answers).
 
     ``guarantee="answer"`` (Mohri & Hashimoto 2024): for a new answer exchangeable with the calibration answers,
@@ -182,7 +207,7 @@ def calibrate(claims: ClaimSet, *, alpha: float = 0.1, guarantee: str = "answer"
     claim level the FDR is then bounded per group only: a ratio's expectation does not mix over groups).
     A group with fewer than ``min_answers`` calibration answers -- or, at answer level, fewer than the
     ``(1 - alpha) / alpha`` answers needed to keep anything -- is refused (:class:`InvalidParameterError` naming
-    the group and its size).
+    the group and its size). :meth:`ConformalCalibration.for_signal` records which signal the scores came from.
     """
     alpha = _alpha(alpha, "calibrate")
     check_param("guarantee", guarantee, OneOf(tuple(GUARANTEES)), owner="calibrate")
@@ -208,7 +233,7 @@ def calibrate(claims: ClaimSet, *, alpha: float = 0.1, guarantee: str = "answer"
             groups[name] = GroupCalibration(**sizes, null_scores=np.sort(mine.claim_scores[mine.hallucinated]))
     return ConformalCalibration(guarantee=guarantee, alpha=alpha, by=by, groups=groups, min_answers=min_answers,
                                 calibration_rows=tuple(sorted(set(claims.answer.astype(str)))),
-                                calibration_hash=_hash(claims), signal=signal, aggregation=dict(aggregation or {}))
+                                calibration_hash=_hash(claims))
 
 
 def filter_claims(calibration: ConformalCalibration | str | Path, claim_scores: Sequence[float], *,
@@ -220,14 +245,12 @@ def filter_claims(calibration: ConformalCalibration | str | Path, claim_scores: 
     if not isinstance(calibration, ConformalCalibration):
         calibration = load_calibration(calibration)
     scores = np.asarray(claim_scores, dtype=np.float64)
-    if calibration.by is not None and group is None:
-        raise InvalidParameterError(f"filter_claims: the calibration is per {calibration.by}; pass group=")
+    try:
+        calibration.group(group)
+    except InvalidParameterError as error:
+        raise InvalidParameterError(f"filter_claims: {error} (group=)") from None
     name = "" if calibration.by is None else str(group)
     claims = ClaimSet(claim_scores=scores, answer=np.zeros(len(scores), dtype=object),
                       groups={} if calibration.by is None else {calibration.by: np.full(len(scores), name, object)})
     selection = calibration.apply(claims)
-    if not selection.within_guarantee:
-        raise InvalidParameterError(
-            f"filter_claims: {calibration.by}={name!r} is outside the guarantee: the calibration holds groups "
-            f"{sorted(calibration.groups)} only")
     return np.flatnonzero(selection.kept).tolist() if drop else selection.kept.tolist()

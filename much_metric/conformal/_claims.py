@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.params import InvalidParameterError
+from much_dataset.schema import GENERATION_ID, LABELS, STOPWORD_MASK, TOKEN_CHUNKS
 
 __all__ = ["ClaimSet", "claims_from_claim_scores", "claims_from_result", "claims_from_token_scores"]
 
@@ -64,32 +65,47 @@ def _per_answer(values: Sequence[Any], n_claims: np.ndarray) -> np.ndarray:
     return np.repeat(np.asarray(list(values), dtype=object), n_claims)
 
 
-def claims_from_token_scores(token_scores: Any, token_chunks: Any, labels: Any, stopword_mask: Any = None, *,
-                             aggregation: Any = "product", generation_ids: Sequence[str],
-                             groups: Mapping[str, Sequence[Any]] | None = None) -> ClaimSet:
+def _column(data: Any, name: str, *, required: bool = True) -> list[Any] | None:
+    names = getattr(data, "column_names", None) or list(data)
+    if name not in names:
+        if required:
+            raise InvalidParameterError(f"conformal: the data lack the column {name!r} (a MUCH split or export has it)")
+        return None
+    return list(data[name])
+
+
+def claims_from_token_scores(token_scores: Any, data: Any, *, aggregation: Any = "product",
+                             groups: Sequence[str] = ()) -> ClaimSet:
     """Token uncertainties -> claims, through :func:`much_metric.aggregate_claims` (the metric's aggregator, stopword
-    rule and EOS-claim drop). ``labels``: per answer, one label per chunk (-1 hallucinated, +1 correct), or None for
-    answers to filter; ``groups``: per-answer columns (``{"lang": [...]}``)."""
+    rule and EOS-claim drop). ``data``: the answers' MUCH rows (a ``datasets.Dataset`` or a mapping of columns):
+    ``generation_id``, ``token_chunks``, ``stopword_mask`` (optional), ``labels`` (optional: absent for answers to
+    filter); ``token_scores``: per answer, one score per output token; ``groups``: columns to carry (``"lang"``)."""
     from much_metric.scoring import aggregate_claims
 
-    per_answer = aggregate_claims(token_scores, token_chunks, stopword_mask, aggregation=aggregation,
-                                  generation_ids=generation_ids)
-    return _assemble(per_answer, labels, generation_ids, groups)
+    ids = _column(data, GENERATION_ID)
+    per_answer = aggregate_claims(token_scores, _column(data, TOKEN_CHUNKS), _column(data, STOPWORD_MASK,
+                                  required=False), aggregation=aggregation, generation_ids=ids)
+    return _assemble(per_answer, _column(data, LABELS, required=False), ids,
+                     {name: _column(data, name) for name in groups})
 
 
-def claims_from_claim_scores(claim_scores: Any, labels: Any, *, generation_ids: Sequence[str],
-                             groups: Mapping[str, Sequence[Any]] | None = None,
+def claims_from_claim_scores(claim_scores: Any, data: Any, *, groups: Sequence[str] = (),
                              drop_last_chunk: bool = True) -> ClaimSet:
     """Scores that are already one per claim (claim-level methods, ``@claim`` signals): per answer, one value per
-    chunk of ``token_chunks`` (EOS claim included, dropped as the metric drops it when ``drop_last_chunk``)."""
+    chunk of its ``token_chunks`` (EOS claim included, dropped as the metric drops it when ``drop_last_chunk``).
+    ``data`` as in :func:`claims_from_token_scores`."""
+    ids = _column(data, GENERATION_ID)
+    chunks = _column(data, TOKEN_CHUNKS)
     per_answer = []
     for i, values in enumerate(claim_scores):
         values = np.asarray(values, dtype=np.float64)
-        if labels is not None and len(values) != len(labels[i]):
-            raise InvalidParameterError(f"generation_id {generation_ids[i]!r}: claim_scores has {len(values)} values "
-                                        f"but labels has {len(labels[i])} (one score per chunk, EOS claim included)")
+        if len(values) != len(chunks[i]):
+            raise InvalidParameterError(f"generation_id {ids[i]!r}: claim_scores has {len(values)} values but "
+                                        f"token_chunks has {len(chunks[i])} chunks (one score per chunk, EOS claim "
+                                        "included)")
         per_answer.append(values[:-1] if drop_last_chunk and len(values) else values)
-    return _assemble(per_answer, labels, generation_ids, groups)
+    return _assemble(per_answer, _column(data, LABELS, required=False), ids,
+                     {name: _column(data, name) for name in groups})
 
 
 def _assemble(per_answer: list[np.ndarray], labels: Any, generation_ids: Sequence[str],

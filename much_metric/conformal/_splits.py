@@ -8,8 +8,9 @@ unit.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from much_dataset.params import OPEN_FRACTION, POSITIVE_INT, InvalidParameterErr
 from much_metric.conformal._calibration import MIN_ANSWERS, calibrate
 from much_metric.conformal._claims import ClaimSet
 
-__all__ = ["ALPHAS", "ClaimsKept", "claims_kept", "split_masks"]
+__all__ = ["ALPHAS", "ClaimsKept", "Splits", "claims_kept", "claims_kept_of_table", "split_masks"]
 
 #: The alphas "claims kept" is reported at.
 ALPHAS = (0.05, 0.1, 0.2)
@@ -26,7 +27,6 @@ UNITS = ("answer", "article")
 
 
 def _units(claims: ClaimSet, unit: str) -> np.ndarray:
-    check_param("unit", unit, OneOf(UNITS), owner="conformal split")
     answers = claims.answer.astype(str)
     if unit == "answer":
         return answers
@@ -37,19 +37,37 @@ def _units(claims: ClaimSet, unit: str) -> np.ndarray:
     return np.where(article != "", "article:" + article, "answer:" + answers.astype(object))
 
 
-def split_masks(claims: ClaimSet, *, n_splits: int, calibration_fraction: float = 0.5, unit: str = "answer",
-                random_state: int = 0) -> np.ndarray:
+@dataclass(frozen=True)
+class Splits:
+    """Seeded calibration/test splits: ``n_splits`` draws of a ``calibration_fraction`` of the units (``"answer"`` or
+    ``"article"``), seeded by ``random_state``."""
+
+    n_splits: int = 200
+    unit: str = "answer"
+    calibration_fraction: float = 0.5
+    random_state: int = 0
+
+    def __post_init__(self) -> None:
+        check_param("n_splits", self.n_splits, POSITIVE_INT, owner="Splits")
+        check_param("calibration_fraction", self.calibration_fraction, OPEN_FRACTION, owner="Splits")
+        check_param("unit", self.unit, OneOf(UNITS), owner="Splits")
+
+
+#: 200 splits of half the answers, seed 0.
+DEFAULT_SPLITS = Splits()
+
+
+def split_masks(claims: ClaimSet, splits: Splits = DEFAULT_SPLITS) -> np.ndarray:
     """``(n_splits, n_claims)`` bool: True where a claim is in split ``s``'s calibration set. Each split draws a
     seeded random ``calibration_fraction`` of the units (answers or articles); the same seed gives the same splits
     for every detector scored on the same claims (paired)."""
-    check_param("n_splits", n_splits, POSITIVE_INT, owner="split_masks")
-    check_param("calibration_fraction", calibration_fraction, OPEN_FRACTION, owner="split_masks")
-    distinct, inverse = np.unique(_units(claims, unit), return_inverse=True)
-    n_cal = int(round(calibration_fraction * distinct.size))
+    distinct, inverse = np.unique(_units(claims, splits.unit), return_inverse=True)
+    n_cal = int(round(splits.calibration_fraction * distinct.size))
     if n_cal < 1 or n_cal >= distinct.size:
-        raise InvalidParameterError(f"split_masks: {distinct.size} {unit}s leave no calibration or no test {unit}")
-    rng = np.random.default_rng(random_state)
-    keys = rng.random((n_splits, distinct.size))
+        raise InvalidParameterError(f"split_masks: {distinct.size} {splits.unit}s leave no calibration or no test "
+                                    f"{splits.unit}")
+    rng = np.random.default_rng(splits.random_state)
+    keys = rng.random((splits.n_splits, distinct.size))
     ranks = np.argsort(np.argsort(keys, axis=1), axis=1)
     return (ranks < n_cal)[:, inverse]
 
@@ -95,8 +113,7 @@ class ClaimsKept:
 
 
 def claims_kept(claims_by_detector: Mapping[str, ClaimSet], *, alphas: Sequence[float] = ALPHAS,
-                guarantee: str = "answer", by: str | None = None, n_splits: int = 200, unit: str = "answer",
-                random_state: int = 0, min_answers: int = MIN_ANSWERS) -> ClaimsKept:
+                guarantee: str = "answer", by: str | None = None, splits: Splits = DEFAULT_SPLITS) -> ClaimsKept:
     """"Claims kept at alpha": for each detector, calibrate on each split's calibration answers, filter its test
     claims, and record the fraction of test claims (and of correct test claims) kept. Every detector sees the same
     splits (drawn from the first detector's claims: the detectors must score the same claims, as the paired
@@ -110,7 +127,8 @@ def claims_kept(claims_by_detector: Mapping[str, ClaimSet], *, alphas: Sequence[
         if len(other) != len(reference) or not np.array_equal(other.answer, reference.answer):
             raise InvalidParameterError(f"claims_kept: detector {name!r} does not score the same claims as "
                                         f"{names[0]!r} (pair them: much evaluate --paired)")
-    masks = split_masks(reference, n_splits=n_splits, unit=unit, random_state=random_state)
+    masks = split_masks(reference, splits)
+    n_splits = splits.n_splits
     alphas = tuple(float(a) for a in alphas)
     kept: dict[str, dict[float, np.ndarray]] = {name: {a: np.zeros(n_splits) for a in alphas} for name in names}
     correct_kept: dict[str, dict[float, np.ndarray]] = {name: {a: np.zeros(n_splits) for a in alphas}
@@ -121,9 +139,22 @@ def claims_kept(claims_by_detector: Mapping[str, ClaimSet], *, alphas: Sequence[
             calibration_set, test = claims.subset(in_calibration), claims.subset(~in_calibration)
             correct = ~test.hallucinated
             for alpha in alphas:
-                fitted = calibrate(calibration_set, alpha=alpha, guarantee=guarantee, by=by, min_answers=min_answers)
+                fitted = calibrate(calibration_set, alpha=alpha, guarantee=guarantee, by=by, min_answers=MIN_ANSWERS)
                 selection = fitted.apply(test)
                 kept[name][alpha][s] = selection.kept.mean()
                 correct_kept[name][alpha][s] = selection.kept[correct].mean() if correct.any() else np.nan
     return ClaimsKept(guarantee=guarantee, by=by, alphas=alphas, n_splits=n_splits, kept=kept,
                       correct_kept=correct_kept)
+
+
+def claims_kept_of_table(table: Any, *, alphas: Sequence[float] = ALPHAS, guarantee: str = "answer",
+                         splits: Splits = DEFAULT_SPLITS, display: Callable[[str], str] = str) -> ClaimsKept:
+    """:func:`claims_kept` of every row of a paired :class:`much_metric.report.EvaluationTable` (``much evaluate``):
+    each (signal, aggregator) row is a detector, named ``display(signal)`` (with its aggregator when the table has
+    several), all on the same splits by answer."""
+    from much_metric.conformal._claims import claims_from_result
+
+    several = len({r.aggregator for r in table.results}) > 1
+    detectors = {(display(r.signal_name) + (f" ({r.aggregator or 'claim'})" if several else "")):
+                 claims_from_result(r, table.generation_ids) for r in table.results}
+    return claims_kept(detectors, alphas=alphas, guarantee=guarantee, splits=splits)

@@ -23,7 +23,7 @@ import numpy as np
 
 from much_metric.conformal._calibration import MIN_ANSWERS, calibrate
 from much_metric.conformal._claims import ClaimSet
-from much_metric.conformal._splits import ALPHAS, split_masks
+from much_metric.conformal._splits import ALPHAS, DEFAULT_SPLITS, Splits, split_masks
 
 __all__ = ["Violations", "violation_rates", "wilson_interval"]
 
@@ -77,12 +77,13 @@ def _answer_violations(test: ClaimSet, kept: np.ndarray) -> tuple[np.ndarray, np
 
 
 def violation_rates(claims: ClaimSet, *, guarantee: str = "answer", alphas: Sequence[float] = ALPHAS,
-                    by: str | None = None, report_by: str | None = "lang", n_splits: int = 200,
-                    random_state: int = 0, unit: str = "answer") -> list[Violations]:
-    """Over ``n_splits`` seeded calibration/test splits, the violation events of ``guarantee`` per alpha, overall
-    (group ``""``) and per value of ``report_by``. ``by``: calibrate per group (group-conditional) or pooled."""
-    masks = split_masks(claims, n_splits=n_splits, unit=unit, random_state=random_state)
-    rng = np.random.default_rng(random_state + 1)
+                    by: str | None = None, splits: Splits = DEFAULT_SPLITS) -> list[Violations]:
+    """Over seeded calibration/test ``splits``, the violation events of ``guarantee`` per alpha, overall (group
+    ``""``) and per group: of ``by`` when given (calibrated per group: group-conditional), else per ``lang`` when the
+    claims have it (a pooled calibration, read per language)."""
+    masks = split_masks(claims, splits)
+    rng = np.random.default_rng(splits.random_state + 1)
+    report_by = by if by is not None else "lang"
     report = claims.group_values(report_by) if report_by in claims.groups else claims.group_values(None)
     names = [""] + sorted(set(report) - {""})
     counts = {(a, g): [0, 0, 0.0, 0] for a in alphas for g in names}  # events, trials, sum realised, n realised

@@ -10,6 +10,7 @@ import pytest
 from much_metric import aggregate_claims
 from much_metric.conformal import (
     ClaimSet,
+    Splits,
     calibrate,
     claims_from_claim_scores,
     claims_from_token_scores,
@@ -29,7 +30,8 @@ ALPHAS = (0.05, 0.1, 0.2)
 @pytest.mark.parametrize("by", [None, "lang"])
 def test_realised_violation_rate_is_within_sampling_error_of_alpha(guarantee, by):
     claims = synthetic_claims(400 if by else 240, seed=11)
-    cells = violation_rates(claims, guarantee=guarantee, alphas=ALPHAS, by=by, n_splits=150, random_state=1)
+    cells = violation_rates(claims, guarantee=guarantee, alphas=ALPHAS, by=by,
+                            splits=Splits(n_splits=150, random_state=1))
     assert {c.group for c in cells} == {"", "en", "fr", "es", "de"}
     level = 1 - 0.05 / len(cells)  # Bonferroni: one false alarm in 20 runs of the whole check
     for cell in cells:
@@ -44,7 +46,7 @@ def test_the_validity_check_fails_a_filter_that_breaks_its_guarantee():
     """The same measurement flags a filter whose threshold is too permissive (keeps claims up to a higher
     uncertainty than calibrated): the check has the power to fail."""
     claims = synthetic_claims(240, seed=12)
-    masks = split_masks(claims, n_splits=150, random_state=2)
+    masks = split_masks(claims, Splits(n_splits=150, random_state=2))
     events = 0
     for in_calibration in masks:
         fitted = calibrate(claims.subset(in_calibration), alpha=0.1)
@@ -60,18 +62,18 @@ def test_the_validity_check_fails_a_filter_that_breaks_its_guarantee():
 def test_splits_never_cut_an_answer_and_article_splits_keep_articles_together():
     claims = synthetic_claims(100, seed=13)
     for unit, column in (("answer", claims.answer), ("article", claims.groups["article"])):
-        masks = split_masks(claims, n_splits=20, unit=unit, random_state=3)
+        masks = split_masks(claims, Splits(n_splits=20, unit=unit, random_state=3))
         for mask in masks:
             assert not np.intersect1d(column[mask], column[~mask]).size
         assert len({m.tobytes() for m in masks}) == 20
-        assert np.array_equal(masks, split_masks(claims, n_splits=20, unit=unit, random_state=3))
+        assert np.array_equal(masks, split_masks(claims, Splits(n_splits=20, unit=unit, random_state=3)))
 
 
 def test_claims_kept_is_paired_and_a_better_detector_keeps_more():
     good = synthetic_claims(240, seed=14, shift=3.0)
     noise = np.random.default_rng(0).normal(size=len(good))
     weak = dataclasses.replace(good, claim_scores=good.claim_scores * 0.0 + noise)
-    result = claims_kept({"good": good, "weak": weak}, alphas=ALPHAS, n_splits=30, random_state=4)
+    result = claims_kept({"good": good, "weak": weak}, alphas=ALPHAS, splits=Splits(n_splits=30, random_state=4))
     for alpha in ALPHAS:
         summary = result.summary("good", alpha)
         low, high = summary["kept_interval"]
@@ -80,25 +82,29 @@ def test_claims_kept_is_paired_and_a_better_detector_keeps_more():
         assert result.paired("good", "weak", alpha)["difference"] > 0
     assert result.summary("good", 0.2)["kept"] >= result.summary("good", 0.05)["kept"]
     with pytest.raises(ValueError, match="same claims"):
-        claims_kept({"good": good, "short": good.subset(np.arange(len(good)) > 5)}, n_splits=2)
+        claims_kept({"good": good, "short": good.subset(np.arange(len(good)) > 5)}, splits=Splits(n_splits=2))
 
 
 def test_claims_come_from_the_metrics_aggregation_stopwords_included():
     scores = [[0.5, 0.2, 0.5, 0.0], [0.9, 0.1, 0.3]]
     chunks = [[[0], [1, 2], [3]], [[0, 1], [2]]]
     mask = [[False, False, True, False], [False, True, False]]
-    labels = [[1, -1, 1], [-1, 1]]
+    data = {"generation_id": ["a", "b"], "token_chunks": chunks, "stopword_mask": mask, "labels": [[1, -1, 1],
+            [-1, 1]], "lang": ["en", "fr"]}
     aggregation = Aggregation(aggregator="mean", stopword_handling="exclude")
-    claims = claims_from_token_scores(scores, chunks, labels, mask, aggregation=aggregation,
-                                      generation_ids=["a", "b"], groups={"lang": ["en", "fr"]})
+    claims = claims_from_token_scores(scores, data, aggregation=aggregation, groups=["lang"])
     expected = np.concatenate(aggregate_claims(scores, chunks, mask, aggregation=aggregation))
     np.testing.assert_array_equal(claims.claim_scores, expected)
     assert claims.hallucinated.tolist() == [False, True, True]
     assert claims.answer.tolist() == ["a", "a", "b"] and claims.groups["lang"].tolist() == ["en", "en", "fr"]
-    per_claim = claims_from_claim_scores([[0.1, 0.7, 0.0], [0.4, 0.0]], labels, generation_ids=["a", "b"])
+    per_claim = claims_from_claim_scores([[0.1, 0.7, 0.0], [0.4, 0.0]], data)
     assert per_claim.claim_scores.tolist() == [0.1, 0.7, 0.4]  # the EOS claim dropped, as the metric does
-    with pytest.raises(ValueError, match="generation_id 'b': claim_scores has 1 values but labels has 2"):
-        claims_from_claim_scores([[0.1, 0.7, 0.0], [0.4]], labels, generation_ids=["a", "b"])
+    with pytest.raises(ValueError, match="generation_id 'b': claim_scores has 1 values but token_chunks has 2"):
+        claims_from_claim_scores([[0.1, 0.7, 0.0], [0.4]], data)
+    unlabelled = claims_from_token_scores(scores, {k: v for k, v in data.items() if k != "labels"})
+    assert unlabelled.hallucinated is None and len(unlabelled) == 3
+    with pytest.raises(ValueError, match="lack the column 'token_chunks'"):
+        claims_from_claim_scores([[0.1]], {"generation_id": ["a"]})
 
 
 def test_a_non_finite_claim_score_is_refused_naming_its_answer():
@@ -109,8 +115,8 @@ def test_a_non_finite_claim_score_is_refused_naming_its_answer():
 @pytest.mark.parametrize("guarantee", ["answer", "claim"])
 def test_threshold_file_round_trips_and_filter_claims_agrees_with_apply(tmp_path, guarantee):
     claims = synthetic_claims(300, seed=15, shift=2.0)
-    fitted = calibrate(claims, alpha=0.2, guarantee=guarantee, by="lang", signal="token_entropy_24",
-                       aggregation={"aggregator": "product"})
+    fitted = calibrate(claims, alpha=0.2, guarantee=guarantee, by="lang").for_signal(
+        "token_entropy_24", {"aggregator": "product"})
     path = fitted.save(tmp_path / "thresholds.json")
     loaded = load_calibration(path)
     assert loaded.to_dict() == fitted.to_dict()
