@@ -129,3 +129,15 @@ def test_monitor_refuses_a_file_it_cannot_honour_before_the_model_loads(signals,
     assert main(["monitor", "--model", "smollm2", "--prompt", "hi", "--conformal", str(path), *argv]) == 2
     assert message in capsys.readouterr().err
     assert main(["monitor", "--model", "smollm2", "--prompt", "hi", "--drop"]) == 2
+
+
+def test_evaluate_claims_kept_prints_the_table_and_writes_it_to_json(signals, tmp_path, capsys):
+    path = tmp_path / "metrics.json"
+    assert main(["evaluate", "--source", "sample", "--scores", str(signals), "--bootstrap", "0", "--claims-kept",
+                 "4", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "kept@0.05 [range]" in out and "claims kept by the answer-level conformal filter" in out
+    detectors = json.loads(path.read_text(encoding="utf-8"))["claims_kept"]["detectors"]
+    assert set(detectors) == {"Token Entropy-24", "Max Likelihood"}
+    assert all(0 <= cell["kept"] <= cell["correct_kept"] <= 1 for d in detectors.values() for cell in d.values())
+    assert main(["evaluate", "--source", "sample", "--scores", str(signals), "--claims-kept", "0"]) == 2
