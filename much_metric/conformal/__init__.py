@@ -40,14 +40,24 @@ from much_metric.conformal._core import (
     min_answers_for,
     select_claims,
 )
-from much_metric.conformal._splits import ALPHAS, ClaimsKept, Splits, claims_kept, claims_kept_of_table, split_masks
+from much_metric.conformal._splits import (
+    ALPHAS,
+    BOARD_SPLITS,
+    ClaimsKept,
+    Splits,
+    claims_kept,
+    claims_kept_of_table,
+    claims_kept_summary,
+    split_masks,
+)
 from much_metric.conformal._text import format_claims_kept
 from much_metric.conformal._validity import Violations, violation_rates, wilson_interval
 
 __all__ = [
-    "ALPHAS", "GUARANTEES", "MIN_ANSWERS", "ClaimSet", "ClaimsKept", "ConformalCalibration", "GroupCalibration",
-    "Selection", "Splits", "Violations", "answer_level_threshold", "answer_risk_scores", "benjamini_hochberg",
-    "calibrate", "claims_from_claim_scores", "claims_from_result", "claims_from_token_scores", "claims_kept",
-    "claims_kept_of_table", "conformal_p_values", "filter_claims", "format_claims_kept", "load_calibration",
-    "min_answers_for", "select_claims", "split_masks", "violation_rates", "wilson_interval",
+    "ALPHAS", "BOARD_SPLITS", "GUARANTEES", "MIN_ANSWERS", "ClaimSet", "ClaimsKept", "ConformalCalibration",
+    "GroupCalibration", "Selection", "Splits", "Violations", "answer_level_threshold", "answer_risk_scores",
+    "benjamini_hochberg", "calibrate", "claims_from_claim_scores", "claims_from_result", "claims_from_token_scores",
+    "claims_kept", "claims_kept_of_table", "claims_kept_summary", "conformal_p_values", "filter_claims",
+    "format_claims_kept", "load_calibration", "min_answers_for", "select_claims", "split_masks", "violation_rates",
+    "wilson_interval",
 ]

@@ -18,7 +18,10 @@ from much_dataset.params import OPEN_FRACTION, POSITIVE_INT, InvalidParameterErr
 from much_metric.conformal._calibration import MIN_ANSWERS, calibrate
 from much_metric.conformal._claims import ClaimSet
 
-__all__ = ["ALPHAS", "ClaimsKept", "Splits", "claims_kept", "claims_kept_of_table", "split_masks"]
+__all__ = [
+    "ALPHAS", "BOARD_SPLITS", "ClaimsKept", "Splits", "claims_kept", "claims_kept_of_table", "claims_kept_summary",
+    "split_masks",
+]
 
 #: The alphas "claims kept" is reported at.
 ALPHAS = (0.05, 0.1, 0.2)
@@ -158,3 +161,22 @@ def claims_kept_of_table(table: Any, *, alphas: Sequence[float] = ALPHAS, guaran
     detectors = {(display(r.signal_name) + (f" ({r.aggregator or 'claim'})" if several else "")):
                  claims_from_result(r, table.generation_ids) for r in table.results}
     return claims_kept(detectors, alphas=alphas, guarantee=guarantee, splits=splits)
+
+
+#: The board's splits: fewer than the report's 200, scored once per submitted signal (about a second each).
+BOARD_SPLITS = Splits(n_splits=50)
+
+
+def claims_kept_summary(result: Any, generation_ids: Sequence[str],
+                        splits: Splits = BOARD_SPLITS) -> dict[str, dict[str, Any]] | None:
+    """JSON "claims kept at alpha" of one evaluation row (the public board's, computed by its server on the data it
+    scores): ``{"0.05": {"kept", "kept_interval", "correct_kept", "correct_kept_interval"}, ...}`` for the
+    answer-level filter, or None when the data hold too few answers to calibrate at alpha 0.05."""
+    from much_metric.conformal._claims import claims_from_result
+
+    try:
+        kept = claims_kept({"row": claims_from_result(result, generation_ids)}, splits=splits)
+    except InvalidParameterError:
+        return None
+    return {f"{alpha:g}": {key: list(value) if isinstance(value, tuple) else value
+                           for key, value in kept.summary("row", alpha).items()} for alpha in kept.alphas}
