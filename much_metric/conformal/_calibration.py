@@ -16,9 +16,9 @@ import numpy as np
 from much_dataset.params import POSITIVE_INT, InvalidParameterError, OneOf, check_param
 from much_metric.conformal._claims import ClaimSet
 from much_metric.conformal._core import (
-    _alpha,
     answer_level_threshold,
     answer_risk_scores,
+    check_alpha,
     min_answers_for,
     select_claims,
 )
@@ -176,7 +176,7 @@ def load_calibration(path: str | Path) -> ConformalCalibration:
             for name, g in data["groups"].items()}
         calibration = ConformalCalibration(
             guarantee=check_param("guarantee", data["guarantee"], OneOf(tuple(GUARANTEES))),
-            alpha=_alpha(data["alpha"], "load_calibration"), by=data["by"], groups=groups,
+            alpha=check_alpha(data["alpha"], "load_calibration"), by=data["by"], groups=groups,
             min_answers=int(data["min_answers"]), calibration_rows=tuple(data["calibration_rows"]),
             calibration_hash=str(data["calibration_hash"]), signal=str(data.get("signal", "")),
             aggregation=dict(data.get("aggregation") or {}))
@@ -209,7 +209,7 @@ def calibrate(claims: ClaimSet, *, alpha: float = 0.1, guarantee: str = "answer"
     ``(1 - alpha) / alpha`` answers needed to keep anything -- is refused (:class:`InvalidParameterError` naming
     the group and its size). :meth:`ConformalCalibration.for_signal` records which signal the scores came from.
     """
-    alpha = _alpha(alpha, "calibrate")
+    alpha = check_alpha(alpha, "calibrate")
     check_param("guarantee", guarantee, OneOf(tuple(GUARANTEES)), owner="calibrate")
     check_param("min_answers", min_answers, POSITIVE_INT, owner="calibrate")
     if claims.hallucinated is None:

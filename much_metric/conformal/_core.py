@@ -12,11 +12,12 @@ import numpy as np
 
 from much_dataset.params import OPEN_FRACTION, check_param
 
-__all__ = ["answer_level_threshold", "answer_risk_scores", "benjamini_hochberg", "conformal_p_values",
+__all__ = ["answer_level_threshold", "answer_risk_scores", "benjamini_hochberg", "check_alpha", "conformal_p_values",
            "min_answers_for", "select_claims"]
 
 
-def _alpha(alpha: float, owner: str) -> float:
+def check_alpha(alpha: float, owner: str) -> float:
+    """``alpha`` as a float in (0, 1), else :class:`InvalidParameterError` naming ``owner``."""
     return float(check_param("alpha", alpha, OPEN_FRACTION, owner=owner))
 
 
@@ -39,7 +40,7 @@ def answer_risk_scores(claim_scores: np.ndarray, hallucinated: np.ndarray, answe
 def min_answers_for(alpha: float) -> int:
     """The fewest calibration answers for which the answer-level threshold can keep anything:
     ``ceil((n + 1)(1 - alpha)) <= n`` needs ``n >= (1 - alpha) / alpha``."""
-    alpha = _alpha(alpha, "min_answers_for")
+    alpha = check_alpha(alpha, "min_answers_for")
     return int(math.ceil((1.0 - alpha) / alpha - 1e-12))
 
 
@@ -55,7 +56,7 @@ def answer_level_threshold(risk_scores: np.ndarray, alpha: float) -> float:
     confidences, keeping claims with confidence above it; here that is the ``k``-th *largest* risk score,
     ``k = ceil((n + 1)(1 - alpha))``. ``-inf`` (keep nothing) when ``k > n``: too few answers for this alpha.
     """
-    alpha = _alpha(alpha, "answer_level_threshold")
+    alpha = check_alpha(alpha, "answer_level_threshold")
     risk = np.sort(np.asarray(risk_scores, dtype=np.float64))
     n = risk.size
     k = int(math.ceil((n + 1) * (1.0 - alpha) - 1e-12))
@@ -83,7 +84,7 @@ def conformal_p_values(test_scores: np.ndarray, null_scores: np.ndarray, n_calib
 def benjamini_hochberg(p_values: np.ndarray, alpha: float) -> np.ndarray:
     """Benjamini-Hochberg at level ``alpha``: select the ``k*`` smallest p-values, ``k* = max{k: p_(k) <= k alpha / m}``
     (none when no k qualifies). Returns a bool mask in the order of ``p_values``."""
-    alpha = _alpha(alpha, "benjamini_hochberg")
+    alpha = check_alpha(alpha, "benjamini_hochberg")
     p = np.asarray(p_values, dtype=np.float64)
     m = p.size
     selected = np.zeros(m, dtype=bool)
