@@ -187,7 +187,8 @@ def load_calibration(path: str | Path) -> ConformalCalibration:
 
 
 def _hash(claims: ClaimSet) -> str:
-    order = np.lexsort((claims.claim_scores, claims.answer.astype(str)))
+    # independent of the claims' order: sorted by answer, then score, then label
+    order = np.lexsort((claims.hallucinated, claims.claim_scores, claims.answer.astype(str)))
     digest = hashlib.sha256()
     digest.update("\n".join(claims.answer[order].astype(str)).encode("utf-8"))
     digest.update(np.ascontiguousarray(claims.claim_scores[order], dtype="<f8").tobytes())

@@ -141,3 +141,24 @@ def test_evaluate_claims_kept_prints_the_table_and_writes_it_to_json(signals, tm
     assert set(detectors) == {"Token Entropy-24", "Max Likelihood"}
     assert all(0 <= cell["kept"] <= cell["correct_kept"] <= 1 for d in detectors.values() for cell in d.values())
     assert main(["evaluate", "--source", "sample", "--scores", str(signals), "--claims-kept", "0"]) == 2
+
+
+def test_calibrate_takes_a_claim_level_signal_as_given(tmp_path, capsys):
+    """One score per claim (an ``@claim`` signal: a judge, a claim-level method): calibrated on its values as
+    given, the same thresholds as claims_from_claim_scores + calibrate."""
+    import much_dataset
+    from much_metric.conformal import calibrate, claims_from_claim_scores
+
+    sample = much_dataset.load("sample", split="test")
+    rng = np.random.default_rng(0)
+    per_chunk = [np.round(rng.random(len(chunks)), 3) for chunks in sample["token_chunks"]]
+    scores = tmp_path / "judge.jsonl"
+    scores.write_text("".join(json.dumps({"generation_id": g, "signal_name": "judge@claim", "values": v.tolist()})
+                              + "\n" for g, v in zip(sample["generation_id"], per_chunk, strict=True)))
+    path = tmp_path / "thresholds.json"
+    assert main(["calibrate", "--conformal", "--source", "sample", "--scores", str(scores), "--alpha", "0.2",
+                 "--by", "lang", "--output", str(path)]) == 0, capsys.readouterr().err
+    loaded = load_calibration(path)
+    assert loaded.signal == "judge@claim" and loaded.aggregation == {"level": "claim"}
+    by_hand = calibrate(claims_from_claim_scores(per_chunk, sample, groups=["lang"]), alpha=0.2, by="lang")
+    assert {k: g.threshold for k, g in loaded.groups.items()} == {k: g.threshold for k, g in by_hand.groups.items()}

@@ -139,3 +139,5 @@ def test_calibration_hash_depends_on_the_rows_and_their_claims():
     assert calibrate(claims, alpha=0.1).calibration_hash == base
     moved = dataclasses.replace(claims, claim_scores=claims.claim_scores + 1e-9)
     assert calibrate(moved, alpha=0.2).calibration_hash != base
+    shuffled = claims.subset(np.random.default_rng(0).permutation(len(claims)))
+    assert calibrate(shuffled, alpha=0.2).calibration_hash == base
