@@ -209,6 +209,23 @@ def calibrate(claims: ClaimSet, *, alpha: float = 0.1, guarantee: str = "answer"
     A group with fewer than ``min_answers`` calibration answers -- or, at answer level, fewer than the
     ``(1 - alpha) / alpha`` answers needed to keep anything -- is refused (:class:`InvalidParameterError` naming
     the group and its size). :meth:`ConformalCalibration.for_signal` records which signal the scores came from.
+
+    Examples
+    --------
+    Forty answers, each with a correct claim (uncertainty 0.1) and a hallucinated one (0.9): the answer-level filter
+    keeps a new answer's claims below 0.9.
+
+    >>> import numpy as np
+    >>> from much_metric.conformal import ClaimSet, calibrate
+    >>> answers = np.repeat([f"g{i}" for i in range(40)], 2)
+    >>> labelled = ClaimSet(claim_scores=np.tile([0.1, 0.9], 40), answer=answers,
+    ...                     hallucinated=np.tile([False, True], 40))
+    >>> fitted = calibrate(labelled, alpha=0.1)
+    >>> fitted.groups[""].threshold, fitted.groups[""].n_answers
+    (0.9, 40)
+    >>> new = ClaimSet(claim_scores=np.array([0.2, 0.95]), answer=np.array(["new", "new"]))
+    >>> fitted.apply(new).kept.tolist()
+    [True, False]
     """
     alpha = check_alpha(alpha, "calibrate")
     check_param("guarantee", guarantee, OneOf(tuple(GUARANTEES)), owner="calibrate")
