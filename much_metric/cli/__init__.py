@@ -25,7 +25,8 @@ from much_metric.commands import debug_requested, run_command
 from much_metric.commands import error_message as error_message
 from much_metric.commands import install_hint as install_hint
 
-COMMANDS = ("run", "evaluate", "segment", "monitor", "neighbours", "train", "install-metric", "leaderboard")
+COMMANDS = ("run", "evaluate", "calibrate", "segment", "monitor", "neighbours", "train", "install-metric",
+            "leaderboard")
 
 #: ``much --help``'s first line (plain text: argparse prints it as is).
 DESCRIPTION = "The much command line: run the baselines, evaluate signal files, segment, monitor, train, serve."

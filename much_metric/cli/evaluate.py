@@ -93,6 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fit an isotonic calibrator on SPEC and report ECE/Brier on the other samples: a fraction (0.5 = a "
         "seeded half of the evaluated samples), a split (train = MUCH's auto samples) or a selection (auto, manual)",
     )
+    parser.add_argument("--claims-kept", type=int, nargs="?", const=200, default=None, metavar="SPLITS",
+                        help="claims kept at alpha 0.05, 0.1, 0.2 by an answer-level conformal filter, per method, "
+                        "over SPLITS seeded half/half splits of the answers (default 200; docs/conformal.md)")
     parser.add_argument("--spans", action="store_true",
                         help="Mu-SHROOM span scores (IoU, rho) per language next to mark-all / mark-none "
                         "(the embedded sample; threshold chosen on a seeded half)")
@@ -181,7 +184,16 @@ def run(args: argparse.Namespace) -> int:
     from much_metric.baselines import display_name
     from much_metric.benchmark import evaluate_files
 
+    if args.claims_kept is not None and args.claims_kept < 1:
+        raise ValueError(f"--claims-kept needs a positive number of splits, got {args.claims_kept}")
     result = evaluate_files(args.source, args.scores, **_options(args))
+    if args.claims_kept:
+        from dataclasses import replace
+
+        from much_metric.conformal import Splits, claims_kept_of_table
+
+        splits = Splits(n_splits=args.claims_kept, random_state=args.random_state)
+        result = replace(result, claims_kept=claims_kept_of_table(result.table, splits=splits, display=display_name))
     deltas = result.table.deltas  # the paired Δ column: printed, in --json and drawn by the report
     _print(result, args, deltas)
     if args.json:
@@ -235,6 +247,11 @@ def _print(result: Any, args: argparse.Namespace, deltas: Any = None) -> None:
     if result.spans:
         print()
         print(format_spans(result.spans))
+    if result.claims_kept is not None:
+        from much_metric.conformal import format_claims_kept
+
+        print()
+        print(format_claims_kept(result.claims_kept))
 
 
 def _print_table(result: Any, args: argparse.Namespace, deltas: Any) -> None:

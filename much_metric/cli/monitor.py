@@ -25,6 +25,12 @@ Example::
         --prompt "Who wrote Les Misérables?"
     much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --calibrate sample --target-fpr 0.1
     much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --method ktc   # shipped SmolLM2 statistics
+    much monitor --model smollm2 --prompt "Who wrote Les Misérables?" --conformal thresholds.json --group en --drop
+
+``--conformal FILE`` (``much calibrate --conformal``) flags the claims the conformal filter does not keep, with the
+file's guarantee (docs/conformal.md): an answer-level file flags live, at its group's threshold; a claim-level file
+(conformal selection over the answer's claims) flags once the answer is complete. ``--drop`` leaves flagged claims
+out of the output.
 """
 
 from __future__ import annotations
@@ -56,6 +62,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "its test split, else all its splits)")
     parser.add_argument("--target-fpr", type=float, default=None, help="with --calibrate (default 0.10)")
     parser.add_argument("--target-precision", type=float, default=None, help="with --calibrate, instead of FPR")
+    parser.add_argument("--conformal", default=None, metavar="FILE",
+                        help="flag the claims a conformal threshold file (`much calibrate --conformal`) does not keep")
+    parser.add_argument("--group", default=None,
+                        help="with --conformal: the answer's value of the file's --by column (e.g. its language)")
+    parser.add_argument("--drop", action="store_true", help="with --conformal: leave flagged claims out")
     parser.add_argument("--neighbours", default=None, metavar="PATH|HUB_ID",
                         help="KTC's token-neighbour statistics of the model's tokenizer (`much neighbours`); "
                              "shipped for smollm2")
@@ -204,7 +215,38 @@ def _served_claims(args: argparse.Namespace, monitor):
     return monitor.stream_openai(chunks)
 
 
+def _conformal(args: argparse.Namespace) -> Any:
+    """The threshold file of ``--conformal``, checked against the monitor's method, aggregation and ``--group``."""
+    from much_metric.conformal import load_calibration
+
+    if args.threshold is not None or args.calibrate is not None:
+        raise ValueError("give --conformal FILE, --threshold or --calibrate, not two of them")
+    calibration = load_calibration(args.conformal)
+    aggregation = calibration.aggregation
+    if calibration.signal != args.method or aggregation.get("aggregator", args.aggregator) != args.aggregator \
+            or aggregation.get("stopword_handling", "null") != "null" or aggregation.get("level") == "claim":
+        raise ValueError(f"--conformal {args.conformal} was calibrated for signal {calibration.signal!r} "
+                         f"({aggregation}); the monitor scores {args.method!r} with the {args.aggregator} aggregator "
+                         f"and the null stopword rule: pass --method/--aggregator to match, or calibrate for them")
+    calibration.group(args.group)  # a group outside the calibration fails before the model loads
+    return calibration
+
+
+def _conformal_flags(claims: Any, calibration: Any, group: str | None) -> Any:
+    """A claim-level file: select among the complete answer's claims (BH over them), then hand the claims out."""
+    from dataclasses import replace
+
+    from much_metric.conformal import filter_claims
+
+    claims = list(claims)
+    scored = [claim for claim in claims if not claim.eos]
+    kept = iter(filter_claims(calibration, [claim.score for claim in scored], group=group, drop=False))
+    return [claim if claim.eos else replace(claim, flagged=not next(kept)) for claim in claims]
+
+
 def run(args: argparse.Namespace) -> int:
+    if (args.group is not None or args.drop) and args.conformal is None:
+        return _fail("--group / --drop go with --conformal FILE")
     if args.max_new_tokens < 1:
         return _fail(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
     if args.temperature is not None and not args.temperature > 0:
@@ -244,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
         if args.calibrate is not None:
             _progress(f"loading the calibration data {args.calibrate}")
         calibration_data = None if args.calibrate is None else _calibration_data(args.calibrate)
+        conformal = None if args.conformal is None else _conformal(args)
         if args.base_url is None:
             _progress(f"loading the model {args.model} on {args.device}")
             model, tokenizer = _load_model(args)
@@ -251,6 +294,8 @@ def run(args: argparse.Namespace) -> int:
             _progress(f"loading the tokenizer of {args.tokenizer or args.model}")
             tokenizer = _load_tokenizer(args.tokenizer or args.model)
         threshold = 0.5 if args.threshold is None and args.calibrate is None else args.threshold
+        if conformal is not None:
+            threshold = conformal.flag_threshold(args.group) if conformal.guarantee == "answer" else None
         monitor = ClaimMonitor(tokenizer, args.method, aggregation=args.aggregator, threshold=threshold,
                                top_k=width, neighbours=resources["neighbours"])
         if args.calibrate is not None:
@@ -260,8 +305,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"calibrated on {args.calibrate}: {result}", file=sys.stderr)
         _progress("generating" if args.base_url is None else f"streaming from {args.base_url}")
         claims = _served_claims(args, monitor) if args.base_url else _local_claims(args, monitor, model, tokenizer)
+        if conformal is not None and conformal.guarantee == "claim":
+            claims = _conformal_flags(claims, conformal, args.group)
         flagged = total = 0
         for claim in claims:
+            total += not claim.eos
+            flagged += claim.flagged
+            if args.drop and claim.flagged:
+                continue
             if args.json:
                 record = claim.to_dict()
                 record["score"] = min(max(record["score"], 0.0), 1.0)  # geometric: an all-stopword claim is -1e-5/n
@@ -269,12 +320,13 @@ def run(args: argparse.Namespace) -> int:
             else:
                 text = claim.text if not claim.flagged else f"[[{claim.text}]]"
                 print(text, end="", flush=True)
-            total += not claim.eos
-            flagged += claim.flagged
         if not args.json:
             print()
-            print(f"{flagged} of {total} claims flagged ({args.method}, {args.aggregator}, threshold "
-                  f"{monitor.threshold:.4g}; flagged claims in [[ ]])", file=sys.stderr)
+            rule = (f"threshold {monitor.threshold:.4g}" if conformal is None else
+                    f"{conformal.guarantee}-level conformal filter, alpha {conformal.alpha:g}"
+                    f"{f', {conformal.by}={args.group}' if conformal.by else ''}")
+            print(f"{flagged} of {total} claims flagged ({args.method}, {args.aggregator}, {rule}; flagged claims "
+                  f"{'dropped' if args.drop else 'in [[ ]]'})", file=sys.stderr)
     except (ValueError, KeyError, OSError, ImportError) as error:
         return _fail(str(error))
     return 0

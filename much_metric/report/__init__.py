@@ -59,6 +59,7 @@ __all__ = [
     "pareto_front",
     "render_degradation_report",
     "write_degradation_report",
+    "claims_kept_section",
 ]
 
 _LAZY = {
@@ -75,6 +76,7 @@ _LAZY = {
     "write_report": "much_metric.report._html",
     "render_degradation_report": "much_metric.report._html", "write_degradation_report": "much_metric.report._html",
     "pareto_front": "much_metric.report._cost",
+    "claims_kept_section": "much_metric.report._kept",
 }
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

@@ -53,6 +53,7 @@ def test_version_is_the_one_version(capsys):
         (["evaluate", "--source", "sample", "--scores", "{tmp}", "--report", "{tmp}/a_file/report.html"], "is a file"),
         (["run", "--out", "{tmp}/a_file"], "is a file, expected a folder"),
         (["run", "--json", "{tmp}"], "is a folder, expected a file"),
+        (["calibrate", "--source", "sample", "--scores", "{tmp}", "--output", "{tmp}/t.json"], "needs --conformal"),
         (["segment", "--input", "{tmp}/missing.jsonl", "--tokenizer", "smollm2"], "no such file"),
         (["monitor", "--model", "{tmp}/missing.gguf", "--prompt", "hi"], "missing.gguf"),
         (["neighbours", "--tokenizer", "{tmp}/missing.json", "--out", "{tmp}/n"], "missing.json"),
@@ -74,8 +75,8 @@ def test_every_subcommand_fails_in_one_line(argv, message, tmp_path, capsys, mon
 
 
 def test_every_command_is_covered_above():
-    assert set(COMMANDS) == {"run", "evaluate", "segment", "monitor", "neighbours", "train", "install-metric",
-                             "leaderboard"}
+    assert set(COMMANDS) == {"run", "evaluate", "calibrate", "segment", "monitor", "neighbours", "train",
+                             "install-metric", "leaderboard"}
 
 
 def test_unreachable_hub_fails_before_loading_with_what_to_do(tmp_path, capsys, unreachable_hub, no_data_loading):
