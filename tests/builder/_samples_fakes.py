@@ -1,0 +1,44 @@
+"""Samples packs without a model: rows that keep every rule of a sample (probabilities sorted, summing below 1, the
+sampled token among its candidates, the config's sampler and seed rule), written by the builder's own PackWriter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from builder.configs import GenerationConfig
+from builder.samples_store import PackWriter, samples_identity
+from much_dataset.samples import sample_seed
+
+#: The config every fake pack is drawn with.
+CONFIG = GenerationConfig(model_name="fake", max_new_tokens=8)
+VOCAB = 50
+
+
+def fake_rows(gid: str, indices: range, *, length: int = 3, prompt: str = "q") -> list[dict]:
+    rows = []
+    for index in indices:
+        ids = [[(7 * index + t + k) % VOCAB for k in range(24)] for t in range(length)]
+        values = [[0.04 / (k + 1) for k in range(24)] for _ in range(length)]
+        rows.append({"generation_id": gid, "sample_index": index, "output": f"{gid} {index}",
+                     "output_tokens": [r[0] for r in ids], "logits_token_ids": ids, "logits_values": values,
+                     "finished": True, "sampling": {"temperature": CONFIG.temperature, "top_p": CONFIG.top_p,
+                                                    "top_k": CONFIG.top_k, "max_new_tokens": CONFIG.max_new_tokens,
+                                                    "seed": sample_seed(CONFIG.seed, index)},
+                     "sample_id": f"s-{gid}-{index}", "generation_config": CONFIG.id, "lang": "en",
+                     "wiki_url": f"https://en.wikipedia.org/wiki/{gid}", "prompt": prompt, "engine": "hf",
+                     "engine_version": "0"})
+    return rows
+
+
+def fake_identity(*, weights: str = "0" * 64, dtype: str = "float32") -> dict:
+    return samples_identity(model="fake", weights=weights, engine="hf", config=CONFIG.to_record(),
+                            prompt_style="much", stored_candidates=24, dtype=dtype)
+
+
+def fake_pack(path: Path, rows: list[dict], *, flush_every: int = 4, identity: dict | None = None,
+              vocab_size: int | None = VOCAB) -> None:
+    writer = PackWriter(path, identity or fake_identity(), flush_every=flush_every, n=4, source="s",
+                        vocab_size=vocab_size)
+    for row in rows:
+        writer.append(row)
+    writer.close()
