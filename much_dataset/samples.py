@@ -25,12 +25,12 @@ the models that wrote the sample's texts.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from much_dataset import schema
-from much_dataset.packs import PackError, damage_message, verify_shard
+from much_dataset.packs import PackError, damage_message
 from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
 from much_dataset.samples_checks import samples_pack_damage, value_problems
 
@@ -143,7 +143,7 @@ def iter_pack_rows(pack: str | Path) -> Iterator[dict[str, Any]]:
     manifest = read_samples_manifest(path)
     index = pack_index(manifest)
     shards = sorted({name for by_index in index.values() for name in by_index.values()})
-    check_pack(path, manifest, shards)
+    check_pack(path, manifest)
     for shard in shards:
         table = pq.read_table(path / SHARDS / shard)
         check_values(path, manifest, table, [shard] * table.num_rows)
@@ -152,25 +152,13 @@ def iter_pack_rows(pack: str | Path) -> Iterator[dict[str, Any]]:
                 yield row
 
 
-def check_pack(pack: str | Path, manifest: dict[str, Any], shards: Iterable[str] = ()) -> None:
+def check_pack(pack: str | Path, manifest: dict[str, Any]) -> None:
     """Raise :class:`SamplesError` unless the pack is what its manifest says (:mod:`much_dataset.samples_checks`:
-    sizes, columns and types, ids, duplicates, the identity its shards were written under) and each of ``shards``
-    (those about to be read) hashes to its content address."""
+    sizes, content addresses, columns and types, ids, duplicates, the identity its shards were written under)."""
     path = _pack_path(pack)
-    damage = samples_pack_damage(path, manifest, hashes=False)  # the bytes: below, for the shards read
+    damage = samples_pack_damage(path, manifest, hashes=True)
     if damage:
         raise SamplesError(damage_message(path, damage, repair=REPAIR))
-    _verify(path, manifest, shards)
-
-
-def _verify(path: Path, manifest: dict[str, Any], shards: Iterable[str]) -> None:
-    listing = manifest.get("shards") or {}
-    for name in shards:
-        listed = listing.get(name) or {}
-        try:
-            verify_shard(path / SHARDS / name, sha256=listed.get("sha256"), size=listed.get("bytes"))
-        except PackError as error:
-            raise SamplesError(f"{error}; {REPAIR}") from None
 
 
 def check_values(pack: str | Path, manifest: dict[str, Any], table: Any, shards: Sequence[str]) -> None:
@@ -276,7 +264,7 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
                            f"{str(manifest.get('weights_sha256'))[:12]}), not {model!r}")
     if n is not None:
         check_param("n", n, POSITIVE_INT, owner="load_samples")
-    check_pack(path, manifest)  # every shard's size, columns, ids and identity; the bytes of those read below
+    check_pack(path, manifest)  # every shard, once per open (load_samples reads whole shards anyway)
     index = pack_index(manifest)
     ids = list(index) if dataset is None else _dataset_ids(dataset)
     if dataset is not None and ids and not any(gid in index for gid in ids):
@@ -286,7 +274,6 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     shards = sorted({index[gid][i] for gid, i in wanted})
     if not shards:
         raise SamplesError(f"{where} holds no sample for these rows")
-    _verify(path, manifest, shards)
     files = [path / SHARDS / name for name in shards]
     position, offset = _positions(index, shards, files)
     loaded = datasets.load_dataset("parquet", data_files=[str(f) for f in files], split="train",

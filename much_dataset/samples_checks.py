@@ -263,7 +263,7 @@ def value_problems(table: pa.Table, manifest: Mapping[str, Any]) -> list[ValuePr
     vocab = manifest.get("vocab_size")
     vocab_size = int(vocab) if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab > 0 else None
     problems = _count_problems(table, stored, config.get("max_new_tokens"))
-    problems += token_problems(table, top_k=None)
     problems += _id_problems(table, vocab_size)
+    problems += token_problems(table, top_k=None)
     problems += _sampler_problems(table, manifest)
     return sorted(problems, key=lambda problem: problem[0])
