@@ -236,9 +236,10 @@ def _value_damage(pack: Path, manifest: dict[str, Any], broken: set[str]) -> lis
 
 def repair_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
     """Check the pack against its manifest (:func:`much_dataset.internals.internals_pack_damage`, content hashes
-    included) and every row's values as the reader checks them, and take the rows of every damaged shard out of the manifest, under the pack's lock, so that the run
-    recomputes them; a shard file whose bytes do not hash to its name is removed (its name would otherwise block
-    the recomputed shard). Returns the manifest (None: no pack yet) and the damage found."""
+    included) and every row's values as the reader checks them, and take the rows of every damaged shard out of the
+    manifest, under the pack's lock, so that the run recomputes them; a shard file whose bytes do not hash to its
+    name is removed (its name would otherwise block the recomputed shard). Returns the manifest (None: no pack yet)
+    and the damage found."""
     from builder._locks import atomic_write_text, locked
     from much_dataset.internals import InternalsError, internals_pack_damage
     from much_dataset.packs import PackError, verify_shard

@@ -16,6 +16,8 @@ prompt style, N, source hashes, rows) and ``PACK/shards/<sha256>.parquet`` (:mod
 them). Resumable, idempotent and kill-safe like ``internals``: samples are flushed ``--rows-per-shard`` answers at a
 time, a shard is complete before the manifest names it, a (generation_id, sample_index) already listed is never
 drawn again, and ``--shard i/n`` processes can share one pack. ``--n`` can grow on a rerun (indices N.. are added).
+A rerun first checks the pack as its readers do (:func:`builder.samples_store.repair_samples_pack`): the samples of a
+truncated, missing, edited, duplicated or value-damaged shard are taken out of the manifest, said, and drawn again.
 
 ``--executor ray`` computes the rows in Ray Data actors (``--ray-address``; default: a cluster started for the run),
 each holding the engine, and stores them here through the same checks: it changes where rows are computed, never

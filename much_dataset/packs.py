@@ -215,12 +215,13 @@ def pack_damage(folder: str | Path, manifest: Mapping[str, Any], *, expect: Expe
                 verify_shard(path, sha256=listed.get("sha256"), size=listed.get("bytes"))
             elif not path.is_file():
                 raise PackError(f"{path}: the shard file is missing")
-            size = path.stat().st_size
-            if listed.get("bytes") is not None and size != int(listed["bytes"]):
-                return f"{size} bytes, the manifest lists {listed['bytes']} (truncated or replaced)"
-            return layout.contents(path, rows)
+            reason = layout.contents(path, rows)  # first: it says how a shard is truncated, where it can
         except PackError as error:
             return str(error).removeprefix(f"{path}: ")
+        size = path.stat().st_size
+        if reason is None and listed.get("bytes") is not None and size != int(listed["bytes"]):
+            return f"{size} bytes, the manifest lists {listed['bytes']} (truncated or replaced)"
+        return reason
 
     damage = list(layout.damage)
     for shard, rows in layout.assigned.items():

@@ -20,6 +20,14 @@ shards are content-addressed, so a cached copy is never stale), one row per samp
 and then ``sample_index``; :func:`samples_by_row` gives the samples of dataset row ``i``.
 ``load_samples("sample")`` opens the embedded sample's pack: answers of its observer, SmolLM2-135M-Instruct, NOT of
 the models that wrote the sample's texts.
+
+A pack is what its manifest says (the one pack check of :mod:`much_dataset.packs`, with the samples layout of
+:mod:`much_dataset.samples_checks`): every open (:func:`load_samples`, :func:`iter_pack_rows`) checks each shard's
+size, content address, columns, types, ids, duplicates and recorded identity, then the values of every sample read
+(probabilities, token ids, shapes, the sampler and seed rule, and with ``dataset=`` the row's ``prompt``, ``wiki_url``
+and ``lang``). A pack that fails is refused with :class:`SamplesError` naming the pack, the shard, the
+``generation_id``, the sample index, the column and the position; ``python -m builder samples`` rerun with the same
+options redraws the damaged shards' samples.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["FORMAT", "MANIFEST", "SHARDS", "SAMPLE", "SAMPLE_PACK_DIR", "SamplesError", "MissingSamplesError",
            "sample_seed", "read_samples_manifest", "is_samples_pack", "pack_index", "iter_pack_rows", "load_samples",
-           "samples_by_row", "SamplesByRow", "check_pack", "check_values", "REPAIR"]
+           "samples_by_row", "SamplesByRow", "check_samples_pack", "check_sample_values", "REPAIR"]
 
 FORMAT = "much-samples/1"
 MANIFEST = "manifest.json"
@@ -112,7 +120,7 @@ def read_samples_manifest(pack: str | Path) -> dict[str, Any]:
 
 def pack_index(manifest: dict[str, Any]) -> dict[str, dict[int, str]]:
     """``generation_id -> {sample_index: shard file name}`` of a manifest (an entry that is not a listing of
-    integer indices is left out: :func:`check_pack` reports it)."""
+    integer indices is left out: :func:`check_samples_pack` reports it)."""
     index: dict[str, dict[int, str]] = {}
     for gid, by_shard in manifest["rows"].items():
         if not isinstance(by_shard, dict):
@@ -143,16 +151,16 @@ def iter_pack_rows(pack: str | Path) -> Iterator[dict[str, Any]]:
     manifest = read_samples_manifest(path)
     index = pack_index(manifest)
     shards = sorted({name for by_index in index.values() for name in by_index.values()})
-    check_pack(path, manifest)
+    check_samples_pack(path, manifest)
     for shard in shards:
         table = pq.read_table(path / SHARDS / shard)
-        check_values(path, manifest, table, [shard] * table.num_rows)
+        check_sample_values(path, manifest, table, [shard] * table.num_rows)
         for row in table.to_pylist():
             if index.get(row[schema.GENERATION_ID], {}).get(int(row[schema.SAMPLE_INDEX])) == shard:
                 yield row
 
 
-def check_pack(pack: str | Path, manifest: dict[str, Any]) -> None:
+def check_samples_pack(pack: str | Path, manifest: dict[str, Any]) -> None:
     """Raise :class:`SamplesError` unless the pack is what its manifest says (:mod:`much_dataset.samples_checks`:
     sizes, content addresses, columns and types, ids, duplicates, the identity its shards were written under)."""
     path = _pack_path(pack)
@@ -161,7 +169,7 @@ def check_pack(pack: str | Path, manifest: dict[str, Any]) -> None:
         raise SamplesError(damage_message(path, damage, repair=REPAIR))
 
 
-def check_values(pack: str | Path, manifest: dict[str, Any], table: Any, shards: Sequence[str]) -> None:
+def check_sample_values(pack: str | Path, manifest: dict[str, Any], table: Any, shards: Sequence[str]) -> None:
     """Raise :class:`SamplesError` at the first sample of ``table`` (pyarrow) whose values break a rule of
     :func:`much_dataset.samples_checks.value_problems`, naming the pack, ``shards[row]``, the generation_id, the
     sample index, the column and the position."""
@@ -264,7 +272,7 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
                            f"{str(manifest.get('weights_sha256'))[:12]}), not {model!r}")
     if n is not None:
         check_param("n", n, POSITIVE_INT, owner="load_samples")
-    check_pack(path, manifest)  # every shard, once per open (load_samples reads whole shards anyway)
+    check_samples_pack(path, manifest)  # every shard, once per open (load_samples reads whole shards anyway)
     index = pack_index(manifest)
     ids = list(index) if dataset is None else _dataset_ids(dataset)
     if dataset is not None and ids and not any(gid in index for gid in ids):
@@ -286,7 +294,7 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     if list(read) != wanted:
         raise SamplesError(f"{where}: its shards were read in another order than listed (a datasets cache of other "
                            "files?); pass cache_dir= to a fresh folder")
-    check_values(path, manifest, table, [index[gid][i] for gid, i in wanted])
+    check_sample_values(path, manifest, table, [index[gid][i] for gid, i in wanted])
     if dataset is not None:
         _check_row_fields(path, table, dataset, [index[gid][i] for gid, i in wanted])
     first = [name for name in schema.SAMPLE_COLUMNS if name in selected.column_names]

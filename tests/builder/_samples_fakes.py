@@ -3,7 +3,14 @@ sampled token among its candidates, the config's sampler and seed rule), written
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
+from collections.abc import Callable
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from builder.configs import GenerationConfig
 from builder.samples_store import PackWriter, samples_identity
@@ -42,3 +49,35 @@ def fake_pack(path: Path, rows: list[dict], *, flush_every: int = 4, identity: d
     for row in rows:
         writer.append(row)
     writer.close()
+
+
+def edit_manifest(pack: Path, change: Callable[[dict], None]) -> None:
+    manifest = json.loads((pack / "manifest.json").read_text())
+    change(manifest)
+    (pack / "manifest.json").write_text(json.dumps(manifest))
+
+
+def forge(pack: Path, change: Callable[[list[dict], pa.Schema], tuple[list[dict], pa.Schema]],
+          gid: str = "a") -> str:
+    """Rewrite ``gid``'s shard with ``change(rows, schema)`` applied, under the new bytes' own content address, and
+    point the manifest at it (bytes, sha256, n_samples, listing): the pack stays consistent, only the content is bad.
+    Returns the new shard's name."""
+    [old] = json.loads((pack / "manifest.json").read_text())["rows"][gid]
+    table = pq.read_table(pack / "shards" / old)
+    rows, target = change(table.to_pylist(), table.schema)
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=target), buffer)
+    payload = buffer.getvalue()
+    name = f"{hashlib.sha256(payload).hexdigest()}.parquet"
+    (pack / "shards" / name).write_bytes(payload)
+    (pack / "shards" / old).unlink()
+
+    def follow(manifest: dict) -> None:
+        manifest["shards"].pop(old)
+        manifest["shards"][name] = {"bytes": len(payload), "sha256": name.split(".")[0], "n_samples": len(rows)}
+        for listing in manifest["rows"].values():
+            if old in listing:
+                listing[name] = listing.pop(old)
+
+    edit_manifest(pack, follow)
+    return name

@@ -53,12 +53,12 @@ def test_the_embedded_pack_passes_the_one_pack_check_and_every_value_rule():
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from much_dataset.samples import SAMPLE_PACK_DIR, check_pack
+    from much_dataset.samples import SAMPLE_PACK_DIR, check_samples_pack
     from much_dataset.samples_checks import samples_pack_damage, value_problems
 
     manifest = read_samples_manifest("sample")
     assert manifest["vocab_size"] == 49152
     assert samples_pack_damage(SAMPLE_PACK_DIR, manifest) == []
-    check_pack("sample", manifest)
+    check_samples_pack("sample", manifest)
     table = pa.concat_tables([pq.read_table(SAMPLE_PACK_DIR / "shards" / name) for name in sorted(manifest["shards"])])
     assert table.num_rows == 4848 and value_problems(table, manifest) == []
