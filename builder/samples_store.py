@@ -15,11 +15,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from builder.errors import BuilderError
 from builder.internals_store import check_identity, read_manifest
 from much_dataset import schema
 from much_dataset._version import __version__
 from much_dataset.samples import FORMAT, MANIFEST, SHARDS, pack_index
-from much_dataset.samples_checks import IDENTITY_KEYS, METADATA_KEY, arrow_schema
+from much_dataset.samples_checks import IDENTITY_KEYS, METADATA_KEY, arrow_schema, identity_digest
 
 __all__ = ["samples_identity", "check_identity", "read_manifest", "done_pairs", "shard_bytes", "PackWriter",
            "trim_candidates", "SEED_RULE", "merge_commit", "failure_key", "repair_samples_pack"]
@@ -144,7 +145,7 @@ def repair_samples_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
     the pack's lock, so that the run redraws them; a damaged shard file is removed (its name would otherwise block a
     redrawn shard, and nothing lists it any more). Returns the manifest (None: no pack yet) and the damage found."""
     from builder._locks import atomic_write_text, locked
-    from much_dataset.samples_checks import samples_pack_damage
+    from much_dataset.samples_checks import identity_problem, samples_pack_damage
 
     if read_manifest(pack) is None:
         return None, []
@@ -152,6 +153,9 @@ def repair_samples_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
         manifest = read_manifest(pack)
         if manifest is None or manifest.get("format") != FORMAT or not isinstance(manifest.get("rows"), dict):
             return manifest, []
+        edited = identity_problem(manifest)
+        if edited is not None:
+            raise BuilderError(f"{pack / MANIFEST}: {edited}; use another --out")
         damage = samples_pack_damage(pack, manifest, hashes=True)
         broken = {found.shard for found in damage}
         sound = sorted({name for listing in manifest["rows"].values() if isinstance(listing, dict)
@@ -245,7 +249,8 @@ class PackWriter:
 
         failures, self.failures = self.failures, {}
         with locked(self.pack / MANIFEST):  # read, merge (linear) and write: nothing else under the lock
-            manifest = read_manifest(self.pack) or {**self.identity, "rows": {}, "shards": {}, "failures": {}}
+            manifest = read_manifest(self.pack) or {**self.identity, "identity_sha256": identity_digest(self.identity),
+                                                    "rows": {}, "shards": {}, "failures": {}}
             new = merge_commit(manifest, shard, pairs, failures)
             if new:
                 manifest["engine_versions"] = sorted(set(manifest.get("engine_versions", [])) | versions)

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from much_dataset import schema
 from much_dataset.packs import PackError, damage_message
 from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
-from much_dataset.samples_checks import samples_pack_damage, value_problems
+from much_dataset.samples_checks import identity_problem, samples_pack_damage, value_problems
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -164,6 +164,10 @@ def check_samples_pack(pack: str | Path, manifest: dict[str, Any]) -> None:
     """Raise :class:`SamplesError` unless the pack is what its manifest says (:mod:`much_dataset.samples_checks`:
     sizes, content addresses, columns and types, ids, duplicates, the identity its shards were written under)."""
     path = _pack_path(pack)
+    edited = identity_problem(manifest)
+    if edited is not None:
+        raise SamplesError(f"{path / MANIFEST}: {edited}; rebuild the pack (`python -m builder samples` into a new "
+                           "--out)")
     damage = samples_pack_damage(path, manifest, hashes=True)
     if damage:
         raise SamplesError(damage_message(path, damage, repair=REPAIR))

@@ -10,8 +10,9 @@ The shards (:func:`samples_pack_damage`), beyond the sizes and content addresses
   as the manifest's ``n_samples`` for it, no (generation_id, sample_index) twice, and every pair the manifest puts in
   it;
 * the identity a shard was written under (its parquet metadata ``much_samples``: weights, engine, generation config,
-  prompt style, stored candidates, dtype, seed rule) is the manifest's: a manifest edited to claim another dtype
-  over the same shards is refused. Shards written before this record existed carry none and are not compared.
+  prompt style, stored candidates, dtype, seed rule) is the manifest's, and the manifest's identity fields still
+  hash to the ``identity_sha256`` written with it (:func:`identity_problem`): a manifest edited to claim another
+  dtype over the same shards is refused. Packs written before these records carry none and are not compared.
 
 The values (:func:`value_problems`), per sample: at least one output token; one candidate row per output token and one
 probability per candidate id; probabilities finite, in [0, 1], sorted descending, summing to at most 1 (+1e-4); the
@@ -36,8 +37,8 @@ from much_dataset.packs import PackError, PackLayout, ShardDamage, pack_damage
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["IDENTITY_KEYS", "METADATA_KEY", "SHARD_SUFFIX", "arrow_schema", "samples_layout", "samples_pack_damage",
-           "value_problems", "ValueProblem"]
+__all__ = ["IDENTITY_KEYS", "DIGEST_KEYS", "METADATA_KEY", "SHARD_SUFFIX", "arrow_schema", "samples_layout",
+           "samples_pack_damage", "value_problems", "ValueProblem", "identity_digest", "identity_problem"]
 
 #: The manifest keys a shard records in its parquet metadata (under :data:`METADATA_KEY`) and must agree with.
 IDENTITY_KEYS = ("weights_sha256", "engine", "generation_config", "prompt_style", "stored_candidates", "dtype",
@@ -119,6 +120,32 @@ def _identity_problem(metadata: Mapping[bytes, bytes] | None, manifest: Mapping[
             return (f"it was written with {key} {recorded[key]!r}, the manifest says {manifest.get(key)!r} (a "
                     "manifest edited over another pack's shards?)")
     return None
+
+
+#: The manifest fields :func:`identity_digest` covers: how every sample of the pack was drawn.
+DIGEST_KEYS = ("format", *IDENTITY_KEYS, "config", "sampler")
+
+
+def identity_digest(manifest: Mapping[str, Any]) -> str:
+    """sha256 of the manifest's identity fields (:data:`DIGEST_KEYS`), written as ``identity_sha256`` when the pack
+    is created: a manifest whose identity was edited afterwards (another dtype claimed over the same shards) no
+    longer hashes to it, whether or not its shards record their own identity."""
+    import hashlib
+
+    record = {key: manifest.get(key) for key in DIGEST_KEYS}
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def identity_problem(manifest: Mapping[str, Any]) -> str | None:
+    """Why the manifest's identity fields are not the ones it was written with, or None (none recorded: a pack
+    written before ``identity_sha256`` existed)."""
+    recorded = manifest.get("identity_sha256")
+    if recorded is None or recorded == identity_digest(manifest):
+        return None
+    fields = ", ".join(f"{key} {manifest.get(key)!r}" for key in ("dtype", "engine", "generation_config",
+                                                                  "stored_candidates"))
+    return (f"its identity ({fields}, ...) does not hash to its identity_sha256: the manifest was edited after the "
+            "pack was written")
 
 
 def samples_layout(manifest: Mapping[str, Any]) -> PackLayout:

@@ -165,6 +165,13 @@ def _list_in_two_shards(manifest: dict) -> None:
     manifest["rows"]["a"].setdefault(other, []).append(0)
 
 
+def _claim_bfloat16(manifest: dict) -> None:
+    from much_dataset.samples_checks import identity_digest
+
+    manifest["dtype"] = "bfloat16"
+    manifest["identity_sha256"] = identity_digest(manifest)  # only the shards' own record is left to tell
+
+
 #: id -> (damage, words): the shard untouched (or edited in place) and the manifest saying something else.
 MANIFEST_CASES = {
     "edited in place": (_flip_last_byte, "hash"),
@@ -173,7 +180,9 @@ MANIFEST_CASES = {
     "sha256 wrong": (lambda pack: edit_manifest(pack, lambda m: m["shards"][_shard_of(pack)].update(
         sha256="0" * 64)), "hash"),
     "bfloat16 over float32 shards": (lambda pack: edit_manifest(pack, lambda m: m.update(dtype="bfloat16")),
-                                     "written with dtype 'float32', the manifest says 'bfloat16'"),
+                                     "identity (dtype 'bfloat16'"),
+    "bfloat16 over float32 shards, digest forged too": (lambda pack: edit_manifest(pack, _claim_bfloat16),
+                                                        "written with dtype 'float32', the manifest says 'bfloat16'"),
     "an index listed twice": (lambda pack: edit_manifest(pack, _list_twice), "sample_index 0 2 times"),
     "an index listed in two shards": (lambda pack: edit_manifest(pack, _list_in_two_shards),
                                       "sample_index 0 2 times"),
@@ -188,7 +197,8 @@ def test_a_pack_that_is_not_what_its_manifest_says_is_refused(tmp_path, case):
     damage(pack)
     with pytest.raises(SamplesError) as raised:
         load_samples(pack, dataset=ANSWERS, cache_dir=tmp_path / "cache")
-    assert shard in str(raised.value) and words in str(raised.value), str(raised.value)
+    named = "manifest.json" if case == "bfloat16 over float32 shards" else shard  # the manifest's own digest
+    assert named in str(raised.value) and words in str(raised.value), str(raised.value)
 
 
 def test_a_sample_answers_its_rows_question(tmp_path):
