@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PackError", "ShardDamage", "PackLayout", "safetensors_layout", "pack_damage", "damage_message",
+__all__ = ["PackError", "ShardDamage", "PackLayout", "pack_damage", "damage_message",
            "read_header", "verify_shard"]
 
 #: Largest safetensors header read (bytes): a header that claims more is a damaged file, not a reason to allocate.
@@ -175,7 +175,7 @@ class PackLayout:
     suffix: str = ".safetensors"
 
 
-def safetensors_layout(manifest: Mapping[str, Any], expect: Expect) -> PackLayout:
+def _safetensors_layout(manifest: Mapping[str, Any], expect: Expect) -> PackLayout:
     """The layout of a safetensors pack (``manifest["rows"]`` = ``{row_id: {"shard": name, ...}}``, tensors
     ``"<row_id>/<name>"``): each shard's header holds exactly the arrays ``expect`` says for its rows."""
     by_shard, damage = _rows_by_shard(manifest)
@@ -200,7 +200,7 @@ def pack_damage(folder: str | Path, manifest: Mapping[str, Any], *, expect: Expe
     if layout is None:
         if expect is None:
             raise TypeError("pack_damage needs expect= (a safetensors pack) or layout=")  # a caller's bug
-        layout = safetensors_layout(manifest, expect)
+        layout = _safetensors_layout(manifest, expect)
     listing = manifest.get("shards") if isinstance(manifest.get("shards"), Mapping) else {}
 
     def problem(shard: str, rows: Sequence[Hashable]) -> str | None:

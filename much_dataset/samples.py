@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["FORMAT", "MANIFEST", "SHARDS", "SAMPLE", "SAMPLE_PACK_DIR", "SamplesError", "MissingSamplesError",
            "sample_seed", "read_samples_manifest", "is_samples_pack", "pack_index", "iter_pack_rows", "load_samples",
-           "samples_by_row", "SamplesByRow", "check_samples_pack", "check_sample_values", "REPAIR"]
+           "samples_by_row", "SamplesByRow", "check_samples_pack"]
 
 FORMAT = "much-samples/1"
 MANIFEST = "manifest.json"
@@ -154,7 +154,7 @@ def iter_pack_rows(pack: str | Path) -> Iterator[dict[str, Any]]:
     check_samples_pack(path, manifest)
     for shard in shards:
         table = pq.read_table(path / SHARDS / shard)
-        check_sample_values(path, manifest, table, [shard] * table.num_rows)
+        _check_values(path, manifest, table, [shard] * table.num_rows)
         for row in table.to_pylist():
             if index.get(row[schema.GENERATION_ID], {}).get(int(row[schema.SAMPLE_INDEX])) == shard:
                 yield row
@@ -173,7 +173,7 @@ def check_samples_pack(pack: str | Path, manifest: dict[str, Any]) -> None:
         raise SamplesError(damage_message(path, damage, repair=REPAIR))
 
 
-def check_sample_values(pack: str | Path, manifest: dict[str, Any], table: Any, shards: Sequence[str]) -> None:
+def _check_values(pack: str | Path, manifest: dict[str, Any], table: Any, shards: Sequence[str]) -> None:
     """Raise :class:`SamplesError` at the first sample of ``table`` (pyarrow) whose values break a rule of
     :func:`much_dataset.samples_checks.value_problems`, naming the pack, ``shards[row]``, the generation_id, the
     sample index, the column and the position."""
@@ -298,7 +298,7 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     if list(read) != wanted:
         raise SamplesError(f"{where}: its shards were read in another order than listed (a datasets cache of other "
                            "files?); pass cache_dir= to a fresh folder")
-    check_sample_values(path, manifest, table, [index[gid][i] for gid, i in wanted])
+    _check_values(path, manifest, table, [index[gid][i] for gid, i in wanted])
     if dataset is not None:
         _check_row_fields(path, table, dataset, [index[gid][i] for gid, i in wanted])
     first = [name for name in schema.SAMPLE_COLUMNS if name in selected.column_names]

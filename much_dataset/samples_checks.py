@@ -37,8 +37,8 @@ from much_dataset.packs import PackError, PackLayout, ShardDamage, pack_damage
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["IDENTITY_KEYS", "DIGEST_KEYS", "METADATA_KEY", "SHARD_SUFFIX", "arrow_schema", "samples_layout",
-           "samples_pack_damage", "value_problems", "ValueProblem", "identity_digest", "identity_problem"]
+__all__ = ["IDENTITY_KEYS", "METADATA_KEY", "arrow_schema", "samples_pack_damage", "value_problems", "identity_digest",
+           "identity_problem"]
 
 #: The manifest keys a shard records in its parquet metadata (under :data:`METADATA_KEY`) and must agree with.
 IDENTITY_KEYS = ("weights_sha256", "engine", "generation_config", "prompt_style", "stored_candidates", "dtype",
