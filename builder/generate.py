@@ -154,8 +154,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from builder.generation.loop import run_with_progress
 
-    counts, seconds = run_with_progress(engine, todo, store, config_id=config.id, desc=f"generate {config.id}",
-                                        unit="q")
+    counts, seconds = run_with_progress(engine, todo, store, config_id=config.id, bar=(f"generate {config.id}", "q"))
     print(f"generate: {counts.generated} generated, {counts.failed} failed, {counts.tokens} tokens "
           f"({counts.tokens / seconds:.1f} tokens/s)")
     return 1 if counts.failed else 0

@@ -331,15 +331,15 @@ def run_samples(options: SamplesOptions) -> int:
     engine = make_executed_engine(options.engine, config, options.engine_options(options.n, dtype), options.placement)
     pack.mkdir(parents=True, exist_ok=True)
     check_identity(pack, identity)  # again: a concurrent --shard run may have created the pack meanwhile
-    vocab_size = getattr(getattr(engine, "limits", None), "vocab_size", None)
-    writer = PackWriter(pack, identity, flush_every=options.rows_per_shard * options.n, n=options.n,
-                        source=_source_digest(answers), vocab_size=vocab_size)
+    vocab_size = getattr(getattr(engine, "limits", None), "vocab_size", None)  # recorded beside the identity
+    writer = PackWriter(pack, {**identity, **({"vocab_size": vocab_size} if vocab_size else {})},
+                        flush_every=options.rows_per_shard * options.n, n=options.n, source=_source_digest(answers))
     from builder.generation.loop import run_with_progress
 
     try:
         counts, seconds = run_with_progress(engine, [item.question for item in items],
                                             _SampleRows(writer, config, options.stored_candidates, items),
-                                            config_id=config.id, desc=f"samples {config.id}", unit="sample")
+                                            config_id=config.id, bar=(f"samples {config.id}", "sample"))
     finally:
         manifest = writer.close()
     stored = manifest or {"n_rows": 0, "n_samples": 0}

@@ -139,6 +139,23 @@ def _value_damage(pack: Path, manifest: dict[str, Any], shards: list[str]) -> li
     return damage
 
 
+def _take_out(pack: Path, manifest: dict[str, Any], broken: set[str]) -> None:
+    """Remove the ``broken`` shards from the manifest (their listings, then answers left without one) and from the
+    pack folder."""
+    for gid in list(manifest["rows"]):
+        listing = manifest["rows"][gid]
+        if isinstance(listing, dict):
+            for shard in broken:
+                listing.pop(shard, None)
+        if not isinstance(listing, dict) or not listing:
+            del manifest["rows"][gid]
+    for shard in broken:
+        manifest.get("shards", {}).pop(shard, None)
+        path = pack / SHARDS / shard
+        if Path(shard).name == shard and path.is_file():
+            path.unlink()
+
+
 def repair_samples_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
     """Check the pack as its readers do (:func:`much_dataset.samples_checks.samples_pack_damage` with content
     hashes, and every listed sample's values) and take the samples of every damaged shard out of the manifest, under
@@ -163,19 +180,7 @@ def repair_samples_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
         damage += _value_damage(pack, manifest, sound)
         if not damage:
             return manifest, []
-        broken = {found.shard for found in damage}
-        for gid in list(manifest["rows"]):
-            listing = manifest["rows"][gid]
-            if isinstance(listing, dict):
-                for shard in broken:
-                    listing.pop(shard, None)
-            if not isinstance(listing, dict) or not listing:
-                del manifest["rows"][gid]
-        for shard in broken:
-            manifest.get("shards", {}).pop(shard, None)
-            path = pack / SHARDS / shard
-            if Path(shard).name == shard and path.is_file():
-                path.unlink()
+        _take_out(pack, manifest, {found.shard for found in damage})
         manifest["n_rows"] = len(manifest["rows"])
         manifest["n_samples"] = len(done_pairs(manifest))
         atomic_write_text(pack / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
@@ -195,12 +200,11 @@ def _holds(path: Path, name: str) -> bool:
 
 class PackWriter:
     """The ``store`` :func:`builder.generation.run_engine` appends validated sample rows to: buffered, flushed as one
-    shard + one manifest update every ``flush_every`` samples and at :meth:`close`."""
+    shard + one manifest update every ``flush_every`` samples and at :meth:`close`. ``identity`` may carry the
+    model's ``vocab_size`` beside it (written into a new manifest, never compared)."""
 
-    def __init__(self, pack: Path, identity: dict[str, Any], *, flush_every: int, n: int, source: str,
-                 vocab_size: int | None = None) -> None:
+    def __init__(self, pack: Path, identity: dict[str, Any], *, flush_every: int, n: int, source: str) -> None:
         self.pack, self.identity, self.flush_every, self.n, self.source = pack, identity, flush_every, n, source
-        self.vocab_size = vocab_size
         self.rows: list[dict[str, Any]] = []
         self.failures: dict[tuple[str, int], str] = {}
         self.stored = 0
@@ -255,8 +259,8 @@ class PackWriter:
             if new:
                 manifest["engine_versions"] = sorted(set(manifest.get("engine_versions", [])) | versions)
             manifest.setdefault("engine_versions", [])
-            if self.vocab_size is not None:
-                manifest.setdefault("vocab_size", int(self.vocab_size))
+            if self.identity.get("vocab_size"):  # the model's, when the engine knows it (not part of the identity)
+                manifest.setdefault("vocab_size", int(self.identity["vocab_size"]))
             manifest["sources"] = sorted({*manifest.get("sources", []), self.source})
             manifest["n"] = max(int(manifest.get("n", 0)), self.n)
             manifest["toolkit_version"] = __version__

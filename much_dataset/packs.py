@@ -173,6 +173,7 @@ class PackLayout:
     contents: Contents
     damage: Sequence[ShardDamage] = ()
     suffix: str = ".safetensors"
+    folder: str = "shards"
 
 
 def _safetensors_layout(manifest: Mapping[str, Any], expect: Expect) -> PackLayout:
@@ -187,45 +188,44 @@ def _safetensors_layout(manifest: Mapping[str, Any], expect: Expect) -> PackLayo
     return PackLayout(by_shard, contents, tuple(damage))
 
 
+def _shard_problem(path: Path, listed: Any, layout: PackLayout, rows: Sequence[Hashable], hashes: bool) -> str | None:
+    """Why the shard at ``path`` (the manifest's ``listed`` entry) is not what the manifest says, or None."""
+    if not isinstance(listed, Mapping):
+        return "not listed in the manifest's shards"
+    try:
+        if hashes:
+            verify_shard(path, sha256=listed.get("sha256"), size=listed.get("bytes"))
+        elif not path.is_file():
+            raise PackError(f"{path}: the shard file is missing")
+        reason = layout.contents(path, rows)  # first: it says how a shard is truncated, where it can
+    except PackError as error:
+        return str(error).removeprefix(f"{path}: ")
+    size = path.stat().st_size
+    if reason is None and listed.get("bytes") is not None and size != int(listed["bytes"]):
+        return f"{size} bytes, the manifest lists {listed['bytes']} (truncated or replaced)"
+    return reason
+
+
 def pack_damage(folder: str | Path, manifest: Mapping[str, Any], *, expect: Expect | None = None,
-                layout: PackLayout | None = None, hashes: bool = True, shards: str = "shards") -> list[ShardDamage]:
-    """Every shard of ``folder`` (``<folder>/<shards>/``) that does not match ``manifest`` (module docstring), in
-    the manifest's order; empty when the pack is what its manifest says.
+                layout: PackLayout | None = None, hashes: bool = True) -> list[ShardDamage]:
+    """Every shard of ``folder`` (in its layout's ``shards/`` folder) that does not match ``manifest`` (module
+    docstring), in the manifest's order; empty when the pack is what its manifest says.
 
     A safetensors pack passes ``expect``; another format its :class:`PackLayout`. ``hashes=False`` skips the
     content hash (sizes, contents, row ids, dtypes and shapes are still checked: one small read per shard); a reader
     then calls :func:`verify_shard` on each shard before its first use.
     """
-    folder = Path(folder)
     if layout is None:
         if expect is None:
             raise TypeError("pack_damage needs expect= (a safetensors pack) or layout=")  # a caller's bug
         layout = _safetensors_layout(manifest, expect)
     listing = manifest.get("shards") if isinstance(manifest.get("shards"), Mapping) else {}
-
-    def problem(shard: str, rows: Sequence[Hashable]) -> str | None:
-        listed = listing.get(shard)
-        if not isinstance(listed, Mapping):
-            return "not listed in the manifest's shards"
-        if Path(shard).name != shard or not shard.endswith(layout.suffix):
-            return "not a shard file name"
-        path = folder / shards / shard
-        try:
-            if hashes:
-                verify_shard(path, sha256=listed.get("sha256"), size=listed.get("bytes"))
-            elif not path.is_file():
-                raise PackError(f"{path}: the shard file is missing")
-            reason = layout.contents(path, rows)  # first: it says how a shard is truncated, where it can
-        except PackError as error:
-            return str(error).removeprefix(f"{path}: ")
-        size = path.stat().st_size
-        if reason is None and listed.get("bytes") is not None and size != int(listed["bytes"]):
-            return f"{size} bytes, the manifest lists {listed['bytes']} (truncated or replaced)"
-        return reason
-
     damage = list(layout.damage)
     for shard, rows in layout.assigned.items():
-        reason = problem(shard, rows)
+        if Path(shard).name != shard or not shard.endswith(layout.suffix):
+            damage.append(ShardDamage(shard, tuple(rows), "not a shard file name"))
+            continue
+        reason = _shard_problem(Path(folder) / layout.folder / shard, listing.get(shard), layout, rows, hashes)
         if reason is not None:
             damage.append(ShardDamage(shard, tuple(rows), reason))
     return damage

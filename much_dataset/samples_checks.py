@@ -160,7 +160,7 @@ def samples_layout(manifest: Mapping[str, Any]) -> PackLayout:
             file = pq.ParquetFile(path)
             table = file.read(columns=[schema.GENERATION_ID, schema.SAMPLE_INDEX]) \
                 if {schema.GENERATION_ID, schema.SAMPLE_INDEX} <= set(file.schema_arrow.names) else None
-        except Exception as error:  # noqa: BLE001 - any unreadable shard is damage, named by the caller
+        except Exception as error:  # any unreadable shard is damage, named by the caller
             raise PackError(f"{path}: unreadable parquet shard ({type(error).__name__}: {error})") from None
         problem = _schema_problem(file.schema_arrow) or _identity_problem(file.schema_arrow.metadata, manifest)
         if problem is not None or table is None:
@@ -184,7 +184,7 @@ def samples_layout(manifest: Mapping[str, Any]) -> PackLayout:
 def samples_pack_damage(folder: str | Path, manifest: Mapping[str, Any], *, hashes: bool = True) -> list[ShardDamage]:
     """The shards of a samples pack that do not match its manifest (module docstring); empty: the pack is what its
     manifest says. ``ShardDamage.rows`` holds the (generation_id, sample_index) pairs listed in each."""
-    return pack_damage(folder, manifest, layout=samples_layout(manifest), hashes=hashes, shards="shards")
+    return pack_damage(folder, manifest, layout=samples_layout(manifest), hashes=hashes)
 
 
 def _flat(column: Any) -> tuple[np.ndarray, np.ndarray]:

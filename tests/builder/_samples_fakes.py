@@ -44,8 +44,8 @@ def fake_identity(*, weights: str = "0" * 64, dtype: str = "float32") -> dict:
 
 def fake_pack(path: Path, rows: list[dict], *, flush_every: int = 4, identity: dict | None = None,
               vocab_size: int | None = VOCAB) -> None:
-    writer = PackWriter(path, identity or fake_identity(), flush_every=flush_every, n=4, source="s",
-                        vocab_size=vocab_size)
+    identity = {**(identity or fake_identity()), **({"vocab_size": vocab_size} if vocab_size else {})}
+    writer = PackWriter(path, identity, flush_every=flush_every, n=4, source="s")
     for row in rows:
         writer.append(row)
     writer.close()
