@@ -282,6 +282,7 @@ class _Ledger:
         self.key, self.store = key, store
         self.prompt_tokens = self.completion_tokens = self.ok = self.failed = self.unmetered = 0
         self.cost = 0.0
+        self.unpriced = 0  # answers that used tokens with no price for their model (no --price): cost unknown
 
     def fail(self, gid: str, reason: str, **fields: Any) -> None:
         self.store.record_failure(gid, reason, **fields)
@@ -305,13 +306,22 @@ class _Ledger:
         self.completion_tokens += result.usage["completion_tokens"]
         self.unmetered += result.usage.get("unmetered_calls", 0)
         self.cost += cost or 0.0
+        used = result.usage["prompt_tokens"] + result.usage["completion_tokens"]
+        self.unpriced += cost is None and used > 0 and not result.usage.get("unmetered_calls")
 
     def summary(self) -> str:
         per_1000 = 1000 * self.cost / self.ok if self.ok else 0.0
         unknown = (f"; {self.unmetered} calls without usage (timed out or cut): tokens and cost are lower bounds"
                    if self.unmetered else "")
+        if self.unpriced and self.unpriced == self.ok:  # never "USD 0" for a cost nobody priced
+            cost = "price unknown (no --price MODEL=IN/OUT for this judge; cost_usd stored as null)"
+        elif self.unpriced:
+            cost = (f"USD {self.cost:.4f} for the priced answers, {self.unpriced} answers' price unknown (no "
+                    "--price for their model)")
+        else:
+            cost = f"USD {self.cost:.4f} (~{per_1000:.2f} per 1,000)"
         return (f"annotate {self.key}: {self.ok} labelled, {self.failed} failed, {self.prompt_tokens} input + "
-                f"{self.completion_tokens} output tokens, USD {self.cost:.4f} (~{per_1000:.2f} per 1,000){unknown}")
+                f"{self.completion_tokens} output tokens, {cost}{unknown}")
 
 
 def _no_call_needed() -> Future:

@@ -36,7 +36,13 @@ from typing import Any
 
 from builder.configs import GenerationConfig
 from builder.errors import BuilderError
-from builder.generation import EXECUTORS, EngineOptions, ExecutorOptions, make_executed_engine, settings_for
+from builder.generation import (
+    EngineOptions,
+    ExecutorOptions,
+    add_executor_arguments,
+    make_executed_engine,
+    settings_for,
+)
 from builder.generation.dtype import run_dtype
 from builder.samples_store import (
     PackWriter,
@@ -78,9 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-style", choices=PROMPT_STYLES, default="much",
                         help="much (generate's chat, default) or user (one user message: import-mushroom's observer)")
     parser.add_argument("--engine", choices=("hf", "vllm"), default="hf")
-    parser.add_argument("--executor", choices=tuple(EXECUTORS), default="local")
-    parser.add_argument("--ray-address", default=None, help="ray: the cluster (default: one started for this run)")
-    parser.add_argument("--ray-workers", type=int, default=1, help="ray: engine actors (one engine each)")
+    add_executor_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=None,
                         help="samples per engine call (default: hf n, one prefill per answer; vllm 16 n)")
     parser.add_argument("--no-share-prefill", action="store_true",
@@ -175,7 +179,7 @@ class SamplesOptions:
         return cls(source=args.source, model=args.model, out=Path(args.out), n=args.n, model_name=args.model_name,
                    generation_config=args.generation_config, overrides=overrides, brief=not args.no_brief,
                    prompt_style=args.prompt_style, engine=args.engine,
-                   placement=ExecutorOptions(args.executor, args.ray_workers, args.ray_address),
+                   placement=ExecutorOptions.from_args(args),  # --ray-workers, --ray-gpus checked
                    batch_size=args.batch_size, share_prefill=not args.no_share_prefill,
                    rows_per_shard=args.rows_per_shard, stored_candidates=args.stored_candidates, device=args.device,
                    dtype=args.dtype, gpu_memory_utilization=args.gpu_memory_utilization, limit=args.limit,

@@ -24,6 +24,7 @@ from typing import Any
 __all__ = [
     "BOOL", "FRACTION", "OPEN_FRACTION", "OPTIONAL_POSITIVE_INT", "POSITIVE_INT", "RANDOM_STATE", "Constraint",
     "InvalidParameterError", "Interval", "NoneOr", "OneOf", "UnknownNameError", "check_param", "check_params",
+    "KNOWN_NAMES_SHOWN", "unknown_name",
 ]
 
 
@@ -176,3 +177,38 @@ def check_params(values: Mapping[str, Any], constraints: Mapping[str, Constraint
     for name, constraint in dict(constraints).items():
         if name in values:
             check_param(name, values[name], constraint, owner=owner)
+
+
+#: How many known names an unknown-name message lists (after the closest ones), instead of the whole list.
+KNOWN_NAMES_SHOWN = 12
+
+
+def unknown_name(kind: str, name: str, known: Iterable[str], *, hint: str = "",
+                 aliases: Mapping[str, str] | None = None) -> UnknownNameError:
+    """The error for ``name``, not one of ``known`` (a ``kind``: "signal", "baseline"): the closest known names
+    first ("did you mean"), then at most :data:`KNOWN_NAMES_SHOWN` of the others, not the whole list. ``aliases``:
+    other spellings of the known names (``{"max_likelihood": "Max Likelihood"}``), matched too and suggested as the
+    known name they stand for.
+
+    >>> from much_dataset.params import unknown_name
+    >>> print(unknown_name("signal", "token_entrop_24", ["token_entropy_24", "max_likelihood", "ccp"]))
+    unknown signal 'token_entrop_24': did you mean 'token_entropy_24'? (known: token_entropy_24, max_likelihood, ccp)
+    """
+    import difflib
+
+    names = [str(n) for n in dict.fromkeys(known)]
+    spellings = {n.lower(): n for n in names}
+    for alias, target in (aliases or {}).items():
+        spellings.setdefault(str(alias).lower(), str(target))
+    lowered = str(name).lower()
+    close = [spellings[s] for s in difflib.get_close_matches(lowered, list(spellings), n=6, cutoff=0.6)]
+    if not close and lowered:  # a prefix: 'token_entropy' for 'token_entropy_24'
+        close = [target for spelling, target in spellings.items() if spelling.startswith(lowered)]
+    close = list(dict.fromkeys(close))[:3]
+    guess = f": did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    if not names:
+        listing = "none is available"
+    else:
+        limit = KNOWN_NAMES_SHOWN
+        listing = "known: " + ", ".join(names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+    return UnknownNameError(f"unknown {kind} {name!r}{guess} ({listing}){hint}")

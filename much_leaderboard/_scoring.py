@@ -86,7 +86,12 @@ class EvaluationData:
             if isinstance(loaded, datasets.DatasetDict):
                 loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
             self.dataset = loaded
-        from much_dataset.schema import MUCH_GENERATION_CONFIGS
+        from much_dataset.schema import LABELS, MUCH_GENERATION_CONFIGS
+
+        if LABELS not in self.dataset.column_names:  # a withheld split: a board over it would rank nothing
+            raise ValueError(f"--data {self.source}: the rows have no {LABELS!r} column (a split published with its "
+                             "labels withheld); a public board ranks on labelled rows: serve these rows as "
+                             "--private-data with their --private-labels, beside labelled --data")
 
         values = {"lang": [str(v) for v in self.dataset["lang"]],
                   "model": [str(MUCH_GENERATION_CONFIGS.get(c, {}).get("model", f"unknown ({c})"))
@@ -268,7 +273,8 @@ def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: Evalua
     """P(rank), rank, interval and language gap of every row by ``metric`` on the claims all rows cover.
 
     ``keys`` name the rows (unique); ``arrays`` are their claim arrays (:func:`score_submission`). Returns
-    ``{key: {"rank", "rank_probability", "lang_gap", "lang_best", "lang_worst"}}`` plus ``"_meta"`` (samples and
+    ``{key: {"rank", "rank_probability", "lang_gap", "lang_best", "lang_worst", "versus_best"}}`` (the paired
+    difference to the first row) plus ``"_meta"`` (samples and
     claims compared, resamples).
     """
     from much_metric.report import EvaluationTable, SignalResult, rank_methods
@@ -283,7 +289,9 @@ def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: Evalua
     board = rank_methods(table, metric, bootstrap=data.bootstrap)
     out: dict[str, dict[str, Any]] = {
         row.method: jsonable({"rank": row.rank, "rank_probability": row.rank_probability, "lang_gap": row.lang_gap,
-                              "lang_best": row.lang_best, "lang_worst": row.lang_worst}) for row in board.rows}
+                              "lang_best": row.lang_best, "lang_worst": row.lang_worst,
+                              "versus_best": None if row.versus_best is None else row.versus_best.to_dict()})
+        for row in board.rows}
     out["_meta"] = {"n_samples": board.n_samples, "n_claims": board.n_claims, "n_resamples": board.n_resamples,
                     "metric": metric}
     return out

@@ -117,6 +117,7 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
             f"trained: {describe_detector(detector)} ({row['metrics'].get('training_rows') or 0:,} rows)",
             "per_lang": {lang: m.get("roc_auc") for lang, m in row["metrics"].get("by", {}).get("lang", {}).items()},
             "p_rank": ranked.get("rank_probability"), "lang_gap": ranked.get("lang_gap"),
+            "versus_best": ranked.get("versus_best"),
             "relative_runtime": row["metrics"].get("relative_runtime"), "seconds": row["metrics"].get("seconds"),
             "cost": row["metrics"].get("cost"),
             "coverage": row["metrics"].get("coverage"), "submitted": row["submitted"],
@@ -125,8 +126,9 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
     previous, rank = None, 0
     for position, row in enumerate(out, start=1):
         value = row["metrics"].get(sort)
-        if value != previous:
-            rank, previous = position, value
+        shown = None if value is None else round(float(value), 3)  # ranks tie where the shown values tie
+        if shown != previous or position == 1:
+            rank, previous = position, shown
         row["rank"] = rank
     return out
 
@@ -142,6 +144,16 @@ def _cell(metrics: dict[str, Any], key: str) -> str:
     if interval and None not in interval:
         text += f'<br><span class="ci">[{interval[0]:.3f}, {interval[1]:.3f}]</span>'
     return text
+
+
+def _versus_best(comparison: dict[str, Any] | None) -> str:
+    """Under P(rank): the row's paired Δ to the best row, its interval and p (``""`` for the best row itself)."""
+    if not comparison or comparison.get("p_value") is None:
+        return ""
+    low, high = comparison["interval"]
+    return (f'<br><span class="ci" title="paired bootstrap difference to the best row, its 95% interval and '
+            f'p-value">Δ #1 {comparison["difference"]:+.3f} p={comparison["p_value"]:.2f}<br>'
+            f'[{low:+.3f}, {high:+.3f}]</span>')
 
 
 def _link(text: str, url: str) -> str:
@@ -203,6 +215,7 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
                   f'<br><span class="kind">{label} · {coverage} · submitted '
                   f'{time.strftime("%Y-%m-%d", time.gmtime(row["submitted"]))}</span>')
         p_rank = "…" if row["p_rank"] is None else f"{row['p_rank']:.2f}"
+        p_rank += _versus_best(row.get("versus_best"))
         per_lang = "<br>".join(f"{html.escape(lang)} {_number(row['per_lang'].get(lang))}" for lang in langs)
         per_lang += f'<br><span class="ci">gap {_number(row["lang_gap"])}</span>'
         cells = [str(row["rank"]), method, needs, *(_cell(row["metrics"], key) for _, key in metrics),
@@ -218,14 +231,16 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
 
 
 def published_html() -> str:
-    """The paper's table 7 rows (orailix/MUCH, manual selection), labelled: not re-scored here."""
-    from much_metric.report.published import PAPER_GENERATION_SECONDS, PAPER_TABLE7
+    """The paper's table 7 rows (orailix/MUCH, the reference notebook's evaluation set they match), labelled: not
+    re-scored here."""
+    from much_metric.report.published import PAPER_GENERATION_SECONDS, PAPER_TABLE7, PAPER_TABLE7_SET
 
     rows = "".join(
         f"<tr><td>{html.escape(label)}</td><td>{roc:.3f}</td><td>{pr:.3f}</td><td>{seconds:,.0f}s "
         f"({100 * seconds / PAPER_GENERATION_SECONDS:.3g}%)</td></tr>"
         for label, _, seconds, roc, pr, _ in PAPER_TABLE7)
-    return ('<p>Published rows (the paper\'s table 7, <code>orailix/MUCH</code> manual benchmark, product aggregator, '
+    return ('<p>Published rows (the paper\'s table 7, <code>orailix/MUCH</code>, the reference notebook\'s '
+            f'"{PAPER_TABLE7_SET}" evaluation set, product aggregator, '
             'the authors\' hardware): reference values, not re-scored on this server.</p>'
             '<table id="much-published" class="much-table"><thead><tr><th>method (paper)</th><th>ROC-AUC</th>'
             f"<th>PR-AUC</th><th>runtime (rel.)</th></tr></thead><tbody>{rows}</tbody></table>")

@@ -31,6 +31,7 @@ DOCUMENTED = [
     ("much_metric.report._evaluation", "evaluate_signals", None),  # the embedded sample, offline
     ("much_metric.signals._archive", "read_archive", None),  # a zip built in the example
     ("much_metric.baselines.runner", "compute_signals", None),
+    ("much_metric.baselines.claims", "claim_signal", None),  # a claim-level signal of the embedded sample
     ("much_metric.baselines.views", "top_k_view", None),  # the embedded sample, offline
     ("much_metric.baselines.needs", "unmet_needs", None),
     ("much_metric.benchmark._degradation", "degradation_table", None),  # the embedded sample, offline
@@ -38,6 +39,7 @@ DOCUMENTED = [
     ("much_metric.baselines.nli", "NliBatching", None),
     ("builder.generation.sampling", "SamplingSettings", None),
     ("much_dataset.params", "check_param", None),
+    ("much_dataset.params", "unknown_name", None),
     ("much_dataset.jsonl", "plain_json", None),  # the embedded sample, offline
     ("much_dataset.samples", "sample_seed", None),
     ("much_dataset.samples", "load_samples", None),  # the embedded sample's pack, offline

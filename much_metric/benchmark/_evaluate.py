@@ -68,6 +68,9 @@ class ReportOptions:
         The Mu-SHROOM JSONL file or folder for ``spans`` (None: the repository's ``data/mushroom``).
     tokenizer : str, default "smollm2"
         The tokenizer giving the character offsets for ``spans`` (the embedded sample's).
+    baseline : str or None, default None
+        The reference method of the table's paired Δ column (``table.deltas``, by ``rank``'s metric, ROC-AUC
+        without it; :func:`much_metric.report.paired_deltas`): a signal or display name; None: the best row.
     """
 
     rank: str | None = None
@@ -75,6 +78,7 @@ class ReportOptions:
     spans: bool = False
     mushroom: str | Path | None = None
     tokenizer: str = "smollm2"
+    baseline: str | None = None
 
     def __post_init__(self) -> None:
         owner = "ReportOptions"
@@ -146,6 +150,8 @@ class EvaluationReport:
             payload["calibration"] = calibration_json(list(self.calibration))
         if self.spans:
             payload["spans"] = self.spans
+        if table.deltas is not None:
+            payload["deltas"] = table.deltas.to_dict()
         return payload
 
     def write_html(self, path: str | Path, *, title: str = "MUCH evaluation", figures: str | Path | None = None,
@@ -155,6 +161,35 @@ class EvaluationReport:
                      calibration=list(self.calibration) if self.calibration else None, spans=self.spans,
                      figures=figures, display=display)
         return Path(path)
+
+
+def _deltas(table: Any, report: ReportOptions, evaluation: EvaluationOptions) -> Any:
+    """The table's paired Δ column by ``report.rank``'s metric (ROC-AUC without it) against ``report.baseline``
+    (None: the best row)."""
+    from much_metric.baselines.registry import display_name
+    from much_metric.report import paired_deltas
+
+    return paired_deltas(table, metric=report.rank or "roc_auc", baseline=report.baseline,
+                         bootstrap=evaluation.bootstrap, display=display_name)
+
+
+def table_order(names: Sequence[str], asked: Sequence[str] | None = None) -> list[str]:
+    """Signal names in the order ``much run`` prints its rows: the registry's order of baselines (table 3's families
+    first; names of no registered baseline last), then the order ``asked`` (``--signals``), then the order given.
+    One row order for ``much run``, ``much evaluate`` and the report."""
+    from much_metric.baselines.registry import available, resolve
+
+    rank = {name: i for i, name in enumerate(available())}
+    asked_at = {name: i for i, name in enumerate(asked or ())}
+
+    def family(name: str) -> int:
+        try:
+            return rank.get(resolve(name).baseline.name, len(rank))
+        except (ValueError, KeyError):  # a user's own signal: after the registered ones
+            return len(rank)
+
+    position = {name: i for i, name in enumerate(names)}
+    return sorted(names, key=lambda name: (family(name), asked_at.get(name, len(asked_at)), position[name]))
 
 
 def _load(source: str, data: DataOptions, *, split: str | None, selection: str) -> Any:
@@ -303,6 +338,8 @@ def evaluate_files(
             raise TypeError(f"evaluate_files: {name} must be a {kind.__name__}, got {type(value).__name__}")
     mushroom = mushroom_source(report.mushroom) if report.spans else None  # before any long work
     read = read_signals(scores, signal_names=signals)
+    _refuse_carrier_files(read, scores)
+    read = {name: read[name] for name in table_order(read, signals)}  # the rows in much run's order
     from_pack = tuple(check_signal_files(scores, internals, read)) if internals else ()
     timings = _timings(scores) if report.rank else {}  # checked before the data is loaded
     dataset = _load(source, data, split=data.split, selection=data.selection)
@@ -313,6 +350,7 @@ def evaluate_files(
     table = evaluate_signals(dataset, read, evaluation=evaluation, training_rows=training_rows)
     trained_as = _trained_as(dataset, table, metadata_of)
     table.costs = _costs(metadata_of)
+    table.deltas = _deltas(table, report, evaluation)
     notes = list(notes)
     if internals:
         from much_metric.baselines.registry import display_name
@@ -343,9 +381,29 @@ def evaluate_files(
 
         columns = dataset.select_columns(["lang", "prompt", "output", OUTPUT_TOKENS, "token_chunks"]).to_dict()
         spans = evaluate_spans(table, columns, load_tokenizer(report.tokenizer), mushroom_source=mushroom,
-                               random_state=evaluation.floor_random_state)
+                               random_state=evaluation.floor_random_state, progress=evaluation.progress)
     return EvaluationReport(
         source=str(source), data=data, evaluation=evaluation, table=table, ranking=ranking, calibration=calibration,
         spans=spans, generation_seconds=generation.seconds if generation else None,
         generation_source=generation.source if generation else None, trained_as=trained_as, from_pack=from_pack,
         notes=tuple(notes))
+
+
+def _refuse_carrier_files(read: dict[str, Any], scores: Any) -> None:
+    """A claim-level method's name without ``@claim``: a file of an older ``much run`` that wrote its claim values
+    on one token per claim (the carrier convention), whose numbers change with the aggregator; refused, not scored."""
+    from much_metric.baselines.registry import resolve
+    from much_metric.signals import CLAIM_SUFFIX
+
+    for name in read:
+        if name.endswith(CLAIM_SUFFIX):
+            continue
+        try:
+            level = resolve(name).baseline.level
+        except ValueError:
+            continue  # not a registered method's name: the submitter's own token-level signal
+        if level == "claim":
+            raise ValueError(f"signal {name!r} ({scores}): {name} is a claim-level method, scored from one value per "
+                             f"claim under {name + CLAIM_SUFFIX!r}; this file holds one value per token (written by an "
+                             f"older much run, a claim's value on one token): rerun `much run --signals {name} --out "
+                             "DIR` to write its claim-level file")

@@ -10,7 +10,7 @@ from typing import Any
 from much_metric.cli._text import text_table
 
 __all__ = ["format_calibration", "format_rank", "format_spans", "format_table", "metric_columns", "published_rows",
-           "runtime_text"]
+           "runtime_text", "versus_best"]
 
 
 def metric_columns() -> list[Any]:
@@ -19,20 +19,24 @@ def metric_columns() -> list[Any]:
     return list(METRIC_TABLE)
 
 
-def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str | None = None) -> str:
+def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str | None = None,
+                 deltas: Any = None) -> str:
     """``trained_as``: signal name -> what its row adds to the display name (a learned signal's detector, protocol and
     the rows it was scored on, from its file's metadata); ``rank``: a metric key (``--rank``) the methods are sorted
     by, best first (nan last; the floors stay below them); None keeps the order of the signal files.
     An unpaired table (``--no-paired``) names each row's sample count: the rows are on different samples.
-    The last column is the cost per claim each signal's file records (``table.costs``)."""
+    The cost per claim each signal's file records (``table.costs``) follows the counts; ``deltas`` (a
+    :class:`much_metric.report.DeltaColumn`) adds each row's paired difference to the reference method and its
+    flags."""
     from much_metric.baselines.registry import display_name
     from much_metric.cli._views import cost_cell
-    from much_metric.report import format_metric
+    from much_metric.report import format_metric, method_key
 
     trained_as = trained_as or {}
 
     metrics = metric_columns()
-    header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage", "cost/claim"]
+    header = ["method", "aggregator", *(m.label for m in metrics), "claims", "halluc.", "coverage", "cost/claim",
+              *([deltas.header(), "flags"] if deltas is not None else [])]
     rows = []
     results = list(table.results)
     if rank is not None:
@@ -52,12 +56,16 @@ def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str
             name = f"{name} [{len(result.samples)} samples]"
         score = result.score
         cost = "" if result.level == "floor" else cost_cell(table.costs.get(result.signal_name))
-        rows.append([name, result.aggregator or "—", *(format_metric(score, m.key) for m in metrics),
-                     str(score.n_claims), str(score.n_hallucinated), f"{result.coverage:.1%}", cost])
+        shown = "claim-level" if result.level == "claim" else result.aggregator or "—"  # claim-level: no aggregator
+        key = method_key(result)
+        paired = [] if deltas is None else [deltas.cell(key), deltas.flag_cell(key)]
+        rows.append([name, shown, *(format_metric(score, m.key) for m in metrics),
+                     str(score.n_claims), str(score.n_hallucinated), f"{result.coverage:.1%}", cost, *paired])
         for group, groups in (score.by or {}).items():
             for value, group_score in groups.items():
                 rows.append([f"  {group}={value}", "", *(format_metric(group_score, m.key) for m in metrics),
-                             str(group_score.n_claims), str(group_score.n_hallucinated), "", ""])
+                             str(group_score.n_claims), str(group_score.n_hallucinated), "", "",
+                             *([""] * len(paired))])
     return text_table(rows, header, keep=2)
 
 
@@ -76,24 +84,27 @@ def format_rank(board: Any, published: list[list[str]]) -> str:
 
     from much_metric.baselines.registry import display_method
     from much_metric.scoring import MIN_RANK_RESAMPLES
+    from much_metric.scoring.engine import shown_ranks
 
     resampled = bool(board.n_resamples)
-    header = ["rank", "method", board.metric, *(["95% interval", "P(rank)"] if resampled else []),
+    header = ["rank", "method", board.metric, *(["95% interval", "P(rank)", "Δ vs 1. [95%] p"] if resampled else []),
               "lang gap (best-worst)", "runtime (rel.)"]
     rows = []
-    for row in board.rows:
+    # ranks as the values are shown (3 decimals): two rows printed 0.623 share a rank
+    shown = shown_ranks([row.value for row in board.rows]) if board.rows else []
+    for row, rank in zip(board.rows, shown, strict=True):
         gap = "n/a" if math.isnan(row.lang_gap) else \
             f"{row.lang_gap:.3f} ({row.lang_best}-{row.lang_worst})"
         runtime = "n/a" if row.seconds is None else runtime_text(row.seconds, row.relative_runtime)
         random_columns = []
         if resampled:
             low, high = row.interval
-            random_columns = [f"[{low:.3f}, {high:.3f}]", f"{row.rank_probability:.2f}"]
-        rows.append([str(row.rank), display_method(row.method), f"{row.value:.3f}", *random_columns, gap,
+            random_columns = [f"[{low:.3f}, {high:.3f}]", f"{row.rank_probability:.2f}", versus_best(row)]
+        rows.append([str(rank), display_method(row.method), f"{row.value:.3f}", *random_columns, gap,
                      runtime])
     for name, value in board.floors.items():
         rows.append(["", f"[{name}]", f"{value:.3f}", *([""] * (len(header) - 3))])
-    rows.extend(row if resampled else [*row[:3], *row[5:]] for row in published)
+    rows.extend([*row[:5], "", *row[5:]] if resampled else [*row[:3], *row[5:]] for row in published)
     names = [display_method(row.method) for row in board.rows]
     what = (f"{board.n_resamples} paired bootstrap resamples" if resampled else
             f"no bootstrap (--bootstrap 0): ranked by the point values; no interval, P(rank) or p-value, which need "
@@ -109,8 +120,24 @@ def format_rank(board: Any, published: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def versus_best(row: Any) -> str:
+    """A ranked row's paired difference to the first row: ``-0.006 [-0.020, +0.005] p=0.498``; ``—`` for the
+    first row itself."""
+    comparison = row.versus_best
+    if comparison is None or comparison.difference == 0 and comparison.interval == (0.0, 0.0):
+        return "—"
+    low, high = comparison.interval
+    return f"{comparison.difference:+.3f} [{low:+.3f}, {high:+.3f}] p={comparison.p_value:.3f}"
+
+
 def published_rows(args: argparse.Namespace, metric: str) -> list[list[str]]:
-    from much_metric.report.published import PAPER_GENERATION_SECONDS, PAPER_TABLE7, REFERENCE_NOTEBOOK, is_much
+    from much_metric.report.published import (
+        PAPER_GENERATION_SECONDS,
+        PAPER_TABLE7,
+        PAPER_TABLE7_SET,
+        REFERENCE_NOTEBOOK,
+        is_much,
+    )
 
     if not is_much(args.source):
         return []
@@ -118,7 +145,7 @@ def published_rows(args: argparse.Namespace, metric: str) -> list[list[str]]:
     column = {"roc_auc": 3, "pr_auc": 4}.get(metric)
     for label, _, seconds, roc, pr, in3 in PAPER_TABLE7:
         value = {3: roc, 4: pr}.get(column)
-        rows.append(["", f"[paper table {'3/7' if in3 else '7'}] {label}",
+        rows.append(["", f"[paper table {'3/7' if in3 else '7'}, {PAPER_TABLE7_SET}] {label}",
                      "—" if value is None else f"{value:.3f}", "", "", "",
                      f"{seconds:,.0f}s ({100 * seconds / PAPER_GENERATION_SECONDS:.3g}%)"])
     for label, subset, roc, ppr in REFERENCE_NOTEBOOK:
@@ -142,18 +169,23 @@ def format_calibration(results: list[Any]) -> str:
 
 
 def format_spans(spans: dict[str, Any]) -> str:
-    from much_metric.baselines.registry import display_name
+    from much_metric.baselines.registry import display_method
+    from much_metric.report import spans_flags
 
     langs = sorted({lang for m in [*spans["methods"].values(), *spans["baselines"].values()]
                     for lang in m["per_language"]})
+    flags = spans_flags(spans)
     header = ["method", "threshold", "IoU", "rho", *(f"IoU {lang}" for lang in langs),
-              *(f"rho {lang}" for lang in langs)]
+              *(f"rho {lang}" for lang in langs), *(["flags"] if flags else [])]
     rows = []
-    for name, m in [*((display_name(k), v) for k, v in spans["methods"].items()),
-                    *((f"[{k}]", v) for k, v in spans["baselines"].items())]:
+    for key, name, m in [*((k, display_method(k), v) for k, v in spans["methods"].items()),
+                         *((k, f"[{k}]", v) for k, v in spans["baselines"].items())]:
         per = m["per_language"]
         rows.append([name, f"{m['threshold']:.4g}" if "threshold" in m else "", f"{m['iou']:.3f}", f"{m['cor']:.3f}",
                      *(f"{per[lang]['iou']:.3f}" if lang in per else "" for lang in langs),
-                     *(f"{per[lang]['cor']:.3f}" if lang in per else "" for lang in langs)])
+                     *(f"{per[lang]['cor']:.3f}" if lang in per else "" for lang in langs),
+                     *([flags.get(key, "")] if flags else [])])
+    note = ("\nflags: a method at the mark-all baseline marks (almost) every claim at its fitted threshold: its "
+            "spans say nothing beyond 'everything is suspect'") if flags else ""
     return (f"Mu-SHROOM span scores on {spans['n_items']} items (threshold and probability map fitted on "
-            f"{spans['n_fit_items']} others)\n" + text_table(rows, header))
+            f"{spans['n_fit_items']} others)\n" + text_table(rows, header) + note)

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["add_renamed_alias"]
+__all__ = ["add_names_flag", "add_renamed_alias"]
 
 
 class _RenamedFlag(argparse.Action):
@@ -30,3 +30,20 @@ def add_renamed_alias(parser: argparse.ArgumentParser, old_flag: str, new_flag: 
     ``kwargs`` (``type``, ``choices``) as the new flag's."""
     parser.add_argument(old_flag, dest=dest, action=_RenamedFlag, new_flag=new_flag, default=argparse.SUPPRESS,
                         help=argparse.SUPPRESS, **kwargs)
+
+
+class _Names(argparse.Action):
+    """Appends every comma-separated name of each use: ``--signals a,b --signals c`` -> ``["a", "b", "c"]``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        names = list(getattr(namespace, self.dest, None) or [])
+        names += [name.strip() for name in str(values).split(",") if name.strip()]
+        setattr(namespace, self.dest, names)
+
+
+def add_names_flag(parser: argparse.ArgumentParser, *flags: str, dest: str, help: str) -> None:
+    """A flag naming several things the one way every command accepts: a comma-separated list, the flag repeated,
+    or both (``--signals a,b --signals c``); every spelling in ``flags`` is accepted (``--signals``, ``--signal``)."""
+    parser.add_argument(*flags, dest=dest, action=_Names, default=None,
+                        help=f"{help} (comma-separated and/or repeated)")

@@ -23,7 +23,7 @@ from much_metric.cli._evaluate_tables import (
     format_table,
     published_rows,
 )
-from much_metric.cli._flags import add_renamed_alias
+from much_metric.cli._flags import add_names_flag, add_renamed_alias
 from much_metric.cli._text import FLOOR_NOTE, data_title, fits_width, footnote, jsonable
 
 
@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="MUCH-signals file (.parquet/.jsonl: generation_id, signal_name, values) or a folder of them; "
         "records without signal_name are named after their file; names ending with @claim: one value per chunk",
     )
-    parser.add_argument("--signal", action="append", default=None, help="evaluate only this signal (repeatable)")
+    add_names_flag(parser, "--signals", "--signal", dest="signal", help="evaluate only these signals")
     parser.add_argument("--internals", default=None,
                         help="the internals pack the internals signals (rauq, probes, ...) of --scores were computed "
                              "from (`much run --internals PACK --out DIR`): a file computed from another pack is "
@@ -100,9 +100,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: the repository's data/mushroom)")
     parser.add_argument("--tokenizer", default="smollm2",
                         help="tokenizer giving the character offsets for --spans (default smollm2, the sample's)")
+    parser.add_argument("--baseline", default=None, metavar="NAME",
+                        help="the reference method of the table's paired Δ column (a signal or display name; "
+                        "default: the best row by --rank's metric, else by ROC-AUC)")
     parser.add_argument("--report", default=None, help="write a self-contained HTML report here")
     parser.add_argument("--figures", default=None, help="also save the report's figures as PNG and SVG in this folder")
     parser.add_argument("--json", default=None, help="write all metrics as JSON here")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (by default: scoring and span bars on a terminal)")
     parser.set_defaults(func=run)
 
 
@@ -161,12 +166,12 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
                           for name in _aggregators(args.aggregator)),
         by=tuple(args.by), bootstrap=bootstrap, random_state=args.random_state, labels=args.labels,
         min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage,
-        include_training_rows=args.include_training_rows, paired=args.paired)
+        include_training_rows=args.include_training_rows, paired=args.paired, progress=not args.no_progress)
     return {"signals": args.signal, "evaluation": evaluation, "internals": args.internals,
             "data": DataOptions(config=args.config, split=args.split, selection=args.selection,
                                 generation_time=args.generation_time),
             "report": ReportOptions(rank=args.rank, calibrate_on=_calibrate_on(args.calibrate_on), spans=args.spans,
-                                    mushroom=args.mushroom, tokenizer=args.tokenizer)}
+                                    mushroom=args.mushroom, tokenizer=args.tokenizer, baseline=args.baseline)}
 
 
 @fits_width  # prose lines (header, notes) wrapped at 120 columns like the tables
@@ -177,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
     from much_metric.benchmark import evaluate_files
 
     result = evaluate_files(args.source, args.scores, **_options(args))
-    _print(result, args)
+    deltas = result.table.deltas  # the paired Δ column: printed, in --json and drawn by the report
+    _print(result, args, deltas)
     if args.json:
         from much_metric.fileio import atomic_write_bytes
 
@@ -192,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print(result: Any, args: argparse.Namespace) -> None:
+def _print(result: Any, args: argparse.Namespace, deltas: Any = None) -> None:
     """The tables of an :class:`~much_metric.benchmark.EvaluationReport`, with its notes."""
     from much_metric.baselines import display_name
 
@@ -216,11 +222,7 @@ def _print(result: Any, args: argparse.Namespace) -> None:
         if count:
             print(f"note: {display_name(name)}: {count} samples have no values and are left out (coverage "
                   f"{table.coverage[name]:.1%})")
-    line = table.pairing.describe(display_name) if table.pairing is not None else None
-    if line:
-        print(line)
-    print(format_table(table, result.trained_as, rank=args.rank))
-    print(footnote(FLOOR_NOTE + " " + COST_NOTE))
+    _print_table(result, args, deltas)
     if result.ranking is not None:
         print()
         if result.generation_seconds is not None:
@@ -233,3 +235,18 @@ def _print(result: Any, args: argparse.Namespace) -> None:
     if result.spans:
         print()
         print(format_spans(result.spans))
+
+
+def _print_table(result: Any, args: argparse.Namespace, deltas: Any) -> None:
+    """Which samples the rows are on, what the Δ column compares, the metric table and its legend."""
+    from much_metric.baselines import display_name
+
+    table = result.table
+    line = table.pairing.describe(display_name) if table.pairing is not None else None
+    if line:
+        print(line)
+    if deltas is not None:
+        print(deltas.describe(display_name))
+    print(format_table(table, result.trained_as, rank=args.rank, deltas=deltas))
+    legend = "" if deltas is None else deltas.legend()
+    print(footnote(FLOOR_NOTE + " " + COST_NOTE + (" Flags: " + legend if legend else "")))

@@ -41,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--compat", choices=("0.3.0", "0.2.1"), default="0.3.0",
                         help="much-segmenter version to reproduce (0.2.1 built the MUCH data; default 0.3.0)")
     parser.add_argument("--output", default="-", help="output JSONL (default: stdout)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (by default: one on a terminal)")
     parser.set_defaults(func=run)
 
 
@@ -143,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = load_tokenizer_argument(args.tokenizer, eos_token=args.eos_token)
     lines = [
         json.dumps(_segment_record(record, tokenizer, compat=args.compat), ensure_ascii=False)
-        for record in tqdm(records, desc="segment", unit="generation", disable=None)
+        for record in tqdm(records, desc="segment", unit="generation", disable=True if args.no_progress else None)
     ]
     text = "".join(line + "\n" for line in lines)
     if args.output == "-":

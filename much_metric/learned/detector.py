@@ -155,8 +155,9 @@ class Detector:
                                       segments)
 
     def token_scores(self, data: Any, internals: Any = None) -> np.ndarray:
-        """Flat token uncertainties in (0, 1), shape ``(N_tokens,)``; higher = more likely hallucinated
-        (``internals``: see :meth:`token_logits`).
+        """Flat token uncertainties in (0, 1), shape ``(N_tokens,)``: every sample's tokens end to end; higher = more
+        likely hallucinated (``internals``: see :meth:`token_logits`). :meth:`sample_scores` gives one array per
+        sample, the shape :func:`much_metric.score` takes.
 
         Warns (``RuntimeWarning``) when every token gets the same score: such a detector ranks nothing."""
         scores = _sigmoid(self.token_logits(data, internals))
@@ -164,6 +165,14 @@ class Detector:
             warnings.warn(f"{self.folder or 'the detector'}: every token gets the same score {scores[0]:.6g}; the "
                           "detector ranks nothing (check its weights, e.g. the bias)", RuntimeWarning, stacklevel=2)
         return scores
+
+    def sample_scores(self, data: Any, internals: Any = None) -> list[np.ndarray]:
+        """:meth:`token_scores` split into one array per sample, in the split's order: what
+        :func:`much_metric.score` takes (``score(detector.sample_scores(split), split["token_chunks"], ...)``)."""
+        from much_metric.baselines import token_arrays
+
+        arrays = token_arrays(data)  # once: token_scores takes the arrays as they are
+        return arrays.split(self.token_scores(arrays, internals))
 
     def save(self, folder: str | Path, *, card: str | None = None) -> Path:
         """Write ``config.json``, ``weights.safetensors``, ``training_rows.json`` and ``card.md`` into ``folder``

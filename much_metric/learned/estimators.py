@@ -184,6 +184,10 @@ class LearnedDetector:
         """Flat token uncertainties in (0, 1) of the fitted detector (see ``Detector.token_scores``)."""
         return self._fitted().token_scores(data, internals)
 
+    def sample_scores(self, data: Any, internals: Any = None) -> Any:
+        """One array of token uncertainties per sample (see ``Detector.sample_scores``): what ``score`` takes."""
+        return self._fitted().sample_scores(data, internals)
+
 
 class LinearDetector(LearnedDetector, kind="linear"):
     """Logistic regression on the token-probability features of :func:`~much_metric.learned.token_features`,

@@ -15,6 +15,8 @@ archive), below the benchmark and the commands:
   imported on first use), with ROC-AUC against the cost per claim and its Pareto front (:func:`pareto_front`);
   :func:`write_degradation_report` / :func:`render_degradation_report` -- the input-view degradation figure;
   :func:`format_metric` -- a metric with its interval, as every table prints it;
+* :func:`paired_deltas` -> :class:`DeltaColumn` -- every method's paired difference to a reference method (the
+  Δ column of every table) and the flags of rows not above a floor, with heavy ties or too few samples;
 * :class:`RowPairing` -- which samples a table's rows are scored on (paired: the same for every row) and what was
   left out, and why.
 
@@ -47,6 +49,11 @@ __all__ = [
     "evaluate_spans",
     "mushroom_source",
     "format_metric",
+    "DeltaColumn",
+    "method_key",
+    "paired_deltas",
+    "resolve_method",
+    "spans_flags",
     "render_report",
     "write_report",
     "pareto_front",
@@ -55,6 +62,9 @@ __all__ = [
 ]
 
 _LAZY = {
+    "DeltaColumn": "much_metric.report._delta", "method_key": "much_metric.report._delta",
+    "paired_deltas": "much_metric.report._delta",
+    "resolve_method": "much_metric.report._delta", "spans_flags": "much_metric.report._spans",
     "rank_methods": "much_metric.report._rank", "Ranking": "much_metric.report._rank",
     "RankedMethod": "much_metric.report._rank",
     "CalibrationResult": "much_metric.report._calibrate", "calibrate_table": "much_metric.report._calibrate",

@@ -36,22 +36,34 @@ def pareto_front(costs: Sequence[float], values: Sequence[float]) -> np.ndarray:
 
 
 def _points(table: Any, display: Callable[[str], str]) -> list[dict[str, Any]]:
-    """One point per signal with a cost (first aggregator): label, seconds per claim, ROC-AUC, declared or not."""
+    """One point per signal with a cost (first aggregator): label, seconds per claim, ROC-AUC and its interval,
+    declared or not, and ``group``: True when the table's paired Δ ROC-AUC column (``table.deltas``) cannot separate
+    it from the reference (the best row by default: its paired interval of the difference holds 0), None when the
+    table has no such column."""
+    from much_metric.report._delta import method_key
+
     aggregators = list(dict.fromkeys(r.aggregator for r in table.results))
+    deltas = getattr(table, "deltas", None)
+    paired = deltas is not None and deltas.metric == "roc_auc" and deltas.n_resamples > 0
     points = []
     for result in table.results:
         cost = table.costs.get(result.signal_name)
         if cost is None or result.aggregator != aggregators[0] or result.score is None:
             continue
-        seconds = cost.seconds_per_claim
-        points.append({"label": display(result.signal_name), "seconds": seconds, "roc_auc": result.score.roc_auc,
-                       "declared": isinstance(cost, DeclaredCost), "cost": cost})
+        key = method_key(result)
+        comparison = deltas.rows.get(key) if paired else None
+        group = None if not paired else key == deltas.baseline or (
+            comparison is not None and comparison.interval[0] <= 0 <= comparison.interval[1])
+        points.append({"label": display(result.signal_name), "seconds": cost.seconds_per_claim,
+                       "roc_auc": result.score.roc_auc, "interval": (result.score.intervals or {}).get("roc_auc"),
+                       "declared": isinstance(cost, DeclaredCost), "cost": cost, "group": group})
     return points
 
 
 def pareto_figure(points: Sequence[Mapping[str, Any]]) -> Any:
-    """ROC-AUC against wall seconds per claim (log scale); the Pareto front joined and ringed; declared costs
-    hollow."""
+    """ROC-AUC against wall seconds per claim (log scale), with each point's 95% interval (``interval``); the Pareto
+    front joined and ringed; declared costs hollow; the points whose ``group`` is True (not separable from the
+    reference by the paired test) inside one shaded band."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(9, 5.5))
@@ -59,10 +71,18 @@ def pareto_figure(points: Sequence[Mapping[str, Any]]) -> Any:
     seconds = np.array([p["seconds"] for p in points], dtype=np.float64)
     roc = np.array([p["roc_auc"] for p in points], dtype=np.float64)
     front = pareto_front(seconds, roc)
+    grouped = [k for k, p in enumerate(points) if p.get("group") and np.isfinite(roc[k]) and np.isfinite(seconds[k])]
+    if len(grouped) > 1:  # the methods no paired test separates from the reference: one band, not a ranking
+        ax.axhspan(roc[grouped].min(), roc[grouped].max(), color="#f2c14e", alpha=0.25, zorder=1,
+                   label="not separable from the reference (paired 95% interval of Δ ROC-AUC holds 0)")
     for k, point in enumerate(points):
         color = f"C{k % 10}"
         if not (np.isfinite(seconds[k]) and np.isfinite(roc[k])):
             continue
+        interval = point.get("interval")
+        if interval is not None and all(np.isfinite(interval)):
+            ax.errorbar([seconds[k]], [roc[k]], yerr=[[roc[k] - interval[0]], [interval[1] - roc[k]]], fmt="none",
+                        ecolor=color, elinewidth=0.9, capsize=3, zorder=2)
         ax.scatter([seconds[k]], [roc[k]], s=60 if front[k] else 30, zorder=3,
                    facecolors="none" if point["declared"] else color, edgecolors="black" if front[k] else color,
                    linewidths=1.6 if front[k] else 1.0)
@@ -72,11 +92,13 @@ def pareto_figure(points: Sequence[Mapping[str, Any]]) -> Any:
     if order.size:
         ax.step(seconds[order], roc[order], where="post", color="black", linewidth=1.0, linestyle="--",
                 label="Pareto front (no method cheaper and better)", zorder=2)
+    if order.size or len(grouped) > 1:
         ax.legend(fontsize=8, loc="lower right")
     ax.set_xscale("log")
     shown = np.isfinite(seconds) & np.isfinite(roc)
     if shown.any():  # every point inside, labels included (autoscaling leaves the extreme ones on the frame)
-        low, high = roc[shown].min(), roc[shown].max()
+        bounds = [b for p in points for b in (p.get("interval") or ()) if np.isfinite(b)]
+        low, high = min([roc[shown].min(), *bounds]), max([roc[shown].max(), *bounds])
         pad = max(0.01, 0.1 * (high - low))
         ax.set_ylim(low - pad, high + pad)
         ax.set_xlim(seconds[shown].min() / 2, seconds[shown].max() * 4)
@@ -103,8 +125,10 @@ def cost_section(table: Any, figures: Any, display: Callable[[str], str]) -> str
         return ""
     front = pareto_front([p["seconds"] for p in points], [p["roc_auc"] for p in points])
     png = figures.save(pareto_figure(points), "cost_pareto")
-    caption = ("ROC-AUC against wall seconds per claim; dashed and ringed: the Pareto front. Measured costs come "
-               "from the signal files (much run --out records them); hollow points are costs a submitter declared.")
+    caption = ("ROC-AUC (bars: 95% bootstrap interval) against wall seconds per claim; dashed and ringed: the Pareto "
+               "front; shaded: the methods the paired Δ ROC-AUC column cannot separate from its reference. Measured "
+               "costs come from the signal files (much run --out records them); hollow points are costs a submitter "
+               "declared.")
     rows = []
     for point, best in zip(points, front, strict=True):
         cost = point["cost"]
@@ -117,12 +141,14 @@ def cost_section(table: Any, figures: Any, display: Callable[[str], str]) -> str
         rows.append(f"<tr><td class='name'>{html.escape(point['label'])}</td>"
                     f"<td>{format_seconds(point['seconds'])}</td><td>{extra[0]}</td><td>{extra[1]}</td>"
                     f"<td>{extra[2]}</td><td>{html.escape(_machine(cost))}</td><td>{extra[3]}</td>"
-                    f"<td>{point['roc_auc']:.3f}</td><td>{'yes' if best else ''}</td></tr>")
+                    f"<td>{point['roc_auc']:.3f}</td><td>{'yes' if best else ''}</td>"
+                    + ("" if point["group"] is None else f"<td>{'yes' if point['group'] else ''}</td>") + "</tr>")
     return ("<h2>Cost per claim</h2>"
             f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{png}'>"
             f"<figcaption>{html.escape(caption)}</figcaption></figure>"
             "<table><tr><th>method</th><th>wall / claim</th><th>CPU / claim</th><th>forward passes / samples / "
-            "model calls</th><th>input view</th><th>machine</th><th>cost</th><th>ROC-AUC</th><th>Pareto</th></tr>"
+            "model calls</th><th>input view</th><th>machine</th><th>cost</th><th>ROC-AUC</th><th>Pareto</th>"
+            + ("" if points[0]["group"] is None else "<th>not separable from ref.</th>") + "</tr>"
             + "".join(rows) + "</table>")
 
 

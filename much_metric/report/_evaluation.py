@@ -133,6 +133,9 @@ class EvaluationTable:
     #: per signal, what computing it cost (:class:`much_metric.signals.SignalCost` from its file's metadata, or a
     #: :class:`much_metric.signals.DeclaredCost`): set by the caller, drawn by the report against ROC-AUC
     costs: dict[str, Any] = field(default_factory=dict)
+    #: the paired Δ column and the rows' flags (:func:`much_metric.report.paired_deltas`): set by the caller (it names
+    #: the reference method), printed and drawn beside the table
+    deltas: Any = None
 
 
 def _format_ids(ids: Sequence[str], *, limit: int = 10) -> str:
@@ -359,7 +362,8 @@ def evaluate_signals(
 
     results = []
     # disable=None: a progress bar on a terminal only (the bootstrap makes each step take a second or more).
-    progress = tqdm(total=len(signals) * len(aggregators), desc="scoring", unit="signal x aggregator", disable=None)
+    progress = tqdm(total=len(signals) * len(aggregators), desc="scoring", unit="signal x aggregator",
+                    disable=None if evaluation.progress else True)
     for signal_name, per_sample in signals.items():
         level = levels[signal_name]
         rows = shared if evaluation.paired else rows_of[signal_name]

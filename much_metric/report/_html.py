@@ -22,10 +22,12 @@ from typing import Any
 import numpy as np
 
 from much_metric.report._cost import cost_section
+from much_metric.report._delta import method_key
 from much_metric.report._evaluation import EvaluationTable, SignalResult
 from much_metric.report._figures import FigureSaver, curves_figure, reliability_figure
 from much_metric.report._rank import Ranking
 from much_metric.scoring import METRIC_TABLE, METRICS, ScoreResult
+from much_metric.scoring.engine import shown_ranks
 
 __all__ = ["page", "render_degradation_report", "render_report", "write_degradation_report", "write_report",
            "format_metric"]
@@ -75,18 +77,22 @@ def _value_cell(text: str) -> str:
     return f"{html.escape(value)}<br><span class='ci'>[{html.escape(interval)}</span>"
 
 
-def _table(rows: Sequence[tuple[str, str | None, ScoreResult, float | None, str]], first: str) -> str:
+def _table(rows: Sequence[tuple[str, str | None, ScoreResult, float | None, str]], first: str,
+           paired: tuple[str, Sequence[Sequence[str]]] | None = None) -> str:
+    """``paired``: the Δ column's header and, per row, its Δ cell and flags cell (:class:`DeltaColumn`)."""
     head = "".join(f"<th>{html.escape(_SHORT[k])}</th>" for k in METRICS)
+    paired_head = "" if paired is None else f"<th>{html.escape(paired[0])}</th><th>flags</th>"
     out = [f"<div class='scroll'><table><tr><th>{first}</th><th style='max-width: none'>aggregator</th>{head}"
            "<th>samples</th><th>claims</th>"
-           "<th>halluc.</th><th>cover.</th></tr>"]
-    for name, aggregator, metrics, coverage, kind in rows:
+           f"<th>halluc.</th><th>cover.</th>{paired_head}</tr>"]
+    for position, (name, aggregator, metrics, coverage, kind) in enumerate(rows):
         cells = "".join(f"<td>{_value_cell(format_metric(metrics, k))}</td>" for k in METRICS)
         shown = aggregator or "—"  # None: nothing aggregated (claim-level signal, floor)
+        extra = "" if paired is None else "".join(f"<td>{_value_cell(text)}</td>" for text in paired[1][position])
         out.append(
             f'<tr class="{kind}"><td class="name">{html.escape(name)}</td><td>{html.escape(shown)}</td>{cells}'
             f"<td>{metrics.n_samples}</td><td>{metrics.n_claims}</td><td>{metrics.n_hallucinated}</td>"
-            f"<td>{'' if coverage is None else f'{coverage:.1%}'}</td></tr>"
+            f"<td>{'' if coverage is None else f'{coverage:.1%}'}</td>{extra}</tr>"
         )
     out.append("</table></div>")
     return "\n".join(out)
@@ -143,14 +149,15 @@ def _leaderboard_html(board: Ranking, display_method: Callable[[str], str]) -> s
            f"{what}.{runtime_note}</p>",
            "<table><tr><th>rank</th><th>method</th><th>value</th><th>95% interval</th><th>P(rank)</th>"
            "<th>lang gap (best−worst)</th><th>runtime (relative to generation)</th></tr>"]
-    for row in board.rows:
+    shown = shown_ranks([row.value for row in board.rows]) if board.rows else []  # tied as printed
+    for row, rank in zip(board.rows, shown, strict=True):
         low, high = row.interval or (math.nan, math.nan)
         gap = "n/a" if math.isnan(row.lang_gap) else \
             f"{row.lang_gap:.3f} ({row.lang_best}−{row.lang_worst})"
         runtime = "n/a" if row.seconds is None else \
             f"{row.seconds:.3g}s ({100 * row.relative_runtime:.2g}%)" if row.relative_runtime else \
             f"{row.seconds:.3g}s"
-        out.append(f"<tr><td>{row.rank}</td><td class='name'>{html.escape(display_method(row.method))}</td>"
+        out.append(f"<tr><td>{rank}</td><td class='name'>{html.escape(display_method(row.method))}</td>"
                    f"<td>{row.value:.3f}</td>{_random_cells(low, high, row.rank_probability)}"
                    f"<td>{html.escape(gap)}</td><td>{runtime}</td></tr>")
     for name, value in board.floors.items():
@@ -184,23 +191,28 @@ def _calibration_html(calibration: Sequence[Any], figures: FigureSaver, display:
     return "\n".join(out)
 
 
-def _spans_html(spans: dict[str, Any]) -> str:
+def _spans_html(spans: dict[str, Any], display: Callable[[str], str] = str) -> str:
+    from much_metric.report._spans import spans_flags
+
+    flags = spans_flags(spans)
     langs = sorted({lang for m in [*spans["methods"].values(), *spans["baselines"].values()]
                     for lang in m["per_language"]})
     head = "".join(f"<th>IoU {lang}</th><th>ρ {lang}</th>" for lang in langs)
     out = ["<h2>Mu-SHROOM spans</h2>",
            f"<p class='note'>{spans['n_items']} items scored; threshold and probability map fitted on "
            f"{spans['n_fit_items']} other items.</p>",
-           f"<table><tr><th>method</th><th>threshold</th><th>IoU</th><th>ρ</th>{head}</tr>"]
-    rows = [*spans["methods"].items(), *((f"[{k}]", v) for k, v in spans["baselines"].items())]
-    for name, m in rows:
+           f"<table><tr><th>method</th><th>threshold</th><th>IoU</th><th>ρ</th>{head}<th>flags</th></tr>"]
+    rows = [*((k, _method_label(k, display), v) for k, v in spans["methods"].items()),
+            *((k, f"[{k}]", v) for k, v in spans["baselines"].items())]
+    for key, name, m in rows:
         per = m["per_language"]
         cells = "".join(f"<td>{per[lang]['iou']:.3f}</td><td>{per[lang]['cor']:.3f}</td>" if lang in per
                         else "<td></td><td></td>" for lang in langs)
         threshold = f"{m['threshold']:.4g}" if "threshold" in m else ""
         kind = "floor" if name.startswith("[") or name.startswith("floor") else ""
         out.append(f"<tr class='{kind}'><td class='name'>{html.escape(name)}</td><td>{threshold}</td>"
-                   f"<td>{m['iou']:.3f}</td><td>{m['cor']:.3f}</td>{cells}</tr>")
+                   f"<td>{m['iou']:.3f}</td><td>{m['cor']:.3f}</td>{cells}"
+                   f"<td>{html.escape(flags.get(key, ''))}</td></tr>")
     out.append("</table>")
     return "\n".join(out)
 
@@ -257,11 +269,20 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     if pairing:  # which samples every row is scored on (the paired rule), or that the rows are unpaired
         parts.append(f"<p class='note'>{html.escape(pairing)}</p>")
     parts.append("<h2>Results</h2>")
-    rows = [(display(r.signal_name), r.aggregator, r.score, r.coverage, "") for r in results]
+    rows = [(display(r.signal_name), "claim-level" if r.level == "claim" else r.aggregator, r.score, r.coverage, "")
+            for r in results]
     rows += [(r.signal_name, r.aggregator, r.score, r.coverage, "floor") for r in table.floors]
-    parts.append(_table(rows, "method"))
+    deltas = table.deltas
+    if deltas is not None:  # which differences are real: the paired column, and the rows not to over-read
+        parts.append(f"<p class='note'>{html.escape(deltas.describe(display))}</p>")
+        cells = [(deltas.cell(method_key(r)), deltas.flag_cell(method_key(r))) for r in [*results, *table.floors]]
+        parts.append(_table(rows, "method", (deltas.header(), cells)))
+    else:
+        parts.append(_table(rows, "method"))
     if table.floors:
         parts.append(f"<p class='note'>{html.escape(FLOOR_FOOTNOTE)}</p>")
+    if deltas is not None and deltas.legend():
+        parts.append(f"<p class='note'>Flags: {html.escape(deltas.legend())}</p>")
     parts.append(cost_section(table, saver, display))  # "" when no signal records its cost
     if leaderboard is not None:
         parts.append(_leaderboard_html(leaderboard, display_method))
@@ -270,13 +291,13 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     for aggregator in aggregators:
         curves = [(display(r.signal_name), r.claim_scores, r.hallucinated, r.claim_rows)
                   for r in results if r.aggregator == aggregator] + floor_curves
-        label = aggregator or "—"  # None: claim-level signals, nothing aggregated
+        label = aggregator or "claim-level"  # None: claim-level signals, nothing aggregated
         parts.append(_img(saver.save(curves_figure(curves, f"aggregator: {label}"),
                                      f"methods_{aggregator or 'claim_level'}"),
                           f"All methods, aggregator {label}; shaded: 95% bootstrap bands"))
     if len(aggregators) > 1:
         parts.append("<h2>Aggregators compared</h2>")
-        for signal in signals:
+        for signal in [s for s in signals if any(r.signal_name == s and r.level == "token" for r in results)]:
             curves = [(r.aggregator or "—", r.claim_scores, r.hallucinated, r.claim_rows)
                       for r in results if r.signal_name == signal]
             label = display(signal)
@@ -304,7 +325,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     if calibration:
         parts.append(_calibration_html(calibration, saver, display))
     if spans:
-        parts.append(_spans_html(spans))
+        parts.append(_spans_html(spans, display))
     parts.append(_glossary())
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -97,6 +97,8 @@ class EvaluationOptions:
         and that trained none of them (:class:`much_metric.report.RowPairing` says what was left out and why).
         False: each signal on every sample it covers, the floors on every sample with ground truth -- full-data
         numbers that are not comparable with one another (``--no-paired``).
+    progress : bool, default True
+        Progress bars (on a terminal) while scoring and scoring spans; False: none (``--no-progress``).
 
     Examples
     --------
@@ -122,6 +124,7 @@ class EvaluationOptions:
     random_state: int | None = None
     include_training_rows: bool = False
     paired: bool = True
+    progress: bool = True
 
     def __post_init__(self) -> None:
         owner = "EvaluationOptions"
@@ -135,7 +138,7 @@ class EvaluationOptions:
                                         f"{self.claim_signals!r}")
         object.__setattr__(self, "claim_signals", tuple(names))
         check_param("random_state", self.random_state, RANDOM_STATE, owner=owner)
-        for flag in ("floors", "include_training_rows", "paired"):
+        for flag in ("floors", "include_training_rows", "paired", "progress"):
             if not isinstance(getattr(self, flag), bool):
                 raise InvalidParameterError(f"{owner}: {flag} must be True or False, got {getattr(self, flag)!r}")
         if self.bootstrap is not None and not isinstance(self.bootstrap, Bootstrap):

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from much_dataset.params import InvalidParameterError
+from much_metric.report._delta import method_key
 from much_metric.report._evaluation import EvaluationTable
-from much_metric.scoring import METRICS, Bootstrap, rank_claim_scores
+from much_metric.scoring import METRICS, Bootstrap, MetricComparison, rank_claim_scores
 from much_metric.scoring.engine import curve_metrics, sort_claims
 
 __all__ = ["RankedMethod", "Ranking", "rank_methods"]
@@ -62,6 +63,9 @@ class RankedMethod(_ReadsLikeADict):
         The metric per language; ``lang_gap`` = best minus worst, ``lang_best`` / ``lang_worst`` their names.
     seconds, relative_runtime : float or None
         The method's measured seconds and their share of LLM generation, when timings were given.
+    versus_best : MetricComparison or None
+        Its paired difference to the first row (same replicates: interval and two-sided p-value); None without
+        bootstrap.
     """
 
     method: str
@@ -75,6 +79,7 @@ class RankedMethod(_ReadsLikeADict):
     lang_worst: str | None
     seconds: float | None
     relative_runtime: float | None
+    versus_best: MetricComparison | None = None
 
 
 @dataclass(frozen=True)
@@ -120,10 +125,6 @@ class Ranking(_ReadsLikeADict):
             if out[name] is not None:
                 out[name] = np.asarray(out[name]).tolist()
         return out
-
-def _method_name(result: Any) -> str:
-    return result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"
-
 
 def _point_board(scores: dict[str, np.ndarray], hallucinated: np.ndarray, metric: str) -> dict[str, Any]:
     """The leaderboard's ranking by point values alone (competition ranks, nan last), nothing random."""
@@ -173,7 +174,7 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | 
     hallucinated = results[0].hallucinated[keep]
     claim_rows = results[0].claim_rows[keep]
     for result in results:
-        name = _method_name(result)
+        name = method_key(result)
         names.append(name)
         scores[name] = result.claim_scores[np.isin(result.claim_rows, rows)]
     if bootstrap is not None:
@@ -183,7 +184,7 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | 
         board = _point_board(scores, hallucinated, metric)
     langs = np.asarray(table.langs, dtype=object)[claim_rows] if table.langs else np.full(len(claim_rows), "?")
     lang_values = sorted(set(langs.tolist()))
-    by_name = {_method_name(r): r for r in results}
+    by_name = {method_key(r): r for r in results}
     out_rows = []
     for row in board["rows"]:
         s = scores[row["method"]]
@@ -206,7 +207,8 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | 
             rank=int(row["rank"]) + 1,
             rank_probability=None if row["rank_probability"] is None else float(row["rank_probability"]),
             per_lang=per_lang, lang_gap=finite[best] - finite[worst] if finite else float("nan"), lang_best=best,
-            lang_worst=worst, seconds=seconds, relative_runtime=relative))
+            lang_worst=worst, seconds=seconds, relative_runtime=relative,
+            versus_best=MetricComparison(**row["versus_best"]) if row.get("versus_best") else None))
     floors = {}
     for floor in table.floors:
         mask = np.isin(floor.claim_rows, rows)

@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from much_metric import mushroom
+from much_metric.report._delta import method_key
 from much_metric.report._evaluation import EvaluationTable
 
-__all__ = ["DEFAULT_MUSHROOM", "MUSHROOM_HINT", "match_mushroom", "mushroom_source", "evaluate_spans"]
+__all__ = ["DEFAULT_MUSHROOM", "MARK_ALL_TOLERANCE", "MUSHROOM_HINT", "match_mushroom", "mushroom_source",
+           "evaluate_spans", "spans_flags"]
 
 #: The Mu-SHROOM test split shipped with the repository.
 DEFAULT_MUSHROOM = Path(__file__).resolve().parents[2] / "data" / "mushroom"
@@ -91,12 +93,14 @@ def _best_threshold(candidates: np.ndarray, items: list[tuple[dict, np.ndarray, 
 
 def evaluate_spans(table: EvaluationTable, columns: Mapping[str, list], tokenizer: Any, *,
                    mushroom_source: str | Path = DEFAULT_MUSHROOM, fit_fraction: float = 0.5,
-                   random_state: int | None = 0) -> dict[str, Any]:
-    """Span-level scores of every method of ``table`` (see the module docstring).
+                   random_state: int | None = 0, progress: bool = True) -> dict[str, Any]:
+    """Span-level scores of every method of ``table`` (see the module docstring); ``progress``: a bar per method
+    on a terminal.
 
     ``columns``: the evaluated dataset's columns (``dataset_columns`` plus ``prompt`` and ``output``).
     Returns ``{"n_items", "n_fit_items", "methods": {name: {"threshold", "iou", "cor", "per_language"}},
-    "baselines": {"mark_all": ..., "mark_none": ...}}`` (scores on the evaluation half).
+    "baselines": {"mark_all": ..., "mark_none": ...}}`` (scores on the evaluation half); a method is named by
+    :func:`much_metric.report.method_key` (``"<signal> (<aggregator>)"``).
     """
     records = _records(mushroom_source)
     matched = match_mushroom(columns, records)
@@ -113,7 +117,10 @@ def evaluate_spans(table: EvaluationTable, columns: Mapping[str, list], tokenize
     for name in ("mark_all", "mark_none"):
         out.setdefault("baselines", {})[name] = _summary(
             mushroom.score_spans(references, mushroom.baseline_predictions(references, name)))
-    for result in [*table.results, *table.floors]:
+    from tqdm.auto import tqdm
+
+    rows_scored = [*table.results, *table.floors]
+    for result in tqdm(rows_scored, desc="spans", unit="method", disable=None if progress else True):
         by_row: dict[int, list[int]] = {}
         for position, row in enumerate(result.claim_rows.tolist()):
             by_row.setdefault(row, []).append(position)
@@ -139,9 +146,23 @@ def evaluate_spans(table: EvaluationTable, columns: Mapping[str, list], tokenize
             predictions.append(mushroom.spans_prediction(record["id"], ranges, probabilities,
                                                          len(record["model_output_text"]), hard=scores > threshold))
             refs.append(record)
-        name = result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"
-        out["methods"][name] = {"threshold": threshold, **_summary(mushroom.score_spans(refs, predictions))}
+        out["methods"][method_key(result)] = {"threshold": threshold,
+                                              **_summary(mushroom.score_spans(refs, predictions))}
     return out
+
+
+#: A method whose span IoU is within this of the mark-everything baseline's is flagged: it marks (almost) all.
+MARK_ALL_TOLERANCE = 0.005
+
+
+def spans_flags(spans: Mapping[str, Any]) -> dict[str, str]:
+    """Per method of :func:`evaluate_spans`' result, a flag when its IoU is the mark-everything baseline's (within
+    :data:`MARK_ALL_TOLERANCE`): its threshold marks (almost) every claim, so its spans say nothing."""
+    mark_all = spans.get("baselines", {}).get("mark_all")
+    if mark_all is None:
+        return {}
+    return {name: f"at the mark-all baseline (IoU {m['iou']:.3f} vs {mark_all['iou']:.3f})"
+            for name, m in spans["methods"].items() if abs(m["iou"] - mark_all["iou"]) <= MARK_ALL_TOLERANCE}
 
 
 def _summary(scores: Mapping[str, Any]) -> dict[str, Any]:

@@ -221,9 +221,12 @@ def claim_layout(
     if out_of_range.any():
         first = int(np.flatnonzero(out_of_range)[0])
         bad = int(token_sample[first])
+        per_claim = int(n_tokens[bad]) in (int(n_chunks[bad]), int(n_chunks[bad]) - 1)
         raise ValueError(
             f"sample {name(bad)}: {TOKEN_CHUNKS!r} refers to token {int(indices[first])}, out of range for its "
             f"{int(n_tokens[bad])} token scores"
+            + (f" (it has one score per claim, {int(n_chunks[bad])} chunks: claim scores go to "
+               "much_metric.score_claims, not score)" if per_claim else "")
         )
     # Claims are runs of consecutive indices (docs/reference-behaviour.md#hub-columns); anything else is a corrupt
     # segmentation.
@@ -286,12 +289,26 @@ def check_score_type(score_type: Any) -> None:
     check_param("score_type", score_type, SCORE_TYPE)
 
 
+def _refuse_one_flat_array(token_scores: Any) -> None:
+    """One flat array of numbers (a learned detector's ``token_scores``, every sample's tokens end to end) where one
+    array per sample is expected: say how to split it, not "sample #0 must be a 1-D sequence"."""
+    first = token_scores[0] if isinstance(token_scores, (list, tuple)) and len(token_scores) else None
+    flat_array = isinstance(token_scores, np.ndarray) and token_scores.ndim == 1 and token_scores.dtype.kind in "fiub"
+    if flat_array or isinstance(first, (int, float, np.number)):
+        raise ValueError(f"{_TOKEN_SCORES!r} is one flat sequence of {len(token_scores)} numbers; one sequence per "
+                         "sample is expected (its output tokens' scores): split a flat array by the samples' token "
+                         "counts, e.g. much_metric.baselines.token_arrays(split).split(scores) (Detector.token_scores "
+                         "returns the flat array; Detector.sample_scores one array per sample); one score per claim "
+                         "goes to much_metric.score_claims")
+
+
 def flatten_scores(token_scores: Any, *, score_type: str = "uncertainty",
                    generation_ids: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate per-sample scores into one float64 array of uncertainties; check they are finite (and in [0, 1]
     for ``score_type="confidence"``, then converted to ``1 - p``). Returns ``(flat, offsets)``."""
     check_score_type(score_type)
     name = _id_namer(generation_ids)
+    _refuse_one_flat_array(token_scores)
     flat, offsets = flatten_1d(token_scores, dtype=np.float64, field=_TOKEN_SCORES, sample_ids=name)
     bad = ~np.isfinite(flat)
     if bad.any():

@@ -22,7 +22,8 @@ import numpy as np
 from much_metric.scoring._bootstrap import Bootstrap, bootstrap_distribution
 from much_metric.scoring._ranking import METRICS, curve_metrics, sort_claims
 
-__all__ = ["ranks", "rank_probabilities", "pairwise_p_values", "rank_claim_scores"]
+__all__ = ["ranks", "shown_ranks", "rank_probabilities", "pairwise_p_values", "rank_claim_scores",
+           "differences_to_reference"]
 
 
 def ranks(values: np.ndarray, *, higher_is_better: bool = True) -> np.ndarray:
@@ -31,6 +32,53 @@ def ranks(values: np.ndarray, *, higher_is_better: bool = True) -> np.ndarray:
     key = np.where(np.isnan(values), -np.inf, values if higher_is_better else -values)
     # rank of m = number of methods strictly better than m
     return np.sum(key[..., None, :] > key[..., :, None], axis=-1)
+
+
+def shown_ranks(values: np.ndarray, digits: int = 3) -> np.ndarray:
+    """Competition ranks (1 = best) of ``values`` as a table shows them, rounded to ``digits``: two rows printed
+    0.623 share a rank whatever their fourth decimal (nan last)."""
+    # the printed text, not np.round (which can differ from the formatted value at a trailing 5)
+    shown = np.array([float(f"{float(v):.{digits}f}") for v in np.ravel(values)], dtype=np.float64)
+    return ranks(shown) + 1
+
+
+def _two_sided_p(difference: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of "no difference" over the finite replicate differences (nan without any)."""
+    difference = difference[np.isfinite(difference)]
+    if not difference.size:
+        return float("nan")
+    below = (np.count_nonzero(difference <= 0) + 1) / (difference.size + 1)
+    above = (np.count_nonzero(difference >= 0) + 1) / (difference.size + 1)
+    return float(min(1.0, 2.0 * min(below, above)))
+
+
+def differences_to_reference(point: np.ndarray, replicates: np.ndarray | None, reference: int, *,
+                             confidence_level: float = 0.95) -> list[dict[str, object]]:
+    """Every method's paired difference to method ``reference`` (a column of the same replicates).
+
+    ``point`` (n_methods,): the values on the full data; ``replicates`` (n_replicates, n_methods): the same
+    bootstrap replicates for every method (:func:`much_metric.scoring._bootstrap.bootstrap_distribution`), or None
+    (no bootstrap: the point differences alone). Returns per method ``{"a", "b", "difference", "interval",
+    "p_value"}`` (``a`` the method, ``b`` the reference, the shape of :class:`much_metric.scoring.MetricComparison`;
+    interval and p-value nan without replicates), with the p-value of :func:`pairwise_p_values`.
+    """
+    point = np.asarray(point, dtype=np.float64)
+    alpha = (1.0 - confidence_level) / 2.0
+    out = []
+    for method in range(point.shape[0]):
+        interval, p_value = (float("nan"), float("nan")), float("nan")
+        if replicates is not None and method != reference:
+            difference = replicates[:, method] - replicates[:, reference]
+            finite = difference[np.isfinite(difference)]
+            if finite.size:
+                interval = tuple(float(v) for v in np.quantile(finite, [alpha, 1 - alpha]))
+            p_value = _two_sided_p(difference)
+        elif replicates is not None:
+            interval = (0.0, 0.0)
+        out.append({"a": float(point[method]), "b": float(point[reference]),
+                    "difference": float(point[method] - point[reference]), "interval": interval,
+                    "p_value": p_value})
+    return out
 
 
 def rank_probabilities(replicates: np.ndarray, *, higher_is_better: bool = True) -> np.ndarray:
@@ -53,12 +101,7 @@ def pairwise_p_values(replicates: np.ndarray) -> np.ndarray:
     out = np.full((n_methods, n_methods), np.nan)
     for a in range(n_methods):
         for b in range(a + 1, n_methods):
-            difference = replicates[:, a] - replicates[:, b]
-            difference = difference[np.isfinite(difference)]
-            if difference.size:
-                below = (np.count_nonzero(difference <= 0) + 1) / (difference.size + 1)
-                above = (np.count_nonzero(difference >= 0) + 1) / (difference.size + 1)
-                out[a, b] = out[b, a] = min(1.0, 2.0 * min(below, above))
+            out[a, b] = out[b, a] = _two_sided_p(replicates[:, a] - replicates[:, b])
     return out
 
 
@@ -79,7 +122,8 @@ def rank_claim_scores(claim_scores: Mapping[str, np.ndarray], hallucinated, clai
     -------
     dict
         ``rows``: one dict per method, best first: ``method``, ``value``, ``interval``, ``rank`` (0-based),
-        ``rank_probability`` (probability of holding that rank); ``rank_probabilities`` (n_methods, n_methods) and
+        ``rank_probability`` (probability of holding that rank), ``versus_best`` (the paired difference to the
+        first row: :func:`differences_to_reference`); ``rank_probabilities`` (n_methods, n_methods) and
         ``p_values`` (n_methods, n_methods) in the order of ``rows``; ``n_resamples``.
     """
     if metric not in METRICS:
@@ -104,6 +148,8 @@ def rank_claim_scores(claim_scores: Mapping[str, np.ndarray], hallucinated, clai
     probabilities = rank_probabilities(replicates)
     point_ranks = ranks(point[order])
     alpha = (1.0 - bootstrap.confidence_level) / 2.0
+    # each method against the best (the first row), on the same replicates: the board's "separable from #1?"
+    versus_best = differences_to_reference(point[order], replicates, 0, confidence_level=bootstrap.confidence_level)
     rows = []
     for position, method in enumerate(order):
         finite = replicates[:, position][np.isfinite(replicates[:, position])]
@@ -111,6 +157,7 @@ def rank_claim_scores(claim_scores: Mapping[str, np.ndarray], hallucinated, clai
             float("nan"), float("nan"))
         rows.append({"method": names[method], "value": float(point[method]), "interval": interval,
                      "rank": int(point_ranks[position]),
-                     "rank_probability": float(probabilities[position, point_ranks[position]])})
+                     "rank_probability": float(probabilities[position, point_ranks[position]]),
+                     "versus_best": versus_best[position]})
     return {"rows": rows, "rank_probabilities": probabilities, "p_values": pairwise_p_values(replicates),
             "n_resamples": bootstrap.n_resamples}

@@ -13,6 +13,7 @@ Not the user API (that is :mod:`much_metric.scoring`'s ``__all__``): these take 
 from much_metric.scoring._aggregation import aggregate_flat, flatten_scores
 from much_metric.scoring._bootstrap import MAX_RESAMPLES_REASON, RESAMPLES_REASON, bootstrap_distribution
 from much_metric.scoring._counts import resample_counts
+from much_metric.scoring._leaderboard import differences_to_reference, shown_ranks
 from much_metric.scoring._options import (
     AGGREGATOR,
     SCORE_TYPE,
@@ -25,4 +26,5 @@ from much_metric.scoring._rejection import bootstrap_metrics_and_prr, bootstrap_
 
 __all__ = ["AGGREGATOR", "MAX_RESAMPLES_REASON", "RESAMPLES_REASON", "SCORE_TYPE", "STOPWORD_MODE", "STOPWORD_MODES",
            "aggregate_flat", "as_aggregation", "bootstrap_distribution", "curve_metrics", "flatten_scores",
-           "sort_claims", "resample_counts", "bootstrap_prr", "bootstrap_metrics_and_prr"]
+           "sort_claims", "resample_counts", "bootstrap_prr", "bootstrap_metrics_and_prr", "differences_to_reference",
+           "shown_ranks"]

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.jsonl import parse_jsonl_lines
-from much_dataset.params import UnknownNameError
+from much_dataset.params import UnknownNameError, unknown_name
 from much_dataset.schema import GENERATION_ID, SIGNAL_COLUMNS
 from much_metric.fileio import atomic_write_bytes
 
@@ -250,8 +250,10 @@ def read_signals(path: str | os.PathLike, *, signal_names: Iterable[str] | None 
     wanted = None if signal_names is None else set(signal_names)
     result: Signals = {}
     duplicates = 0
+    seen: dict[str, None] = {}  # every signal the files hold, for the message naming an absent one
     for file in _files(Path(path)):
         for generation_id, name, values in read_records(file):
+            seen[name] = None
             if wanted is not None and name not in wanted:
                 continue
             per_signal = result.setdefault(name, {})
@@ -263,7 +265,8 @@ def read_signals(path: str | os.PathLike, *, signal_names: Iterable[str] | None 
             stacklevel=2,
         )
     if wanted is not None and (absent := sorted(wanted - set(result))):
-        raise UnknownNameError(f"{path}: signal(s) {absent} not found; available: {sorted(result)}")
+        error = unknown_name("signal", absent[0], sorted(seen), hint=f" in {path}")
+        raise UnknownNameError(f"{path}: signal(s) {absent} not found: {error}") from None
     return result
 
 

@@ -67,3 +67,16 @@ def test_ledger_appends_labels_with_the_eos_claim_and_sums_usage_and_cost(tmp_pa
                                 "USD 0.0035 (~3.50 per 1,000)")
     with pytest.raises(AuthenticationError):
         ledger.settle("g2", "gpt-4o-2024-11-20", _ready(error=AuthenticationError("HTTP 401")), price=None)
+
+
+def test_a_judge_without_a_price_says_price_unknown_not_usd_0(tmp_path):
+    """Issue 57: ``annotate`` without ``--price`` for a judge printed "USD 0.0000" and stored null."""
+    ledger = _Ledger("mine", JsonlStore(tmp_path / "labels.mine.jsonl"))
+    usage = {"prompt_tokens": 1000, "completion_tokens": 100, "calls": 1}
+    ledger.settle("g0", "my-judge", _ready(JudgeResult(labels=[1], usage=usage, attempts=1)), price=None)
+    assert json.loads((tmp_path / "labels.mine.jsonl").read_text())["cost_usd"] is None
+    summary = ledger.summary()
+    assert "price unknown" in summary and "USD 0" not in summary
+    ledger.settle("g1", "gpt-4o-2024-11-20", _ready(JudgeResult(labels=[1], usage=usage, attempts=1)),
+                  price=(2.5, 10.0))
+    assert "USD 0.0035 for the priced answers, 1 answers' price unknown" in ledger.summary()

@@ -102,6 +102,9 @@ def test_seeded_baselines_are_labelled_and_not_reseeded(tmp_path, evaluation):
     assert {r["kind"] for r in rows} == {"baseline"} and {r["signal"] for r in rows} == {"max_likelihood",
                                                                                           "token_likelihood"}
     assert all("built-in baseline" in r["form"]["method"] for r in rows)
+    # issue 57: the board names a method as the tables do (its display name), not by its registry name
+    assert {r["form"]["method"] for r in rows} == {"Max Likelihood (built-in baseline)",
+                                                   "Token Likelihood (built-in baseline)"}
     assert board.add_baselines(("max_likelihood", "token_likelihood")) == []
 
 

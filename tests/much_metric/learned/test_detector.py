@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -149,6 +150,9 @@ def test_much_train_then_much_run_on_the_sample(tmp_path, capsys):
                  "--detector", "linear", "--out", str(out), "--max-epochs", "2", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "leave-one-language-out [lang=fr] held-out test" in printed and "Max Likelihood ROC-AUC" in printed
+    # issue 57: the paired difference to Max Likelihood, with its interval and p-value, beside the two values
+    assert re.search(r"Δ ROC-AUC vs Max Likelihood [+-]\d\.\d{3} \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\] p=\d\.\d{3}",
+                     " ".join(printed.split()))
     assert "shared a Wikipedia article" in printed
     assert main(["run", "--source", "sample", "--config", "fr", "--signals", f"learned:{out},max_likelihood",
                  "--bootstrap", "0", "--no-progress", "--out", str(tmp_path / "signals")]) == 0
@@ -193,3 +197,20 @@ def _copy(source, target):
 
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("checkpoint"))
     return target
+
+
+def test_sample_scores_are_what_score_takes_and_a_flat_array_gets_a_pointer(detectors, sample):
+    """Issue 57: ``load_detector(...).token_scores(split)`` is one flat array, which ``score`` refused with "must be
+    a 1-D sequence"; ``sample_scores`` gives one array per sample, and the flat array's error says how to split it."""
+    from much_metric import score
+
+    found, fold = detectors
+    test = sample.select(fold.test[:20])
+    loaded = load_detector(found["linear"].folder)
+    per_sample = loaded.sample_scores(test)
+    assert [len(s) for s in per_sample] == [len(t) for t in test["output_tokens"]]
+    np.testing.assert_array_equal(np.concatenate(per_sample), loaded.token_scores(test))
+    result = score(per_sample, test["token_chunks"], test["labels"], test["stopword_mask"])
+    assert 0 <= result.roc_auc <= 1
+    with pytest.raises(ValueError, match=r"one flat sequence .*sample_scores.*score_claims"):
+        score(loaded.token_scores(test), test["token_chunks"], test["labels"], test["stopword_mask"])

@@ -269,3 +269,20 @@ def test_huge_scores_with_product_raise_instead_of_ranking_nan():
     with pytest.warns(MuchMetricWarning, match="assumes token uncertainties in"):
         message = _raises("non-finite claim score", score, scores, CHUNKS, LABELS, generation_ids=IDS)
     _named(message, 0)
+
+
+def test_a_flat_array_or_claim_scores_as_token_scores_get_a_pointer():
+    """Issue 57: one flat array of token scores, and one score per claim passed as token scores, are named as such,
+    with where they go (split per sample; much_metric.score_claims)."""
+    import numpy as np
+
+    from much_metric import score
+
+    chunks = [[[0, 1], [2]], [[0], [1, 2], [3]]]
+    labels = [[-1, 1], [1, -1, 1]]
+    with pytest.raises(ValueError, match=r"one flat sequence of 7 numbers.*score_claims"):
+        score(np.linspace(0.1, 0.9, 7), chunks, labels, stopword_mask=[[0, 0, 0], [0, 0, 0, 0]])
+    with pytest.raises(ValueError, match=r"one flat sequence"):
+        score([0.1, 0.2, 0.3], chunks, labels, stopword_mask=[[0, 0, 0], [0, 0, 0, 0]])
+    with pytest.raises(ValueError, match=r"one score per claim.*much_metric.score_claims"):
+        score([[0.2, 0.3], [0.1, 0.4, 0.5]], chunks, labels, stopword_mask=[[0, 0, 0], [0, 0, 0, 0]])
