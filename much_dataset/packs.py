@@ -217,7 +217,7 @@ def pack_damage(folder: str | Path, manifest: Mapping[str, Any], *, expect: Expe
     """
     if layout is None:
         if expect is None:
-            raise TypeError("pack_damage needs expect= (a safetensors pack) or layout=")  # a caller's bug
+            raise ValueError("pack_damage needs expect= (a safetensors pack) or layout=")  # a caller's bug
         layout = _safetensors_layout(manifest, expect)
     listing = manifest.get("shards") if isinstance(manifest.get("shards"), Mapping) else {}
     damage = list(layout.damage)

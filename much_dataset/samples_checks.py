@@ -25,6 +25,7 @@ config. Each defect names the pack, the shard, the ``generation_id``, the sample
 from __future__ import annotations
 
 import json
+import numbers
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ import numpy as np
 
 from much_dataset import schema
 from much_dataset.packs import PackError, PackLayout, ShardDamage, pack_damage
+from much_dataset.params import Interval
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -46,6 +48,9 @@ IDENTITY_KEYS = ("weights_sha256", "engine", "generation_config", "prompt_style"
 METADATA_KEY = b"much_samples"
 SHARD_SUFFIX = ".parquet"
 _SAMPLER = ("temperature", "top_p", "top_k", "max_new_tokens")
+
+#: What a manifest may list as a sample index.
+SAMPLE_INDEX_VALUES = Interval(numbers.Integral, 0, None)
 
 #: One defect of one sample: ``(row of the table, column, where in it and why)``.
 ValueProblem = tuple[int, str, str]
@@ -79,9 +84,9 @@ def _assignment(manifest: Mapping[str, Any]) -> tuple[dict[str, list[tuple[str, 
             continue
         for shard, indices in listing.items():
             for index in indices if isinstance(indices, list) else [indices]:
-                if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                if not SAMPLE_INDEX_VALUES.is_satisfied_by(index):
                     bad.setdefault(str(shard), f"generation_id={gid!r}: sample_index {index!r} in the manifest is "
-                                               "not a non-negative integer")
+                                               f"not {SAMPLE_INDEX_VALUES.description}")
                     continue
                 by_shard.setdefault(str(shard), []).append((str(gid), index))
                 where.setdefault((str(gid), index), []).append(str(shard))
