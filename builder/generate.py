@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +34,9 @@ from builder.errors import BuilderError
 from builder.generation import (
     ENGINES,
     EngineOptions,
-    EngineRun,
     ExecutorOptions,
     add_executor_arguments,
-    close_engine,
     make_executed_engine,
-    run_engine,
     settings_for,
 )
 from builder.generation.dtype import DTYPE_FIELD, check_config_dtype, run_dtype
@@ -172,18 +168,9 @@ def run(args: argparse.Namespace) -> int:
           f"{len(questions) - len(todo)} done, {len(todo)} to go")
     if engine is None:
         return 0
-    from tqdm.auto import tqdm
+    from builder.generation.loop import run_with_progress
 
-    started = time.perf_counter()
-    with tqdm(total=len(todo), desc=f"generate {config.id}", unit="q") as bar:
-        def progress(counts: EngineRun) -> None:
-            bar.update(1)
-            bar.set_postfix(tok_s=f"{counts.tokens / (time.perf_counter() - started):.1f}")
-
-        try:
-            counts = run_engine(engine, todo, store, config_id=config.id, progress=progress)
-        finally:
-            close_engine(engine)
+    counts, seconds = run_with_progress(engine, todo, store, config_id=config.id, bar=(f"generate {config.id}", "q"))
     print(f"generate: {counts.generated} generated, {counts.failed} failed, {counts.tokens} tokens "
-          f"({counts.tokens / (time.perf_counter() - started):.1f} tokens/s)")
+          f"({counts.tokens / seconds:.1f} tokens/s)")
     return 1 if counts.failed else 0

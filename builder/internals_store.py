@@ -215,11 +215,34 @@ def _totals(manifest: dict[str, Any]) -> None:
     manifest["n_tokens"] = int(sum(entry["n_tokens"] for entry in manifest["rows"].values()))
 
 
+def _value_damage(pack: Path, manifest: dict[str, Any], broken: set[str]) -> list[Any]:
+    """The sound shards holding a row whose values the reader refuses (:func:`much_dataset.internals_checks.
+    check_row_values`, as :func:`much_dataset.load_internals` applies them), as damage naming the first such row."""
+    from much_dataset.internals import InternalsError, InternalsPack
+    from much_dataset.packs import ShardDamage
+
+    reader = InternalsPack(pack, manifest)
+    by_shard: dict[str, list[str]] = {}
+    for gid, entry in manifest["rows"].items():
+        if entry.get("shard") not in broken:
+            by_shard.setdefault(entry["shard"], []).append(gid)
+    damage = []
+    for shard, gids in by_shard.items():
+        for gid in gids:
+            try:
+                reader[gid]
+            except InternalsError as error:
+                damage.append(ShardDamage(shard, tuple(gids), str(error)))
+                break
+    return damage
+
+
 def repair_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
     """Check the pack against its manifest (:func:`much_dataset.internals.internals_pack_damage`, content hashes
-    included) and take the rows of every damaged shard out of the manifest, under the pack's lock, so that the run
-    recomputes them; a shard file whose bytes do not hash to its name is removed (its name would otherwise block
-    the recomputed shard). Returns the manifest (None: no pack yet) and the damage found."""
+    included) and every row's values as the reader checks them, and take the rows of every damaged shard out of the
+    manifest, under the pack's lock, so that the run recomputes them; a shard file whose bytes do not hash to its
+    name is removed (its name would otherwise block the recomputed shard). Returns the manifest (None: no pack yet)
+    and the damage found."""
     from builder._locks import atomic_write_text, locked
     from much_dataset.internals import InternalsError, internals_pack_damage
     from much_dataset.packs import PackError, verify_shard
@@ -234,6 +257,7 @@ def repair_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
             damage = internals_pack_damage(pack, manifest, hashes=True)
         except InternalsError as error:
             raise BuilderError(str(error)) from None
+        damage += _value_damage(pack, manifest, {found.shard for found in damage})
         if not damage:
             return manifest, []
         for found in damage:

@@ -16,6 +16,8 @@ prompt style, N, source hashes, rows) and ``PACK/shards/<sha256>.parquet`` (:mod
 them). Resumable, idempotent and kill-safe like ``internals``: samples are flushed ``--rows-per-shard`` answers at a
 time, a shard is complete before the manifest names it, a (generation_id, sample_index) already listed is never
 drawn again, and ``--shard i/n`` processes can share one pack. ``--n`` can grow on a rerun (indices N.. are added).
+A rerun first checks the pack as its readers do (:func:`builder.samples_store.repair_samples_pack`): the samples of a
+truncated, missing, edited, duplicated or value-damaged shard are taken out of the manifest, said, and drawn again.
 
 ``--executor ray`` computes the rows in Ray Data actors (``--ray-address``; default: a cluster started for the run),
 each holding the engine, and stores them here through the same checks: it changes where rows are computed, never
@@ -26,9 +28,9 @@ lower) after the full 24 were checked: smaller packs that lose the probabilities
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +38,9 @@ from builder.configs import GenerationConfig
 from builder.errors import BuilderError
 from builder.generation import (
     EngineOptions,
-    EngineRun,
     ExecutorOptions,
     add_executor_arguments,
-    close_engine,
     make_executed_engine,
-    run_engine,
     settings_for,
 )
 from builder.generation.dtype import run_dtype
@@ -49,7 +48,7 @@ from builder.samples_store import (
     PackWriter,
     check_identity,
     done_pairs,
-    read_manifest,
+    repair_samples_pack,
     samples_identity,
     trim_candidates,
 )
@@ -57,7 +56,8 @@ from builder.store import Shard
 from much_dataset import schema
 from much_dataset.samples import sample_seed
 
-__all__ = ["add_arguments", "run", "read_source", "resolve_config", "sample_items"]
+__all__ = ["add_arguments", "run", "run_samples", "SamplesOptions", "SampleItem", "read_source", "resolve_config",
+           "sample_items"]
 _ROW_FIELDS = (schema.GENERATION_ID, schema.GENERATION_CONFIG, schema.LANG, schema.WIKI_URL, schema.PROMPT)
 
 
@@ -137,22 +137,81 @@ def _parquet_rows(file: Path) -> list[dict[str, Any]]:
     return pq.read_table(file, columns=[c for c in _ROW_FIELDS if c in pq.read_schema(file).names]).to_pylist()
 
 
-def resolve_config(args: argparse.Namespace, configs: dict[str, dict[str, Any]]) -> GenerationConfig:
-    """The pack's generation config: ``--generation-config``'s record (``configs.jsonl``, else MUCH's), the flags
-    overriding its fields; without it, the flags over generate's defaults."""
+@dataclasses.dataclass(frozen=True)
+class SamplesOptions:
+    """Everything ``builder samples`` is asked, typed and checked once (:meth:`from_args`: the step's one
+    ``argparse.Namespace`` boundary; nothing past it reads or changes ``args``)."""
+
+    source: str
+    model: str
+    out: Path
+    n: int = 10
+    model_name: str | None = None
+    generation_config: str | None = None
+    overrides: tuple[tuple[str, Any], ...] = ()  # --temperature/--seed/--top-p/--top-k/--max-new-tokens given
+    brief: bool = True
+    prompt_style: str = "much"
+    engine: str = "hf"
+    placement: ExecutorOptions = ExecutorOptions()
+    batch_size: int | None = None
+    share_prefill: bool = True
+    rows_per_shard: int = 8
+    stored_candidates: int = schema.TOP_K
+    device: str | None = None
+    dtype: str | None = None
+    gpu_memory_utilization: float | None = None
+    limit: int | None = None
+    shard: str | None = None
+
+    def __post_init__(self) -> None:
+        for flag, value in (("--n", self.n), ("--rows-per-shard", self.rows_per_shard)):
+            if value < 1:
+                raise BuilderError(f"{flag} must be >= 1, got {value}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise BuilderError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if not 1 <= self.stored_candidates <= schema.TOP_K:
+            raise BuilderError(f"--stored-candidates must be in 1..{schema.TOP_K}, got {self.stored_candidates}")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SamplesOptions:
+        """The options of a parsed command line (numbers checked before anything is read)."""
+        overrides = tuple((field, getattr(args, field)) for field in _OVERRIDES if getattr(args, field) is not None)
+        return cls(source=args.source, model=args.model, out=Path(args.out), n=args.n, model_name=args.model_name,
+                   generation_config=args.generation_config, overrides=overrides, brief=not args.no_brief,
+                   prompt_style=args.prompt_style, engine=args.engine,
+                   placement=ExecutorOptions.from_args(args),  # --ray-workers, --ray-gpus checked
+                   batch_size=args.batch_size, share_prefill=not args.no_share_prefill,
+                   rows_per_shard=args.rows_per_shard, stored_candidates=args.stored_candidates, device=args.device,
+                   dtype=args.dtype, gpu_memory_utilization=args.gpu_memory_utilization, limit=args.limit,
+                   shard=args.shard)
+
+    def engine_options(self, n: int, dtype: str | None) -> EngineOptions:
+        """What the engine is built with (``n``: samples per answer, the default batch)."""
+        batch_size = self.batch_size or (n if self.engine == "hf" else 16 * n)
+        return EngineOptions(model=self.model, device=self.device, dtype=dtype, batch_size=batch_size,
+                             gpu_memory_utilization=self.gpu_memory_utilization, prompt_style=self.prompt_style,
+                             share_prefill=self.share_prefill)
+
+
+#: The sampler flags that override a field of the pack's generation config.
+_OVERRIDES = ("temperature", "seed", "top_p", "top_k", "max_new_tokens")
+
+
+def resolve_config(options: SamplesOptions, configs: dict[str, dict[str, Any]], chosen: str | None) -> GenerationConfig:
+    """The pack's generation config: config ``chosen``'s record (``configs.jsonl``, else MUCH's), the flags
+    overriding its fields; without one, the flags over generate's defaults."""
     base: dict[str, Any] = {}
-    chosen = args.generation_config
     if chosen in configs:
         base = dict(configs[chosen])
     elif chosen in schema.MUCH_CONFIGS:
         model, temperature = schema.MUCH_CONFIGS[chosen]
         base = GenerationConfig(model_name=model, temperature=temperature).to_record()
-    flags = {"temperature": args.temperature, "seed": args.seed, "top_p": args.top_p, "top_k": args.top_k,
-             "max_new_tokens": args.max_new_tokens, "model_name": args.model_name}
     fields = {k: v for k, v in base.items() if k in GenerationConfig.__dataclass_fields__}
-    fields.update({k: v for k, v in flags.items() if v is not None})
-    fields.setdefault("model_name", args.model)
-    if args.no_brief:
+    fields.update(dict(options.overrides))
+    if options.model_name is not None:
+        fields["model_name"] = options.model_name
+    fields.setdefault("model_name", options.model)
+    if not options.brief:
         fields["brief"] = False
     try:
         return GenerationConfig(**fields)
@@ -160,36 +219,51 @@ def resolve_config(args: argparse.Namespace, configs: dict[str, dict[str, Any]])
         raise BuilderError(f"generation config: {error}") from None
 
 
+@dataclasses.dataclass(frozen=True)
+class SampleItem:
+    """One sample to draw: answer ``generation_id``, ``sample_index``, and the question it answers."""
+
+    generation_id: str
+    sample_index: int
+    question: dict[str, Any]
+
+
 def sample_items(answers: list[dict[str, Any]], config: GenerationConfig, n: int,
-                 done: set[tuple[str, int]]) -> list[dict[str, Any]]:
-    """The work items (question-like dicts with their ``seed``) of the samples not in ``done``, answer by answer."""
+                 done: set[tuple[str, int]]) -> list[SampleItem]:
+    """The samples not in ``done``, answer by answer, each with the question-like dict an engine takes (its
+    ``seed``: :func:`~much_dataset.samples.sample_seed`; its ``question_id`` a label only, never parsed)."""
     items = []
     for answer in answers:
         gid = str(answer[schema.GENERATION_ID])
         for index in range(n):
             if (gid, index) not in done:
-                items.append({"question_id": f"{gid}#{index}", schema.LANG: answer[schema.LANG],
-                              schema.WIKI_URL: answer[schema.WIKI_URL], schema.PROMPT: answer[schema.PROMPT],
-                              "seed": sample_seed(config.seed, index)})
+                question = {"question_id": f"{gid}#{index}", schema.LANG: answer[schema.LANG],
+                            schema.WIKI_URL: answer[schema.WIKI_URL], schema.PROMPT: answer[schema.PROMPT],
+                            "seed": sample_seed(config.seed, index)}
+                items.append(SampleItem(gid, index, question))
     return items
 
 
 class _SampleRows:
     """What run_engine appends to: turns a validated generate row into a sample row and hands it to the pack."""
 
-    def __init__(self, writer: PackWriter, config: GenerationConfig, keep: int) -> None:
+    def __init__(self, writer: PackWriter, config: GenerationConfig, keep: int, items: list[SampleItem]) -> None:
         self.writer, self.config, self.keep = writer, config, keep
+        self.items = {item.question["question_id"]: item for item in items}
 
     def append(self, row: dict[str, Any]) -> bool:
-        gid, index = str(row.pop("question_id")).rsplit("#", 1)
+        item = self.items[row.pop("question_id")]
         sampling = {"temperature": self.config.temperature, "top_p": self.config.top_p, "top_k": self.config.top_k,
-                    "max_new_tokens": self.config.max_new_tokens, "seed": sample_seed(self.config.seed, int(index))}
+                    "max_new_tokens": self.config.max_new_tokens,
+                    "seed": sample_seed(self.config.seed, item.sample_index)}
         sample = {**trim_candidates(row, self.keep), schema.SAMPLE_ID: row[schema.GENERATION_ID],
-                  schema.GENERATION_ID: gid, schema.SAMPLE_INDEX: int(index), schema.SAMPLING: sampling}
+                  schema.GENERATION_ID: item.generation_id, schema.SAMPLE_INDEX: item.sample_index,
+                  schema.SAMPLING: sampling}
         return self.writer.append(sample)
 
     def record_failure(self, key: str, reason: str) -> None:
-        self.writer.record_failure(key, reason)
+        item = self.items[key.removeprefix(f"{self.config.id}/")]  # run_engine's key: "<config id>/<question_id>"
+        self.writer.record_failure((item.generation_id, item.sample_index), reason)
 
 
 def _source_digest(answers: list[dict[str, Any]]) -> str:
@@ -197,85 +271,82 @@ def _source_digest(answers: list[dict[str, Any]]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _options(args: argparse.Namespace, batch_size: int, dtype: str | None) -> EngineOptions:
-    return EngineOptions(model=args.model, device=args.device, dtype=dtype, batch_size=batch_size,
-                         gpu_memory_utilization=args.gpu_memory_utilization, prompt_style=args.prompt_style,
-                         share_prefill=not args.no_share_prefill)
+def _select_answers(options: SamplesOptions, answers: list[dict[str, Any]],
+                    configs: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """The answers of the pack's generation config, and that config's id (``--generation-config``, else the
+    answers' own when they all have one known config)."""
+    chosen = options.generation_config
+    if chosen:
+        answers = [a for a in answers if a[schema.GENERATION_CONFIG] == chosen]
+        if not answers:
+            raise BuilderError(f"{options.source}: no answer has {schema.GENERATION_CONFIG}={chosen!r}")
+        return answers, chosen
+    known = sorted({a[schema.GENERATION_CONFIG] for a in answers} & (set(configs) | set(schema.MUCH_CONFIGS)))
+    present = {a[schema.GENERATION_CONFIG] for a in answers}
+    if known and len(present) > 1:  # answers of several known models/temperatures: one pack per config
+        raise BuilderError(f"{options.source} holds the answers of {len(present)} generation configs ({known[0]}, "
+                           "...): pass --generation-config ID (one pack per generation config)")
+    return answers, (known[0] if known else None)  # the answers' own config is the pack's
 
 
-def _check_numbers(args: argparse.Namespace) -> None:
-    for name in ("n", "rows_per_shard"):
-        if getattr(args, name) < 1:
-            raise BuilderError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.batch_size is not None and args.batch_size < 1:
-        raise BuilderError(f"--batch-size must be >= 1, got {args.batch_size}")
-    if not 1 <= args.stored_candidates <= schema.TOP_K:
-        raise BuilderError(f"--stored-candidates must be in 1..{schema.TOP_K}, got {args.stored_candidates}")
+def _repair(pack: Path) -> set[tuple[str, int]]:
+    """The pairs the pack holds after taking out the samples of damaged shards (:func:`repair_samples_pack`), each
+    damage said."""
+    manifest, damage = repair_samples_pack(pack)
+    for found in damage:
+        print(f"samples: {pack} does not match its manifest: shard {found.shard}: {found.reason}; "
+              f"{len(found.rows)} sample(s) to redraw")
+    return done_pairs(manifest)
 
 
 def run(args: argparse.Namespace) -> int:
+    return run_samples(SamplesOptions.from_args(args))
+
+
+def run_samples(options: SamplesOptions) -> int:
+    """Draw the samples ``options`` asks for into the pack ``options.out`` (module docstring); 1 when a sample
+    failed."""
     from builder.internals_store import weights_sha256
 
-    _check_numbers(args)
-    placement = ExecutorOptions.from_args(args)  # --ray-workers, --ray-gpus checked here
-    pack = Path(args.out)
-    answers, configs = read_source(args.source)
-    if args.generation_config:
-        answers = [a for a in answers if a[schema.GENERATION_CONFIG] == args.generation_config]
-        if not answers:
-            raise BuilderError(f"{args.source}: no answer has {schema.GENERATION_CONFIG}={args.generation_config!r}")
-    else:
-        known = sorted({a[schema.GENERATION_CONFIG] for a in answers} & (set(configs) | set(schema.MUCH_CONFIGS)))
-        present = {a[schema.GENERATION_CONFIG] for a in answers}
-        if known and len(present) > 1:  # answers of several known models/temperatures: one pack per config
-            raise BuilderError(f"{args.source} holds the answers of {len(present)} generation configs ({known[0]}, "
-                               "...): pass --generation-config ID (one pack per generation config)")
-        if known:
-            args.generation_config = known[0]  # the answers' own config is the pack's
-    config = resolve_config(args, configs)
+    pack = options.out
+    answers, configs = read_source(options.source)
+    answers, chosen = _select_answers(options, answers, configs)
+    config = resolve_config(options, configs, chosen)
     if config.greedy:
         raise BuilderError("a greedy config draws the same answer every time: samples need a sampling config")
-    if args.engine != "hf":
+    if options.engine != "hf":
         settings_for(config)  # refuses a configuration that would change MUCH's probabilities, before any work
-    answers = list(Shard.parse(args.shard).select(answers))[: args.limit]
-    weights = weights_sha256(args.model)
+    answers = list(Shard.parse(options.shard).select(answers))[: options.limit]
+    weights = weights_sha256(options.model)
     # generate's dtype rule (builder.generation.dtype): the values are computed in --dtype or the device's default,
     # never an engine's own "auto", and the pack's identity records it
-    dtype = run_dtype(args.engine, args.dtype, args.device)
-    identity = samples_identity(model=args.model, weights=weights, engine=args.engine, config=config.to_record(),
-                             prompt_style=args.prompt_style, stored_candidates=args.stored_candidates, dtype=dtype)
+    dtype = run_dtype(options.engine, options.dtype, options.device)
+    identity = samples_identity(model=options.model, weights=weights, engine=options.engine,
+                                config=config.to_record(), prompt_style=options.prompt_style,
+                                stored_candidates=options.stored_candidates, dtype=dtype)
     check_identity(pack, identity)  # before the model is loaded
-    items = sample_items(answers, config, args.n, done_pairs(read_manifest(pack)))
+    items = sample_items(answers, config, options.n, _repair(pack))
     print(f"samples: config {config.id} ({config.model_name}, T={config.temperature}, top_p {config.top_p}, top_k "
-          f"{config.top_k}, max {config.max_new_tokens} tokens, engine {args.engine}, executor {args.executor}); "
-          f"{len(answers)} answers x {args.n}: {len(answers) * args.n - len(items)} done, {len(items)} to go")
+          f"{config.top_k}, max {config.max_new_tokens} tokens, engine {options.engine}, executor "
+          f"{options.placement.executor}); {len(answers)} answers x {options.n}: "
+          f"{len(answers) * options.n - len(items)} done, {len(items)} to go")
     if not items:
         return 0
-    batch_size = args.batch_size or (args.n if args.engine == "hf" else 16 * args.n)
-    engine = make_executed_engine(args.engine, config, _options(args, batch_size, dtype),
-                                  placement)
+    engine = make_executed_engine(options.engine, config, options.engine_options(options.n, dtype), options.placement)
     pack.mkdir(parents=True, exist_ok=True)
     check_identity(pack, identity)  # again: a concurrent --shard run may have created the pack meanwhile
-    writer = PackWriter(pack, identity, flush_every=args.rows_per_shard * args.n, n=args.n,
-                        source=_source_digest(answers))
-    from tqdm.auto import tqdm
+    vocab_size = getattr(getattr(engine, "limits", None), "vocab_size", None)  # recorded beside the identity
+    writer = PackWriter(pack, {**identity, **({"vocab_size": vocab_size} if vocab_size else {})},
+                        flush_every=options.rows_per_shard * options.n, n=options.n, source=_source_digest(answers))
+    from builder.generation.loop import run_with_progress
 
-    started = time.perf_counter()
-    with tqdm(total=len(items), desc=f"samples {config.id}", unit="sample") as bar:
-        def progress(counts: EngineRun) -> None:
-            bar.update(1)
-            bar.set_postfix(tok_s=f"{counts.tokens / (time.perf_counter() - started):.1f}")
-
-        try:
-            counts = run_engine(engine, items, _SampleRows(writer, config, args.stored_candidates),
-                                config_id=config.id, progress=progress)
-        finally:
-            manifest = writer.close()
-            close_engine(engine)
-    seconds = time.perf_counter() - started
-    rate = counts.tokens / seconds
+    try:
+        counts, seconds = run_with_progress(engine, [item.question for item in items],
+                                            _SampleRows(writer, config, options.stored_candidates, items),
+                                            config_id=config.id, bar=(f"samples {config.id}", "sample"))
+    finally:
+        manifest = writer.close()
     stored = manifest or {"n_rows": 0, "n_samples": 0}
-    print(f"samples: {counts.generated} drawn, {counts.failed} failed, {counts.tokens} tokens ({rate:.1f} tokens/s); "
-          f"pack: {stored['n_rows']} answers, {stored['n_samples']} samples")
+    print(f"samples: {counts.generated} drawn, {counts.failed} failed, {counts.tokens} tokens "
+          f"({counts.tokens / seconds:.1f} tokens/s); pack: {stored['n_rows']} answers, {stored['n_samples']} samples")
     return 1 if counts.failed else 0
-

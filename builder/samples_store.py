@@ -15,13 +15,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from builder.errors import BuilderError
 from builder.internals_store import check_identity, read_manifest
 from much_dataset import schema
 from much_dataset._version import __version__
 from much_dataset.samples import FORMAT, MANIFEST, SHARDS, pack_index
+from much_dataset.samples_checks import IDENTITY_KEYS, METADATA_KEY, arrow_schema, identity_digest
 
 __all__ = ["samples_identity", "check_identity", "read_manifest", "done_pairs", "shard_bytes", "PackWriter",
-           "trim_candidates", "SEED_RULE"]
+           "trim_candidates", "SEED_RULE", "merge_commit", "failure_key", "repair_samples_pack"]
 
 #: How a sample's seed is derived (much_dataset.samples.sample_seed), recorded in the manifest.
 SEED_RULE = "seed + 1 + sample_index"
@@ -61,29 +63,19 @@ def trim_candidates(row: dict[str, Any], keep: int) -> dict[str, Any]:
     return {**row, schema.LOGITS_TOKEN_IDS: ids_rows, schema.LOGITS_VALUES: value_rows}
 
 
-def _arrow_schema() -> Any:
-    import pyarrow as pa
-
-    sampling = pa.struct([("temperature", pa.float64()), ("top_p", pa.float64()), ("top_k", pa.int64()),
-                          ("max_new_tokens", pa.int64()), ("seed", pa.int64())])
-    return pa.schema([
-        (schema.GENERATION_ID, pa.string()), (schema.SAMPLE_INDEX, pa.int32()), (schema.OUTPUT, pa.string()),
-        (schema.OUTPUT_TOKENS, pa.list_(pa.int32())), (schema.LOGITS_TOKEN_IDS, pa.list_(pa.list_(pa.int32()))),
-        (schema.LOGITS_VALUES, pa.list_(pa.list_(pa.float32()))), (schema.FINISHED, pa.bool_()),
-        (schema.SAMPLING, sampling), (schema.SAMPLE_ID, pa.string()), (schema.GENERATION_CONFIG, pa.string()),
-        (schema.LANG, pa.string()), (schema.WIKI_URL, pa.string()), (schema.PROMPT, pa.string()),
-        ("engine", pa.string()), ("engine_version", pa.string()),
-    ])
-
-
-def shard_bytes(rows: list[dict[str, Any]]) -> bytes:
-    """The parquet bytes of sample rows (zstd; ids int32, probabilities float32 as the hub stores them)."""
+def shard_bytes(rows: list[dict[str, Any]], identity: dict[str, Any] | None = None) -> bytes:
+    """The parquet bytes of sample rows (zstd; ids int32, probabilities float32 as the hub stores them), with the
+    pack identity they were drawn under in the file's metadata (:data:`much_dataset.samples_checks.IDENTITY_KEYS`:
+    a manifest that claims another identity over these bytes is refused by the pack check)."""
     import io
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    target = _arrow_schema()
+    target = arrow_schema()
+    if identity is not None:
+        record = {key: identity.get(key) for key in IDENTITY_KEYS}
+        target = target.with_metadata({METADATA_KEY: json.dumps(record, sort_keys=True).encode("utf-8")})
     names = set(target.names)
     sampling_keys = [field.name for field in target.field(schema.SAMPLING).type]
     table = pa.Table.from_pylist([{**{k: v for k, v in row.items() if k in names},
@@ -95,14 +87,126 @@ def shard_bytes(rows: list[dict[str, Any]]) -> bytes:
     return buffer.getvalue()
 
 
+def failure_key(pair: tuple[str, int]) -> str:
+    """The manifest's ``failures`` key of a (generation_id, sample_index) pair (JSON keys are text; written, never
+    parsed back)."""
+    return f"{pair[0]}#{pair[1]}"
+
+
+def merge_commit(manifest: dict[str, Any], shard: tuple[str, int, int] | None, pairs: list[tuple[str, int]],
+                 failures: dict[tuple[str, int], str]) -> list[tuple[str, int]]:
+    """Merge one flush into ``manifest`` in place, in time linear in the manifest and the flush: ``shard`` (name,
+    bytes, samples in it) lists the ``pairs`` it holds that no shard lists yet; a failure is recorded unless its
+    pair is stored, and a stored pair's old failure is dropped. Returns the pairs newly listed."""
+    done = done_pairs(manifest)
+    new = list(dict.fromkeys(pair for pair in pairs if pair not in done))
+    if shard is not None and new:
+        name, size, count = shard
+        manifest["shards"][name] = {"bytes": size, "sha256": name.split(".")[0], "n_samples": count}
+        for gid, index in new:
+            manifest["rows"].setdefault(gid, {}).setdefault(name, []).append(index)
+            manifest["failures"].pop(failure_key((gid, index)), None)
+        done.update(new)
+    else:
+        new = []
+    manifest["failures"].update({failure_key(pair): reason for pair, reason in failures.items() if pair not in done})
+    manifest["n_rows"] = len(manifest["rows"])
+    manifest["n_samples"] = len(done)
+    return new
+
+
+def _value_damage(pack: Path, manifest: dict[str, Any], shards: list[str]) -> list[Any]:
+    """The shards among ``shards`` (readable, what the manifest says) holding a sample whose values break a rule of
+    the readers (:func:`much_dataset.samples_checks.value_problems`), as damage naming the first such sample."""
+    import pyarrow.parquet as pq
+
+    from much_dataset.packs import ShardDamage
+    from much_dataset.samples_checks import value_problems
+
+    index = pack_index(manifest)
+    damage = []
+    for shard in shards:
+        table = pq.read_table(pack / SHARDS / shard)
+        listed = [index.get(gid, {}).get(int(i)) == shard for gid, i in zip(
+            table[schema.GENERATION_ID].to_pylist(), table[schema.SAMPLE_INDEX].to_pylist(), strict=True)]
+        problems = [p for p in value_problems(table, manifest) if listed[p[0]]]
+        if problems:
+            row, column, reason = problems[0]
+            pairs = tuple((gid, i) for gid, by_index in index.items() for i, name in by_index.items() if name == shard)
+            damage.append(ShardDamage(shard, pairs, f"generation_id={table[schema.GENERATION_ID][row].as_py()!r}, "
+                                                    f"sample_index {table[schema.SAMPLE_INDEX][row].as_py()}, "
+                                                    f"column {column!r}, {reason}"))
+    return damage
+
+
+def _take_out(pack: Path, manifest: dict[str, Any], broken: set[str]) -> None:
+    """Remove the ``broken`` shards from the manifest (their listings, then answers left without one) and from the
+    pack folder."""
+    for gid in list(manifest["rows"]):
+        listing = manifest["rows"][gid]
+        if isinstance(listing, dict):
+            for shard in broken:
+                listing.pop(shard, None)
+        if not isinstance(listing, dict) or not listing:
+            del manifest["rows"][gid]
+    for shard in broken:
+        manifest.get("shards", {}).pop(shard, None)
+        path = pack / SHARDS / shard
+        if Path(shard).name == shard and path.is_file():
+            path.unlink()
+
+
+def repair_samples_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
+    """Check the pack as its readers do (:func:`much_dataset.samples_checks.samples_pack_damage` with content
+    hashes, and every listed sample's values) and take the samples of every damaged shard out of the manifest, under
+    the pack's lock, so that the run redraws them; a damaged shard file is removed (its name would otherwise block a
+    redrawn shard, and nothing lists it any more). Returns the manifest (None: no pack yet) and the damage found."""
+    from builder._locks import atomic_write_text, locked
+    from much_dataset.samples_checks import identity_problem, samples_pack_damage
+
+    if read_manifest(pack) is None:
+        return None, []
+    with locked(pack / MANIFEST):
+        manifest = read_manifest(pack)
+        if manifest is None or manifest.get("format") != FORMAT or not isinstance(manifest.get("rows"), dict):
+            return manifest, []
+        edited = identity_problem(manifest)
+        if edited is not None:
+            raise BuilderError(f"{pack / MANIFEST}: {edited}; use another --out")
+        damage = samples_pack_damage(pack, manifest, hashes=True)
+        broken = {found.shard for found in damage}
+        sound = sorted({name for listing in manifest["rows"].values() if isinstance(listing, dict)
+                        for name in listing} - broken)
+        damage += _value_damage(pack, manifest, sound)
+        if not damage:
+            return manifest, []
+        _take_out(pack, manifest, {found.shard for found in damage})
+        manifest["n_rows"] = len(manifest["rows"])
+        manifest["n_samples"] = len(done_pairs(manifest))
+        atomic_write_text(pack / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest, damage
+
+
+def _holds(path: Path, name: str) -> bool:
+    """Whether ``path`` exists and hashes to its content address ``name`` (a damaged file is rewritten)."""
+    from much_dataset.packs import PackError, verify_shard
+
+    try:
+        verify_shard(path)
+    except PackError:
+        return False
+    return name == path.name
+
+
 class PackWriter:
     """The ``store`` :func:`builder.generation.run_engine` appends validated sample rows to: buffered, flushed as one
-    shard + one manifest update every ``flush_every`` samples and at :meth:`close`."""
+    shard + one manifest update every ``flush_every`` samples and at :meth:`close`. ``identity`` may carry the
+    model's ``vocab_size`` beside it (written into a new manifest, never compared)."""
 
     def __init__(self, pack: Path, identity: dict[str, Any], *, flush_every: int, n: int, source: str) -> None:
         self.pack, self.identity, self.flush_every, self.n, self.source = pack, identity, flush_every, n, source
         self.rows: list[dict[str, Any]] = []
-        self.failures: dict[str, str] = {}
+        self.failures: dict[tuple[str, int], str] = {}
         self.stored = 0
         self.manifest: dict[str, Any] | None = read_manifest(pack)
 
@@ -113,15 +217,16 @@ class PackWriter:
             self.flush()
         return True
 
-    def record_failure(self, key: str, reason: str) -> None:
-        """Remember why a sample could not be drawn; the manifest lists it at the next commit."""
-        self.failures[key.split("/", 1)[-1]] = reason
+    def record_failure(self, pair: tuple[str, int], reason: str) -> None:
+        """Remember why sample ``pair`` (generation_id, sample_index) could not be drawn; the manifest lists it at
+        the next commit."""
+        self.failures[(str(pair[0]), int(pair[1]))] = reason
 
     def close(self) -> dict[str, Any] | None:
         """Flush what is buffered and return the manifest as committed (None: nothing was ever stored)."""
         self.flush()
         if self.manifest is None or self.failures:
-            self._commit(None, 0, [])
+            self._commit(None, [], set())
         return self.manifest
 
     def flush(self) -> None:
@@ -129,41 +234,35 @@ class PackWriter:
         if not self.rows and not self.failures:
             return
         rows, self.rows = self.rows, []
-        name, size = None, 0
+        shard = None
         if rows:
-            payload = shard_bytes(rows)
-            name, size = f"{hashlib.sha256(payload).hexdigest()}.parquet", len(payload)
+            payload = shard_bytes(rows, self.identity)
+            name = f"{hashlib.sha256(payload).hexdigest()}.parquet"
             target = self.pack / SHARDS / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            if not target.exists():  # content-addressed: an existing file of this name holds these bytes
+            if not _holds(target, name):  # content-addressed: a file of this name that hashes to it holds these bytes
                 from builder._locks import atomic_write_bytes
 
                 atomic_write_bytes(target, payload)
-        self._commit(name, size, rows)
+            shard = (name, len(payload), len(rows))
+        self._commit(shard, [(row[schema.GENERATION_ID], int(row[schema.SAMPLE_INDEX])) for row in rows],
+                     {str(row.get("engine_version")) for row in rows})
 
-    def _commit(self, shard: str | None, size: int, rows: list[dict[str, Any]]) -> None:
+    def _commit(self, shard: tuple[str, int, int] | None, pairs: list[tuple[str, int]], versions: set[str]) -> None:
         from builder._locks import atomic_write_text, locked
 
-        with locked(self.pack / MANIFEST):
-            manifest = read_manifest(self.pack) or {**self.identity, "rows": {}, "shards": {}, "failures": {}}
-            done = done_pairs(manifest)
-            new = [row for row in rows if (row[schema.GENERATION_ID], int(row[schema.SAMPLE_INDEX])) not in done]
-            if shard is not None and new:
-                manifest["shards"][shard] = {"bytes": size, "sha256": shard.split(".")[0], "n_samples": len(rows)}
-                for row in new:
-                    gid, index = row[schema.GENERATION_ID], int(row[schema.SAMPLE_INDEX])
-                    manifest["rows"].setdefault(gid, {}).setdefault(shard, []).append(index)
-                    manifest["failures"].pop(f"{gid}#{index}", None)
-                    done.add((gid, index))
-            manifest["failures"].update({key: reason for key, reason in self.failures.items()
-                                         if tuple(key.rsplit("#", 1)) not in {(g, str(i)) for g, i in done}})
-            self.failures = {}
-            versions = {str(row.get("engine_version")) for row in new}
-            manifest["engine_versions"] = sorted(set(manifest.get("engine_versions", [])) | versions)
+        failures, self.failures = self.failures, {}
+        with locked(self.pack / MANIFEST):  # read, merge (linear) and write: nothing else under the lock
+            manifest = read_manifest(self.pack) or {**self.identity, "identity_sha256": identity_digest(self.identity),
+                                                    "rows": {}, "shards": {}, "failures": {}}
+            new = merge_commit(manifest, shard, pairs, failures)
+            if new:
+                manifest["engine_versions"] = sorted(set(manifest.get("engine_versions", [])) | versions)
+            manifest.setdefault("engine_versions", [])
+            if self.identity.get("vocab_size"):  # the model's, when the engine knows it (not part of the identity)
+                manifest.setdefault("vocab_size", int(self.identity["vocab_size"]))
             manifest["sources"] = sorted({*manifest.get("sources", []), self.source})
             manifest["n"] = max(int(manifest.get("n", 0)), self.n)
-            manifest["n_rows"] = len(manifest["rows"])
-            manifest["n_samples"] = len(done)
             manifest["toolkit_version"] = __version__
             atomic_write_text(self.pack / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         self.stored += len(new)

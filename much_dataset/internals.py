@@ -237,7 +237,7 @@ def internals_pack_damage(path: str | Path, manifest: dict[str, Any], *, hashes:
         expect = expected_arrays(manifest)
     except ValueError as error:
         raise InternalsError(f"{Path(path) / MANIFEST}: {error}") from None
-    return pack_damage(path, manifest, expect=expect, hashes=hashes, shards=SHARDS)
+    return pack_damage(path, manifest, expect=expect, hashes=hashes)  # shards in SHARDS, the layout's default
 
 
 def read_basis(path: Path) -> dict[str, np.ndarray]:

@@ -1,9 +1,14 @@
 """A pack is what its manifest says: the check shared by every pack format (internals packs, samples packs).
 
-A *pack* is a folder of content-addressed safetensors shards and a ``manifest.json`` that lists them::
+A *pack* is a folder of content-addressed shards and a ``manifest.json`` that lists them. Internals packs
+(safetensors)::
 
     manifest["shards"]  {"<sha256>.safetensors": {"bytes": N, "sha256": "<sha256>"}}
     manifest["rows"]    {row_id: {"shard": "<sha256>.safetensors", ...}}      tensors "<row_id>/<name>" in the shard
+
+Samples packs (parquet, :mod:`much_dataset.samples_checks`) list ``{generation_id: {shard: [sample_index, ...]}}``;
+a format hands :func:`pack_damage` its :class:`PackLayout` (which keys each shard holds, how to read one), and the
+checks below are the same for both.
 
 :func:`pack_damage` compares the bytes with the manifest and returns one :class:`ShardDamage` per shard that does not
 match (none: the pack is what its manifest says):
@@ -26,12 +31,13 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PackError", "ShardDamage", "pack_damage", "damage_message", "read_header", "verify_shard"]
+__all__ = ["PackError", "ShardDamage", "PackLayout", "pack_damage", "damage_message",
+           "read_header", "verify_shard"]
 
 #: Largest safetensors header read (bytes): a header that claims more is a damaged file, not a reason to allocate.
 MAX_HEADER_BYTES = 256 << 20
@@ -49,7 +55,7 @@ class ShardDamage:
     """One shard that does not match the manifest: its name, the rows the manifest assigns to it, and why."""
 
     shard: str
-    rows: tuple[str, ...]
+    rows: tuple[Hashable, ...]
     reason: str
 
     def __str__(self) -> str:
@@ -149,37 +155,77 @@ def _arrays_problem(header: dict[str, Any], rows: Sequence[str], manifest: Mappi
     return None
 
 
-def pack_damage(folder: str | Path, manifest: Mapping[str, Any], *, expect: Expect, hashes: bool = True,
-                shards: str = "shards") -> list[ShardDamage]:
-    """Every shard of ``folder`` (``<folder>/<shards>/``) that does not match ``manifest`` (module docstring), in
-    the manifest's order; empty when the pack is what its manifest says.
+#: ``contents(shard path, the keys the manifest assigns to it)`` -> why the shard's contents are not what the
+#: manifest says, or None (called after the shard's size and, with ``hashes``, its content address were checked).
+Contents = Callable[[Path, Sequence[Hashable]], "str | None"]
 
-    ``hashes=False`` skips the content hash (sizes, headers, row ids, dtypes and shapes are still checked: one small
-    read per shard); a reader then calls :func:`verify_shard` on each shard before its first use.
-    """
-    folder = Path(folder)
-    listing = manifest.get("shards") if isinstance(manifest.get("shards"), Mapping) else {}
 
-    def problem(shard: str, rows: Sequence[str]) -> str | None:
-        listed = listing.get(shard)
-        if not isinstance(listed, Mapping):
-            return "not listed in the manifest's shards"
-        if Path(shard).name != shard or not shard.endswith(".safetensors"):
-            return "not a shard file name"
-        path = folder / shards / shard
-        try:
-            if hashes:
-                verify_shard(path, sha256=listed.get("sha256"), size=listed.get("bytes"))
-            header, _, size = read_header(path)
-        except PackError as error:
-            return str(error).removeprefix(f"{path}: ")
-        if listed.get("bytes") is not None and size != int(listed["bytes"]):
-            return f"{size} bytes, the manifest lists {listed['bytes']} (truncated or replaced)"
-        return _arrays_problem(header, rows, manifest, expect)
+@dataclass(frozen=True)
+class PackLayout:
+    """How one pack format assigns its manifest's rows to shards and reads a shard: what :func:`pack_damage` needs
+    beyond the checks every pack shares (listing, file name, size, content address).
 
+    ``assigned``: shard file name -> the keys of the rows the manifest puts in it (row ids, or (generation_id,
+    sample_index) pairs); ``damage``: what the manifest itself gets wrong (rows without a shard, a key listed twice);
+    ``contents``: the format's reading of one shard."""
+
+    assigned: Mapping[str, Sequence[Hashable]]
+    contents: Contents
+    damage: Sequence[ShardDamage] = ()
+    suffix: str = ".safetensors"
+    folder: str = "shards"
+
+
+def _safetensors_layout(manifest: Mapping[str, Any], expect: Expect) -> PackLayout:
+    """The layout of a safetensors pack (``manifest["rows"]`` = ``{row_id: {"shard": name, ...}}``, tensors
+    ``"<row_id>/<name>"``): each shard's header holds exactly the arrays ``expect`` says for its rows."""
     by_shard, damage = _rows_by_shard(manifest)
-    for shard, rows in by_shard.items():
-        reason = problem(shard, rows)
+
+    def contents(path: Path, rows: Sequence[Hashable]) -> str | None:
+        header, _, _ = read_header(path)
+        return _arrays_problem(header, [str(r) for r in rows], manifest, expect)
+
+    return PackLayout(by_shard, contents, tuple(damage))
+
+
+def _shard_problem(path: Path, listed: Any, layout: PackLayout, rows: Sequence[Hashable], hashes: bool) -> str | None:
+    """Why the shard at ``path`` (the manifest's ``listed`` entry) is not what the manifest says, or None."""
+    if not isinstance(listed, Mapping):
+        return "not listed in the manifest's shards"
+    try:
+        if hashes:
+            verify_shard(path, sha256=listed.get("sha256"), size=listed.get("bytes"))
+        elif not path.is_file():
+            raise PackError(f"{path}: the shard file is missing")
+        reason = layout.contents(path, rows)  # first: it says how a shard is truncated, where it can
+    except PackError as error:
+        return str(error).removeprefix(f"{path}: ")
+    size = path.stat().st_size
+    if reason is None and listed.get("bytes") is not None and size != int(listed["bytes"]):
+        return f"{size} bytes, the manifest lists {listed['bytes']} (truncated or replaced)"
+    return reason
+
+
+def pack_damage(folder: str | Path, manifest: Mapping[str, Any], *, expect: Expect | None = None,
+                layout: PackLayout | None = None, hashes: bool = True) -> list[ShardDamage]:
+    """Every shard of ``folder`` (in its layout's ``shards/`` folder) that does not match ``manifest`` (module
+    docstring), in the manifest's order; empty when the pack is what its manifest says.
+
+    A safetensors pack passes ``expect``; another format its :class:`PackLayout`. ``hashes=False`` skips the
+    content hash (sizes, contents, row ids, dtypes and shapes are still checked: one small read per shard); a reader
+    then calls :func:`verify_shard` on each shard before its first use.
+    """
+    if layout is None:
+        if expect is None:
+            raise ValueError("pack_damage needs expect= (a safetensors pack) or layout=")  # a caller's bug
+        layout = _safetensors_layout(manifest, expect)
+    listing = manifest.get("shards") if isinstance(manifest.get("shards"), Mapping) else {}
+    damage = list(layout.damage)
+    for shard, rows in layout.assigned.items():
+        if Path(shard).name != shard or not shard.endswith(layout.suffix):
+            damage.append(ShardDamage(shard, tuple(rows), "not a shard file name"))
+            continue
+        reason = _shard_problem(Path(folder) / layout.folder / shard, listing.get(shard), layout, rows, hashes)
         if reason is not None:
             damage.append(ShardDamage(shard, tuple(rows), reason))
     return damage

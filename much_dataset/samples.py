@@ -20,6 +20,14 @@ shards are content-addressed, so a cached copy is never stale), one row per samp
 and then ``sample_index``; :func:`samples_by_row` gives the samples of dataset row ``i``.
 ``load_samples("sample")`` opens the embedded sample's pack: answers of its observer, SmolLM2-135M-Instruct, NOT of
 the models that wrote the sample's texts.
+
+A pack is what its manifest says (the one pack check of :mod:`much_dataset.packs`, with the samples layout of
+:mod:`much_dataset.samples_checks`): every open (:func:`load_samples`, :func:`iter_pack_rows`) checks each shard's
+size, content address, columns, types, ids, duplicates and recorded identity, then the values of every sample read
+(probabilities, token ids, shapes, the sampler and seed rule, and with ``dataset=`` the row's ``prompt``, ``wiki_url``
+and ``lang``). A pack that fails is refused with :class:`SamplesError` naming the pack, the shard, the
+``generation_id``, the sample index, the column and the position; ``python -m builder samples`` rerun with the same
+options redraws the damaged shards' samples.
 """
 
 from __future__ import annotations
@@ -30,13 +38,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from much_dataset import schema
+from much_dataset.packs import PackError, damage_message
+from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
+from much_dataset.samples_checks import identity_problem, samples_pack_damage, value_problems
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
 
 __all__ = ["FORMAT", "MANIFEST", "SHARDS", "SAMPLE", "SAMPLE_PACK_DIR", "SamplesError", "MissingSamplesError",
            "sample_seed", "read_samples_manifest", "is_samples_pack", "pack_index", "iter_pack_rows", "load_samples",
-           "samples_by_row", "SamplesByRow"]
+           "samples_by_row", "SamplesByRow", "check_samples_pack"]
 
 FORMAT = "much-samples/1"
 MANIFEST = "manifest.json"
@@ -45,9 +56,12 @@ SHARDS = "shards"
 SAMPLE = "sample"
 #: Where the embedded sample's pack lives (written by ``scripts/data/make_sample_samples.py``).
 SAMPLE_PACK_DIR = Path(__file__).resolve().parent / "sample" / "samples"
+#: What a reader of a damaged pack is told to do.
+REPAIR = ("rerun `python -m builder samples` with the same options and --out: it checks every shard, says which are "
+          "damaged and redraws their samples")
 
 
-class SamplesError(ValueError):
+class SamplesError(PackError):
     """A samples pack that cannot be read, or that does not hold the samples of the data it is used with."""
 
 
@@ -105,9 +119,15 @@ def read_samples_manifest(pack: str | Path) -> dict[str, Any]:
 
 
 def pack_index(manifest: dict[str, Any]) -> dict[str, dict[int, str]]:
-    """``generation_id -> {sample_index: shard file name}`` of a manifest."""
-    return {gid: {int(index): shard for shard, indices in by_shard.items() for index in indices}
-            for gid, by_shard in manifest["rows"].items()}
+    """``generation_id -> {sample_index: shard file name}`` of a manifest (an entry that is not a listing of
+    integer indices is left out: :func:`check_samples_pack` reports it)."""
+    index: dict[str, dict[int, str]] = {}
+    for gid, by_shard in manifest["rows"].items():
+        if not isinstance(by_shard, dict):
+            continue
+        index[gid] = {i: shard for shard, indices in by_shard.items() if isinstance(indices, list)
+                      for i in indices if isinstance(i, int) and not isinstance(i, bool)}
+    return index
 
 
 def _shard_keys(path: Path) -> list[tuple[str, int]]:
@@ -123,15 +143,47 @@ def _shard_keys(path: Path) -> list[tuple[str, int]]:
 
 
 def iter_pack_rows(pack: str | Path) -> Iterator[dict[str, Any]]:
-    """Every sample row the manifest lists, as plain dicts (shard by shard; for ``verify`` and ``replay``)."""
+    """Every sample row the manifest lists, as plain dicts (shard by shard; for ``verify`` and ``replay``), after
+    the pack check and the value rules of :func:`load_samples` (a damaged pack raises :class:`SamplesError`)."""
     import pyarrow.parquet as pq
 
     path = _pack_path(pack)
-    index = pack_index(read_samples_manifest(path))
-    for shard in sorted({name for by_index in index.values() for name in by_index.values()}):
-        for row in pq.read_table(path / SHARDS / shard).to_pylist():
+    manifest = read_samples_manifest(path)
+    index = pack_index(manifest)
+    shards = sorted({name for by_index in index.values() for name in by_index.values()})
+    check_samples_pack(path, manifest)
+    for shard in shards:
+        table = pq.read_table(path / SHARDS / shard)
+        _check_values(path, manifest, table, [shard] * table.num_rows)
+        for row in table.to_pylist():
             if index.get(row[schema.GENERATION_ID], {}).get(int(row[schema.SAMPLE_INDEX])) == shard:
                 yield row
+
+
+def check_samples_pack(pack: str | Path, manifest: dict[str, Any]) -> None:
+    """Raise :class:`SamplesError` unless the pack is what its manifest says (:mod:`much_dataset.samples_checks`:
+    sizes, content addresses, columns and types, ids, duplicates, the identity its shards were written under)."""
+    path = _pack_path(pack)
+    edited = identity_problem(manifest)
+    if edited is not None:
+        raise SamplesError(f"{path / MANIFEST}: {edited}; rebuild the pack (`python -m builder samples` into a new "
+                           "--out)")
+    damage = samples_pack_damage(path, manifest, hashes=True)
+    if damage:
+        raise SamplesError(damage_message(path, damage, repair=REPAIR))
+
+
+def _check_values(pack: str | Path, manifest: dict[str, Any], table: Any, shards: Sequence[str]) -> None:
+    """Raise :class:`SamplesError` at the first sample of ``table`` (pyarrow) whose values break a rule of
+    :func:`much_dataset.samples_checks.value_problems`, naming the pack, ``shards[row]``, the generation_id, the
+    sample index, the column and the position."""
+    problems = value_problems(table, manifest)
+    if problems:
+        row, column, reason = problems[0]
+        more = f" ({len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise SamplesError(f"samples pack {_pack_path(pack)}: shard {shards[row]}, generation_id="
+                           f"{table[schema.GENERATION_ID][row].as_py()!r}, sample_index "
+                           f"{table[schema.SAMPLE_INDEX][row].as_py()}, column {column!r}, {reason}{more}; {REPAIR}")
 
 
 def _wanted(index: dict[str, dict[int, str]], ids: Sequence[str], n: int | None, where: str) -> list[tuple[str, int]]:
@@ -152,8 +204,8 @@ def _wanted(index: dict[str, dict[int, str]], ids: Sequence[str], n: int | None,
 
 def _dataset_ids(dataset: Any) -> list[str]:
     if isinstance(dataset, dict) or (hasattr(dataset, "keys") and not hasattr(dataset, "column_names")):
-        raise TypeError("dataset must be one split (a datasets.Dataset or a list of rows), not a DatasetDict: "
-                        "e.g. much_dataset.load('sample', split='test')")
+        raise InvalidParameterError("dataset must be one split (a datasets.Dataset or a list of rows), not a "
+                                    "DatasetDict: e.g. much_dataset.load('sample', split='test')")
     if isinstance(dataset, list):
         return [str(row[schema.GENERATION_ID]) for row in dataset]
     return [str(g) for g in dataset.select_columns([schema.GENERATION_ID]).with_format("arrow")[:]
@@ -222,8 +274,9 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
                                            manifest.get("weights_sha256")):
         raise SamplesError(f"{path / MANIFEST}: the pack is of model {manifest.get('model')!r} (weights "
                            f"{str(manifest.get('weights_sha256'))[:12]}), not {model!r}")
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    if n is not None:
+        check_param("n", n, POSITIVE_INT, owner="load_samples")
+    check_samples_pack(path, manifest)  # every shard, once per open (load_samples reads whole shards anyway)
     index = pack_index(manifest)
     ids = list(index) if dataset is None else _dataset_ids(dataset)
     if dataset is not None and ids and not any(gid in index for gid in ids):
@@ -235,21 +288,46 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
         raise SamplesError(f"{where} holds no sample for these rows")
     files = [path / SHARDS / name for name in shards]
     position, offset = _positions(index, shards, files)
-    absent = next((pair for pair in wanted if pair not in position), None)
-    if absent is not None:
-        raise SamplesError(f"generation_id={absent[0]!r}: sample_index {absent[1]} is listed in {path / MANIFEST} "
-                           f"but not in its shard {index[absent[0]][absent[1]]}")
     loaded = datasets.load_dataset("parquet", data_files=[str(f) for f in files], split="train",
                                    cache_dir=None if cache_dir is None else str(cache_dir))
     if loaded.num_rows != offset:
         raise SamplesError(f"{where}: its shards hold {offset} rows but {loaded.num_rows} were read")
     selected = loaded.select([position[pair] for pair in wanted])
-    check = selected.select_columns([schema.GENERATION_ID, schema.SAMPLE_INDEX]).with_format("arrow")[:]
-    if list(zip(check.column(0).to_pylist(), check.column(1).to_pylist(), strict=True)) != wanted:
+    table = selected.with_format("arrow")[:]
+    read = zip(table[schema.GENERATION_ID].to_pylist(), table[schema.SAMPLE_INDEX].to_pylist(), strict=True)
+    if list(read) != wanted:
         raise SamplesError(f"{where}: its shards were read in another order than listed (a datasets cache of other "
                            "files?); pass cache_dir= to a fresh folder")
+    _check_values(path, manifest, table, [index[gid][i] for gid, i in wanted])
+    if dataset is not None:
+        _check_row_fields(path, table, dataset, [index[gid][i] for gid, i in wanted])
     first = [name for name in schema.SAMPLE_COLUMNS if name in selected.column_names]
     return selected.select_columns(first + [c for c in selected.column_names if c not in first])
+
+
+#: A sample answers its row's question: these fields are the row's.
+ROW_FIELDS = (schema.PROMPT, schema.WIKI_URL, schema.LANG)
+
+
+def _check_row_fields(path: Path, table: Any, dataset: Any, shards: Sequence[str]) -> None:
+    """Raise :class:`SamplesError` for the first sample whose ``prompt``, ``wiki_url`` or ``lang`` is not its row's
+    (the samples of another question under this row's generation_id)."""
+    if isinstance(dataset, list):
+        rows = {str(r[schema.GENERATION_ID]): r for r in dataset}
+        fields = [f for f in ROW_FIELDS if all(f in r for r in dataset)]
+    else:
+        fields = [f for f in ROW_FIELDS if f in dataset.column_names]
+        rows = {str(r[schema.GENERATION_ID]): r
+                for r in dataset.select_columns([schema.GENERATION_ID, *fields]).to_list()}
+    gids = table[schema.GENERATION_ID].to_pylist()
+    for field in fields:
+        for row, (gid, value) in enumerate(zip(gids, table[field].to_pylist(), strict=True)):
+            if value != rows[gid][field]:
+                raise SamplesError(
+                    f"samples pack {path}: shard {shards[row]}, generation_id={gid!r}, sample_index "
+                    f"{table[schema.SAMPLE_INDEX][row].as_py()}, column {field!r}: {str(value)[:60]!r} is not the "
+                    f"row's {str(rows[gid][field])[:60]!r} (the samples of another question under this "
+                    "generation_id)")
 
 
 class SamplesByRow(Sequence["datasets.Dataset"]):

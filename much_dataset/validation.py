@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
 __all__ = ["InvalidFileError", "InvalidSampleError", "Problem", "validate_table", "validate_rows", "invalid_rows",
-           "rows_to_table", "check_columns", "LabelsWithheldError", "PROBABILITY_SUM_TOLERANCE"]
+           "rows_to_table", "check_columns", "token_problems", "LabelsWithheldError", "PROBABILITY_SUM_TOLERANCE"]
 
 _ON_ERROR = ("raise", "drop")
 _LIST_COLUMNS = (
@@ -201,6 +201,16 @@ def invalid_rows(
     _check_chunks_and_labels(table, found)
     found.items.sort()
     return found.bad, [Problem(ids[row], field, reason) for row, _, field, reason in found.items]
+
+
+def token_problems(table: pa.Table, *, top_k: int | None = None,
+                   check_sampled_token: bool = True) -> list[tuple[int, str, str]]:
+    """The per-token rules of :func:`validate_table` alone (candidate rows as long as the tokens, probabilities
+    finite, in [0, 1], sorted, summing to at most 1, the sampled token among its candidates), for any table with the
+    token columns (a samples pack's shards): ``(row, field, reason)`` per defect, in row order."""
+    found = _Collector(len(table))
+    _check_tokens(table, found, top_k=top_k, check_sampled_token=check_sampled_token)
+    return [(row, field, reason) for row, _, field, reason in sorted(found.items)]
 
 
 def check_columns(column_names: Sequence[str], *, what: str = "MUCH rows") -> None:

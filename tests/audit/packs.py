@@ -11,7 +11,8 @@ from pathlib import Path
 from tests.audit.cases import CaseContext
 
 __all__ = ["random_pack", "edit_manifest", "foreign_rows", "spoiled_pack", "damaged_smollm_pack", "pack_complete",
-           "nothing_at", "source_rows", "foreign_training_rows"]
+           "nothing_at", "source_rows", "foreign_training_rows", "embedded_samples_pack", "edit_shard_in_place",
+           "nan_probability"]
 
 
 def random_pack(rel: str = "pack", edit: Callable[[Path], None] | None = None) -> Callable[[CaseContext], None]:
@@ -113,3 +114,51 @@ def foreign_training_rows(folder: Path) -> None:
     rows = json.loads((folder / "training_rows.json").read_text())
     rows["train"] = sorted(f"nobody-{i:05d}" for i in range(len(rows["train"])))
     (folder / "training_rows.json").write_text(json.dumps(rows))
+
+
+def embedded_samples_pack(edit: Callable[[Path], None] | None = None, rel: str = "sp") -> Callable[[CaseContext], None]:
+    """A copy of the embedded sample's samples pack at ``rel``, damaged by ``edit`` (issue #54's samples cases)."""
+    def setup(ctx: CaseContext) -> None:
+        from much_dataset.samples import SAMPLE_PACK_DIR
+
+        folder = ctx.copy(SAMPLE_PACK_DIR, rel)
+        if edit:
+            edit(folder)
+    return setup
+
+
+def first_samples_shard(folder: Path) -> Path:
+    return folder / "shards" / sorted(json.loads((folder / "manifest.json").read_text())["shards"])[0]
+
+
+def edit_shard_in_place(folder: Path) -> None:
+    """New bytes under the shard's old content address (same size)."""
+    path = first_samples_shard(folder)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 1
+    path.write_bytes(bytes(data))
+
+
+def nan_probability(folder: Path) -> None:
+    """A NaN probability in the first sample of an English row (one the ``--config en`` case scores), its shard
+    rewritten under its new content address and the manifest following it (only the value is wrong)."""
+    import math
+
+    import pyarrow.parquet as pq
+
+    from tests.builder._samples_fakes import forge
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+
+    def lang(gid: str) -> str:
+        table = pq.read_table(folder / "shards" / next(iter(manifest["rows"][gid])), columns=["generation_id", "lang"])
+        return dict(zip(table["generation_id"].to_pylist(), table["lang"].to_pylist(), strict=True))[gid]
+
+    gid = next(gid for gid in sorted(manifest["rows"]) if lang(gid) == "en")
+
+    def change(rows, target):
+        first = next(i for i, row in enumerate(rows) if row["generation_id"] == gid)
+        rows[first]["logits_values"][1][0] = math.nan
+        return rows, target
+
+    forge(folder, change, gid)

@@ -30,8 +30,11 @@ from tests.audit.cases import (
 from tests.audit.packs import (
     damaged_smollm_pack,
     edit_manifest,
+    edit_shard_in_place,
+    embedded_samples_pack,
     foreign_rows,
     foreign_training_rows,
+    nan_probability,
     nothing_at,
     pack_complete,
     random_pack,
@@ -212,6 +215,22 @@ add(
     Case("leaderboard-host-no-such-host", "regressions",
          ("leaderboard", "serve", "--host", "no such host", "--port", "{closed}", "--store", "st", "--no-baselines"),
          names=("no such host",), deadline=60, reported="generic"),
+)
+
+# ---------------------------------------------------------------- issue #54: samples packs opened by much run
+SAMPLES_RUN = ("much", "run", "--source", "sample", "--config", "en", "--no-nli", "--signals", "sample_rouge1",
+               "--samples", "sp", "--bootstrap", "0", "--no-progress")
+add(
+    Case("samples-pack-shard-edited-in-place", "issue54 samples packs", SAMPLES_RUN,
+         embedded_samples_pack(edit_shard_in_place), names=("sp", "shard", "hash"), reported="silent"),
+    Case("samples-pack-manifest-bfloat16", "issue54 samples packs", SAMPLES_RUN,
+         embedded_samples_pack(edit_manifest(lambda m: m.update(dtype="bfloat16"))), names=("sp", "manifest", "dtype"),
+         reported="silent"),
+    Case("samples-pack-index-listed-twice", "issue54 samples packs", SAMPLES_RUN,
+         embedded_samples_pack(edit_manifest(lambda m: next(iter(next(iter(m["rows"].values())).values())).append(0))),
+         names=("sp", "sample_index 0"), reported="silent"),
+    Case("samples-pack-nan-probability", "issue54 samples packs", SAMPLES_RUN, embedded_samples_pack(nan_probability),
+         names=("sp", "generation_id", "logits_values", "token 1"), reported="silent"),
 )
 
 # ---------------------------------------------------------------- issue #44: packs, server rows, learned rows, exits

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from builder import replay
@@ -113,3 +114,35 @@ def test_an_empty_source_is_refused(tmp_path, capsys):
     (tmp_path / "empty.jsonl").write_text("")
     assert main(["internals", "--out", str(tmp_path / "p"), "--source", str(tmp_path / "empty.jsonl"), *BUILD]) == 2
     assert "empty.jsonl" in capsys.readouterr().err and not (tmp_path / "p").exists()
+
+
+@pytest.mark.usefixtures("tiny")
+def test_a_pack_holding_a_nan_is_recomputed_on_resume_not_reported_done(tmp_path, capsys):
+    """Issue #54: a shard rewritten under its own content address with a NaN attention weight (sizes and hashes
+    match the manifest: only the value is impossible) -- the reader refuses it, so a resume must not say "3 done"."""
+    from safetensors.numpy import load_file
+
+    from builder.internals_store import write_shard
+
+    pack = tmp_path / "pack"
+    assert _build(pack, "--limit", "3", "--allow-probability-mismatch") == 0
+    manifest = json.loads((pack / "manifest.json").read_text())
+    gid = list(replay.read_rows(SAMPLE))[1][schema.GENERATION_ID]
+    old = manifest["rows"][gid]["shard"]
+    arrays = load_file(pack / "shards" / old)
+    key = f"{gid}/attention_to_previous"
+    spoiled = arrays[key].copy()
+    spoiled.reshape(-1)[0] = 0x7FC0 if spoiled.dtype == np.int16 else np.nan  # bfloat16 NaN as raw bits, or NaN
+    name, size = write_shard(pack, {**arrays, key: spoiled})
+    manifest["shards"].pop(old)
+    manifest["shards"][name] = {"bytes": size, "sha256": name.split(".")[0]}
+    manifest["rows"][gid]["shard"] = name
+    (pack / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="not in \\[0, 1\\]"):
+        load_internals(pack)[gid]
+    capsys.readouterr()
+    assert _build(pack, "--limit", "3", "--allow-probability-mismatch") == 0
+    out = capsys.readouterr().out
+    assert "2 done, 1 to go" in out and name in out and f"generation_id={gid!r}" in out, out
+    reread = load_internals(pack)
+    assert len(reread) == 3 and all(np.isfinite(reread[g]["attention_to_previous"]).all() for g in reread)

@@ -18,10 +18,11 @@ from builder import _llm
 from builder.cli import main
 from builder.configs import GenerationConfig
 from builder.generation import hf as gen
-from builder.samples_store import PackWriter, samples_identity, trim_candidates
+from builder.samples_store import trim_candidates
 from much_dataset import schema
 from much_dataset.samples import MissingSamplesError, SamplesError, load_samples, sample_seed, samples_by_row
 from tests.builder import _smollm
+from tests.builder._samples_fakes import fake_pack, fake_rows
 
 REPO = Path(__file__).resolve().parents[2]
 #: Questions written for this test (not Mu-SHROOM's, not the sample's): the model has not seen them in any fixture.
@@ -188,34 +189,10 @@ def test_verify_and_replay_read_a_pack_with_its_own_settings(llm, tmp_path, caps
 # The pack format, without a model
 
 
-def _fake_rows(gid: str, indices: range, *, length: int = 3) -> list[dict]:
-    rows = []
-    for index in indices:
-        ids = [[(7 * index + t + k) % 50 for k in range(24)] for t in range(length)]
-        values = [[0.5 / (k + 1) for k in range(24)] for _ in range(length)]
-        rows.append({"generation_id": gid, "sample_index": index, "output": f"{gid} {index}",
-                     "output_tokens": [r[0] for r in ids], "logits_token_ids": ids, "logits_values": values,
-                     "finished": True, "sampling": {"temperature": 1.0, "top_p": 0.9, "top_k": 20,
-                                                    "max_new_tokens": 8, "seed": sample_seed(1234, index)},
-                     "sample_id": f"s-{gid}-{index}", "generation_config": "c", "lang": "en", "wiki_url": "w",
-                     "prompt": "q", "engine": "hf", "engine_version": "0"})
-    return rows
-
-
-def _fake_pack(path: Path, rows: list[dict], *, flush_every: int = 4) -> None:
-    identity = samples_identity(model="fake", weights="0" * 64, engine="hf",
-                             config=GenerationConfig(model_name="fake").to_record(), prompt_style="much",
-                             stored_candidates=24, dtype="float32")
-    writer = PackWriter(path, identity, flush_every=flush_every, n=4, source="s")
-    for row in rows:
-        writer.append(row)
-    writer.close()
-
-
 def test_load_samples_orders_by_dataset_then_index_and_names_what_is_missing(tmp_path):
     pack = tmp_path / "pack"
     # written out of order, across shards; a concurrent writer's duplicate of (b, 1) is not listed twice
-    _fake_pack(pack, _fake_rows("b", range(3, -1, -1)) + _fake_rows("a", range(4)) + _fake_rows("b", range(1, 2)))
+    fake_pack(pack, fake_rows("b", range(3, -1, -1)) + fake_rows("a", range(4)) + fake_rows("b", range(1, 2)))
     dataset = [{"generation_id": "a"}, {"generation_id": "b"}]
     samples = load_samples(pack, dataset=dataset, cache_dir=tmp_path / "cache")
     assert list(zip(samples["generation_id"], samples["sample_index"], strict=True)) == [
@@ -238,7 +215,7 @@ def test_load_samples_orders_by_dataset_then_index_and_names_what_is_missing(tmp
 
 
 def test_trim_candidates_keeps_the_sampled_token():
-    row = _fake_rows("a", range(1))[0]
+    row = fake_rows("a", range(1))[0]
     row["output_tokens"] = [row["logits_token_ids"][0][0], row["logits_token_ids"][1][10],
                             row["logits_token_ids"][2][3]]
     trimmed = trim_candidates(row, 4)
@@ -249,7 +226,7 @@ def test_trim_candidates_keeps_the_sampled_token():
 
 def test_another_configuration_is_refused_before_the_model_loads(tmp_path, capsys):
     pack = tmp_path / "pack"
-    _fake_pack(pack, _fake_rows("a", range(2)))
+    fake_pack(pack, fake_rows("a", range(2)))
     source = _source(tmp_path / "answers")
     assert main(["samples", "--source", str(source), "--out", str(pack), "--model", str(source / "generations.jsonl"),
                  "--n", "2"]) == 2

@@ -45,3 +45,20 @@ def test_load_samples_returns_eight_samples_for_every_row_of_the_sample(rows, tm
     other = rows.select([0]).map(lambda r: {schema.GENERATION_ID: "not-a-sample-row"})
     with pytest.raises(much_dataset.samples.MissingSamplesError, match="generation_id='not-a-sample-row'"):
         much_dataset.load_samples("sample", dataset=other, cache_dir=tmp_path)
+
+
+def test_the_embedded_pack_passes_the_one_pack_check_and_every_value_rule():
+    """Issue #53: the embedded pack is what its manifest says (sizes, hashes, columns, ids) and every one of its
+    4,848 samples keeps the value rules, token ids inside SmolLM2's vocabulary included."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from much_dataset.samples import SAMPLE_PACK_DIR, check_samples_pack
+    from much_dataset.samples_checks import samples_pack_damage, value_problems
+
+    manifest = read_samples_manifest("sample")
+    assert manifest["vocab_size"] == 49152
+    assert samples_pack_damage(SAMPLE_PACK_DIR, manifest) == []
+    check_samples_pack("sample", manifest)
+    table = pa.concat_tables([pq.read_table(SAMPLE_PACK_DIR / "shards" / name) for name in sorted(manifest["shards"])])
+    assert table.num_rows == 4848 and value_problems(table, manifest) == []
