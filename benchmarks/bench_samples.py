@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -93,19 +92,22 @@ class _Rows:
         print(f"  failure {key}: {reason}", flush=True)
 
 
-def _pack_bytes(rows: list[dict], config, folder: Path) -> float:
-    """Bytes per sample of a pack holding ``rows`` (24 candidates per position, as ``builder samples`` writes)."""
+def _pack_bytes(rows: list[dict], items: list, config) -> float:
+    """Bytes per sample of a pack holding ``rows`` (24 candidates per position, as ``builder samples`` writes), each
+    row the draw of the work item (``builder.samples.SampleItem``) whose question it carries."""
     from builder.samples_store import shard_bytes
     from much_dataset import schema
     from much_dataset.samples import sample_seed
 
+    by_label = {item.question["question_id"]: item for item in items}
     samples = []
     for row in rows:
-        gid, index = row["question_id"].rsplit("#", 1)
-        samples.append({**row, schema.SAMPLE_ID: row[schema.GENERATION_ID], schema.GENERATION_ID: gid,
-                        schema.SAMPLE_INDEX: int(index), schema.SAMPLING: {
+        item = by_label[row["question_id"]]
+        samples.append({**row, schema.SAMPLE_ID: row[schema.GENERATION_ID], schema.GENERATION_ID: item.generation_id,
+                        schema.SAMPLE_INDEX: item.sample_index, schema.SAMPLING: {
                             "temperature": config.temperature, "top_p": config.top_p, "top_k": config.top_k,
-                            "max_new_tokens": config.max_new_tokens, "seed": sample_seed(config.seed, int(index))}})
+                            "max_new_tokens": config.max_new_tokens,
+                            "seed": sample_seed(config.seed, item.sample_index)}})
     return len(shard_bytes(samples)) / max(1, len(samples))
 
 
@@ -128,7 +130,7 @@ def profile(model_dir: str, n: int, max_new_tokens: int) -> str:
 
     config = GenerationConfig(model_name="bench", temperature=1.0, max_new_tokens=max_new_tokens)
     llm = make_engine("hf", config, EngineOptions(model=model_dir, device="cpu", dtype="float32")).llm
-    items = sample_items(_answers(1), config, n, set())
+    items = [item.question for item in sample_items(_answers(1), config, n, set())]
     lines = [f"cProfile, SmolLM2-135M float32, one Mu-SHROOM question, N={n}, max_new_tokens={max_new_tokens}, "
              f"load average {os.getloadavg()[0]:.1f}"]
     for label, batches in (("hf b1", [[item] for item in items]), (f"hf b{n}", [items])):
@@ -191,14 +193,13 @@ def worker(args: argparse.Namespace) -> int:
     store = _Rows()
     peak.active = True
     started = time.perf_counter()
-    counts = run_engine(engine, items, store, config_id=config.id)
+    counts = run_engine(engine, [item.question for item in items], store, config_id=config.id)
     seconds = time.perf_counter() - started
     peak.active = False
     getattr(engine, "close", lambda: None)()
     usable = [r for r in store.rows if r["finished"] and all(len(ids) == 24 and t in ids for t, ids in zip(
         r["output_tokens"], r["logits_token_ids"], strict=True))]
-    with tempfile.TemporaryDirectory() as tmp:
-        per_sample = _pack_bytes(store.rows, config, Path(tmp))
+    per_sample = _pack_bytes(store.rows, items, config)
     draws = {r["question_id"]: {"tokens": r["output_tokens"], "probabilities": [v[:24] for v in r["logits_values"]]}
              for r in store.rows}
     write_result(args.result, {"seconds": seconds, "samples": counts.generated, "usable": len(usable),
