@@ -10,7 +10,7 @@ the engines' public classes and :func:`builder.generation.run_engine` (every row
 
 * ``hf b1``: Hugging Face, one sample per ``generate`` call (the reference procedure's shape);
 * ``hf bN``: Hugging Face, the N samples of an answer in one batch (one prefill, one decoding loop);
-* ``hf b2N``, ``hf b4N``: the N samples of two or four answers in one batch (prompts left-padded);
+* ``hf b2N``, ``hf b4N``, ``hf b8N``: the N samples of 2, 4 or 8 answers in one batch (prompts left-padded);
 * ``vllm 1/req``: offline vLLM, one request per sample (each its seed), all answers of a round in one call;
 * ``vllm n/req``: offline vLLM, one request with ``n`` samples per answer (``share_prefill``);
 * ``ray vllm``: the ``n/req`` path inside one Ray Data actor (``--executor ray``) on a local cluster.
@@ -156,6 +156,7 @@ def profile(model_dir: str, n: int, max_new_tokens: int) -> str:
 #: (``batch_size`` k x N: prompts left-padded, each sample drawn by its own seeded sampler).
 SPECS = {"hf b1": ("hf", "local", {"batch_size": 1}), "hf bN": ("hf", "local", {"answers_per_batch": 1}),
          "hf b2N": ("hf", "local", {"answers_per_batch": 2}), "hf b4N": ("hf", "local", {"answers_per_batch": 4}),
+         "hf b8N": ("hf", "local", {"answers_per_batch": 8}),
          "vllm 1/req": ("vllm", "local", {"batch_size": 10_000, "share_prefill": False}),
          "vllm n/req": ("vllm", "local", {"batch_size": 10_000, "share_prefill": True}),
          "ray vllm": ("vllm", "ray", {"batch_size": 10_000, "share_prefill": True})}
@@ -234,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=48)
-    parser.add_argument("--paths", default="hf b1,hf bN,hf b2N,hf b4N,vllm 1/req,vllm n/req,ray vllm")
+    parser.add_argument("--paths", default="hf b1,hf bN,hf b4N,hf b8N,vllm 1/req,vllm n/req,ray vllm")
     parser.add_argument("--profile", action="store_true", help="only profile hf (benchmarks/samples_profile.txt)")
     parser.add_argument("--allow-noisy", action="store_true",
                         help="print the ratios of a run that was not quiet, marked NOT QUIET (not for BENCHMARKS.md)")

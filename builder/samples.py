@@ -65,6 +65,11 @@ READS = ("source", "model")
 WRITES = ("manifest.json", "shards/*")
 
 
+#: Answers whose N samples ``hf`` draws in one batch by default: the fastest exact path measured on a 2-core CPU
+#: (``benchmarks/bench_samples.py``: 5.3x the usable samples per hour of batch 1, each sample what batch 1 draws).
+HF_ANSWERS_PER_BATCH = 8
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from builder._llm import PROMPT_STYLES
 
@@ -86,7 +91,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=("hf", "vllm"), default="hf")
     add_executor_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=None,
-                        help="samples per engine call (default: hf n, one prefill per answer; vllm 16 n)")
+                        help=f"samples per engine call (default: hf {HF_ANSWERS_PER_BATCH} n, the samples of "
+                             f"{HF_ANSWERS_PER_BATCH} answers; vllm 16 n)")
     parser.add_argument("--no-share-prefill", action="store_true",
                         help="vllm: one request per sample instead of one request with n samples per answer")
     parser.add_argument("--rows-per-shard", type=int, default=8, help="answers whose samples make one shard")
@@ -187,7 +193,7 @@ class SamplesOptions:
 
     def engine_options(self, n: int, dtype: str | None) -> EngineOptions:
         """What the engine is built with (``n``: samples per answer, the default batch)."""
-        batch_size = self.batch_size or (n if self.engine == "hf" else 16 * n)
+        batch_size = self.batch_size or (HF_ANSWERS_PER_BATCH * n if self.engine == "hf" else 16 * n)
         return EngineOptions(model=self.model, device=self.device, dtype=dtype, batch_size=batch_size,
                              gpu_memory_utilization=self.gpu_memory_utilization, prompt_style=self.prompt_style,
                              share_prefill=self.share_prefill)

@@ -21,6 +21,7 @@ from builder.generation import hf as gen
 from builder.samples_store import trim_candidates
 from much_dataset import schema
 from much_dataset.samples import MissingSamplesError, SamplesError, load_samples, sample_seed, samples_by_row
+from tests._floats import SAME_PROBABILITIES
 from tests.builder import _smollm
 from tests.builder._samples_fakes import fake_pack, fake_rows
 
@@ -123,6 +124,40 @@ def test_a_seeded_sample_is_what_generate_draws_with_that_seed(llm):
         assert sample["output_tokens"] == alone["output_tokens"]
         # the batch changes float32 rounding (about 2e-6 here), not the draw
         assert np.allclose(sample["logits_values"], alone["logits_values"], atol=5e-5)
+
+
+def test_samples_of_several_answers_in_one_batch_are_what_batch_one_draws(llm):
+    """The default ``hf`` batch spans several answers (left-padded prompts of different lengths): each sample is still
+    the one its answer and seed draw alone at batch 1 (benchmarks/bench_samples.py measures this path's speed)."""
+    config = GenerationConfig(model_name="smol", temperature=1.0, max_new_tokens=MAX_NEW)
+    items = [{**answer, "question_id": f"{answer['generation_id']}#{i}", "seed": sample_seed(config.seed, i)}
+             for answer in ANSWERS for i in range(2)]
+    assert len({len(item["prompt"]) for item in items}) > 1  # the batch needs padding
+    batched = gen.generate_batch(llm, config, items)
+    for item, sample in zip(items, batched, strict=True):
+        [alone] = gen.generate_batch(llm, config, [item])
+        assert sample["output_tokens"] == alone["output_tokens"], item["question_id"]
+        for mine, theirs in zip(sample["logits_values"], alone["logits_values"], strict=True):
+            assert np.allclose(mine, theirs, atol=SAME_PROBABILITIES), item["question_id"]
+
+
+def test_the_default_hf_batch_spans_eight_answers():
+    """``builder samples --engine hf`` batches the N samples of 8 answers (the fastest exact path measured on a CPU,
+    BENCHMARKS.md); ``--batch-size`` overrides it."""
+    import argparse
+
+    from builder.samples import SamplesOptions, add_arguments
+
+    def _parse(argv: list[str]) -> argparse.Namespace:
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--out")  # every step's, added by builder.cli
+        add_arguments(parser)
+        return parser.parse_args(argv)
+
+    parser_args = ["--source", "x", "--out", "y", "--engine", "hf", "--model", "m"]
+    options = SamplesOptions.from_args(_parse(parser_args))
+    assert options.engine_options(4, "float32").batch_size == 32
+    assert SamplesOptions.from_args(_parse([*parser_args, "--batch-size", "3"])).engine_options(4, None).batch_size == 3
 
 
 @pytest.mark.slow
