@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests._tools import require
 
 REPO = Path(__file__).resolve().parents[1]
 CEILINGS = REPO / "tests" / "data" / "ruff_ceilings.json"
@@ -18,8 +18,7 @@ PATHS = ("much_dataset", "much_metric", "builder")
 
 def ruff_counts(rules) -> dict[str, int]:
     ruff = shutil.which("ruff")
-    if ruff is None:
-        pytest.skip("ruff is not installed (the test extra installs it)")
+    require("ruff", ruff is not None, "ruff is not installed (the test extra installs it)")
     out = subprocess.run([ruff, "check", "--extend-select", ",".join(rules), "--exit-zero", "--output-format", "json",
                           *PATHS], cwd=REPO, capture_output=True, text=True, check=True)
     hits = json.loads(out.stdout or "[]")

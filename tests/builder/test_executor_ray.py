@@ -13,9 +13,10 @@ import pytest
 
 from builder.cli import main
 from much_dataset.samples import load_samples
+from tests._tools import require_module
 from tests.builder import _smollm
 
-ray = pytest.importorskip("ray", reason="ray is installed in the vLLM stage venv (scripts/run_vllm_tests.sh)")
+ray = require_module("ray", "ray", "ray is installed in the vLLM stage venv (scripts/run_vllm_tests.sh)")
 
 ANSWERS = [
     {"generation_id": "ray-en", "generation_config": "cfg", "question_id": "q1", "lang": "en",

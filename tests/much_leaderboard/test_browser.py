@@ -15,16 +15,14 @@ from pathlib import Path
 import pytest
 
 from much_leaderboard import Leaderboard, Store
+from tests._tools import require
 from tests.much_leaderboard._helpers import make_zip, sample_signal, serving, valid_archive
 
 pytestmark = pytest.mark.browser
 
 
 def _require(condition: bool, why: str) -> None:
-    if not condition:
-        if os.environ.get("MUCH_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"MUCH_REQUIRE_BROWSER=1 but {why}")
-        pytest.skip(why)
+    require("browser", condition, why)
 
 
 def _chromium() -> str | None:
