@@ -13,7 +13,9 @@
 #   native and avx2. A capability above this CPU's (avx512 on an AVX2 machine) is reported as skipped.
 #   --stored: only the STORED tests below (what .ci/run runs, with avx2: a few minutes).
 # Runs in the active environment (scripts/run_tests.sh's venv; .ci/run runs it with avx2 after the main suite).
-# Prints, per capability, the path torch reports and pytest's summary; exits 1 when any run failed.
+# Prints, per capability, the path torch reports, the largest difference between the embedded sample's stored
+# probabilities and SmolLM2's recomputation of its first MUCH_CHECK_ROWS (5) English rows, and pytest's summary;
+# exits 1 when any run failed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -60,6 +62,9 @@ done
 [ ${#capabilities[@]} -gt 0 ] || capabilities=(native avx2)
 
 export PYTHONPATH=$PWD HF_HUB_OFFLINE=1
+SAMPLE=much_dataset/sample/data/en/test-00000-of-00001.parquet
+ROWS=${MUCH_CHECK_ROWS:-5}
+gguf=$(python -c "from tests import assets; print(assets.smollm2_gguf_path())")
 failed=()
 for capability in "${capabilities[@]}"; do
     case "$capability" in
@@ -78,6 +83,20 @@ for capability in "${capabilities[@]}"; do
     echo "check_cpu_capabilities: $capability (torch reports $reported)"
     start=$SECONDS
     status=0
+    # The measurement behind the tolerance: `builder verify` re-forwards the sample's first English rows with
+    # SmolLM2 and reports the largest |difference| from the stored probabilities (its exit 1 says "above 5e-5").
+    verified=$(mktemp -d)
+    env "${forced[@]}" python -m builder verify --out "$verified" --source "$SAMPLE" --model "$gguf" --rows "$ROWS" \
+        --prompt-style user --out-of-top swap --tolerance 5e-5 > "$verified/log" 2>&1 || status=$?
+    python - "$verified/verify.json" "$capability" <<'PY' || cat "$verified/log"
+import json
+import sys
+
+report = json.load(open(sys.argv[1]))
+print(f"check_cpu_capabilities: {sys.argv[2]}: {report['rows']} sample rows re-forwarded, max |difference| from the "
+      f"stored probabilities {report['max_abs_diff']:.3g}")
+PY
+    rm -rf "$verified"
     env "${forced[@]}" python -m pytest -q -p no:cacheprovider "${TESTS[@]}" "$@" || status=$?
     echo "check_cpu_capabilities: $capability: exit $status in $((SECONDS - start)) s"
     [ "$status" -eq 0 ] || failed+=("$capability")

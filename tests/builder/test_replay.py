@@ -1,4 +1,5 @@
-"""replay / verify: re-forwarding stored texts rebuilds the embedded sample's probabilities exactly (SmolLM2)."""
+"""replay / verify: re-forwarding stored texts rebuilds the embedded sample's probabilities (SmolLM2), within float32
+rounding: the sample was computed on another CPU (tests/_floats.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from builder.cli import main
 from builder.store import read_store
 from builder.verify import compare_probabilities
 from much_dataset import schema
+from tests._floats import SAME_PROBABILITIES
 from tests.builder import _smollm
 
 SAMPLE = Path(__file__).resolve().parents[2] / "much_dataset" / "sample" / "data" / "en" / "test-00000-of-00001.parquet"
@@ -24,13 +26,16 @@ def _sample_rows(n: int) -> list[dict]:
     return list(replay.read_rows(SAMPLE))[:n]
 
 
-def test_replay_rebuilds_the_embedded_sample_exactly():
+def test_replay_rebuilds_the_embedded_sample_within_float_rounding():
     llm = _smollm.smollm2()
     for row in _sample_rows(3):
         ids, probs = replay.replay_row(llm, row, **SAMPLE_OPTIONS)
-        assert ids == row[schema.LOGITS_TOKEN_IDS]
-        assert compare_probabilities(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], ids, probs,
-                                     tolerance=0)["max_abs_diff"] <= 1e-6
+        # the bits depend on the CPU's kernel path (1.3e-5 apart between AVX2 and AVX-512), not on the code: the same
+        # probabilities within the project's tolerance, and the same candidates except where two are that close
+        report = compare_probabilities(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], ids, probs,
+                                       tolerance=SAME_PROBABILITIES)
+        assert report["id_mismatches"] == 0 and report["max_abs_diff"] <= SAME_PROBABILITIES, report
+        assert [len(i) for i in ids] == [len(i) for i in row[schema.LOGITS_TOKEN_IDS]]
 
 
 def test_replay_at_another_temperature_differs_as_softmax_says():
