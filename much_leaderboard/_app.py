@@ -45,7 +45,7 @@ CSS = """
 .much-table {border-collapse: collapse; font-size: 12px !important; width: 100%; line-height: 1.3 !important}
 .much-table th, .much-table td {border: 1px solid #ccc; padding: 2px 4px !important; vertical-align: top;
   text-align: right}
-.much-table th {white-space: normal; overflow-wrap: anywhere; font-size: 11px !important; font-weight: 600}
+.much-table th {white-space: normal; overflow-wrap: break-word; font-size: 11px !important; font-weight: 600}
 .much-table td {white-space: nowrap}
 .much-table td:has(> .cost) {white-space: normal; min-width: 7em; max-width: 13em}
 .much-table .cost {overflow-wrap: anywhere}

@@ -191,7 +191,8 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
             f"P(rank) ({rank_label})", "ROC-AUC by language (gap)", "runtime (rel.) / cost per claim",
             *(header for header, _ in extra_columns)]
     parts = ['<table id="much-leaderboard" class="much-table"><thead><tr>',
-             *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
+             # a header may wrap after "@" ("TPR@<wbr>FPR<=10%"), not inside a number ("R<=2 / 0%")
+             *(f"<th>{html.escape(h).replace('@', '@<wbr>')}</th>" for h in head), "</tr></thead><tbody>"]
     for row in rows:
         label = "baseline (built-in)" if row["kind"] == "baseline" else "submission"
         needs = html.escape(", ".join(row["needs"]) or "—")
