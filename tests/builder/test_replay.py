@@ -69,7 +69,10 @@ def test_replay_cli_resumes_and_verify_flags_a_tampered_row(tmp_path, capsys, on
     assert main(["replay", "--out", str(tmp_path), "--source", str(SAMPLE), "--limit", "2", *common]) == 0
     rows = list(read_store(tmp_path / "replay.jsonl"))
     assert [r[schema.GENERATION_ID] for r in rows] == [r[schema.GENERATION_ID] for r in _sample_rows(2)]
-    assert [r[schema.LOGITS_TOKEN_IDS] for r in rows] == [r[schema.LOGITS_TOKEN_IDS] for r in _sample_rows(2)]
+    for replayed, stored in zip(rows, _sample_rows(2), strict=True):  # the same candidates but for near-ties
+        assert compare_probabilities(stored[schema.LOGITS_TOKEN_IDS], stored[schema.LOGITS_VALUES],
+                                     replayed[schema.LOGITS_TOKEN_IDS], replayed[schema.LOGITS_VALUES],
+                                     tolerance=SAME_PROBABILITIES)["id_mismatches"] == 0
     assert main(["replay", "--out", str(tmp_path), "--source", str(SAMPLE), "--limit", "2", *common]) == 0
     assert "2 done, 0 to go" in capsys.readouterr().out
     assert len(list(read_store(tmp_path / "replay.jsonl"))) == 2
@@ -81,7 +84,8 @@ def test_replay_cli_resumes_and_verify_flags_a_tampered_row(tmp_path, capsys, on
     source.write_text("".join(json.dumps(r) + "\n" for r in tampered))
     assert main(["verify", "--out", str(tmp_path), "--source", str(source), "--rows", "2", *common]) == 1
     report = json.loads((tmp_path / "verify.json").read_text())
-    assert report["rows"] == 2 and report["max_abs_diff"] == pytest.approx(1e-3, rel=1e-3)
+    # the 1e-3 added, give or take the sample's float32 drift on this CPU (tests/_floats.py)
+    assert report["rows"] == 2 and report["max_abs_diff"] == pytest.approx(1e-3, abs=SAME_PROBABILITIES)
 
 
 def test_compare_counts_real_id_differences_but_not_near_ties():
