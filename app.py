@@ -11,7 +11,8 @@ Settings (Space variables; the token is a Space *secret*, read by huggingface_hu
 * ``MUCH_LEADERBOARD_DAILY_LIMIT``: submissions per submitter (authors field) in any 24 hours (default 5);
 * ``MUCH_LEADERBOARD_PRIVATE_DATA`` and ``MUCH_LEADERBOARD_PRIVATE_LABELS``: a private split's rows (published without
   labels) and its label file on the Space's own disk (persistent storage of a private Space; never in a public repo),
-  docs/leaderboard.md#hidden-split; ``MUCH_LEADERBOARD_PRIVATE_DAILY_LIMIT`` (default 1).
+  docs/leaderboard.md#hidden-split; ``MUCH_LEADERBOARD_PRIVATE_DAILY_LIMIT`` (default 1) and
+  ``MUCH_LEADERBOARD_PRIVATE_BOARD_DAILY_LIMIT`` (all submitters together, default 10).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ def main() -> None:
     private_data, private_labels = (os.environ.get(f"MUCH_LEADERBOARD_PRIVATE_{name}") for name in ("DATA", "LABELS"))
     private = None
     if private_data and private_labels:
-        policy = PrivatePolicy(daily_limit=int(os.environ.get("MUCH_LEADERBOARD_PRIVATE_DAILY_LIMIT", "1")))
+        policy = PrivatePolicy(daily_limit=int(os.environ.get("MUCH_LEADERBOARD_PRIVATE_DAILY_LIMIT", "1")),
+                               board_daily_limit=int(os.environ.get("MUCH_LEADERBOARD_PRIVATE_BOARD_DAILY_LIMIT",
+                                                                    "10")))
         private = PrivateSplit(private_data, private_labels, policy=policy)
     board = start(os.environ.get("MUCH_LEADERBOARD_STORE", default_store),
                   data=os.environ.get("MUCH_LEADERBOARD_DATA", "sample"),

@@ -146,7 +146,7 @@ def speed(rows: int, work: Path) -> None:
         code = (
             "import sys, time, json\n"
             "from builder import replay, internals\n"
-            "from builder._llm import load_model\n"
+            "from builder.models import load_model\n"
             f"rows = list(replay.read_rows({str(sample)!r}))[:{rows}]\n"
             f"llm = load_model({_gguf()!r}, device='cpu', dtype='float32')\n"
             f"step = {step!r}\n"

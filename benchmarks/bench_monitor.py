@@ -28,7 +28,7 @@ def main() -> None:
 
     import torch
 
-    from much_metric.cli.monitor import SYSTEM_PROMPT
+    from much_dataset.schema import chat_messages
     from much_metric.models import load_causal_lm
     from much_metric.monitor import ClaimMonitor
 
@@ -38,8 +38,7 @@ def main() -> None:
     kwargs = {"do_sample": False, "max_new_tokens": args.max_new_tokens, "pad_token_id": tokenizer.eos_token_id}
     plain_best, monitored_best, shares, n_tokens = 0.0, 0.0, {"capture": 0.0, "segmenter": 0.0, "scorer": 0.0}, 0
     for prompt in PROMPTS:
-        chat = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
-        ids = torch.tensor([tokenizer.encode(tokenizer.apply_chat_template(chat, tokenize=False,
+        ids = torch.tensor([tokenizer.encode(tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False,
                                                                            add_generation_prompt=True),
                                              add_special_tokens=False)])
         mask = torch.ones_like(ids)

@@ -2,8 +2,9 @@
 alternative ``bench_probability_baselines.py`` times against the toolkit's vectorised code (and checks equal to it).
 
 Each takes one token: the sampled id, the candidate ids and their probabilities (the stored top-24), and returns the
-token's score (higher = more uncertain). Kept apart from the test suite's own oracles on purpose: a benchmark
-imports no test module.
+token's score (higher = more uncertain). The one copy of these oracles: the test suite checks the toolkit against
+them too (tests/much_metric/baselines/test_baselines_probability_more.py imports this file; a benchmark imports no test
+module, so they live here).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from much_dataset.schema import BRIEF_SUFFIX, SYSTEM_PROMPT, chat_messages  # re-exported: the builder's chat
 from much_metric.capture import top_candidates  # noqa: F401 -- re-exported: generate and import-mushroom use it
 
 __all__ = [
@@ -32,8 +33,6 @@ __all__ = [
     "eos_token_ids",
 ]
 
-SYSTEM_PROMPT = "You are a helpful assistant. Always answer questions directly."
-BRIEF_SUFFIX = " Your answers should be very concise and precise."
 #: Llama 3.1+ templates print today's date; the reference pins it so that prompts do not change with the day.
 LLAMA_DATE = "10 Jun 2025"
 
@@ -130,12 +129,6 @@ def load_model(model: str, *, device: str | None = None, dtype: str | None = Non
     llm = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype, **kwargs).to(device)
     llm.eval()
     return LoadedModel(model=llm, tokenizer=tokenizer, device=device, dtype=torch_dtype, source=model)
-
-
-def chat_messages(question: str, *, brief: bool = True) -> list[dict[str, str]]:
-    """The paper's chat: the fixed system prompt (+ the brevity sentence) and the question."""
-    system = SYSTEM_PROMPT + (BRIEF_SUFFIX if brief else "")
-    return [{"role": "system", "content": system}, {"role": "user", "content": question}]
 
 
 _DATE_LINE = re.compile(r"^.*Today Date:.*$", re.MULTILINE)

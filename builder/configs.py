@@ -13,7 +13,11 @@ import base64
 import dataclasses
 import hashlib
 import json
+import math
+import numbers
 from typing import Any
+
+from much_dataset.params import BOOL, POSITIVE_INT, Interval, check_params
 
 __all__ = [
     "GenerationConfig",
@@ -30,6 +34,13 @@ __all__ = [
 def hash_id(text: str) -> str:
     """MD5 of the UTF-8 bytes, URL-safe base64, first 22 characters (the reference's ID function)."""
     return base64.urlsafe_b64encode(hashlib.md5(text.encode("utf-8")).digest()).decode("ascii")[:22]
+
+
+_FINITE = Interval(numbers.Real, -math.inf, math.inf, closed="neither")
+#: Every field but ``model_name`` and its constraint (``temperature`` > 0 unless greedy is checked after).
+_CONSTRAINTS = {"eager": BOOL, "brief": BOOL, "greedy": BOOL, "seed": Interval(numbers.Integral, None, None),
+                "temperature": _FINITE, "top_p": Interval(numbers.Real, 0, 1, closed="right"),
+                "top_k": Interval(numbers.Integral, 0, None), "max_new_tokens": POSITIVE_INT}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,25 +61,14 @@ class GenerationConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.model_name, str) or not self.model_name:
             raise ValueError(f"model_name must be a non-empty string, got {self.model_name!r}")
+        # each field alone, by its constraint: the message names the one that is wrong
+        check_params({f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, _CONSTRAINTS,
+                     owner="GenerationConfig")
         # str() of the value enters the hash: 1 and 1.0 would give different IDs, so normalise the float fields.
         for name in ("temperature", "top_p"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise TypeError(f"{name} must be a number, got {value!r}")
-            object.__setattr__(self, name, float(value))
-        for name in ("seed", "top_k", "max_new_tokens"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {value!r}")
-        for name in ("eager", "brief", "greedy"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, float(getattr(self, name)))
         if self.temperature <= 0 and not self.greedy:
             raise ValueError(f"temperature must be > 0 for sampling, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.top_k < 0 or self.max_new_tokens < 1:
-            raise ValueError("top_k must be >= 0 and max_new_tokens >= 1")
 
     @property
     def id(self) -> str:

@@ -22,9 +22,10 @@ when present, else the first judge ``filter`` compared, named in ``filter.report
 The folder is loaded back with plain ``datasets.load_dataset`` and its row
 counts checked before the step reports success; it replaces the previous ``much/`` only then.
 
-``--withhold-labels`` makes the folder a hidden test split (:mod:`builder.withhold`): its rows have no label column
-and its card no label count; the labels go to ``--private-labels`` (default ``<out>/private/labels.json`` and its
-``.sha256``), a file for the leaderboard server only.
+``--withhold-labels`` makes the folder a hidden test split (:mod:`builder.withhold`): every kept row is published in
+``test`` (the rows ``filter`` or the export rule would put in ``train`` too: the card calls the split a test split),
+its rows have no label column and its card no label count; the labels go to ``--private-labels`` (default
+``<out>/private/labels.json`` and its ``.sha256``), a file for the leaderboard server only.
 """
 
 from __future__ import annotations
@@ -85,18 +86,15 @@ def _by_id(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _judges(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    from builder.filter import label_files
+    from builder.filter_labels import label_files, read_label_records
 
-    return {key: _by_id(path) for key, path in label_files(out).items()}
+    return {key: read_label_records(path) for key, path in label_files(out).items()}
 
 
 def _humans(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    humans = {}
-    for path in sorted(out.glob("human.*.jsonl")):
-        if path.name.endswith(".failures.jsonl"):
-            continue
-        humans[path.name.removeprefix("human.").removesuffix(".jsonl")] = _by_id(path)
-    return humans
+    from builder.filter_labels import label_files, read_label_records
+
+    return {key: read_label_records(path) for key, path in label_files(out, prefix="human").items()}
 
 
 def _cannot_be_in_much(generation: Mapping[str, Any], eos_ids: set[int] | None) -> str | None:
@@ -287,24 +285,38 @@ def _write_rows_locked(out: Path, rows: Mapping[str, list], configs: list[dict])
                       "".join(json.dumps(c, ensure_ascii=False, separators=(",", ":")) + "\n" for c in configs))
 
 
+def _private_labels(args: argparse.Namespace, out: Path, folder: Path) -> Path | None:
+    """The label file of ``--withhold-labels`` (None without it), its options checked before any work."""
+    if args.private_labels is not None and not args.withhold_labels:
+        raise BuilderError("--private-labels goes with --withhold-labels (a labelled export writes no label file)")
+    if not args.withhold_labels:
+        return None
+    from builder.withhold import DEFAULT_PRIVATE_LABELS, check_outside
+
+    if args.split == "train":
+        raise BuilderError("--withhold-labels publishes a hidden test split: --split train contradicts it (use "
+                           "--split auto or test)")
+    private = Path(args.private_labels) if args.private_labels else out / DEFAULT_PRIVATE_LABELS
+    check_outside(private, folder)
+    return private
+
+
 def run(args: argparse.Namespace) -> int:
     from builder._card import card_body, card_license, card_title
 
     out = Path(args.out)
     folder = Path(args.folder) if args.folder else out / "much"
     outputs = [published_folder_output(folder), Output("--out", out / "rows", folder=True)]
-    private = None
-    if args.private_labels is not None and not args.withhold_labels:
-        raise BuilderError("--private-labels goes with --withhold-labels (a labelled export writes no label file)")
-    if args.withhold_labels:
-        from builder.withhold import DEFAULT_PRIVATE_LABELS, check_outside, private_labels_outputs
+    private = _private_labels(args, out, folder)
+    if private is not None:
+        from builder.withhold import private_labels_outputs
 
-        private = Path(args.private_labels) if args.private_labels else out / DEFAULT_PRIVATE_LABELS
-        check_outside(private, folder)
         outputs += private_labels_outputs(private)
     # Before any work: the folder replaced as a whole holds no input and nothing this step did not write.
     check_outputs(outputs, inputs=[("--out", out)])
     rows, report = collect_rows(out, judge=args.judge, split=args.split)
+    if private is not None:  # a hidden split is a test split, whatever filter's train/test rule said of a row
+        rows = {**rows, "train": [], "test": [*rows["train"], *rows["test"]]}
     used = {r[schema.GENERATION_CONFIG] for split in _PUBLISHED for r in rows[split]}
     configs = [c for c in JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG).records()
                if c[schema.GENERATION_CONFIG] in used]

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from builder.errors import BuilderError
+from builder.filter_labels import label_files, read_label_records
 from builder.store import atomic_write_text, read_store
 from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LOGITS_TOKEN_IDS, OUTPUT_TOKENS, TOP_K
 
@@ -185,15 +186,6 @@ def judge_kappa(pairs: Iterable[tuple[Sequence[int], Sequence[int]]]) -> tuple[f
     return float(kappa), len(first)
 
 
-def label_files(out: Path, *, prefix: str = "labels") -> dict[str, Path]:
-    """``key -> <prefix>.<key>.jsonl`` in ``out`` (failure files excluded), sorted by key."""
-    found = {}
-    for path in sorted(Path(out).glob(f"{prefix}.*.jsonl")):
-        if not path.name.endswith(".failures.jsonl"):
-            found[path.name.removeprefix(f"{prefix}.").removesuffix(".jsonl")] = path
-    return found
-
-
 def pick_judges(out: Path, judges: Sequence[str] | None) -> list[str]:
     """The judges whose labels must agree: ``judges`` when given (each with its file), else every label file of
     ``out``; :class:`BuilderError` naming the files present and ``--judges`` otherwise."""
@@ -212,8 +204,9 @@ def pick_judges(out: Path, judges: Sequence[str] | None) -> list[str]:
 
 
 def load_labels(out: Path, name: str, *, prefix: str = "labels") -> dict[str, list[int]]:
-    """``labels`` per generation_id from ``<prefix>.<name>.jsonl``."""
-    return {r[GENERATION_ID]: [int(v) for v in r["labels"]] for r in read_store(out / f"{prefix}.{name}.jsonl")}
+    """``labels`` per generation_id from ``<prefix>.<name>.jsonl``, checked (:mod:`builder.filter_labels`)."""
+    records = read_label_records(out / f"{prefix}.{name}.jsonl")
+    return {gid: list(record["labels"]) for gid, record in records.items()}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

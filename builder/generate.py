@@ -24,6 +24,8 @@ Resumable: a (config, question) pair already in ``generations.jsonl`` is skipped
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,10 +34,10 @@ from builder.configs import GenerationConfig
 from builder.errors import BuilderError
 from builder.generation import (
     ENGINES,
-    EXECUTORS,
     EngineOptions,
     EngineRun,
     ExecutorOptions,
+    add_executor_arguments,
     close_engine,
     make_executed_engine,
     run_engine,
@@ -86,10 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=None,
                         help="vllm: fraction of GPU memory (on CPU: of the KV-cache RAM budget) vLLM reserves")
     parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model replica")
-    parser.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
-                        help="local (default) or ray: the engine in Ray Data actors, rows stored here (same rows)")
-    parser.add_argument("--ray-address", default=None, help="ray: the cluster (default: one started for this run)")
-    parser.add_argument("--ray-workers", type=int, default=1, help="ray: engine actors (one engine each)")
+    add_executor_arguments(parser)
 
 
 def _config_from_args(args: argparse.Namespace) -> GenerationConfig:
@@ -134,25 +133,42 @@ def _check_options(args: argparse.Namespace) -> None:
         raise BuilderError(f"--limit must be >= 0, got {args.limit}")
 
 
+def _with_server_dtype(options: EngineOptions) -> tuple[EngineOptions, str]:
+    """``options`` with the server's dtype as far as it can be established, and how (a warning when it cannot:
+    the rows then record ``dtype: null``, never a guess)."""
+    from builder.generation.openai import server_dtype
+
+    dtype, how = server_dtype(options)
+    if dtype is None:
+        print("generate: WARNING: the server's dtype is not known (no --dtype, and the server does not report one): "
+              "the rows record dtype null and verify re-forwards them in its device default, so a server computing "
+              "in another dtype fails every row (vLLM's 'auto' is bfloat16 on CPU); start the server with --dtype "
+              "float32 on CPU, bfloat16 on a GPU (builder/generation/dtype.py) and pass the same --dtype here",
+              file=sys.stderr)
+    return dataclasses.replace(options, dtype=dtype), f" ({how})"
+
+
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _check_options(args)
+    placement = ExecutorOptions.from_args(args)  # --ray-workers, --ray-gpus checked before any work
     config = _config_from_args(args)
     if args.engine != "hf":
         settings_for(config)  # refuses a configuration that would change MUCH's probabilities, before any work
     questions = list(Shard.parse(args.shard).select(_read_questions(out)))[: args.limit]
     store = JsonlStore(out / "generations.jsonl")
     todo = pending_questions(questions, store, config.id)
-    placement = ExecutorOptions(getattr(args, "executor", "local"), getattr(args, "ray_workers", 1),
-                                getattr(args, "ray_address", None))
-    dtype = run_dtype(args.engine, args.dtype, args.device)
+    options = _options_from_args(args, run_dtype(args.engine, args.dtype, args.device))
+    dtype_source = ""
+    if args.engine == "openai" and todo:
+        options, dtype_source = _with_server_dtype(options)
+    dtype = options.dtype
     configs = JsonlStore(out / "configs.jsonl", key=schema.GENERATION_CONFIG)
     check_config_dtype(next((c for c in configs.records() if c[schema.GENERATION_CONFIG] == config.id), None), dtype)
-    engine = make_executed_engine(args.engine, config, _options_from_args(args, dtype),
-                                  placement) if todo else None
+    engine = make_executed_engine(args.engine, config, options, placement) if todo else None
     configs.extend([{**config.to_record(), "model_source": args.model, DTYPE_FIELD: dtype}])
     print(f"generate: config {config.id} ({config.model_name}, T={config.temperature}, top_p {config.top_p}, "
-          f"top_k {config.top_k}, engine {args.engine}, dtype {dtype or 'not declared'}); "
+          f"top_k {config.top_k}, engine {args.engine}, dtype {dtype or 'not known'}{dtype_source}); "
           f"{len(questions) - len(todo)} done, {len(todo)} to go")
     if engine is None:
         return 0

@@ -108,7 +108,10 @@ def read_manifest(pack: Path) -> dict[str, Any] | None:
     path = pack / MANIFEST
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:  # named: a bare JSONDecodeError says neither the file nor the pack
+        raise BuilderError(f"{path}: not valid JSON ({error}); the pack's manifest is damaged") from None
 
 
 def write_shard(pack: Path, arrays: dict[str, np.ndarray]) -> tuple[str, int]:

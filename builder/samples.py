@@ -35,10 +35,10 @@ from typing import Any
 from builder.configs import GenerationConfig
 from builder.errors import BuilderError
 from builder.generation import (
-    EXECUTORS,
     EngineOptions,
     EngineRun,
     ExecutorOptions,
+    add_executor_arguments,
     close_engine,
     make_executed_engine,
     run_engine,
@@ -84,9 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-style", choices=PROMPT_STYLES, default="much",
                         help="much (generate's chat, default) or user (one user message: import-mushroom's observer)")
     parser.add_argument("--engine", choices=("hf", "vllm"), default="hf")
-    parser.add_argument("--executor", choices=tuple(EXECUTORS), default="local")
-    parser.add_argument("--ray-address", default=None, help="ray: the cluster (default: one started for this run)")
-    parser.add_argument("--ray-workers", type=int, default=1, help="ray: engine actors (one engine each)")
+    add_executor_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=None,
                         help="samples per engine call (default: hf n, one prefill per answer; vllm 16 n)")
     parser.add_argument("--no-share-prefill", action="store_true",
@@ -219,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
     from builder.internals_store import weights_sha256
 
     _check_numbers(args)
-    placement = ExecutorOptions(args.executor, args.ray_workers, args.ray_address)  # --ray-workers checked here
+    placement = ExecutorOptions.from_args(args)  # --ray-workers, --ray-gpus checked here
     pack = Path(args.out)
     answers, configs = read_source(args.source)
     if args.generation_config:

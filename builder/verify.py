@@ -195,6 +195,16 @@ def _options(args: argparse.Namespace) -> None:
         raise BuilderError(f"--temperature must be > 0, got {args.temperature}")
 
 
+def _recorded_or_used(rows: list[dict[str, Any]], source: str | Path, used: str | None) -> str | None:
+    """The one dtype the rows record (None: none), or ``used`` when they record several (``--dtype`` chose it)."""
+    from builder.generation.dtype import recorded_dtype
+
+    try:
+        return recorded_dtype(rows, source)
+    except BuilderError:
+        return used
+
+
 def run(args: argparse.Namespace) -> int:
     from builder._llm import eos_token_ids, load_model
     from builder.samples_store import trim_candidates
@@ -204,9 +214,10 @@ def run(args: argparse.Namespace) -> int:
     rows = list(Shard.parse(args.shard).select(list(replay.read_rows(args.source))))[: args.rows]
     if not rows:
         raise BuilderError(f"{args.source}: no rows to verify (an empty file, or --shard {args.shard} selects none)")
-    from builder.generation.dtype import replay_dtype
+    from builder.generation.dtype import dtype_hint, replay_dtype
 
     llm = load_model(args.model, device=args.device, dtype=replay_dtype(args.dtype, rows, args.source))
+    recorded = _recorded_or_used(rows, args.source, args.dtype)
     dtype = str(llm.dtype).removeprefix("torch.")
     eos = set(eos_token_ids(llm.model, llm.tokenizer))
 
@@ -251,9 +262,11 @@ def run(args: argparse.Namespace) -> int:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     report = {**total, "max_abs_diff": total["max_abs_diff"] if math.isfinite(total["max_abs_diff"]) else "inf",
               "failed_rows": len({p.generation_id for p in problems}), "problems": [asdict(p) for p in problems],
-              "source": str(args.source), "model": args.model, "dtype": dtype}
+              "source": str(args.source), "model": args.model, "dtype": dtype,
+              "dtype_hint": dtype_hint(recorded, dtype, total["max_abs_diff"]) if problems else ""}
     atomic_write_text(Path(args.out) / "verify.json", json.dumps(report, indent=1))
     print(f"verify: {total['rows']} rows, {total['positions']} positions ({dtype}), largest |difference| "
           f"{total['max_abs_diff']:.3g}, {total['id_mismatches']} id mismatches, {report['failed_rows']} rows "
-          f"failing a rule: {f'DIFFERENT (first: {problems[0]})' if problems else 'OK'}")
+          f"failing a rule: {f'DIFFERENT (first: {problems[0]})' if problems else 'OK'}"
+          f"{'; likely the dtype: ' + report['dtype_hint'] if report['dtype_hint'] else ''}")
     return 1 if problems else 0

@@ -29,8 +29,9 @@ DEFAULT_PRIVATE_LABELS = Path("private") / "labels.json"
 _NOTICE = """**Labels withheld: a hidden test split.** The rows carry every column a detector reads and no label:
 `labels`, `human_labels_0` and `human_labels_1` are absent, and so is any count of hallucinated claims. The labels
 stay on the server of the leaderboard that ranks detectors on this split (`much-leaderboard serve --private-labels`);
-compute a detector's signals with `much run --source <this folder> --out DIR` (or your own code) and submit `DIR` as
-a zip. The board shows only rounded metrics over the whole split, within a daily quota per submitter."""
+compute a detector's signals with `much run --source <this folder> --out PRIVATE` (or your own code), the same signals
+on the board's public data into `PUBLIC`, and submit the one archive that `much-leaderboard archive PUBLIC PRIVATE
+--out submission.zip` writes. The board shows only rounded metrics over the whole split, within daily quotas."""
 
 
 def withhold_labels(rows: Mapping[str, Sequence[Mapping[str, Any]]], splits: Sequence[str]
@@ -72,9 +73,12 @@ def _earlier_label_file(target: Path) -> bool:
 
 def check_outside(path: Path, folder: Path) -> None:
     """The label file must not be inside the published folder (``push`` uploads the whole folder)."""
-    if Path(path).resolve().is_relative_to(Path(folder).resolve()):
-        raise BuilderError(f"--private-labels {path} is inside the published folder {folder}: the labels would be "
-                           "published with it; write them elsewhere (default <out>/private/labels.json)")
+    from much_dataset.label_files import LabelFileError, check_outside_published
+
+    try:
+        check_outside_published(path, folder)
+    except LabelFileError as error:
+        raise BuilderError(f"--private-labels {error}") from None
 
 
 def write_private_labels(path: Path, public: Mapping[str, Sequence[Mapping[str, Any]]],

@@ -33,7 +33,7 @@ from typing import Any
 from much_dataset import schema
 
 __all__ = ["FORMAT", "LabelFile", "LabelFileError", "rows_fingerprint", "write_label_file", "read_label_file",
-           "checksum_path"]
+           "checksum_path", "check_outside_published"]
 
 FORMAT = "much-labels/1"
 _SUFFIX = ".sha256"
@@ -65,6 +65,15 @@ def checksum_path(path: str | Path) -> Path:
     """Where the digest of the label file ``path`` is kept: ``<path>.sha256``."""
     path = Path(path)
     return path.with_name(path.name + _SUFFIX)
+
+
+def check_outside_published(path: str | Path, folder: str | Path) -> None:
+    """A label file must not lie inside the folder of the rows it labels when that folder is published (``builder
+    push`` uploads the whole folder, a hub mirror or a Space serves it): :class:`LabelFileError` naming both. The one
+    rule of ``builder export --withhold-labels`` and ``much-leaderboard serve --private-labels``."""
+    if Path(path).resolve().is_relative_to(Path(folder).resolve()):
+        raise LabelFileError(f"{path} is inside the published folder {folder}: the labels would be published with "
+                             "the rows; keep them elsewhere (default <out>/private/labels.json)")
 
 
 def rows_fingerprint(rows: Any) -> str:

@@ -76,9 +76,25 @@ __all__ = [
     "SAMPLING",
     "SAMPLE_COLUMNS",
     "MUCH_CONFIGS",
+    "SYSTEM_PROMPT",
+    "BRIEF_SUFFIX",
+    "chat_messages",
     "features",
     "signal_features",
 ]
+
+#: MUCH's system prompt (docs/reference-behaviour.md#prompt): it decides every stored probability, so every chat of
+#: the toolkit (builder generate/samples, much monitor, the generation-time estimate) is built from this one constant.
+SYSTEM_PROMPT: Final = "You are a helpful assistant. Always answer questions directly."
+#: The brevity sentence MUCH's chats append to :data:`SYSTEM_PROMPT` (``brief=True``, the default).
+BRIEF_SUFFIX: Final = " Your answers should be very concise and precise."
+
+
+def chat_messages(question: str, *, brief: bool = True) -> list[dict[str, str]]:
+    """MUCH's chat: the system prompt (+ the brevity sentence) and the question as one user message."""
+    system = SYSTEM_PROMPT + (BRIEF_SUFFIX if brief else "")
+    return [{"role": "system", "content": system}, {"role": "user", "content": question}]
+
 
 #: Number of candidate probabilities stored per generated token.
 TOP_K: Final = 24

@@ -191,7 +191,8 @@ class Admission:
                     spec = resolve(name)
                     if spec.needs:
                         raise ValueError(f"{name} needs {spec.needs}")
-                    run = compute_signals(self.data.dataset, [name], progress=False)[name]
+                    # keyed by the stored name (a claim-level method's ends with @claim): the one run asked
+                    (run,) = compute_signals(self.data.dataset, [name], progress=False).values()
                     self._builtin_values[name] = {g: np.asarray(v, np.float64) for g, v in run.values.items()}
                 except ValueError:  # a model-based or stored-only name: its values cannot be checked here
                     self._builtin_values[name] = None

@@ -6,6 +6,7 @@ Example::
     much-leaderboard serve                          # embedded sample, store in ./much-leaderboard, port 7860
     much-leaderboard serve --data orailix/MUCH --store /data/board --hub-repo my-org/much-leaderboard
     much-leaderboard serve --private-data hidden/much --private-labels hidden/private/labels.json
+    much-leaderboard archive signals/public signals/private --out submission.zip   # a submitter's archive
 
 Submissions (a zip of a MUCH-signals folder) are validated, re-scored with the toolkit and shown in the table; the
 built-in baselines are computed and added on first start. With ``--hub-repo`` every accepted entry is also committed
@@ -58,11 +59,23 @@ def build_parser() -> argparse.ArgumentParser:
                        help="their label file (with its .sha256 next to it): read by this server only")
     serve.add_argument("--private-daily-limit", type=int, default=1,
                        help="submissions with private values one submitter may make in any 24 hours (default 1)")
+    serve.add_argument("--private-board-daily-limit", type=int, default=None,
+                       help="submissions with private values all submitters together may make in any 24 hours "
+                            "(default 10): the board-wide bound on what the labels can leak, whatever names submit")
     serve.add_argument("--private-decimals", type=int, default=2,
                        help="digits of the private ROC-AUC shown (default 2, at most 4)")
     serve.add_argument("--private-min-claims", type=int, default=1000,
                        help="least number of claims a private split must hold (default 1000)")
     serve.add_argument("--check", action="store_true", help="prepare the store, print the table size and exit")
+    archive = actions.add_parser(
+        "archive", help="one submission archive from the public split's and the private split's signal folders",
+        description="Write the zip a board with a hidden split takes: every signal file of PUBLIC (much run --source "
+                    "<public data> --out PUBLIC) merged with the same file of PRIVATE (much run --source <withheld "
+                    "split> --out PRIVATE), with PUBLIC's timings.json, hardware.json and submission.json "
+                    "(docs/leaderboard.md#hidden-split).")
+    archive.add_argument("public", metavar="PUBLIC", help="signal folder of the public split")
+    archive.add_argument("private", metavar="PRIVATE", help="signal folder of the private (withheld) split")
+    archive.add_argument("--out", required=True, help="the archive to write (a .zip)")
     return parser
 
 
@@ -140,16 +153,30 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _archive(args: argparse.Namespace) -> int:
+    from much_leaderboard._submission import write_submission_archive
+
+    counts = write_submission_archive(args.public, args.private, args.out)
+    print(f"{_PROG}: wrote {args.out}: {len(counts)} signal file(s) ({', '.join(sorted(counts))}), each with the "
+          f"public rows of {args.public} and the {max(counts.values())} private rows of {args.private}; submit it "
+          "to the board")
+    return 0
+
+
 def _private_split(args: argparse.Namespace) -> Any:
     """The private split of ``--private-data`` / ``--private-labels`` (both or neither), loaded and checked."""
     if (args.private_data is None) != (args.private_labels is None):
         raise ValueError("--private-data and --private-labels go together (the rows and their label file)")
     if args.private_data is None:
         return None
-    from much_leaderboard._private import PrivatePolicy, PrivateSplit
+    from much_leaderboard._private import PrivatePolicy, PrivateSplit, check_label_file_place
 
+    check_label_file_place(args.private_labels, args.data)  # the public rows' folder is published too
+
+    board_wide = {} if args.private_board_daily_limit is None else {
+        "board_daily_limit": args.private_board_daily_limit}
     policy = PrivatePolicy(decimals=args.private_decimals, min_claims=args.private_min_claims,
-                           daily_limit=args.private_daily_limit)
+                           daily_limit=args.private_daily_limit, **board_wide)
     return PrivateSplit(args.private_data, args.private_labels, policy=policy)
 
 
@@ -157,4 +184,5 @@ def main(argv: list[str] | None = None) -> int:
     """The ``much-leaderboard`` command (returns the exit code: 0, 2 for a one-line error, 1 for a bug, 130 on
     Ctrl+C: :func:`much_metric.commands.run_command`, the error loop of every command)."""
     args = build_parser().parse_args(argv)
-    return run_command(_PROG, lambda: _serve(args), debug=debug_requested(args.traceback), subcommand="leaderboard")
+    action = _archive if args.action == "archive" else _serve
+    return run_command(_PROG, lambda: action(args), debug=debug_requested(args.traceback), subcommand="leaderboard")

@@ -10,7 +10,9 @@ rows checked) in memory. :class:`PrivatePolicy` is what the board may tell a sub
 * only when the split holds at least ``min_claims`` evaluated claims (checked when the split is loaded);
 * no interval, no breakdown, no curve, no count of hallucinated claims; ranks are computed from the rounded values
   (so they reveal nothing the values do not);
-* at most ``daily_limit`` submissions with private values per submitter in any 24 hours.
+* at most ``daily_limit`` submissions with private values per submitter in any 24 hours, and at most
+  ``board_daily_limit`` from all submitters together (names are free to make up: the board-wide cap bounds what the
+  labels can leak per day whatever the names).
 
 Whatever a submission does, one answer tells at most :meth:`PrivatePolicy.bits_per_submission` bits about the labels
 (log2 of the number of answers it can get); the probing attack of ``benchmarks/bench_private_probing.py`` is measured
@@ -26,15 +28,44 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from much_dataset import schema
 from much_metric.signals import CLAIM_SUFFIX, ParsedSubmission, SubmissionRejected
 
-__all__ = ["PrivatePolicy", "PrivateSplit"]
+__all__ = ["PrivatePolicy", "PrivateSplit", "check_label_file_place"]
 
 _log = logging.getLogger("much_leaderboard")
+#: Columns that make two rows one row whatever their ids (same config, same question, same answer).
+_SAME_ROW = (schema.GENERATION_CONFIG, schema.PROMPT, schema.OUTPUT)
+
+
+def check_label_file_place(labels: str | Path, *published: str | Path) -> None:
+    """The label file's guards (docs/leaderboard.md#hidden-split): owner-readable only (no permission for the
+    group or others; refused with the ``chmod`` that fixes it) and inside none of the ``published`` folders (the
+    ``--private-data`` rows, the ``--data`` rows: the rule of ``builder export --withhold-labels``)."""
+    import os
+    import stat
+
+    from much_dataset.label_files import check_outside_published
+
+    path = Path(labels)
+    if os.name == "posix" and path.is_file():
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            raise ValueError(f"--private-labels {labels}: readable or writable by others (mode {mode:o}); the "
+                             f"labels must be owner-readable only: chmod 600 {labels}")
+    elif os.name != "posix":  # no POSIX permission bits to read here: say what to check instead
+        _log.warning("--private-labels %s: cannot check its permissions on this platform; make sure only the "
+                     "server's account can read it", labels)
+    for folder in published:
+        if Path(folder).is_dir():  # a hub repository id holds no local file
+            try:
+                check_outside_published(labels, folder)
+            except ValueError as error:
+                raise ValueError(f"--private-labels {error}") from None
 
 
 @dataclass(frozen=True)
@@ -49,14 +80,18 @@ class PrivatePolicy:
         Least number of evaluated claims (EOS claims excluded) the private split must hold (default 1000).
     daily_limit : int
         Submissions with private values one submitter (the ``authors`` field) may make in any 24 hours (default 1).
+    board_daily_limit : int
+        Submissions with private values all submitters together may make in any 24 hours (default 10): the bound
+        on the answers, hence on the information about the labels, per day, however many names submit.
     """
 
     decimals: int = 2
     min_claims: int = 1000
     daily_limit: int = 1
+    board_daily_limit: int = 10
 
     def __post_init__(self) -> None:
-        for name, least in (("decimals", 0), ("min_claims", 1), ("daily_limit", 1)):
+        for name, least in (("decimals", 0), ("min_claims", 1), ("daily_limit", 1), ("board_daily_limit", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"PrivatePolicy: {name} must be an integer >= {least}, got {value!r}")
@@ -101,6 +136,7 @@ class PrivateSplit:
 
         self.policy = policy if policy is not None else PrivatePolicy()
         self.source = str(data)
+        check_label_file_place(labels, data)
         rows = much_dataset.load(str(data))
         if isinstance(rows, datasets.DatasetDict):
             rows = datasets.concatenate_datasets([rows[name] for name in rows])
@@ -120,12 +156,31 @@ class PrivateSplit:
             raise ValueError(f"--private-labels {labels}: the private split holds {self.n_claims} evaluated claims, "
                              f"fewer than the minimum of {self.policy.min_claims} below which a metric over all of "
                              "them says too much about each label (docs/leaderboard.md#hidden-split)")
+        evaluated = {value for gid in ids for value in label_file.rows[gid][schema.LABELS][:-1]}
+        if len(evaluated) < 2:
+            raise ValueError(f"--private-labels {labels}: every evaluated claim of the private split has one and the "
+                             "same label; ROC-AUC is undefined on one class, so every submitter would read null "
+                             "(a split for a board holds hallucinated and supported claims)")
+        self._content = frozenset(zip(*(map(str, rows[name]) for name in _SAME_ROW), strict=True))
         columns = {name: [label_file.rows[gid][name] for gid in ids] for name in label_file.columns}
         labelled = rows
         for name in schema.LABEL_COLUMNS:
             labelled = labelled.add_column(name, columns.get(name) or [list(schema.NO_HUMAN_LABEL)] * len(ids))
         target = schema.features(with_stopword_mask=schema.STOPWORD_MASK in labelled.column_names)
         self._labelled = labelled.cast(datasets.Features({name: target[name] for name in labelled.column_names}))
+
+    def check_disjoint(self, public: Any, source: str) -> None:
+        """Refuse public rows (``--data``) that share a row with this split, by ``generation_id`` or by content (the
+        same config, prompt and output under another id): the private rows would be public with their labels."""
+        ids = [str(g) for g in public[schema.GENERATION_ID]]
+        shared = sorted(self.ids.intersection(ids))
+        if not shared:
+            content = zip(*(map(str, public[name]) for name in _SAME_ROW), strict=True)
+            shared = sorted(gid for gid, key in zip(ids, content, strict=True) if key in self._content)
+        if shared:
+            raise ValueError(f"--data {source} and --private-data {self.source} share {len(shared)} row(s) (e.g. "
+                             f"generation_id={shared[0]!r}): the private rows would be public with their labels; a "
+                             "private split holds rows the public data does not")
 
     def __repr__(self) -> str:  # never the labels
         return f"PrivateSplit({self.source!r}, {len(self.ids)} rows, {self.n_claims} claims, {self.policy})"
@@ -142,7 +197,8 @@ class PrivateSplit:
             rest = {gid: values for gid, values in per_sample.items() if gid not in self.ids}
             if mine and not rest:
                 raise SubmissionRejected(f"signal {name!r} has values for the private split only; every signal is "
-                                         "scored on the public split, its private values are optional")
+                                         "scored on the public split, its private values are optional (one archive "
+                                         "with both: much-leaderboard archive PUBLIC PRIVATE --out submission.zip)")
             public[name] = rest
             if mine:
                 self._check(name, mine)

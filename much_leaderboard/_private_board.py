@@ -43,11 +43,18 @@ class PrivateBoard:
         """Count a submission with private values against its submitter's daily quota, or refuse it."""
         now = time.time() if now is None else now
         submitter = name_key(form.get("authors", ""))
-        oldest = self.store.reserve(submission, submitter, now, since=now - DAY_SECONDS,
-                                    limit=self.policy.daily_limit)
-        if oldest is not None:
-            who = f"authors {form.get('authors')!r}" if submitter else "anonymous submitters (no authors)"
+        full = self.store.reserve(submission, submitter, now, since=now - DAY_SECONDS,
+                                  limit=self.policy.daily_limit, board_limit=self.policy.board_daily_limit)
+        if full is not None:
+            scope, oldest = full
             again = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(oldest + DAY_SECONDS))
+            if scope == "board":
+                raise SubmissionRejected(
+                    f"this board takes at most {self.policy.board_daily_limit} submission(s) with private-split "
+                    "values in 24 hours from all submitters together (the board-wide quota that bounds what the "
+                    f"private labels can leak); try again after {again}, or submit without the private split's "
+                    "values")
+            who = f"authors {form.get('authors')!r}" if submitter else "anonymous submitters (no authors)"
             raise SubmissionRejected(
                 f"{who}: at most {self.policy.daily_limit} submission(s) with private-split values in 24 hours on "
                 f"this board (the quota that bounds what the private labels can leak); try again after {again}, or "
@@ -86,7 +93,8 @@ class PrivateBoard:
             try:
                 if entry["kind"] == "baseline":
                     self.score_builtins(submission, [r["signal"] for r in board.store.rows()
-                                                     if r["submission"] == submission])
+                                                     if r["submission"] == submission],
+                                        board.baseline_resource_options())
                     continue
                 parsed = read_archive(board.store.archive_path(submission).read_bytes(), limits=board.limits)
                 _, private = self.split.separate(parsed)
@@ -96,11 +104,15 @@ class PrivateBoard:
             listed = {r["signal"] for r in board.store.rows() if r["submission"] == submission}
             self.score(submission, {name: values for name, values in private.items() if name in listed})
 
-    def score_builtins(self, submission: str, names: Sequence[str]) -> dict[str, float | None]:
-        """A built-in baseline's entry: its signals computed on the private rows by the server, then scored."""
+    def score_builtins(self, submission: str, names: Sequence[str], resources: Any = None
+                       ) -> dict[str, float | None]:
+        """A built-in baseline's entry: its signals computed on the private rows by the server, with the public
+        board's ``resources`` (:meth:`much_leaderboard.Leaderboard.baseline_resource_options`: KTC's token-neighbour
+        statistics found for the public rows), then scored."""
         from much_metric.baselines import compute_signals
 
-        runs = compute_signals(self.split.rows, list(names), progress=False)
+        runs = compute_signals(self.split.rows, list(names), progress=False,
+                               **({} if resources is None else {"resources": resources}))
         return self.score(submission, {name: {gid: np.asarray(v, np.float64) for gid, v in runs[name].values.items()}
                                        for name in names})
 
@@ -126,4 +138,5 @@ class PrivateBoard:
                                 -(r["public"] if r["public"] is not None else -np.inf)))
         return {"rows": out, "tau": tau, "n_ranked": len(both), "n_claims": self.split.n_claims,
                 "n_samples": len(self.split.ids), "decimals": self.policy.decimals,
-                "daily_limit": self.policy.daily_limit, "min_claims": self.policy.min_claims}
+                "daily_limit": self.policy.daily_limit, "board_daily_limit": self.policy.board_daily_limit,
+                "min_claims": self.policy.min_claims}

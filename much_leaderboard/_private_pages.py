@@ -57,7 +57,8 @@ def render_private_board(table: Mapping[str, Any]) -> str:
              f"claims, labels held by this server only. Each row's private ROC-AUC is computed over every claim of "
              f"the split and shown rounded to {decimals} decimals; ranks use the shown values (ties share a rank), "
              "among the rows with both values; shift = public rank − private rank (▲ climbs on the private split). "
-             f"At most {table['daily_limit']} submission(s) with private values per submitter in 24 hours. "
+             f"At most {table['daily_limit']} submission(s) with private values per submitter in 24 hours, "
+             f"{table['board_daily_limit']} from all submitters together. "
              f"Kendall's τ between the two rankings: {_tau(table['tau'])} over {table['n_ranked']} rows.</p>",
              '<table id="much-private-board" class="much-table"><thead><tr>',
              *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
@@ -144,7 +145,8 @@ def boards_json(rows: list[dict[str, Any]], private: Mapping[str, Any] | None,
     if private is not None:
         out["private"] = {
             "n_samples": private["n_samples"], "n_claims": private["n_claims"], "decimals": private["decimals"],
-            "daily_limit": private["daily_limit"], "tau": private["tau"],
+            "daily_limit": private["daily_limit"], "board_daily_limit": private["board_daily_limit"],
+            "tau": private["tau"],
             "rows": [{"key": r["key"], "method": r["form"].get("method", ""), "signal": r["signal"], "kind": r["kind"],
                       "public_roc_auc": r["public"], "private_roc_auc": r["private"], "note": r["note"],
                       "public_rank": r.get("public_rank"), "private_rank": r.get("private_rank"),

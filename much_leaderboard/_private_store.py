@@ -82,13 +82,19 @@ class PrivateStore:
                 db.execute(f"DELETE FROM {table} WHERE submission = ?", (submission,))  # noqa: S608 -- fixed names
 
     # -- quota -----------------------------------------------------------------------------------------------
-    def reserve(self, submission: str, submitter: str, now: float, *, since: float, limit: int) -> int | None:
-        """Count one private submission for ``submitter`` unless it already made ``limit`` since ``since``:
-        returns None when reserved, else the time its oldest counted submission leaves the window."""
+    def reserve(self, submission: str, submitter: str, now: float, *, since: float, limit: int,
+                board_limit: int | None = None) -> tuple[str, float] | None:
+        """Count one private submission for ``submitter`` unless it already made ``limit`` since ``since``, or all
+        submitters together made ``board_limit`` (both checked and the line written in one transaction): returns None
+        when reserved, else which quota is full (``"submitter"`` or ``"board"``) and the time its oldest counted
+        submission leaves the window."""
         with self._write() as db:
-            times = [r[0] for r in db.execute("SELECT time FROM quota WHERE submitter = ? AND time >= ? "
-                                              "AND submission != ? ORDER BY time", (submitter, since, submission))]
-            if len(times) >= limit:
-                return times[0]
+            rows = db.execute("SELECT time, submitter FROM quota WHERE time >= ? AND submission != ? ORDER BY time",
+                              (since, submission)).fetchall()
+            mine = [time for time, who in rows if who == submitter]
+            if len(mine) >= limit:
+                return "submitter", mine[0]
+            if board_limit is not None and len(rows) >= board_limit:
+                return "board", rows[0][0]
             db.execute("INSERT OR REPLACE INTO quota VALUES (?, ?, ?)", (submission, submitter, now))
         return None

@@ -86,7 +86,12 @@ class EvaluationData:
             if isinstance(loaded, datasets.DatasetDict):
                 loaded = datasets.concatenate_datasets([loaded[name] for name in loaded])
             self.dataset = loaded
-        from much_dataset.schema import MUCH_GENERATION_CONFIGS
+        from much_dataset.schema import LABELS, MUCH_GENERATION_CONFIGS
+
+        if LABELS not in self.dataset.column_names:  # a withheld split: a board over it would rank nothing
+            raise ValueError(f"--data {self.source}: the rows have no {LABELS!r} column (a split published with its "
+                             "labels withheld); a public board ranks on labelled rows: serve these rows as "
+                             "--private-data with their --private-labels, beside labelled --data")
 
         values = {"lang": [str(v) for v in self.dataset["lang"]],
                   "model": [str(MUCH_GENERATION_CONFIGS.get(c, {}).get("model", f"unknown ({c})"))

@@ -132,14 +132,18 @@ class Leaderboard:
         self._complete_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self.background = background
+        if private is not None:
+            private.check_disjoint(self.data.dataset, self.data.source)
         #: The private board (:meth:`attach_private`), None without a private split.
         self.private: PrivateBoard | None = None if private is None else PrivateBoard(private, self.store.folder)
         self._label_sources: Any = None
+        self._baseline_resources: dict[str, Any] | None = None
 
     def attach_private(self, split: PrivateSplit) -> PrivateBoard:
         """Rank every row on ``split`` too: its built-in baselines are computed on the private rows and every
         accepted submission's private values are scored (what this label file has not scored yet); from then on a
         submission may hold private values (all private samples or none)."""
+        split.check_disjoint(self.data.dataset, self.data.source)
         self.private = PrivateBoard(split, self.store.folder)
         self.private.catch_up(self)
         return self.private
@@ -213,9 +217,10 @@ class Leaderboard:
             self.store.accept(submission, rows, arrays)
         note = ""
         if self.private is not None:
-            baseline = (self.store.get(submission) or {}).get("kind") == "baseline"
-            values = self.private.score_builtins(submission, sorted(rows)) if baseline else \
-                self.private.score(submission, private or {})
+            if (self.store.get(submission) or {}).get("kind") == "baseline":
+                values = self.private.score_builtins(submission, sorted(rows), self.baseline_resource_options())
+            else:
+                values = self.private.score(submission, private or {})
             note = "; " + self.private.describe(values)
         self._after_accept(submission)
         self.sync(submission)
@@ -265,6 +270,23 @@ class Leaderboard:
                 self.store.mark_synced(key)
 
     # -- built-in baselines ----------------------------------------------------------------------------------
+    def baseline_resources(self) -> dict[str, Any]:
+        """The resources the built-in baselines read, found once for the public evaluation data (KTC's
+        token-neighbour statistics: the shipped SmolLM2 ones for the embedded sample, else None). The private split
+        is scored with these same resources: its rows are fresh generations of the public rows' models, for which
+        no statistics of their own are shipped."""
+        if self._baseline_resources is None:
+            from much_metric.baselines.methods.ktc import default_neighbours
+
+            self._baseline_resources = {"neighbours": default_neighbours(self.data.dataset)}
+        return self._baseline_resources
+
+    def baseline_resource_options(self) -> Any:
+        """:meth:`baseline_resources` as the toolkit's ``ResourceOptions`` (what ``compute_signals`` takes)."""
+        from much_metric.baselines import ResourceOptions
+
+        return ResourceOptions(neighbours=self.baseline_resources().get("neighbours"))
+
     def add_baselines(self, names: tuple[str, ...] = BASELINES) -> list[Outcome]:
         """Compute the registry's model-free baselines on the evaluation data and add them, labelled
         ``baseline``; baselines already on the board are skipped (so a restart adds nothing), and so is one whose
@@ -274,16 +296,13 @@ class Leaderboard:
         import tempfile
         import zipfile
 
-        from much_metric.baselines import ResourceOptions, compute_signals, resolve
-        from much_metric.baselines.methods.ktc import default_neighbours
+        from much_metric.baselines import compute_signals, resolve
 
         present = {r["signal"] for r in self.store.rows() if r["kind"] == "baseline"}
-        found: dict[str, Any] = {}
+        found = self.baseline_resources()
         wanted = []
         for name in names:
             spec = resolve(name)
-            if "neighbours" in spec.needs and "neighbours" not in found:
-                found["neighbours"] = default_neighbours(self.data.dataset)
             lacking = [need for need in spec.needs if found.get(need) is None]
             if lacking:
                 _log.info("built-in baseline %s not added: the evaluation data has no %s for it", name,
@@ -294,7 +313,7 @@ class Leaderboard:
         for name in wanted:
             with tempfile.TemporaryDirectory() as folder:
                 compute_signals(self.data.dataset, [name], out=folder, progress=False,
-                                resources=ResourceOptions(neighbours=found.get("neighbours")))
+                                resources=self.baseline_resource_options())
                 buffer = io.BytesIO()
                 with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
                     for path in sorted(Path(folder).iterdir()):

@@ -54,6 +54,11 @@ class BoundedCache(Generic[K, V]):
         self._data: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.RLock()
 
+    def __reduce__(self) -> tuple[type, tuple[int]]:
+        """A copy (pickle, ``copy.deepcopy``) is an empty cache of the same size: a memo, not data (and a lock
+        cannot be copied)."""
+        return (type(self), (self.maxsize,))
+
     def get(self, key: K, default: V | None = None, *, valid: Callable[[V], bool] | None = None) -> V | None:
         """The stored value of ``key`` (marked as just used) when there is one and ``valid`` accepts it, else
         ``default``."""

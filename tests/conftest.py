@@ -52,14 +52,6 @@ def _restore_evaluate_modules(monkeypatch):
 def hidden_split(tmp_path_factory):
     """A private split made from part of the embedded sample with ``builder export --withhold-labels``, and the
     other part as a labelled public folder (:mod:`tests._hidden_split`)."""
-    from tests._hidden_split import make_hidden_split
+    from tests._hidden_split import made_in_session
 
-    cache = tmp_path_factory.mktemp("hidden_split_datasets_cache")
-    with pytest.MonkeyPatch.context() as patch:  # session-scoped: the per-test private caches are not set up yet
-        import datasets.config
-
-        patch.setenv("HF_DATASETS_CACHE", str(cache))
-        patch.setattr(datasets.config, "HF_DATASETS_CACHE", cache)
-        patch.setattr(datasets.config, "DOWNLOADED_DATASETS_PATH", cache / "downloads")
-        patch.setattr(datasets.config, "EXTRACTED_DATASETS_PATH", cache / "downloads" / "extracted")
-        return make_hidden_split(tmp_path_factory.mktemp("hidden_split"))
+    return made_in_session(tmp_path_factory)

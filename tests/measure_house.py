@@ -5,6 +5,7 @@ functions over 80 lines, names in package ``__all__``s, and ruff's PLR0913 / C90
 
 The graph and signature counts use tests/test_architecture.py's own walkers (one definition of the rules), run on
 ROOT's files; hence it lives under tests/ (no script imports ``tests``). Run it from the root of this checkout.
+The per-package counts (:func:`public_names`, :func:`long_functions`) are the gates of tests/test_house_ceilings.py.
 Ruff counts run ``ruff check --select <rule> --exit-zero`` on ROOT's much_dataset, much_metric and builder (PLR0913
 at ruff's default of 5 arguments, C901 at complexity 10).
 """
@@ -30,9 +31,10 @@ def _architecture(root: Path):
     return arch
 
 
-def functions_over(root: Path, lines: int = 80) -> list[str]:
+def functions_over(root: Path, lines: int = 80, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """``path:line name`` of every function of ``packages`` longer than ``lines`` lines (decorators excluded)."""
     found = []
-    for package in PACKAGES:
+    for package in packages:
         for path in sorted((root / package).rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
@@ -42,30 +44,45 @@ def functions_over(root: Path, lines: int = 80) -> list[str]:
     return found
 
 
-def names_in_all(root: Path) -> int:
-    """Names listed in the ``__all__`` of every package ``__init__.py`` (a list/tuple literal; ``*_LAZY`` spreads and
+def _all_names(init: Path) -> int:
+    """Names in the ``__all__`` of one ``__init__.py`` (a list/tuple literal; ``*_LAZY`` spreads and
     ``list(_LAZY)`` are resolved against the module's dict literal of that name)."""
     total = 0
-    for package in PACKAGES:
-        for init in sorted((root / package).rglob("__init__.py")):
-            tree = ast.parse(init.read_text(encoding="utf-8"))
-            dicts = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
-                     for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.Dict)}
-            for node in tree.body:
-                value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
-                targets = node.targets if isinstance(node, ast.Assign) else \
-                    [node.target] if isinstance(node, ast.AnnAssign) else []
-                if value is None or not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-                    continue
-                if isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name):
-                    value = ast.List(elts=[ast.Starred(value=value.args[0])])  # list(_LAZY) / sorted(_LAZY)
-                for element in getattr(value, "elts", []):
-                    if isinstance(element, ast.Starred) and isinstance(element.value, ast.Name) \
-                            and element.value.id in dicts:
-                        total += len(dicts[element.value.id].keys)
-                    elif isinstance(element, ast.Constant):
-                        total += 1
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    dicts = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.Dict)}
+    for node in tree.body:
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
+        if value is None or not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        if isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name):
+            value = ast.List(elts=[ast.Starred(value=value.args[0])])  # list(_LAZY) / sorted(_LAZY)
+        for element in getattr(value, "elts", []):
+            if isinstance(element, ast.Starred) and isinstance(element.value, ast.Name) \
+                    and element.value.id in dicts:
+                total += len(dicts[element.value.id].keys)
+            elif isinstance(element, ast.Constant):
+                total += 1
     return total
+
+
+def public_names(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, int]:
+    """Per package, the names listed in the ``__all__`` of every ``__init__.py`` in it (the package and its
+    subpackages: what a user imports from a package)."""
+    return {package: sum(_all_names(init) for init in sorted((root / package).rglob("__init__.py")))
+            for package in packages}
+
+
+def names_in_all(root: Path) -> int:
+    """Names in the package ``__all__``s of much_dataset, much_metric and builder (issue 32's row)."""
+    return sum(public_names(root).values())
+
+
+def long_functions(root: Path, packages: tuple[str, ...] = PACKAGES, lines: int = 80) -> dict[str, int]:
+    """Per package, how many functions are longer than ``lines`` lines."""
+    return {package: len(functions_over(root, lines, (package,))) for package in packages}
 
 
 def ruff_count(root: Path, rule: str) -> int | None:

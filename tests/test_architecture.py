@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -207,6 +208,52 @@ def test_scripts_and_plugins_import_no_tests_and_no_private_module_or_name():
     assert offenders == []
 
 
+#: An import statement alone on a line of a string (a ``python -c`` program, a subprocess's code).
+_IMPORT_LINE = re.compile(r"^\s*(?:import\s+[\w., ]+|from\s+[\w.]+\s+import\s+[\w., ()]+?)\s*$")
+
+
+def string_imports(tree: ast.AST) -> ast.Module:
+    """The import statements written inside string literals of ``tree`` (code generated for another process; an
+    f-string's fields count as ``_``), as one module whose nodes carry the string's line number."""
+    body = []
+    inside_fstrings = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
+    for node in ast.walk(tree):
+        if id(node) in inside_fstrings:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(part.value if isinstance(part, ast.Constant) else "_" for part in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "import" in node.value:
+            text = node.value
+        else:
+            continue
+        for line in text.replace(";", "\n").splitlines():
+            if _IMPORT_LINE.match(line):
+                try:
+                    statement = ast.parse(line.strip()).body[0]
+                except SyntaxError:
+                    continue
+                for inner in ast.walk(statement):
+                    inner.lineno = node.lineno
+                body.append(statement)
+    return ast.Module(body=body, type_ignores=[])
+
+
+def test_no_code_string_imports_a_private_module_or_name():
+    """Code written for another process (``python -c``, a subprocess's program) keeps the script rule: the
+    packages' public surface only, no ``tests`` (tests themselves may reach into what they test)."""
+    files = [*(item for package in (*PACKAGES, *PLUGINS) for item in _modules(package)), *_scripts()]
+    offenders = [hit for path, tree in files for hit in private_imports_on_top(path, string_imports(tree))]
+    assert offenders == []
+
+
+def test_the_string_scan_finds_imports_in_plain_and_formatted_code():
+    code = ('code = ("import sys\\n" "from builder._llm import load_model\\n" f"rows = {1}\\n")\n'
+            'cmd = ["python", "-c", "import much_metric; from much_metric.scoring import _api"]\n'
+            'text = "the words import and from in prose are not code"\n')
+    hits = private_imports_on_top(REPO / "benchmarks" / "bench_example.py", string_imports(ast.parse(code)))
+    assert [(hit[1], hit[2]) for hit in hits] == [(1, "builder._llm"), (2, "much_metric.scoring._api")]
+
+
 def test_the_script_check_catches_tests_private_modules_and_sibling_private_names():
     code = ("from tests import assets\nfrom much_metric.scoring._bootstrap import resample_counts\n"
             "from nli_reference import _tiny, tiny_nli\nimport much_metric.baselines._ktc_kernels\n"
@@ -264,7 +311,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # shared helpers with no stage of their own (the root package only re-exports lazily, by name)
     ("much_metric.__init__", "much_metric._lazy", "much_metric._compat", "much_metric.fileio", "much_metric.models",
      "much_metric.capture", "much_metric.mushroom", "much_metric._deprecation", "much_metric._progress",
-     "much_metric.commands", "much_metric._cache"),
+     "much_metric.commands", "much_metric._cache", "much_metric._plugins"),
     ("much_metric.segmentation", "much_metric.scoring"),
     ("much_metric.evaluate_module", "much_metric.much_metric"),  # the `evaluate` module over the scoring
     ("much_metric.signals",),  # the file format

@@ -1,5 +1,6 @@
 """The code cites the reference pipeline through anchors of docs/reference-behaviour.md, never a section number of the
-reference specification (a file users do not have), and every anchor it cites exists on the page."""
+reference specification (a file users do not have), and every anchor it cites exists on the page; every repository
+path a page of the docs (or a README, BENCHMARKS.md) cites exists."""
 
 from __future__ import annotations
 
@@ -67,3 +68,41 @@ def test_no_spec_citations_remain_and_every_cited_anchor_exists():
     assert {"stopword-rule", "config-ids", "signals"} <= cited
     missing = sorted(cited - _page_anchors())
     assert not missing, f"cited anchors missing from docs/reference-behaviour.md: {missing}"
+
+
+# --- every repository path a page cites exists ------------------------------------------------------------------
+
+#: Backticked paths (``much_metric/x.py``, ``scripts/tools/``, ``tests/x.py::test_y``).
+CITED_PATH = re.compile(r"`([\w.-]+/[^`\s]*)`")
+#: Pages whose cited paths are checked.
+PAGES = (*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md", ROOT / "BENCHMARKS.md",
+         *sorted(ROOT.glob("*/README.md")))
+#: Paths a page tells the reader to create (not in the repository by design).
+TO_CREATE = {"much_metric/baselines/methods/my_method.py"}
+
+
+def cited_paths(text: str) -> list[tuple[int, str]]:
+    """``(line, path)`` of each backticked path of ``text`` that starts with a top-level entry of the repository
+    (a test id's ``::name``, an anchor and a ``:line`` dropped; globs and placeholders such as ``<folder>`` skipped)."""
+    tops = {entry.name for entry in ROOT.iterdir()} - {".git", ".cache"}
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for match in CITED_PATH.finditer(line):
+            path = re.split(r"::|#|\(|:", match.group(1))[0].rstrip(".,;")
+            if path.split("/")[0] in tops and not any(c in path for c in "*<>{}$[]|"):
+                found.append((number, path))
+    return found
+
+
+def test_every_repository_path_cited_in_the_docs_exists():
+    missing = [f"{page.relative_to(ROOT)}:{number}: {path}" for page in PAGES
+               for number, path in cited_paths(page.read_text(encoding="utf-8"))
+               if path not in TO_CREATE and not (ROOT / path).exists()]
+    assert not missing, "the docs cite paths that do not exist:\n" + "\n".join(missing)
+
+
+def test_the_path_scan_reads_test_ids_folders_and_skips_placeholders():
+    text = ("`much_metric/commands.py` (`run_command`), `tests/test_docs_citations.py::test_x`, `scripts/tools/`\n"
+            "`<folder>/data/x.parquet`, `benchmarks/*.txt`, `rows/configs.jsonl`, `much_metric/gone.py:12`\n")
+    assert cited_paths(text) == [(1, "much_metric/commands.py"), (1, "tests/test_docs_citations.py"),
+                                 (1, "scripts/tools/"), (2, "much_metric/gone.py")]

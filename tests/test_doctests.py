@@ -31,6 +31,7 @@ DOCUMENTED = [
     ("much_metric.report._evaluation", "evaluate_signals", None),  # the embedded sample, offline
     ("much_metric.signals._archive", "read_archive", None),  # a zip built in the example
     ("much_metric.baselines.runner", "compute_signals", None),
+    ("much_metric.baselines.claims", "claim_signal", None),  # a claim-level signal of the embedded sample
     ("much_metric.baselines.views", "top_k_view", None),  # the embedded sample, offline
     ("much_metric.baselines.needs", "unmet_needs", None),
     ("much_metric.benchmark._degradation", "degradation_table", None),  # the embedded sample, offline

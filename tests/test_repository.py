@@ -143,3 +143,15 @@ def test_every_script_finds_the_repository_root_from_its_folder():
         wrong += [f"{path.relative_to(REPO)}: {depth + 1} folders up" for depth in depths
                   if path.parents[depth] != REPO and path.parents[depth] != path.parent]
     assert wrong == []
+
+
+def test_no_lock_file_is_tracked_and_new_ones_are_ignored():
+    """The builder's locks (builder/_locks.py: ``.NAME.lock`` beside what it writes) belong to a run, not to the
+    repository: none is tracked, and git ignores one written into a pack of the checkout."""
+    from builder._locks import lock_path
+
+    locks = [str(path.relative_to(REPO)) for path in tracked_files() if path.name.endswith(".lock")]
+    assert locks == []
+    if shutil.which("git") and (REPO / ".git").exists():
+        fresh = lock_path(REPO / "much_dataset" / "sample" / "samples" / "manifest.json").relative_to(REPO)
+        assert subprocess.run(["git", "check-ignore", "-q", str(fresh)], cwd=REPO).returncode == 0

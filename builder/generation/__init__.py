@@ -9,16 +9,19 @@ three. Heavy dependencies (torch, vllm, httpx) are imported by the engine module
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import importlib
+import math
 
 from builder.configs import GenerationConfig
 from builder.errors import BuilderError
 from builder.generation.engine import Engine, EngineOptions, EngineRun, run_engine
 from builder.generation.rows import EngineInfo, EngineResult, RowLimits, check_row, generation_id, make_record
 from builder.generation.sampling import SamplingSettings, SamplingSettingsError
+from much_dataset.params import POSITIVE_INT, check_param
 
-__all__ = ["ENGINES", "EXECUTORS", "ExecutorOptions", "make_executed_engine", "close_engine",
+__all__ = ["ENGINES", "EXECUTORS", "ExecutorOptions", "add_executor_arguments", "make_executed_engine", "close_engine",
            "Engine", "EngineOptions", "EngineRun", "EngineInfo", "EngineResult", "RowLimits",
            "SamplingSettings", "SamplingSettingsError", "make_engine", "settings_for", "run_engine", "check_row",
            "generation_id", "make_record"]
@@ -36,17 +39,36 @@ EXECUTORS: dict[str, str | None] = {"local": None, "ray": "builder.generation.ra
 
 @dataclasses.dataclass(frozen=True)
 class ExecutorOptions:
-    """Where an engine's rows are computed (``--executor``, ``--ray-workers``, ``--ray-address``), checked once."""
+    """Where an engine's rows are computed (``--executor``, ``--ray-workers``, ``--ray-address``, ``--ray-gpus``),
+    checked once. ``ray_gpus``: the GPUs each Ray actor asks for (0: CPU actors; a fraction shares one GPU)."""
 
     executor: str = "local"
     ray_workers: int = 1
     ray_address: str | None = None
+    ray_gpus: float = 0.0
 
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
             raise BuilderError(f"unknown executor {self.executor!r}; choose one of {sorted(EXECUTORS)}")
-        if isinstance(self.ray_workers, bool) or not isinstance(self.ray_workers, int) or self.ray_workers < 1:
-            raise BuilderError(f"--ray-workers must be an int >= 1, got {self.ray_workers!r}")
+        check_param("--ray-workers", self.ray_workers, POSITIVE_INT)
+        if isinstance(self.ray_gpus, bool) or not isinstance(self.ray_gpus, int | float) or \
+                not (math.isfinite(self.ray_gpus) and self.ray_gpus >= 0):
+            raise BuilderError(f"--ray-gpus must be a finite number >= 0 (GPUs per Ray actor), got {self.ray_gpus!r}")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ExecutorOptions:
+        """The options of the flags :func:`add_executor_arguments` defines (a step's one boundary for them)."""
+        return cls(args.executor, args.ray_workers, args.ray_address, args.ray_gpus)
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--executor``, ``--ray-address``, ``--ray-workers``, ``--ray-gpus``: the flags of :class:`ExecutorOptions`."""
+    parser.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
+                        help="local (default) or ray: the engine in Ray Data actors, rows stored here (same rows)")
+    parser.add_argument("--ray-address", default=None, help="ray: the cluster (default: one started for this run)")
+    parser.add_argument("--ray-workers", type=int, default=1, help="ray: engine actors (one engine each)")
+    parser.add_argument("--ray-gpus", type=float, default=0.0,
+                        help="ray: GPUs each actor asks for (default 0: CPU actors; 0.5 puts two on one GPU)")
 
 
 def make_executed_engine(name: str, config: GenerationConfig, options: EngineOptions,
@@ -55,8 +77,7 @@ def make_executed_engine(name: str, config: GenerationConfig, options: EngineOpt
     module = EXECUTORS[executor.executor]
     if module is None:
         return make_engine(name, config, options)
-    return importlib.import_module(module).make_executor_engine(name, config, options, workers=executor.ray_workers,
-                                                                address=executor.ray_address)
+    return importlib.import_module(module).make_executor_engine(name, config, options, executor)
 
 
 def close_engine(engine: Engine) -> None:

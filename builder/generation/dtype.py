@@ -23,12 +23,15 @@ from builder.errors import BuilderError
 from much_dataset import schema
 
 __all__ = ["DTYPES", "DTYPE_FIELD", "default_dtype", "engine_dtype", "run_dtype", "recorded_dtype", "replay_dtype",
-           "check_config_dtype"]
+           "check_config_dtype", "DTYPE_SIZED_DIFFERENCE", "dtype_hint"]
 
 #: The dtypes an engine may compute MUCH's values in (torch names).
 DTYPES = ("float32", "bfloat16", "float16")
 #: The field of a row and of a ``configs.jsonl`` row that holds it.
 DTYPE_FIELD = "dtype"
+#: A largest difference above this between stored and re-forwarded values has the size a dtype change makes
+#: (bfloat16 against float32: up to ~0.08), far above what float32 engines differ by (~1e-5).
+DTYPE_SIZED_DIFFERENCE = 1e-3
 
 
 def default_dtype(device: str) -> str:
@@ -50,7 +53,8 @@ def engine_dtype(requested: str | None, device: str) -> str:
 
 def run_dtype(engine: str, requested: str | None, device: str | None) -> str | None:
     """The dtype a ``generate`` or ``samples`` run computes in: ``requested`` or the default of the device the engine
-    runs on; for ``openai``, only what ``requested`` declares about the server (None: not declared)."""
+    runs on; for ``openai``, only what ``requested`` declares about the server (None: not declared; ``generate``
+    then asks the server, :func:`builder.generation.openai.server_dtype`)."""
     if engine == "openai":
         return engine_dtype(requested, "server") if requested else None
     if engine == "vllm":
@@ -106,3 +110,18 @@ def check_config_dtype(existing: dict[str, Any] | None, dtype: str | None) -> No
     raise BuilderError(f"config {existing.get(schema.GENERATION_CONFIG)} was generated in {existing[DTYPE_FIELD]} "
                        f"(configs.jsonl) and this run would add rows in {dtype}: one config has one dtype; pass "
                        f"--dtype {existing[DTYPE_FIELD]}, or write to another --out")
+
+
+def dtype_hint(recorded: str | None, used: str, largest_difference: float) -> str:
+    """Why a re-forward in ``used`` differs from rows that record ``recorded`` (None: nothing), when the dtype is the
+    likely cause (a difference above :data:`DTYPE_SIZED_DIFFERENCE` with a dtype unknown or other); else ""."""
+    if not largest_difference > DTYPE_SIZED_DIFFERENCE or recorded == used:
+        return ""
+    others = " or ".join(d for d in DTYPES if d != used)
+    if recorded is None:
+        return (f"the rows record no dtype (dtype null: e.g. generate --engine openai against a server started "
+                f"without --dtype; vLLM's 'auto' computes in bfloat16 on CPU) and were re-forwarded in {used}: a "
+                f"difference of this size is what another dtype makes; check with verify --dtype {others}, and "
+                f"generate with the server and generate both given --dtype (docs/generation.md)")
+    return (f"the rows record {recorded} but were re-forwarded in {used} (--dtype): a difference of this size is "
+            f"what the dtype makes; verify without --dtype re-forwards in {recorded}")

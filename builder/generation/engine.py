@@ -27,7 +27,7 @@ class EngineOptions:
     model: str
     tokenizer: str | None = None  # openai: the served model's tokenizer (default: model)
     device: str | None = None  # hf
-    dtype: str | None = None  # hf, vllm: computed in (builder.generation.dtype); openai: the server's, declared
+    dtype: str | None = None  # hf, vllm: computed in (builder.generation.dtype); openai: the server's, established
     batch_size: int = 1  # hf, vllm
     base_url: str | None = None  # openai
     api_key_env: str = "OPENAI_API_KEY"  # openai
@@ -48,7 +48,7 @@ class Engine(Protocol):
     name: str
     version: str
     limits: RowLimits
-    dtype: str | None  # what the values are computed in (None: a server's, not declared)
+    dtype: str | None  # what the values are computed in (None: a server's, not known)
 
     def generate(self, questions: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Any]]:
         """``(question, row)`` or ``(question, exception)`` pairs, as answers finish."""

@@ -25,6 +25,7 @@ from typing import Any
 
 from builder.configs import GenerationConfig
 from builder.errors import BuilderError
+from builder.generation.dtype import DTYPES
 from builder.generation.engine import EngineOptions
 from builder.generation.rows import (
     EngineInfo,
@@ -39,7 +40,7 @@ from builder.generation.sampling import SamplingSettings
 from much_dataset import schema
 
 __all__ = ["OpenAIEngine", "OpenAIGenerationFailed", "MalformedAnswer", "RetryableHTTPError", "request_json",
-           "parse_answer", "openai_generate", "bounded_map"]
+           "parse_answer", "openai_generate", "bounded_map", "reported_dtype", "server_dtype"]
 
 _TOKEN_ID = re.compile(r"^token_id:(-?\d+)$")
 _RETRY_STATUS = frozenset({408, 409, 425, 429})
@@ -222,6 +223,47 @@ def check_server_scale(settings: SamplingSettings, server_logit_scale: float) ->
             "docs/generation.md")
 
 
+def reported_dtype(base_url: str, model: str, *, headers: dict[str, str], timeout: float = 10.0) -> str | None:
+    """The dtype the server reports for ``model`` (the ``dtype`` field of its card on ``GET {base_url}/models``;
+    a single card is taken as the served model's), or None when it reports none, an unknown name ("auto"), or does
+    not answer. vLLM's cards carry no dtype: there the maintainer's ``--dtype`` is the only source."""
+    import httpx
+
+    try:
+        response = httpx.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout)
+        cards = response.json().get("data") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    if not isinstance(cards, list):
+        return None
+    cards = [c for c in cards if isinstance(c, dict)]
+    card = next((c for c in cards if c.get("id") == model), cards[0] if len(cards) == 1 else None)
+    name = str((card or {}).get("dtype") or "").removeprefix("torch.")
+    return name if name in DTYPES else None
+
+
+def server_dtype(options: EngineOptions) -> tuple[str | None, str]:
+    """The dtype the server computes in, as far as it can be established, and how it was: the server's report and
+    the maintainer's ``--dtype`` (``options.dtype``) must agree (:class:`BuilderError` otherwise); either alone is
+    taken; with neither the rows record ``dtype: null``, which the caller must say (``verify`` then re-forwards in
+    the device default and a server in another dtype fails every row)."""
+    if not options.base_url:
+        raise BuilderError("--engine openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+    headers = {"Authorization": f"Bearer {os.environ.get(options.api_key_env) or 'EMPTY'}"}
+    reported = reported_dtype(options.base_url, options.model, headers=headers,
+                              timeout=min(options.timeout, 30.0))
+    declared = options.dtype
+    if declared and reported and declared != reported:
+        raise BuilderError(f"--dtype {declared} declares the server's dtype, but the server at {options.base_url} "
+                           f"reports {reported}: start it with --dtype {declared} or pass --dtype {reported}")
+    if declared:
+        return declared, "declared by --dtype, confirmed by the server" if reported else \
+            "declared by --dtype; the server does not report its dtype"
+    if reported:
+        return reported, "reported by the server"
+    return None, "NOT KNOWN"
+
+
 class OpenAIEngine:
     """Concurrent chat completions (``options.workers`` in flight) against ``options.base_url``."""
 
@@ -238,7 +280,7 @@ class OpenAIEngine:
         self.config, self.settings, self.options = config, settings, options
         self.tokenizer = _tokenizer(options.tokenizer or options.model)
         self.version = f"openai-compatible@{options.base_url}"
-        self.dtype = options.dtype  # the server's, as declared by --dtype (None: not known)
+        self.dtype = options.dtype  # the server's, as far as server_dtype established it (None: not known)
         self.info = EngineInfo("openai", self.version, settings.to_record(), dtype=self.dtype)
         eos_ids, special_ids = stop_tokens(self.tokenizer)
         self.limits = RowLimits(vocab_size=len(self.tokenizer), max_new_tokens=config.max_new_tokens,

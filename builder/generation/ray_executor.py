@@ -12,20 +12,23 @@ the prompt as text even when token ids are given; running our engine in the acto
 per-sample seeds, token ids and exact probabilities without working around either.
 
 ``address``: a running cluster (``ray start --head``, ``auto``, ``ray://...``); None starts one for the run (shut
-down at the end). Actors ask ``num_cpus=1`` each (set ``num_gpus`` through ``RAY_ENGINE_GPUS`` for GPU workers).
+down at the end). Actors ask ``num_cpus=1`` each and ``gpus`` GPUs (``--ray-gpus``, a field of
+:class:`~builder.generation.ExecutorOptions`; 0: CPU actors).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from builder.configs import GenerationConfig
 from builder.generation.engine import EngineOptions
 from builder.generation.rows import RowLimits
+
+if TYPE_CHECKING:  # builder.generation imports this module on demand: no import back at run time
+    from builder.generation import ExecutorOptions
 
 __all__ = ["RayEngine", "make_executor_engine"]
 
@@ -58,11 +61,11 @@ class RemoteEngineError(RuntimeError):
 class RayEngine:
     """The engine ``name`` run in Ray Data actors (module docstring); the Engine protocol."""
 
-    def __init__(self, name: str, config: GenerationConfig, options: EngineOptions, *, workers: int = 1,
-                 address: str | None = None) -> None:
+    def __init__(self, name: str, config: GenerationConfig, options: EngineOptions, executor: ExecutorOptions) -> None:
         import ray
 
-        self.name, self.config, self.options, self.workers = name, config, options, workers
+        self.name, self.config, self.options = name, config, options
+        self.workers, self.gpus, address = executor.ray_workers, executor.ray_gpus, executor.ray_address
         self.version = "unknown"  # the actors' engine version, known once a batch came back
         self.limits = RowLimits(vocab_size=None, max_new_tokens=config.max_new_tokens)
         self._started = not ray.is_initialized()
@@ -80,7 +83,7 @@ class RayEngine:
         dataset = ray.data.from_items([{"questions": text} for text in batches])
         answered = dataset.map_batches(
             _EngineActor, batch_size=1, compute=ray.data.ActorPoolStrategy(size=self.workers), num_cpus=1,
-            num_gpus=float(os.environ.get("RAY_ENGINE_GPUS", "0")),
+            num_gpus=self.gpus,
             fn_constructor_kwargs={"engine": self.name, "config": self.config.to_record(),
                                    "options": dataclasses.asdict(self.options)})
         for row in answered.iter_rows():
@@ -97,9 +100,10 @@ class RayEngine:
             ray.shutdown()
 
 
-def make_executor_engine(name: str, config: GenerationConfig, options: EngineOptions, *, workers: int = 1,
-                         address: str | None = None) -> RayEngine:
-    """``--executor ray``: the engine ``name`` in ``workers`` Ray Data actors (settings checked here first)."""
+def make_executor_engine(name: str, config: GenerationConfig, options: EngineOptions,
+                         executor: ExecutorOptions) -> RayEngine:
+    """``--executor ray``: the engine ``name`` in ``executor.ray_workers`` Ray Data actors, each asking for
+    ``executor.ray_gpus`` GPUs, on the cluster at ``executor.ray_address`` (settings checked here first)."""
     from builder.errors import BuilderError
     from builder.generation import ENGINES, settings_for
 
@@ -111,4 +115,4 @@ def make_executor_engine(name: str, config: GenerationConfig, options: EngineOpt
         import ray  # noqa: F401
     except ImportError:
         raise BuilderError("--executor ray needs the ray package: pip install 'ray[data]'") from None
-    return RayEngine(name, config, options, workers=workers, address=address)
+    return RayEngine(name, config, options, executor)

@@ -13,6 +13,9 @@
   written resumably as MUCH-signals files, their resources (tokenizer, NLI, neighbours, internals) in one
   :class:`ResourceOptions` resolved once; :mod:`much_metric.baselines.runtime` puts times relative to LLM
   generation, as in table 3;
+* claim-level methods (``Baseline(level="claim")``: one value per claim, stored under ``<name>@claim``) and their
+  helpers :func:`claim_tokens`, :func:`claim_texts`, :func:`answer_texts`, :func:`claim_signal`
+  (:mod:`much_metric.baselines.claims`);
 * the sampling and reference detectors' resources: :func:`open_samples` (N further answers per row),
   :func:`open_reference` (``builder wiki`` / ``context`` output), :func:`load_encoder` (docs/sampling.md);
 * what ``much run`` does as one call (:func:`~much_metric.benchmark.run_benchmark`) lives one layer up, in
@@ -31,6 +34,7 @@ from __future__ import annotations
 from much_metric._lazy import lazy_attributes
 from much_metric.baselines.registry import (
     Baseline,
+    Requirements,
     available,
     display_method,
     display_name,
@@ -69,10 +73,14 @@ _LAZY = {
     "open_reference": "much_metric.baselines.reference",
     "load_encoder": "much_metric.baselines.encoders",
     "semantic_isotropy_score": "much_metric.baselines.methods.semantic_isotropy",
+    "claim_tokens": "much_metric.baselines.claims",
+    "claim_texts": "much_metric.baselines.claims",
+    "answer_texts": "much_metric.baselines.claims",
+    "claim_signal": "much_metric.baselines.claims",
 }
 
-__all__ = ["Baseline", "available", "display_method", "display_name", "register", "resolve", "signal_groups",
-           "unregister", *_LAZY]
+__all__ = ["Baseline", "Requirements", "available", "display_method", "display_name", "register", "resolve",
+           "signal_groups", "unregister", *_LAZY]
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

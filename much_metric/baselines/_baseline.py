@@ -4,6 +4,7 @@ by name is :mod:`much_metric.baselines.registry`."""
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,9 +12,15 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.params import Interval, check_param
 from much_dataset.schema import TOP_K
+from much_metric.baselines.resource_table import RESOURCES
 
-__all__ = ["RESOURCES", "Baseline", "BaselineSpec", "PluginComputeError"]
+__all__ = ["LEVELS", "RESOURCES", "Baseline", "BaselineSpec", "PluginComputeError", "Requirements"]
+
+#: What a method scores: ``"token"`` (one value per output token, aggregated into claims by the tables) or ``"claim"``
+#: (one value per claim, stored under ``<name>@claim`` and scored as it is, :mod:`much_metric.baselines.claims`).
+LEVELS = ("token", "claim")
 
 
 class PluginComputeError(ValueError):
@@ -22,31 +29,52 @@ class PluginComputeError(ValueError):
     MUCH."""
 
 
-#: What a baseline may need besides the stored probabilities -- one entry per kind of resource: its name (the keyword
-#: ``compute`` receives it under, and the field of :class:`~much_metric.baselines.ResourceOptions`) and how a table
-#: or an error says it is missing ("needs an NLI model"). The generating LLM's tokenizer (or a per-sample decoder), an
-#: NLI scorer, KTC's token-neighbour statistics, an internals pack (:func:`much_dataset.load_internals`: attention and
-#: hidden states per output token; RAUQ, probes), the samples (N further answers per question,
-#: :class:`much_metric.baselines.samples.SampleSet`), the reference (the Wikipedia article and RAG chunks of
-#: ``builder wiki``/``context``, :class:`much_metric.baselines.reference.ReferenceSet`) and a text encoder
-#: (:mod:`much_metric.baselines.encoders`). A new kind of resource is one entry here (and its loading in
-#: ``ResourceOptions``). How deep into the top-24 candidates a method reads is not a resource: ``Baseline.top_k``.
-RESOURCES: dict[str, str] = {
-    "tokenizer": "the generating LLM's tokenizer",
-    "nli": "an NLI model",
-    "neighbours": "token-neighbour statistics",
-    "internals": "an internals pack",
-    "samples": "samples of every row (python -m builder samples; much run --samples PACK)",
-    "reference": "the reference articles (python -m builder wiki / context; much run --reference FOLDER)",
-    "encoder": "a text encoder (much run --encoder NAME)",
-}
-
+#: How many of the stored candidates a method reads.
+_DEPTH = Interval(numbers.Integral, 0, TOP_K)
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
 @dataclass(frozen=True)
+class Requirements:
+    """What one method needs besides the answer itself: its one declaration (``Baseline(requirements=...)``).
+
+    Attributes
+    ----------
+    top_k : int or str, default 24
+        How many of the stored candidates (by decreasing probability) it reads: an int in [0, 24] or the name of the
+        field of its signal name that gives it (``"delta"``). 0 = only the sampled token's own probability
+        (``token_likelihood``); a method that does not say is taken to read all 24. ``much run --top-k K`` scores a
+        method only when ``top_k <= K`` (then the view gives exactly its numbers on the full data;
+        docs/methods.md#what-a-method-needs) and lists the others as "needs top-N".
+    resources : tuple of str
+        The resources its ``compute`` takes, names of the resource table
+        (:data:`~much_metric.baselines.resource_table.RESOURCE_TABLE`: ``"tokenizer"``, ``"nli"``, ``"samples"``
+        ...); each arrives as the keyword of that name.
+
+    A method whose needs depend on its parameters (a learned detector folder that reads an internals pack) declares
+    ``requirements=function``, ``function(params) -> Requirements``.
+
+    >>> Requirements(top_k="delta", resources=("tokenizer",))
+    Requirements(top_k='delta', resources=('tokenizer',))
+    """
+
+    top_k: int | str = TOP_K
+    resources: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.resources, str):
+            raise ValueError(f"Requirements: resources must be a tuple of resource names, got {self.resources!r}")
+        object.__setattr__(self, "resources", tuple(self.resources))
+        unknown = sorted(set(self.resources) - set(RESOURCES))
+        if unknown:
+            raise ValueError(f"unknown needs {unknown}; choose among {tuple(RESOURCES)}")
+        if not isinstance(self.top_k, str):
+            _check_top_k(self.top_k, "")
+
+
+@dataclass(frozen=True)
 class Baseline:
-    """One token-level uncertainty method.
+    """One uncertainty method: token-level (one score per output token) or claim-level (``level="claim"``).
 
     Parameters
     ----------
@@ -62,14 +90,19 @@ class Baseline:
     display : str or callable, optional
         Table label, may use the fields (``"Token Entropy-{delta}"``), or a function of the fields returning the
         label; defaults to the name.
-    needs : tuple of str
-        Among :data:`RESOURCES`.
-    top_k : int, str or callable, default 24
-        How many of the stored candidates (by decreasing probability) the method reads: an int in [0, 24], the name
-        of the field that gives it (``"delta"``), or ``top_k(params)`` -> int. 0 = only the sampled token's own
-        probability (``token_likelihood``). A method that does not say is taken to read all 24. ``much run --top-k K``
-        scores a method only when ``top_k <= K`` (then on the view it gives exactly the numbers of the full data;
-        docs/methods.md#what-a-method-needs) and lists the others as "needs top-N".
+    level : {"token", "claim"}, default "token"
+        ``"claim"``: a claim-level method. ``compute`` returns, per sample, one value per claim (``token_chunks``
+        order, EOS claim included; :func:`much_metric.baselines.claims.claim_signal`); its signal is stored under
+        its name followed by ``@claim`` and every table scores it without a token-to-claim aggregator.
+    requirements : Requirements or callable, default Requirements()
+        What it needs, declared once: the depth of the stored candidates it reads and the resources it takes
+        (:class:`Requirements`), or ``requirements(params)`` -> ``Requirements`` when they depend on the
+        parameters. Undeclared: all 24 candidates, no resource.
+    needs, top_k, needs_of
+        The old spelling of ``requirements`` (``needs=(...)``, ``top_k=...``, ``needs_of=function``), still
+        accepted for plugins written before it and folded into ``requirements``; not together with it. After
+        construction ``needs`` and ``top_k`` read the declaration back (``needs`` is empty and ``top_k`` a function
+        when ``requirements`` is one).
     description : str
         One line for ``much run --help`` (formula and source).
     params : mapping of str to str
@@ -92,9 +125,6 @@ class Baseline:
         ``metadata(params)`` -> a JSON-able mapping stored with the signal (its file's signal metadata). A method
         trained on MUCH rows gives ``training_generation_ids`` (sorted): every evaluation leaves those rows out of
         that signal unless asked to include them (see :mod:`much_metric.signals._training`).
-    needs_of : callable, optional
-        ``needs_of(params)`` -> the resources (among :data:`RESOURCES`) one instance needs when they depend on its
-        parameters (a learned detector folder that reads an internals pack); replaces ``needs`` for that instance.
 
     Examples
     --------
@@ -104,12 +134,13 @@ class Baseline:
 
     >>> import much_dataset
     >>> from much_metric import score
-    >>> from much_metric.baselines import Baseline, token_arrays
+    >>> from much_metric.baselines import Baseline, Requirements, token_arrays
     >>> def top_gap(arrays, *, k):
     ...     # 1 - (p1 - pk): the top candidate barely ahead of the k-th one = uncertain
     ...     p = arrays.probabilities                     # (N_tokens, 24), by decreasing probability
     ...     return 1.0 - (p[:, 0] - p[:, k - 1])         # one score per token, higher = more uncertain
-    >>> gap = Baseline(name="top_gap_{k}", compute=top_gap, display="Top gap-{k}", description="1 - (p1 - pk)")
+    >>> gap = Baseline(name="top_gap_{k}", compute=top_gap, display="Top gap-{k}", description="1 - (p1 - pk)",
+    ...                requirements=Requirements(top_k="k"))
     >>> gap.match("top_gap_2"), gap.label({"k": 2}), gap.match("token_entropy_24")
     ({'k': 2}, 'Top gap-2', None)
     >>> data = much_dataset.load("sample", split="test")
@@ -123,7 +154,7 @@ class Baseline:
     name: str
     compute: Callable[..., Any]
     display: str | Callable[[Mapping[str, Any]], str] | None = None
-    needs: tuple[str, ...] = ()
+    needs: tuple[str, ...] | None = None
     description: str = ""
     params: Mapping[str, str] = field(default_factory=dict)
     defaults: tuple[str, ...] = ()
@@ -133,28 +164,62 @@ class Baseline:
     order: float = 100.0
     metadata: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None
     needs_of: Callable[[dict[str, Any]], Sequence[str]] | None = None
-    top_k: int | str | Callable[[dict[str, Any]], int] = TOP_K
+    top_k: int | str | Callable[[dict[str, Any]], int] | None = None
+    requirements: Requirements | Callable[[dict[str, Any]], Requirements] | None = None
+    level: str = "token"
 
     def __post_init__(self) -> None:
+        from much_dataset.params import InvalidParameterError
+
+        if self.level not in LEVELS:
+            raise ValueError(f"Baseline {self.name!r}: level must be one of {LEVELS}, got {self.level!r}")
         if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z][\w{}.:-]*", self.name):
             raise ValueError(f"Baseline name must be a signal name or pattern like 'token_entropy_{{delta}}', got "
                              f"{self.name!r}")
         if not callable(self.compute):
-            raise TypeError(f"Baseline {self.name!r}: compute must be callable, got {type(self.compute).__name__}")
-        unknown = set(self.needs) - set(RESOURCES)
-        if unknown:
-            raise ValueError(f"Baseline {self.name!r}: unknown needs {sorted(unknown)}; choose among "
-                             f"{tuple(RESOURCES)}")
+            raise InvalidParameterError(f"Baseline {self.name!r}: compute must be callable, got "
+                                        f"{type(self.compute).__name__}")
         fields = _FIELD.findall(self.name)
-        if isinstance(self.top_k, str) and self.top_k not in fields:
-            raise ValueError(f"Baseline {self.name!r}: top_k={self.top_k!r} is not a field of its name")
-        if not isinstance(self.top_k, str) and not callable(self.top_k):
-            _check_top_k(self.top_k, f"Baseline {self.name!r}")
+        try:
+            requirements = self._declared()
+        except ValueError as error:
+            raise ValueError(f"Baseline {self.name!r}: {error}") from None
+        if isinstance(requirements, Requirements) and isinstance(requirements.top_k, str) \
+                and requirements.top_k not in fields:
+            raise ValueError(f"Baseline {self.name!r}: top_k={requirements.top_k!r} is not a field of its name")
         if set(self.params) - set(fields):
             raise ValueError(f"Baseline {self.name!r}: params {sorted(set(self.params) - set(fields))} are not "
                              "fields of its name")
-        object.__setattr__(self, "needs", tuple(self.needs))
+        object.__setattr__(self, "requirements", requirements)
+        # read back from the one declaration: the resources and depth of the pattern (a function: per instance)
+        static = isinstance(requirements, Requirements)
+        object.__setattr__(self, "needs", requirements.resources if static else ())
+        object.__setattr__(self, "top_k", requirements.top_k if static else (lambda params: _depth(
+            requirements(params), params)))
+        object.__setattr__(self, "needs_of", None)
         object.__setattr__(self, "defaults", tuple(self.defaults) or (() if fields else (self.name,)))
+
+    def _declared(self) -> Requirements | Callable[[dict[str, Any]], Requirements]:
+        """``requirements``, or the old spelling (``needs``, ``top_k``, ``needs_of``) folded into it."""
+        old = {key: value for key, value in (("needs", self.needs), ("top_k", self.top_k),
+                                             ("needs_of", self.needs_of)) if value is not None}
+        if self.requirements is not None:
+            if old:
+                raise ValueError(f"give requirements alone; {', '.join(old)} is its old spelling")
+            if not isinstance(self.requirements, Requirements) and not callable(self.requirements):
+                raise ValueError(f"requirements must be a Requirements or a function of the parameters returning "
+                                 f"one, got {type(self.requirements).__name__}")
+            return self.requirements
+        needs, top_k, needs_of = tuple(self.needs or ()), TOP_K if self.top_k is None else self.top_k, self.needs_of
+        if needs_of is None and not callable(top_k):
+            return Requirements(top_k=top_k, resources=needs)
+        Requirements(resources=needs)  # the static part is checked now
+
+        def requirements(params: dict[str, Any]) -> Requirements:
+            depth = top_k(params) if callable(top_k) else top_k
+            return Requirements(top_k=depth, resources=tuple(needs_of(params)) if needs_of is not None else needs)
+
+        return requirements
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -196,41 +261,61 @@ class BaselineSpec:
     origin: str = ""
 
     @property
+    def requirements(self) -> Requirements:
+        """What this instance needs, its depth a number: the baseline's declaration at these parameters."""
+        declared = self.baseline.requirements
+        if isinstance(declared, Requirements):
+            return Requirements(top_k=_depth(declared, self.params, f"signal {self.signal!r}"),
+                                resources=declared.resources)
+        try:
+            found = declared(dict(self.params))
+        except ValueError as error:
+            raise ValueError(f"signal {self.signal!r}: {error}") from None
+        if not isinstance(found, Requirements):
+            raise ValueError(f"signal {self.signal!r}: its requirements function returned a "
+                             f"{type(found).__name__}, not a Requirements")
+        return Requirements(top_k=_depth(found, self.params, f"signal {self.signal!r}"), resources=found.resources)
+
+    @property
     def needs(self) -> tuple[str, ...]:
-        if self.baseline.needs_of is None:
-            return self.baseline.needs
-        needs = tuple(self.baseline.needs_of(dict(self.params)))
-        unknown = set(needs) - set(RESOURCES)
-        if unknown:
-            raise ValueError(f"signal {self.signal!r} needs {sorted(unknown)}, not among {tuple(RESOURCES)}")
-        return needs
+        """The resources this instance takes (``requirements.resources``)."""
+        return self.requirements.resources
 
     @property
     def top_k(self) -> int:
         """How many of the stored candidates this instance reads (0: only the sampled token's probability)."""
-        declared = self.baseline.top_k
-        if isinstance(declared, str):
-            declared = self.params[declared]
-        elif callable(declared):
-            declared = declared(dict(self.params))
-        return _check_top_k(declared, f"signal {self.signal!r}")
+        return self.requirements.top_k
 
     @property
     def display(self) -> str:
         return self.baseline.label(self.params)
 
     def stored_name(self, resources: Mapping[str, Any]) -> str:
-        """The signal name written to files (a baseline may add a resource's suffix, e.g. the NLI model's)."""
-        if self.baseline.signal_name is None:
-            return self.signal
-        return self.baseline.signal_name(self.signal, dict(self.params), dict(resources))
+        """The signal name written to files (a baseline may add a resource's suffix, e.g. the NLI model's; a
+        claim-level one ends with ``@claim``)."""
+        from much_metric.signals import CLAIM_SUFFIX
+
+        name = self.signal if self.baseline.signal_name is None else \
+            self.baseline.signal_name(self.signal, dict(self.params), dict(resources))
+        if self.baseline.level == "claim" and not name.endswith(CLAIM_SUFFIX):
+            name += CLAIM_SUFFIX
+        return name
+
+    def split(self, arrays: Any, flat: np.ndarray) -> list[np.ndarray]:
+        """:meth:`compute`'s flat values -> per-sample arrays (per token, or per claim for a claim-level method)."""
+        if self.baseline.level == "claim":
+            from much_metric.baselines.claims import split_claims
+
+            return split_claims(arrays, flat)
+        return arrays.split(flat)
 
     def signal_metadata(self) -> dict[str, Any]:
         """The metadata stored with this signal ({} for most baselines; a learned one's training rows)."""
         return {} if self.baseline.metadata is None else dict(self.baseline.metadata(dict(self.params)))
 
     def compute(self, arrays: Any, resources: Mapping[str, Any], options: Mapping[str, Any]) -> np.ndarray:
-        """Flat float64 scores (N_tokens,) of this signal; checks the shape the baseline returned."""
+        """Flat float64 scores (N_tokens,) of this signal -- (N_claims,) for a claim-level method, all samples'
+        claims in order -- checked against the shape the baseline must return."""
         kwargs = {**self.params, **{need: resources.get(need) for need in self.needs}}
         kwargs.update({key: options[key] for key in self.baseline.options if key in options})
         try:
@@ -244,6 +329,8 @@ class BaselineSpec:
                 raise PluginComputeError(f"{message} (the plugin's {where}; see its documentation, or leave the "
                                          "signal out)") from error
             raise RuntimeError(message) from error
+        if self.baseline.level == "claim":
+            return self._claim_values(arrays, values)
         if isinstance(values, np.ndarray) and values.ndim == 1:
             flat = values
         elif isinstance(values, Sequence) and len(values) == arrays.n_samples:
@@ -263,12 +350,25 @@ class BaselineSpec:
                              f"{arrays.n_tokens} output tokens")
         return flat
 
+    def _claim_values(self, arrays: Any, values: Any) -> np.ndarray:
+        """A claim-level method's per-sample claim scores, checked, as one flat (N_claims,) array."""
+        from much_metric.baselines.claims import claim_signal
+
+        if not isinstance(values, Sequence | np.ndarray):
+            raise TypeError(f"baseline {self.signal!r} is claim-level: it must return a list of {arrays.n_samples} "
+                            f"per-sample arrays of claim scores, got {type(values).__name__}")
+        claims = claim_signal(arrays, values, f"baseline {self.signal!r}")
+        return np.concatenate(claims) if claims else np.zeros(0)
+
+
+def _depth(requirements: Requirements, params: Mapping[str, Any], owner: str = "requirements") -> int:
+    """The depth of ``requirements`` at ``params`` (a field name read from them), checked."""
+    declared = params[requirements.top_k] if isinstance(requirements.top_k, str) else requirements.top_k
+    return _check_top_k(declared, owner)
+
 
 def _check_top_k(value: Any, owner: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= value <= TOP_K:
-        raise ValueError(f"{owner}: top_k must be an integer in [0, {TOP_K}] (how many stored candidates it reads), "
-                         f"got {value!r}")
-    return int(value)
+    return int(check_param("top_k", value, _DEPTH, owner=owner or None, hint="how many stored candidates it reads"))
 
 
 def _convert(text: str) -> Any:

@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+import numbers
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from much_dataset.params import Interval, check_param
 from much_dataset.schema import LOGITS_TOKEN_IDS, OUTPUT_TOKENS, TOP_K
 from much_metric._cache import BoundedCache
 from much_metric.baselines._arrays import TokenArrays
@@ -60,9 +62,8 @@ def sampled_probability(arrays: TokenArrays, *, missing: str = "raise") -> np.nd
 
 def check_delta(delta: Any, width: int) -> int:
     """``delta`` as an int in [2, ``width``] (the number of stored candidates), else ValueError."""
-    if isinstance(delta, bool) or not isinstance(delta, int | np.integer) or not 2 <= delta <= width:
-        raise ValueError(f"delta must be an integer in [2, {width}] (the number of stored candidates), got {delta!r}")
-    return int(delta)
+    return int(check_param("delta", delta, Interval(numbers.Integral, 2, width),
+                           hint="the number of stored candidates"))
 
 
 def check_delta_param(params: dict[str, Any]) -> None:

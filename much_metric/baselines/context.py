@@ -19,12 +19,14 @@ reference builds its NLI inputs; decoded strings keep their leading spaces.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from much_dataset.params import Interval, InvalidParameterError, check_param
 from much_dataset.schema import GENERATION_ID
 from much_metric.baselines._arrays import TokenArrays
 from much_metric.segmentation.decoding import stock_backend
@@ -81,7 +83,8 @@ def batch_decoder(tokenizer: Any) -> Decoder:
         return lambda batch: [tokenizer.decode(ids) for ids in batch]
     if callable(tokenizer):
         return tokenizer
-    raise TypeError(f"tokenizer must have batch_decode/decode or be a callable, got {type(tokenizer).__name__}")
+    raise InvalidParameterError(f"tokenizer must have batch_decode/decode or be a callable, got "
+                                f"{type(tokenizer).__name__}")
 
 
 def decode_ids(decode: Decoder, ids: np.ndarray) -> np.ndarray:
@@ -95,9 +98,7 @@ def decode_ids(decode: Decoder, ids: np.ndarray) -> np.ndarray:
 
 
 def _check_sigma(sigma: Any) -> int:
-    if isinstance(sigma, bool) or not isinstance(sigma, int | np.integer) or sigma < 0:
-        raise ValueError(f"sigma (context tokens on each side) must be a non-negative integer, got {sigma!r}")
-    return int(sigma)
+    return int(check_param("sigma", sigma, Interval(numbers.Integral, 0, None), hint="context tokens on each side"))
 
 
 def _window_bounds(arrays: TokenArrays, sigma: int, suffix_length: int) -> tuple[np.ndarray, ...]:

@@ -196,10 +196,18 @@ def _remove_stale(blocks_dir: Path, s: int, shard: tuple[int, int], current: dic
             path.unlink(missing_ok=True)
 
 
+def _read_json(path: Path) -> Any:
+    """A job file's JSON; ValueError naming the file when it is not JSON (a truncated or edited manifest)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise ValueError(f"{path}: not valid JSON ({error}); delete the job folder or use another") from None
+
+
 def _manifest(out: Path, params: dict[str, Any]) -> None:
     path = out / "manifest.json"
     if path.exists():
-        found = json.loads(path.read_text(encoding="utf-8"))
+        found = _read_json(path)
         if found != params:
             changed = sorted(k for k in set(found) | set(params) if found.get(k) != params.get(k))
             raise ValueError(f"{out} holds counts of another job (different {', '.join(changed)}); use another "
@@ -298,11 +306,11 @@ def reduce_shards(out: str | Path, tokenizer: Any, *, top: int = 8, corpus: str 
                   meta: dict[str, Any] | None = None) -> NeighbourStats:
     """Sum every block of a complete job (all shards finished) into :class:`NeighbourStats` (top ``top``)."""
     out = Path(out)
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    manifest = _read_json(out / "manifest.json")
     markers = sorted((out / "shards").glob("*-of-*.json")) if (out / "shards").is_dir() else []
     if not markers:
         raise ValueError(f"{out}: no finished shard (run the count step first)")
-    records = [json.loads(p.read_text(encoding="utf-8")) for p in markers]
+    records = [_read_json(p) for p in markers]
     totals = {r["n_shards"] for r in records}
     if len(totals) != 1:
         raise ValueError(f"{out}: shards of different splits {sorted(totals)} (one job, one n)")

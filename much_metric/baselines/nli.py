@@ -246,7 +246,7 @@ class NliScorer:
         import torch
 
         if not isinstance(batching, NliBatching):
-            raise TypeError(f"NliScorer: batching must be an NliBatching, got {type(batching).__name__}")
+            raise InvalidParameterError(f"NliScorer: batching must be an NliBatching, got {type(batching).__name__}")
         self.batching = batching
         self.id2label = {int(k): v for k, v in model.config.id2label.items()}
         self.labels = nli_label_indices(self.id2label)
@@ -390,7 +390,8 @@ def resolve_nli(nli: Any) -> Any:
     if nli is None:
         raise ValueError(f"CCP and SAR need an NLI model (nli=...; e.g. {DEFAULT_NLI_MODEL!r})")
     if not hasattr(nli, "predict_proba") or not hasattr(nli, "id2label"):
-        raise TypeError("nli must be a model name, an NliScorer, or an object with id2label and predict_proba()")
+        raise InvalidParameterError("nli must be a model name, an NliScorer, or an object with id2label and "
+                                    "predict_proba()")
     return nli
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
 from much_metric.baselines.nli import nli_label_indices
 
 __all__ = ["CANONICAL_ID2LABEL", "NliCache", "NliPairRecorder", "NliRouter", "parse_nli_mapping", "routed_nli_name"]
@@ -125,7 +126,8 @@ class NliRouter:
         self._columns: dict[int, np.ndarray] = {}
         for language, scorer in self.scorers.items():
             if not hasattr(scorer, "predict_proba") or not hasattr(scorer, "id2label"):
-                raise TypeError(f"the NLI scorer of language {language!r} has no id2label / predict_proba()")
+                raise InvalidParameterError(f"the NLI scorer of language {language!r} has no id2label / "
+                                            f"predict_proba()")
             try:
                 labels = nli_label_indices({int(k): v for k, v in scorer.id2label.items()})
             except ValueError as error:
@@ -223,8 +225,7 @@ class NliCache(_ScorerProxy):
     """
 
     def __init__(self, scorer: Any, *, max_pairs: int = 4_000_000) -> None:
-        if isinstance(max_pairs, bool) or not isinstance(max_pairs, int) or max_pairs < 1:
-            raise ValueError(f"max_pairs must be a positive integer, got {max_pairs!r}")
+        check_param("max_pairs", max_pairs, POSITIVE_INT, owner="NliCache")
         self.scorer = scorer
         self.max_pairs = max_pairs
         self._store: OrderedDict[tuple, np.ndarray] = OrderedDict()

@@ -23,20 +23,20 @@ integer unless the baseline's ``params`` gives its own regular expression (then 
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import pkgutil
-import sys
 import warnings
 from collections.abc import Iterable
 
 from much_dataset.params import UnknownNameError
-from much_metric.baselines._baseline import RESOURCES, Baseline, BaselineSpec
+from much_metric._plugins import PluginRegistry
+from much_metric.baselines._baseline import RESOURCES, Baseline, BaselineSpec, Requirements
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "METHODS_PACKAGE",
     "RESOURCES",
     "TABLE_GROUPS",
+    "Requirements",
     "Baseline",
     "BaselineSpec",
     "available",
@@ -55,84 +55,28 @@ __all__ = [
 METHODS_PACKAGE = "much_metric.baselines.methods"
 #: Entry-point group of third-party baselines.
 ENTRY_POINT_GROUP = "much.baselines"
-def _initializing(module: str) -> bool:
-    """Whether ``module`` (or a parent package) is being imported right now (a partially initialised module)."""
-    parts = module.split(".")
-    for end in range(1, len(parts) + 1):
-        spec = getattr(sys.modules.get(".".join(parts[:end])), "__spec__", None)
-        if getattr(spec, "_initializing", False):
-            return True
-    return False
+def _builtin_baselines() -> list[tuple[Baseline, str]]:
+    """``(baseline, module)`` of every ``BASELINES`` of the modules of :data:`METHODS_PACKAGE` (imported here)."""
+    package = importlib.import_module(METHODS_PACKAGE)
+    found = []
+    for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not module.name.startswith("_"):
+            name = f"{METHODS_PACKAGE}.{module.name}"
+            found += [(baseline, name) for baseline in getattr(importlib.import_module(name), "BASELINES", ())]
+    return found
 
 
-class _Registry:
-    """Built-ins (listed from the package), entry points and run-time registrations, loaded on first use."""
+class _Registry(PluginRegistry[Baseline]):
+    """The baselines: the toolkit's one plugin registry (:class:`much_metric._plugins.PluginRegistry`: loaded once,
+    on first use, under a lock) over the methods package and the ``much.baselines`` entry points."""
 
     def __init__(self) -> None:
-        self._baselines: dict[str, Baseline] = {}
-        self._origin: dict[str, str] = {}
-        self._broken: dict[str, str] = {}
-        self._pending: list[importlib.metadata.EntryPoint] = []
-        self._loaded = False
-
-    def _load(self) -> None:
-        """Import the built-in method modules and the entry points, once (on the first use of the registry, never
-        when :mod:`much_metric.baselines` is imported)."""
-        if self._loaded:
-            if self._pending:
-                pending, self._pending = self._pending, []
-                for entry_point in pending:
-                    self._load_entry_point(entry_point)
-            return
-        self._loaded = True
-        package = importlib.import_module(METHODS_PACKAGE)
-        for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            if module.name.startswith("_"):
-                continue
-            for baseline in getattr(importlib.import_module(f"{METHODS_PACKAGE}.{module.name}"), "BASELINES", ()):
-                self.add(baseline, origin=f"{METHODS_PACKAGE}.{module.name}")
-        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            self._load_entry_point(entry_point)
-
-    def _load_entry_point(self, entry_point: importlib.metadata.EntryPoint) -> None:
-        origin = f"entry point {entry_point.name!r} ({entry_point.value})"
-        try:
-            loaded = entry_point.load()
-        except Exception as error:  # recorded and raised when the plugin's signal is asked for
-            if _initializing(entry_point.module):
-                # The plugin's own module is being imported and asked the registry for something at import time:
-                # not broken, only not finished. Loaded again on the next use of the registry.
-                self._pending.append(entry_point)
-                return
-            self._broken[entry_point.name] = f"{origin} failed to load: {type(error).__name__}: {error}"
-            return
-        items = loaded if isinstance(loaded, Iterable) and not isinstance(loaded, Baseline) else [loaded]
-        for item in items:
-            if not isinstance(item, Baseline):
-                self._broken[entry_point.name] = f"{origin} is a {type(item).__name__}, not a Baseline"
-                continue
-            self.add(item, origin=origin)
-
-    def add(self, baseline: Baseline, *, origin: str, replace: bool = False) -> None:
-        if not isinstance(baseline, Baseline):
-            raise TypeError(f"register() takes a Baseline, got {type(baseline).__name__}")
-        if baseline.name in self._baselines and not replace:
-            raise ValueError(f"a baseline named {baseline.name!r} is already registered by "
-                             f"{self._origin[baseline.name]}; pass replace=True to override it")
-        self._baselines[baseline.name] = baseline
-        self._origin[baseline.name] = origin
+        super().__init__(group=ENTRY_POINT_GROUP, item_type=Baseline, noun="baseline", register="register()",
+                         builtins=_builtin_baselines)
 
     def all(self) -> dict[str, Baseline]:
-        self._load()
-        return dict(sorted(self._baselines.items(), key=lambda item: item[1].order))
-
-    def broken(self) -> dict[str, str]:
-        self._load()
-        return dict(self._broken)
-
-    def origin(self, name: str) -> str:
-        self._load()
-        return self._origin[name]
+        """Every baseline by name pattern, in table order."""
+        return dict(sorted(self.items_by_name().items(), key=lambda item: item[1].order))
 
 
 _REGISTRY = _Registry()
@@ -140,18 +84,15 @@ _REGISTRY = _Registry()
 
 def register(baseline: Baseline, *, replace: bool = False) -> Baseline:
     """Add a baseline at run time (also usable as a decorator-free one-liner in a notebook); returns it."""
-    _REGISTRY._load()
+    _REGISTRY.load()
     _REGISTRY.add(baseline, origin="register()", replace=replace)
     return baseline
 
 
 def unregister(name: str) -> Baseline:
-    """Remove a baseline registered under ``name`` (e.g. one added with :func:`register` in a notebook)."""
-    _REGISTRY._load()
-    if name not in _REGISTRY._baselines:
-        raise UnknownNameError(f"no baseline named {name!r}")
-    _REGISTRY._origin.pop(name)
-    return _REGISTRY._baselines.pop(name)
+    """Remove a baseline registered under ``name`` (e.g. one added with :func:`register` in a notebook; a built-in
+    stays)."""
+    return _REGISTRY.remove(name)
 
 
 def available() -> dict[str, Baseline]:
@@ -174,8 +115,7 @@ PEER_PLUGIN = {"prefixes": ("lmpolygraph:", "uqlm:", "lmpolygraph_", "uqlm_"), "
 
 def origin(name: str) -> str:
     """Where the baseline ``name`` was registered: its built-in module or ``entry point '<name>' (<value>)``."""
-    _REGISTRY._load()
-    return _REGISTRY._origin.get(name, "")
+    return _REGISTRY.origin(name)
 
 
 def get(name: str) -> Baseline:
@@ -190,11 +130,19 @@ def resolve(signal: str) -> BaselineSpec:
     """The baseline and parameters of a concrete signal name (``token_entropy_24`` -> Token Entropy, delta=24).
 
     Raises ``ValueError`` naming the registered patterns when no baseline matches, and the plugin's own load error
-    when the name is that of a broken entry point.
+    when the name is that of a broken entry point. A claim-level method's stored name (``sample_rouge1@claim``)
+    resolves to it too; a token-level one's name with ``@claim`` is an error.
     """
+    from much_metric.signals import CLAIM_SUFFIX
+
     signal = str(signal)
     baselines = _REGISTRY.all()
-    matches = [(b, p) for b in baselines.values() if (p := b.match(signal)) is not None]
+    bare = signal.removesuffix(CLAIM_SUFFIX)
+    matches = [(b, p) for b in baselines.values() if (p := b.match(bare)) is not None
+               and (bare == signal or b.level == "claim")]
+    if not matches and bare != signal and any(b.match(bare) is not None for b in baselines.values()):
+        raise ValueError(f"signal {signal!r}: {bare!r} is a token-level method (one value per output token); "
+                         f"{CLAIM_SUFFIX!r} names a claim-level one's signal")
     if not matches:
         broken = _REGISTRY.broken()
         if signal in broken:

@@ -16,19 +16,20 @@ from __future__ import annotations
 import functools
 import json
 import numbers
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from much_dataset.params import POSITIVE_INT, Interval, NoneOr, OneOf, check_param
+from much_dataset.params import POSITIVE_INT, Interval, InvalidParameterError, NoneOr, OneOf, check_param
 from much_dataset.schema import TOP_K
 from much_metric._progress import nested_bar_disabled
 from much_metric.baselines._arrays import TokenArrays, token_arrays
 from much_metric.baselines.metering import CostMeter
 from much_metric.baselines.registry import RESOURCES, TABLE_GROUPS, BaselineSpec, display_name, resolve
+from much_metric.baselines.resource_table import ResourceOptions, records_of
 from much_metric.signals import (
     COST_KEY,
     INTERNALS_PACK_KEY,
@@ -98,97 +99,6 @@ class SignalOptions:
         check_param("top_k", self.top_k, TOP_K_VIEW, owner="SignalOptions")
 
 
-@dataclass(frozen=True, kw_only=True)
-class ResourceOptions:
-    """The resources of a run besides the data, each given by name or as a loaded object and resolved once.
-
-    Attributes
-    ----------
-    tokenizer : tokenizer, callable, PerSampleDecoder, str, mapping or None
-        The generating LLM's tokenizer (CCP/SAR): for :func:`compute_signals` a loaded tokenizer, a decoding callable
-        or one per sample; :func:`much_metric.benchmark.run_benchmark` also takes a name or
-        ``{generation_config: tokenizer}`` (None: SmolLM2's for the sample, the MUCH models' for orailix/MUCH).
-    nli : str, NliScorer-like or None
-        CCP/SAR's NLI model: a hub id or folder (loaded once) or a loaded scorer. ``run_benchmark`` takes it from
-        :class:`~much_metric.benchmark.NliOptions` (``model=``) instead, and refuses it here.
-    neighbours : NeighbourStats-like, str, sequence of str or None
-        KTC's token-neighbour statistics (loaded; ``run_benchmark`` also takes the ``much run --neighbours`` forms);
-        None: those shipped with the embedded sample.
-    internals : str, path, InternalsPack or None
-        An internals pack (``python -m builder internals``) for the signals that need one (RAUQ); a path is opened
-        once. The signals that read it are computed on the samples of the split it holds (each checked against its
-        token count; a pack holding none of them is refused): a pack of part of the data scores that part.
-    samples : SampleSet, datasets.Dataset, str or None
-        N further answers per row for the sampling detectors (:func:`much_metric.baselines.samples.open_samples`:
-        rows in the samples-pack format, or a pack folder / ``"sample"`` opened by ``much_dataset.load_samples``).
-    reference : ReferenceSet, str, path or None
-        The folder of ``python -m builder wiki`` / ``context`` (``wiki.jsonl``, ``context.jsonl``) for the
-        reference-based detectors (:func:`much_metric.baselines.reference.open_reference`).
-    encoder : str, encoder or None
-        The text encoder of the isotropy and cosine detectors (:func:`much_metric.baselines.encoders.load_encoder`;
-        None: the packaged all-MiniLM-L6-v2 when installed, else the observer's mean-pooled hidden states).
-
-    Examples
-    --------
-    >>> from much_metric.baselines import ResourceOptions
-    >>> ResourceOptions(nli="microsoft/deberta-large-mnli").needs_loading("nli")
-    True
-    """
-
-    tokenizer: Any = None
-    nli: Any = None
-    neighbours: Any = None
-    internals: Any = None
-    samples: Any = None
-    reference: Any = None
-    encoder: Any = None
-
-    def needs_loading(self, need: str) -> bool:
-        """Whether the resource ``need`` is still a name or a path (loaded by :meth:`resolved`)."""
-        return isinstance(getattr(self, need), str | Path)
-
-    def resolved(self, dataset: Any, needs: Collection[str]) -> ResourceOptions:
-        """A copy with each resource in ``needs`` loaded (NLI by name, an internals pack by path, the sample's
-        neighbour statistics by default); ValueError naming the signals' need for one that is missing."""
-        from dataclasses import replace
-
-        changes: dict[str, Any] = {}
-        if "nli" in needs:
-            from much_metric.baselines.nli import resolve_nli
-
-            changes["nli"] = resolve_nli(self.nli)
-        if "neighbours" in needs and self.neighbours is None:  # the embedded sample ships its SmolLM2 statistics
-            from much_metric.baselines.methods.ktc import default_neighbours
-
-            changes["neighbours"] = default_neighbours(dataset)
-        if "internals" in needs and self.needs_loading("internals"):
-            from much_dataset.internals import load_internals
-
-            # The samples it holds are checked by compute_signals: a pack of part of the split scores those.
-            changes["internals"] = load_internals(self.internals)
-        split = dataset if not isinstance(dataset, TokenArrays) else None
-        if "samples" in needs and self.samples is not None:
-            from much_metric.baselines.samples import open_samples
-
-            changes["samples"] = open_samples(self.samples, split)
-        if "reference" in needs and self.reference is not None:
-            from much_metric.baselines.reference import open_reference
-
-            changes["reference"] = open_reference(self.reference, split)
-        if "encoder" in needs:
-            from much_metric.baselines.encoders import load_encoder
-
-            changes["encoder"] = load_encoder(self.encoder)
-        return replace(self, **changes) if changes else self
-
-    def as_dict(self) -> dict[str, Any]:
-        """``{"tokenizer": ..., "nli": ..., "neighbours": ..., "internals": ..., "samples": ..., "reference": ...,
-        "encoder": ...}``: what a method's ``compute`` reads."""
-        return {"tokenizer": self.tokenizer, "nli": self.nli, "neighbours": self.neighbours,
-                "internals": self.internals, "samples": self.samples, "reference": self.reference,
-                "encoder": self.encoder}
-
-
 @dataclass
 class SignalRun:
     """One signal over a split.
@@ -226,23 +136,14 @@ def _write_timings(out: Path, timings: dict[str, Any]) -> None:
     atomic_write_bytes(out / TIMINGS_FILE, (json.dumps(timings, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
-#: Resources whose identity is recorded in the signal metadata (key ``resources``) of the signals that use them, and
-#: checked when a signal file is resumed: values of another encoder, NLI model, samples or reference never mix.
-RECORDED_RESOURCES = ("samples", "reference", "encoder", "nli")
+#: The signal-metadata key of the resources that made a signal's values (:attr:`Resource.recorded`), checked when a
+#: signal file is resumed: values of another encoder, NLI model, samples or reference never mix.
 RESOURCES_KEY = "resources"
 
 
 def resource_records(spec: BaselineSpec, found: dict[str, Any]) -> dict[str, Any]:
     """``{need: record}`` of the recorded resources of a signal that needs samples, a reference or an encoder."""
-    if not {"samples", "reference", "encoder"} & set(spec.needs):
-        return {}
-    records = {}
-    for need in RECORDED_RESOURCES:
-        if need in spec.needs and found.get(need) is not None:
-            value = found[need]
-            records[need] = value.record() if callable(getattr(value, "record", None)) else \
-                {"name": str(getattr(value, "name", None) or type(getattr(value, "scorer", value)).__name__)}
-    return records
+    return records_of(spec.needs, found)
 
 
 def _check_resources(path: Path, stored: dict[str, Any], records: dict[str, Any]) -> None:
@@ -313,9 +214,11 @@ def compute_signals(
 
     options = SignalOptions() if options is None else options
     if not isinstance(options, SignalOptions):
-        raise TypeError(f"compute_signals: options must be a SignalOptions or None, got {type(options).__name__}")
+        raise InvalidParameterError(f"compute_signals: options must be a SignalOptions or None, got "
+                                    f"{type(options).__name__}")
     if not isinstance(resources, ResourceOptions):
-        raise TypeError(f"compute_signals: resources must be a ResourceOptions, got {type(resources).__name__}")
+        raise InvalidParameterError(f"compute_signals: resources must be a ResourceOptions, got "
+                                    f"{type(resources).__name__}")
     reference_window, block_size, file_format = options.reference_window, options.block_size, options.file_format
     specs = [resolve(name) for name in signals]
     needed = {need for spec in specs for need in spec.needs}
@@ -388,7 +291,7 @@ def compute_signals(
                           disable=nested_bar_disabled(progress) or len(blocks) < 2):
             part = arrays.select(block)
             flat, elapsed = meter.measure(part, functools.partial(spec.compute, part, found, method_options))
-            values = dict(zip(part.generation_ids, part.split(flat), strict=True))
+            values = dict(zip(part.generation_ids, spec.split(part, flat), strict=True))
             stored.update(values)
             record = {"seconds": record["seconds"] + elapsed, "n_samples": record["n_samples"] + part.n_samples,
                       "n_tokens": record["n_tokens"] + part.n_tokens}

@@ -19,6 +19,7 @@ a space or the end, and at line breaks -- the unit the SummaC / SelfCheckGPT sco
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,12 +27,16 @@ from typing import Any
 
 import numpy as np
 
+from much_dataset.params import POSITIVE_INT, Interval, check_param
 from much_dataset.schema import GENERATION_ID, OUTPUT
+from much_metric._cache import BoundedCache
 
 __all__ = ["SAMPLE_INDEX", "SampleSet", "clean_text", "open_samples", "split_sentences"]
 
 #: Column of a samples pack: the sample's position among the N answers of its row.
 SAMPLE_INDEX = "sample_index"
+#: Rows whose sentences a :class:`SampleSet` keeps split (a method reads a row's several times within a block).
+SENTENCE_ROWS = 4096
 
 _SPECIAL = re.compile(r"<\|[^<>|\s]{1,40}\|>|</?s>|<eos>|<bos>|<pad>|<end_of_turn>|<start_of_turn>|\[/?INST\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
@@ -59,7 +64,10 @@ class SampleSet:
     source: str = "in memory"
     n_max: int | None = None
     unfinished: int = 0
-    _sentences: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict, compare=False, repr=False)
+    #: sentences of the rows read lately (:data:`SENTENCE_ROWS` at most): the toolkit's bounded, locked cache, so a
+    #: set kept for a whole split (or shared by threads) holds no more than that
+    _sentences: BoundedCache[str, tuple[tuple[str, ...], ...]] = field(
+        default_factory=lambda: BoundedCache(SENTENCE_ROWS), compare=False, repr=False)
 
     def of(self, generation_id: str) -> tuple[str, ...]:
         """The sample texts of one row (at most ``n_max``); ``ValueError`` naming the row when it has none."""
@@ -71,15 +79,12 @@ class SampleSet:
 
     def sentences(self, generation_id: str) -> tuple[tuple[str, ...], ...]:
         """Per sample, its sentences (:func:`split_sentences`), cached."""
-        key = f"{generation_id}\x00{self.n_max}"
-        if key not in self._sentences:
-            self._sentences[key] = tuple(tuple(split_sentences(text)) for text in self.of(generation_id))
-        return self._sentences[key]
+        return self._sentences.get_or_compute(
+            generation_id, lambda: tuple(tuple(split_sentences(text)) for text in self.of(generation_id)))
 
     def first(self, n: int) -> SampleSet:
         """The same samples, at most the first ``n`` per row."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"the number of samples must be a positive integer, got {n!r}")
+        check_param("n", n, POSITIVE_INT, owner="SampleSet.first", hint="the number of samples per row")
         return SampleSet(self.texts, self.source, n, self.unfinished)
 
     def counts(self) -> np.ndarray:
@@ -122,9 +127,8 @@ def sample_set(samples: Any, *, source: str = "in memory") -> SampleSet:
     ids, indices, outputs, finished = _rows(samples)
     grouped: dict[str, dict[int, str]] = {}
     for position, (gid, index, text) in enumerate(zip(ids, indices, outputs, strict=True)):
-        if isinstance(index, bool) or not isinstance(index, int | np.integer) or index < 0:
-            raise ValueError(f"sample row {position} ({GENERATION_ID}={gid!r}): field {SAMPLE_INDEX!r} is {index!r}, "
-                             "not an integer >= 0")
+        check_param(SAMPLE_INDEX, index, Interval(numbers.Integral, 0, None),
+                    owner=f"sample row {position} ({GENERATION_ID}={gid!r})")
         if not isinstance(text, str):
             raise ValueError(f"sample row {position} ({GENERATION_ID}={gid!r}): field {OUTPUT!r} is not a string")
         row = grouped.setdefault(str(gid), {})

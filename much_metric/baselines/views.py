@@ -22,10 +22,12 @@ returned. See docs/methods.md#input-views.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 
+from much_dataset.params import Interval, check_param
 from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, token_arrays
 from much_metric.baselines._topk import rank_of_sampled, sorted_arrays
@@ -65,9 +67,7 @@ def top_k_view(data: Any, k: int) -> TokenArrays:
     """
     arrays = sorted_arrays(token_arrays(data))
     width = arrays.probabilities.shape[1]
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 0 <= k <= width:
-        raise ValueError(f"top_k must be an integer in [0, {width}] (the stored candidates per token), got {k!r}")
-    k = int(k)
+    k = int(check_param("top_k", k, Interval(numbers.Integral, 0, width), hint="the stored candidates per token"))
     rank = rank_of_sampled(arrays)  # raises naming the token when the sampled one is not stored
     unlisted = rank >= k
     columns = k + 1 if unlisted.any() else k

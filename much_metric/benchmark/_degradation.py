@@ -140,7 +140,7 @@ def _views(arrays: Any, specs: list[Any], grid: tuple[int, ...]) -> tuple[dict[s
             given = dataclasses.replace(given)  # its own object: no method's time includes another's cached work
             meter = CostMeter([], top_k=k)
             flat, _ = meter.measure(given, functools.partial(spec.compute, given, {}, {}))
-            signals[f"{name}@top{k}"] = dict(zip(given.generation_ids, given.split(flat), strict=True))
+            signals[f"{name}@top{k}"] = dict(zip(given.generation_ids, spec.split(given, flat), strict=True))
             cells[(name, k)] = (how, "", meter.cost)
     return signals, cells
 
@@ -242,7 +242,7 @@ def degradation_table(
     messages = []
     if aggregator in ("product", "geometric"):  # as run_benchmark: 1 - s needs s in [0, 1]
         for name, spec in list(specs):
-            if outside_unit_interval(computed[f"{name}@top{TOP_K}"]):
+            if spec.baseline.level == "token" and outside_unit_interval(computed[f"{name}@top{TOP_K}"]):
                 messages.append(f"{spec.display} left out: its token scores lie outside [0, 1], which the {aggregator} "
                                 "aggregator needs; run it with --aggregator mean (or max)")
                 specs.remove((name, spec))
@@ -254,8 +254,10 @@ def degradation_table(
         {name: spec.signal_metadata() for name, spec in specs}, dataset[GENERATION_ID],
         include_training_rows=evaluation.include_training_rows, aggregation=evaluation.aggregation)
     trained_on = {key: excluded[key.rsplit("@top", 1)[0]] for key in computed if key.rsplit("@top", 1)[0] in excluded}
+    claim_level = tuple(f"{name}@top{k}" for name, spec in specs if spec.baseline.level == "claim" for k in grid)
     table = evaluate_signals(dataset, computed, training_rows=trained_on,
-                             evaluation=replace(evaluation, bootstrap=None, floors=False, min_coverage=1.0, by=()))
+                             evaluation=replace(evaluation, bootstrap=None, floors=False, min_coverage=1.0, by=(),
+                                                claim_signals=claim_level))
     by_signal = {result.signal_name: result for result in table.results}
     rows = []
     for name, spec in specs:

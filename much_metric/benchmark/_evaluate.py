@@ -303,6 +303,7 @@ def evaluate_files(
             raise TypeError(f"evaluate_files: {name} must be a {kind.__name__}, got {type(value).__name__}")
     mushroom = mushroom_source(report.mushroom) if report.spans else None  # before any long work
     read = read_signals(scores, signal_names=signals)
+    _refuse_carrier_files(read, scores)
     from_pack = tuple(check_signal_files(scores, internals, read)) if internals else ()
     timings = _timings(scores) if report.rank else {}  # checked before the data is loaded
     dataset = _load(source, data, split=data.split, selection=data.selection)
@@ -349,3 +350,23 @@ def evaluate_files(
         spans=spans, generation_seconds=generation.seconds if generation else None,
         generation_source=generation.source if generation else None, trained_as=trained_as, from_pack=from_pack,
         notes=tuple(notes))
+
+
+def _refuse_carrier_files(read: dict[str, Any], scores: Any) -> None:
+    """A claim-level method's name without ``@claim``: a file of an older ``much run`` that wrote its claim values
+    on one token per claim (the carrier convention), whose numbers change with the aggregator; refused, not scored."""
+    from much_metric.baselines.registry import resolve
+    from much_metric.signals import CLAIM_SUFFIX
+
+    for name in read:
+        if name.endswith(CLAIM_SUFFIX):
+            continue
+        try:
+            level = resolve(name).baseline.level
+        except ValueError:
+            continue  # not a registered method's name: the submitter's own token-level signal
+        if level == "claim":
+            raise ValueError(f"signal {name!r} ({scores}): {name} is a claim-level method, scored from one value per "
+                             f"claim under {name + CLAIM_SUFFIX!r}; this file holds one value per token (written by an "
+                             f"older much run, a claim's value on one token): rerun `much run --signals {name} --out "
+                             "DIR` to write its claim-level file")

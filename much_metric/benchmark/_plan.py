@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +243,16 @@ def _with_sampling(names: list[str], resources: ResourceOptions, dataset: Any, o
     return resources, messages
 
 
+def _unread_options(resources: ResourceOptions, names: Sequence[str]) -> list[str]:
+    """A note for each resource option given that none of the signals ``names`` reads (``--samples`` to the
+    probability methods): said, not ignored in silence."""
+    from much_metric.baselines.registry import resolve
+    from much_metric.baselines.resource_table import unread_options
+
+    needed = {need for name in names for need in resolve(name).needs}
+    return list(unread_options(resources, needed).values())
+
+
 def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, data: DataOptions = DataOptions(),
                    nli: NliOptions = NliOptions(), resources: ResourceOptions = ResourceOptions(),
                    progress: bool = False) -> BenchmarkPlan:
@@ -304,10 +314,12 @@ def plan_benchmark(source: Any, *, signals: Sequence[str] | str | None = None, d
         names, stats = _every_method(data.top_k, found, notes)
     else:
         names, stats = _named_or_defaults(wanted, data.top_k, found, notes)
+    given = resources
     resources, sampling_notes = _with_sampling(names, resources, dataset, origin, nli_scorer)
     notes.extend(BenchmarkNote(message=message) for message in sampling_notes)
+    notes.extend(BenchmarkNote(message=message) for message in _unread_options(given, names))
     return BenchmarkPlan(dataset=dataset, source=origin, splits_used=splits_used, load_seconds=load_seconds,
                          n_tokens=n_tokens, signals=tuple(names), default_signals=wanted is None, tokenizer=single,
                          tokenizers=per_config, top_k=data.top_k,
-                         resources=replace(resources, tokenizer=decoder, nli=nli_scorer, neighbours=stats),
+                         resources=resources.replace(tokenizer=decoder, nli=nli_scorer, neighbours=stats),
                          notes=tuple(notes))

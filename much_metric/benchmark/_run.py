@@ -190,7 +190,9 @@ def _evaluate(dataset: Any, runs: Mapping[str, Any], evaluation: EvaluationOptio
     if aggregator in ("product", "geometric"):
         # The product multiplies 1 - s: a signal with scores outside [0, 1] (NLL = -log p) gives meaningless claim
         # scores under it, so its row is left out with a note saying how to see it, not printed as a number.
-        for name in [name for name in order if outside_unit_interval(runs[name].values)]:
+        # A claim-level signal is scored as it is (no aggregator): any real values will do.
+        for name in [name for name in order if runs[name].spec.baseline.level == "token"
+                     and outside_unit_interval(runs[name].values)]:
             reason = f"its token scores lie outside [0, 1], which the {aggregator} aggregator needs"
             notes.append(BenchmarkNote(message=f"{runs[name].spec.display} left out: {reason}; run it with "
                                        "--aggregator mean (or max)", skipped=(name,), reason=reason))

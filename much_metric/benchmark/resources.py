@@ -248,29 +248,23 @@ def sampling_resources(resources: Any, dataset: Any, source: str | None, needed:
     Samples: ``resources.samples``, or the embedded sample's own pack for ``source="sample"``
     (``much_dataset.load_samples("sample")``); none otherwise is an error (they are asked by name). Reference: the
     builder folder given (``--reference``). Encoder: :func:`much_metric.baselines.encoders.load_encoder`."""
-    from dataclasses import replace
+    from much_metric.baselines.resource_table import resource
 
     changes: dict[str, Any] = {}
     if "samples" in needed:
-        from much_metric.baselines.samples import open_samples
-
         value = resources.samples if resources.samples is not None else ("sample" if source == "sample" else None)
         if value is None:
             raise ValueError("the sampling detectors need N samples of every row: pass --samples PACK (`python -m "
                              "builder samples`)")
-        changes["samples"] = open_samples(value, dataset)
+        changes["samples"] = resource("samples").load(value, dataset)
         notes.append(f"samples: {changes['samples'].describe()}")
     if "reference" in needed:
-        from much_metric.baselines.reference import open_reference
-
         if resources.reference is None:
             raise ValueError("the reference-based detectors need the Wikipedia reference: pass --reference FOLDER "
                              "(the --out of `python -m builder wiki` and `context`)")
-        changes["reference"] = open_reference(resources.reference, dataset)
+        changes["reference"] = resource("reference").load(resources.reference, dataset)
         notes.append(changes["reference"].describe())
     if "encoder" in needed:
-        from much_metric.baselines.encoders import load_encoder
-
-        changes["encoder"] = load_encoder(resources.encoder)
+        changes["encoder"] = resource("encoder").load(resources.encoder, dataset)
         notes.append(f"encoder: {changes['encoder'].name}")
-    return replace(resources, **changes)
+    return resources.replace(**changes)

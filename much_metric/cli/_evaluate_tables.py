@@ -52,7 +52,8 @@ def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str
             name = f"{name} [{len(result.samples)} samples]"
         score = result.score
         cost = "" if result.level == "floor" else cost_cell(table.costs.get(result.signal_name))
-        rows.append([name, result.aggregator or "—", *(format_metric(score, m.key) for m in metrics),
+        shown = "claim-level" if result.level == "claim" else result.aggregator or "—"  # claim-level: no aggregator
+        rows.append([name, shown, *(format_metric(score, m.key) for m in metrics),
                      str(score.n_claims), str(score.n_hallucinated), f"{result.coverage:.1%}", cost])
         for group, groups in (score.by or {}).items():
             for value, group_score in groups.items():

@@ -35,9 +35,7 @@ import math
 import sys
 from typing import Any
 
-#: The MUCH chat's system prompt (docs/reference-behaviour.md#prompt; builder/_llm.py SYSTEM_PROMPT + BRIEF_SUFFIX).
-SYSTEM_PROMPT = ("You are a helpful assistant. Always answer questions directly. Your answers should be very concise "
-                 "and precise.")
+from much_dataset.schema import chat_messages
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -109,8 +107,7 @@ def _input_ids(tokenizer, prompt: str, *, raw: bool):
 
     if raw or not getattr(tokenizer, "chat_template", None):
         return torch.tensor([tokenizer.encode(prompt)])
-    chat = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
-    text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False, add_generation_prompt=True)
     return torch.tensor([tokenizer.encode(text, add_special_tokens=False)])
 
 
@@ -194,9 +191,7 @@ def _served_claims(args: argparse.Namespace, monitor):
 
     from much_metric.monitor import stream_chat_completion
 
-    messages = [{"role": "user", "content": args.prompt}]
-    if not args.raw:
-        messages.insert(0, {"role": "system", "content": SYSTEM_PROMPT})
+    messages = [{"role": "user", "content": args.prompt}] if args.raw else chat_messages(args.prompt)
     options: dict[str, Any] = {"max_tokens": args.max_new_tokens, "seed": args.seed}
     if args.temperature is None:
         options["temperature"] = 0.0

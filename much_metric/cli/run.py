@@ -102,27 +102,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default=None, help="torch device for the NLI model (default: cuda if available)")
     parser.add_argument("--reference-window", action="store_true",
                         help="CCP/SAR context suffix of sigma-1 tokens as the reference code (default: sigma)")
-    parser.add_argument("--tokenizer", default=None,
-                        help="the generating LLM's tokenizer for every sample: hub id, folder, .gguf file or "
-                             "'smollm2' (default: smollm2 for the sample, the MUCH models for orailix/MUCH)")
-    parser.add_argument("--neighbours", action="append", default=None,
-                        help="KTC's token-neighbour statistics (`much neighbours`): a .npz, a folder (one .npz per "
-                             "tokenizer for orailix/MUCH), a hub dataset id, or MODEL=PATH|HUB_ID (repeatable); "
-                             "default: the SmolLM2 statistics shipped with the sample")
-    parser.add_argument("--internals", default=None,
-                        help="an internals pack (`python -m builder internals`) for the signals that need one: rauq, "
-                             "attention_previous, llm_check_attention, probes; a pack of part of the data scores the "
-                             "rows it holds (every signal of the table on those rows)")
-    parser.add_argument("--samples", default=None,
-                        help="N further answers per row (`python -m builder samples`) for the sampling detectors "
-                             "(semantic_isotropy, sample_*, eigenscore); default for --source sample: its own pack")
-    parser.add_argument("--reference", default=None,
-                        help="the --out folder of `python -m builder wiki` / `context` (wiki.jsonl, context.jsonl) "
-                             "for the reference_* detectors")
-    parser.add_argument("--encoder", default=None,
-                        help="text encoder of the isotropy / cosine detectors: minilm (packaged all-MiniLM-L6-v2, "
-                             "default when installed), observer[:MODEL[@LAYER]] (mean-pooled hidden states; default "
-                             "smollm2), or a sentence-transformers id/folder")
+    from much_metric.baselines.resource_table import RESOURCE_TABLE
+
+    for entry in RESOURCE_TABLE:  # one flag per resource of the table (--tokenizer, --samples, --encoder, ...)
+        if entry.flag is not None:
+            parser.add_argument(entry.flag, default=None, action="append" if entry.repeatable else "store",
+                                metavar=entry.metavar, help=entry.help)
     parser.add_argument("--top-k", type=_top_k, default=None, metavar="K",
                         help="score on the input view of the K most probable candidates and the sampled token's own "
                              "probability (0-24; 0 = the sampled token alone); methods that read more are listed "
@@ -196,7 +181,6 @@ def run(args: argparse.Namespace) -> int:
         EvaluationOptions,
         NliOptions,
         OutputOptions,
-        ResourceOptions,
         run_benchmark,
     )
     from much_metric.scoring import AGGREGATORS, Aggregation, Bootstrap, check_resamples
@@ -207,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
     if args.report and not Path(args.report).resolve().parent.is_dir():
         raise ValueError(f"--report: the folder of {args.report} does not exist")
     _check_learned_rows(args)
+    resources = _resource_options(args)  # a bad value (an unknown --encoder) fails here, before anything loads
     evaluation = EvaluationOptions(
         aggregation=Aggregation(aggregator=args.aggregator, stopword_handling=args.stopword_handling),
         random_state=args.random_state, include_training_rows=args.include_training_rows, paired=args.paired,
@@ -222,9 +207,7 @@ def run(args: argparse.Namespace) -> int:
                            ("batch_size", args.nli_batch_size), ("max_batch_tokens", args.nli_max_batch_tokens))
                            if value is not None}),
                        reference_window=args.reference_window),
-        resources=ResourceOptions(tokenizer=args.tokenizer or None, neighbours=args.neighbours,
-                                  internals=args.internals, samples=args.samples, reference=args.reference,
-                                  encoder=args.encoder),
+        resources=resources,
         output=OutputOptions(out=args.out, file_format=args.file_format, progress=not args.no_progress))
     _print(result)
     if args.json:
@@ -234,6 +217,14 @@ def run(args: argparse.Namespace) -> int:
     if args.report and result.table is not None:  # rows whose labels are withheld have no metric to report
         _report(args, result.table, {row.signal_name: row.cost for row in result.rows if row.cost is not None})
     return 0
+
+
+def _resource_options(args: argparse.Namespace) -> Any:
+    """The resources given by their flags (one per entry of the resource table)."""
+    from much_metric.baselines.resource_table import RESOURCE_TABLE, ResourceOptions
+
+    return ResourceOptions(**{entry.name: getattr(args, entry.name) or None for entry in RESOURCE_TABLE
+                              if entry.flag is not None})
 
 
 def _print_unlabelled(result: Any) -> None:
@@ -248,8 +239,11 @@ def _print_unlabelled(result: Any) -> None:
     print()
     print(text_table([[r.method, format_runtime(r.uq_seconds, generation), format_runtime(r.total_seconds, generation)]
                       for r in result.rows], ["Method", "UQ", "Total"]))
-    print(f"\nsignals written to {result.out}/<signal_name>.{result.file_format}: zip the folder and submit it to "
-          "the leaderboard that holds the labels")
+    # Withheld rows are a hidden split's: a board takes them in one archive with the public split's values.
+    print(f"\nsignals written to {result.out}/<signal_name>.{result.file_format} (the withheld split's values only): "
+          f"compute the same signals on the board's public data (much run --source <public data> --out PUBLIC), then "
+          f"write the archive to submit with `much-leaderboard archive PUBLIC {result.out} --out submission.zip` "
+          "(docs/leaderboard.md#hidden-split)")
 
 
 def _relabelled(result: Any, label: Any) -> Any:
@@ -270,6 +264,8 @@ def _degradation(args: argparse.Namespace, evaluation: Any, data: Any) -> int:
     result = degradation_table(args.source, signals=_signal_names(args.signals), top_ks=parse_grid(args.top_k_grid),
                                evaluation=evaluation, data=data)
     print(f"{data_title(result.data or args.source, 'Input views')}: {result.n_samples:,} samples")
+    for flag in _resource_options(args).given():  # the grid reads the stored probabilities only: said, not ignored
+        print(f"note: --{flag.replace('_', '-')} is not used by --top-k-grid (it reads the stored candidates only)")
     print(format_degradation(result))
     if args.json:
         from much_metric.fileio import atomic_write_bytes

@@ -21,7 +21,6 @@ the hidden layer or attention window read), so one kind serves every observer mo
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import inspect
 import math
 import numbers
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from much_dataset.params import Constraint, Interval, NoneOr, OneOf, UnknownNameError, check_param
+from much_metric._plugins import PluginRegistry
 from much_metric.learned import internals as _internals
 from much_metric.learned.features import FEATURES, SEQUENCE_INPUTS, sequence_inputs, token_features
 
@@ -288,67 +288,23 @@ BUILTIN_KINDS: dict[str, Kind] = {kind.name: kind for kind in (
 )}
 
 
-class _Kinds(Mapping[str, Kind]):
-    """The built-in kinds, the entry points of :data:`ENTRY_POINT_GROUP` and the kinds of :func:`register_kind`,
-    loaded on first use (never when :mod:`much_metric.learned` is imported). Thread-safe reads of a dict."""
+class _Kinds(PluginRegistry[Kind], Mapping[str, Kind]):
+    """The detector kinds: the toolkit's one plugin registry (:class:`much_metric._plugins.PluginRegistry`: loaded
+    once, on first use, under a lock) over :data:`BUILTIN_KINDS` and the entry points of :data:`ENTRY_POINT_GROUP`,
+    read as a mapping."""
 
     def __init__(self) -> None:
-        self._kinds: dict[str, Kind] = dict(BUILTIN_KINDS)
-        self._origin: dict[str, str] = dict.fromkeys(BUILTIN_KINDS, __name__)
-        self._broken: dict[str, str] = {}
-        self._loaded = False
-
-    def _load(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            origin = f"entry point {entry_point.name!r} ({entry_point.value})"
-            try:
-                loaded = entry_point.load()
-            except Exception as error:  # recorded, and raised when the kind is asked for
-                self._broken[entry_point.name] = f"{origin} failed to load: {type(error).__name__}: {error}"
-                continue
-            for kind in loaded if isinstance(loaded, list | tuple) else [loaded]:
-                if not isinstance(kind, Kind):
-                    self._broken[entry_point.name] = f"{origin} is a {type(kind).__name__}, not a Kind"
-                elif kind.name in self._kinds:
-                    self._broken[kind.name] = f"{origin}: a kind named {kind.name!r} is already registered by " \
-                                              f"{self._origin[kind.name]}"
-                else:
-                    self.add(kind, origin=origin)
-
-    def add(self, kind: Kind, *, origin: str, replace: bool = False) -> None:
-        if not isinstance(kind, Kind):
-            raise TypeError(f"register_kind() takes a Kind, got {type(kind).__name__}")
-        if kind.name in self._kinds and not replace:
-            raise ValueError(f"a detector kind named {kind.name!r} is already registered by "
-                             f"{self._origin[kind.name]}; pass replace=True to override it")
-        self._kinds[kind.name] = kind
-        self._origin[kind.name] = origin
-
-    def remove(self, name: str) -> Kind:
-        self._load()
-        if name in BUILTIN_KINDS:
-            raise ValueError(f"{name!r} is a built-in detector kind")
-        self._origin.pop(name, None)
-        return self._kinds.pop(name)
-
-    def broken(self) -> dict[str, str]:
-        self._load()
-        return dict(self._broken)
+        super().__init__(group=ENTRY_POINT_GROUP, item_type=Kind, noun="detector kind", register="register_kind()",
+                         builtins=lambda: [(kind, __name__) for kind in BUILTIN_KINDS.values()])
 
     def __getitem__(self, name: str) -> Kind:
-        self._load()
-        return self._kinds[name]
+        return self.item(name)
 
     def __iter__(self) -> Iterator[str]:
-        self._load()
-        return iter(list(self._kinds))
+        return iter(list(self.items_by_name()))
 
     def __len__(self) -> int:
-        self._load()
-        return len(self._kinds)
+        return len(self.items_by_name())
 
     def __repr__(self) -> str:
         return f"KINDS({', '.join(self)})"
@@ -361,7 +317,7 @@ KINDS = _Kinds()
 def register_kind(kind: Kind, *, replace: bool = False) -> Kind:
     """Add a detector kind at run time (as an entry point of :data:`ENTRY_POINT_GROUP` does when installed);
     returns it. Its estimator is :func:`~much_metric.learned.estimator_class`\\ ``(kind.name)``."""
-    KINDS._load()
+    KINDS.load()
     KINDS.add(kind, origin="register_kind()", replace=replace)
     return kind
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from much_dataset.schema import TOP_K
 from much_metric._cache import BoundedCache
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 from much_metric.learned.detector import CONFIG_FILE, TRAINING_ROWS_FILE, WEIGHTS_FILE, Detector, load_detector
 
 __all__ = ["BASELINES", "stored_name"]
@@ -84,14 +84,12 @@ def _compute(arrays: Any, *, path: Any, internals: Any = None) -> Any:
     return _detector(path).token_scores(arrays, internals)
 
 
-def _needs(params: dict[str, Any]) -> tuple[str, ...]:
-    """A probe or claim head folder reads an internals pack (``much run --internals PACK``)."""
-    return ("internals",) if _detector(params["path"]).kind.needs_internals else ()
-
-
-def _top_k(params: dict[str, Any]) -> int:
-    """A probe reads one hidden layer only; every other kind reads the 24 stored candidates (its features)."""
-    return 0 if _detector(params["path"]).kind.reads == "hidden" else TOP_K
+def _requirements(params: dict[str, Any]) -> Requirements:
+    """A probe or claim head folder reads an internals pack (``much run --internals PACK``); a probe reads one hidden
+    layer only, every other kind the 24 stored candidates (its features)."""
+    kind = _detector(params["path"]).kind
+    return Requirements(top_k=0 if kind.reads == "hidden" else TOP_K,
+                        resources=("internals",) if kind.needs_internals else ())
 
 
 def _metadata(params: dict[str, Any]) -> dict[str, Any]:
@@ -106,7 +104,7 @@ def _stored_only(arrays: Any, *, name: Any) -> Any:
 BASELINES = (
     Baseline(
         name="learned:{path}", compute=_compute, params={"path": r".+"}, order=200, check=_check,
-        display=_display, metadata=_metadata, needs_of=_needs, top_k=_top_k,
+        display=_display, metadata=_metadata, requirements=_requirements,
         signal_name=lambda name, params, resources: stored_name(str(params["path"])),
         description="a detector trained with `much train` (folder: safetensors weights + config.json); scored on "
                     "the rows it was not trained or validated on",

@@ -57,6 +57,9 @@ def online_spec(method: str, width: int, resources: dict[str, Any] | None = None
     from much_metric.baselines.registry import resolve
 
     spec = resolve(method)
+    if spec.baseline.level == "claim":
+        raise ValueError(f"method {method!r} is claim-level (one value per claim, not per token): the monitor scores "
+                         "a claim from its tokens' scores as it closes; choose a token-level method")
     model_needs = [need for need in spec.needs if need not in _ONLINE_RESOURCES]
     if model_needs:
         raise ValueError(f"method {method!r} needs {', '.join(model_needs)}: only baselines that need nothing but the "

@@ -257,7 +257,8 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     if pairing:  # which samples every row is scored on (the paired rule), or that the rows are unpaired
         parts.append(f"<p class='note'>{html.escape(pairing)}</p>")
     parts.append("<h2>Results</h2>")
-    rows = [(display(r.signal_name), r.aggregator, r.score, r.coverage, "") for r in results]
+    rows = [(display(r.signal_name), "claim-level" if r.level == "claim" else r.aggregator, r.score, r.coverage, "")
+            for r in results]
     rows += [(r.signal_name, r.aggregator, r.score, r.coverage, "floor") for r in table.floors]
     parts.append(_table(rows, "method"))
     if table.floors:
@@ -270,13 +271,13 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
     for aggregator in aggregators:
         curves = [(display(r.signal_name), r.claim_scores, r.hallucinated, r.claim_rows)
                   for r in results if r.aggregator == aggregator] + floor_curves
-        label = aggregator or "—"  # None: claim-level signals, nothing aggregated
+        label = aggregator or "claim-level"  # None: claim-level signals, nothing aggregated
         parts.append(_img(saver.save(curves_figure(curves, f"aggregator: {label}"),
                                      f"methods_{aggregator or 'claim_level'}"),
                           f"All methods, aggregator {label}; shaded: 95% bootstrap bands"))
     if len(aggregators) > 1:
         parts.append("<h2>Aggregators compared</h2>")
-        for signal in signals:
+        for signal in [s for s in signals if any(r.signal_name == s and r.level == "token" for r in results)]:
             curves = [(r.aggregator or "—", r.claim_scores, r.hallucinated, r.claim_rows)
                       for r in results if r.signal_name == signal]
             label = display(signal)

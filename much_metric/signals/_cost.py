@@ -21,12 +21,15 @@ A leaderboard upload cannot be measured by the server: its cost is what the subm
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import platform
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from much_dataset.params import Interval, check_param
 
 __all__ = ["COST_KEY", "DeclaredCost", "SignalCost", "cost_of", "format_seconds", "machine_record"]
 
@@ -54,12 +57,28 @@ def machine_record() -> dict[str, Any]:
             "cpus": os.cpu_count() or 1, "threads": threads}
 
 
+#: A count and a duration of a cost record: finite, not negative (JSON's NaN and Infinity are refused).
+_COUNT = Interval(numbers.Integral, 0, math.inf, closed="left")
+_SECONDS = Interval(numbers.Real, 0, math.inf, closed="left")
+
+
 def _number(value: Any, name: str, *, integer: bool = False) -> float | int:
-    kind = int if integer else int | float
-    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"cost field {name!r} must be a finite {'integer' if integer else 'number'} >= 0, got "
-                         f"{str(value)[:40]!r}")
+    shown = value if isinstance(value, int | float) or value is None else str(value)[:40]
+    check_param(f"cost field {name!r}", shown, _COUNT if integer else _SECONDS)
     return value
+
+
+#: Fields ``to_dict`` derives from the others (per claim, per token); checked on read like the others.
+_DERIVED = ("wall_seconds_per_claim", "cpu_seconds_per_claim", "wall_seconds_per_token", "cpu_seconds_per_token")
+
+
+def _check_finite(value: Any, where: str) -> None:
+    """Every number inside ``value`` (nested objects and lists) finite: JSON's NaN and Infinity are refused."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"cost field {where!r} must hold finite numbers, got {value!r}")
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        _check_finite(item, f"{where}.{key}" if isinstance(value, Mapping) else f"{where}[{key}]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,6 +141,10 @@ class SignalCost:
         machines = value.get("machines", [])
         if not isinstance(machines, list) or not all(isinstance(m, Mapping) for m in machines) or len(machines) > 64:
             raise ValueError("cost field 'machines' must be a list of objects (64 at most)")
+        _check_finite(machines, "machines")
+        for key in _DERIVED:  # recomputed on read, but a stored NaN or negative is a damaged record, not a value
+            if value.get(key) is not None:
+                _number(value[key], key)
         return cls(wall_seconds=float(_number(value.get("wall_seconds"), "wall_seconds")),
                    cpu_seconds=float(_number(value.get("cpu_seconds"), "cpu_seconds")),
                    n_samples=int(_number(value.get("n_samples"), "n_samples", integer=True)),

@@ -13,16 +13,127 @@ questions drawn with RandomState(42)).
 The JSON keeps both rates (seconds per question, per generated token); ``much run`` extrapolates the chosen one
 (``--extrapolate``, default ``tokens``: the timed model did not write the sample's answers, so their token count
 is the better yardstick; the reference extrapolated by questions) to the samples it evaluates.
+
+The measurement (:func:`measure_generation`: the reference's ``evaluate-generation-time``) lives here, with its only
+user: it generates with the MUCH chat and sampler (system prompt, seed reset before each question, temperature,
+top-p 0.9, top-k 20), one question at a time, and records both rates -- seconds per question and per generated token.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import platform
 import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+
+def pick_questions(prompts: Sequence[str], *, fraction: float = 0.05, n_questions: int | None = None,
+                   seed: int = 42) -> list[str]:
+    """Distinct prompts, then ``n_questions`` (default ``ceil(fraction * n)``) drawn without replacement."""
+    unique = list(dict.fromkeys(prompts))
+    if not unique:
+        raise ValueError("no prompt to time")
+    count = n_questions if n_questions is not None else math.ceil(fraction * len(unique))
+    if not 1 <= count <= len(unique):
+        raise ValueError(f"cannot time {count} questions out of {len(unique)} distinct prompts")
+    picked = np.random.RandomState(seed).choice(len(unique), size=count, replace=False)
+    return [unique[i] for i in picked]
+
+
+def _encode(tokenizer: Any, prompt: str):
+    from much_dataset.schema import chat_messages
+
+    chat = chat_messages(prompt)
+    if getattr(tokenizer, "chat_template", None):
+        text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        return tokenizer(text, add_special_tokens=False, return_tensors="pt")
+    return tokenizer(f"{chat[0]['content']}\n\n{prompt}\n", return_tensors="pt")
+
+
+def measure_generation(
+    model: Any,
+    tokenizer: Any,
+    questions: Sequence[str],
+    *,
+    temperature: float = 1.0,
+    max_new_tokens: int = 500,
+    seed: int = 1234,
+    warmup: bool = True,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Time sampling answers to ``questions`` (one at a time, batch size 1, as MUCH was generated).
+
+    Returns a dict with ``n_questions_timed``, ``timed_seconds``, ``generated_tokens`` (EOS included),
+    ``seconds_per_question``, ``seconds_per_token`` and the settings. The warm-up generation (first question,
+    untimed) absorbs one-off costs (kernel selection, caches), as in the reference.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    if not questions:
+        raise ValueError("no question to time")
+    device = next(model.parameters()).device
+    options = dict(do_sample=True, temperature=temperature, top_p=0.9, top_k=20, max_new_tokens=max_new_tokens,
+                   return_dict_in_generate=True, output_logits=True, pad_token_id=tokenizer.pad_token_id
+                   if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
+
+    def generate(prompt: str):
+        inputs = _encode(tokenizer, prompt).to(device)
+        torch.manual_seed(seed)
+        np.random.seed(seed)
+        with torch.inference_mode():
+            out = model.generate(**inputs, **options)
+        return out.sequences.shape[1] - inputs["input_ids"].shape[1]
+
+    if warmup:
+        generate(questions[0])
+    total, tokens = 0.0, 0
+    for prompt in tqdm(questions, desc="timing generation", unit="question", disable=not progress):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        tokens += generate(prompt)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        total += time.perf_counter() - start
+    return {
+        "n_questions_timed": len(questions),
+        "timed_seconds": total,
+        "generated_tokens": int(tokens),
+        "seconds_per_question": total / len(questions),
+        "seconds_per_token": total / max(tokens, 1),
+        "temperature": temperature,
+        "max_new_tokens": max_new_tokens,
+        "seed": seed,
+        "device": _describe(device),
+    }
+
+
+def _describe(device: Any) -> str:
+    import torch
+
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads)"
+
+
+def extrapolate(measurement: dict[str, Any], *, n_samples: int, n_tokens: int, mode: str = "tokens") -> float:
+    """Estimated generation time of a dataset: per-token rate x its output tokens, or per-question x samples."""
+    if mode == "tokens":
+        return measurement["seconds_per_token"] * n_tokens
+    if mode == "questions":
+        return measurement["seconds_per_question"] * n_samples
+    raise ValueError(f"mode must be 'tokens' or 'questions', got {mode!r}")
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,7 +156,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import much_dataset
     from much_dataset.schema import OUTPUT_TOKENS, PROMPT
-    from much_metric.baselines.generation import extrapolate, measure_generation, pick_questions
     from much_metric.models import load_causal_lm
 
     data = much_dataset.load(args.source, config=args.config, split=args.split)

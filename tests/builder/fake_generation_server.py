@@ -78,14 +78,20 @@ def answer(question: str, top: int, *, max_tokens: int = 500, top_k: int = 20,
 
 
 class FakeGenerationServer(FakeOpenAI):
-    def __init__(self, script: list | None = None) -> None:
+    """``dtype``: what ``GET /v1/models`` reports in the served model's card (None: no field, as vllm serve)."""
+
+    def __init__(self, script: list | None = None, *, dtype: str | None = None) -> None:
         super().__init__()
+        self.dtype = dtype
         self.gen_script = list(script or [])
         self.in_flight = 0
         self.max_in_flight = 0
         self._count = threading.Lock()
 
     def handle(self, method: str, path: str, query: dict, body: Any) -> tuple[int, dict, Any]:
+        if method == "GET" and path == "/v1/models":
+            card = {"id": "fake-model", "object": "model", "owned_by": "vllm", "max_model_len": 2048}
+            return 200, {}, {"object": "list", "data": [{**card, "dtype": self.dtype} if self.dtype else card]}
         if method != "POST" or path != "/v1/chat/completions":
             return 404, {}, {"error": {"message": "not found"}}
         with self._count:

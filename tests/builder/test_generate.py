@@ -77,11 +77,17 @@ def test_top_candidates_matches_a_straightforward_implementation(seed, temperatu
 
 
 def test_chat_messages_are_the_papers():
+    """The chat is the one docs/reference-behaviour.md#prompt quotes (the prompt is written once in the code:
+    tests/test_copies.py)."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference-behaviour.md").read_text(encoding="utf-8")
+    system, brief = re.search(r'The chat is a system message "([^"]+)" followed, when\s+`brief`, by "([^"]+)"',
+                              page).groups()
     messages = _llm.chat_messages("Q?")
-    assert messages[0] == {"role": "system", "content": "You are a helpful assistant. Always answer questions "
-                                                        "directly. Your answers should be very concise and precise."}
+    assert messages[0] == {"role": "system", "content": system + brief}
     assert messages[1] == {"role": "user", "content": "Q?"}
-    assert _llm.chat_messages("Q?", brief=False)[0]["content"].endswith("directly.")
+    assert _llm.chat_messages("Q?", brief=False)[0]["content"] == system
 
 
 def test_llama_today_date_is_pinned():

@@ -95,3 +95,24 @@ def test_the_sample_label_sources_come_from_mushroom_and_the_rows_own_tokens(rul
     assert {gid: row["labels"] for gid, row in shipped.rows.items()} == labels
     differ = sum(labels[r["generation_id"]] != list(r["labels"]) for r in sample)
     assert differ > 100  # a different labelling, not a copy
+
+
+def test_a_withheld_export_publishes_a_test_split(hidden_split, tmp_path, capsys):
+    """The card calls it a hidden test split: rows the export rule puts in train (no an1 label here) are published
+    in test, and --split train is refused."""
+    import much_dataset
+
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("generations.jsonl", "segments.jsonl", "labels.mushroom.jsonl", "configs.jsonl"):
+        shutil.copy(hidden_split.out / name, out / name)
+    common = ["export", "--out", str(out), "--judge", "mushroom", "--no-check", "--withhold-labels"]
+    assert main([*common, "--split", "train"]) == 2
+    assert "--withhold-labels publishes a hidden test split: --split train contradicts it" in capsys.readouterr().err
+    assert main(common) == 0  # --split auto: every row would be train by the export rule
+    assert "export: train=0 test=288" in capsys.readouterr().out
+    loaded = much_dataset.load(str(out / "much"))
+    assert list(loaded) == ["test"] and set(loaded["test"]["generation_id"]) == hidden_split.private_ids
+    card = (out / "much" / "README.md").read_text(encoding="utf-8")
+    assert "a hidden test split" in card and "| train |" not in card
+    assert "much-leaderboard archive PUBLIC PRIVATE" in " ".join(card.split())

@@ -28,6 +28,7 @@ def test_private_flags_fail_in_one_line(tmp_path, hidden_split, capsys):
     other = tmp_path / "soft.json"  # a label file of other rows
     shutil.copy(SAMPLE_DIR / "label_sources" / "soft.json", other)
     shutil.copy(SAMPLE_DIR / "label_sources" / "soft.json.sha256", tmp_path / "soft.json.sha256")
+    other.chmod(0o600)  # a private label file is owner-readable only (test_private_guards.py)
     assert main([*common, "--private-data", str(hidden_split.private), "--private-labels", str(other)]) == 2
     assert "made for other rows" in capsys.readouterr().err
     assert main([*common, "--private-data", str(hidden_split.public), "--private-labels",

@@ -217,7 +217,8 @@ def test_no_byte_served_no_log_line_and_no_mirrored_file_holds_a_private_label(v
 def test_the_private_answers_hold_only_rounded_values_over_the_whole_split(visit):
     boards = json.loads(dict(visit["served"])["GET /api/boards"])
     private = boards["private"]
-    assert set(private) == {"n_samples", "n_claims", "decimals", "daily_limit", "tau", "rows"}
+    assert set(private) == {"n_samples", "n_claims", "decimals", "daily_limit", "board_daily_limit", "tau",
+                            "rows"}
     for row in private["rows"]:
         assert set(row) == {"key", "method", "signal", "kind", "public_roc_auc", "private_roc_auc", "note",
                             "public_rank", "private_rank", "shift"}

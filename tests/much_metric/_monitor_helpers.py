@@ -10,10 +10,9 @@ PROMPTS = ("Who wrote Les Misérables?", "What is the capital of Australia?")
 def chat_ids(tokenizer, prompt: str):
     import torch
 
-    from much_metric.cli.monitor import SYSTEM_PROMPT
+    from much_dataset.schema import chat_messages
 
-    chat = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
-    text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(chat_messages(prompt), tokenize=False, add_generation_prompt=True)
     return torch.tensor([tokenizer.encode(text, add_special_tokens=False)])
 
 

@@ -57,7 +57,8 @@ def test_much_run_writes_the_signals_of_unlabelled_rows_and_evaluate_refuses_the
     out = tmp_path / "signals"
     assert main([*common, "--out", str(out), "--json", str(tmp_path / "run.json")]) == 0
     printed = " ".join(capsys.readouterr().out.split())  # prose lines are wrapped at 120 columns
-    assert "labels withheld, so no metric" in printed and "zip the folder and submit it" in printed
+    assert "labels withheld, so no metric" in printed
+    assert f"much-leaderboard archive PUBLIC {out} --out submission.zip" in printed  # one archive with the public
     signals = read_signals(out)
     assert sorted(signals) == ["max_likelihood", "token_entropy_24"] and len(signals["max_likelihood"]) == 30
     import json

@@ -14,7 +14,7 @@ require("lm_polygraph")
 require("uqlm")
 
 from much_peers import LMPOLYGRAPH, UQLM, lmpolygraph, to_unit, uqlm  # noqa: E402
-from much_peers.baselines import token_scores  # noqa: E402
+from much_peers.baselines import peer_claim_signal  # noqa: E402
 
 import much_dataset  # noqa: E402
 from much_metric.baselines import resolve, token_arrays  # noqa: E402
@@ -45,9 +45,9 @@ def _evaluated(per_sample, layout):
 
 def test_maximum_claim_probability_ranks_claims_as_token_likelihood_product(sample, arrays):
     layout = _layout(sample)
-    ours = aggregate_flat(np.concatenate(token_likelihood(sample)), layout, aggregator="product")
-    peer = aggregate_flat(token_scores(arrays, "lmpolygraph", "MaximumClaimProbability"), layout,
-                          aggregator="product")
+    ours = aggregate_flat(np.concatenate(token_likelihood(sample)), layout, aggregator="product",
+                          stopword_handling="exclude")  # the tokens of the peers' "much" convention
+    peer = _evaluated(peer_claim_signal(arrays, "lmpolygraph", "MaximumClaimProbability"), layout)  # claim-level
     # -sum log p (LM-Polygraph) -> 1 - exp(-x) is 1 - prod p: the same claim scores up to float rounding ...
     np.testing.assert_allclose(peer, ours, rtol=0, atol=1e-15)
     assert layout.n_claims == 10320
@@ -155,10 +155,10 @@ def test_peer_pitfall_a_missing_token_gets_minus_100_and_the_adapters_refuse_it(
 def test_every_runnable_estimator_runs_through_the_entry_point(arrays, signal):
     spec = resolve(signal)  # found through the installed much.baselines entry point
     part = arrays.select(range(5))
-    flat = spec.compute(part, {}, {})
-    assert flat.shape == (part.n_tokens,) and np.isfinite(flat).all() and (flat >= 0).all() and (flat <= 1).all()
+    assert spec.baseline.level == "claim" and spec.stored_name({}) == signal + "@claim"
+    flat = spec.compute(part, {}, {})  # one value per claim, all samples' claims in order
     n_claims = sum(len(c) for c in part.token_chunks)
-    assert 0 < np.count_nonzero(flat) <= n_claims
+    assert flat.shape == (n_claims,) and np.isfinite(flat).all() and (flat >= 0).all() and (flat <= 1).all()
 
 
 @pytest.mark.parametrize(("signal", "needs"), [("lmpolygraph:ClaimConditionedProbabilityClaim", "NLI model"),

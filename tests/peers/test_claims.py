@@ -1,17 +1,17 @@
-"""Claims handed to the peers and their scores written back as token scores (numpy only: runs everywhere)."""
+"""Claims handed to the peers (the toolkit's public claim helpers under a token convention) and their scores mapped
+into [0, 1] (numpy only: runs everywhere)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from much_peers import LMPOLYGRAPH, LMPOLYGRAPH_REFUSED, UQLM, UQLM_REFUSED, carrier_scores, claim_tokens, to_unit
-from much_peers._claims import check_sampled_stored
+from much_peers import LMPOLYGRAPH, LMPOLYGRAPH_REFUSED, UQLM, UQLM_REFUSED, claim_tokens, to_unit
+from much_peers._inputs import check_sampled_stored
 from much_peers.lmpolygraph import check_estimator
 from much_peers.uqlm import check_scorer
 
 from much_metric.baselines import TokenArrays
-from much_metric.scoring import claim_layout
-from much_metric.scoring.engine import aggregate_flat
+from much_metric.baselines import claim_tokens as much_claim_tokens
 
 
 def _arrays(chunks, mask, sampled_missing=False):
@@ -37,19 +37,19 @@ def test_much_convention_hands_non_stopword_tokens_or_all_of_a_stopword_claim():
     assert [t.tolist() for t in every[0]] == [[0, 1, 2], [3, 4], [5]]
 
 
-@pytest.mark.parametrize("stopword_handling", ["null", "exclude"])
-def test_a_claim_value_on_its_carrier_is_what_product_and_max_rank(stopword_handling):
+def test_the_conventions_are_the_toolkits_claim_tokens_and_the_plugin_keeps_no_copy_of_them():
+    from pathlib import Path
+
+    import much_peers
+
     arrays = _arrays(CHUNKS, MASK)
-    values = [[0.3, 0.6, 0.9], [0.25, 0.5]]
-    flat = carrier_scores(arrays, values)
-    assert np.count_nonzero(flat) == 5
-    layout = claim_layout(CHUNKS, [6, 3], labels=[[1, -1, 1], [-1, 1]], stopword_mask=MASK)
-    for aggregator in ("product", "max"):
-        claims = aggregate_flat(flat, layout, aggregator=aggregator, stopword_handling=stopword_handling)
-        expected = [0.3, 0.6, 0.25]  # the EOS claim (last chunk of a sample) is not evaluated
-        if stopword_handling == "null":
-            expected[1] = 0.0  # an all-stopword claim scores 0 under "null", for every token method alike
-        np.testing.assert_allclose(claims, expected, rtol=0, atol=1e-15)
+    for convention, content_only in (("much", True), ("all", False)):
+        ours = much_claim_tokens(arrays, "test", content_only=content_only)
+        assert [[t.tolist() for t in s] for s in claim_tokens(arrays, convention=convention)] == \
+            [[t.tolist() for t in s] for s in ours]
+    plugin = Path(much_peers.__file__).parent
+    assert not (plugin / "_claims.py").exists()
+    assert not any("carrier" in path.read_text(encoding="utf-8") for path in plugin.glob("*.py"))
 
 
 def test_to_unit_is_increasing_and_maps_nll_to_one_minus_probability():
@@ -65,8 +65,6 @@ def test_to_unit_is_increasing_and_maps_nll_to_one_minus_probability():
 
 
 def test_bad_claims_are_named():
-    with pytest.raises(ValueError, match="g0.*shares tokens"):
-        claim_tokens(_arrays([[[0, 1], [1, 2], [3, 4, 5]], [[0, 1, 2]]], MASK))
     with pytest.raises(ValueError, match="g1.*not indices"):
         claim_tokens(_arrays([[[0, 1, 2, 3, 4, 5]], [[0, 7]]], MASK))
     no_chunks = TokenArrays(["g"], np.array([0, 1]), np.array([0]), np.arange(4)[None, :], np.full((1, 4), 0.25))

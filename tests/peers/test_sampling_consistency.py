@@ -15,8 +15,8 @@ require("uqlm")
 from much_peers import uqlm_longform  # noqa: E402
 
 from much_metric.baselines import ResourceOptions, compute_signals, token_arrays  # noqa: E402
-from much_metric.baselines._claims import answer_texts, claim_texts, claims_of  # noqa: E402
 from much_metric.baselines._support import Evidence, nli_support  # noqa: E402
+from much_metric.baselines.claims import answer_texts, claim_texts  # noqa: E402
 from much_metric.baselines.samples import open_samples  # noqa: E402
 from much_metric.models import load_tokenizer  # noqa: E402
 from tests.much_metric._baselines_helpers import HashNli  # noqa: E402
@@ -33,28 +33,19 @@ def setup():
     return split, arrays, tokenizer, samples, claims
 
 
-def _carrier_values(run, arrays):
-    """Per sample, the claim values on their carriers (the claims' first non-stopword token)."""
-    out = []
-    for sample, chunks in enumerate(claims_of(arrays, "test")):
-        start = int(arrays.offsets[sample])
-        values = run.values[arrays.generation_ids[sample]]
-        row = []
-        for chunk in chunks:
-            content = chunk[~arrays.stopword_mask[start + chunk]]
-            row.append(values[(content if content.size else chunk)[0]])
-        out.append(np.array(row))
-    return out
+def _claim_values(run, arrays):
+    """Per sample, the claim-level signal's values (one per claim)."""
+    return [np.asarray(run.values[gid]) for gid in arrays.generation_ids]
 
 
 def test_luq_is_uqlm_unit_response(setup):
     split, arrays, tokenizer, samples, claims = setup
     nli = HashNli()
     ours = compute_signals(split, ["sample_luq"], progress=False, resources=ResourceOptions(
-        tokenizer=tokenizer, nli=nli, samples=samples))["sample_luq"]
+        tokenizer=tokenizer, nli=nli, samples=samples))["sample_luq@claim"]
     sampled = [list(samples.of(gid)) for gid in arrays.generation_ids]
     theirs = uqlm_longform.unit_response_scores(claims, sampled, nli)
-    for mine, contrasted in zip(_carrier_values(ours, arrays), theirs["contrasted_entailment"], strict=True):
+    for mine, contrasted in zip(_claim_values(ours, arrays), theirs["contrasted_entailment"], strict=True):
         assert np.allclose(mine, 1.0 - np.asarray(contrasted), atol=1e-6, rtol=0)
     # the other two unit-response scores, from the same ENT / CON matrices
     matrices = nli_support(nli, [Evidence(gid, texts, [[s] for s in sampled[i]])
@@ -68,10 +59,10 @@ def test_sample_nli_ent_is_uqlm_matched_unit_entailment(setup):
     split, arrays, tokenizer, samples, claims = setup
     nli = HashNli()
     ours = compute_signals(split, ["sample_nli_ent"], progress=False, resources=ResourceOptions(
-        tokenizer=tokenizer, nli=nli, samples=samples))["sample_nli_ent"]
+        tokenizer=tokenizer, nli=nli, samples=samples))["sample_nli_ent@claim"]
     sentences = [[list(group) for group in samples.sentences(gid)] for gid in arrays.generation_ids]
     theirs = uqlm_longform.matched_unit_scores(claims, sentences, nli=nli)
-    for mine, entailment in zip(_carrier_values(ours, arrays), theirs["entailment"], strict=True):
+    for mine, entailment in zip(_claim_values(ours, arrays), theirs["entailment"], strict=True):
         assert np.allclose(mine, 1.0 - np.asarray(entailment), atol=1e-6, rtol=0)
 
 
@@ -84,10 +75,10 @@ def test_sample_cosine_is_uqlm_matched_unit_cosine(setup):
     encoder, two = load_encoder("minilm"), samples.first(2)
     part = split.select([0])
     ours = compute_signals(part, ["sample_cosine"], progress=False, resources=ResourceOptions(
-        tokenizer=tokenizer, samples=two, encoder=encoder))["sample_cosine"]
+        tokenizer=tokenizer, samples=two, encoder=encoder))["sample_cosine@claim"]
     sentences = [[list(group) for group in two.sentences(arrays.generation_ids[0])]]
     theirs = uqlm_longform.matched_unit_scores(claims[:1], sentences, sentence_model=encoder.model)
-    for mine, cosine in zip(_carrier_values(ours, token_arrays(part)), theirs["cosine_sim"], strict=True):
+    for mine, cosine in zip(_claim_values(ours, token_arrays(part)), theirs["cosine_sim"], strict=True):
         assert np.allclose(mine, 1.0 - np.asarray(cosine), atol=1e-6, rtol=0)
 
 
@@ -97,12 +88,12 @@ def test_graph_degree_is_uqlm_degree_centrality_up_to_its_rounding(setup):
     split, arrays, tokenizer, samples, claims = setup
     nli = HashNli()
     ours = compute_signals(split, ["sample_graph_degree"], progress=False, resources=ResourceOptions(
-        tokenizer=tokenizer, nli=nli, samples=samples))["sample_graph_degree"]
+        tokenizer=tokenizer, nli=nli, samples=samples))["sample_graph_degree@claim"]
     answers = answer_texts(arrays, tokenizer, "test")
     responses = [[answer, *samples.of(gid)] for gid, answer in zip(arrays.generation_ids, answers, strict=True)]
     theirs = uqlm_longform.graph_scores(claims, responses, nli)
     compared = 0
-    for mine, scores in zip(_carrier_values(ours, arrays), theirs, strict=True):
+    for mine, scores in zip(_claim_values(ours, arrays), theirs, strict=True):
         degree = np.array([s["degree_centrality"] for s in scores])
         assert np.abs((1.0 - mine) - degree).max() <= 5e-6 + 1e-12
         assert np.array_equal(np.round(1.0 - mine, 5), degree)

@@ -32,7 +32,7 @@ from much_metric.baselines.nli import (
     resolve_nli,
     run_nli,
 )
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = ["ccp", "ccp_signal_name", "ccp_pairs"]
 
@@ -180,9 +180,10 @@ def _ccp_name(signal: str, params: dict[str, Any], resources: dict[str, Any]) ->
 BASELINES = (
     Baseline(
         name="ccp_{delta}_{sigma}{suffix}", compute=_ccp_compute, display="CCP-{delta}-{sigma}{suffix}",
-        needs=("tokenizer", "nli"), params={"suffix": NLI_SUFFIX_PATTERN}, defaults=("ccp_10_8",),
+        params={"suffix": NLI_SUFFIX_PATTERN}, defaults=("ccp_10_8",),
+        requirements=Requirements(top_k="delta", resources=("tokenizer", "nli")),
         options=("reference_window",), signal_name=_ccp_name, order=10,
-        check=check_delta_param, top_k="delta",
+        check=check_delta_param,
         description="claim-conditioned probability over the top-delta candidates, NLI on sigma-token windows "
                     "(Fadeeva et al. 2024; docs/reference-behaviour.md#signals)",
     ),

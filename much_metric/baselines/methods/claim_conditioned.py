@@ -25,7 +25,7 @@ import numpy as np
 from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._topk import check_delta, check_delta_param, rank_of_sampled, sampled_rank, sorted_arrays
 from much_metric.baselines.context import decode_groups, decode_ids
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = ["ccp_no_nli", "ccp_surface"]
 
@@ -111,12 +111,13 @@ def ccp_surface(dataset: Any, *, tokenizer: Any, delta: int = 10) -> list[np.nda
 BASELINES = (
     Baseline(
         name="ccp_no_nli_{delta}", compute=_no_nli_flat, display="CCP-no-NLI-{delta}", order=11,
-        defaults=("ccp_no_nli_10", "ccp_no_nli_24"), check=check_delta_param, top_k="delta",
+        defaults=("ccp_no_nli_10", "ccp_no_nli_24"), check=check_delta_param, requirements=Requirements(top_k="delta"),
         description="CCP with every other candidate a contradiction: 1 - p(t) / top-delta mass (upper bound of CCP)",
     ),
     Baseline(
         name="ccp_surface_{delta}", compute=_surface_flat, display="CCP-surface-{delta}", order=12,
-        needs=("tokenizer",), defaults=("ccp_surface_10",), check=check_delta_param, top_k="delta",
+        defaults=("ccp_surface_10",), check=check_delta_param,
+        requirements=Requirements(top_k="delta", resources=("tokenizer",)),
         description="CCP with entailment = same decoded text as the sampled token (case/space-insensitive)",
     ),
 )

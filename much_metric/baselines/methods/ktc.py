@@ -29,12 +29,15 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import math
+import numbers
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from much_dataset.params import Interval, InvalidParameterError, check_param
 from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._ktc_kernels import (
     KERNELS,
@@ -45,7 +48,7 @@ from much_metric.baselines._ktc_kernels import (
     ktc_scores_of_built_adjacency,
 )
 from much_metric.baselines.neighbours import NeighbourStats, PerSampleNeighbours, load_neighbours
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = [
     "KTCConfig",
@@ -89,7 +92,7 @@ class KTCConfig:
                              f"{self.normalization_method!r}")
         for name in ("prefix_entail", "language_specific"):
             if not isinstance(getattr(self, name), bool | np.bool_):
-                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+                raise InvalidParameterError(f"{name} must be a bool, got {getattr(self, name)!r}")
             object.__setattr__(self, name, bool(getattr(self, name)))
         for name, low in (("token_position", 0), ("delta", 2), ("nu", 1), ("sigma", -1)):
             value = getattr(self, name)
@@ -100,10 +103,10 @@ class KTCConfig:
         for name in ("tau", "alpha"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-                raise TypeError(f"{name} must be a number, got {value!r}")
+                raise InvalidParameterError(f"{name} must be a number, got {value!r}")
             object.__setattr__(self, name, float(value))
-        if self.tau < 0 or not 0 <= self.alpha <= 1:
-            raise ValueError(f"tau must be >= 0 and alpha in [0, 1], got tau={self.tau}, alpha={self.alpha}")
+        check_param("tau", self.tau, Interval(numbers.Real, 0, math.inf, closed="left"), owner="KTCConfig")
+        check_param("alpha", self.alpha, Interval(numbers.Real, 0, 1), owner="KTCConfig")
 
     @property
     def id(self) -> str:
@@ -137,7 +140,7 @@ _KNOWN: dict[str, KTCConfig] = {config.id: config for config in KTC_REFERENCE_CO
 def register_config(config: KTCConfig) -> str:
     """Make ``ktc_<config.id>`` a known signal name; returns that name."""
     if not isinstance(config, KTCConfig):
-        raise TypeError(f"expected a KTCConfig, got {type(config).__name__}")
+        raise InvalidParameterError(f"expected a KTCConfig, got {type(config).__name__}")
     _KNOWN[config.id] = config
     return config.signal_name
 
@@ -238,7 +241,7 @@ def _check_stats(stats: Any, config: KTCConfig, reference: bool) -> NeighbourSta
     if isinstance(stats, str | Path):
         stats = load_neighbours(stats)
     if not isinstance(stats, NeighbourStats):
-        raise TypeError(f"neighbours must be NeighbourStats, a path, a hub id or PerSampleNeighbours, got "
+        raise InvalidParameterError(f"neighbours must be NeighbourStats, a path, a hub id or PerSampleNeighbours, got "
                         f"{type(stats).__name__}")
     if not reference and stats.position != config.token_position:
         raise ValueError(f"KTC config {config.id} has token_position={config.token_position} but the neighbour "
@@ -377,20 +380,23 @@ _DESCRIPTION = ("normalised von Neumann entropy of the heat kernel of the top-de
 
 BASELINES = (
     Baseline(
-        name="ktc", compute=_compute_alias, display="KTC", needs=("neighbours",), order=60, top_k=KTC_DEFAULT.delta,
+        name="ktc", compute=_compute_alias, display="KTC", order=60,
+        requirements=Requirements(top_k=KTC_DEFAULT.delta, resources=("neighbours",)),
         signal_name=lambda name, params, resources: KTC_DEFAULT.signal_name,
         description=f"KTC nu=4, tau=0.3 (stored as {KTC_DEFAULT.signal_name}): {_DESCRIPTION}",
     ),
     Baseline(
-        name="ktc_nu{nu}_tau{tau}", compute=_compute_nu_tau, display="KTC-{nu}-{tau}", needs=("neighbours",),
-        params={"tau": r"[0-9]+(?:\.[0-9]+)?"}, order=61, defaults=(), check=_check_nu_tau, top_k=KTCConfig().delta,
+        name="ktc_nu{nu}_tau{tau}", compute=_compute_nu_tau, display="KTC-{nu}-{tau}",
+        requirements=Requirements(top_k=KTCConfig().delta, resources=("neighbours",)),
+        params={"tau": r"[0-9]+(?:\.[0-9]+)?"}, order=61, defaults=(), check=_check_nu_tau,
         signal_name=lambda name, params, resources: KTCConfig(nu=params["nu"], tau=params["tau"]).signal_name,
         description="KTC with nu neighbours and diffusion time tau, other fields at their defaults",
     ),
     Baseline(
-        name="ktc_{config_id}", compute=_compute_config, display=_config_label, needs=("neighbours",),
+        name="ktc_{config_id}", compute=_compute_config, display=_config_label,
         params={"config_id": r"[A-Za-z0-9_-]{22}"}, order=62, defaults=(),
-        top_k=lambda params: _config_of(str(params["config_id"])).delta,
+        requirements=lambda params: Requirements(top_k=_config_of(str(params["config_id"])).delta,
+                                                 resources=("neighbours",)),
         check=lambda params: _config_of(str(params["config_id"])) and None,
         description="KTC by the reference's config id (the 55 published configs, or register_config)",
     ),

@@ -26,7 +26,7 @@ import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays
 from much_metric.baselines.methods.rauq import pack_array, rauq_layers
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = ["FLOOR", "NAME", "self_attention_log", "llm_check_attention", "span_attention_score", "BASELINES"]
 
@@ -66,7 +66,7 @@ def span_attention_score(token_scores: np.ndarray, n_heads: int) -> float:
 
 BASELINES = (
     Baseline(name="llm_check_attention", compute=llm_check_attention, display="LLM-Check attention",
-             needs=("internals",), order=72, top_k=0,
+             requirements=Requirements(top_k=0, resources=("internals",)), order=72,
              description="LLM-Check's attention score: 1 - exp(mean log self-attention a(t,t)) over the heads of the "
                          "middle-third layers (needs --internals PACK built with --attention-to-self)"),
 )

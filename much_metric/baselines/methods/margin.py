@@ -14,7 +14,7 @@ import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._topk import top_delta
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = ["probability_margin"]
 
@@ -39,7 +39,8 @@ def probability_margin(dataset: Any) -> list[np.ndarray]:
 
 BASELINES = (
     Baseline(
-        name="probability_margin", compute=_margin_flat, display="Probability Margin", order=35, top_k=2,
+        name="probability_margin", compute=_margin_flat, display="Probability Margin", order=35,
+        requirements=Requirements(top_k=2),
         description="1 - (p1 - p2), the two largest candidate probabilities (margin; Scheffer et al. 2001)",
     ),
 )

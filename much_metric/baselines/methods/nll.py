@@ -20,7 +20,7 @@ import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._topk import sampled_probability_or_floor
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = ["NLL_FLOOR", "token_nll"]
 
@@ -46,7 +46,7 @@ def token_nll(dataset: Any) -> list[np.ndarray]:
 
 BASELINES = (
     Baseline(
-        name="nll", compute=_nll_flat, display="NLL", order=41, top_k=0,
+        name="nll", compute=_nll_flat, display="NLL", order=41, requirements=Requirements(top_k=0),
         description="-log p(sampled token); with --aggregator mean = claim log-perplexity (unbounded, not [0, 1])",
     ),
 )

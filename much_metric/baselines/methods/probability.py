@@ -17,7 +17,7 @@ import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._topk import MISSING_RULES, check_delta, check_delta_param, sampled_probability, top_delta
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = [
     "MISSING_RULES",
@@ -118,18 +118,19 @@ def token_entropy(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
 
 BASELINES = (
     Baseline(
-        name="max_likelihood", compute=_max_likelihood_flat, display="Max Likelihood", order=30, top_k=1,
+        name="max_likelihood", compute=_max_likelihood_flat, display="Max Likelihood", order=30,
+        requirements=Requirements(top_k=1),
         description="1 - the largest stored candidate probability (paper section 5, "
                     "docs/reference-behaviour.md#signals)",
     ),
     Baseline(
         name="token_likelihood", compute=_token_likelihood_flat, display="Token Likelihood", order=40,
-        top_k=0,
+        requirements=Requirements(top_k=0),
         description="1 - the probability of the sampled token (paper section 5, docs/reference-behaviour.md#signals)",
     ),
     Baseline(
         name="token_entropy_{delta}", compute=_token_entropy_flat, display="Token Entropy-{delta}", order=50,
-        defaults=("token_entropy_24",), check=check_delta_param, top_k="delta",
+        defaults=("token_entropy_24",), check=check_delta_param, requirements=Requirements(top_k="delta"),
         description="entropy of the top-delta probabilities renormalised, / ln(delta) (paper section 5, "
                     "docs/reference-behaviour.md#signals)",
     ),

@@ -28,7 +28,7 @@ import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays
 from much_metric.baselines._topk import sampled_probability
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = ["rauq_layers", "select_heads", "rauq_confidences", "rauq", "attention_previous", "pack_array",
            "BASELINES"]
@@ -113,10 +113,11 @@ def attention_previous(arrays: TokenArrays, *, internals: Any) -> list[np.ndarra
 
 
 BASELINES = (
-    Baseline(name="rauq", compute=rauq, display="RAUQ", needs=("internals",), order=70, top_k=0,
+    Baseline(name="rauq", compute=rauq, display="RAUQ", order=70,
+             requirements=Requirements(top_k=0, resources=("internals",)),
              description="RAUQ: recurrent previous-token attention x probability, middle-third layers, best head per "
                          "layer (needs --internals PACK)"),
     Baseline(name="attention_previous", compute=attention_previous, display="Attention to previous",
-             needs=("internals",), order=71, top_k=0,
+             requirements=Requirements(top_k=0, resources=("internals",)), order=71,
              description="1 - previous-token attention of RAUQ's heads (needs --internals PACK)"),
 )

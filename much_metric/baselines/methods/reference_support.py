@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays
-from much_metric.baselines._claims import carrier_scores, claim_texts
 from much_metric.baselines._support import (
     LEXICAL,
     NLI_SCORES,
@@ -33,6 +32,7 @@ from much_metric.baselines._support import (
     nli_support,
     nli_uncertainty,
 )
+from much_metric.baselines.claims import claim_signal, claim_texts
 from much_metric.baselines.reference import PARTS
 from much_metric.baselines.registry import Baseline
 
@@ -49,21 +49,21 @@ def _rows(arrays: TokenArrays, reference: Any, tokenizer: Any, part: str, method
             for gid, texts in zip(arrays.generation_ids, claims, strict=True)]
 
 
-def _nli(arrays: TokenArrays, *, part: str, score: str, **resources: Any) -> np.ndarray:
+def _nli(arrays: TokenArrays, *, part: str, score: str, **resources: Any) -> list[np.ndarray]:
     """``resources``: reference, nli, tokenizer (the baseline's needs)."""
     rows = _rows(arrays, resources["reference"], resources["tokenizer"], part, f"reference_{part}_nli_{score}")
-    return carrier_scores(arrays, [nli_uncertainty(ent, con, score)
+    return claim_signal(arrays, [nli_uncertainty(ent, con, score)
                                    for ent, con in nli_support(resources["nli"], rows)])
 
 
-def _lexical(arrays: TokenArrays, *, part: str, lexical: str, reference: Any, tokenizer: Any) -> np.ndarray:
+def _lexical(arrays: TokenArrays, *, part: str, lexical: str, reference: Any, tokenizer: Any) -> list[np.ndarray]:
     rows = _rows(arrays, reference, tokenizer, part, f"reference_{part}_{lexical}")
-    return carrier_scores(arrays, [1.0 - m[:, 0] for m in lexical_support(rows, lexical)])
+    return claim_signal(arrays, [1.0 - m[:, 0] for m in lexical_support(rows, lexical)])
 
 
-def _cosine(arrays: TokenArrays, *, part: str, reference: Any, encoder: Any, tokenizer: Any) -> np.ndarray:
+def _cosine(arrays: TokenArrays, *, part: str, reference: Any, encoder: Any, tokenizer: Any) -> list[np.ndarray]:
     rows = _rows(arrays, reference, tokenizer, part, f"reference_{part}_cosine")
-    return carrier_scores(arrays, [1.0 - m[:, 0] for m in cosine_support(rows, encoder)])
+    return claim_signal(arrays, [1.0 - m[:, 0] for m in cosine_support(rows, encoder)])
 
 
 _LEXICAL_LABEL = {"rouge1": "ROUGE-1", "rougel": "ROUGE-L", "entities": "entities"}
@@ -71,17 +71,17 @@ _LEXICAL_LABEL = {"rouge1": "ROUGE-1", "rougel": "ROUGE-L", "entities": "entitie
 BASELINES = (
     Baseline(name="reference_{part}_nli_{score}", compute=_nli, params={"part": _PART, "score": "|".join(NLI_SCORES)},
              display=lambda p: f"Reference {p['part']} NLI {p['score'].upper()}",
-             needs=("reference", "nli", "tokenizer"), top_k=0, order=320,
+             needs=("reference", "nli", "tokenizer"), top_k=0, level="claim", order=320,
              defaults=tuple(f"reference_{part}_nli_{s}" for part in PARTS for s in NLI_SCORES),
              description="SummaC-zs against the Wikipedia article's / RAG chunks' sentences (ENT/CON/DIFF/UNV)"),
     Baseline(name="reference_{part}_{lexical}", compute=_lexical, params={"part": _PART, "lexical": "|".join(LEXICAL)},
              display=lambda p: f"Reference {p['part']} {_LEXICAL_LABEL.get(p['lexical'], p['lexical'])}",
-             needs=("reference", "tokenizer"), top_k=0, order=321,
+             needs=("reference", "tokenizer"), top_k=0, level="claim", order=321,
              defaults=tuple(f"reference_{part}_{m}" for part in PARTS for m in LEXICAL),
              description="1 - ROUGE-1/ROUGE-L precision (best sentence) or entity overlap with the reference"),
     Baseline(name="reference_{part}_cosine", compute=_cosine, params={"part": _PART},
              display=lambda p: f"Reference {p['part']} cosine", needs=("reference", "encoder", "tokenizer"),
-             top_k=0, order=322,
+             top_k=0, level="claim", order=322,
              defaults=tuple(f"reference_{part}_cosine" for part in PARTS),
              description="1 - max (1+cos)/2 between the claim and the reference's sentences"),
 )

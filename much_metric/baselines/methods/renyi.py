@@ -19,7 +19,7 @@ import numpy as np
 from much_dataset.schema import TOP_K
 from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._topk import check_delta, renormalised_top, xlogx
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = ["renyi_entropy"]
 
@@ -76,7 +76,7 @@ BASELINES = (
     Baseline(
         name="renyi_entropy_{alpha}_{delta}", compute=_renyi_flat, display="Rényi Entropy-{alpha}-{delta}", order=52,
         params={"alpha": r"[0-9]+(?:\.[0-9]+)?|inf"}, defaults=("renyi_entropy_0.5_24", "renyi_entropy_2_24"),
-        check=_check, top_k="delta",
+        check=_check, requirements=Requirements(top_k="delta"),
         description="Rényi entropy of order alpha of the top-delta probabilities renormalised, / ln(delta) "
                     "(Rényi 1961)",
     ),

@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays
-from much_metric.baselines._claims import answer_texts, carrier_scores, claim_texts
 from much_metric.baselines._support import (
     LEXICAL,
     NLI_SCORES,
@@ -48,6 +47,7 @@ from much_metric.baselines._support import (
     nli_support,
     nli_uncertainty,
 )
+from much_metric.baselines.claims import answer_texts, claim_signal, claim_texts
 from much_metric.baselines.registry import Baseline
 
 __all__ = ["GRAPH_EDGE_THRESHOLD"]
@@ -62,12 +62,12 @@ def _sentence_rows(arrays: TokenArrays, samples: Any, tokenizer: Any, method: st
                                                                                 strict=True)]
 
 
-def _nli(arrays: TokenArrays, *, score: str, samples: Any, nli: Any, tokenizer: Any) -> np.ndarray:
+def _nli(arrays: TokenArrays, *, score: str, samples: Any, nli: Any, tokenizer: Any) -> list[np.ndarray]:
     rows = _sentence_rows(arrays, samples, tokenizer, f"sample_nli_{score}")
-    return carrier_scores(arrays, [nli_uncertainty(ent, con, score) for ent, con in nli_support(nli, rows)])
+    return claim_signal(arrays, [nli_uncertainty(ent, con, score) for ent, con in nli_support(nli, rows)])
 
 
-def _luq(arrays: TokenArrays, *, samples: Any, nli: Any, tokenizer: Any) -> np.ndarray:
+def _luq(arrays: TokenArrays, *, samples: Any, nli: Any, tokenizer: Any) -> list[np.ndarray]:
     claims = claim_texts(arrays, tokenizer, "sample_luq")
     rows = [Evidence(gid, texts, [[text] for text in samples.of(gid)])
             for gid, texts in zip(arrays.generation_ids, claims, strict=True)]
@@ -76,10 +76,10 @@ def _luq(arrays: TokenArrays, *, samples: Any, nli: Any, tokenizer: Any) -> np.n
         total = ent + con
         contrasted = np.divide(ent, total, out=np.full_like(ent, 0.5), where=total > 0)
         values.append(1.0 - contrasted.mean(axis=1))
-    return carrier_scores(arrays, values)
+    return claim_signal(arrays, values)
 
 
-def _graph_degree(arrays: TokenArrays, *, samples: Any, nli: Any, tokenizer: Any) -> np.ndarray:
+def _graph_degree(arrays: TokenArrays, *, samples: Any, nli: Any, tokenizer: Any) -> list[np.ndarray]:
     claims = claim_texts(arrays, tokenizer, "sample_graph_degree")
     answers = answer_texts(arrays, tokenizer, "sample_graph_degree")
     rows = [Evidence(gid, texts, [[answer], *[[text] for text in samples.of(gid)]])
@@ -88,18 +88,18 @@ def _graph_degree(arrays: TokenArrays, *, samples: Any, nli: Any, tokenizer: Any
     for ent, _ in nli_support(nli, rows):
         weights = np.where(ent >= GRAPH_EDGE_THRESHOLD, ent, 0.0)
         values.append(1.0 - weights.sum(axis=1) / ent.shape[1])
-    return carrier_scores(arrays, values)
+    return claim_signal(arrays, values)
 
 
-def _cosine(arrays: TokenArrays, *, samples: Any, encoder: Any, tokenizer: Any) -> np.ndarray:
+def _cosine(arrays: TokenArrays, *, samples: Any, encoder: Any, tokenizer: Any) -> list[np.ndarray]:
     rows = _sentence_rows(arrays, samples, tokenizer, "sample_cosine")
-    return carrier_scores(arrays, [1.0 - m.mean(axis=1) if m.shape[1] else np.ones(m.shape[0])
+    return claim_signal(arrays, [1.0 - m.mean(axis=1) if m.shape[1] else np.ones(m.shape[0])
                                    for m in cosine_support(rows, encoder)])
 
 
-def _lexical_method(arrays: TokenArrays, *, lexical: str, samples: Any, tokenizer: Any) -> np.ndarray:
+def _lexical_method(arrays: TokenArrays, *, lexical: str, samples: Any, tokenizer: Any) -> list[np.ndarray]:
     rows = _sentence_rows(arrays, samples, tokenizer, f"sample_{lexical}")
-    return carrier_scores(arrays, [1.0 - m.mean(axis=1) if m.shape[1] else np.ones(m.shape[0])
+    return claim_signal(arrays, [1.0 - m.mean(axis=1) if m.shape[1] else np.ones(m.shape[0])
                                    for m in lexical_support(rows, lexical)])
 
 
@@ -108,20 +108,22 @@ _LEXICAL_LABEL = {"rouge1": "ROUGE-1", "rougel": "ROUGE-L", "entities": "entitie
 BASELINES = (
     Baseline(name="sample_nli_{score}", compute=_nli, params={"score": "|".join(NLI_SCORES)},
              display=lambda p: f"Samples NLI {p['score'].upper()}", needs=("samples", "nli", "tokenizer"),
-             top_k=0, order=310,
+             top_k=0, level="claim", order=310,
              defaults=tuple(f"sample_nli_{s}" for s in NLI_SCORES),
              description="SummaC-zs over the samples' sentences (ENT/CON/DIFF/UNV of the multilingual seed), mean "
                          "over samples"),
     Baseline(name="sample_luq", compute=_luq, display="LUQ (samples)", needs=("samples", "nli", "tokenizer"),
-             top_k=0, order=311, description="1 - mean e/(e+c), premise = each whole sample (LUQ; UQLM unit response)"),
+             top_k=0, level="claim", order=311,
+             description="1 - mean e/(e+c), premise = each whole sample (LUQ; UQLM unit response)"),
     Baseline(name="sample_graph_degree", compute=_graph_degree, display="Graph degree (samples)",
-             needs=("samples", "nli", "tokenizer"), top_k=0, order=312,
+             needs=("samples", "nli", "tokenizer"), top_k=0, level="claim", order=312,
              description="1 - degree centrality in the claim-response entailment graph (UQLM graph scorer)"),
     Baseline(name="sample_cosine", compute=_cosine, display="Samples cosine", needs=("samples", "encoder", "tokenizer"),
-             top_k=0, order=313,
+             top_k=0, level="claim", order=313,
              description="1 - mean over samples of max (1+cos)/2 with its sentences (UQLM matched unit)"),
     Baseline(name="sample_{lexical}", compute=_lexical_method, params={"lexical": "|".join(LEXICAL)},
              display=lambda p: "Samples " + _LEXICAL_LABEL.get(p["lexical"], p["lexical"]),
-             needs=("samples", "tokenizer"), top_k=0, order=314, defaults=tuple(f"sample_{m}" for m in LEXICAL),
+             needs=("samples", "tokenizer"), top_k=0, level="claim", order=314,
+             defaults=tuple(f"sample_{m}" for m in LEXICAL),
              description="1 - mean over samples of ROUGE-1/ROUGE-L precision (best sentence) or entity overlap"),
 )

@@ -28,7 +28,7 @@ from much_metric.baselines.nli import (
     resolve_nli,
     run_nli,
 )
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = ["sar", "sar_signal_name", "sar_pairs"]
 
@@ -119,8 +119,9 @@ def _sar_name(signal: str, params: dict[str, Any], resources: dict[str, Any]) ->
 BASELINES = (
     Baseline(
         name="sar_{sigma}{suffix}", compute=_sar_compute, display="SAR-{sigma}{suffix}",
-        needs=("tokenizer", "nli"), params={"suffix": NLI_SUFFIX_PATTERN}, defaults=("sar_8",),
-        options=("reference_window",), signal_name=_sar_name, order=20, top_k=0,
+        params={"suffix": NLI_SUFFIX_PATTERN}, defaults=("sar_8",),
+        requirements=Requirements(top_k=0, resources=("tokenizer", "nli")),
+        options=("reference_window",), signal_name=_sar_name, order=20,
         description="token likelihood weighted by its NLI relevance on sigma-token windows (Duan et al. 2024; "
                     "docs/reference-behaviour.md#signals)",
     ),

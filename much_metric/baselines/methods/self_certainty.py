@@ -23,7 +23,7 @@ import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._topk import check_delta_param, renormalised_top
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = ["self_certainty"]
 
@@ -49,7 +49,7 @@ def self_certainty(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
 BASELINES = (
     Baseline(
         name="self_certainty_{delta}", compute=_self_certainty_flat, display="Self-Certainty-{delta}", order=53,
-        defaults=("self_certainty_24",), check=check_delta_param, top_k="delta",
+        defaults=("self_certainty_24",), check=check_delta_param, requirements=Requirements(top_k="delta"),
         description="exp(-KL(uniform || top-delta renormalised)) (self-certainty, Kang et al. 2025, on the top delta)",
     ),
 )

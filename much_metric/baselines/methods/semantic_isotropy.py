@@ -16,7 +16,7 @@ kernel measures (its table 1), on the same M vectors and mapped into [0, 1] with
 and ``semantic_isotropy_logdet`` = ``det(K)^(1/M)`` = ``exp(log det K / M)`` (0 when K is singular -- M above the
 embedding dimension, or two identical answers -- 1 when isotropic).
 
-Every claim of an answer gets the answer's score (on its carrier token, :mod:`much_metric.baselines._claims`), so
+Every claim of an answer gets the answer's score (a claim-level signal, :mod:`much_metric.baselines.claims`), so
 these signals rank answers, not claims within an answer. **Ours** (not in the seed): ``claim_isotropy`` scores each
 claim by the isotropy of the claim and, from every sample, the sentence whose embedding is closest to the claim's
 (M = N + 1): a claim that the samples restate tightly scores low, one each sample answers differently scores high.
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays
-from much_metric.baselines._claims import answer_texts, carrier_scores, claim_texts, claims_of
+from much_metric.baselines.claims import answer_texts, claim_counts, claim_signal, claim_texts
 from much_metric.baselines.encoders import prefetch
 from much_metric.baselines.registry import Baseline
 
@@ -83,7 +83,7 @@ _MEASURES = {"vne": semantic_isotropy_score, "frobenius": frobenius_isotropy, "l
 
 
 def _answer_level(arrays: TokenArrays, resources: dict[str, Any], measure: str, with_answer: bool,
-                  method: str) -> np.ndarray:
+                  method: str) -> list[np.ndarray]:
     samples, encoder = resources["samples"], resources["encoder"]
     answers = answer_texts(arrays, resources["tokenizer"], method)
     prefetch(encoder, [*answers, *(t for gid in arrays.generation_ids for t in samples.of(gid))])
@@ -91,11 +91,11 @@ def _answer_level(arrays: TokenArrays, resources: dict[str, Any], measure: str, 
     for gid, answer in zip(arrays.generation_ids, answers, strict=True):
         texts = ([answer] if with_answer else []) + list(samples.of(gid))
         values.append(_MEASURES[measure](encoder.encode(texts)))
-    return carrier_scores(arrays, [[value] * len(chunks) for value, chunks in
-                                   zip(values, claims_of(arrays, method), strict=True)])
+    return claim_signal(arrays, [np.full(count, value) for value, count in
+                                 zip(values, claim_counts(arrays, method).tolist(), strict=True)], method)
 
 
-def _claim_level(arrays: TokenArrays, *, samples: Any, encoder: Any, tokenizer: Any) -> np.ndarray:
+def _claim_level(arrays: TokenArrays, *, samples: Any, encoder: Any, tokenizer: Any) -> list[np.ndarray]:
     claims = claim_texts(arrays, tokenizer, "claim_isotropy")
     prefetch(encoder, [*(t for texts in claims for t in texts),
                        *(u for gid in arrays.generation_ids for group in samples.sentences(gid) for u in group)])
@@ -115,7 +115,7 @@ def _claim_level(arrays: TokenArrays, *, samples: Any, encoder: Any, tokenizer: 
             stack = np.vstack([claim_vectors[index : index + 1], *[p[index : index + 1] for p in picked]])
             row.append(semantic_isotropy_score(stack))
         values.append(row)
-    return carrier_scores(arrays, values)
+    return claim_signal(arrays, values, "claim_isotropy")
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
@@ -124,7 +124,7 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 
 
 def _answer_method(measure: str, with_answer: bool, name: str):
-    def compute(arrays: TokenArrays, *, samples: Any, encoder: Any, tokenizer: Any) -> np.ndarray:
+    def compute(arrays: TokenArrays, *, samples: Any, encoder: Any, tokenizer: Any) -> list[np.ndarray]:
         resources = {"samples": samples, "encoder": encoder, "tokenizer": tokenizer}
         return _answer_level(arrays, resources, measure, with_answer, name)
     return compute
@@ -132,19 +132,19 @@ def _answer_method(measure: str, with_answer: bool, name: str):
 
 BASELINES = (
     Baseline(name="semantic_isotropy", compute=_answer_method("vne", True, "semantic_isotropy"),
-             display="Semantic isotropy", needs=NEEDS, top_k=0, order=300,
+             display="Semantic isotropy", needs=NEEDS, top_k=0, level="claim", order=300,
              description="vNE(cosine kernel)/log M of the answer and its N samples (isotropy seed eq. 3)"),
     Baseline(name="semantic_isotropy_samples", compute=_answer_method("vne", False, "semantic_isotropy_samples"),
-             display="Semantic isotropy (samples only)", needs=NEEDS, top_k=0, order=301,
+             display="Semantic isotropy (samples only)", needs=NEEDS, top_k=0, level="claim", order=301,
              description="vNE(cosine kernel)/log N of the N samples alone (the seed's prompt-level score)"),
     Baseline(name="semantic_isotropy_frobenius",
              compute=_answer_method("frobenius", True, "semantic_isotropy_frobenius"),
-             display="Isotropy (Frobenius)", needs=NEEDS, top_k=0, order=302,
+             display="Isotropy (Frobenius)", needs=NEEDS, top_k=0, level="claim", order=302,
              description="(M - ||K||_F)/(M - sqrt M) of the answer and its samples' cosine kernel (seed table 1)"),
     Baseline(name="semantic_isotropy_logdet", compute=_answer_method("logdet", True, "semantic_isotropy_logdet"),
-             display="Isotropy (log-det)", needs=NEEDS, top_k=0, order=303,
+             display="Isotropy (log-det)", needs=NEEDS, top_k=0, level="claim", order=303,
              description="det(K)^(1/M) of the answer and its samples' cosine kernel (seed table 1)"),
     Baseline(name="claim_isotropy", compute=_claim_level, display="Claim isotropy (ours)", needs=NEEDS,
-             top_k=0, order=304,
+             top_k=0, level="claim", order=304,
              description="isotropy of a claim and each sample's closest sentence (ours, not the seed's)"),
 )

@@ -21,7 +21,7 @@ import numpy as np
 
 from much_metric.baselines._arrays import TokenArrays, per_sample
 from much_metric.baselines._topk import check_delta, check_delta_param, top_delta, xlogx
-from much_metric.baselines.registry import Baseline
+from much_metric.baselines.registry import Baseline, Requirements
 
 __all__ = ["tail_entropy"]
 
@@ -47,7 +47,7 @@ def tail_entropy(dataset: Any, *, delta: int = 24) -> list[np.ndarray]:
 BASELINES = (
     Baseline(
         name="tail_entropy_{delta}", compute=_tail_entropy_flat, display="Tail Entropy-{delta}", order=51,
-        defaults=("tail_entropy_24",), check=check_delta_param, top_k="delta",
+        defaults=("tail_entropy_24",), check=check_delta_param, requirements=Requirements(top_k="delta"),
         description="entropy of the top-delta probabilities plus the rest of the vocabulary as one outcome, "
                     "/ ln(delta+1) (lower bound of the full entropy)",
     ),

@@ -4,8 +4,7 @@ Importing this package imports neither peer: they load when a signal is computed
 """
 
 from much_peers._catalogue import LMPOLYGRAPH, LMPOLYGRAPH_REFUSED, UQLM, UQLM_REFUSED
-from much_peers._claims import CONVENTIONS, carrier_scores, claim_tokens, to_unit
+from much_peers._inputs import CONVENTIONS, claim_tokens, to_unit
 
-__all__ = ["CONVENTIONS", "LMPOLYGRAPH", "LMPOLYGRAPH_REFUSED", "UQLM", "UQLM_REFUSED", "carrier_scores",
-           "claim_tokens", "to_unit"]
+__all__ = ["CONVENTIONS", "LMPOLYGRAPH", "LMPOLYGRAPH_REFUSED", "UQLM", "UQLM_REFUSED", "claim_tokens", "to_unit"]
 __version__ = "0.1.0"

@@ -18,7 +18,7 @@ __all__ = ["LMPOLYGRAPH", "LMPOLYGRAPH_REFUSED", "UQLM", "UQLM_REFUSED", "PeerEs
 class PeerEstimator:
     """One runnable estimator: its level (``claim``: the peer scores claims through ``aligned_token_ids``;
     ``sequence``: each claim's tokens are handed over as one generation), the statistics it reads, and how its
-    uncertainty maps into [0, 1] (:func:`much_peers._claims.to_unit`)."""
+    uncertainty maps into [0, 1] (:func:`much_peers._inputs.to_unit`)."""
 
     level: str
     stats: tuple[str, ...]

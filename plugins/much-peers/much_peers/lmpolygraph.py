@@ -4,7 +4,7 @@ Per sample, the stored rows go through LM-Polygraph's model-free statistics path
 ``VLLMLogprobsExtractionCalculator`` turns ``{token_ids, logprobs}`` (one ``{candidate id: logprob}`` dict per token,
 built from ``logits_token_ids`` / ``log(logits_values)``) into ``greedy_log_likelihoods``, ``greedy_log_probs`` and
 ``greedy_tokens``; its ``EntropyCalculator`` adds ``entropy``. Claims are LM-Polygraph ``Claim`` objects whose
-``aligned_token_ids`` are MUCH's claim tokens (:func:`much_peers._claims.claim_tokens`). Then the estimator class
+``aligned_token_ids`` are MUCH's claim tokens (:func:`much_peers._inputs.claim_tokens`). Then the estimator class
 itself is called.
 
 * Claim-level estimators (``...Claim``) get one sample's claims per call (``BoostedProbClaim`` also needs that sample's
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from much_peers._catalogue import LMPOLYGRAPH, LMPOLYGRAPH_REFUSED
-from much_peers._claims import check_sampled_stored, claim_tokens
+from much_peers._inputs import check_sampled_stored, claim_tokens
 
 __all__ = ["check_estimator", "claim_scores"]
 
@@ -118,7 +118,7 @@ def claim_scores(arrays: Any, estimator: str, *, convention: str = "much") -> li
     estimator : str
         Among :data:`much_peers._catalogue.LMPOLYGRAPH`; others are refused with what they need.
     convention : {"much", "all"}, default "much"
-        Which tokens of a claim the estimator sees (:func:`much_peers._claims.claim_tokens`).
+        Which tokens of a claim the estimator sees (:func:`much_peers._inputs.claim_tokens`).
 
     Returns
     -------

@@ -2,7 +2,7 @@
 
 UQLM scores *responses* from OpenAI-style logprob lists; ``WhiteBoxUQ(llm=None, scorers=[...],
 top_k_logprobs=K).score(logprobs_results=...)`` does so without a model (LangChain is still imported). A MUCH claim
-becomes one response made of its tokens (:func:`much_peers._claims.claim_tokens`): per token ``{"token", "logprob",
+becomes one response made of its tokens (:func:`much_peers._inputs.claim_tokens`): per token ``{"token", "logprob",
 "top_logprobs": [{"token", "logprob"} x K]}`` from ``output_tokens``, ``logits_token_ids`` and ``logits_values``.
 ``top_k_logprobs`` is the stored K (24 in MUCH): UQLM's top-logprob scorers give NaN for a token whose list is not
 exactly ``top_k_logprobs`` long, and its default (15) would make every MUCH token NaN. UQLM returns confidences
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from much_peers._catalogue import UQLM, UQLM_REFUSED
-from much_peers._claims import check_sampled_stored, claim_tokens
+from much_peers._inputs import check_sampled_stored, claim_tokens
 
 __all__ = ["check_scorer", "claim_scores"]
 

@@ -55,3 +55,45 @@ class HashEncoder:
     def encode(self, texts):
         self.calls.extend(texts)
         return np.array([np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dim) for t in texts])
+
+
+class _AnyTitle(dict):
+    """Pages for every title: an extract made from the title, the row's own answer for ``own``, and no page for
+    ``missing`` (titles with spaces, as MediaWiki answers)."""
+
+    def __init__(self, own: dict[str, str], missing: set[str]) -> None:
+        super().__init__()
+        self.own, self.missing = own, missing
+
+    def get(self, key, default=None):
+        lang, title = key
+        if title in self.missing:
+            return None
+        text = self.own.get(title) or (f"{title} is the subject of this article. It was described in 1901 by "
+                                        f"Ada Lovelace.\n\n== History ==\n{title} has a long history in Europe.")
+        return {"extract": text, "wikitext": "{{Infobox thing\n| name = " + title + "\n}}"}
+
+
+def _title(url: str) -> str:
+    from builder.wiki import parse_wiki_url
+
+    return parse_wiki_url(url)[1].replace("_", " ")
+
+
+def fetch_reference(out, rows, own=(), missing=(), context=False):
+    """``builder wiki`` (and ``context``) for ``rows`` into ``out`` from a local MediaWiki stand-in: an article made
+    from each title, the row's own answer for ``own``, no page for ``missing``."""
+    from builder.cli import main
+    from tests.builder.fake_servers import FakeMediaWiki
+
+    out.mkdir(parents=True, exist_ok=True)
+    keep = ("generation_id", "generation_config", "lang", "wiki_url", "prompt", "output")
+    (out / "generations.jsonl").write_text("".join(json.dumps({k: r[k] for k in keep}) + "\n" for r in rows),
+                                           encoding="utf-8")
+    pages = _AnyTitle({_title(r["wiki_url"]): r["output"].replace("<|im_end|>", "") for r in own},
+                      {_title(r["wiki_url"]) for r in missing})
+    with FakeMediaWiki(redirects={}) as server:
+        server.pages = pages  # every title (the constructor copies into a plain dict)
+        assert main(["wiki", "--out", str(out), "--api", server.api_template, "--min-interval", "0"]) == 0
+    if context:
+        assert main(["context", "--out", str(out), "--embeddings", "local"]) == 0

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import entropy
 
+from benchmarks import probability_loops as loops
 from much_dataset import schema, synthetic
 from much_metric.baselines import registry, token_entropy, token_likelihood
 from much_metric.baselines.methods.boosted_prob import boosted_prob
@@ -44,69 +44,11 @@ def _flat(per_sample):
 # ---- straightforward per-token implementations, from the formulas -------------------------------------------
 
 
-def loop_nll(token, ids, probs):
-    ids = list(ids)
-    p = probs[ids.index(token)] if token in ids else min(probs)
-    return -math.log(max(p, NLL_FLOOR))
-
-
-def loop_margin(token, ids, probs):
-    first, second = sorted(probs, reverse=True)[:2]
-    return 1 - (first - second)
-
-
-def _q(probs, delta):
-    top = sorted(probs, reverse=True)[:delta]
-    return [x / sum(top) for x in top]
-
-
-def loop_renyi(token, ids, probs, *, alpha, delta):
-    q = _q(probs, delta)
-    if alpha == 0:
-        h = math.log(sum(1 for x in q if x > 0))
-    elif alpha == 1:
-        h = entropy(q)
-    elif math.isinf(alpha):
-        h = -math.log(max(q))
-    else:
-        h = math.log(sum(x**alpha for x in q)) / (1 - alpha)
-    return h / math.log(delta)
-
-
-def loop_tail(token, ids, probs, *, delta):
-    top = sorted(probs, reverse=True)[:delta]
-    outcomes = [*top, max(0.0, 1 - sum(top))]
-    return -sum(x * math.log(x) for x in outcomes if x > 0) / math.log(delta + 1)
-
-
-def loop_self_certainty(token, ids, probs, *, delta):
-    q = _q(probs, delta)
-    if min(q) == 0:
-        return 0.0
-    kl = -sum(math.log(x) for x in q) / delta - math.log(delta)  # KL(uniform || q)
-    return math.exp(-kl)
-
-
-def loop_boosted(token, ids, probs, p_jump=0.3, epsilon=0.005):
-    order = sorted(range(len(probs)), key=lambda k: -probs[k])
-    p = [probs[k] for k in order]
-    last = None
-    for j in range(len(p) - 1):
-        gap = p[j] - p[j + 1]
-        if gap > p_jump * p[j] and gap > epsilon:
-            last = j
-    dominant = [] if last is None else [ids[k] for k in order[: last + 1]]
-    sampled = probs[list(ids).index(token)]
-    return 1 - (sum(p[: last + 1]) if token in dominant else sampled)
-
-
-def loop_ccp_no_nli(token, ids, probs, *, delta):
-    order = sorted(range(len(probs)), key=lambda k: -probs[k])[:delta]
-    mass = sum(probs[k] for k in order)
-    sampled = probs[list(ids).index(token)]
-    if token not in [ids[k] for k in order]:
-        mass += sampled
-    return 1 - sampled / mass
+# the one copy of the per-token oracles lives beside the benchmark that times against them (a benchmark imports no
+# test module; a test may import a benchmark's helper)
+loop_nll, loop_margin, loop_boosted = loops.nll, loops.margin, loops.boosted
+loop_renyi, loop_tail, loop_self_certainty = loops.renyi, loops.tail_entropy, loops.self_certainty
+loop_ccp_no_nli = loops.ccp_no_nli
 
 
 def loop_ccp_surface(token, ids, probs, decode, *, delta):

@@ -133,7 +133,8 @@ def test_a_plugin_that_uses_the_registry_while_it_is_imported_is_not_marked_brok
 
 
 def test_importing_the_baselines_package_discovers_nothing():
-    """Importing ``much_metric.baselines`` imports the registry (and the :class:`Baseline` definition) only: no method
+    """Importing ``much_metric.baselines`` imports the registry (and the :class:`Baseline` definition and the resource
+    table, whose loaders are imported only when a run needs them) only: no method
     module, no entry point, no numpy-heavy
     helper; the methods are imported on the first use of the registry or of a function."""
     code = ("import sys\n"
@@ -148,5 +149,5 @@ def test_importing_the_baselines_package_discovers_nothing():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     lines = out.stdout.splitlines()
     assert lines[0] == ("['much_metric.baselines', 'much_metric.baselines._baseline', "
-                        "'much_metric.baselines.registry']")
+                        "'much_metric.baselines.registry', 'much_metric.baselines.resource_table']")
     assert lines[1:] == ["True False", "True"]

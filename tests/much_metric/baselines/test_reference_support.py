@@ -12,48 +12,8 @@ import pytest
 
 from much_metric.baselines import _lexical
 from much_metric.baselines.samples import split_sentences
-from tests.builder.fake_servers import FakeMediaWiki
 from tests.much_metric._baselines_helpers import HashNli
-from tests.much_metric.baselines._sampling import HashEncoder
-
-
-class _AnyTitle(dict):
-    """Pages for every title: an extract made from the title, the row's own answer for ``own``, and no page for
-    ``missing`` (titles with spaces, as MediaWiki answers)."""
-
-    def __init__(self, own: dict[str, str], missing: set[str]) -> None:
-        super().__init__()
-        self.own, self.missing = own, missing
-
-    def get(self, key, default=None):
-        lang, title = key
-        if title in self.missing:
-            return None
-        text = self.own.get(title) or (f"{title} is the subject of this article. It was described in 1901 by "
-                                        f"Ada Lovelace.\n\n== History ==\n{title} has a long history in Europe.")
-        return {"extract": text, "wikitext": "{{Infobox thing\n| name = " + title + "\n}}"}
-
-
-def _title(url: str) -> str:
-    from builder.wiki import parse_wiki_url
-
-    return parse_wiki_url(url)[1].replace("_", " ")
-
-
-def _fetch(out, rows, own=(), missing=(), context=False):
-    from builder.cli import main
-
-    out.mkdir(parents=True, exist_ok=True)
-    keep = ("generation_id", "generation_config", "lang", "wiki_url", "prompt", "output")
-    (out / "generations.jsonl").write_text("".join(json.dumps({k: r[k] for k in keep}) + "\n" for r in rows),
-                                           encoding="utf-8")
-    pages = _AnyTitle({_title(r["wiki_url"]): r["output"].replace("<|im_end|>", "") for r in own},
-                      {_title(r["wiki_url"]) for r in missing})
-    with FakeMediaWiki(redirects={}) as server:
-        server.pages = pages  # every title (the constructor copies into a plain dict)
-        assert main(["wiki", "--out", str(out), "--api", server.api_template, "--min-interval", "0"]) == 0
-    if context:
-        assert main(["context", "--out", str(out), "--embeddings", "local"]) == 0
+from tests.much_metric.baselines._sampling import HashEncoder, fetch_reference
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +29,7 @@ def test_reference_signals_follow_their_definitions_on_fetched_articles(tmp_path
     from much_metric.models import load_tokenizer
 
     rows = list(english_rows)
-    _fetch(tmp_path, rows, own=[rows[0]], missing=[rows[2]], context=True)
+    fetch_reference(tmp_path, rows, own=[rows[0]], missing=[rows[2]], context=True)
     pages = {json.loads(line)["wiki_url"]: json.loads(line)
              for line in (tmp_path / "wiki.jsonl").read_text().splitlines()}
     contexts = {json.loads(line)["generation_id"]: json.loads(line)
@@ -87,10 +47,8 @@ def test_reference_signals_follow_their_definitions_on_fetched_articles(tmp_path
         page = pages[row["wiki_url"]]
         article = [u for s in page["sections"] for u in split_sentences(s["text"])]
         chunks = [u for c in contexts[row["generation_id"]]["chunks"] for u in split_sentences(c)]
-        for chunk in row["token_chunks"]:
+        for index, chunk in enumerate(row["token_chunks"]):
             claim = tokenizer.decode([row["output_tokens"][t] for t in sorted(chunk)], skip_special_tokens=True).strip()
-            content = [t for t in sorted(chunk) if not row["stopword_mask"][t]]
-            carrier = (content or sorted(chunk))[0]
             ent = max((nli.one(u, claim)[2] for u in article), default=0.0)
             con = max((nli.one(u, claim)[0] for u in article), default=0.0)
             expected = {
@@ -111,21 +69,22 @@ def test_reference_signals_follow_their_definitions_on_fetched_articles(tmp_path
             else:
                 expected["reference_chunks_cosine"] = 1.0
             for name, value in expected.items():
-                assert runs[name].values[row["generation_id"]][carrier] == pytest.approx(value, abs=1e-9), name
+                values = runs[name + "@claim"].values[row["generation_id"]]  # claim-level: one value per claim
+                assert len(values) == len(row["token_chunks"]) and values[index] == pytest.approx(value, abs=1e-9), name
     # the row whose article is its own answer: every claim with words is found word for word
-    own = runs["reference_article_rouge1"].values[rows[0]["generation_id"]]
+    own = runs["reference_article_rouge1@claim"].values[rows[0]["generation_id"]]
     assert (own == 0).mean() > 0.9
     # the missing page supports nothing
-    missing_ent = runs["reference_article_nli_ent"].values[rows[2]["generation_id"]]
+    missing_ent = runs["reference_article_nli_ent@claim"].values[rows[2]["generation_id"]]
     assert set(np.unique(missing_ent)) <= {0.0, 1.0} and missing_ent.max() == 1.0
-    assert runs["reference_article_rouge1"].metadata["resources"]["reference"]["source"] == str(tmp_path)
+    assert runs["reference_article_rouge1@claim"].metadata["resources"]["reference"]["source"] == str(tmp_path)
 
 
 def test_a_row_without_an_article_is_named(tmp_path, english_rows):
     from much_metric.baselines import ResourceOptions, compute_signals
     from much_metric.models import load_tokenizer
 
-    _fetch(tmp_path, list(english_rows)[:2])
+    fetch_reference(tmp_path, list(english_rows)[:2])
     gid = english_rows[2]["generation_id"]
     with pytest.raises(ValueError, match=f"generation_id={gid!r}: no wiki.jsonl row"):
         compute_signals(english_rows, ["reference_article_rouge1"], resources=ResourceOptions(
@@ -142,7 +101,7 @@ def test_much_run_reference_prints_the_rows(tmp_path, capsys):
     from much_metric.cli import main
 
     data = much_dataset.load("sample", split="test", config="en")
-    _fetch(tmp_path, list(data))
+    fetch_reference(tmp_path, list(data))
     code = main(["run", "--source", "sample", "--config", "en", "--signals",
                  "token_likelihood,reference_article_rouge1,reference_article_entities", "--reference", str(tmp_path),
                  "--bootstrap", "50", "--no-progress"])

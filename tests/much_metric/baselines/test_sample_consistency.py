@@ -38,11 +38,6 @@ def _samples_of(gid):
     return [clean_text(r["output"]) for r in samples_dataset() if r["generation_id"] == gid]
 
 
-def _carrier(row, chunk):
-    content = [t for t in sorted(chunk) if not row["stopword_mask"][t]]
-    return (content or sorted(chunk))[0]
-
-
 def _expected(name, claim, samples, answer, nli, encoder):
     """The definition of each signal, one claim at a time."""
     def entail(premise):
@@ -85,30 +80,28 @@ def _expected(name, claim, samples, answer, nli, encoder):
 
 
 @pytest.mark.parametrize("name", SIGNALS)
-def test_each_claim_carries_its_definition(computed, name):
+def test_each_claim_has_its_definition_as_its_claim_level_value(computed, name):
     split, runs, nli, encoder, tokenizer = computed
+    assert name not in runs and runs[name + "@claim"].spec.baseline.level == "claim"
     checked = 0
     for row in split:
-        values = runs[name].values[row["generation_id"]]
+        values = runs[name + "@claim"].values[row["generation_id"]]
         samples = _samples_of(row["generation_id"])
         answer = tokenizer.decode(row["output_tokens"], skip_special_tokens=True).strip()
-        carriers = []
-        for claim, chunk in zip(_claims(row, tokenizer), row["token_chunks"], strict=True):
-            carrier = _carrier(row, chunk)
-            carriers.append(carrier)
-            assert values[carrier] == pytest.approx(_expected(name, claim, samples, answer, nli, encoder), abs=1e-9)
+        claims = _claims(row, tokenizer)
+        assert len(values) == len(claims) == len(row["token_chunks"])  # one value per claim, EOS claim included
+        for value, claim in zip(values, claims, strict=True):
+            assert value == pytest.approx(_expected(name, claim, samples, answer, nli, encoder), abs=1e-9)
             checked += 1
-        others = np.setdiff1d(np.arange(len(values)), carriers)
-        assert not values[others].any()  # 0 on every other token
         assert ((values >= 0) & (values <= 1)).all()
     assert checked > 40
 
 
 def test_the_signals_record_their_resources(computed):
     _, runs, _, _, _ = computed
-    assert runs["sample_nli_ent"].metadata["resources"]["nli"]["name"] == "HashNli"
-    assert runs["sample_cosine"].metadata["resources"]["encoder"] == {"name": "hash-encoder"}
-    assert runs["sample_rouge1"].metadata["resources"]["samples"]["n_min"] == 4
+    assert runs["sample_nli_ent@claim"].metadata["resources"]["nli"]["name"] == "HashNli"
+    assert runs["sample_cosine@claim"].metadata["resources"]["encoder"] == {"name": "hash-encoder"}
+    assert runs["sample_rouge1@claim"].metadata["resources"]["samples"]["n_min"] == 4
 
 
 def test_the_nli_pairs_go_in_one_call_premise_sentence_hypothesis_claim(computed):
@@ -130,9 +123,9 @@ def test_fewer_samples_change_the_scores_and_a_row_without_samples_is_named():
     tokenizer = load_tokenizer("smollm2")
     samples = open_samples(samples_dataset())
     two = compute_signals(split, ["sample_rouge1"], resources=ResourceOptions(
-        tokenizer=tokenizer, samples=samples.first(2)), progress=False)["sample_rouge1"]
+        tokenizer=tokenizer, samples=samples.first(2)), progress=False)["sample_rouge1@claim"]
     four = compute_signals(split, ["sample_rouge1"], resources=ResourceOptions(
-        tokenizer=tokenizer, samples=samples), progress=False)["sample_rouge1"]
+        tokenizer=tokenizer, samples=samples), progress=False)["sample_rouge1@claim"]
     assert two.metadata["resources"]["samples"]["n_max"] == 2
     assert any(not np.array_equal(two.values[g], four.values[g]) for g in two.values)
     missing = samples_dataset().filter(lambda r: r["generation_id"] != split[0]["generation_id"])

@@ -91,7 +91,7 @@ def test_the_archive_reader_reads_recorded_and_declared_costs(tmp_path):
 
 @pytest.mark.parametrize(("declared", "message"), [
     ({"cost": {"other": {"seconds_per_claim": 1}}}, r'submission.json "cost": signal\(s\) \[.other.\] are not in'),
-    ({"cost": {"mine": {"seconds_per_claim": -1}}}, "'seconds_per_claim' must be a finite number >= 0"),
+    ({"cost": {"mine": {"seconds_per_claim": -1}}}, r"'seconds_per_claim' must be a number in \[0, inf\)"),
     ({"cost": {"mine": {"seconds_per_claim": 1, "gpu": "x"}}}, r"unknown declared cost field\(s\) \['gpu'\]"),
     ({"cost": {"mine": {"seconds_per_claim": 1, "note": "a\nb"}}}, "'note' must be one line of text"),
     ({"cost": []}, '"cost" must be an object'),

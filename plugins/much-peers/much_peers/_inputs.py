@@ -1,4 +1,4 @@
-"""Claims of a MUCH split as the peers see them, and claim scores back into MUCH's token-score format.
+"""Claims of a MUCH split as the peers see them, and the peers' claim scores as MUCH claim scores.
 
 A peer scores a *claim*: LM-Polygraph through ``Claim.aligned_token_ids``, UQLM through a "response" made of the
 claim's tokens. Which tokens a claim hands the peer is the **token convention**:
@@ -9,21 +9,20 @@ claim's tokens. Which tokens a claim hands the peer is the **token convention**:
   Likelihood under the product aggregator (docs/peers.md).
 * ``"all"``: every token of the claim, the peers' own convention (they have no stopword rule for these scores).
 
-MUCH's signal files hold one value per output token, and the runner aggregates tokens into claims. A claim score
-``u`` in [0, 1] goes back as a token score on one **carrier** token of the claim (its first non-stopword token, else
-its first token), 0 on the others: the product aggregator gives ``1 - (1 - u) = u`` and the max aggregator ``u``, so
-the table ranks claims exactly by the peer's score (the mean aggregator divides by the claim length: use product or
-max). Claims never share tokens in MUCH; a split where they do is refused.
+The claims and the claim-level signal come from the toolkit's public helpers
+(:mod:`much_metric.baselines.claims`): a peer's signal is claim-level, one value per claim, scored as it is whatever
+the aggregator (docs/extending.md#a-claim-level-method).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CONVENTIONS", "check_sampled_stored", "claim_tokens", "carrier_scores", "to_unit"]
+from much_metric.baselines.claims import claim_tokens as much_claim_tokens
+
+__all__ = ["CONVENTIONS", "check_sampled_stored", "claim_tokens", "to_unit"]
 
 #: Token conventions: MUCH's stopword rule, or every claim token (the peers' own).
 CONVENTIONS = ("much", "all")
@@ -58,7 +57,7 @@ def check_sampled_stored(arrays: Any) -> None:
 
 def claim_tokens(arrays: Any, *, convention: str = "much") -> list[list[np.ndarray]]:
     """Per sample, per claim (``token_chunks`` order, EOS claim included): the sample-local token indices the peer
-    scores, and the carrier token of each claim (:func:`carrier_scores`).
+    scores -- :func:`much_metric.baselines.claims.claim_tokens` under the token ``convention``.
 
     Returns
     -------
@@ -66,50 +65,7 @@ def claim_tokens(arrays: Any, *, convention: str = "much") -> list[list[np.ndarr
         Never empty: a claim made only of stopwords hands over all its tokens.
     """
     _check(arrays, convention)
-    result = []
-    for sample, chunks in enumerate(arrays.token_chunks):
-        start, stop = int(arrays.offsets[sample]), int(arrays.offsets[sample + 1])
-        n_tokens = stop - start
-        stop_words = arrays.stopword_mask[start:stop] if arrays.stopword_mask is not None else None
-        claims, seen = [], np.zeros(n_tokens, dtype=bool)
-        for index, chunk in enumerate(chunks):
-            tokens = np.asarray(chunk, dtype=np.int64).reshape(-1)
-            if tokens.size == 0 or tokens.min() < 0 or tokens.max() >= n_tokens:
-                raise ValueError(f"generation_id={arrays.generation_ids[sample]!r}: field 'token_chunks' claim "
-                                 f"{index} holds {tokens.tolist()}, not indices of its {n_tokens} output tokens")
-            if seen[tokens].any():
-                raise ValueError(f"generation_id={arrays.generation_ids[sample]!r}: field 'token_chunks' claim "
-                                 f"{index} shares tokens with an earlier claim; the peers' claim scores need "
-                                 "disjoint claims")
-            seen[tokens] = True
-            if convention == "much":
-                content = tokens[~stop_words[tokens]]
-                tokens = content if content.size else tokens
-            claims.append(tokens)
-        result.append(claims)
-    return result
-
-
-def carrier_scores(arrays: Any, claim_values: Sequence[Sequence[float]]) -> np.ndarray:
-    """Flat token scores (N_tokens,) with each claim's value on its carrier token and 0 elsewhere.
-
-    The carrier is the claim's first non-stopword token (its first token when it has none, or when the split has
-    no ``stopword_mask``), so that MUCH's ``"null"`` stopword handling keeps exactly the claims it keeps for every
-    token method.
-    """
-    flat = np.zeros(arrays.n_tokens, dtype=np.float64)
-    for sample, (chunks, values) in enumerate(zip(arrays.token_chunks, claim_values, strict=True)):
-        start = int(arrays.offsets[sample])
-        if len(values) != len(chunks):
-            raise ValueError(f"generation_id={arrays.generation_ids[sample]!r}: the peer returned {len(values)} claim "
-                             f"scores for {len(chunks)} claims")
-        for chunk, value in zip(chunks, values, strict=True):
-            tokens = start + np.asarray(chunk, dtype=np.int64).reshape(-1)
-            if arrays.stopword_mask is not None:
-                content = tokens[~arrays.stopword_mask[tokens]]
-                tokens = content if content.size else tokens
-            flat[tokens[0]] = value
-    return flat
+    return much_claim_tokens(arrays, "the peers' claim scores", content_only=convention == "much")
 
 
 def to_unit(values: np.ndarray, kind: str) -> np.ndarray:

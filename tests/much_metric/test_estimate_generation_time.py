@@ -12,11 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from much_metric.baselines.generation import extrapolate, measure_generation, pick_questions
 from tests import assets
 from tests.much_metric._baselines_helpers import one_torch_thread
 
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "tools" / "estimate_generation_time.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "tools" / "estimate_generation_time.py"
+_SPEC = importlib.util.spec_from_file_location("estimate_generation_time", SCRIPT)
+estimate_generation_time = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(estimate_generation_time)
+extrapolate = estimate_generation_time.extrapolate
+measure_generation = estimate_generation_time.measure_generation
+pick_questions = estimate_generation_time.pick_questions
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,74 @@
+"""Label records entering ``filter`` and ``export``: the judges' ``labels.<judge>.jsonl`` and the annotators'
+``human.<annotator>.jsonl``, read once and checked where they enter.
+
+A label file is refused (:class:`builder.errors.BuilderError`, exit 2), naming the file, the ``generation_id`` and
+the field, when
+
+* its name gives an empty judge or annotator (``labels..jsonl``);
+* a record is not an object with a non-empty string ``generation_id``;
+* its ``labels`` is missing, ``null``, not a non-empty list, or holds anything but the integers -1 (hallucinated)
+  and +1 (``0``, ``7``, ``true``, ``1.0`` and ``null`` are refused: a judge or annotator that produced them is broken,
+  and reading them as a label would move a claim between classes in silence);
+* two records name one ``generation_id`` (one record per row and judge: which of two verdicts is the judge's cannot be
+  told, so neither is kept).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from builder.errors import BuilderError
+from builder.store import read_store
+from much_dataset.schema import GENERATION_ID, LABELS
+
+__all__ = ["LABEL_VALUES", "label_files", "read_label_records"]
+
+#: The only label values a label file may hold: -1 hallucinated (the positive class), +1 supported.
+LABEL_VALUES = (-1, 1)
+
+
+def label_files(out: Path, *, prefix: str = "labels") -> dict[str, Path]:
+    """``key -> <prefix>.<key>.jsonl`` in ``out`` (failure files excluded), sorted by key; a file whose key is empty
+    (``labels..jsonl``) is refused."""
+    found = {}
+    for path in sorted(Path(out).glob(f"{prefix}.*.jsonl")):
+        if path.name.endswith(".failures.jsonl"):
+            continue
+        key = path.name.removeprefix(f"{prefix}.").removesuffix(".jsonl")
+        if not key.strip():
+            raise BuilderError(f"{path}: a label file needs a non-empty name between '{prefix}.' and '.jsonl' (the "
+                               "judge or annotator it holds the labels of); rename it")
+        found[key] = path
+    return found
+
+
+def _check_labels(path: Path, gid: str, values: Any) -> None:
+    where = f"{path}: generation_id={gid!r}, field {LABELS!r}"
+    if values is None:
+        raise BuilderError(f"{where}: null; expected a list of labels -1 (hallucinated) or +1")
+    if not isinstance(values, list) or not values:
+        raise BuilderError(f"{where}: expected a non-empty list of labels -1 or +1, got {type(values).__name__}")
+    for position, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, int) or value not in LABEL_VALUES:
+            raise BuilderError(f"{where}, claim {position}: {value!r} is not a label; labels are -1 (hallucinated) "
+                               "or +1")
+
+
+def read_label_records(path: Path) -> dict[str, dict[str, Any]]:
+    """The records of one label file by ``generation_id``, each checked (module docstring); an absent file has
+    none."""
+    path = Path(path)
+    records: dict[str, dict[str, Any]] = {}
+    for number, record in enumerate(read_store(path), start=1):
+        gid = record.get(GENERATION_ID) if isinstance(record, dict) else None
+        if not isinstance(gid, str) or not gid:
+            raise BuilderError(f"{path}: record {number}: field {GENERATION_ID!r} must be a non-empty string, got "
+                               f"{gid!r}")
+        _check_labels(path, gid, record.get(LABELS))
+        if gid in records:
+            who = path.name.partition(".")[2].removesuffix(".jsonl")
+            raise BuilderError(f"{path}: generation_id={gid!r} has two records (one per row and judge or annotator: "
+                               f"{who!r}); keep the right one and remove the other")
+        records[gid] = record
+    return records
