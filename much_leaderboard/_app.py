@@ -41,12 +41,14 @@ __all__ = ["build_app", "create_server", "CSS"]
 
 CSS = """
 <style>
-#much-board-wrap {overflow-x: auto}
+#much-board-wrap, #much-private-wrap {overflow-x: auto; max-width: 100%}
 .much-table {border-collapse: collapse; font-size: 12px !important; width: 100%; line-height: 1.3 !important}
 .much-table th, .much-table td {border: 1px solid #ccc; padding: 2px 4px !important; vertical-align: top;
   text-align: right}
-.much-table th {white-space: normal; font-size: 11px !important; font-weight: 600}
+.much-table th {white-space: normal; overflow-wrap: break-word; font-size: 11px !important; font-weight: 600}
 .much-table td {white-space: nowrap}
+.much-table td:has(> .cost) {white-space: normal; min-width: 7em; max-width: 13em}
+.much-table .cost {overflow-wrap: anywhere}
 .much-table td:nth-child(2), .much-table td:nth-child(3) {text-align: left; white-space: normal; min-width: 9em}
 .much-table td:nth-child(2) {max-width: 22em; overflow-wrap: anywhere}
 .much-table td:nth-child(3) {max-width: 9em}

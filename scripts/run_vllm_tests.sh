@@ -8,7 +8,8 @@
 # test_vllm_engine.py, tests/builder/_loop.py), the samples through vLLM and the Ray executor. The first build keeps
 # its wheels (scripts/tools/wheel_cache.sh, MUCH_WHEEL_CACHE); later builds of the same script install them with no
 # index. Prints each stage's wall time ("stage vllm-venv: N s", "stage vllm-tests: N s"), also to the file
-# MUCH_STAGE_TIMES names (.ci/run collects them).
+# MUCH_STAGE_TIMES names (.ci/run collects them). MUCH_REQUIRE_VLLM=1 and MUCH_REQUIRE_RAY=1 make a vLLM or Ray that
+# does not import a failure, not a skip (tests/_tools.py): this venv exists to run those tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tools/wheel_cache.sh
@@ -50,7 +51,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 stage_done vllm-venv "$start"
 start=$SECONDS
-export PYTHONPATH=$PWD VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} VLLM_CPU_CI_ENV=${VLLM_CPU_CI_ENV:-1}
+export PYTHONPATH=$PWD MUCH_REQUIRE_VLLM=1 MUCH_REQUIRE_RAY=1 VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} VLLM_CPU_CI_ENV=${VLLM_CPU_CI_ENV:-1}
 status=0
 "$VENV/bin/python" -m pytest -q -s tests/builder/test_vllm_engine.py tests/builder/test_vllm_internals.py \
     tests/builder/test_vllm_samples.py tests/builder/test_executor_ray.py "$@" || status=$?

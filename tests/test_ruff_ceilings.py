@@ -11,7 +11,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-import pytest
+from tests._tools import require
 
 REPO = Path(__file__).resolve().parents[1]
 CEILINGS = REPO / "tests" / "data" / "ruff_ceilings.json"
@@ -20,8 +20,7 @@ PATHS = ("much_dataset", "much_metric", "builder", "much_leaderboard", "tests")
 
 def ruff_hits(rules) -> list[dict]:
     ruff = shutil.which("ruff")
-    if ruff is None:
-        pytest.skip("ruff is not installed (the test extra installs it)")
+    require("ruff", ruff is not None, "ruff is not installed (the test extra installs it)")
     out = subprocess.run([ruff, "check", "--extend-select", ",".join(rules), "--exit-zero", "--output-format", "json",
                           *PATHS], cwd=REPO, capture_output=True, text=True, check=True)
     return [hit for hit in json.loads(out.stdout or "[]") if hit["code"] in rules]

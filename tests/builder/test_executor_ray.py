@@ -13,9 +13,11 @@ import pytest
 
 from builder.cli import main
 from much_dataset.samples import load_samples
+from tests._floats import SAME_PROBABILITIES
+from tests._tools import require_module
 from tests.builder import _smollm
 
-ray = pytest.importorskip("ray", reason="ray is installed in the vLLM stage venv (scripts/run_vllm_tests.sh)")
+ray = require_module("ray", "ray", "ray is installed in the vLLM stage venv (scripts/run_vllm_tests.sh)")
 
 ANSWERS = [
     {"generation_id": "ray-en", "generation_config": "cfg", "question_id": "q1", "lang": "en",
@@ -50,15 +52,15 @@ FLOAT_FIELDS = ("logits_values", "sample_id", "generation_id")
 
 
 def _assert_same_rows(remote, local, *, key):
-    """Every field equal (tokens, texts, candidate ids, sampler, seeds), the probabilities within 5e-05 (the project's
-    exactness tolerance for a forward pass; tests/builder/test_vllm_engine.py)."""
+    """Every field equal (tokens, texts, candidate ids, sampler, seeds), the probabilities within the project's
+    tolerance for the same probabilities (tests/_floats.py)."""
     assert len(remote) == len(local) > 0
     for got, want in zip(remote, local, strict=True):
         assert {k: v for k, v in got.items() if k not in FLOAT_FIELDS} == \
             {k: v for k, v in want.items() if k not in FLOAT_FIELDS}, got[key]
         assert len(got["logits_values"]) == len(want["logits_values"])
         for a, b in zip(got["logits_values"], want["logits_values"], strict=True):
-            assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 5e-05, got[key]
+            assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < SAME_PROBABILITIES, got[key]
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from builder.questions import read_mushroom
 from builder.store import read_store
 from much_dataset import schema
 from tests import assets
+from tests._floats import SAME_PROBABILITIES
 from tests.builder import _smollm
 
 
@@ -187,7 +188,8 @@ def test_shipped_sample_is_what_the_code_produces(llm, rows):
         assert shipped[schema.TOKEN_CHUNKS] == seg[schema.TOKEN_CHUNKS]
         assert shipped[schema.LABELS] == lab[schema.LABELS]
         assert shipped[schema.STOPWORD_MASK] == seg[schema.STOPWORD_MASK]
+        # the shipped sample was computed on another CPU: float32 rounding apart, not the same bits
         np.testing.assert_allclose(np.array(shipped[schema.LOGITS_VALUES]), np.array(gen[schema.LOGITS_VALUES]),
-                                   rtol=1e-4, atol=1e-7)
+                                   rtol=0, atol=SAME_PROBABILITIES)
         same_ids = np.array(shipped[schema.LOGITS_TOKEN_IDS]) == np.array(gen[schema.LOGITS_TOKEN_IDS])
         assert same_ids.mean() > 0.99  # only near-ties may swap places under another thread count

@@ -1,4 +1,5 @@
-"""replay / verify: re-forwarding stored texts rebuilds the embedded sample's probabilities exactly (SmolLM2)."""
+"""replay / verify: re-forwarding stored texts rebuilds the embedded sample's probabilities (SmolLM2), within float32
+rounding: the sample was computed on another CPU (tests/_floats.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from builder.cli import main
 from builder.store import read_store
 from builder.verify import compare_probabilities
 from much_dataset import schema
+from tests._floats import SAME_PROBABILITIES
 from tests.builder import _smollm
 
 SAMPLE = Path(__file__).resolve().parents[2] / "much_dataset" / "sample" / "data" / "en" / "test-00000-of-00001.parquet"
@@ -24,13 +26,16 @@ def _sample_rows(n: int) -> list[dict]:
     return list(replay.read_rows(SAMPLE))[:n]
 
 
-def test_replay_rebuilds_the_embedded_sample_exactly():
+def test_replay_rebuilds_the_embedded_sample_within_float_rounding():
     llm = _smollm.smollm2()
     for row in _sample_rows(3):
         ids, probs = replay.replay_row(llm, row, **SAMPLE_OPTIONS)
-        assert ids == row[schema.LOGITS_TOKEN_IDS]
-        assert compare_probabilities(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], ids, probs,
-                                     tolerance=0)["max_abs_diff"] <= 1e-6
+        # the bits depend on the CPU's kernel path (1.25e-5 apart between AVX2 and AVX-512), not on the code: the same
+        # probabilities within the project's tolerance, and the same candidates except where two are that close
+        report = compare_probabilities(row[schema.LOGITS_TOKEN_IDS], row[schema.LOGITS_VALUES], ids, probs,
+                                       tolerance=SAME_PROBABILITIES)
+        assert report["id_mismatches"] == 0 and report["max_abs_diff"] <= SAME_PROBABILITIES, report
+        assert [len(i) for i in ids] == [len(i) for i in row[schema.LOGITS_TOKEN_IDS]]
 
 
 def test_replay_at_another_temperature_differs_as_softmax_says():
@@ -64,7 +69,10 @@ def test_replay_cli_resumes_and_verify_flags_a_tampered_row(tmp_path, capsys, on
     assert main(["replay", "--out", str(tmp_path), "--source", str(SAMPLE), "--limit", "2", *common]) == 0
     rows = list(read_store(tmp_path / "replay.jsonl"))
     assert [r[schema.GENERATION_ID] for r in rows] == [r[schema.GENERATION_ID] for r in _sample_rows(2)]
-    assert [r[schema.LOGITS_TOKEN_IDS] for r in rows] == [r[schema.LOGITS_TOKEN_IDS] for r in _sample_rows(2)]
+    for replayed, stored in zip(rows, _sample_rows(2), strict=True):  # the same candidates but for near-ties
+        assert compare_probabilities(stored[schema.LOGITS_TOKEN_IDS], stored[schema.LOGITS_VALUES],
+                                     replayed[schema.LOGITS_TOKEN_IDS], replayed[schema.LOGITS_VALUES],
+                                     tolerance=SAME_PROBABILITIES)["id_mismatches"] == 0
     assert main(["replay", "--out", str(tmp_path), "--source", str(SAMPLE), "--limit", "2", *common]) == 0
     assert "2 done, 0 to go" in capsys.readouterr().out
     assert len(list(read_store(tmp_path / "replay.jsonl"))) == 2
@@ -76,7 +84,8 @@ def test_replay_cli_resumes_and_verify_flags_a_tampered_row(tmp_path, capsys, on
     source.write_text("".join(json.dumps(r) + "\n" for r in tampered))
     assert main(["verify", "--out", str(tmp_path), "--source", str(source), "--rows", "2", *common]) == 1
     report = json.loads((tmp_path / "verify.json").read_text())
-    assert report["rows"] == 2 and report["max_abs_diff"] == pytest.approx(1e-3, rel=1e-3)
+    # the 1e-3 added, give or take the sample's float32 drift on this CPU (tests/_floats.py)
+    assert report["rows"] == 2 and report["max_abs_diff"] == pytest.approx(1e-3, abs=SAME_PROBABILITIES)
 
 
 def test_compare_counts_real_id_differences_but_not_near_ties():

@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("vllm", reason="vLLM is tested by scripts/run_vllm_tests.sh in its own venv")
+from tests._tools import require_module
+
+require_module("vllm", "vllm", "vLLM is tested by scripts/run_vllm_tests.sh in its own venv")
 
 from builder import replay  # noqa: E402
 from builder.cli import main  # noqa: E402

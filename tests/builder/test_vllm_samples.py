@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("vllm", reason="vLLM is tested by scripts/run_vllm_tests.sh in its own venv")
+from tests._tools import require_module
+
+require_module("vllm", "vllm", "vLLM is tested by scripts/run_vllm_tests.sh in its own venv")
 
 from much_dataset import schema  # noqa: E402
 from much_dataset.samples import load_samples, sample_seed  # noqa: E402

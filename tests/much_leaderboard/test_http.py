@@ -16,6 +16,7 @@ import pytest
 
 from much_leaderboard import Leaderboard
 from much_leaderboard._store import archive_id
+from tests._tools import require
 from tests.much_leaderboard._helpers import make_zip, sample_signal, serving, valid_archive
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,10 +36,8 @@ def _post(url: str, archive: bytes, method: str) -> dict:
 @pytest.fixture(scope="module")
 def http_server(tmp_path_factory, evaluation):
     for module in ("gradio", "uvicorn"):
-        if importlib.util.find_spec(module) is None:
-            if os.environ.get("MUCH_REQUIRE_BROWSER") == "1":
-                pytest.fail(f"MUCH_REQUIRE_BROWSER=1 but {module} is not installed")
-            pytest.skip(f"{module} is not installed (extra 'leaderboard')")
+        require("browser", importlib.util.find_spec(module) is not None,
+                f"{module} is not installed (extra 'leaderboard')")
     board = Leaderboard(tmp_path_factory.mktemp("http") / "store", data=evaluation, max_parallel=2, daily_limit=100)
     with serving(board) as url:
         yield board, url

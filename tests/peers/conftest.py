@@ -5,13 +5,11 @@ error."""
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
-import pytest
+from tests._tools import require_module
 
 PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "much-peers"
 if importlib.util.find_spec("much_peers") is None:
@@ -19,7 +17,5 @@ if importlib.util.find_spec("much_peers") is None:
 
 
 def require(module: str):
-    """Import a peer, or skip the test; an error instead when MUCH_REQUIRE_PEERS=1 (the peers' environment)."""
-    if os.environ.get("MUCH_REQUIRE_PEERS") == "1":
-        return importlib.import_module(module)
-    return pytest.importorskip(module, reason=f"{module} is installed by scripts/run_peer_tests.sh only")
+    """Import a peer, or skip the test; a failure instead when MUCH_REQUIRE_PEERS=1 (the peers' environment)."""
+    return require_module("peers", module, "the peers are installed by scripts/run_peer_tests.sh only")

@@ -24,7 +24,9 @@ def test_cpu_smoke_run(capsys):
     printed = capsys.readouterr().out
     assert "device cpu, GPU: none (CPU)" in printed and "tiny DeBERTa (smoke run)" in printed
     ccp_diff, sar_diff = (float(v) for v in re.search(r"max \|diff\| CCP (\S+), SAR (\S+)", printed).groups())
-    assert ccp_diff == 0.0 and sar_diff < 1e-6  # ours (float32) = the reference's per-token / per-answer loops
+    # ours (float32) = the reference's per-token / per-answer loops: CCP exactly, because both read the same NLI
+    # probabilities computed once in this process; SAR sums them in another order (float rounding only)
+    assert ccp_diff == 0.0 and sar_diff < 1e-6
     assert re.search(r"ours bfloat16: CCP-10-8 +[\d.]+s", printed)
     # The full-size architecture is deberta-large-mnli's (24 x 1024, 16 heads, relative attention c2p|p2c).
     assert module.DEBERTA_LARGE_MNLI["num_hidden_layers"] == 24 and module.DEBERTA_LARGE_MNLI["hidden_size"] == 1024

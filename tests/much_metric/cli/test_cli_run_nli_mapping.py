@@ -94,6 +94,7 @@ def test_each_language_is_scored_by_its_own_model(workspace, tmp_path, capsys, m
             other = fn(part, nli=scorers["fr" if lang == "en" else "en"], tokenizer=decode, **kwargs)
             for row, values, wrong in zip(part, expected, other, strict=True):
                 gid = row[schema.GENERATION_ID]
+                # tight on purpose: `much run` above and this recomputation ran the same NLI model in this process
                 np.testing.assert_allclose(stored[gid], values.astype(np.float32), rtol=1e-6, err_msg=gid)
                 assert metadata[gid] == {"nli_model": en if lang == "en" else x}
                 differs += not np.allclose(values, wrong)

@@ -77,6 +77,7 @@ def test_loaded_detector_scores_as_trained(detectors, sample):
         loaded = load_detector(detector.folder)
         scores = loaded.token_scores(test)
         assert scores.shape == (token_arrays(test).n_tokens,) and ((scores > 0) & (scores < 1)).all()
+        # exact: the same weights, inputs and kernels in this process (a saved float32 file read back bit for bit)
         np.testing.assert_array_equal(scores, detector.token_scores(test))
 
 

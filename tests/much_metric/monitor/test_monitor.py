@@ -68,6 +68,7 @@ def test_scores_equal_the_offline_baseline_for_every_probability_only_method(run
             online = [c for i, t in enumerate(monitor.token_ids) for c in replay.push(t, ids[i], probs[i])]
             online += replay.finish()
             offline = resolve(method).compute(token_arrays(rows), {}, {})
+            # exact: the same probabilities through the same numpy code in this process (no torch on either side)
             np.testing.assert_array_equal(np.concatenate([c.token_scores for c in online]), offline)
             expected = aggregate_claims([offline], [chunks], [mask],
                                         aggregation=Aggregation(aggregator="geometric", drop_last_chunk=False))[0]
