@@ -144,15 +144,11 @@ def test_samples_of_several_answers_in_one_batch_are_what_batch_one_draws(llm):
 def test_the_default_hf_batch_spans_eight_answers():
     """``builder samples --engine hf`` batches the N samples of 8 answers (the fastest exact path measured on a CPU,
     BENCHMARKS.md); ``--batch-size`` overrides it."""
-    import argparse
+    from builder.cli import build_parser
+    from builder.samples import SamplesOptions
 
-    from builder.samples import SamplesOptions, add_arguments
-
-    def _parse(argv: list[str]) -> argparse.Namespace:
-        parser = argparse.ArgumentParser()
-        parser.add_argument("--out")  # every step's, added by builder.cli
-        add_arguments(parser)
-        return parser.parse_args(argv)
+    def _parse(argv: list[str]):
+        return build_parser().parse_args(["samples", *argv])
 
     parser_args = ["--source", "x", "--out", "y", "--engine", "hf", "--model", "m"]
     options = SamplesOptions.from_args(_parse(parser_args))
