@@ -162,7 +162,10 @@ def test_a_killed_run_resumes_without_losing_or_duplicating(llm, tmp_path):
     samples an uninterrupted run draws."""
     source, pack, clean = _source(tmp_path / "answers"), tmp_path / "pack", tmp_path / "clean"
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    worker = subprocess.Popen([sys.executable, "-m", "builder", *_argv(source, pack, "--rows-per-shard", "1")],
+    # one answer per batch and per shard: the pack grows answer by answer, so there is a moment to kill it in (the
+    # default batch, 8 answers, draws these answers in one call and stores them together)
+    one_by_one = ("--rows-per-shard", "1", "--batch-size", str(N))
+    worker = subprocess.Popen([sys.executable, "-m", "builder", *_argv(source, pack, *one_by_one)],
                               cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 1500  # a guard only: a loaded CPU takes minutes to load the GGUF
@@ -177,7 +180,7 @@ def test_a_killed_run_resumes_without_losing_or_duplicating(llm, tmp_path):
         worker.wait()
     stored = json.loads((pack / "manifest.json").read_text())["n_samples"]
     assert N <= stored < len(ANSWERS) * N
-    assert main(_argv(source, pack, "--rows-per-shard", "1")) == 0
+    assert main(_argv(source, pack, *one_by_one)) == 0
     assert main(_argv(source, clean)) == 0
     resumed = load_samples(pack, cache_dir=tmp_path / "cache").to_pandas()
     reference = load_samples(clean, cache_dir=tmp_path / "cache").to_pandas()
