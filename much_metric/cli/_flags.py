@@ -45,5 +45,8 @@ class _Names(argparse.Action):
 def add_names_flag(parser: argparse.ArgumentParser, *flags: str, dest: str, help: str) -> None:
     """A flag naming several things the one way every command accepts: a comma-separated list, the flag repeated,
     or both (``--signals a,b --signals c``); every spelling in ``flags`` is accepted (``--signals``, ``--signal``)."""
-    parser.add_argument(*flags, dest=dest, action=_Names, default=None,
+    # the first spelling is the visible one and names the keyword (one name per concept); the others are aliases
+    parser.add_argument(flags[0], dest=dest, action=_Names, default=None,
                         help=f"{help} (comma-separated and/or repeated)")
+    if flags[1:]:
+        parser.add_argument(*flags[1:], dest=dest, action=_Names, default=None, help=argparse.SUPPRESS)

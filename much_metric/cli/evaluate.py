@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="MUCH-signals file (.parquet/.jsonl: generation_id, signal_name, values) or a folder of them; "
         "records without signal_name are named after their file; names ending with @claim: one value per chunk",
     )
-    add_names_flag(parser, "--signals", "--signal", dest="signal", help="evaluate only these signals")
+    add_names_flag(parser, "--signals", "--signal", dest="signals", help="evaluate only these signals")
     parser.add_argument("--internals", default=None,
                         help="the internals pack the internals signals (rauq, probes, ...) of --scores were computed "
                              "from (`much run --internals PACK --out DIR`): a file computed from another pack is "
@@ -170,7 +170,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         by=tuple(args.by), bootstrap=bootstrap, random_state=args.random_state, labels=args.labels,
         min_coverage=MIN_COVERAGE if args.min_coverage is None else args.min_coverage,
         include_training_rows=args.include_training_rows, paired=args.paired, progress=not args.no_progress)
-    return {"signals": args.signal, "evaluation": evaluation, "internals": args.internals,
+    return {"signals": args.signals, "evaluation": evaluation, "internals": args.internals,
             "data": DataOptions(config=args.config, split=args.split, selection=args.selection,
                                 generation_time=args.generation_time),
             "report": ReportOptions(rank=args.rank, calibrate_on=_calibrate_on(args.calibrate_on), spans=args.spans,

@@ -53,7 +53,7 @@ def test_names_flag_takes_comma_lists_and_repeats():
 
     args = build_parser().parse_args(["evaluate", "--source", "sample", "--scores", "x", "--signals", "a,b",
                                       "--signal", "c", "--signals", " d , "])
-    assert args.signal == ["a", "b", "c", "d"]
+    assert args.signals == ["a", "b", "c", "d"]
 
 
 def test_spans_table_uses_display_names_and_flags_mark_all():
