@@ -137,7 +137,8 @@ def test_the_numbers_much_train_prints_are_the_ones_much_run_prints_on_the_same_
                  "--out", str(folder), "--max-epochs", "2", "--no-progress"]) == 0
     printed = " ".join(capsys.readouterr().out.split())
     found = re.findall(r"(\d+) claims: linear ROC-AUC ([0-9.]+) PR-AUC ([0-9.]+); Max Likelihood ROC-AUC ([0-9.]+) "
-                       r"PR-AUC ([0-9.]+) -- `(much run [^`]+)` prints these", printed)
+                       r"PR-AUC ([0-9.]+)(?:; Δ ROC-AUC vs Max Likelihood [^`]*?)? -- `(much run [^`]+)` prints these",
+                       printed)  # the paired Δ (issue #57) sits between the numbers and the command
     assert len(found) == 2, printed
     (test_claims, *_, test_command), (all_claims, *_, all_command) = found
     assert "--config de" in test_command and "--config" not in all_command and int(test_claims) < int(all_claims)
