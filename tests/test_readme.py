@@ -113,17 +113,23 @@ def test_readme_extension_examples_build_a_baseline_and_a_metric():
     from much_metric.scoring import Curves
 
     blocks = re.findall(r"```python\n(.*?)```", EXTENDING.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) == 5, "expected the method file, the plugin module, the detector kind's module and entry and " \
-                             "the metric examples"
+    assert len(blocks) == 6, "expected the method file, the claim-level method, the plugin module, the detector " \
+                             "kind's module and entry and the metric examples"
     namespace: dict = {}
+    declared = []  # each method file's BASELINES, in page order
     for block in blocks:
         exec(compile(block, str(EXTENDING), "exec"), namespace)
+        if "BASELINES" in namespace and namespace["BASELINES"] not in declared:
+            declared.append(namespace["BASELINES"])
     plugin = namespace["TOP2_GAP"]
     assert plugin.name == "top2_gap"
-    (baseline,) = namespace["BASELINES"]
+    ((baseline,), (claim_level,)) = declared
     arrays = token_arrays(synthetic.make_rows(4, seed=0))
     scores = baseline.compute(arrays)
     assert scores.shape == (arrays.n_tokens,) and np.all((scores >= 0) & (scores <= 1))
+    assert claim_level.level == "claim"
+    per_claim = claim_level.compute(arrays)
+    assert len(per_claim) == arrays.n_samples and all(np.all((v >= 0) & (v <= 1)) for v in per_claim)
     kind, module = namespace["WIDE"], namespace["WideModule"]
     assert kind.name == "wide" and kind.module == "my_kinds.wide:WideModule" and kind.defaults["width"] == 16
     built = module(len(kind.input_names), rng=np.random.default_rng(0), width=kind.defaults["width"])
