@@ -33,11 +33,13 @@ options redraws the damaged shards' samples.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from much_dataset import schema
+from much_dataset.decoded_text import Decoder, UncheckedTextWarning, batch_decoder
 from much_dataset.packs import PackError, damage_message
 from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
 from much_dataset.samples_checks import identity_problem, samples_pack_damage, value_problems
@@ -142,9 +144,10 @@ def _shard_keys(path: Path) -> list[tuple[str, int]]:
     return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
 
 
-def iter_pack_rows(pack: str | Path) -> Iterator[dict[str, Any]]:
+def iter_pack_rows(pack: str | Path, *, tokenizer: Any = None) -> Iterator[dict[str, Any]]:
     """Every sample row the manifest lists, as plain dicts (shard by shard; for ``verify`` and ``replay``), after
-    the pack check and the value rules of :func:`load_samples` (a damaged pack raises :class:`SamplesError`)."""
+    the pack check and the value rules of :func:`load_samples` (a damaged pack raises :class:`SamplesError`; texts
+    are compared with their decoded tokens only with ``tokenizer``: ``verify`` decodes them itself)."""
     import pyarrow.parquet as pq
 
     path = _pack_path(pack)
@@ -152,9 +155,10 @@ def iter_pack_rows(pack: str | Path) -> Iterator[dict[str, Any]]:
     index = pack_index(manifest)
     shards = sorted({name for by_index in index.values() for name in by_index.values()})
     check_samples_pack(path, manifest)
+    decode = None if tokenizer is None else batch_decoder(tokenizer)
     for shard in shards:
         table = pq.read_table(path / SHARDS / shard)
-        _check_values(path, manifest, table, [shard] * table.num_rows)
+        _check_values(path, manifest, table, [shard] * table.num_rows, decode)
         for row in table.to_pylist():
             if index.get(row[schema.GENERATION_ID], {}).get(int(row[schema.SAMPLE_INDEX])) == shard:
                 yield row
@@ -173,11 +177,12 @@ def check_samples_pack(pack: str | Path, manifest: dict[str, Any]) -> None:
         raise SamplesError(damage_message(path, damage, repair=REPAIR))
 
 
-def _check_values(pack: str | Path, manifest: dict[str, Any], table: Any, shards: Sequence[str]) -> None:
+def _check_values(pack: str | Path, manifest: dict[str, Any], table: Any, shards: Sequence[str],
+                  decode: Decoder | None) -> None:
     """Raise :class:`SamplesError` at the first sample of ``table`` (pyarrow) whose values break a rule of
-    :func:`much_dataset.samples_checks.value_problems`, naming the pack, ``shards[row]``, the generation_id, the
-    sample index, the column and the position."""
-    problems = value_problems(table, manifest)
+    :func:`much_dataset.samples_checks.value_problems` (the text rule with ``decode``), naming the pack,
+    ``shards[row]``, the generation_id, the sample index, the column and the position."""
+    problems = value_problems(table, manifest, decode=decode)
     if problems:
         row, column, reason = problems[0]
         more = f" ({len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
@@ -228,7 +233,8 @@ def _positions(index: dict[str, dict[int, str]], shards: list[str],
 
 
 def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | None = None,
-                 model: str | None = None, cache_dir: str | Path | None = None) -> datasets.Dataset:
+                 model: str | None = None, cache_dir: str | Path | None = None,
+                 tokenizer: Any = None) -> datasets.Dataset:
     """The samples of a pack as a ``datasets.Dataset``, one row per sample.
 
     Parameters
@@ -246,6 +252,13 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
         When given, the pack must be of this model (its name as built, or its weights sha256).
     cache_dir : path, optional
         ``datasets``' cache folder for the Arrow copy that is memory-mapped (default: its usual cache).
+    tokenizer : tokenizer or callable, optional
+        The pack's model's tokenizer (``batch_decode``/``decode``) or a batch decoding function: every returned
+        sample's ``output`` must then be its ``output_tokens`` decoded (special tokens kept; the rule of ``builder
+        verify``, :mod:`much_dataset.decoded_text`), else :class:`SamplesError` naming the shard, the sample and the
+        character where the texts part. Without it the texts are not compared, and an
+        :class:`~much_dataset.decoded_text.UncheckedTextWarning` says so (once). ``much run --samples`` passes the
+        pack's tokenizer when one is known offline (``much_metric.models.local_tokenizer``).
 
     Returns
     -------
@@ -298,7 +311,12 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     if list(read) != wanted:
         raise SamplesError(f"{where}: its shards were read in another order than listed (a datasets cache of other "
                            "files?); pass cache_dir= to a fresh folder")
-    _check_values(path, manifest, table, [index[gid][i] for gid, i in wanted])
+    if tokenizer is None:
+        warnings.warn(f"samples pack {path}: texts not compared with their decoded tokens (no tokenizer given: "
+                      "load_samples(..., tokenizer=the pack's model's tokenizer))", UncheckedTextWarning,
+                      stacklevel=1)  # stacklevel 1: one location, so the default filter says it once
+    _check_values(path, manifest, table, [index[gid][i] for gid, i in wanted],
+                  None if tokenizer is None else batch_decoder(tokenizer))
     if dataset is not None:
         _check_row_fields(path, table, dataset, [index[gid][i] for gid, i in wanted])
     first = [name for name in schema.SAMPLE_COLUMNS if name in selected.column_names]
