@@ -23,21 +23,27 @@ match (none: the pack is what its manifest says):
 A format supplies ``expect(row_id, entry) -> {name: (safetensors dtype, shape)}`` and decides what to do with the
 damage: a reader refuses the pack (:func:`damage_message`), a resumed build recomputes the damaged rows.
 :func:`verify_shard` hashes one shard (a reader calls it the first time it maps that shard, so every byte read has
-been checked once).
+been checked once). A shard's hash is remembered in the process while the file's identity (path, device, inode,
+size, mtime, ctime) is unchanged (:func:`shard_sha256`): a second open of an unchanged pack hashes nothing, a file
+written, replaced or touched since is hashed again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import struct
+import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from much_dataset.cache import BoundedCache
+
 __all__ = ["PackError", "ShardDamage", "PackLayout", "pack_damage", "damage_message",
-           "read_header", "verify_shard"]
+           "read_header", "verify_shard", "shard_sha256", "VERIFIED"]
 
 #: Largest safetensors header read (bytes): a header that claims more is a damaged file, not a reason to allocate.
 MAX_HEADER_BYTES = 256 << 20
@@ -98,19 +104,53 @@ def read_header(path: Path) -> tuple[dict[str, Any], int, int]:
     return header, 8 + length, size
 
 
+#: Shards hashed in this process: file identity (:func:`_file_identity`) -> the sha256 its bytes hashed to.
+VERIFIED: BoundedCache[tuple[Any, ...], str] = BoundedCache(8192)
+#: A file changed less than this many seconds before it was hashed is not remembered: an edit within the filesystem's
+#: timestamp granularity (a coarse kernel clock, 2 s on FAT) might leave every timestamp as it was.
+RACY_SECONDS = 2.0
+
+
+def _file_identity(path: Path, stat: os.stat_result) -> tuple[Any, ...]:
+    """What changes whenever a file's bytes may have: its path, device and inode (a file replaced by a rename),
+    size, mtime and ctime in ns (ctime moves on every write and on ``os.utime`` itself, and cannot be set back)."""
+    return (str(path.resolve()), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def _hash_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def shard_sha256(path: Path) -> str:
+    """The sha256 of the file's bytes, hashed once per file identity (:data:`VERIFIED`): a file whose identity is
+    unchanged since it was hashed is not read again; any write, replacement or ``os.utime`` changes it and the file
+    is hashed again. A file that changed during its hash, or less than :data:`RACY_SECONDS` before it, is not
+    remembered (docs/decisions.md#verified-shards-are-remembered-by-file-identity)."""
+    before = path.stat()
+    key = _file_identity(path, before)
+    found = VERIFIED.get(key)
+    if found is not None:
+        return found
+    digest = _hash_file(path)
+    changed = max(before.st_mtime_ns, before.st_ctime_ns) / 1e9
+    if _file_identity(path, path.stat()) == key and time.time() - changed >= RACY_SECONDS:
+        VERIFIED.put(key, digest)
+    return digest
+
+
 def verify_shard(path: Path, *, sha256: str | None = None, size: int | None = None) -> None:
     """Raise :class:`PackError` unless ``path`` hashes to its name (``<sha256>.safetensors``), to ``sha256`` when
-    given, and has ``size`` bytes when given."""
+    given, and has ``size`` bytes when given (the hash remembered while the file is unchanged: :func:`shard_sha256`)."""
     if not path.is_file():
         raise PackError(f"{path}: the shard file is missing")
     actual = path.stat().st_size
     if size is not None and actual != int(size):
         raise PackError(f"{path}: {actual} bytes, the manifest lists {size} (truncated or replaced)")
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    found = digest.hexdigest()
+    found = shard_sha256(path)
     names = {path.name.split(".")[0], *((sha256,) if sha256 else ())}
     if names != {found}:
         raise PackError(f"{path}: its bytes hash to {found[:16]}..., not to the content address its name and the "
