@@ -24,8 +24,9 @@ A format supplies ``expect(row_id, entry) -> {name: (safetensors dtype, shape)}`
 damage: a reader refuses the pack (:func:`damage_message`), a resumed build recomputes the damaged rows.
 :func:`verify_shard` hashes one shard (a reader calls it the first time it maps that shard, so every byte read has
 been checked once). A shard's hash is remembered in the process while the file's identity (path, device, inode,
-size, mtime, ctime) is unchanged (:func:`shard_sha256`): a second open of an unchanged pack hashes nothing, a file
-written, replaced or touched since is hashed again.
+size, mtime, ctime) is unchanged (:func:`shard_sha256`), and a layout with a ``manifest_key`` (samples packs)
+remembers a shard found sound under an unchanged manifest: a second open of an unchanged pack reads no shard, a file
+written, replaced or touched since (or any manifest edit) is checked again.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from typing import Any
 from much_dataset.cache import BoundedCache
 
 __all__ = ["PackError", "ShardDamage", "PackLayout", "pack_damage", "damage_message",
-           "read_header", "verify_shard", "shard_sha256", "VERIFIED"]
+           "read_header", "verify_shard", "shard_sha256", "manifest_digest", "VERIFIED"]
 
 #: Largest safetensors header read (bytes): a header that claims more is a damaged file, not a reason to allocate.
 MAX_HEADER_BYTES = 256 << 20
@@ -104,7 +105,8 @@ def read_header(path: Path) -> tuple[dict[str, Any], int, int]:
     return header, 8 + length, size
 
 
-#: Shards hashed in this process: file identity (:func:`_file_identity`) -> the sha256 its bytes hashed to.
+#: Shards checked in this process: file identity (:func:`_file_identity`) -> the sha256 its bytes hashed to, and
+#: ``("sound", file identity, manifest digest, hashes)`` -> ``"sound"`` for a shard whose whole check passed.
 VERIFIED: BoundedCache[tuple[Any, ...], str] = BoundedCache(8192)
 #: A file changed less than this many seconds before it was hashed is not remembered: an edit within the filesystem's
 #: timestamp granularity (a coarse kernel clock, 2 s on FAT) might leave every timestamp as it was.
@@ -136,10 +138,16 @@ def shard_sha256(path: Path) -> str:
     if found is not None:
         return found
     digest = _hash_file(path)
-    changed = max(before.st_mtime_ns, before.st_ctime_ns) / 1e9
-    if _file_identity(path, path.stat()) == key and time.time() - changed >= RACY_SECONDS:
+    if _rememberable(path, before):
         VERIFIED.put(key, digest)
     return digest
+
+
+def _rememberable(path: Path, before: os.stat_result) -> bool:
+    """Whether what was read of ``path`` since ``before`` (its stat then) may be remembered: the file did not change
+    meanwhile and its last change is at least :data:`RACY_SECONDS` old."""
+    changed = max(before.st_mtime_ns, before.st_ctime_ns) / 1e9
+    return _file_identity(path, path.stat()) == _file_identity(path, before) and time.time() - changed >= RACY_SECONDS
 
 
 def verify_shard(path: Path, *, sha256: str | None = None, size: int | None = None) -> None:
@@ -207,13 +215,21 @@ class PackLayout:
 
     ``assigned``: shard file name -> the keys of the rows the manifest puts in it (row ids, or (generation_id,
     sample_index) pairs); ``damage``: what the manifest itself gets wrong (rows without a shard, a key listed twice);
-    ``contents``: the format's reading of one shard."""
+    ``contents``: the format's reading of one shard; ``manifest_key``: when ``contents`` depends on nothing but the
+    shard's bytes and the manifest, a digest of the manifest (:func:`manifest_digest`): a shard found sound is then
+    not read again while its file and the manifest are unchanged."""
 
     assigned: Mapping[str, Sequence[Hashable]]
     contents: Contents
     damage: Sequence[ShardDamage] = ()
     suffix: str = ".safetensors"
     folder: str = "shards"
+    manifest_key: str | None = None
+
+
+def manifest_digest(manifest: Mapping[str, Any]) -> str:
+    """sha256 of the manifest's JSON (keys sorted): any change of it changes the digest."""
+    return hashlib.sha256(json.dumps(manifest, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 def _safetensors_layout(manifest: Mapping[str, Any], expect: Expect) -> PackLayout:
@@ -229,9 +245,24 @@ def _safetensors_layout(manifest: Mapping[str, Any], expect: Expect) -> PackLayo
 
 
 def _shard_problem(path: Path, listed: Any, layout: PackLayout, rows: Sequence[Hashable], hashes: bool) -> str | None:
-    """Why the shard at ``path`` (the manifest's ``listed`` entry) is not what the manifest says, or None."""
+    """Why the shard at ``path`` (the manifest's ``listed`` entry) is not what the manifest says, or None; a shard
+    found sound is remembered by its file identity and the layout's ``manifest_key`` (:data:`VERIFIED`)."""
     if not isinstance(listed, Mapping):
         return "not listed in the manifest's shards"
+    if layout.manifest_key is None or not path.is_file():
+        return _shard_reason(path, listed, layout, rows, hashes)
+    before = path.stat()
+    key = ("sound", _file_identity(path, before), layout.manifest_key, hashes)
+    if VERIFIED.get(key) is not None:
+        return None
+    reason = _shard_reason(path, listed, layout, rows, hashes)
+    if reason is None and _rememberable(path, before):
+        VERIFIED.put(key, "sound")
+    return reason
+
+
+def _shard_reason(path: Path, listed: Mapping[str, Any], layout: PackLayout, rows: Sequence[Hashable],
+                  hashes: bool) -> str | None:
     try:
         if hashes:
             verify_shard(path, sha256=listed.get("sha256"), size=listed.get("bytes"))

@@ -37,7 +37,7 @@ import numpy as np
 
 from much_dataset import schema
 from much_dataset.decoded_text import Decoder, text_problems
-from much_dataset.packs import PackError, PackLayout, ShardDamage, pack_damage
+from much_dataset.packs import PackError, PackLayout, ShardDamage, manifest_digest, pack_damage
 from much_dataset.params import Interval
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -187,7 +187,7 @@ def samples_layout(manifest: Mapping[str, Any]) -> PackLayout:
             return f"does not hold generation_id={gid!r}, sample_index {index}, which the manifest lists in it"
         return None
 
-    return PackLayout(by_shard, contents, tuple(damage), suffix=SHARD_SUFFIX)
+    return PackLayout(by_shard, contents, tuple(damage), suffix=SHARD_SUFFIX, manifest_key=manifest_digest(manifest))
 
 
 def samples_pack_damage(folder: str | Path, manifest: Mapping[str, Any], *, hashes: bool = True) -> list[ShardDamage]:

@@ -15,7 +15,7 @@ import pytest
 
 from much_dataset import packs
 from much_dataset.packs import PackError, verify_shard
-from much_dataset.samples import SAMPLE_PACK_DIR, check_samples_pack, read_samples_manifest
+from much_dataset.samples import SAMPLE_PACK_DIR, SamplesError, check_samples_pack, read_samples_manifest
 
 
 @pytest.fixture()
@@ -57,6 +57,17 @@ def test_a_second_open_of_an_unchanged_pack_hashes_nothing(tmp_path, hashed):
     hashed.clear()
     check_samples_pack(pack, manifest)
     assert hashed == []
+
+
+def test_a_manifest_edit_is_checked_again_over_remembered_shards(tmp_path, hashed):
+    pack = tmp_path / "pack"
+    shutil.copytree(SAMPLE_PACK_DIR, pack)
+    manifest = read_samples_manifest(pack)
+    check_samples_pack(pack, manifest)
+    shard = next(iter(manifest["shards"]))
+    manifest["shards"][shard]["n_samples"] += 1  # the shard's bytes untouched: only the manifest lies
+    with pytest.raises(SamplesError, match=shard):
+        check_samples_pack(pack, manifest)
 
 
 def test_a_file_edited_in_place_with_its_size_and_mtime_kept_is_hashed_again(tmp_path, hashed):
