@@ -302,7 +302,7 @@ def _select_answers(options: SamplesOptions, answers: list[dict[str, Any]],
 def _pack_decoder(pack: Path, models: list[str]) -> Decoder | None:
     """The batch decoder of the pack's model (``--model``, the config's model name) when an existing pack is resumed
     and its tokenizer is known without a hub call (:func:`much_metric.models.local_tokenizer`); else None, said."""
-    from much_dataset.decoded_text import batch_decoder
+    from much_dataset.decoded_text import text_decoder
     from much_metric.models import local_tokenizer
 
     if not (pack / MANIFEST).is_file():
@@ -311,7 +311,7 @@ def _pack_decoder(pack: Path, models: list[str]) -> Decoder | None:
     if tokenizer is None:
         print(f"samples: note: the pack's texts are not compared with their decoded tokens ({said})")
         return None
-    return batch_decoder(tokenizer)
+    return text_decoder(tokenizer)
 
 
 def _repair(pack: Path, decode: Decoder | None) -> set[tuple[str, int]]:

@@ -19,7 +19,7 @@ import numpy as np
 
 from much_dataset.params import InvalidParameterError
 
-__all__ = ["Decoder", "UncheckedTextWarning", "batch_decoder", "text_difference", "text_problems"]
+__all__ = ["Decoder", "UncheckedTextWarning", "text_decoder", "text_difference", "text_problems"]
 
 #: ``decode([ids of text 0, ids of text 1, ...]) -> [text 0, text 1, ...]``.
 Decoder = Callable[[list[list[int]]], list[str]]
@@ -32,7 +32,7 @@ class UncheckedTextWarning(UserWarning):
     """Texts were read without being compared with their decoded tokens (no tokenizer was known)."""
 
 
-def batch_decoder(tokenizer: Any) -> Decoder:
+def text_decoder(tokenizer: Any) -> Decoder:
     """A :data:`Decoder` of ``tokenizer``: its ``batch_decode`` (special tokens kept), else its ``decode`` per text;
     a callable that is neither is taken to be a :data:`Decoder` already."""
     if hasattr(tokenizer, "batch_decode"):

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from much_dataset import schema
-from much_dataset.decoded_text import Decoder, UncheckedTextWarning, batch_decoder
+from much_dataset.decoded_text import Decoder, UncheckedTextWarning, text_decoder
 from much_dataset.packs import PackError, damage_message
 from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
 from much_dataset.samples_checks import identity_problem, samples_pack_damage, value_problems
@@ -155,7 +155,7 @@ def iter_pack_rows(pack: str | Path, *, tokenizer: Any = None) -> Iterator[dict[
     index = pack_index(manifest)
     shards = sorted({name for by_index in index.values() for name in by_index.values()})
     check_samples_pack(path, manifest)
-    decode = None if tokenizer is None else batch_decoder(tokenizer)
+    decode = None if tokenizer is None else text_decoder(tokenizer)
     for shard in shards:
         table = pq.read_table(path / SHARDS / shard)
         _check_values(path, manifest, table, [shard] * table.num_rows, decode)
@@ -232,9 +232,8 @@ def _positions(index: dict[str, dict[int, str]], shards: list[str],
     return position, offset
 
 
-def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | None = None,
-                 model: str | None = None, cache_dir: str | Path | None = None,
-                 tokenizer: Any = None) -> datasets.Dataset:
+def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | None = None, model: str | None = None,
+                 cache_dir: str | Path | None = None, tokenizer: Any = None) -> datasets.Dataset:
     """The samples of a pack as a ``datasets.Dataset``, one row per sample.
 
     Parameters
@@ -253,12 +252,8 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     cache_dir : path, optional
         ``datasets``' cache folder for the Arrow copy that is memory-mapped (default: its usual cache).
     tokenizer : tokenizer or callable, optional
-        The pack's model's tokenizer (``batch_decode``/``decode``) or a batch decoding function: every returned
-        sample's ``output`` must then be its ``output_tokens`` decoded (special tokens kept; the rule of ``builder
-        verify``, :mod:`much_dataset.decoded_text`), else :class:`SamplesError` naming the shard, the sample and the
-        character where the texts part. Without it the texts are not compared, and an
-        :class:`~much_dataset.decoded_text.UncheckedTextWarning` says so (once). ``much run --samples`` passes the
-        pack's tokenizer when one is known offline (``much_metric.models.local_tokenizer``).
+        The pack's model's tokenizer (or a batch decoding function): each ``output`` must be its tokens decoded
+        (:mod:`much_dataset.decoded_text`), else :class:`SamplesError`; without it an ``UncheckedTextWarning``.
 
     Returns
     -------
@@ -311,16 +306,21 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     if list(read) != wanted:
         raise SamplesError(f"{where}: its shards were read in another order than listed (a datasets cache of other "
                            "files?); pass cache_dir= to a fresh folder")
-    if tokenizer is None:
-        warnings.warn(f"samples pack {path}: texts not compared with their decoded tokens (no tokenizer given: "
-                      "load_samples(..., tokenizer=the pack's model's tokenizer))", UncheckedTextWarning,
-                      stacklevel=1)  # stacklevel 1: one location, so the default filter says it once
-    _check_values(path, manifest, table, [index[gid][i] for gid, i in wanted],
-                  None if tokenizer is None else batch_decoder(tokenizer))
+    _check_values(path, manifest, table, [index[gid][i] for gid, i in wanted], _decoder(path, tokenizer))
     if dataset is not None:
         _check_row_fields(path, table, dataset, [index[gid][i] for gid, i in wanted])
     first = [name for name in schema.SAMPLE_COLUMNS if name in selected.column_names]
     return selected.select_columns(first + [c for c in selected.column_names if c not in first])
+
+
+def _decoder(path: Path, tokenizer: Any) -> Decoder | None:
+    """The texts' decoder of ``tokenizer``; None (said by an :class:`UncheckedTextWarning`) without one."""
+    if tokenizer is not None:
+        return text_decoder(tokenizer)
+    warnings.warn(f"samples pack {path}: texts not compared with their decoded tokens (no tokenizer given: "
+                  "load_samples(..., tokenizer=the pack's model's tokenizer))", UncheckedTextWarning,
+                  stacklevel=1)  # stacklevel 1: one location, so the default filter says it once per pack
+    return None
 
 
 #: A sample answers its row's question: these fields are the row's.

@@ -293,7 +293,7 @@ def value_problems(table: pa.Table, manifest: Mapping[str, Any], *,
                    decode: Decoder | None = None) -> list[ValueProblem]:
     """Every defect of the samples in ``table`` (rows of a samples shard; module docstring for the rules), in row
     order: ``(row, column, position and reason)``. A row's first defect is enough to refuse it. With ``decode`` (the
-    pack's tokenizer, :func:`much_dataset.decoded_text.batch_decoder`), each sample's ``output`` must also be its
+    pack's tokenizer, :func:`much_dataset.decoded_text.text_decoder`), each sample's ``output`` must also be its
     ``output_tokens`` decoded (:mod:`much_dataset.decoded_text`; rows with another defect are not decoded)."""
     from much_dataset.validation import token_problems
 
