@@ -191,3 +191,15 @@ def test_a_resume_without_a_known_tokenizer_says_the_texts_were_not_compared(tmp
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "12 done, 0 to go" in out and "not compared with their decoded tokens" in out, out
+
+
+def test_verify_and_the_samples_reader_apply_one_rule():
+    from builder.verify import row_problems
+
+    row = fake_rows("a", range(1))[0]
+    decoded = "a decoded text"
+    [problem] = [p for p in row_problems({**row, "output": "a stored text"}, eos_ids=set(), decode=lambda t: decoded)
+                 if p.rule == "output"]
+    assert problem.detail == f"output {text_difference('a stored text', decoded)}"
+    assert text_problems(["a stored text"], [row["output_tokens"]], lambda batch: [decoded]) == [
+        (0, text_difference("a stored text", decoded))]
