@@ -102,6 +102,7 @@ class BoundedCache(Generic[K, V]):
         del value  # released outside the lock
 
     def clear(self) -> None:
+        """Forget every key."""
         with self._lock:
             values = list(self._data.values())
             self._data.clear()

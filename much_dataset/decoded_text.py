@@ -1,8 +1,9 @@
 """One rule for every stored answer text: it is its token ids decoded by the model's tokenizer, special tokens kept
 (as every engine writes it: ``tokenizer.decode(output_tokens, skip_special_tokens=False)``).
 
-``builder verify`` applies it to generate rows (rule ``output``), the samples reader (:func:`much_dataset.load_samples`
-with ``tokenizer=``, ``much run --samples``) and a resumed ``builder samples`` to every sample. A text edited while its
+``builder verify`` applies it to generate rows (rule ``output``), the samples reader
+(:func:`much_dataset.samples.check_sample_texts`, ``much run --samples``) and a resumed ``builder samples`` to every
+sample. A text edited while its
 tokens were kept (or tokens replaced under the old text) is found; the report says at which character the stored and
 the decoded texts part, with 20 characters of each.
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from much_dataset import schema
-from much_dataset.decoded_text import Decoder, UncheckedTextWarning, text_decoder
+from much_dataset.decoded_text import Decoder, UncheckedTextWarning, text_decoder, text_problems
 from much_dataset.packs import PackError, damage_message
 from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
 from much_dataset.samples_checks import identity_problem, samples_pack_damage, value_problems
@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["FORMAT", "MANIFEST", "SHARDS", "SAMPLE", "SAMPLE_PACK_DIR", "SamplesError", "MissingSamplesError",
            "sample_seed", "read_samples_manifest", "is_samples_pack", "pack_index", "iter_pack_rows", "load_samples",
-           "samples_by_row", "SamplesByRow", "check_samples_pack"]
+           "samples_by_row", "SamplesByRow", "check_samples_pack", "check_sample_texts"]
 
 FORMAT = "much-samples/1"
 MANIFEST = "manifest.json"
@@ -232,8 +232,8 @@ def _positions(index: dict[str, dict[int, str]], shards: list[str],
     return position, offset
 
 
-def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | None = None, model: str | None = None,
-                 cache_dir: str | Path | None = None, tokenizer: Any = None) -> datasets.Dataset:
+def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | None = None,
+                 model: str | None = None, cache_dir: str | Path | None = None) -> datasets.Dataset:
     """The samples of a pack as a ``datasets.Dataset``, one row per sample.
 
     Parameters
@@ -251,9 +251,6 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
         When given, the pack must be of this model (its name as built, or its weights sha256).
     cache_dir : path, optional
         ``datasets``' cache folder for the Arrow copy that is memory-mapped (default: its usual cache).
-    tokenizer : tokenizer or callable, optional
-        The pack's model's tokenizer (or a batch decoding function): each ``output`` must be its tokens decoded
-        (:mod:`much_dataset.decoded_text`), else :class:`SamplesError`; without it an ``UncheckedTextWarning``.
 
     Returns
     -------
@@ -306,21 +303,37 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     if list(read) != wanted:
         raise SamplesError(f"{where}: its shards were read in another order than listed (a datasets cache of other "
                            "files?); pass cache_dir= to a fresh folder")
-    _check_values(path, manifest, table, [index[gid][i] for gid, i in wanted], _decoder(path, tokenizer))
+    _check_values(path, manifest, table, [index[gid][i] for gid, i in wanted], None)
+    warnings.warn(f"samples pack {path}: texts not compared with their decoded tokens (check_sample_texts(samples, "
+                  "tokenizer, pack=...) with the pack's model's tokenizer does)", UncheckedTextWarning,
+                  stacklevel=1)  # stacklevel 1: one location, so the default filter says it once per pack
     if dataset is not None:
         _check_row_fields(path, table, dataset, [index[gid][i] for gid, i in wanted])
     first = [name for name in schema.SAMPLE_COLUMNS if name in selected.column_names]
     return selected.select_columns(first + [c for c in selected.column_names if c not in first])
 
 
-def _decoder(path: Path, tokenizer: Any) -> Decoder | None:
-    """The texts' decoder of ``tokenizer``; None (said by an :class:`UncheckedTextWarning`) without one."""
-    if tokenizer is not None:
-        return text_decoder(tokenizer)
-    warnings.warn(f"samples pack {path}: texts not compared with their decoded tokens (no tokenizer given: "
-                  "load_samples(..., tokenizer=the pack's model's tokenizer))", UncheckedTextWarning,
-                  stacklevel=1)  # stacklevel 1: one location, so the default filter says it once per pack
-    return None
+def check_sample_texts(samples: Any, tokenizer: Any, *, pack: str | Path = SAMPLE) -> None:
+    """Raise :class:`SamplesError` unless every sample's ``output`` is its ``output_tokens`` decoded by
+    ``tokenizer`` (the pack's model's tokenizer, or a batch decoding function; special tokens kept: the rule of
+    ``builder verify``, :mod:`much_dataset.decoded_text`), naming the pack, the shard, the ``generation_id``, the
+    sample index, the column and the character where the texts part. ``samples``: what :func:`load_samples` returned
+    for ``pack`` (which does not compare the texts itself: it has no tokenizer, and says so). ``much run --samples``
+    calls it with the pack's tokenizer when one is known offline (``much_metric.models.local_tokenizer``)."""
+    path = _pack_path(pack)
+    index = pack_index(read_samples_manifest(path))
+    table = samples.select_columns([schema.GENERATION_ID, schema.SAMPLE_INDEX, schema.OUTPUT, schema.OUTPUT_TOKENS]
+                                   ).with_format("arrow")[:] if hasattr(samples, "select_columns") else samples
+    shards = [index.get(gid, {}).get(int(i), "(not listed)") for gid, i in zip(
+        table[schema.GENERATION_ID].to_pylist(), table[schema.SAMPLE_INDEX].to_pylist(), strict=True)]
+    found = text_problems(table[schema.OUTPUT].to_pylist(), table[schema.OUTPUT_TOKENS].to_pylist(),
+                          text_decoder(tokenizer))
+    if found:
+        row, reason = found[0]
+        more = f" ({len(found) - 1} more sample(s))" if len(found) > 1 else ""
+        raise SamplesError(f"samples pack {path}: shard {shards[row]}, generation_id="
+                           f"{table[schema.GENERATION_ID][row].as_py()!r}, sample_index "
+                           f"{table[schema.SAMPLE_INDEX][row].as_py()}, column {schema.OUTPUT!r}, {reason}{more}")
 
 
 #: A sample answers its row's question: these fields are the row's.

@@ -19,7 +19,7 @@ probability per candidate id; probabilities finite, in [0, 1], sorted descending
 sampled token among its candidates; token ids in ``[0, vocab_size)`` (the manifest's ``vocab_size`` when it records
 one, else ``>= 0``); at most ``stored_candidates + 1`` candidates when the pack keeps fewer than 24; the sampler and
 the seed rule of the manifest (``sampling.seed`` = config seed + 1 + ``sample_index``); the manifest's generation
-config; with the pack's tokenizer (``tokenizer=`` of :func:`load_samples <much_dataset.samples.load_samples>`, ``much
+config; with the pack's tokenizer (:func:`check_sample_texts <much_dataset.samples.check_sample_texts>`, ``much
 run --samples``, a resumed ``builder samples``), the ``output`` text equal to ``output_tokens`` decoded
 (:mod:`much_dataset.decoded_text`, the rule of ``builder verify``). Each defect names the pack, the shard, the
 ``generation_id``, the sample index, the column and the position.

@@ -165,22 +165,23 @@ def open_samples(value: Any, dataset: Any = None) -> SampleSet:
 
 
 def _load_checked(load_samples: Any, pack: str, kwargs: dict[str, Any]) -> Any:
-    """``load_samples`` with the pack's own tokenizer when one is known offline (every text then equal to its
-    decoded tokens); else loaded unchecked, and an ``UncheckedTextWarning`` says why."""
+    """``load_samples``, then every text compared with its decoded tokens by the pack's own tokenizer when one is
+    known offline; else an ``UncheckedTextWarning`` says why they were not."""
     import warnings
 
     from much_dataset.decoded_text import UncheckedTextWarning
-    from much_dataset.samples import read_samples_manifest
+    from much_dataset.samples import check_sample_texts, read_samples_manifest
     from much_metric.models import local_tokenizer
 
     manifest = read_samples_manifest(pack)
     config = manifest.get("config") if isinstance(manifest.get("config"), Mapping) else {}
     tokenizer, said = local_tokenizer([manifest.get("model"), manifest.get("model_name"), config.get("model_name")])
-    if tokenizer is not None:
-        return load_samples(pack, tokenizer=tokenizer, **kwargs)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UncheckedTextWarning)  # said below, with the reason
+        warnings.simplefilter("ignore", UncheckedTextWarning)  # compared below, or said with the reason
         rows = load_samples(pack, **kwargs)
-    warnings.warn(f"--samples {pack}: texts not compared with their decoded tokens ({said})", UncheckedTextWarning,
-                  stacklevel=1)
+    if tokenizer is not None:
+        check_sample_texts(rows, tokenizer, pack=pack)
+    else:
+        warnings.warn(f"--samples {pack}: texts not compared with their decoded tokens ({said})",
+                      UncheckedTextWarning, stacklevel=1)
     return rows

@@ -1,7 +1,7 @@
 """Issue #54: a sample's text is its tokens decoded, checked wherever the pack's tokenizer is known without a hub
-call -- ``load_samples(..., tokenizer=)``, ``much run --samples``, a resumed ``builder samples`` -- by the rule
-``builder verify`` applies to generate rows (:mod:`much_dataset.decoded_text`). Where no tokenizer is known the
-reader says so instead of passing the texts as checked.
+call -- ``check_sample_texts`` after ``load_samples``, ``much run --samples``, a resumed ``builder samples`` -- by
+the rule ``builder verify`` applies to generate rows (:mod:`much_dataset.decoded_text`). Where no tokenizer is known
+the reader says so instead of passing the texts as checked.
 
 The tokenizer is SmolLM2's packaged one (``much_metric.models.load_tokenizer("smollm2")``, no hub); the fake packs'
 texts are written as that tokenizer decodes their tokens, so an untouched pack passes and only an edited text fails.
@@ -21,7 +21,7 @@ from builder.generation.dtype import run_dtype
 from builder.generation.rows import EngineInfo, EngineResult, RowLimits, make_record
 from much_dataset.decoded_text import UncheckedTextWarning, text_difference, text_problems
 from much_dataset.offline_tokenizers import file_sha256
-from much_dataset.samples import SAMPLE_PACK_DIR, SamplesError, load_samples
+from much_dataset.samples import SAMPLE_PACK_DIR, SamplesError, check_sample_texts, load_samples
 from much_metric.models import load_tokenizer
 from tests.builder._samples_fakes import CONFIG, VOCAB, fake_identity, fake_pack, fake_rows, forge
 
@@ -68,24 +68,24 @@ def test_the_rule_is_the_straightforward_comparison(tokenizer):
 
 def test_an_untouched_pack_passes_with_its_tokenizer(tmp_path, tokenizer):
     pack = _pack(tmp_path, tokenizer)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UncheckedTextWarning)  # a tokenizer given: nothing left unchecked
-        samples = load_samples(pack, dataset=ANSWERS, tokenizer=tokenizer, cache_dir=tmp_path / "cache")
+    samples = load_samples(pack, dataset=ANSWERS, cache_dir=tmp_path / "cache")
+    check_sample_texts(samples, tokenizer, pack=pack)
     assert samples.num_rows == 12
 
 
 def test_an_edited_text_is_refused_naming_pack_shard_sample_column_and_character(tmp_path, tokenizer):
     pack = _pack(tmp_path, tokenizer)
     shard = _edit_text(pack)
+    samples = load_samples(pack, dataset=ANSWERS, cache_dir=tmp_path / "cache")
     with pytest.raises(SamplesError) as raised:
-        load_samples(pack, dataset=ANSWERS, tokenizer=tokenizer, cache_dir=tmp_path / "cache")
+        check_sample_texts(samples, tokenizer, pack=pack)
     said = str(raised.value)
     for words in (str(pack), shard, "generation_id='a'", "sample_index 0", "column 'output'",
                   "differs from the decoded tokens at character 0", repr(EDITED)):
         assert words in said, said
 
 
-def test_without_a_tokenizer_the_reader_says_the_texts_were_not_compared(tmp_path, tokenizer):
+def test_the_reader_says_it_did_not_compare_the_texts(tmp_path, tokenizer):
     pack = _pack(tmp_path, tokenizer)
     _edit_text(pack)
     with pytest.warns(UncheckedTextWarning, match="not compared with their decoded tokens"):
@@ -179,7 +179,7 @@ def test_a_resume_redraws_a_shard_whose_text_was_edited(tmp_path, monkeypatch, c
     assert "8 done, 4 to go" in out, out
     [said] = [line for line in out.splitlines() if "does not match its manifest" in line]
     assert shard in said and "column 'output'" in said and "decoded tokens" in said, said
-    assert load_samples(pack, dataset=ANSWERS, tokenizer=tokenizer, cache_dir=tmp_path / "cache").num_rows == 12
+    check_sample_texts(load_samples(pack, dataset=ANSWERS, cache_dir=tmp_path / "cache"), tokenizer, pack=pack)
     assert main(argv) == 0
     assert "12 done, 0 to go" in capsys.readouterr().out
 
