@@ -38,6 +38,7 @@ BENCHMARKS=(
     "sampling_detectors|self|"
     "conformal|self|"
     "samples_manifest|self|"
+    "pack_open|self|"
     "internals_engines|vllm|needs the vLLM venv ($VLLM_VENV, built by scripts/run_vllm_tests.sh); prints its numbers (docs/internals.md)"
     "generate_engines|vllm|needs the vLLM venv ($VLLM_VENV) and a safetensors model folder in MUCH_VLLM_MODEL_DIR (scripts/tools/gguf_to_safetensors.py makes one)"
     "samples|vllm|needs the vLLM venv ($VLLM_VENV) and a safetensors model folder in MUCH_VLLM_MODEL_DIR (scripts/tools/gguf_to_safetensors.py makes one)"

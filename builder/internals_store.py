@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -237,29 +238,45 @@ def _value_damage(pack: Path, manifest: dict[str, Any], broken: set[str]) -> lis
     return damage
 
 
-def repair_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
-    """Check the pack against its manifest (:func:`much_dataset.internals.internals_pack_damage`, content hashes
-    included) and every row's values as the reader checks them, and take the rows of every damaged shard out of the
-    manifest, under the pack's lock, so that the run recomputes them; a shard file whose bytes do not hash to its
-    name is removed (its name would otherwise block the recomputed shard). Returns the manifest (None: no pack yet)
-    and the damage found."""
+def repair_under_lock(pack: Path, pack_format: str, find_damage: Callable[[dict[str, Any]], list[Any]],
+                      take_out: Callable[[dict[str, Any], list[Any]], None]) -> tuple[dict[str, Any] | None, list[Any]]:
+    """The resume check every pack kind shares (internals, samples): under the pack's lock, read its manifest
+    (None: no pack yet; another format or no ``rows``: returned as it is, nothing checked), ``find_damage(manifest)``,
+    and when there is any, ``take_out(manifest, damage)`` (edits the manifest, removes files) and write the manifest
+    back atomically. Returns the manifest and the damage found."""
     from builder._locks import atomic_write_text, locked
-    from much_dataset.internals import InternalsError, internals_pack_damage
-    from much_dataset.packs import PackError, verify_shard
 
     if read_manifest(pack) is None:
         return None, []
     with locked(pack / MANIFEST):
         manifest = read_manifest(pack)
-        if manifest is None or manifest.get("format") != FORMAT or not isinstance(manifest.get("rows"), dict):
+        if manifest is None or manifest.get("format") != pack_format or not isinstance(manifest.get("rows"), dict):
             return manifest, []
+        damage = find_damage(manifest)
+        if not damage:
+            return manifest, []
+        take_out(manifest, damage)
+        atomic_write_text(pack / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest, damage
+
+
+def repair_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
+    """Check the pack against its manifest (:func:`much_dataset.internals.internals_pack_damage`, content hashes
+    included) and every row's values as the reader checks them, and take the rows of every damaged shard out of the
+    manifest, under the pack's lock (:func:`repair_under_lock`), so that the run recomputes them; a shard file whose
+    bytes do not hash to its name is removed (its name would otherwise block the recomputed shard). Returns the
+    manifest (None: no pack yet) and the damage found."""
+    from much_dataset.internals import InternalsError, internals_pack_damage
+    from much_dataset.packs import PackError, verify_shard
+
+    def find_damage(manifest: dict[str, Any]) -> list[Any]:
         try:
             damage = internals_pack_damage(pack, manifest, hashes=True)
         except InternalsError as error:
             raise BuilderError(str(error)) from None
-        damage += _value_damage(pack, manifest, {found.shard for found in damage})
-        if not damage:
-            return manifest, []
+        return damage + _value_damage(pack, manifest, {found.shard for found in damage})
+
+    def take_out(manifest: dict[str, Any], damage: list[Any]) -> None:
         for found in damage:
             for gid in found.rows:
                 manifest["rows"].pop(gid, None)
@@ -272,8 +289,8 @@ def repair_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
                     path.unlink()  # not the bytes its name promises: garbage under a name a new shard may need
         _totals(manifest)
         _record_check(manifest)
-        atomic_write_text(pack / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    return manifest, damage
+
+    return repair_under_lock(pack, FORMAT, find_damage, take_out)
 
 
 def check_identity(pack: Path, identity: dict[str, Any]) -> None:

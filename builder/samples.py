@@ -17,7 +17,10 @@ them). Resumable, idempotent and kill-safe like ``internals``: samples are flush
 time, a shard is complete before the manifest names it, a (generation_id, sample_index) already listed is never
 drawn again, and ``--shard i/n`` processes can share one pack. ``--n`` can grow on a rerun (indices N.. are added).
 A rerun first checks the pack as its readers do (:func:`builder.samples_store.repair_samples_pack`): the samples of a
-truncated, missing, edited, duplicated or value-damaged shard are taken out of the manifest, said, and drawn again.
+truncated, missing, edited, duplicated or value-damaged shard are taken out of the manifest, said, and drawn again;
+with the model's tokenizer known offline (``--model`` a local file or folder, SmolLM2, a MUCH model's packaged
+tokenizer, the local hub cache) a sample whose text is not its decoded tokens is damage too (else a note says the
+texts were not compared).
 
 ``--executor ray`` computes the rows in Ray Data actors (``--ray-address``; default: a cluster started for the run),
 each holding the engine, and stores them here through the same checks: it changes where rows are computed, never
@@ -54,7 +57,8 @@ from builder.samples_store import (
 )
 from builder.store import Shard
 from much_dataset import schema
-from much_dataset.samples import sample_seed
+from much_dataset.decoded_text import Decoder
+from much_dataset.samples import MANIFEST, sample_seed
 
 __all__ = ["add_arguments", "run", "run_samples", "SamplesOptions", "SampleItem", "read_source", "resolve_config",
            "sample_items"]
@@ -295,10 +299,25 @@ def _select_answers(options: SamplesOptions, answers: list[dict[str, Any]],
     return answers, (known[0] if known else None)  # the answers' own config is the pack's
 
 
-def _repair(pack: Path) -> set[tuple[str, int]]:
+def _pack_decoder(pack: Path, models: list[str]) -> Decoder | None:
+    """The batch decoder of the pack's model (``--model``, the config's model name) when an existing pack is resumed
+    and its tokenizer is known without a hub call (:func:`much_metric.models.local_tokenizer`); else None, said."""
+    from much_dataset.decoded_text import text_decoder
+    from much_metric.models import local_tokenizer
+
+    if not (pack / MANIFEST).is_file():
+        return None
+    tokenizer, said = local_tokenizer(models)
+    if tokenizer is None:
+        print(f"samples: note: the pack's texts are not compared with their decoded tokens ({said})")
+        return None
+    return text_decoder(tokenizer)
+
+
+def _repair(pack: Path, decode: Decoder | None) -> set[tuple[str, int]]:
     """The pairs the pack holds after taking out the samples of damaged shards (:func:`repair_samples_pack`), each
     damage said."""
-    manifest, damage = repair_samples_pack(pack)
+    manifest, damage = repair_samples_pack(pack, decode=decode)
     for found in damage:
         print(f"samples: {pack} does not match its manifest: shard {found.shard}: {found.reason}; "
               f"{len(found.rows)} sample(s) to redraw")
@@ -331,7 +350,8 @@ def run_samples(options: SamplesOptions) -> int:
                                 config=config.to_record(), prompt_style=options.prompt_style,
                                 stored_candidates=options.stored_candidates, dtype=dtype)
     check_identity(pack, identity)  # before the model is loaded
-    items = sample_items(answers, config, options.n, _repair(pack))
+    decode = _pack_decoder(pack, [options.model, config.model_name])  # the texts' rule, where a tokenizer is known
+    items = sample_items(answers, config, options.n, _repair(pack, decode))
     print(f"samples: config {config.id} ({config.model_name}, T={config.temperature}, top_p {config.top_p}, top_k "
           f"{config.top_k}, max {config.max_new_tokens} tokens, engine {options.engine}, executor "
           f"{options.placement.executor}); {len(answers)} answers x {options.n}: "

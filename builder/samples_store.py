@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import BuilderError
-from builder.internals_store import check_identity, read_manifest
+from builder.internals_store import check_identity, read_manifest, repair_under_lock
 from much_dataset import schema
 from much_dataset._version import __version__
+from much_dataset.decoded_text import Decoder
 from much_dataset.samples import FORMAT, MANIFEST, SHARDS, pack_index
 from much_dataset.samples_checks import IDENTITY_KEYS, METADATA_KEY, arrow_schema, identity_digest
 
@@ -115,9 +116,10 @@ def merge_commit(manifest: dict[str, Any], shard: tuple[str, int, int] | None, p
     return new
 
 
-def _value_damage(pack: Path, manifest: dict[str, Any], shards: list[str]) -> list[Any]:
+def _value_damage(pack: Path, manifest: dict[str, Any], shards: list[str], decode: Decoder | None) -> list[Any]:
     """The shards among ``shards`` (readable, what the manifest says) holding a sample whose values break a rule of
-    the readers (:func:`much_dataset.samples_checks.value_problems`), as damage naming the first such sample."""
+    the readers (:func:`much_dataset.samples_checks.value_problems`, the text rule with ``decode``), as damage naming
+    the first such sample."""
     import pyarrow.parquet as pq
 
     from much_dataset.packs import ShardDamage
@@ -129,7 +131,7 @@ def _value_damage(pack: Path, manifest: dict[str, Any], shards: list[str]) -> li
         table = pq.read_table(pack / SHARDS / shard)
         listed = [index.get(gid, {}).get(int(i)) == shard for gid, i in zip(
             table[schema.GENERATION_ID].to_pylist(), table[schema.SAMPLE_INDEX].to_pylist(), strict=True)]
-        problems = [p for p in value_problems(table, manifest) if listed[p[0]]]
+        problems = [p for p in value_problems(table, manifest, decode=decode) if listed[p[0]]]
         if problems:
             row, column, reason = problems[0]
             pairs = tuple((gid, i) for gid, by_index in index.items() for i, name in by_index.items() if name == shard)
@@ -156,20 +158,16 @@ def _take_out(pack: Path, manifest: dict[str, Any], broken: set[str]) -> None:
             path.unlink()
 
 
-def repair_samples_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
+def repair_samples_pack(pack: Path, *, decode: Decoder | None = None) -> tuple[dict[str, Any] | None, list[Any]]:
     """Check the pack as its readers do (:func:`much_dataset.samples_checks.samples_pack_damage` with content
-    hashes, and every listed sample's values) and take the samples of every damaged shard out of the manifest, under
-    the pack's lock, so that the run redraws them; a damaged shard file is removed (its name would otherwise block a
-    redrawn shard, and nothing lists it any more). Returns the manifest (None: no pack yet) and the damage found."""
-    from builder._locks import atomic_write_text, locked
+    hashes, and every listed sample's values; with ``decode``, the pack's tokenizer, each text equal to its decoded
+    tokens) and take the samples of every damaged shard out of the manifest, under the pack's lock
+    (:func:`builder.internals_store.repair_under_lock`), so that the run redraws them; a damaged shard file is
+    removed (its name would otherwise block a redrawn shard, and nothing lists it any more). Returns the manifest
+    (None: no pack yet) and the damage found."""
     from much_dataset.samples_checks import identity_problem, samples_pack_damage
 
-    if read_manifest(pack) is None:
-        return None, []
-    with locked(pack / MANIFEST):
-        manifest = read_manifest(pack)
-        if manifest is None or manifest.get("format") != FORMAT or not isinstance(manifest.get("rows"), dict):
-            return manifest, []
+    def find_damage(manifest: dict[str, Any]) -> list[Any]:
         edited = identity_problem(manifest)
         if edited is not None:
             raise BuilderError(f"{pack / MANIFEST}: {edited}; use another --out")
@@ -177,14 +175,14 @@ def repair_samples_pack(pack: Path) -> tuple[dict[str, Any] | None, list[Any]]:
         broken = {found.shard for found in damage}
         sound = sorted({name for listing in manifest["rows"].values() if isinstance(listing, dict)
                         for name in listing} - broken)
-        damage += _value_damage(pack, manifest, sound)
-        if not damage:
-            return manifest, []
+        return damage + _value_damage(pack, manifest, sound, decode)
+
+    def take_out(manifest: dict[str, Any], damage: list[Any]) -> None:
         _take_out(pack, manifest, {found.shard for found in damage})
         manifest["n_rows"] = len(manifest["rows"])
         manifest["n_samples"] = len(done_pairs(manifest))
-        atomic_write_text(pack / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    return manifest, damage
+
+    return repair_under_lock(pack, FORMAT, find_damage, take_out)
 
 
 def _holds(path: Path, name: str) -> bool:

@@ -44,6 +44,7 @@ from builder import replay
 from builder.errors import BuilderError
 from builder.store import Shard
 from much_dataset import schema
+from much_dataset.decoded_text import text_difference
 from much_metric.fileio import atomic_write_text
 
 __all__ = ["add_arguments", "run", "compare_probabilities", "row_problems", "RowProblem", "RULES"]
@@ -151,13 +152,9 @@ def row_problems(row: dict[str, Any], *, eos_ids: set[int], decode: Callable[[li
     if row.get("finished", True) and tokens[-1] not in eos_ids:
         problems.append(RowProblem(gid, len(tokens) - 1, "eos", f"the row is finished but its last token "
                                    f"{tokens[-1]} is not EOS {sorted(eos_ids)}"))
-    text = decode(tokens)
-    if row.get(schema.OUTPUT) != text:
-        stored = row.get(schema.OUTPUT) or ""
-        at = next((i for i, (a, b) in enumerate(zip(stored, text, strict=False)) if a != b), min(len(stored),
-                                                                                                   len(text)))
-        problems.append(RowProblem(gid, None, "output", f"output differs from the decoded tokens at character {at}"
-                                   f" ({stored[at:at + 20]!r} vs {text[at:at + 20]!r})"))
+    difference = text_difference(row.get(schema.OUTPUT), decode(tokens))  # the rule the samples reader applies
+    if difference is not None:
+        problems.append(RowProblem(gid, None, "output", f"output {difference}"))
     chunks = row.get(schema.TOKEN_CHUNKS)
     if chunks is not None:
         flat = [i for chunk in chunks for i in chunk]

@@ -23,21 +23,28 @@ match (none: the pack is what its manifest says):
 A format supplies ``expect(row_id, entry) -> {name: (safetensors dtype, shape)}`` and decides what to do with the
 damage: a reader refuses the pack (:func:`damage_message`), a resumed build recomputes the damaged rows.
 :func:`verify_shard` hashes one shard (a reader calls it the first time it maps that shard, so every byte read has
-been checked once).
+been checked once). A shard's hash is remembered in the process while the file's identity (path, device, inode,
+size, mtime, ctime) is unchanged (:func:`shard_sha256`), and a layout with a ``manifest_key`` (samples packs)
+remembers a shard found sound under an unchanged manifest: a second open of an unchanged pack reads no shard, a file
+written, replaced or touched since (or any manifest edit) is checked again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import struct
+import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from much_dataset.cache import BoundedCache
+
 __all__ = ["PackError", "ShardDamage", "PackLayout", "pack_damage", "damage_message",
-           "read_header", "verify_shard"]
+           "read_header", "verify_shard", "shard_sha256", "manifest_digest", "VERIFIED"]
 
 #: Largest safetensors header read (bytes): a header that claims more is a damaged file, not a reason to allocate.
 MAX_HEADER_BYTES = 256 << 20
@@ -98,19 +105,60 @@ def read_header(path: Path) -> tuple[dict[str, Any], int, int]:
     return header, 8 + length, size
 
 
+#: Shards checked in this process: file identity (:func:`_file_identity`) -> the sha256 its bytes hashed to, and
+#: ``("sound", file identity, manifest digest, hashes)`` -> ``"sound"`` for a shard whose whole check passed.
+VERIFIED: BoundedCache[tuple[Any, ...], str] = BoundedCache(8192)
+#: A file changed less than this many seconds before it was hashed is not remembered: an edit within the filesystem's
+#: timestamp granularity (a coarse kernel clock, 2 s on FAT) might leave every timestamp as it was.
+RACY_SECONDS = 2.0
+
+
+def _file_identity(path: Path, stat: os.stat_result) -> tuple[Any, ...]:
+    """What changes whenever a file's bytes may have: its path, device and inode (a file replaced by a rename),
+    size, mtime and ctime in ns (ctime moves on every write and on ``os.utime`` itself, and cannot be set back)."""
+    return (str(path.resolve()), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def _hash_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def shard_sha256(path: Path) -> str:
+    """The sha256 of the file's bytes, hashed once per file identity (:data:`VERIFIED`): a file whose identity is
+    unchanged since it was hashed is not read again; any write, replacement or ``os.utime`` changes it and the file
+    is hashed again. A file that changed during its hash, or less than :data:`RACY_SECONDS` before it, is not
+    remembered (docs/decisions.md#verified-shards-are-remembered-by-file-identity)."""
+    before = path.stat()
+    key = _file_identity(path, before)
+    found = VERIFIED.get(key)
+    if found is not None:
+        return found
+    digest = _hash_file(path)
+    if _rememberable(path, before):
+        VERIFIED.put(key, digest)
+    return digest
+
+
+def _rememberable(path: Path, before: os.stat_result) -> bool:
+    """Whether what was read of ``path`` since ``before`` (its stat then) may be remembered: the file did not change
+    meanwhile and its last change is at least :data:`RACY_SECONDS` old."""
+    changed = max(before.st_mtime_ns, before.st_ctime_ns) / 1e9
+    return _file_identity(path, path.stat()) == _file_identity(path, before) and time.time() - changed >= RACY_SECONDS
+
+
 def verify_shard(path: Path, *, sha256: str | None = None, size: int | None = None) -> None:
     """Raise :class:`PackError` unless ``path`` hashes to its name (``<sha256>.safetensors``), to ``sha256`` when
-    given, and has ``size`` bytes when given."""
+    given, and has ``size`` bytes when given (the hash remembered while the file is unchanged: :func:`shard_sha256`)."""
     if not path.is_file():
         raise PackError(f"{path}: the shard file is missing")
     actual = path.stat().st_size
     if size is not None and actual != int(size):
         raise PackError(f"{path}: {actual} bytes, the manifest lists {size} (truncated or replaced)")
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    found = digest.hexdigest()
+    found = shard_sha256(path)
     names = {path.name.split(".")[0], *((sha256,) if sha256 else ())}
     if names != {found}:
         raise PackError(f"{path}: its bytes hash to {found[:16]}..., not to the content address its name and the "
@@ -167,13 +215,21 @@ class PackLayout:
 
     ``assigned``: shard file name -> the keys of the rows the manifest puts in it (row ids, or (generation_id,
     sample_index) pairs); ``damage``: what the manifest itself gets wrong (rows without a shard, a key listed twice);
-    ``contents``: the format's reading of one shard."""
+    ``contents``: the format's reading of one shard; ``manifest_key``: when ``contents`` depends on nothing but the
+    shard's bytes and the manifest, a digest of the manifest (:func:`manifest_digest`): a shard found sound is then
+    not read again while its file and the manifest are unchanged."""
 
     assigned: Mapping[str, Sequence[Hashable]]
     contents: Contents
     damage: Sequence[ShardDamage] = ()
     suffix: str = ".safetensors"
     folder: str = "shards"
+    manifest_key: str | None = None
+
+
+def manifest_digest(manifest: Mapping[str, Any]) -> str:
+    """sha256 of the manifest's JSON (keys sorted): any change of it changes the digest."""
+    return hashlib.sha256(json.dumps(manifest, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 def _safetensors_layout(manifest: Mapping[str, Any], expect: Expect) -> PackLayout:
@@ -189,9 +245,24 @@ def _safetensors_layout(manifest: Mapping[str, Any], expect: Expect) -> PackLayo
 
 
 def _shard_problem(path: Path, listed: Any, layout: PackLayout, rows: Sequence[Hashable], hashes: bool) -> str | None:
-    """Why the shard at ``path`` (the manifest's ``listed`` entry) is not what the manifest says, or None."""
+    """Why the shard at ``path`` (the manifest's ``listed`` entry) is not what the manifest says, or None; a shard
+    found sound is remembered by its file identity and the layout's ``manifest_key`` (:data:`VERIFIED`)."""
     if not isinstance(listed, Mapping):
         return "not listed in the manifest's shards"
+    if layout.manifest_key is None or not path.is_file():
+        return _shard_reason(path, listed, layout, rows, hashes)
+    before = path.stat()
+    key = ("sound", _file_identity(path, before), layout.manifest_key, hashes)
+    if VERIFIED.get(key) is not None:
+        return None
+    reason = _shard_reason(path, listed, layout, rows, hashes)
+    if reason is None and _rememberable(path, before):
+        VERIFIED.put(key, "sound")
+    return reason
+
+
+def _shard_reason(path: Path, listed: Mapping[str, Any], layout: PackLayout, rows: Sequence[Hashable],
+                  hashes: bool) -> str | None:
     try:
         if hashes:
             verify_shard(path, sha256=listed.get("sha256"), size=listed.get("bytes"))

@@ -33,11 +33,13 @@ options redraws the damaged shards' samples.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from much_dataset import schema
+from much_dataset.decoded_text import Decoder, UncheckedTextWarning, text_decoder, text_problems
 from much_dataset.packs import PackError, damage_message
 from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
 from much_dataset.samples_checks import identity_problem, samples_pack_damage, value_problems
@@ -47,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["FORMAT", "MANIFEST", "SHARDS", "SAMPLE", "SAMPLE_PACK_DIR", "SamplesError", "MissingSamplesError",
            "sample_seed", "read_samples_manifest", "is_samples_pack", "pack_index", "iter_pack_rows", "load_samples",
-           "samples_by_row", "SamplesByRow", "check_samples_pack"]
+           "samples_by_row", "SamplesByRow", "check_samples_pack", "check_sample_texts"]
 
 FORMAT = "much-samples/1"
 MANIFEST = "manifest.json"
@@ -142,9 +144,10 @@ def _shard_keys(path: Path) -> list[tuple[str, int]]:
     return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
 
 
-def iter_pack_rows(pack: str | Path) -> Iterator[dict[str, Any]]:
+def iter_pack_rows(pack: str | Path, *, tokenizer: Any = None) -> Iterator[dict[str, Any]]:
     """Every sample row the manifest lists, as plain dicts (shard by shard; for ``verify`` and ``replay``), after
-    the pack check and the value rules of :func:`load_samples` (a damaged pack raises :class:`SamplesError`)."""
+    the pack check and the value rules of :func:`load_samples` (a damaged pack raises :class:`SamplesError`; texts
+    are compared with their decoded tokens only with ``tokenizer``: ``verify`` decodes them itself)."""
     import pyarrow.parquet as pq
 
     path = _pack_path(pack)
@@ -152,9 +155,10 @@ def iter_pack_rows(pack: str | Path) -> Iterator[dict[str, Any]]:
     index = pack_index(manifest)
     shards = sorted({name for by_index in index.values() for name in by_index.values()})
     check_samples_pack(path, manifest)
+    decode = None if tokenizer is None else text_decoder(tokenizer)
     for shard in shards:
         table = pq.read_table(path / SHARDS / shard)
-        _check_values(path, manifest, table, [shard] * table.num_rows)
+        _check_values(path, manifest, table, [shard] * table.num_rows, decode)
         for row in table.to_pylist():
             if index.get(row[schema.GENERATION_ID], {}).get(int(row[schema.SAMPLE_INDEX])) == shard:
                 yield row
@@ -173,11 +177,12 @@ def check_samples_pack(pack: str | Path, manifest: dict[str, Any]) -> None:
         raise SamplesError(damage_message(path, damage, repair=REPAIR))
 
 
-def _check_values(pack: str | Path, manifest: dict[str, Any], table: Any, shards: Sequence[str]) -> None:
+def _check_values(pack: str | Path, manifest: dict[str, Any], table: Any, shards: Sequence[str],
+                  decode: Decoder | None) -> None:
     """Raise :class:`SamplesError` at the first sample of ``table`` (pyarrow) whose values break a rule of
-    :func:`much_dataset.samples_checks.value_problems`, naming the pack, ``shards[row]``, the generation_id, the
-    sample index, the column and the position."""
-    problems = value_problems(table, manifest)
+    :func:`much_dataset.samples_checks.value_problems` (the text rule with ``decode``), naming the pack,
+    ``shards[row]``, the generation_id, the sample index, the column and the position."""
+    problems = value_problems(table, manifest, decode=decode)
     if problems:
         row, column, reason = problems[0]
         more = f" ({len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
@@ -298,11 +303,37 @@ def load_samples(pack: str | Path = SAMPLE, *, dataset: Any = None, n: int | Non
     if list(read) != wanted:
         raise SamplesError(f"{where}: its shards were read in another order than listed (a datasets cache of other "
                            "files?); pass cache_dir= to a fresh folder")
-    _check_values(path, manifest, table, [index[gid][i] for gid, i in wanted])
+    _check_values(path, manifest, table, [index[gid][i] for gid, i in wanted], None)
+    warnings.warn(f"samples pack {path}: texts not compared with their decoded tokens (check_sample_texts(samples, "
+                  "tokenizer, pack=...) with the pack's model's tokenizer does)", UncheckedTextWarning,
+                  stacklevel=1)  # stacklevel 1: one location, so the default filter says it once per pack
     if dataset is not None:
         _check_row_fields(path, table, dataset, [index[gid][i] for gid, i in wanted])
     first = [name for name in schema.SAMPLE_COLUMNS if name in selected.column_names]
     return selected.select_columns(first + [c for c in selected.column_names if c not in first])
+
+
+def check_sample_texts(samples: Any, tokenizer: Any, *, pack: str | Path = SAMPLE) -> None:
+    """Raise :class:`SamplesError` unless every sample's ``output`` is its ``output_tokens`` decoded by
+    ``tokenizer`` (the pack's model's tokenizer, or a batch decoding function; special tokens kept: the rule of
+    ``builder verify``, :mod:`much_dataset.decoded_text`), naming the pack, the shard, the ``generation_id``, the
+    sample index, the column and the character where the texts part. ``samples``: what :func:`load_samples` returned
+    for ``pack`` (which does not compare the texts itself: it has no tokenizer, and says so). ``much run --samples``
+    calls it with the pack's tokenizer when one is known offline (``much_metric.models.local_tokenizer``)."""
+    path = _pack_path(pack)
+    index = pack_index(read_samples_manifest(path))
+    table = samples.select_columns([schema.GENERATION_ID, schema.SAMPLE_INDEX, schema.OUTPUT, schema.OUTPUT_TOKENS]
+                                   ).with_format("arrow")[:] if hasattr(samples, "select_columns") else samples
+    shards = [index.get(gid, {}).get(int(i), "(not listed)") for gid, i in zip(
+        table[schema.GENERATION_ID].to_pylist(), table[schema.SAMPLE_INDEX].to_pylist(), strict=True)]
+    found = text_problems(table[schema.OUTPUT].to_pylist(), table[schema.OUTPUT_TOKENS].to_pylist(),
+                          text_decoder(tokenizer))
+    if found:
+        row, reason = found[0]
+        more = f" ({len(found) - 1} more sample(s))" if len(found) > 1 else ""
+        raise SamplesError(f"samples pack {path}: shard {shards[row]}, generation_id="
+                           f"{table[schema.GENERATION_ID][row].as_py()!r}, sample_index "
+                           f"{table[schema.SAMPLE_INDEX][row].as_py()}, column {schema.OUTPUT!r}, {reason}{more}")
 
 
 #: A sample answers its row's question: these fields are the row's.

@@ -19,7 +19,10 @@ probability per candidate id; probabilities finite, in [0, 1], sorted descending
 sampled token among its candidates; token ids in ``[0, vocab_size)`` (the manifest's ``vocab_size`` when it records
 one, else ``>= 0``); at most ``stored_candidates + 1`` candidates when the pack keeps fewer than 24; the sampler and
 the seed rule of the manifest (``sampling.seed`` = config seed + 1 + ``sample_index``); the manifest's generation
-config. Each defect names the pack, the shard, the ``generation_id``, the sample index, the column and the position.
+config; with the pack's tokenizer (:func:`check_sample_texts <much_dataset.samples.check_sample_texts>`, ``much
+run --samples``, a resumed ``builder samples``), the ``output`` text equal to ``output_tokens`` decoded
+(:mod:`much_dataset.decoded_text`, the rule of ``builder verify``). Each defect names the pack, the shard, the
+``generation_id``, the sample index, the column and the position.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from much_dataset import schema
-from much_dataset.packs import PackError, PackLayout, ShardDamage, pack_damage
+from much_dataset.decoded_text import Decoder, text_problems
+from much_dataset.packs import PackError, PackLayout, ShardDamage, manifest_digest, pack_damage
 from much_dataset.params import Interval
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -183,7 +187,7 @@ def samples_layout(manifest: Mapping[str, Any]) -> PackLayout:
             return f"does not hold generation_id={gid!r}, sample_index {index}, which the manifest lists in it"
         return None
 
-    return PackLayout(by_shard, contents, tuple(damage), suffix=SHARD_SUFFIX)
+    return PackLayout(by_shard, contents, tuple(damage), suffix=SHARD_SUFFIX, manifest_key=manifest_digest(manifest))
 
 
 def samples_pack_damage(folder: str | Path, manifest: Mapping[str, Any], *, hashes: bool = True) -> list[ShardDamage]:
@@ -285,9 +289,12 @@ def _sampler_problems(table: pa.Table, manifest: Mapping[str, Any]) -> list[Valu
     return problems
 
 
-def value_problems(table: pa.Table, manifest: Mapping[str, Any]) -> list[ValueProblem]:
+def value_problems(table: pa.Table, manifest: Mapping[str, Any], *,
+                   decode: Decoder | None = None) -> list[ValueProblem]:
     """Every defect of the samples in ``table`` (rows of a samples shard; module docstring for the rules), in row
-    order: ``(row, column, position and reason)``. A row's first defect is enough to refuse it."""
+    order: ``(row, column, position and reason)``. A row's first defect is enough to refuse it. With ``decode`` (the
+    pack's tokenizer, :func:`much_dataset.decoded_text.text_decoder`), each sample's ``output`` must also be its
+    ``output_tokens`` decoded (:mod:`much_dataset.decoded_text`; rows with another defect are not decoded)."""
     from much_dataset.validation import token_problems
 
     stored = int(manifest.get("stored_candidates") or schema.TOP_K)
@@ -298,4 +305,17 @@ def value_problems(table: pa.Table, manifest: Mapping[str, Any]) -> list[ValuePr
     problems += _id_problems(table, vocab_size)
     problems += token_problems(table, top_k=None)
     problems += _sampler_problems(table, manifest)
+    if decode is not None:
+        problems += _text_problems(table, decode, {row for row, _, _ in problems})
     return sorted(problems, key=lambda problem: problem[0])
+
+
+def _text_problems(table: pa.Table, decode: Decoder, skipped: set[int]) -> list[ValueProblem]:
+    """The samples (rows not in ``skipped``: an id outside the vocabulary may not decode) whose text is not their
+    tokens decoded, all decoded in one call."""
+    rows = [row for row in range(table.num_rows) if row not in skipped]
+    if not rows:
+        return []
+    picked = table.select([schema.OUTPUT, schema.OUTPUT_TOKENS]).take(rows)
+    found = text_problems(picked[schema.OUTPUT].to_pylist(), picked[schema.OUTPUT_TOKENS].to_pylist(), decode)
+    return [(rows[i], schema.OUTPUT, reason) for i, reason in found]

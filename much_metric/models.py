@@ -16,13 +16,14 @@ Llama ones are gated).
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from much_dataset._transformers import import_transformers
 
-__all__ = ["SMOLLM2", "SMOLLM2_GGUF", "SAMPLE_TOKENIZER", "smollm2_gguf_path", "load_tokenizer", "load_causal_lm",
-           "check_device"]
+__all__ = ["SMOLLM2", "SMOLLM2_GGUF", "SAMPLE_TOKENIZER", "smollm2_gguf_path", "load_tokenizer", "local_tokenizer",
+           "load_causal_lm", "check_device"]
 
 #: Torch device types a model may be put on (``cuda:1`` names one of several).
 DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
@@ -155,3 +156,34 @@ def load_causal_lm(name_or_path: str, *, device: str | None = None, dtype: Any =
         dtype = dtype or (torch.bfloat16 if device.startswith("cuda") else torch.float32)
         model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype)
     return model.to(device).eval(), tokenizer
+
+
+#: Hub ids whose tokenizer is the packaged SmolLM2 one (the embedded sample's observer).
+_SMOLLM2_IDS = ("HuggingFaceTB/SmolLM2-135M-Instruct",)
+
+
+def local_tokenizer(names: Sequence[str | None]) -> tuple[Any | None, str]:
+    """The first of ``names`` (a model as a pack's manifest records it: a path, a hub id, a GGUF file name) whose
+    tokenizer loads **without a hub call**, and what it was read from; ``(None, why)`` when none does.
+
+    In order, per name: SmolLM2 (the packaged tokenizer, for ``smollm2``, its hub id or its GGUF file name); an
+    existing file or folder; a MUCH model's offline tokenizer (:func:`much_dataset.offline_tokenizers.
+    offline_tokenizer`); a hub id already in the local Hugging Face cache (``local_files_only``)."""
+    from much_dataset.offline_tokenizers import offline_tokenizer
+
+    tried = []
+    for name in dict.fromkeys(str(n) for n in names if n):
+        tried.append(name)
+        if name == SMOLLM2 or name in _SMOLLM2_IDS or Path(name).name == SMOLLM2_GGUF:
+            return load_tokenizer(SMOLLM2), f"{name}: the packaged SmolLM2 tokenizer"
+        sources = [lambda name=name: load_tokenizer(name)] if Path(name).expanduser().exists() else [
+            lambda name=name: offline_tokenizer(name)[0],
+            lambda name=name: load_tokenizer(name, local_files_only=True) if name.count("/") == 1 else None]
+        for source in sources:
+            try:
+                tokenizer = source()
+            except Exception:  # any failure means "not known offline"; the caller says so
+                tokenizer = None
+            if tokenizer is not None:
+                return tokenizer, f"{name}: its tokenizer, read offline"
+    return None, f"no tokenizer of {' / '.join(tried) or 'the model'} is known without a hub call"

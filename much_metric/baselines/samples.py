@@ -10,7 +10,9 @@ N further answers to the same prompt by the same generating configuration: one r
 :func:`open_samples` is the one place a run turns what it was given (``much run --samples``, ``ResourceOptions(
 samples=...)``) into a :class:`SampleSet`: a loaded ``datasets.Dataset`` (or list of rows) in the pack's format is used
 as it is; anything else (a pack folder, ``"sample"`` for the embedded sample's own pack) goes through
-``much_dataset.load_samples``. A row of the split without samples is an error naming it.
+``much_dataset.load_samples``, with the pack's own tokenizer when its manifest names one known offline
+(:func:`much_metric.models.local_tokenizer`: each sample's text must then be its tokens decoded; else an
+``UncheckedTextWarning`` says the texts were not compared). A row of the split without samples is an error naming it.
 
 Texts: :func:`clean_text` removes the special-token strings that ``output`` keeps (``<|im_end|>``, ``<|eot_id|>``,
 ``</s>``, ...); :func:`split_sentences` cuts a text after ``.``, ``!``, ``?`` (and their full-width forms) followed by
@@ -159,4 +161,27 @@ def open_samples(value: Any, dataset: Any = None) -> SampleSet:
         raise ValueError(f"--samples {value}: this install of much_dataset has no load_samples (samples packs); "
                          "pass the samples as a datasets.Dataset in the pack's format") from error
     kwargs = {"dataset": dataset} if dataset is not None and not hasattr(dataset, "offsets") else {}
-    return sample_set(load_samples(str(value), **kwargs), source=str(value))
+    return sample_set(_load_checked(load_samples, str(value), kwargs), source=str(value))
+
+
+def _load_checked(load_samples: Any, pack: str, kwargs: dict[str, Any]) -> Any:
+    """``load_samples``, then every text compared with its decoded tokens by the pack's own tokenizer when one is
+    known offline; else an ``UncheckedTextWarning`` says why they were not."""
+    import warnings
+
+    from much_dataset.decoded_text import UncheckedTextWarning
+    from much_dataset.samples import check_sample_texts, read_samples_manifest
+    from much_metric.models import local_tokenizer
+
+    manifest = read_samples_manifest(pack)
+    config = manifest.get("config") if isinstance(manifest.get("config"), Mapping) else {}
+    tokenizer, said = local_tokenizer([manifest.get("model"), manifest.get("model_name"), config.get("model_name")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncheckedTextWarning)  # compared below, or said with the reason
+        rows = load_samples(pack, **kwargs)
+    if tokenizer is not None:
+        check_sample_texts(rows, tokenizer, pack=pack)
+    else:
+        warnings.warn(f"--samples {pack}: texts not compared with their decoded tokens ({said})",
+                      UncheckedTextWarning, stacklevel=1)
+    return rows
