@@ -19,6 +19,7 @@ import html
 import os
 from typing import Any
 
+from much_leaderboard._pairwise_html import render_pairwise
 from much_leaderboard._private_pages import (
     boards_json,
     private_columns,
@@ -85,6 +86,11 @@ def _sources_table(board: Leaderboard) -> dict[str, Any]:
     return board.label_sources.table(board.store.rows(), board.store.scores, board.store.version())
 
 
+def _pairwise_html(board: Leaderboard) -> str:
+    """The pairwise tab: the cached matrix of the board as it is now (or "being computed"), and the cost figure."""
+    return render_pairwise(board.pairwise(), board.store.rows())
+
+
 def _detail_html(board: Leaderboard, submission: str) -> str:
     page = CSS + render_submission(board.store, submission)
     if board.private is not None:  # nothing for an unknown or pending entry (it has no stored row)
@@ -141,6 +147,9 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
                 refresh = gr.Button("refresh", size="sm", elem_id="refresh")
                 with gr.Accordion("Published rows (paper, not re-scored)", open=False):
                     gr.HTML(CSS + published_html())
+            with gr.Tab("Pairwise comparison & cost", id="pairwise"):
+                pairwise = gr.HTML(elem_id="board-pairwise")
+                pairwise_refresh = gr.Button("refresh", size="sm", elem_id="pairwise-refresh")
             private = None
             if board.private is not None:
                 with gr.Tab("Private split", id="private"):
@@ -174,8 +183,11 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
         def open_detail(value):
             return _detail_html(board, (value or "").strip())
 
+        def pairwise_view():
+            return _pairwise_html(board)
+
         def others():
-            return [*([_private_html(board)] if private is not None else []),
+            return [_pairwise_html(board), *([_private_html(board)] if private is not None else []),
                     *([CSS + render_label_sources(_sources_table(board))] if sources is not None else [])]
 
         def on_load(request):
@@ -189,15 +201,14 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
         controls = [subset, sort, kinds, needs, internals]
         for control in controls:
             control.change(show, controls, table)
-        extra_views = [view for view in (private, sources) if view is not None]
+        extra_views = [view for view in (pairwise, private, sources) if view is not None]
         refresh.click(show, controls, table)
-        if extra_views:
-            refresh.click(others, None, extra_views)
+        refresh.click(others, None, extra_views)
+        pairwise_refresh.click(pairwise_view, None, pairwise)
         submission_id.submit(open_detail, submission_id, detail)
         sent = send.click(lambda *a: _submit(board, *a), [archive, method, authors, link, needs_in], result).then(
             show, controls, table)
-        if extra_views:
-            sent.then(others, None, extra_views)
+        sent.then(others, None, extra_views)
         demo.load(on_load, None, [table, tabs, submission_id, detail, *extra_views])
     return demo
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from much_leaderboard._admission import Admission
+from much_leaderboard._pairwise import PAIRWISE_KEY, pairwise_board
 from much_leaderboard._private import PrivateSplit
 from much_leaderboard._private_board import PrivateBoard
 from much_leaderboard._scoring import EvaluationData, rank_rows, score_breakdowns, score_submission
@@ -369,13 +370,17 @@ class Leaderboard:
                 return  # the thread holding the lock re-checks the version after releasing it
             try:
                 version = self.store.version()
-                cached = self.store.board(RANK_METRIC)
-                if cached is None or cached[1] != version:
+                stale = [name for name in (RANK_METRIC, PAIRWISE_KEY)
+                         if (self.store.board(name) or (None, None))[1] != version]
+                if stale:
                     rows = self.store.rows()
                     keys = [f"{r['submission']}/{r['signal']}" for r in rows]
                     arrays = [self.store.scores(r["submission"], r["signal"]) for r in rows]
-                    ranking = rank_rows(keys, arrays, self.data, metric=RANK_METRIC) if rows else {}
-                    self.store.save_board(RANK_METRIC, ranking, version)
+                    if RANK_METRIC in stale:
+                        ranking = rank_rows(keys, arrays, self.data, metric=RANK_METRIC) if rows else {}
+                        self.store.save_board(RANK_METRIC, ranking, version)
+                    # the pairwise matrix and cost figure (_pairwise.py): once per board state, cached beside P(rank)
+                    self.store.save_board(PAIRWISE_KEY, pairwise_board(keys, arrays, self.data.bootstrap), version)
             finally:
                 self._rank_lock.release()
             if self.store.version() == version:
@@ -384,3 +389,12 @@ class Leaderboard:
     def ranking(self) -> dict[str, Any]:
         cached = self.store.board(RANK_METRIC)
         return {} if cached is None else cached[0]
+
+    def pairwise(self) -> dict[str, Any] | None:
+        """The cached pairwise matrix (:func:`much_leaderboard._pairwise.pairwise_board`) of the board as it is now;
+        None while it is being computed (an older matrix is never served: its rows are checked too)."""
+        cached = self.store.board(PAIRWISE_KEY)
+        if cached is None or cached[1] != self.store.version():
+            return None
+        keys = sorted(f"{r['submission']}/{r['signal']}" for r in self.store.rows())
+        return cached[0] if cached[0].get("all_keys") == keys else None
