@@ -370,11 +370,13 @@ class Leaderboard:
                 return  # the thread holding the lock re-checks the version after releasing it
             try:
                 version = self.store.version()
+                rows = self.store.rows()
+                keys = [f"{r['submission']}/{r['signal']}" for r in rows]
                 stale = [name for name in (RANK_METRIC, PAIRWISE_KEY)
                          if (self.store.board(name) or (None, None))[1] != version]
+                if (self.store.board(PAIRWISE_KEY) or ({}, None))[0].get("all_keys") != sorted(keys):
+                    stale = [RANK_METRIC, PAIRWISE_KEY]  # the version is a count: other rows, same count
                 if stale:
-                    rows = self.store.rows()
-                    keys = [f"{r['submission']}/{r['signal']}" for r in rows]
                     arrays = [self.store.scores(r["submission"], r["signal"]) for r in rows]
                     if RANK_METRIC in stale:
                         ranking = rank_rows(keys, arrays, self.data, metric=RANK_METRIC) if rows else {}
