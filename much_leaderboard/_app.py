@@ -19,7 +19,6 @@ import html
 import os
 from typing import Any
 
-from much_leaderboard._pairwise_html import render_pairwise
 from much_leaderboard._private_pages import (
     boards_json,
     private_columns,
@@ -84,11 +83,6 @@ def _private_html(board: Leaderboard) -> str:
 
 def _sources_table(board: Leaderboard) -> dict[str, Any]:
     return board.label_sources.table(board.store.rows(), board.store.scores, board.store.version())
-
-
-def _pairwise_html(board: Leaderboard) -> str:
-    """The pairwise tab: the cached matrix of the board as it is now (or "being computed"), and the cost figure."""
-    return render_pairwise(board.pairwise(), board.store.rows())
 
 
 def _detail_html(board: Leaderboard, submission: str) -> str:
@@ -184,10 +178,10 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
             return _detail_html(board, (value or "").strip())
 
         def pairwise_view():
-            return _pairwise_html(board)
+            return board.pairwise_html()
 
         def others():
-            return [_pairwise_html(board), *([_private_html(board)] if private is not None else []),
+            return [board.pairwise_html(), *([_private_html(board)] if private is not None else []),
                     *([CSS + render_label_sources(_sources_table(board))] if sources is not None else [])]
 
         def on_load(request):
