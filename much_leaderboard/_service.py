@@ -4,7 +4,8 @@
 is stored for a refused archive), stores the archive and a *pending* row, re-scores it with the toolkit's
 evaluation, then marks it accepted -- or removes every trace of it when it does not match the evaluation data.
 A process killed while scoring leaves the pending row, which the next :meth:`Leaderboard.recover` re-scores. The
-same archive submitted twice (at once or later) is one entry (its SHA-256 is the key). Scoring runs at most ``max_parallel`` at a time (a CPU-bound job on a small Space).
+same archive submitted twice (at once or later) is one entry (its SHA-256 is the key). Scoring runs at most
+``max_parallel`` at a time (a CPU-bound job on a small Space).
 
 With a private split attached (:meth:`Leaderboard.attach_private`), a submission's values for the private rows are
 set aside before anything else (:class:`much_leaderboard.PrivateSplit`), checked against the public rows only,
