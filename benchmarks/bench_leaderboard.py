@@ -227,3 +227,7 @@ def pairwise_tab(repeats: int) -> list[str]:
         say(f"computed once per board state (background refresh): P(rank) alone {rank_s:.2f} s, P(rank) + pairwise "
             f"matrix {refresh_s:.2f} s ({refresh_s / rank_s:.2f} x)")
     return lines
+
+
+if __name__ == "__main__":
+    main()
