@@ -103,7 +103,8 @@ def cost_figure(points: list[dict[str, Any]], *, width: int = 760, height: int =
 
     left, right, top, bottom = 58, 430, 26, height - 44
     costs = [p["cost"] for p in points]
-    low_x, high_x = min(costs) / 2, max(costs) * 2
+    # whole decades: at least two labelled ticks whatever the spread of the costs
+    low_x, high_x = 10.0 ** math.floor(math.log10(min(costs) / 2)), 10.0 ** math.ceil(math.log10(max(costs) * 2))
     ys = [v for p in points for v in (p["value"], *(p["interval"] or ())) if v is not None]
     low_y, high_y = min(ys) - 0.01, max(ys) + 0.01
 

@@ -137,7 +137,6 @@ class _Tags(HTMLParser):
     def __init__(self):
         super().__init__()
         self.tags: list[tuple[str, dict]] = []
-        self.stack: list[str] = []
 
     def handle_starttag(self, tag, attrs):
         self.tags.append((tag, dict(attrs)))
@@ -169,3 +168,24 @@ def test_the_tab_holds_the_matrix_the_figure_and_the_rows_without_cost(board):
     assert "<script" not in svg and "http://" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
     best = sum(payload["best_group"][k] for k, key in enumerate(payload["keys"]) if not key.endswith("/nocost"))
     assert svg.count('class="point best"') == best
+
+
+def test_figure_labels_keep_their_gap_and_the_axes_have_ticks():
+    """The label column: every label at least a line apart, inside the plot's height, in the order of the points;
+    and a log axis with at least two labelled decades even when every cost lies within one."""
+    from much_leaderboard._pairwise_html import _spread, cost_figure
+
+    rng = np.random.default_rng(2)
+    for n in (1, 5, 12, 20):
+        wanted = rng.uniform(20, 330, n).tolist()
+        wanted[: n // 2] = [100.0] * (n // 2)  # many points at one height
+        placed = _spread(wanted, 14.0, 32.0, 336.0)
+        ordered = sorted(placed)
+        assert all(b - a >= 14.0 - 1e-9 for a, b in zip(ordered, ordered[1:], strict=False))
+        assert min(placed) >= 32.0 - 1e-9 and max(placed) <= 336.0 + 1e-9
+        assert [k for k in np.argsort(wanted, kind="stable")] == [k for k in np.argsort(placed, kind="stable")]
+    points = [{"label": f"#{k} row", "cost": 2e-6 * (1 + k / 10), "value": 0.6 + k / 100, "interval": [0.58, 0.66],
+               "best": k < 2, "declared": k == 3} for k in range(4)]
+    svg = cost_figure(points)
+    assert len(re.findall(r'class="tick"[^>]*text-anchor="middle"', svg)) >= 2
+    assert svg.count('class="point best"') == 2 and svg.count('fill="#fff"') == 1
