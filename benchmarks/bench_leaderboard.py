@@ -16,6 +16,11 @@ On synthetic data shaped like MUCH (much_dataset.synthetic, 4,873 samples, NOT M
    store read to the HTML string the app sends (store rows + cached ranking -> ``table_rows`` -> ``render_table``),
    for the overall view and a language filter, and the ratio to the 1 s target.
 
+3. **the pairwise tab** (issue #57), on the embedded sample board (its four built-in baselines, 1,000 resamples):
+   the page with and without the pairwise matrix and cost figure (store read -> HTML, from the cached matrix) in one
+   run, their ratio and sizes, and the matrix's own computation (once per board state, in the ranking refresh) next
+   to P(rank)'s. ``--pairwise-only`` runs this part alone (``--out benchmarks/leaderboard_pairwise.txt``).
+
 Usage: ``python benchmarks/bench_leaderboard.py [--repeats 3] [--out benchmarks/leaderboard.txt]``. Timings are the
 minimum over repeats.
 """
@@ -89,8 +94,16 @@ def submission_zip(rows, kind: str) -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", default="benchmarks/leaderboard.txt")
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--pairwise-only", action="store_true", help="only part 3 (the pairwise tab)")
     args = parser.parse_args()
+    if args.pairwise_only:
+        lines = pairwise_tab(args.repeats)
+        out = Path(args.out or "benchmarks/leaderboard_pairwise.txt")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return
+    args.out = args.out or "benchmarks/leaderboard.txt"
 
     from much_leaderboard import Store, rank_rows, render_table, score_breakdowns, score_submission, table_rows
     from much_metric.report import EvaluationOptions, evaluate_signals
@@ -162,8 +175,58 @@ def main() -> None:
             say(f"main page, {N_ROWS} rows, subset={subset}: {1000 * page_s:7.1f} ms server time, "
                 f"{len(html_page) / 1024:.0f} KiB HTML   (target < {TARGET_PAGE_S:.0f} s: "
                 f"{page_s / TARGET_PAGE_S:.3f} x the target)")
+    lines.extend(pairwise_tab(args.repeats))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def pairwise_tab(repeats: int) -> list[str]:
+    """Part 3: the sample board's page with and without the pairwise tab, and the matrix's computation."""
+    from much_leaderboard import EvaluationData, Leaderboard, rank_rows, render_table, table_rows
+
+    lines = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as folder:
+        board = Leaderboard(folder, data=EvaluationData(n_resamples=1000))
+        board.add_baselines()
+        rows = board.store.rows()
+
+        def table() -> str:  # what the app sends for the board tab (_app._board_html without its CSS)
+            return render_table(table_rows(board.store.rows(), board.ranking()), langs=board.data.langs)
+
+        def with_matrix() -> str:  # and the pairwise tab's HTML (the app sends it on load and on refresh)
+            return table() + board.pairwise_html()
+
+        plain_s, both_s = float("inf"), float("inf")
+        for _ in range(3):  # interleaved, so that a change of the machine's load reaches both
+            seconds, plain = best_of(table, repeats)
+            plain_s = min(plain_s, seconds)
+            seconds, both = best_of(with_matrix, repeats)
+            both_s = min(both_s, seconds)
+        assert 'id="much-cost-figure"' in both
+        say(f"pairwise tab, sample board ({len(rows)} rows, 1000 resamples; {os.cpu_count()} CPU cores, load average "
+            f"{load:.1f} at start): page without the matrix {1000 * plain_s:.1f} ms ({len(plain) / 1024:.0f} KiB), "
+            f"with the matrix and cost figure {1000 * both_s:.1f} ms ({len(both) / 1024:.0f} KiB): "
+            f"{both_s / plain_s:.2f} x")
+        keys = [f"{r['submission']}/{r['signal']}" for r in rows]
+        arrays = [board.store.scores(r["submission"], r["signal"]) for r in rows]
+        rank_s, _ = best_of(lambda: rank_rows(keys, arrays, board.data), 1)
+
+        def refresh() -> None:  # both cache entries stale: P(rank) and the matrix recomputed, as after a submission
+            for entry in ("roc_auc", "pairwise:roc_auc"):
+                board.store.save_board(entry, {}, -1)
+            board.refresh_ranking()
+
+        refresh_s, _ = best_of(refresh, 1)
+        assert board.pairwise() is not None
+        say(f"computed once per board state (background refresh): P(rank) alone {rank_s:.2f} s, P(rank) + pairwise "
+            f"matrix {refresh_s:.2f} s ({refresh_s / rank_s:.2f} x)")
+    return lines
 
 
 if __name__ == "__main__":

@@ -141,6 +141,9 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
                 refresh = gr.Button("refresh", size="sm", elem_id="refresh")
                 with gr.Accordion("Published rows (paper, not re-scored)", open=False):
                     gr.HTML(CSS + published_html())
+            with gr.Tab("Pairwise comparison & cost", id="pairwise"):
+                pairwise = gr.HTML(elem_id="board-pairwise")
+                pairwise_refresh = gr.Button("refresh", size="sm", elem_id="pairwise-refresh")
             private = None
             if board.private is not None:
                 with gr.Tab("Private split", id="private"):
@@ -174,8 +177,11 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
         def open_detail(value):
             return _detail_html(board, (value or "").strip())
 
+        def pairwise_view():
+            return board.pairwise_html()
+
         def others():
-            return [*([_private_html(board)] if private is not None else []),
+            return [board.pairwise_html(), *([_private_html(board)] if private is not None else []),
                     *([CSS + render_label_sources(_sources_table(board))] if sources is not None else [])]
 
         def on_load(request):
@@ -189,15 +195,14 @@ def build_app(board: Leaderboard, *, title: str = "MUCH claim-level hallucinatio
         controls = [subset, sort, kinds, needs, internals]
         for control in controls:
             control.change(show, controls, table)
-        extra_views = [view for view in (private, sources) if view is not None]
+        extra_views = [view for view in (pairwise, private, sources) if view is not None]
         refresh.click(show, controls, table)
-        if extra_views:
-            refresh.click(others, None, extra_views)
+        refresh.click(others, None, extra_views)
+        pairwise_refresh.click(pairwise_view, None, pairwise)
         submission_id.submit(open_detail, submission_id, detail)
         sent = send.click(lambda *a: _submit(board, *a), [archive, method, authors, link, needs_in], result).then(
             show, controls, table)
-        if extra_views:
-            sent.then(others, None, extra_views)
+        sent.then(others, None, extra_views)
         demo.load(on_load, None, [table, tabs, submission_id, detail, *extra_views])
     return demo
 

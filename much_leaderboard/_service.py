@@ -1,11 +1,11 @@
 """The leaderboard service: submissions in, scored rows out, safe under concurrency and restarts.
 
 :meth:`Leaderboard.submit` validates the form and the archive (:func:`much_metric.signals.read_archive`: nothing
-is stored for a refused archive), stores the archive and a *pending* row, re-scores it with the toolkit
-(the toolkit's evaluation), then marks it accepted -- or removes every trace of it when it
-does not match the evaluation data. A process killed while scoring leaves the pending row, which the next
-:meth:`Leaderboard.recover` re-scores. The same archive submitted twice (at once or later) is one entry (its SHA-256
-is the key). Scoring runs at most ``max_parallel`` at a time (a CPU-bound job on a small Space).
+is stored for a refused archive), stores the archive and a *pending* row, re-scores it with the toolkit's
+evaluation, then marks it accepted -- or removes every trace of it when it does not match the evaluation data.
+A process killed while scoring leaves the pending row, which the next :meth:`Leaderboard.recover` re-scores. The
+same archive submitted twice (at once or later) is one entry (its SHA-256 is the key). Scoring runs at most
+``max_parallel`` at a time (a CPU-bound job on a small Space).
 
 With a private split attached (:meth:`Leaderboard.attach_private`), a submission's values for the private rows are
 set aside before anything else (:class:`much_leaderboard.PrivateSplit`), checked against the public rows only,
@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from much_leaderboard._admission import Admission
+from much_leaderboard._pairwise import PAIRWISE_KEY, pairwise_board
+from much_leaderboard._pairwise_html import render_pairwise
 from much_leaderboard._private import PrivateSplit
 from much_leaderboard._private_board import PrivateBoard
 from much_leaderboard._scoring import EvaluationData, rank_rows, score_breakdowns, score_submission
@@ -368,14 +370,15 @@ class Leaderboard:
             if not self._rank_lock.acquire(blocking=wait):
                 return  # the thread holding the lock re-checks the version after releasing it
             try:
-                version = self.store.version()
+                version, rows = self.store.version(), self.store.rows()
                 cached = self.store.board(RANK_METRIC)
-                if cached is None or cached[1] != version:
-                    rows = self.store.rows()
+                # the pairwise matrix (_pairwise.py) is cached beside P(rank), once per board state (pairwise())
+                if cached is None or cached[1] != version or self.pairwise(rows) is None:
                     keys = [f"{r['submission']}/{r['signal']}" for r in rows]
                     arrays = [self.store.scores(r["submission"], r["signal"]) for r in rows]
-                    ranking = rank_rows(keys, arrays, self.data, metric=RANK_METRIC) if rows else {}
-                    self.store.save_board(RANK_METRIC, ranking, version)
+                    self.store.save_board(RANK_METRIC, rank_rows(keys, arrays, self.data, metric=RANK_METRIC)
+                                          if rows else {}, version)
+                    self.store.save_board(PAIRWISE_KEY, pairwise_board(keys, arrays, self.data.bootstrap), version)
             finally:
                 self._rank_lock.release()
             if self.store.version() == version:
@@ -384,3 +387,15 @@ class Leaderboard:
     def ranking(self) -> dict[str, Any]:
         cached = self.store.board(RANK_METRIC)
         return {} if cached is None else cached[0]
+
+    def pairwise(self, rows: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+        """The cached pairwise matrix (:func:`much_leaderboard._pairwise.pairwise_board`, key ``"pairwise:roc_auc"``)
+        of the board as it is now (``rows``: the store's rows); None while it is computed, never an older board's."""
+        cached, rows = self.store.board(PAIRWISE_KEY), self.store.rows() if rows is None else rows
+        fresh = cached is not None and cached[1] == self.store.version() and cached[0].get("all_keys") == sorted(
+            f"{r['submission']}/{r['signal']}" for r in rows)
+        return cached[0] if fresh else None
+
+    def pairwise_html(self) -> str:
+        """The pairwise tab's HTML: the matrix and the cost figure (:mod:`much_leaderboard._pairwise_html`)."""
+        return render_pairwise(self.pairwise(rows := self.store.rows()), rows)

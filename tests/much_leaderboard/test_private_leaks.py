@@ -198,6 +198,9 @@ def test_the_visit_went_everywhere_and_every_error_path_answered(visit):
     loaded = _value(pages["/on_load"])
     assert any('id="much-private-board"' in str(v) for v in loaded)  # the private board is served,
     assert any('id="much-label-source-tau"' in str(v) for v in loaded)  # the label sources tab too
+    # and the pairwise matrix with its cost figure (public claims only), on load and from its own refresh
+    assert any('id="much-pairwise"' in str(v) and 'id="much-cost-figure"' in str(v) for v in loaded)
+    assert 'id="much-pairwise"' in _value(pages["/pairwise_view"])[0]
     assert "private ROC-AUC (2 dec.)" in loaded[0]  # and the main table has the private columns
     assert len(visit["hub"]) >= 4 and visit["logs"]
 
