@@ -41,7 +41,7 @@ BENCHMARKS=(
     "sampling_detectors|self|"
     "conformal|self|"
     "samples_manifest|self|"
-    "internals_engines|vllm|needs the vLLM venv ($VLLM_VENV, built by scripts/run_vllm_tests.sh); prints its numbers (docs/internals.md)"
+    "internals_engines|engines|"
     "generate_engines|engines|"
     "samples|engines|"
     "peers|peers|needs the peers' venv ($PEERS_VENV, built by scripts/run_peer_tests.sh)"
