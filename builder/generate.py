@@ -54,6 +54,8 @@ WRITES = ("generations.jsonl", "generations.failures.jsonl", "configs.jsonl")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from builder.generation.vllm import CPU_BINDS
+
     parser.add_argument("--model", required=True, help="hub id, local folder or path to a .gguf file")
     parser.add_argument("--model-name", default=None,
                         help="model_name recorded in the config and its ID (default: --model)")
@@ -88,6 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=None,
                         help="vllm: fraction of GPU memory (on CPU: of the KV-cache RAM budget) vLLM reserves")
     parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model replica")
+    parser.add_argument("--vllm-cpu-bind", choices=sorted(CPU_BINDS), default="auto",
+                        help="vllm on a CPU: auto (vLLM's: one core reserved for its scheduler), all (every core "
+                             "computes, none reserved), nobind (threads left to the OS); docs/generation.md")
     add_executor_arguments(parser)
 
 
@@ -116,6 +121,7 @@ def _options_from_args(args: argparse.Namespace, dtype: str | None) -> EngineOpt
         base_url=args.base_url, api_key_env=args.api_key_env, workers=args.workers, max_attempts=args.max_attempts,
         backoff=args.backoff, timeout=args.timeout, server_logit_scale=args.server_logit_scale,
         gpu_memory_utilization=args.gpu_memory_utilization, tensor_parallel_size=args.tensor_parallel_size,
+        cpu_bind=args.vllm_cpu_bind,
     )
 
 
