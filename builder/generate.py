@@ -105,13 +105,13 @@ def _config_from_args(args: argparse.Namespace) -> GenerationConfig:
 
 def default_batch_size(engine: str, device: str | None) -> int:
     """``--batch-size`` when not given: the hf engine's exact batched path on a CPU
-    (:func:`builder.generation.hf.default_batch_size`), 1 otherwise."""
+    (:func:`builder.generation.hf.hf_default_batch_size`), 1 otherwise."""
     if engine != "hf":
         return 1
     from builder._llm import pick_device
-    from builder.generation.hf import default_batch_size as hf_batch_size
+    from builder.generation.hf import hf_default_batch_size
 
-    return hf_batch_size(pick_device(device))
+    return hf_default_batch_size(pick_device(device))
 
 
 def _options_from_args(args: argparse.Namespace, dtype: str | None) -> EngineOptions:

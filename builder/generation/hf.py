@@ -25,14 +25,14 @@ from builder.generation.engine import EngineOptions, distribution_version
 from builder.generation.rows import EngineInfo, EngineResult, RowLimits, make_record, stop_tokens
 from much_dataset import schema
 
-__all__ = ["HFEngine", "HF_QUESTIONS_PER_BATCH", "SeededSampler", "default_batch_size", "generate_batch"]
+__all__ = ["HFEngine", "HF_QUESTIONS_PER_BATCH", "SeededSampler", "hf_default_batch_size", "generate_batch"]
 
 #: Questions ``generate --engine hf`` answers per ``model.generate`` call by default on a CPU: the exact batched path
 #: (each row what batch 1 draws; ``benchmarks/bench_generate_engines.py`` measures it against batch 1).
 HF_QUESTIONS_PER_BATCH = 8
 
 
-def default_batch_size(device: str) -> int:
+def hf_default_batch_size(device: str) -> int:
     """``generate``'s hf batch on ``device``: the exact batched path on a CPU; 1 (the reference) elsewhere, where
     batch 1 draws from the device's RNG and the per-row generators (CPU) would not reproduce it."""
     return HF_QUESTIONS_PER_BATCH if device == "cpu" else 1
