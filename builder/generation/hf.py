@@ -3,8 +3,11 @@
 Every question starts from the same RNG state (reseed before each batch), sampling uses the config's top_p / top_k
 (MUCH's 0.9 / 20), the RAW logits of each step are divided by T and soft-maxed over the full vocabulary; the 24
 largest probabilities and their ids are kept, sorted descending, plus the entries down to the sampled token when it
-ranked below 24 (the filter step trashes those rows). ``batch_size`` 1 is the reference; larger batches left-pad
-and reseed once per batch (faster on a GPU, not bit-reproducible against batch size 1).
+ranked below 24 (the filter step trashes those rows). ``batch_size`` 1 is the reference (the global RNG, reseeded
+before each question). Larger batches left-pad the prompts (attention mask; generate derives the position ids from
+it) and draw every row from its own generator seeded with the config's seed (:class:`SeededSampler`, the state batch
+1 reseeds to), so on a CPU each row is the one batch 1 draws (same tokens, probabilities within float32 rounding)
+whatever its batch: the exact batched path, ``generate``'s default on a CPU (:data:`HF_QUESTIONS_PER_BATCH`).
 
 Questions that carry a ``seed`` (the items of ``python -m builder samples``) are drawn each from its own generator:
 :class:`SeededSampler` applies transformers' own temperature, top-k and top-p warpers (MUCH's sampler) and draws row
@@ -22,7 +25,17 @@ from builder.generation.engine import EngineOptions, distribution_version
 from builder.generation.rows import EngineInfo, EngineResult, RowLimits, make_record, stop_tokens
 from much_dataset import schema
 
-__all__ = ["HFEngine", "SeededSampler", "generate_batch"]
+__all__ = ["HFEngine", "HF_QUESTIONS_PER_BATCH", "SeededSampler", "hf_default_batch_size", "generate_batch"]
+
+#: Questions ``generate --engine hf`` answers per ``model.generate`` call by default on a CPU: the exact batched path
+#: (each row what batch 1 draws; ``benchmarks/bench_generate_engines.py`` measures it against batch 1).
+HF_QUESTIONS_PER_BATCH = 8
+
+
+def hf_default_batch_size(device: str) -> int:
+    """``generate``'s hf batch on ``device``: the exact batched path on a CPU; 1 (the reference) elsewhere, where
+    batch 1 draws from the device's RNG and the per-row generators (CPU) would not reproduce it."""
+    return HF_QUESTIONS_PER_BATCH if device == "cpu" else 1
 
 
 def _trim(tokens: list[int], eos_ids: set[int]) -> list[int]:
@@ -71,8 +84,9 @@ def generate_batch(llm: Any, config: GenerationConfig, questions: list[dict[str,
                    prompt_style: str = "much") -> list[dict[str, Any]]:
     """Generate the answers of ``questions`` (one ``model.generate`` call) and return generation records.
 
-    With one question this is exactly the reference's procedure; with several, prompts are left-padded. When the
-    questions carry a ``seed`` each, each is drawn from its own generator (:class:`SeededSampler`).
+    With one question this is exactly the reference's procedure; with several, prompts are left-padded and every row
+    is drawn from its own generator (:class:`SeededSampler`): seeded with the question's ``seed`` when the questions
+    carry one each (samples), else with the config's seed, the state the reference reseeds to before each question.
     """
     import torch
 
@@ -83,6 +97,8 @@ def generate_batch(llm: Any, config: GenerationConfig, questions: list[dict[str,
     seeds = [q.get("seed") for q in questions]
     if any(seed is not None for seed in seeds) and (None in seeds or config.greedy):
         raise ValueError("either every question of a batch carries a seed (sampling) or none does")
+    if seeds[0] is None and not config.greedy and len(questions) > 1:
+        seeds = [config.seed] * len(questions)  # the exact batch: each row from the RNG state batch 1 starts in
     seeded = seeds[0] is not None
     eos_ids = eos_token_ids(model, tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos_ids or [0])[0]

