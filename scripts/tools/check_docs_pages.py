@@ -23,6 +23,7 @@ reasons) and the venvs with their build times; exit 1 when a page failed.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -96,20 +97,22 @@ def build_venv(installs: tuple[str, ...], venvs: Path, log) -> tuple[Path, str, 
     env.pop("PYTHONPATH", None)
     env.pop("VIRTUAL_ENV", None)
     start = time.monotonic()
-    if (folder / ".complete").is_file():
-        state, lines = "warm", [line for line in installs if _local(line)]
-        extra = ["--no-deps", "--force-reinstall"]
-    else:
-        shutil.rmtree(folder, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
-        state, lines, extra = "cold", list(installs), []
-    for line in lines:
-        argv = _pip_argv(python, line) + extra
-        print(f"  [{folder.name}] {' '.join(argv[1:])}", file=log, flush=True)
-        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"{line!r} failed in {folder}:\n{(done.stdout + done.stderr)[-3000:]}")
-    (folder / ".complete").write_text("\n".join(installs) + "\n", encoding="utf-8")
+    with open(venvs / f"{folder.name}.lock", "w") as lock:  # another run building the same venv: wait for it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / ".complete").is_file():  # the checkout's own package again, at the current code
+            state, lines = "warm", [line for line in installs if _local(line)][:1]
+            extra = ["--no-deps", "--force-reinstall"]
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+            state, lines, extra = "cold", list(installs), []
+        for line in lines:
+            argv = _pip_argv(python, line) + extra
+            print(f"  [{folder.name}] {' '.join(argv[1:])}", file=log, flush=True)
+            done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"{line!r} failed in {folder}:\n{(done.stdout + done.stderr)[-3000:]}")
+        (folder / ".complete").write_text("\n".join(installs) + "\n", encoding="utf-8")
     _READY.add(folder)
     return folder, state, time.monotonic() - start
 
