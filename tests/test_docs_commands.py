@@ -18,8 +18,9 @@ Where each command runs, and why this is cheap (CI's 90-minute budget):
 * They run in the test venv, not in a venv of their own: that each documented ``pip install`` gives an environment
   where they run is proven elsewhere -- the install commands resolve (``tests/test_install_commands.py``), the light
   install runs ``much run`` in a fresh venv (``benchmarks/measure_install.sh``), and CI installs the extras into a fresh
-  venv before this test runs (``.ci/run`` -> ``scripts/run_tests.sh``). One shared environment instead of a venv per
-  page saves an install of torch per page.
+  venv before this test runs (``.ci/run`` -> ``scripts/run_tests.sh``), and ``scripts/tools/check_docs_pages.py`` runs
+  every page in a fresh venv of only the installs it names (``MUCH_DOCS_VENVS=1``, tests/test_docs_pages_venvs.py;
+  not in CI: docs/testing.md). One shared environment instead of a venv per page saves an install of torch per page.
 
 The steps come from ``scripts/tools/docs_steps.py`` (the parser ``scripts/tools/check_docs_pages.py`` uses to run every
 page in a fresh venv of its own installs: tests/test_docs_pages_venvs.py). Not run here, each for the reason the page

