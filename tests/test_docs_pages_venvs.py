@@ -10,6 +10,7 @@ opt-in, not one of those switches: CI does not run it (its time is in docs/testi
 from __future__ import annotations
 
 import importlib.util
+import io
 import os
 import sys
 from pathlib import Path
@@ -133,11 +134,11 @@ def test_a_page_that_forgets_an_install_fails_and_names_the_command(tmp_path, mo
     (venv / "bin").mkdir(parents=True)
     (venv / ".complete").write_text(installs[0] + "\n", encoding="utf-8")
 
-    failed, record = check_docs_pages.run_page("docs/x.md", tmp_path, log=open(os.devnull, "w"))  # noqa: SIM115
+    failed, record = check_docs_pages.run_page("docs/x.md", tmp_path, log=io.StringIO())
     assert failed.status == "failed" and failed.detail.startswith("much --version") and "exit 127" in failed.detail
     assert record["state"] == "warm" and failed.installs == installs
 
     (venv / "bin" / "much").write_text("#!/bin/sh\necho fake much\n", encoding="utf-8")
     (venv / "bin" / "much").chmod(0o755)
-    passed, _ = check_docs_pages.run_page("docs/x.md", tmp_path, log=open(os.devnull, "w"))  # noqa: SIM115
+    passed, _ = check_docs_pages.run_page("docs/x.md", tmp_path, log=io.StringIO())
     assert (passed.status, passed.ran) == ("passed", 1)

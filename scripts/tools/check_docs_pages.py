@@ -131,7 +131,7 @@ def _environment(venv: Path, home: Path) -> dict[str, str]:
 
 
 def _start_server(text: str, folder: Path, env: dict[str, str]) -> subprocess.Popen:
-    log = open(folder / f"server-{time.monotonic_ns()}.log", "w")  # noqa: SIM115 - closed with the process
+    log = open(folder / f"server-{time.monotonic_ns()}.log", "w")  # closed with the process
     process = subprocess.Popen(["bash", "-c", text], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
