@@ -140,23 +140,6 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _difference(draws: dict, reference: dict) -> tuple[int, int, float]:
-    """(rows with the reference's tokens, rows compared, largest probability difference on shared steps)."""
-    import numpy as np
-
-    same, largest = 0, 0.0
-    for key, draw in draws.items():
-        other = reference.get(key)
-        if other is None:
-            continue
-        same += draw["tokens"] == other["tokens"]
-        for position, (mine, theirs) in enumerate(zip(draw["probabilities"], other["probabilities"], strict=False)):
-            width = min(len(mine), len(theirs))
-            largest = max(largest, float(np.max(np.abs(np.asarray(mine[:width]) - np.asarray(theirs[:width])))))
-            if draw["tokens"][position] != other["tokens"][position]:
-                break  # after the first diverging token the steps condition on other prefixes
-    return same, sum(1 for key in draws if key in reference), largest
-
 
 def not_measured(paths: list[str], model_dir: str, vllm_python: str | None, *,
                  vllm_paths: tuple[str, ...] | list[str] = VLLM_PATHS) -> dict[str, str]:
@@ -175,7 +158,7 @@ def not_measured(paths: list[str], model_dir: str, vllm_python: str | None, *,
 
 
 def _report(args: argparse.Namespace, paths: list[str], runs: list, temperature: float) -> list[str]:
-    from isolation import ratio_text
+    from isolation import draw_difference, ratio_text
 
     stats: dict[str, dict] = {}
     for run in runs:
@@ -191,7 +174,7 @@ def _report(args: argparse.Namespace, paths: list[str], runs: list, temperature:
     for path in paths:
         found = stats[path]
         rate = found["usable"] / found["seconds"] * 3600
-        same, compared, largest = _difference(found["draws"], reference["draws"])
+        same, compared, largest = draw_difference(found["draws"], reference["draws"])
         exact = same == compared and largest <= EXACT_TOLERANCE
         lines.append(f"T={temperature}: {path:7s} {found['tokens'] / found['seconds']:9.2f} "
                      f"{found['usable']:5d}/{found['finished']:<3d} fin. {rate:14.0f} "

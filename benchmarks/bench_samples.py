@@ -213,24 +213,6 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _difference(draws: dict, reference: dict) -> tuple[int, int, float]:
-    """(samples with the reference's tokens, samples compared, largest probability difference on shared steps)."""
-    import numpy as np
-
-    same, largest = 0, 0.0
-    for key, draw in draws.items():
-        other = reference.get(key)
-        if other is None:
-            continue
-        same += draw["tokens"] == other["tokens"]
-        steps = min(len(draw["probabilities"]), len(other["probabilities"]))
-        for mine, theirs in zip(draw["probabilities"][:steps], other["probabilities"][:steps], strict=True):
-            width = min(len(mine), len(theirs))
-            largest = max(largest, float(np.max(np.abs(np.asarray(mine[:width]) - np.asarray(theirs[:width])))))
-        if draw["tokens"] != other["tokens"]:
-            break  # after the first diverging token the steps condition on other prefixes
-    return same, sum(1 for key in draws if key in reference), largest
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -267,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
         (ROOT / "benchmarks" / "samples_profile.txt").write_text(text)
         return 0
-    from isolation import quiet_verdict, ratio_text, run_isolated
+    from isolation import draw_difference, quiet_verdict, ratio_text, run_isolated
 
     paths = [p.strip() for p in args.paths.split(",")]
     unknown = [p for p in paths if p not in SPECS]
@@ -316,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         found = stats[path]
         rate = found["samples"] / found["seconds"] * 3600
         found["usable_rate"] = found["usable"] / found["seconds"] * 3600
-        same, compared, largest = _difference(found["draws"], reference["draws"])
+        same, compared, largest = draw_difference(found["draws"], reference["draws"])
         exact[path] = same == compared and largest <= EXACT_TOLERANCE
         lines.append(f"{path:11s} {rate:10.0f} {found['usable_rate']:9.0f} "
                      f"{ratio_text(found['usable_rate'], ref_rate, runs, allow_noisy=args.allow_noisy):>20s} "

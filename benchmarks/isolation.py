@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["QUIET_FOREIGN_CORES", "PathRun", "foreign_cpu_seconds", "quiet_verdict", "ratio_text", "round_order",
-           "run_isolated", "write_result"]
+__all__ = ["QUIET_FOREIGN_CORES", "PathRun", "draw_difference", "foreign_cpu_seconds", "quiet_verdict", "ratio_text",
+           "round_order", "run_isolated", "write_result"]
 
 #: Mean cores busy with other processes up to which a run counts as quiet (an eighth of this 2-core machine).
 QUIET_FOREIGN_CORES = 0.25
@@ -138,6 +138,29 @@ def run_isolated(command: Callable[[str, int, Path], list[str]], paths: Sequence
                 echo(run.describe())
                 runs.append(run)
     return runs
+
+
+
+def draw_difference(draws: dict, reference: dict) -> tuple[int, int, float]:
+    """(draws with the reference's tokens, draws compared, largest probability difference) over the keys both hold.
+
+    Each draw is ``{"tokens": [...], "probabilities": [[...] per step]}``; probabilities are compared step by step up
+    to and including the first diverging token (after it the steps condition on other prefixes).
+    """
+    import numpy as np
+
+    same, largest = 0, 0.0
+    for key, draw in draws.items():
+        other = reference.get(key)
+        if other is None:
+            continue
+        same += draw["tokens"] == other["tokens"]
+        for position, (mine, theirs) in enumerate(zip(draw["probabilities"], other["probabilities"], strict=False)):
+            width = min(len(mine), len(theirs))
+            largest = max(largest, float(np.max(np.abs(np.asarray(mine[:width]) - np.asarray(theirs[:width])))))
+            if draw["tokens"][position] != other["tokens"][position]:
+                break
+    return same, sum(1 for key in draws if key in reference), largest
 
 
 def quiet_verdict(runs: Sequence[PathRun]) -> tuple[bool, str]:

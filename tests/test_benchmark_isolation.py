@@ -84,3 +84,16 @@ def test_a_ratio_is_withheld_unless_every_run_was_quiet(isolation):
 def test_rounds_rotate_the_order(isolation):
     assert [isolation.round_order(["a", "b", "c"], r) for r in range(4)] == [
         ["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+
+
+def test_draw_difference_compares_steps_up_to_the_first_diverging_token(isolation):
+    reference = {"a": {"tokens": [1, 2, 3], "probabilities": [[0.5], [0.4], [0.3]]},
+                 "b": {"tokens": [1, 2], "probabilities": [[0.5], [0.4]]}}
+    draws = {"a": {"tokens": [1, 2, 3], "probabilities": [[0.5], [0.41], [0.3]]},  # same tokens
+             "b": {"tokens": [1, 7], "probabilities": [[0.5], [0.1]]},  # diverges at step 1: that step counts
+             "c": {"tokens": [9], "probabilities": [[0.0]]}}  # not in the reference
+    same, compared, largest = isolation.draw_difference(draws, reference)
+    assert (same, compared) == (1, 2)
+    assert largest == pytest.approx(0.3)
+    draws["b"] = {"tokens": [4, 2], "probabilities": [[0.45], [0.9]]}  # diverges at step 0: step 1 is not compared
+    assert isolation.draw_difference(draws, reference)[2] == pytest.approx(0.05)
