@@ -37,21 +37,18 @@ import os
 import shlex
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts" / "tools"))  # the parser the fresh-venv runner uses too (one parser)
-from docs_steps import page_steps  # noqa: E402
+from docs_steps import page_steps, start_server, stop_server  # noqa: E402
 
 PAGES = ("README.md", "docs/internals.md", "docs/monitor.md", "docs/learned.md", "docs/peers.md", "docs/leaderboard.md",
          "docs/conformal.md")
 #: What the commands read from the checkout (they run from its root).
 CHECKOUT = ("much_dataset", "builder", "scripts", "data", "plugins")
-SERVER_URL = "http://127.0.0.1:7860"
 
 
 def test_every_page_has_commands_and_every_skip_says_why():
@@ -130,31 +127,7 @@ def _server(argv: list[str], folder: Path) -> subprocess.Popen:
         argv = [str(script), *argv[1:]] if script.exists() else [sys.executable, "-m", "much_leaderboard", *argv[1:]]
     else:
         argv = [sys.executable, *argv[1:]]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    log = open(folder / f"server-{time.monotonic_ns()}.log", "w")  # noqa: SIM115 - closed with the process
-    process = subprocess.Popen(argv, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 900
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"{' '.join(argv)} exited with {process.returncode}: {Path(log.name).read_text()}")
-        try:
-            with urllib.request.urlopen(SERVER_URL + "/", timeout=5) as answer:
-                if answer.status == 200:
-                    return process
-        except OSError:
-            time.sleep(2)
-    process.kill()
-    raise AssertionError(f"{' '.join(argv)}: no page at {SERVER_URL} after 900 s")
-
-
-def _stop(process: subprocess.Popen | None) -> None:
-    if process is not None and process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    return start_server(argv, folder, dict(os.environ, PYTHONPATH=str(ROOT)))
 
 
 def run_page(page: str, folder: Path, capsys) -> list[str]:
@@ -171,7 +144,7 @@ def run_page(page: str, folder: Path, capsys) -> list[str]:
                 continue
             argv = shlex.split(step.text)
             if argv[0] == "much-leaderboard" or argv[:3] == ["python", "-m", "much_leaderboard"]:
-                _stop(server)
+                stop_server(server)
                 server = _server(argv, folder)
                 ran.append(step.text)
                 continue
@@ -189,7 +162,7 @@ def run_page(page: str, folder: Path, capsys) -> list[str]:
                 assert line in output, f"{page}: {step.text!r} did not print {line!r}:\n{output[-3000:]}"
             ran.append(step.text)
     finally:
-        _stop(server)
+        stop_server(server)
     return ran
 
 

@@ -33,18 +33,16 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from docs_steps import ROOT, Step, install_lines, page_steps, pages
+from docs_steps import ROOT, Step, install_lines, page_steps, pages, start_server, stop_server
 
 LOCK = "constraints/test.txt"
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 #: The files that decide what an install line installs: a change of one builds the venvs again.
 DEFINING = (LOCK, "pyproject.toml", "setup.cfg", "builder/requirements.txt")
 CHECKOUT = ("much_dataset", "builder", "scripts", "data", "plugins")
-SERVER_URL = "http://127.0.0.1:7860"
 STEP_TIMEOUT_S = 1800
 _READY: set[Path] = set()
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
@@ -130,33 +128,6 @@ def _environment(venv: Path, home: Path) -> dict[str, str]:
     return env
 
 
-def _start_server(text: str, folder: Path, env: dict[str, str]) -> subprocess.Popen:
-    log = open(folder / f"server-{time.monotonic_ns()}.log", "w")  # closed with the process
-    process = subprocess.Popen(["bash", "-c", text], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 900
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"exited with {process.returncode}: {Path(log.name).read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(SERVER_URL + "/", timeout=5) as answer:
-                if answer.status == 200:
-                    return process
-        except OSError:
-            time.sleep(2)
-    process.kill()
-    raise AssertionError(f"no page at {SERVER_URL} after 900 s")
-
-
-def _stop(process: subprocess.Popen | None) -> None:
-    if process is not None and process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def _is_server(text: str) -> bool:
     argv = shlex.split(text)
     return argv[:2] == ["much-leaderboard", "serve"] or argv[:4] == ["python", "-m", "much_leaderboard", "serve"]
@@ -211,9 +182,9 @@ def run_page(page: str, venvs: Path, log=sys.stderr) -> tuple[PageResult, dict |
             for index, step in enumerate(runnable):
                 print(f"  [{page}] {step.text if step.kind == 'command' else 'python block'}", file=log, flush=True)
                 if step.kind == "command" and _is_server(step.text):
-                    _stop(server)
+                    stop_server(server)
                     try:
-                        server = _start_server(step.text, folder, env)
+                        server = start_server(["bash", "-c", step.text], folder, env)
                     except AssertionError as error:
                         result.status, result.detail = "failed", f"{step.text}: {error}"
                         break
@@ -228,7 +199,7 @@ def run_page(page: str, venvs: Path, log=sys.stderr) -> tuple[PageResult, dict |
             else:
                 result.status = "passed"
         finally:
-            _stop(server)
+            stop_server(server)
     result.seconds = round(time.monotonic() - start, 1)
     return result, record
 

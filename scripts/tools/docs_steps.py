@@ -17,10 +17,15 @@ the pages in :data:`PYTHON_PAGES` are steps too. What is not run says why, on th
 from __future__ import annotations
 
 import re
+import subprocess
+import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+#: where a page's `much-leaderboard serve` answers (the board's default port)
+SERVER_URL = "http://127.0.0.1:7860"
 #: Pages whose python blocks are steps too (the others are covered elsewhere or are peers' bug reproductions).
 PYTHON_PAGES = ("docs/internals.md", "docs/leaderboard.md", "docs/conformal.md")
 #: A block whose first comment line starts like this is not run; the comment says why.
@@ -116,3 +121,34 @@ def install_lines(steps: list[Step]) -> tuple[str, ...]:
     if own:
         return own
     return (QUICK_START,) if any(step.kind in ("command", "python") for step in steps) else ()
+
+
+def start_server(argv: list[str], folder: Path, env: dict[str, str]) -> subprocess.Popen:
+    """A page's server command started in ``folder``, returned once :data:`SERVER_URL` answers (at most 900 s: a
+    loaded machine takes minutes to import the board); its output goes to a log in ``folder``, quoted on failure."""
+    log = open(folder / f"server-{time.monotonic_ns()}.log", "w")  # noqa: SIM115 - closed with the process
+    process = subprocess.Popen(argv, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{' '.join(argv)} exited with {process.returncode}: "
+                                 f"{Path(log.name).read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(SERVER_URL + "/", timeout=5) as answer:
+                if answer.status == 200:
+                    return process
+        except OSError:
+            time.sleep(2)
+    process.kill()
+    raise AssertionError(f"{' '.join(argv)}: no page at {SERVER_URL} after 900 s")
+
+
+def stop_server(process: subprocess.Popen | None) -> None:
+    """Stops a server :func:`start_server` started (terminate, then kill after 60 s); nothing for ``None``."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
