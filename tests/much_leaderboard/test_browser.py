@@ -7,35 +7,20 @@ missing piece fails the test. ``MUCH_SCREENSHOT_DIR=DIR`` saves the pages seen (
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
 from much_leaderboard import Leaderboard, Store
-from tests._tools import require
+from tests.much_leaderboard._browser import chromium_page, require_browser, shot
 from tests.much_leaderboard._helpers import make_zip, sample_signal, serving, valid_archive
 
 pytestmark = pytest.mark.browser
 
 
-def _require(condition: bool, why: str) -> None:
-    require("browser", condition, why)
-
-
-def _chromium() -> str | None:
-    return os.environ.get("MUCH_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, evaluation):
-    import importlib.util
-
-    for module in ("gradio", "playwright", "uvicorn"):
-        _require(importlib.util.find_spec(module) is not None, f"{module} is not installed (extra 'leaderboard')")
-    _require(_chromium() is not None, "no chromium binary (apt-get install chromium)")
+    require_browser()
     board = Leaderboard(tmp_path_factory.mktemp("browser") / "store", data=evaluation)
     board.add_baselines(("max_likelihood",))
     with serving(board) as url:
@@ -44,20 +29,8 @@ def server(tmp_path_factory, evaluation):
 
 @pytest.fixture(scope="module")
 def page(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=_chromium(), headless=True, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(60_000)
+    with chromium_page(1400) as page:
         yield page
-        browser.close()
-
-
-def _shot(page, name: str) -> None:
-    folder = os.environ.get("MUCH_SCREENSHOT_DIR")
-    if folder:
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
 
 
 def _rows(page) -> int:
@@ -127,7 +100,7 @@ def test_the_table_fits_its_frame_at_the_documented_widths(server, page):
             assert frame["window_width"] == width, frame
             assert frame["fits"] and frame["table_right"] <= frame["wrap_right"] <= width, frame
             assert frame["cost_right"] <= frame["wrap_right"] and frame["page_width"] <= width, frame
-            _shot(page, f"leaderboard-{width}")
+            shot(page, f"leaderboard-{width}")
 
             page.evaluate(_WIDEN, [_LONG_COST, 2])
             wider = _frame(page)
@@ -154,13 +127,13 @@ def test_browse_submit_sort_filter_open_and_reject(server, page, tmp_path):
     page.locator("#submit-button").click()
     message = page.wait_for_selector("#submit-message[data-status]")
     assert message.get_attribute("data-status") == "accepted", message.inner_text()
-    _shot(page, "submit")
+    shot(page, "submit")
 
     page.get_by_role("tab", name="Leaderboard").click()
     page.wait_for_function("document.querySelectorAll('#much-leaderboard tbody tr').length == 2")
     assert name in page.inner_text("#much-leaderboard")  # shown as text ...
     assert page.evaluate("window.pwned") is None  # ... never run
-    _shot(page, "leaderboard")
+    shot(page, "leaderboard")
     # Issues #43, #59: the table fits a 1,400 px window, without horizontal scrolling, its cost column in view.
     frame = _frame(page)
     assert frame["fits"] and frame["cost_right"] <= frame["wrap_right"] <= 1400, frame
@@ -189,7 +162,7 @@ def test_browse_submit_sort_filter_open_and_reject(server, page, tmp_path):
     assert detail.is_visible()
     assert name in page.inner_text("#much-submission") and page.evaluate("window.pwned") is None
     assert re.search(r"\?submission=[0-9a-f]{64}$", page.url)
-    _shot(page, "submission")
+    shot(page, "submission")
 
     # a malicious archive gets its rejection message and adds nothing
     evil = tmp_path / "evil.zip"

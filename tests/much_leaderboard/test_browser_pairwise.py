@@ -11,19 +11,15 @@ from pathlib import Path
 import pytest
 
 from much_leaderboard import Leaderboard
+from tests.much_leaderboard._browser import chromium_page, require_browser
 from tests.much_leaderboard._helpers import sample_signal, serving, valid_archive
-from tests.much_leaderboard.test_browser import _chromium, _require
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, evaluation):
-    import importlib.util
-
-    for module in ("gradio", "playwright", "uvicorn"):
-        _require(importlib.util.find_spec(module) is not None, f"{module} is not installed (extra 'leaderboard')")
-    _require(_chromium() is not None, "no chromium binary (apt-get install chromium)")
+    require_browser()
     board = Leaderboard(tmp_path_factory.mktemp("browser-pairwise") / "store", data=evaluation)
     board.add_baselines()  # the sample board: every built-in baseline (KTC included), each with a measured cost
     outcome = board.submit(valid_archive(sample_signal(seed=5), name="no_cost_method"),
@@ -35,14 +31,8 @@ def server(tmp_path_factory, evaluation):
 
 @pytest.fixture(scope="module")
 def page(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=_chromium(), headless=True, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        page.set_default_timeout(60_000)
+    with chromium_page(1280) as page:
         yield page
-        browser.close()
 
 
 # Boxes of the tab's parts and of every text of the figure, measured in the page.

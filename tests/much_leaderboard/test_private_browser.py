@@ -8,30 +8,20 @@ from __future__ import annotations
 import pytest
 
 from much_leaderboard import Leaderboard
+from tests.much_leaderboard._browser import chromium_page, require_browser, shot
 from tests.much_leaderboard._helpers import sample_signal, serving, valid_archive
-from tests.much_leaderboard.test_browser import _chromium, _require, _shot
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def private_page(tmp_path_factory, public_evaluation, private_split):
-    import importlib.util
-
-    for module in ("gradio", "playwright", "uvicorn"):
-        _require(importlib.util.find_spec(module) is not None, f"{module} is not installed (extra 'leaderboard')")
-    _require(_chromium() is not None, "no chromium binary (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
+    require_browser()
     board = Leaderboard(tmp_path_factory.mktemp("browser-private") / "store", data=public_evaluation)
     board.add_baselines()
     board.attach_private(private_split)
-    with serving(board) as url, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=_chromium(), headless=True, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(60_000)
+    with serving(board) as url, chromium_page(1400) as page:
         yield board, page, url + "/"
-        browser.close()
 
 
 def test_a_form_submission_shows_public_rank_private_rank_and_the_shift(private_page, tmp_path):
@@ -67,7 +57,7 @@ def test_a_form_submission_shows_public_rank_private_rank_and_the_shift(private_
     assert cells[0] == str(mine["private_rank"]) and cells[3] == str(mine["public_rank"])
     assert cells[4] == f"{mine['private']:.2f}" and cells[5] == expected_shift
     assert "Kendall's τ between the two rankings" in page.inner_text("#much-private-summary")
-    _shot(page, "leaderboard-private")
+    shot(page, "leaderboard-private")
 
     page.get_by_role("tab", name="Label sources").click()
     page.wait_for_selector("#much-label-source-tau")
