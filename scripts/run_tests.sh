@@ -15,6 +15,7 @@
 #     package index the same version pulls triton and the CUDA wheels (several GB). MUCH_TORCH_BUILD=default
 #     installs the package index's build of the same version instead (CUDA on Linux x86-64).
 #   - MUCH_TEST_LOCK=FILE installs another lock (scripts/tools/check_latest.sh runs the suite on the newest versions).
+#   - MUCH_TEST_WORKERS=N: pytest worker processes (default 2, the CI machine's cores; 0: no workers, one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=install
@@ -77,8 +78,10 @@ bash scripts/fetch_test_assets.sh
 stage_done ruff
 ruff check .
 stage_done pytest
-# the suite runs the scripts themselves (tests/test_scripts.py): their stage lines must not land in CI's table
-env -u MUCH_STAGE_TIMES python -m pytest -q "$@"
+# the suite runs the scripts themselves (tests/test_scripts.py): their stage lines must not land in CI's table.
+# Two worker processes (pytest-xdist), each test file whole in one of them (--dist loadfile: a module's fixtures are
+# built once); MUCH_TEST_WORKERS=0 runs the suite in this process, a number picks that many workers.
+env -u MUCH_STAGE_TIMES python -m pytest -q -n "${MUCH_TEST_WORKERS:-2}" --dist loadfile "$@"
 stage_done docs
 bash scripts/build_docs.sh
 stage_done

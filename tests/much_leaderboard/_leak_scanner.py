@@ -10,8 +10,9 @@ it, for the ways labels could come out:
   length, that is a window of the private label stream (rows in data order or ``generation_id`` order, either
   polarity) -- the shape of a per-claim array of the whole split or of a subset;
 * counts that reveal labels: the number of hallucinated claims of the split, of each language and of each generating
-  config (when at least 100: smaller numbers are everywhere in a page) within 80 characters of the word
-  "hallucinated" / "positive" (the way a page would state a count; numbers alone collide with ports, sizes, ...);
+  config (when at least 100: smaller numbers are everywhere in a page) as the number nearest the word "hallucinated" /
+  "positive", within 80 characters and no other number between (the way a page states a count; numbers alone, or
+  past another number, collide with ports, sizes, timings, ...);
 * exact metrics: given ``exact`` values (the unrounded private metrics), each with 4 and 5 decimals, unless the
   number found there is one of ``public`` (the board's published metrics, which may share 4 digits by chance).
 
@@ -38,6 +39,21 @@ _BITS = re.compile(rf"[01]{{{MIN_RUN},}}")
 _DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
 _NUMBER = re.compile(r"-?\d+\.\d+(?:[eE]-?\d+)?")
 _COUNT_CONTEXT = re.compile(r"hallucinat|positive", re.IGNORECASE)
+
+
+def _stated_as_count(text: str, start: int, end: int) -> bool:
+    """Whether the number at ``text[start:end]`` is the number nearest a word "hallucinated" / "positive".
+
+    Within 80 characters and with no other number between them: "310 hallucinated", "hallucinated claims: 310" or a
+    table cell next to its header. A number that only shares a sentence with the word, past another number (a public
+    row's "2572 hallucinated); runtime 0.00174s; cost 310 ns/claim"), states something else.
+    """
+    before = text[max(0, start - 80): start]
+    words_before = list(_COUNT_CONTEXT.finditer(before))
+    if words_before and not re.search(r"\d", before[words_before[-1].end():]):
+        return True
+    after = _COUNT_CONTEXT.search(text, end, end + 80)
+    return after is not None and not re.search(r"\d", text[end: after.start()])
 
 
 def _bits(hallucinated: np.ndarray) -> str:
@@ -105,7 +121,7 @@ class LeakScanner:
                 self.findings.append((where, f"a run of {len(match.group())} private label bits"))
         for subset, count in self.counts.items():
             for match in re.finditer(rf"(?<![\d.]){count}(?![\d.])", text):
-                if _COUNT_CONTEXT.search(text, max(0, match.start() - 80), match.end() + 80):
+                if _stated_as_count(text, match.start(), match.end()):
                     self.findings.append((where, f"the number of hallucinated claims of {subset} ({count}): "
                                                  f"{text[max(0, match.start() - 80): match.end() + 80]!r}"))
         for match in _NUMBER.finditer(text):

@@ -40,7 +40,8 @@ def test_the_scanner_finds_labels_planted_in_a_page(private_truth):
         "packed": base64.b64encode(np.packbits(np.asarray(long_row) == -1).tobytes()).decode(),
         "int8": f'"{base64.b64encode(np.asarray(row, np.int8).tobytes()).decode()}"',
         "per-claim array": json.dumps(everything[100:160].tolist()),  # a window of the split's labels
-        "count": f"<p>{total} hallucinated</p>", "exact": "ROC-AUC 0.6123",
+        "count": f"<p>{total} hallucinated</p>", "count after the word": f"hallucinated claims: <b>{total}</b>",
+        "count in a table": f"<tr><th>hallucinated</th><td>{total}</td></tr>", "exact": "ROC-AUC 0.6123",
         "exact in an image's page": '<img src="data:image/png;base64,AAAA"> {"roc_auc": 0.61234}',
     }
     for where, page in planted.items():
@@ -49,6 +50,8 @@ def test_the_scanner_finds_labels_planted_in_a_page(private_truth):
         assert len(scanner.findings) > before, where
     clean = LeakScanner(private_truth)
     clean.feed("noise", json.dumps(np.random.default_rng(0).integers(0, 2, 400).tolist()) + " 0.61 0.62 [1, 1, 1]")
+    # a public row's count, then a timing that happens to equal the private count (CI saw this once)
+    clean.feed("a public row's detail", f"5617 claims (2572 hallucinated); runtime 0.00174s; cost {total} ns/claim")
     assert clean.findings == []
 
 
