@@ -241,7 +241,7 @@ def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
             stored = board.store.rows()
             private = board.private.table(stored) if board.private is not None else None
             sources = _sources_table(board) if len(board.label_sources.sources) > 1 else None
-            return boards_json(stored, private, sources)
+            return boards_json(stored, private, sources, board.pairwise(stored))
 
         return JSONResponse(await run_in_threadpool(answer))
 

@@ -135,13 +135,14 @@ def render_label_sources(table: Mapping[str, Any]) -> str:
 
 
 def boards_json(rows: list[dict[str, Any]], private: Mapping[str, Any] | None,
-                sources: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``GET /api/boards``: the public ranking (ROC-AUC), the private board (shown values only) and the label
-    sources' table; submitted text as typed (JSON)."""
+                sources: Mapping[str, Any] | None, pairwise: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``GET /api/boards``: the public ranking (ROC-AUC), the pairwise matrix of the public board as the tab shows it
+    (:func:`much_leaderboard._pairwise.pairwise_board`; null while it is being computed), the private board (shown
+    values only) and the label sources' table; submitted text as typed (JSON)."""
     public = sorted(({"key": f"{r['submission']}/{r['signal']}", "method": r["form"].get("method", ""),
                       "signal": r["signal"], "kind": r["kind"], "roc_auc": r["metrics"]["overall"].get("roc_auc")}
                      for r in rows), key=lambda r: -(r["roc_auc"] if r["roc_auc"] is not None else -1.0))
-    out: dict[str, Any] = {"public": public}
+    out: dict[str, Any] = {"public": public, "pairwise": None if pairwise is None else dict(pairwise)}
     if private is not None:
         out["private"] = {
             "n_samples": private["n_samples"], "n_claims": private["n_claims"], "decimals": private["decimals"],

@@ -189,3 +189,22 @@ def test_figure_labels_keep_their_gap_and_the_axes_have_ticks():
     svg = cost_figure(points)
     assert len(re.findall(r'class="tick"[^>]*text-anchor="middle"', svg)) >= 2
     assert svg.count('class="point best"') == 2 and svg.count('fill="#fff"') == 1
+
+
+def test_the_json_answer_carries_the_matrix_the_tab_shows(board):
+    """``GET /api/boards``: ``pairwise`` is the cached matrix (JSON types), null while a newer one is computed."""
+    pytest.importorskip("gradio")
+    from fastapi.testclient import TestClient
+
+    from much_leaderboard import create_server
+
+    client = TestClient(create_server(board))
+    served = client.get("/api/boards").json()
+    assert served["pairwise"] == board.pairwise() and len(served["pairwise"]["keys"]) == len(board.store.rows()) >= 3
+    assert [row["key"] for row in served["public"]][:1] == served["pairwise"]["keys"][:1]  # both rank by ROC-AUC
+    cached, version = board.store.board(PAIRWISE_KEY)
+    board.store.save_board(PAIRWISE_KEY, cached, version - 1)  # an older state's matrix: not served
+    try:
+        assert client.get("/api/boards").json()["pairwise"] is None
+    finally:
+        board.store.save_board(PAIRWISE_KEY, cached, version)

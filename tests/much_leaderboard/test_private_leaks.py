@@ -163,8 +163,13 @@ def visit(tmp_path_factory, public_evaluation, private_split, private_truth):
                     elif not endpoint["parameters"]:
                         served.append((name, _call(client, url, name).encode()))
             hub_files = dict(hub.repos["me/much-leaderboard"]["files"])
-            public = {float(n) for row in board.store.rows() for n in re.findall(r"-?\d+\.\d+(?:[eE]-?\d+)?",
-                                                                                  json.dumps(row["metrics"]))}
+            # what the board publishes unrounded by design: its rows' metrics and the public pairwise matrix (a
+            # 4-decimal prefix shared with a private metric by chance is not a leak; the matrix's claims are checked
+            # to be the public ones in test_the_private_answers_hold_only_rounded_values_over_the_whole_split)
+            pairwise = board.pairwise()
+            published = [json.dumps(row["metrics"]) for row in board.store.rows()] + [json.dumps(pairwise)]
+            public = {float(n) for text in published for n in re.findall(r"-?\d+\.\d+(?:[eE]-?\d+)?", text)}
+            public_samples = len(public_evaluation.dataset)
     finally:
         root.removeHandler(handler)
         root.setLevel(previous_level)
@@ -177,7 +182,8 @@ def visit(tmp_path_factory, public_evaluation, private_split, private_truth):
     form = sample_signal(seed=13)["max_likelihood"]
     exact_values["form"] = {g: form[g] for g in ids}
     return {"served": served, "outcomes": outcomes, "logs": [r.getMessage() for r in records], "hub": hub_files,
-            "called": called, "endpoints": set(info["named_endpoints"]), "public": public,
+            "called": called, "endpoints": set(info["named_endpoints"]), "public": public, "pairwise": pairwise,
+            "public_samples": public_samples,
             "exact": _exact_private_metrics(private_truth, exact_values)}
 
 
@@ -230,6 +236,9 @@ def test_the_private_answers_hold_only_rounded_values_over_the_whole_split(visit
                             "public_rank", "private_rank", "shift"}
         if row["private_roc_auc"] is not None:
             assert row["private_roc_auc"] == round(row["private_roc_auc"], 2)
+    # the pairwise matrix is the public board's: served as the board computed it, over public claims only
+    assert boards["pairwise"] == json.loads(json.dumps(visit["pairwise"]))
+    assert boards["pairwise"]["keys"] and 0 < boards["pairwise"]["n_samples"] <= visit["public_samples"]
     shown = {row["signal"]: row["private_roc_auc"] for row in private["rows"]}
     for name, exact in visit["exact"].items():
         assert shown[name] == round(exact, 2) and shown[name] != exact
