@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as futures
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -207,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{mark}", flush=True)
     finally:
         fixtures.close()
+        shutil.rmtree(work, ignore_errors=True)
     print_summary(results)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

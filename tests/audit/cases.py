@@ -108,7 +108,8 @@ class Fixtures:
         self._guard = threading.Lock()
 
     def close(self) -> None:
-        shutil.rmtree(self.folder.parent, ignore_errors=True)
+        """Remove the fixtures' folder (only what this object made: never its parent)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def _once(self, name: str, build: Callable[[Path], None]) -> Path:
         with self._guard:
