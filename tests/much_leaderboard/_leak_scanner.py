@@ -11,8 +11,9 @@ it, for the ways labels could come out:
   polarity) -- the shape of a per-claim array of the whole split or of a subset;
 * counts that reveal labels: the number of hallucinated claims of the split, of each language and of each generating
   config (when at least 100: smaller numbers are everywhere in a page) as the number nearest the word "hallucinated" /
-  "positive", within 80 characters and no other number between (the way a page states a count; numbers alone, or
-  past another number, collide with ports, sizes, timings, ...);
+  "positive(s)", within 80 characters and no other number between (the way a page states a count; numbers alone, or
+  past another number, collide with ports, sizes, timings, ...), unless an id (``"id": 103``: Gradio numbers its
+  components with a per-process counter);
 * exact metrics: given ``exact`` values (the unrounded private metrics), each with 4 and 5 decimals, unless the
   number found there is one of ``public`` (the board's published metrics, which may share 4 digits by chance).
 
@@ -38,7 +39,11 @@ _ARRAY = re.compile(rf"\[\s*(?:{_VALUE}\s*,\s*){{{MIN_RUN - 1},}}{_VALUE}\s*\]")
 _BITS = re.compile(rf"[01]{{{MIN_RUN},}}")
 _DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
 _NUMBER = re.compile(r"-?\d+\.\d+(?:[eE]-?\d+)?")
-_COUNT_CONTEXT = re.compile(r"hallucinat|positive", re.IGNORECASE)
+# the words a page states a count with ("hallucination", in every page's title, states none)
+_COUNT_CONTEXT = re.compile(r"\b(?:hallucinated|positives?)\b", re.IGNORECASE)
+# a number that names a thing, not a count: Gradio's component ids (a per-process counter, so they differ between
+# runs and test workers) and HTML/JSON ids
+_ID_BEFORE = re.compile(r"""(?:["']?\b(?:id|_id|fn_index|target)["']?\s*[:=]\s*["']?)$""")
 
 
 def _stated_as_count(text: str, start: int, end: int) -> bool:
@@ -121,7 +126,8 @@ class LeakScanner:
                 self.findings.append((where, f"a run of {len(match.group())} private label bits"))
         for subset, count in self.counts.items():
             for match in re.finditer(rf"(?<![\d.]){count}(?![\d.])", text):
-                if _stated_as_count(text, match.start(), match.end()):
+                if _stated_as_count(text, match.start(), match.end()) and \
+                        not _ID_BEFORE.search(text, max(0, match.start() - 16), match.start()):
                     self.findings.append((where, f"the number of hallucinated claims of {subset} ({count}): "
                                                  f"{text[max(0, match.start() - 80): match.end() + 80]!r}"))
         for match in _NUMBER.finditer(text):

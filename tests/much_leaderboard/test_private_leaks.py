@@ -52,6 +52,10 @@ def test_the_scanner_finds_labels_planted_in_a_page(private_truth):
     clean.feed("noise", json.dumps(np.random.default_rng(0).integers(0, 2, 400).tolist()) + " 0.61 0.62 [1, 1, 1]")
     # a public row's count, then a timing that happens to equal the private count (CI saw this once)
     clean.feed("a public row's detail", f"5617 claims (2572 hallucinated); runtime 0.00174s; cost {total} ns/claim")
+    # a Gradio component whose id equals the private count, before the title (seen once in CI)
+    component = {"id": total, "type": "markdown", "props": {"value": "# MUCH claim-level hallucination detection"}}
+    clean.feed("a component id", json.dumps({"components": [component]}, separators=(",", ":")))
+    clean.feed("an id before the word", f'<div id="{total}">hallucinated</div>')
     assert clean.findings == []
 
 
