@@ -47,12 +47,15 @@ _ID_BEFORE = re.compile(r"""(?:["']?\b(?:id|_id|fn_index|target)["']?\s*[:=]\s*[
 
 
 def _stated_as_count(text: str, start: int, end: int) -> bool:
-    """Whether the number at ``text[start:end]`` is the number nearest a word "hallucinated" / "positive".
+    """Whether the number at ``text[start:end]`` is the number nearest a word "hallucinated" / "positive" (and not
+    an id).
 
     Within 80 characters and with no other number between them: "310 hallucinated", "hallucinated claims: 310" or a
     table cell next to its header. A number that only shares a sentence with the word, past another number (a public
     row's "2572 hallucinated); runtime 0.00174s; cost 310 ns/claim"), states something else.
     """
+    if _ID_BEFORE.search(text, max(0, start - 16), start):
+        return False
     before = text[max(0, start - 80): start]
     words_before = list(_COUNT_CONTEXT.finditer(before))
     if words_before and not re.search(r"\d", before[words_before[-1].end():]):
@@ -126,8 +129,7 @@ class LeakScanner:
                 self.findings.append((where, f"a run of {len(match.group())} private label bits"))
         for subset, count in self.counts.items():
             for match in re.finditer(rf"(?<![\d.]){count}(?![\d.])", text):
-                if _stated_as_count(text, match.start(), match.end()) and \
-                        not _ID_BEFORE.search(text, max(0, match.start() - 16), match.start()):
+                if _stated_as_count(text, match.start(), match.end()):
                     self.findings.append((where, f"the number of hallucinated claims of {subset} ({count}): "
                                                  f"{text[max(0, match.start() - 80): match.end() + 80]!r}"))
         for match in _NUMBER.finditer(text):
