@@ -46,8 +46,18 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 MUCH_GENERATIONS = 4873 + 1575
 _RATE = re.compile(r"generate: (\d+) generated, (\d+) failed, (\d+) tokens \(([\d.]+) tokens/s\)")
 #: Each path: (engine, the generate flags that make it). ``hf b8`` is the hf engine's CPU default, named explicitly.
-SPECS = {"hf b1": ("hf", ["--batch-size", "1"]), "hf b8": ("hf", ["--batch-size", "8"]),
-         "vllm": ("vllm", ["--batch-size", "10000"]), "openai": ("openai", [])}
+SPECS = {"vllm": ("vllm", ["--batch-size", "10000"]), "openai": ("openai", [])}
+_HF_PATH = re.compile(r"hf b(\d+)")
+
+
+def path_spec(path: str) -> tuple[str, list[str]]:
+    """``(engine, flags)`` of a path name: one of :data:`SPECS`, or ``hf bN`` (the hf engine, N questions per call)."""
+    hf = _HF_PATH.fullmatch(path)
+    if hf and int(hf.group(1)) >= 1:
+        return "hf", ["--batch-size", hf.group(1)]
+    if path not in SPECS:
+        raise SystemExit(f"unknown path {path!r}: 'hf bN' (N >= 1) or one of {', '.join(SPECS)}")
+    return SPECS[path]
 VLLM_PATHS = ("vllm", "openai")
 #: Largest |stored - reference| probability two exact paths may differ by (tests/_floats.py SAME_PROBABILITIES).
 EXACT_TOLERANCE = 5e-5
@@ -116,7 +126,7 @@ def worker(args: argparse.Namespace) -> int:
 
     from isolation import write_result
 
-    engine, flags = SPECS[args.worker]
+    engine, flags = path_spec(args.worker)
     argv = ["--engine", engine, "--model-name", "bench", "--max-new-tokens", str(args.max_new_tokens),
             "--temperature", str(args.temperature), "--dtype", "float32", *flags]
     questions = _rounds(args)[args.round]
@@ -214,9 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     from isolation import quiet_verdict, run_isolated
 
     paths = [p.strip() for p in args.paths.split(",")]
-    unknown = [p for p in paths if p not in SPECS]
+    unknown = [p for p in paths if p not in SPECS and not _HF_PATH.fullmatch(p)]
     if unknown:
-        parser.error(f"unknown --paths {unknown}; known: {', '.join(SPECS)}")
+        parser.error(f"unknown --paths {unknown}; known: 'hf bN' (N questions per call), {', '.join(SPECS)}")
     skipped = not_measured(paths, args.model_dir, args.vllm_python)
     paths = [p for p in paths if p not in skipped]
     rounds = len(_rounds(args))

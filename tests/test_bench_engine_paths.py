@@ -44,8 +44,13 @@ def test_a_vllm_path_needs_a_safetensors_folder(bench, tmp_path):
 def test_every_generate_path_is_a_generate_command_line(bench):
     from builder.cli import build_parser
 
-    for engine, flags in bench.SPECS.values():
+    for path in [*bench.SPECS, "hf b1", "hf b8", "hf b32"]:
+        engine, flags = bench.path_spec(path)
         args = build_parser().parse_args(["generate", "--out", "o", "--model", "m", "--engine", engine, *flags])
         assert args.engine == engine
-    assert bench.SPECS["hf b8"][1] == ["--batch-size", "8"] and bench.SPECS["hf b1"][1] == ["--batch-size", "1"]
+    assert bench.path_spec("hf b8") == ("hf", ["--batch-size", "8"])
+    assert bench.path_spec("hf b1") == ("hf", ["--batch-size", "1"])
+    for bad in ("hf b0", "hf b", "hf8", "vllm2"):
+        with pytest.raises(SystemExit, match="unknown path"):
+            bench.path_spec(bad)
     assert sys.modules.get("vllm") is None  # the hf side never imports vLLM
