@@ -224,6 +224,25 @@ def test_replay_of_a_nan_pack_is_refused_before_any_model(tmp_path, capsys):
     assert not (tmp_path / "r" / "replay.jsonl").exists()
 
 
+@pytest.mark.parametrize("step", ["replay", "verify"])
+@pytest.mark.parametrize(("manifest", "words"), [
+    ('{"format": ', "manifest.json: not valid JSON"),
+    ("[1, 2]", "manifest.json: not a much-samples/1 manifest"),
+    (None, "not a samples pack (no manifest.json"),
+])
+def test_a_source_folder_whose_manifest_is_not_a_samples_packs_is_named(tmp_path, capsys, step, manifest, words):
+    """A folder --source is read as a samples pack: a manifest that is not JSON (or none) is named, not
+    '[Errno 21] Is a directory'."""
+    pack = _pack(tmp_path)
+    if manifest is None:
+        (pack / "manifest.json").unlink()
+    else:
+        (pack / "manifest.json").write_text(manifest)
+    assert main([step, "--out", str(tmp_path / "r"), "--source", str(pack), "--model", "not-loaded"]) == 2
+    err = capsys.readouterr().err
+    assert str(pack) in err and words in err and "Is a directory" not in err, err
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Resume: builder samples into a damaged pack finds the damage, names the shard, redraws its samples
 
