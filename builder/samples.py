@@ -314,10 +314,11 @@ def _pack_decoder(pack: Path, models: list[str]) -> Decoder | None:
     return text_decoder(tokenizer)
 
 
-def _repair(pack: Path, decode: Decoder | None) -> set[tuple[str, int]]:
-    """The pairs the pack holds after taking out the samples of damaged shards (:func:`repair_samples_pack`), each
-    damage said."""
-    manifest, damage = repair_samples_pack(pack, decode=decode)
+def _repair(pack: Path, decode: Decoder | None, answers: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """The pairs the pack holds after taking out the samples of damaged shards (:func:`repair_samples_pack`; a
+    sample of another question than its answer's is damage too), each damage said."""
+    manifest, damage = repair_samples_pack(pack, decode=decode,
+                                           rows={str(answer[schema.GENERATION_ID]): answer for answer in answers})
     for found in damage:
         print(f"samples: {pack} does not match its manifest: shard {found.shard}: {found.reason}; "
               f"{len(found.rows)} sample(s) to redraw")
@@ -351,7 +352,7 @@ def run_samples(options: SamplesOptions) -> int:
                                 stored_candidates=options.stored_candidates, dtype=dtype)
     check_identity(pack, identity)  # before the model is loaded
     decode = _pack_decoder(pack, [options.model, config.model_name])  # the texts' rule, where a tokenizer is known
-    items = sample_items(answers, config, options.n, _repair(pack, decode))
+    items = sample_items(answers, config, options.n, _repair(pack, decode, answers))
     print(f"samples: config {config.id} ({config.model_name}, T={config.temperature}, top_p {config.top_p}, top_k "
           f"{config.top_k}, max {config.max_new_tokens} tokens, engine {options.engine}, executor "
           f"{options.placement.executor}); {len(answers)} answers x {options.n}: "

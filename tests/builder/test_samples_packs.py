@@ -287,6 +287,10 @@ RESUME_CASES = {
     "edited": (_flip_last_byte, "hash"),
     "nan": (lambda pack: forge(pack, _value(_set(("logits_values", 0, 0), math.nan))), "probability NaN"),
     "duplicated": (lambda pack: forge(pack, lambda rows, target: (rows + rows[:1], target)), "twice"),
+    # the samples of another question under the answer's generation_id: only the answers can tell
+    "other question": (lambda pack: forge(pack, lambda rows, target: ([{**r, "prompt": "question z"} for r in rows],
+                                                                      target)),
+                       "column 'prompt', 'question z' is not the row's 'question a'"),
 }
 
 
