@@ -178,7 +178,7 @@ MANIFEST_CASES = {
     "bytes wrong": (lambda pack: edit_manifest(pack, lambda m: m["shards"][_shard_of(pack)].update(
         bytes=m["shards"][_shard_of(pack)]["bytes"] + 1)), "bytes"),
     "sha256 wrong": (lambda pack: edit_manifest(pack, lambda m: m["shards"][_shard_of(pack)].update(
-        sha256="0" * 64)), "hash"),
+        sha256="0" * 64)), "the manifest lists sha256 0000000000000000..., but the file's bytes hash to its name"),
     "bfloat16 over float32 shards": (lambda pack: edit_manifest(pack, lambda m: m.update(dtype="bfloat16")),
                                      "identity (dtype 'bfloat16'"),
     "bfloat16 over float32 shards, digest forged too": (lambda pack: edit_manifest(pack, _claim_bfloat16),
