@@ -67,6 +67,9 @@ def read_rows(source: str | Path) -> Iterator[dict[str, Any]]:
     from much_dataset.samples import iter_pack_rows
 
     path = Path(source)
+    if path.is_dir() and not (path / "manifest.json").is_file():
+        raise BuilderError(f"{path}: a folder without a manifest.json, so not a samples pack; pass a .jsonl or "
+                           ".parquet file of rows (e.g. FOLDER/generations.jsonl) or a samples pack")
     if path.is_dir():  # only a samples pack: its manifest is read and checked (named when not JSON or not a pack's)
         for row in iter_pack_rows(path):
             gid = row[schema.GENERATION_ID]
@@ -116,7 +119,8 @@ def resolve_defaults(args: argparse.Namespace) -> None:
     own, else 1.0, much, extend; sets ``args.stored_candidates`` (a pack's, else 24)."""
     from much_dataset.samples import read_samples_manifest
 
-    manifest = read_samples_manifest(args.source) if Path(args.source).is_dir() else {}
+    pack = Path(args.source)  # a folder without a manifest: read_rows names it
+    manifest = read_samples_manifest(pack) if pack.is_dir() and (pack / "manifest.json").is_file() else {}
     config = manifest.get("config", {})
     if args.temperature is None:
         args.temperature = float(config.get("temperature", 1.0))

@@ -228,7 +228,7 @@ def test_replay_of_a_nan_pack_is_refused_before_any_model(tmp_path, capsys):
 @pytest.mark.parametrize(("manifest", "words"), [
     ('{"format": ', "manifest.json: not valid JSON"),
     ("[1, 2]", "manifest.json: not a much-samples/1 manifest"),
-    (None, "not a samples pack (no manifest.json"),
+    (None, "a folder without a manifest.json, so not a samples pack; pass a .jsonl or .parquet file"),
 ])
 def test_a_source_folder_whose_manifest_is_not_a_samples_packs_is_named(tmp_path, capsys, step, manifest, words):
     """A folder --source is read as a samples pack: a manifest that is not JSON (or none) is named, not
