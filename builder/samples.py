@@ -121,10 +121,7 @@ def read_source(source: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, 
         if (path / "generations.jsonl").is_file():
             rows = list(read_rows(path / "generations.jsonl"))
         else:
-            from much_dataset.samples import is_samples_pack
-
-            # the shards of a samples pack kept inside the folder (the embedded sample's) are not answers
-            files = [f for f in sorted(path.rglob("*.parquet")) if not is_samples_pack(f.parent.parent)]
+            files = [f for f in sorted(path.rglob("*.parquet")) if not _pack_shard(f)]
             if not files:
                 raise BuilderError(f"{path}: neither a builder folder (generations.jsonl) nor parquet shards")
             rows = [row for file in files for row in _parquet_rows(file)]
@@ -139,6 +136,18 @@ def read_source(source: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, 
     if not answers:
         raise BuilderError(f"{source}: no answers")
     return answers, configs
+
+
+def _pack_shard(file: Path) -> bool:
+    """Whether ``file`` is a shard of a samples pack kept inside the source folder (the embedded sample's): not an
+    answer. A pack whose manifest is not JSON or not a samples pack's is refused naming it (its samples would
+    otherwise be read as answers, each answer several times)."""
+    from much_dataset.samples import SHARDS, read_samples_manifest
+
+    if file.parent.name != SHARDS or not (file.parent.parent / MANIFEST).is_file():
+        return False
+    read_samples_manifest(file.parent.parent)
+    return True
 
 
 def _parquet_rows(file: Path) -> list[dict[str, Any]]:

@@ -382,3 +382,21 @@ def test_samples_reads_its_namespace_once_and_never_changes_it(tmp_path, monkeyp
     items = builder.samples.sample_items(ANSWERS[:1], CONFIG, 2, set())
     assert [(item.generation_id, item.sample_index) for item in items] == [("a", 0), ("a", 1)]
     assert "rsplit" not in inspect.getsource(builder.samples) + inspect.getsource(builder.samples_store)
+
+
+def test_a_pack_inside_the_source_folder_whose_manifest_is_not_json_is_named_not_read_as_answers(tmp_path):
+    """The shards of a samples pack kept inside a source folder are not answers; a pack whose manifest is not JSON
+    is named -- its samples were read as answers, each answer once per sample."""
+    import pyarrow.parquet as pq
+
+    from builder.samples import read_source
+
+    source = tmp_path / "source"
+    (source / "data").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(ANSWERS), source / "data" / "test.parquet")
+    fake_pack(source / "samples", _rows())
+    answers, _ = read_source(str(source))
+    assert sorted(a["generation_id"] for a in answers) == ["a", "b", "c"]
+    (source / "samples" / "manifest.json").write_text('{"format": ')
+    with pytest.raises(SamplesError, match=r"samples/manifest\.json: not valid JSON"):
+        read_source(str(source))
