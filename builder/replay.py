@@ -64,10 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def read_rows(source: str | Path) -> Iterator[dict[str, Any]]:
     """Rows of a ``.jsonl`` file, a ``.parquet`` shard (lists as Python lists) or a samples pack (each sample a row
     named ``<generation_id>#<sample_index>``, its answer's id kept as ``answer_generation_id``)."""
-    from much_dataset.samples import is_samples_pack, iter_pack_rows
+    from much_dataset.samples import iter_pack_rows
 
     path = Path(source)
-    if path.is_dir() and is_samples_pack(path):
+    if path.is_dir() and not (path / "manifest.json").is_file():
+        raise BuilderError(f"{path}: a folder without a manifest.json, so not a samples pack; pass a .jsonl or "
+                           ".parquet file of rows (e.g. FOLDER/generations.jsonl) or a samples pack")
+    if path.is_dir():  # only a samples pack: its manifest is read and checked (named when not JSON or not a pack's)
         for row in iter_pack_rows(path):
             gid = row[schema.GENERATION_ID]
             yield {**row, schema.GENERATION_ID: f"{gid}#{row[schema.SAMPLE_INDEX]}", "answer_generation_id": gid}
@@ -114,10 +117,10 @@ def check_source_rows(rows: Sequence[dict[str, Any]], source: str | Path, *, voc
 def resolve_defaults(args: argparse.Namespace) -> None:
     """Fill ``--temperature``, ``--prompt-style``, ``--out-of-top`` (and ``--no-brief``) left unset: a samples pack's
     own, else 1.0, much, extend; sets ``args.stored_candidates`` (a pack's, else 24)."""
-    from much_dataset.samples import is_samples_pack, read_samples_manifest
+    from much_dataset.samples import read_samples_manifest
 
-    manifest = read_samples_manifest(args.source) if Path(args.source).is_dir() and is_samples_pack(args.source) \
-        else {}
+    pack = Path(args.source)  # a folder without a manifest: read_rows names it
+    manifest = read_samples_manifest(pack) if pack.is_dir() and (pack / "manifest.json").is_file() else {}
     config = manifest.get("config", {})
     if args.temperature is None:
         args.temperature = float(config.get("temperature", 1.0))

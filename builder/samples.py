@@ -121,10 +121,7 @@ def read_source(source: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, 
         if (path / "generations.jsonl").is_file():
             rows = list(read_rows(path / "generations.jsonl"))
         else:
-            from much_dataset.samples import is_samples_pack
-
-            # the shards of a samples pack kept inside the folder (the embedded sample's) are not answers
-            files = [f for f in sorted(path.rglob("*.parquet")) if not is_samples_pack(f.parent.parent)]
+            files = [f for f in sorted(path.rglob("*.parquet")) if not _pack_shard(f)]
             if not files:
                 raise BuilderError(f"{path}: neither a builder folder (generations.jsonl) nor parquet shards")
             rows = [row for file in files for row in _parquet_rows(file)]
@@ -139,6 +136,18 @@ def read_source(source: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, 
     if not answers:
         raise BuilderError(f"{source}: no answers")
     return answers, configs
+
+
+def _pack_shard(file: Path) -> bool:
+    """Whether ``file`` is a shard of a samples pack kept inside the source folder (the embedded sample's): not an
+    answer. A pack whose manifest is not JSON or not a samples pack's is refused naming it (its samples would
+    otherwise be read as answers, each answer several times)."""
+    from much_dataset.samples import SHARDS, read_samples_manifest
+
+    if file.parent.name != SHARDS or not (file.parent.parent / MANIFEST).is_file():
+        return False
+    read_samples_manifest(file.parent.parent)
+    return True
 
 
 def _parquet_rows(file: Path) -> list[dict[str, Any]]:
@@ -314,10 +323,11 @@ def _pack_decoder(pack: Path, models: list[str]) -> Decoder | None:
     return text_decoder(tokenizer)
 
 
-def _repair(pack: Path, decode: Decoder | None) -> set[tuple[str, int]]:
-    """The pairs the pack holds after taking out the samples of damaged shards (:func:`repair_samples_pack`), each
-    damage said."""
-    manifest, damage = repair_samples_pack(pack, decode=decode)
+def _repair(pack: Path, decode: Decoder | None, answers: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """The pairs the pack holds after taking out the samples of damaged shards (:func:`repair_samples_pack`; a
+    sample of another question than its answer's is damage too), each damage said."""
+    manifest, damage = repair_samples_pack(pack, decode=decode,
+                                           rows={str(answer[schema.GENERATION_ID]): answer for answer in answers})
     for found in damage:
         print(f"samples: {pack} does not match its manifest: shard {found.shard}: {found.reason}; "
               f"{len(found.rows)} sample(s) to redraw")
@@ -351,7 +361,7 @@ def run_samples(options: SamplesOptions) -> int:
                                 stored_candidates=options.stored_candidates, dtype=dtype)
     check_identity(pack, identity)  # before the model is loaded
     decode = _pack_decoder(pack, [options.model, config.model_name])  # the texts' rule, where a tokenizer is known
-    items = sample_items(answers, config, options.n, _repair(pack, decode))
+    items = sample_items(answers, config, options.n, _repair(pack, decode, answers))
     print(f"samples: config {config.id} ({config.model_name}, T={config.temperature}, top_p {config.top_p}, top_k "
           f"{config.top_k}, max {config.max_new_tokens} tokens, engine {options.engine}, executor "
           f"{options.placement.executor}); {len(answers)} answers x {options.n}: "

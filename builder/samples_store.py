@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,14 +117,16 @@ def merge_commit(manifest: dict[str, Any], shard: tuple[str, int, int] | None, p
     return new
 
 
-def _value_damage(pack: Path, manifest: dict[str, Any], shards: list[str], decode: Decoder | None) -> list[Any]:
+def _value_damage(pack: Path, manifest: dict[str, Any], shards: list[str], decode: Decoder | None,
+                  rows: Mapping[str, Mapping[str, Any]]) -> list[Any]:
     """The shards among ``shards`` (readable, what the manifest says) holding a sample whose values break a rule of
-    the readers (:func:`much_dataset.samples_checks.value_problems`, the text rule with ``decode``), as damage naming
+    the readers (:func:`much_dataset.samples_checks.value_problems`, the text rule with ``decode``, and
+    :func:`~much_dataset.samples_checks.row_field_problems` against ``rows``, the run's answers), as damage naming
     the first such sample."""
     import pyarrow.parquet as pq
 
     from much_dataset.packs import ShardDamage
-    from much_dataset.samples_checks import value_problems
+    from much_dataset.samples_checks import row_field_problems, value_problems
 
     index = pack_index(manifest)
     damage = []
@@ -131,7 +134,8 @@ def _value_damage(pack: Path, manifest: dict[str, Any], shards: list[str], decod
         table = pq.read_table(pack / SHARDS / shard)
         listed = [index.get(gid, {}).get(int(i)) == shard for gid, i in zip(
             table[schema.GENERATION_ID].to_pylist(), table[schema.SAMPLE_INDEX].to_pylist(), strict=True)]
-        problems = [p for p in value_problems(table, manifest, decode=decode) if listed[p[0]]]
+        problems = sorted((p for p in [*value_problems(table, manifest, decode=decode),
+                                       *row_field_problems(table, rows)] if listed[p[0]]), key=lambda p: p[0])
         if problems:
             row, column, reason = problems[0]
             pairs = tuple((gid, i) for gid, by_index in index.items() for i, name in by_index.items() if name == shard)
@@ -158,10 +162,12 @@ def _take_out(pack: Path, manifest: dict[str, Any], broken: set[str]) -> None:
             path.unlink()
 
 
-def repair_samples_pack(pack: Path, *, decode: Decoder | None = None) -> tuple[dict[str, Any] | None, list[Any]]:
+def repair_samples_pack(pack: Path, *, decode: Decoder | None = None,
+                        rows: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[dict[str, Any] | None, list[Any]]:
     """Check the pack as its readers do (:func:`much_dataset.samples_checks.samples_pack_damage` with content
     hashes, and every listed sample's values; with ``decode``, the pack's tokenizer, each text equal to its decoded
-    tokens) and take the samples of every damaged shard out of the manifest, under the pack's lock
+    tokens; with ``rows``, ``generation_id -> answer``, each sample's prompt, wiki_url and lang its answer's) and take
+    the samples of every damaged shard out of the manifest, under the pack's lock
     (:func:`builder.internals_store.repair_under_lock`), so that the run redraws them; a damaged shard file is
     removed (its name would otherwise block a redrawn shard, and nothing lists it any more). Returns the manifest
     (None: no pack yet) and the damage found."""
@@ -175,7 +181,7 @@ def repair_samples_pack(pack: Path, *, decode: Decoder | None = None) -> tuple[d
         broken = {found.shard for found in damage}
         sound = sorted({name for listing in manifest["rows"].values() if isinstance(listing, dict)
                         for name in listing} - broken)
-        return damage + _value_damage(pack, manifest, sound, decode)
+        return damage + _value_damage(pack, manifest, sound, decode, rows or {})
 
     def take_out(manifest: dict[str, Any], damage: list[Any]) -> None:
         _take_out(pack, manifest, {found.shard for found in damage})

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import numbers
 import re
 import sqlite3
 import threading
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.store import JsonlStore, Shard, read_store
+from much_dataset.params import POSITIVE_INT, Interval, check_param
 
 __all__ = ["parse_wiki_url", "split_sections", "to_markdown", "parse_infobox", "HttpCache", "MediaWikiClient",
            "WikiError", "fetch_page", "add_arguments", "run"]
@@ -178,8 +180,9 @@ class MediaWikiClient:
     def __init__(self, *, api_template: str = DEFAULT_API, user_agent: str = DEFAULT_USER_AGENT,
                  min_interval: float = 1.0, max_attempts: int = 4, backoff: float = 2.0, timeout: float = 30.0,
                  cache: HttpCache | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
-        if max_attempts < 1 or min_interval < 0:
-            raise ValueError("max_attempts must be >= 1 and min_interval >= 0")
+        # each option named alone (not "max_attempts must be >= 1 and min_interval >= 0" for one wrong value)
+        check_param("max_attempts", max_attempts, POSITIVE_INT, hint="--max-attempts")
+        check_param("min_interval", min_interval, Interval(numbers.Real, 0, None), hint="--min-interval, seconds")
         self.api_template, self.user_agent, self.min_interval = api_template, user_agent, min_interval
         self.max_attempts, self.backoff, self.timeout, self.cache, self._sleep = (
             max_attempts, backoff, timeout, cache, sleep)

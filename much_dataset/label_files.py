@@ -70,8 +70,12 @@ def checksum_path(path: str | Path) -> Path:
 def check_outside_published(path: str | Path, folder: str | Path) -> None:
     """A label file must not lie inside the folder of the rows it labels when that folder is published (``builder
     push`` uploads the whole folder, a hub mirror or a Space serves it): :class:`LabelFileError` naming both. The one
-    rule of ``builder export --withhold-labels`` and ``much-leaderboard serve --private-labels``."""
-    if Path(path).resolve().is_relative_to(Path(folder).resolve()):
+    rule of ``builder export --withhold-labels`` and ``much-leaderboard serve --private-labels``. Both the path as
+    written and the file it resolves to are checked: a link inside the folder is published with the file's bytes
+    (an upload follows it), and a link to the folder puts the file there."""
+    places = {Path(os.path.abspath(path)), Path(path).resolve()}
+    folders = {Path(os.path.abspath(folder)), Path(folder).resolve()}
+    if any(place.is_relative_to(root) for place in places for root in folders):
         raise LabelFileError(f"{path} is inside the published folder {folder}: the labels would be published with "
                              "the rows; keep them elsewhere (default <out>/private/labels.json)")
 

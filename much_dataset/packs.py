@@ -159,6 +159,9 @@ def verify_shard(path: Path, *, sha256: str | None = None, size: int | None = No
     if size is not None and actual != int(size):
         raise PackError(f"{path}: {actual} bytes, the manifest lists {size} (truncated or replaced)")
     found = shard_sha256(path)
+    if found == path.name.split(".")[0] and sha256 and sha256 != found:  # the file is what its name says
+        raise PackError(f"{path}: the manifest lists sha256 {str(sha256)[:16]}..., but the file's bytes hash to its "
+                        f"name, {found[:16]}... (the manifest edited)")
     names = {path.name.split(".")[0], *((sha256,) if sha256 else ())}
     if names != {found}:
         raise PackError(f"{path}: its bytes hash to {found[:16]}..., not to the content address its name and the "

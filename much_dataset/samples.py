@@ -42,7 +42,13 @@ from much_dataset import schema
 from much_dataset.decoded_text import Decoder, UncheckedTextWarning, text_decoder, text_problems
 from much_dataset.packs import PackError, damage_message
 from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
-from much_dataset.samples_checks import identity_problem, samples_pack_damage, value_problems
+from much_dataset.samples_checks import (
+    ROW_FIELDS,
+    identity_problem,
+    row_field_problems,
+    samples_pack_damage,
+    value_problems,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -336,29 +342,22 @@ def check_sample_texts(samples: Any, tokenizer: Any, *, pack: str | Path = SAMPL
                            f"{table[schema.SAMPLE_INDEX][row].as_py()}, column {schema.OUTPUT!r}, {reason}{more}")
 
 
-#: A sample answers its row's question: these fields are the row's.
-ROW_FIELDS = (schema.PROMPT, schema.WIKI_URL, schema.LANG)
-
-
 def _check_row_fields(path: Path, table: Any, dataset: Any, shards: Sequence[str]) -> None:
     """Raise :class:`SamplesError` for the first sample whose ``prompt``, ``wiki_url`` or ``lang`` is not its row's
-    (the samples of another question under this row's generation_id)."""
+    (:func:`much_dataset.samples_checks.row_field_problems`; a field is compared when every row has it)."""
     if isinstance(dataset, list):
-        rows = {str(r[schema.GENERATION_ID]): r for r in dataset}
         fields = [f for f in ROW_FIELDS if all(f in r for r in dataset)]
+        rows = {str(r[schema.GENERATION_ID]): {f: r[f] for f in fields} for r in dataset}
     else:
         fields = [f for f in ROW_FIELDS if f in dataset.column_names]
         rows = {str(r[schema.GENERATION_ID]): r
                 for r in dataset.select_columns([schema.GENERATION_ID, *fields]).to_list()}
-    gids = table[schema.GENERATION_ID].to_pylist()
-    for field in fields:
-        for row, (gid, value) in enumerate(zip(gids, table[field].to_pylist(), strict=True)):
-            if value != rows[gid][field]:
-                raise SamplesError(
-                    f"samples pack {path}: shard {shards[row]}, generation_id={gid!r}, sample_index "
-                    f"{table[schema.SAMPLE_INDEX][row].as_py()}, column {field!r}: {str(value)[:60]!r} is not the "
-                    f"row's {str(rows[gid][field])[:60]!r} (the samples of another question under this "
-                    "generation_id)")
+    problems = row_field_problems(table, rows)
+    if problems:
+        row, column, reason = problems[0]
+        raise SamplesError(f"samples pack {path}: shard {shards[row]}, generation_id="
+                           f"{table[schema.GENERATION_ID][row].as_py()!r}, sample_index "
+                           f"{table[schema.SAMPLE_INDEX][row].as_py()}, column {column!r}: {reason}")
 
 
 class SamplesByRow(Sequence["datasets.Dataset"]):

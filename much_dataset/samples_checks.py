@@ -43,8 +43,8 @@ from much_dataset.params import Interval
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["IDENTITY_KEYS", "METADATA_KEY", "arrow_schema", "samples_pack_damage", "value_problems", "identity_digest",
-           "identity_problem"]
+__all__ = ["IDENTITY_KEYS", "METADATA_KEY", "ROW_FIELDS", "arrow_schema", "samples_pack_damage", "value_problems",
+           "row_field_problems", "identity_digest", "identity_problem"]
 
 #: The manifest keys a shard records in its parquet metadata (under :data:`METADATA_KEY`) and must agree with.
 IDENTITY_KEYS = ("weights_sha256", "engine", "generation_config", "prompt_style", "stored_candidates", "dtype",
@@ -58,6 +58,9 @@ SAMPLE_INDEX_VALUES = Interval(numbers.Integral, 0, None)
 
 #: One defect of one sample: ``(row of the table, column, where in it and why)``.
 ValueProblem = tuple[int, str, str]
+
+#: A sample answers its row's question: these fields are the row's.
+ROW_FIELDS = (schema.PROMPT, schema.WIKI_URL, schema.LANG)
 
 
 def arrow_schema() -> pa.Schema:
@@ -319,3 +322,19 @@ def _text_problems(table: pa.Table, decode: Decoder, skipped: set[int]) -> list[
     picked = table.select([schema.OUTPUT, schema.OUTPUT_TOKENS]).take(rows)
     found = text_problems(picked[schema.OUTPUT].to_pylist(), picked[schema.OUTPUT_TOKENS].to_pylist(), decode)
     return [(rows[i], schema.OUTPUT, reason) for i, reason in found]
+
+
+def row_field_problems(table: pa.Table, rows: Mapping[str, Mapping[str, Any]]) -> list[ValueProblem]:
+    """The samples in ``table`` whose :data:`ROW_FIELDS` are not their row's (``rows``: ``generation_id -> row``;
+    the samples of a row not in ``rows``, and a field its row lacks, are not compared), in row order: the samples
+    of another question stored under this row's generation_id. The one rule of the readers (``load_samples(dataset=)``)
+    and of a resumed ``builder samples`` (its answers)."""
+    gids = table[schema.GENERATION_ID].to_pylist()
+    problems = []
+    for field in ROW_FIELDS:
+        for row, (gid, value) in enumerate(zip(gids, table[field].to_pylist(), strict=True)):
+            own = rows.get(gid)
+            if own is not None and field in own and value != own[field]:
+                problems.append((row, field, f"{str(value)[:60]!r} is not the row's {str(own[field])[:60]!r} (the "
+                                             "samples of another question under this generation_id)"))
+    return sorted(problems, key=lambda problem: problem[0])

@@ -178,7 +178,7 @@ MANIFEST_CASES = {
     "bytes wrong": (lambda pack: edit_manifest(pack, lambda m: m["shards"][_shard_of(pack)].update(
         bytes=m["shards"][_shard_of(pack)]["bytes"] + 1)), "bytes"),
     "sha256 wrong": (lambda pack: edit_manifest(pack, lambda m: m["shards"][_shard_of(pack)].update(
-        sha256="0" * 64)), "hash"),
+        sha256="0" * 64)), "the manifest lists sha256 0000000000000000..., but the file's bytes hash to its name"),
     "bfloat16 over float32 shards": (lambda pack: edit_manifest(pack, lambda m: m.update(dtype="bfloat16")),
                                      "identity (dtype 'bfloat16'"),
     "bfloat16 over float32 shards, digest forged too": (lambda pack: edit_manifest(pack, _claim_bfloat16),
@@ -222,6 +222,25 @@ def test_replay_of_a_nan_pack_is_refused_before_any_model(tmp_path, capsys):
     err = capsys.readouterr().err
     assert shard in err and "probability NaN" in err and "0 failed" not in err
     assert not (tmp_path / "r" / "replay.jsonl").exists()
+
+
+@pytest.mark.parametrize("step", ["replay", "verify"])
+@pytest.mark.parametrize(("manifest", "words"), [
+    ('{"format": ', "manifest.json: not valid JSON"),
+    ("[1, 2]", "manifest.json: not a much-samples/1 manifest"),
+    (None, "a folder without a manifest.json, so not a samples pack; pass a .jsonl or .parquet file"),
+])
+def test_a_source_folder_whose_manifest_is_not_a_samples_packs_is_named(tmp_path, capsys, step, manifest, words):
+    """A folder --source is read as a samples pack: a manifest that is not JSON (or none) is named, not
+    '[Errno 21] Is a directory'."""
+    pack = _pack(tmp_path)
+    if manifest is None:
+        (pack / "manifest.json").unlink()
+    else:
+        (pack / "manifest.json").write_text(manifest)
+    assert main([step, "--out", str(tmp_path / "r"), "--source", str(pack), "--model", "not-loaded"]) == 2
+    err = capsys.readouterr().err
+    assert str(pack) in err and words in err and "Is a directory" not in err, err
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -268,6 +287,10 @@ RESUME_CASES = {
     "edited": (_flip_last_byte, "hash"),
     "nan": (lambda pack: forge(pack, _value(_set(("logits_values", 0, 0), math.nan))), "probability NaN"),
     "duplicated": (lambda pack: forge(pack, lambda rows, target: (rows + rows[:1], target)), "twice"),
+    # the samples of another question under the answer's generation_id: only the answers can tell
+    "other question": (lambda pack: forge(pack, lambda rows, target: ([{**r, "prompt": "question z"} for r in rows],
+                                                                      target)),
+                       "column 'prompt', 'question z' is not the row's 'question a'"),
 }
 
 
@@ -359,3 +382,21 @@ def test_samples_reads_its_namespace_once_and_never_changes_it(tmp_path, monkeyp
     items = builder.samples.sample_items(ANSWERS[:1], CONFIG, 2, set())
     assert [(item.generation_id, item.sample_index) for item in items] == [("a", 0), ("a", 1)]
     assert "rsplit" not in inspect.getsource(builder.samples) + inspect.getsource(builder.samples_store)
+
+
+def test_a_pack_inside_the_source_folder_whose_manifest_is_not_json_is_named_not_read_as_answers(tmp_path):
+    """The shards of a samples pack kept inside a source folder are not answers; a pack whose manifest is not JSON
+    is named -- its samples were read as answers, each answer once per sample."""
+    import pyarrow.parquet as pq
+
+    from builder.samples import read_source
+
+    source = tmp_path / "source"
+    (source / "data").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(ANSWERS), source / "data" / "test.parquet")
+    fake_pack(source / "samples", _rows())
+    answers, _ = read_source(str(source))
+    assert sorted(a["generation_id"] for a in answers) == ["a", "b", "c"]
+    (source / "samples" / "manifest.json").write_text('{"format": ')
+    with pytest.raises(SamplesError, match=r"samples/manifest\.json: not valid JSON"):
+        read_source(str(source))

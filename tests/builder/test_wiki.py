@@ -225,3 +225,15 @@ def test_truncated_and_non_object_bodies_are_retried(tmp_path):
         client = wiki.MediaWikiClient(api_template=server.api_template, min_interval=0, backoff=0, max_attempts=3)
         assert "query" in client.get("en", {"action": "query", "titles": "Canberra"})
     assert client.requests_sent == 3
+
+
+@pytest.mark.parametrize(("flag", "value", "named"), [
+    ("--max-attempts", "0", "max_attempts must be a positive integer, got 0"),
+    ("--min-interval", "-1", "min_interval must be a number in [0, inf), got -1.0"),
+])
+def test_each_bad_wiki_option_is_named_alone(tmp_path, capsys, flag, value, named):
+    """Not 'max_attempts must be >= 1 and min_interval >= 0': the one wrong option, its value, exit 2."""
+    other = "min_interval" if flag == "--max-attempts" else "max_attempts"
+    assert main(["wiki", "--out", str(tmp_path), flag, value]) == 2
+    err = capsys.readouterr().err
+    assert named in err and flag in err and other not in err, err

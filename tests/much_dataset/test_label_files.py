@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import pytest
 
@@ -98,3 +100,25 @@ def test_the_schema_is_the_one_list_of_label_columns():
     assert set(schema.UNLABELLED_COLUMNS) | set(schema.LABEL_COLUMNS) == set(schema.COLUMNS)
     assert schema.missing_label_columns(schema.UNLABELLED_COLUMNS) == list(schema.LABEL_COLUMNS)
     assert list(schema.features(with_labels=False)) == list(schema.UNLABELLED_COLUMNS)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symbolic links")
+def test_a_label_file_reached_through_a_link_inside_the_published_folder_is_refused(tmp_path):
+    """The upload of a published folder follows its links: a link to the label file (or to its folder) inside the
+    published folder publishes the labels although the file itself lies elsewhere."""
+    from much_dataset.label_files import check_outside_published
+
+    published, secrets = tmp_path / "published", tmp_path / "secrets"
+    published.mkdir()
+    secrets.mkdir()
+    labels = secrets / "labels.json"
+    labels.write_text("{}")
+    check_outside_published(labels, published)  # elsewhere: accepted
+    (published / "labels.json").symlink_to(labels)
+    (published / "secrets").symlink_to(secrets, target_is_directory=True)
+    for through_link in (published / "labels.json", published / "secrets" / "labels.json"):
+        with pytest.raises(LabelFileError, match=f"{re.escape(str(through_link))} is inside the published folder"):
+            check_outside_published(through_link, published)
+    (secrets / "rows").symlink_to(published, target_is_directory=True)  # the folder named through a link
+    with pytest.raises(LabelFileError, match="is inside the published folder"):
+        check_outside_published(published / "labels.json", secrets / "rows")
