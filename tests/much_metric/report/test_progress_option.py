@@ -34,7 +34,8 @@ def test_every_long_command_takes_no_progress():
 
     parser = build_parser()
     for argv in (["evaluate", "--source", "sample", "--scores", "x"], ["segment", "--input", "x", "--tokenizer", "y"],
-                 ["run"], ["train", "--source", "sample", "--out", "x"]):
+                 ["run"], ["train", "--source", "sample", "--out", "x"], ["neighbours", "--tokenizer", "y", "--out", "x"],
+                 ["monitor", "--model", "smollm2", "--prompt", "hi"]):
         assert parser.parse_args([*argv, "--no-progress"]).no_progress is True
 
 
