@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from much_dataset.params import InvalidParameterError
+from much_dataset.params import InvalidParameterError, unknown_name
 from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LANG, OUTPUT_TOKENS
 from much_metric.benchmark._options import DataOptions
 from much_metric.report import (
@@ -83,7 +83,7 @@ class ReportOptions:
     def __post_init__(self) -> None:
         owner = "ReportOptions"
         if self.rank is not None and self.rank not in METRICS:
-            raise InvalidParameterError(f"{owner}: rank must be one of {METRICS} or None, got {self.rank!r}")
+            raise unknown_name(f"{owner}: rank metric", self.rank, METRICS, hint=" or None")
         spec = self.calibrate_on
         if isinstance(spec, bool) or not (spec is None or isinstance(spec, int | float | str)):
             raise InvalidParameterError(f"{owner}: calibrate_on must be a fraction, a split or selection name, or "

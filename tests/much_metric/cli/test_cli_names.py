@@ -39,6 +39,16 @@ def test_much_evaluate_typo_exits_2_naming_the_available_signals(folder, capsys)
     assert "did you mean 'gamma_signal'" in err and "missing key" not in err and "alpha_signal" in err
 
 
+def test_a_metric_typo_suggests_the_metric(folder, capsys):
+    """--rank names a metric: a typo answers with the closest one, as signal and method names do."""
+    assert main(["evaluate", "--source", "sample", "--scores", str(folder), "--rank", "roc_acu"]) == 2
+    assert "did you mean 'roc_auc'" in " ".join(capsys.readouterr().err.split())
+    from much_metric.benchmark import ReportOptions
+
+    with pytest.raises(ValueError, match="did you mean 'pr_auc'"):
+        ReportOptions(rank="pr_acu")
+
+
 def test_a_registry_typo_suggests_and_stays_short():
     from much_metric.baselines.registry import resolve
 
