@@ -272,19 +272,6 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--top-logprobs must be >= 1, got {args.top_logprobs}")
     if not 0 < args.timeout < math.inf:
         return _fail(f"--timeout must be a positive number of seconds, got {args.timeout}")
-    from transformers.utils import logging as transformers_logging
-
-    bars = transformers_logging.is_progress_bar_enabled()
-    if args.no_progress:  # the model's own loading bars too (they print even into a pipe)
-        transformers_logging.disable_progress_bar()
-    try:
-        return _monitor(args)
-    finally:
-        if bars:
-            transformers_logging.enable_progress_bar()
-
-
-def _monitor(args: argparse.Namespace) -> int:
     try:
         _progress(args, f"loading the {args.method} method")
         from much_metric.monitor import ClaimMonitor, online_spec
