@@ -73,3 +73,22 @@ def test_no_progress_silences_the_libraries_bars_too(tmp_path, capsys):
                      "--bootstrap", "0", *flags]) == 0
         assert ("Generating" in capsys.readouterr().err) is not bool(flags), name
         assert datasets.is_progress_bar_enabled()
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_the_spans_bar_follows_the_progress_option(progress, monkeypatch):
+    """much evaluate --spans ran minutes with no output (issue 57): a bar per method on a terminal, none with
+    --no-progress (EvaluationOptions.progress, passed to evaluate_spans)."""
+    from much_metric.models import load_tokenizer
+    from much_metric.report import evaluate_spans
+
+    rows = much_dataset.load("sample", split="test").select(range(12))
+    rng = np.random.default_rng(1)
+    signals = {"noise": {r["generation_id"]: rng.random(len(r["output_tokens"])) for r in rows}}
+    table = evaluate_signals(rows, signals, evaluation=EvaluationOptions(bootstrap=None, progress=False))
+    columns = rows.select_columns(["lang", "prompt", "output", "output_tokens", "token_chunks"]).to_dict()
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    spans = evaluate_spans(table, columns, load_tokenizer("smollm2"), progress=progress)
+    assert "noise (product)" in spans["methods"]
+    assert ("spans" in terminal.getvalue()) is progress
