@@ -159,13 +159,15 @@ def _label(method: str, display: Callable[[str], str] = str) -> str:
 
 
 def resolve_method(baseline: str, keys: Sequence[str], display: Callable[[str], str] = str) -> str:
-    """The method key ``baseline`` names: a key, a signal name or a display name (case-insensitive)."""
+    """The method key ``baseline`` names: a key, a signal name, a display name (case-insensitive), or a name
+    ``display`` labels as a row's method (``ktc``, as ``--signals`` asked it, for the row stored as
+    ``ktc_RYxmoyp1awYParfCjjxgnQ``: both are ``KTC-4-0.3``)."""
     aliases: dict[str, str] = {}
     for key in keys:
         name = key.partition(" (")[0]
         for alias in (key, _label(key, display), name, display(name)):
             aliases.setdefault(alias.lower(), key)
-    found = aliases.get(baseline.strip().lower())
+    found = aliases.get(baseline.strip().lower()) or aliases.get(display(baseline.strip()).lower())
     if found is None:
         raise unknown_name("--baseline method", baseline, [_label(k, display) for k in keys],
                            aliases={alias: _label(key, display) for alias, key in aliases.items()})

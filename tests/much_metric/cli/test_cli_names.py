@@ -39,6 +39,14 @@ def test_much_evaluate_typo_exits_2_naming_the_available_signals(folder, capsys)
     assert "did you mean 'gamma_signal'" in err and "missing key" not in err and "alpha_signal" in err
 
 
+def test_the_baseline_is_named_as_the_signals_were(capsys):
+    """--signals ktc stores ktc_RYxmoyp1awYParfCjjxgnQ (KTC-4-0.3): --baseline ktc names that row, as the signal was
+    asked (it answered "unknown --baseline method 'ktc'")."""
+    assert main(["run", "--source", "sample", "--signals", "ktc,max_likelihood", "--baseline", "ktc",
+                 "--bootstrap", "0", "--no-progress"]) == 0
+    assert "ref. = KTC-4-0.3 (product), named by --baseline" in " ".join(capsys.readouterr().out.split())
+
+
 def test_a_metric_typo_suggests_the_metric(folder, capsys):
     """--rank names a metric: a typo answers with the closest one, as signal and method names do."""
     assert main(["evaluate", "--source", "sample", "--scores", str(folder), "--rank", "roc_acu"]) == 2
