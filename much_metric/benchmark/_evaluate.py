@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from much_dataset.params import InvalidParameterError, unknown_name
+from much_dataset.params import InvalidParameterError, UnknownNameError, unknown_name
 from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LANG, OUTPUT_TOKENS
 from much_metric.benchmark._options import DataOptions
 from much_metric.report import (
@@ -352,7 +352,18 @@ def evaluate_files(
         if not isinstance(value, kind):
             raise TypeError(f"evaluate_files: {name} must be a {kind.__name__}, got {type(value).__name__}")
     mushroom = mushroom_source(report.mushroom) if report.spans else None  # before any long work
-    read = read_signals(scores, signal_names=signals)
+    try:
+        read = read_signals(scores, signal_names=signals)
+    except UnknownNameError as error:  # `--signals ktc`, as much run took it, for its file ktc_<config id>
+        from much_metric.baselines.registry import stored_signal_name
+
+        stored = [stored_signal_name(name) for name in signals or ()]
+        if stored == list(signals or ()):
+            raise
+        try:
+            read, signals = read_signals(scores, signal_names=stored), stored
+        except UnknownNameError:
+            raise error from None
     _refuse_carrier_files(read, scores)
     read = {name: read[name] for name in table_order(read, signals)}  # the rows in much run's order
     from_pack = tuple(check_signal_files(scores, internals, read)) if internals else ()

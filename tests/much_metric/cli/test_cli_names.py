@@ -47,6 +47,22 @@ def test_the_baseline_is_named_as_the_signals_were(capsys):
     assert "ref. = KTC-4-0.3 (product), named by --baseline" in " ".join(capsys.readouterr().out.split())
 
 
+def test_much_evaluate_takes_the_signal_names_much_run_took(tmp_path, capsys):
+    """much run --signals ktc stores ktc_<config id>; much evaluate --signals ktc selects that file (it answered
+    "unknown signal 'ktc'"), and a name absent under both spellings still names what the folder holds."""
+    out = tmp_path / "signals"
+    assert main(["run", "--source", "sample", "--signals", "ktc,max_likelihood", "--out", str(out),
+                 "--bootstrap", "0", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--source", "sample", "--scores", str(out), "--signals", "ktc", "--bootstrap", "0",
+                 "--no-progress"]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith(("KTC", "Max"))]
+    assert set(rows) == {"KTC-4-0.3"}
+    assert main(["evaluate", "--source", "sample", "--scores", str(out), "--signals", "ktc,token_likelihood",
+                 "--bootstrap", "0", "--no-progress"]) == 2
+    assert "'token_likelihood'" in capsys.readouterr().err
+
+
 def test_a_metric_typo_suggests_the_metric(folder, capsys):
     """--rank names a metric: a typo answers with the closest one, as signal and method names do."""
     assert main(["evaluate", "--source", "sample", "--scores", str(folder), "--rank", "roc_acu"]) == 2
