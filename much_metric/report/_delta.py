@@ -32,8 +32,8 @@ from much_metric.scoring.engine import (
     sort_claims,
 )
 
-__all__ = ["FLAG_LEGEND", "MIN_INTERVAL_SAMPLES", "TIE_SHARE", "DeltaColumn", "common_claims", "method_key",
-           "paired_deltas", "resolve_method"]
+__all__ = ["FLAG_LEGEND", "MIN_INTERVAL_SAMPLES", "TIE_SHARE", "DeltaColumn", "common_claims", "group_key",
+           "method_key", "paired_deltas", "resolve_method"]
 
 #: Fewer samples than this: a bootstrap interval over them is flagged (``few``).
 MIN_INTERVAL_SAMPLES = 30
@@ -53,6 +53,12 @@ def method_key(result: Any) -> str:
     """A table row's method: ``"<signal name> (<aggregator>)"``, the signal name alone where nothing is aggregated
     (a claim-level signal, a floor). The key of :class:`DeltaColumn` and of :func:`much_metric.report.rank_methods`."""
     return result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"
+
+
+def group_key(method: str, group: str, value: Any) -> str:
+    """A breakdown row's key in :attr:`DeltaColumn.flags`: its method's :func:`method_key` and its group
+    (``"max_likelihood (product) lang=de"``)."""
+    return f"{method} {group}={value}"
 
 
 def common_claims(results: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
@@ -243,6 +249,11 @@ def paired_deltas(table: Any, *, metric: str = "roc_auc", baseline: str | None =
     if replicates is not None and len(rows) < MIN_INTERVAL_SAMPLES:
         for row_flags in flags.values():
             row_flags["few"] = f"n={len(rows)}"
+    for result in [*results, *floors]:  # a breakdown row's intervals are over its group's samples only
+        for group, groups in (result.score.by or {}).items():
+            for value, group_score in groups.items():
+                if group_score.intervals and group_score.n_samples < MIN_INTERVAL_SAMPLES:
+                    flags[group_key(method_key(result), group, value)] = {"few": f"n={group_score.n_samples}"}
     return DeltaColumn(
         metric=metric, baseline=reference_key, chosen="named" if named else "best", n_samples=len(rows),
         n_claims=int(len(hallucinated)), n_resamples=bootstrap.n_resamples if bootstrap is not None else 0,
