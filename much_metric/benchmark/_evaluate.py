@@ -294,6 +294,23 @@ def _fraction(spec: str) -> float | None:
         return None
 
 
+def _read_as_asked(scores: str | Path, signals: Sequence[str] | None) -> tuple[Any, Sequence[str] | None]:
+    """The signals of ``scores`` named as asked, or as ``much run --signals`` stored them (``ktc`` ->
+    ``ktc_<config id>``), with the names that found them; the error for the names as asked when neither does."""
+    try:
+        return read_signals(scores, signal_names=signals), signals
+    except UnknownNameError as error:
+        from much_metric.baselines.registry import stored_signal_name
+
+        stored = [stored_signal_name(name) for name in signals or ()]
+        if stored == list(signals or ()):
+            raise
+        try:
+            return read_signals(scores, signal_names=stored), stored
+        except UnknownNameError:
+            raise error from None
+
+
 def evaluate_files(
     source: str,
     scores: str | Path,
@@ -352,18 +369,7 @@ def evaluate_files(
         if not isinstance(value, kind):
             raise TypeError(f"evaluate_files: {name} must be a {kind.__name__}, got {type(value).__name__}")
     mushroom = mushroom_source(report.mushroom) if report.spans else None  # before any long work
-    try:
-        read = read_signals(scores, signal_names=signals)
-    except UnknownNameError as error:  # `--signals ktc`, as much run took it, for its file ktc_<config id>
-        from much_metric.baselines.registry import stored_signal_name
-
-        stored = [stored_signal_name(name) for name in signals or ()]
-        if stored == list(signals or ()):
-            raise
-        try:
-            read, signals = read_signals(scores, signal_names=stored), stored
-        except UnknownNameError:
-            raise error from None
+    read, signals = _read_as_asked(scores, signals)
     _refuse_carrier_files(read, scores)
     read = {name: read[name] for name in table_order(read, signals)}  # the rows in much run's order
     from_pack = tuple(check_signal_files(scores, internals, read)) if internals else ()

@@ -210,6 +210,14 @@ def _flags(results: Sequence[Any], floors: Sequence[Any], point: Mapping[str, np
     return out
 
 
+def _group_flags(results: Sequence[Any]) -> dict[str, dict[str, str]]:
+    """``few`` for the breakdown rows (``--by``) whose intervals are over fewer than :data:`MIN_INTERVAL_SAMPLES`
+    samples: a group's intervals are over its own samples only, whatever the table's size."""
+    return {group_key(method_key(result), group, value): {"few": f"n={score.n_samples}"}
+            for result in results for group, groups in (result.score.by or {}).items()
+            for value, score in groups.items() if score.intervals and score.n_samples < MIN_INTERVAL_SAMPLES}
+
+
 def paired_deltas(table: Any, *, metric: str = "roc_auc", baseline: str | None = None,
                   bootstrap: Bootstrap | None = Bootstrap(),
                   display: Callable[[str], str] = str) -> DeltaColumn | None:
@@ -249,11 +257,7 @@ def paired_deltas(table: Any, *, metric: str = "roc_auc", baseline: str | None =
     if replicates is not None and len(rows) < MIN_INTERVAL_SAMPLES:
         for row_flags in flags.values():
             row_flags["few"] = f"n={len(rows)}"
-    for result in [*results, *floors]:  # a breakdown row's intervals are over its group's samples only
-        for group, groups in (result.score.by or {}).items():
-            for value, group_score in groups.items():
-                if group_score.intervals and group_score.n_samples < MIN_INTERVAL_SAMPLES:
-                    flags[group_key(method_key(result), group, value)] = {"few": f"n={group_score.n_samples}"}
+    flags.update(_group_flags([*results, *floors]))
     return DeltaColumn(
         metric=metric, baseline=reference_key, chosen="named" if named else "best", n_samples=len(rows),
         n_claims=int(len(hallucinated)), n_resamples=bootstrap.n_resamples if bootstrap is not None else 0,
