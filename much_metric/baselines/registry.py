@@ -48,6 +48,7 @@ __all__ = [
     "register",
     "resolve",
     "signal_groups",
+    "stored_signal_name",
     "unregister",
 ]
 
@@ -170,6 +171,16 @@ def display_name(signal: str) -> str:
     try:
         return resolve(signal).display
     except (ValueError, KeyError):
+        return str(signal)
+
+
+def stored_signal_name(signal: str) -> str:
+    """The name ``much run --signals SIGNAL`` stores its file under where no resource decides it (``ktc`` ->
+    ``ktc_RYxmoyp1awYParfCjjxgnQ``); the name itself when unknown or when a resource decides it (an NLI model's
+    suffix)."""
+    try:
+        return resolve(signal).stored_name({})
+    except (ValueError, KeyError, TypeError):
         return str(signal)
 
 

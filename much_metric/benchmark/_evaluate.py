@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from much_dataset.params import InvalidParameterError
+from much_dataset.params import InvalidParameterError, UnknownNameError, unknown_name
 from much_dataset.schema import GENERATION_CONFIG, GENERATION_ID, LANG, OUTPUT_TOKENS
 from much_metric.benchmark._options import DataOptions
 from much_metric.report import (
@@ -83,7 +83,7 @@ class ReportOptions:
     def __post_init__(self) -> None:
         owner = "ReportOptions"
         if self.rank is not None and self.rank not in METRICS:
-            raise InvalidParameterError(f"{owner}: rank must be one of {METRICS} or None, got {self.rank!r}")
+            raise unknown_name(f"{owner}: rank metric", self.rank, METRICS, hint=" or None")
         spec = self.calibrate_on
         if isinstance(spec, bool) or not (spec is None or isinstance(spec, int | float | str)):
             raise InvalidParameterError(f"{owner}: calibrate_on must be a fraction, a split or selection name, or "
@@ -294,6 +294,23 @@ def _fraction(spec: str) -> float | None:
         return None
 
 
+def _read_as_asked(scores: str | Path, signals: Sequence[str] | None) -> tuple[Any, Sequence[str] | None]:
+    """The signals of ``scores`` named as asked, or as ``much run --signals`` stored them (``ktc`` ->
+    ``ktc_<config id>``), with the names that found them; the error for the names as asked when neither does."""
+    try:
+        return read_signals(scores, signal_names=signals), signals
+    except UnknownNameError as error:
+        from much_metric.baselines.registry import stored_signal_name
+
+        stored = [stored_signal_name(name) for name in signals or ()]
+        if stored == list(signals or ()):
+            raise
+        try:
+            return read_signals(scores, signal_names=stored), stored
+        except UnknownNameError:
+            raise error from None
+
+
 def evaluate_files(
     source: str,
     scores: str | Path,
@@ -352,7 +369,7 @@ def evaluate_files(
         if not isinstance(value, kind):
             raise TypeError(f"evaluate_files: {name} must be a {kind.__name__}, got {type(value).__name__}")
     mushroom = mushroom_source(report.mushroom) if report.spans else None  # before any long work
-    read = read_signals(scores, signal_names=signals)
+    read, signals = _read_as_asked(scores, signals)
     _refuse_carrier_files(read, scores)
     read = {name: read[name] for name in table_order(read, signals)}  # the rows in much run's order
     from_pack = tuple(check_signal_files(scores, internals, read)) if internals else ()

@@ -56,10 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from much_dataset._transformers import quiet_torch_notice
+    from much_metric._progress import library_bars_off
 
     args = build_parser().parse_args(argv)
     try:
-        with quiet_torch_notice():  # the light install has no torch: the commands need transformers' tokenizers only
+        # the light install has no torch: the commands need transformers' tokenizers only
+        with quiet_torch_notice(), library_bars_off(bool(getattr(args, "no_progress", False))):
             return _run(args)
     finally:
         # Objects of a failed load (a parquet reader or dataset scanner held by the exception's frames, often in

@@ -158,7 +158,9 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         from much_metric.scoring import METRICS
 
         if args.rank not in METRICS:
-            raise ValueError(f"--rank must be one of {METRICS}, got {args.rank!r}")
+            from much_dataset.params import unknown_name
+
+            raise unknown_name("--rank metric", args.rank, METRICS)
     for option in ("report", "json"):
         target = getattr(args, option)
         if target and not Path(target).resolve().parent.is_dir():

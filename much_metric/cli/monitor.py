@@ -93,18 +93,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="with --base-url: seconds for the whole answer (default 300)")
     parser.add_argument("--json", action="store_true", help="one JSON object per claim per line")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress lines and no model-loading bars on stderr (by default: on a terminal)")
     parser.set_defaults(func=run)
 
 
-def _show_progress() -> bool:
-    """Progress lines go to a terminal only: a pipe or a log keeps the one-line error contract of ``much``."""
-    return sys.stderr.isatty()
+def _show_progress(args: argparse.Namespace) -> bool:
+    """Progress lines go to a terminal only, unless --no-progress: a pipe or a log keeps the one-line error contract
+    of ``much``."""
+    return not getattr(args, "no_progress", False) and sys.stderr.isatty()
 
 
-def _progress(message: str) -> None:
+def _progress(args: argparse.Namespace, message: str) -> None:
     """One line on stderr before a step that takes seconds (model, tokenizer, data), so the first wait is explained;
     stdout keeps only the claims (or the JSON records)."""
-    if _show_progress():
+    if _show_progress(args):
         print(f"much monitor: {message} ...", file=sys.stderr, flush=True)
 
 
@@ -270,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.timeout < math.inf:
         return _fail(f"--timeout must be a positive number of seconds, got {args.timeout}")
     try:
-        _progress(f"loading the {args.method} method")
+        _progress(args, f"loading the {args.method} method")
         from much_metric.monitor import ClaimMonitor, online_spec
 
         width = 24 if args.base_url is None else min(args.top_logprobs, 24)
@@ -284,14 +287,14 @@ def run(args: argparse.Namespace) -> int:
                              "--max-logprobs 25, and --top-logprobs 25)") from None
         # The calibration data load before the model: a bad folder fails in seconds, not after the model.
         if args.calibrate is not None:
-            _progress(f"loading the calibration data {args.calibrate}")
+            _progress(args, f"loading the calibration data {args.calibrate}")
         calibration_data = None if args.calibrate is None else _calibration_data(args.calibrate)
         conformal = None if args.conformal is None else _conformal(args)
         if args.base_url is None:
-            _progress(f"loading the model {args.model} on {args.device}")
+            _progress(args, f"loading the model {args.model} on {args.device}")
             model, tokenizer = _load_model(args)
         else:
-            _progress(f"loading the tokenizer of {args.tokenizer or args.model}")
+            _progress(args, f"loading the tokenizer of {args.tokenizer or args.model}")
             tokenizer = _load_tokenizer(args.tokenizer or args.model)
         threshold = 0.5 if args.threshold is None and args.calibrate is None else args.threshold
         if conformal is not None:
@@ -299,11 +302,11 @@ def run(args: argparse.Namespace) -> int:
         monitor = ClaimMonitor(tokenizer, args.method, aggregation=args.aggregator, threshold=threshold,
                                top_k=width, neighbours=resources["neighbours"])
         if args.calibrate is not None:
-            _progress("calibrating the threshold")
+            _progress(args, "calibrating the threshold")
             result = monitor.calibrate(calibration_data, target_fpr=args.target_fpr,
                                        target_precision=args.target_precision)
             print(f"calibrated on {args.calibrate}: {result}", file=sys.stderr)
-        _progress("generating" if args.base_url is None else f"streaming from {args.base_url}")
+        _progress(args, "generating" if args.base_url is None else f"streaming from {args.base_url}")
         claims = _served_claims(args, monitor) if args.base_url else _local_claims(args, monitor, model, tokenizer)
         if conformal is not None and conformal.guarantee == "claim":
             claims = _conformal_flags(claims, conformal, args.group)

@@ -376,4 +376,17 @@ def _print(result: Any, deltas: Any = None) -> None:
         print(footnote(FLOOR_NOTE))
     if result.out is not None:
         print(f"\nsignals written to {result.out}/<signal_name>.{result.file_format} (rerun reuses them; "
-              f"`much evaluate --scores {result.out}` scores them again)")
+              f"`{_evaluate_command(result)}` scores them again)")
+
+
+def _evaluate_command(result: Any) -> str:
+    """The ``much evaluate`` command that scores ``result.out`` on the data it was computed on (evaluate has no
+    default --source: the hint must name it to run as printed)."""
+    import shlex
+
+    words = ["much", "evaluate", "--source", str(result.data or "<data>"), "--scores", str(result.out)]
+    for flag, value, default in (("--config", result.config, "all"), ("--split", result.split, None),
+                                 ("--selection", result.selection, "all")):
+        if value is not None and value != default:
+            words += [flag, str(value)]
+    return shlex.join(words)

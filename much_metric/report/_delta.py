@@ -32,8 +32,8 @@ from much_metric.scoring.engine import (
     sort_claims,
 )
 
-__all__ = ["FLAG_LEGEND", "MIN_INTERVAL_SAMPLES", "TIE_SHARE", "DeltaColumn", "common_claims", "method_key",
-           "paired_deltas", "resolve_method"]
+__all__ = ["FLAG_LEGEND", "MIN_INTERVAL_SAMPLES", "TIE_SHARE", "DeltaColumn", "common_claims", "group_key",
+           "method_key", "paired_deltas", "resolve_method"]
 
 #: Fewer samples than this: a bootstrap interval over them is flagged (``few``).
 MIN_INTERVAL_SAMPLES = 30
@@ -53,6 +53,12 @@ def method_key(result: Any) -> str:
     """A table row's method: ``"<signal name> (<aggregator>)"``, the signal name alone where nothing is aggregated
     (a claim-level signal, a floor). The key of :class:`DeltaColumn` and of :func:`much_metric.report.rank_methods`."""
     return result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"
+
+
+def group_key(method: str, group: str, value: Any) -> str:
+    """A breakdown row's key in :attr:`DeltaColumn.flags`: its method's :func:`method_key` and its group
+    (``"max_likelihood (product) lang=de"``)."""
+    return f"{method} {group}={value}"
 
 
 def common_claims(results: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
@@ -159,13 +165,15 @@ def _label(method: str, display: Callable[[str], str] = str) -> str:
 
 
 def resolve_method(baseline: str, keys: Sequence[str], display: Callable[[str], str] = str) -> str:
-    """The method key ``baseline`` names: a key, a signal name or a display name (case-insensitive)."""
+    """The method key ``baseline`` names: a key, a signal name, a display name (case-insensitive), or a name
+    ``display`` labels as a row's method (``ktc``, as ``--signals`` asked it, for the row stored as
+    ``ktc_RYxmoyp1awYParfCjjxgnQ``: both are ``KTC-4-0.3``)."""
     aliases: dict[str, str] = {}
     for key in keys:
         name = key.partition(" (")[0]
         for alias in (key, _label(key, display), name, display(name)):
             aliases.setdefault(alias.lower(), key)
-    found = aliases.get(baseline.strip().lower())
+    found = aliases.get(baseline.strip().lower()) or aliases.get(display(baseline.strip()).lower())
     if found is None:
         raise unknown_name("--baseline method", baseline, [_label(k, display) for k in keys],
                            aliases={alias: _label(key, display) for alias, key in aliases.items()})
@@ -200,6 +208,14 @@ def _flags(results: Sequence[Any], floors: Sequence[Any], point: Mapping[str, np
             flags["ties"] = f"ties {share:.0%}"
         out[method_key(result)] = flags
     return out
+
+
+def _group_flags(results: Sequence[Any]) -> dict[str, dict[str, str]]:
+    """``few`` for the breakdown rows (``--by``) whose intervals are over fewer than :data:`MIN_INTERVAL_SAMPLES`
+    samples: a group's intervals are over its own samples only, whatever the table's size."""
+    return {group_key(method_key(result), group, value): {"few": f"n={score.n_samples}"}
+            for result in results for group, groups in (result.score.by or {}).items()
+            for value, score in groups.items() if score.intervals and score.n_samples < MIN_INTERVAL_SAMPLES}
 
 
 def paired_deltas(table: Any, *, metric: str = "roc_auc", baseline: str | None = None,
@@ -241,6 +257,7 @@ def paired_deltas(table: Any, *, metric: str = "roc_auc", baseline: str | None =
     if replicates is not None and len(rows) < MIN_INTERVAL_SAMPLES:
         for row_flags in flags.values():
             row_flags["few"] = f"n={len(rows)}"
+    flags.update(_group_flags([*results, *floors]))
     return DeltaColumn(
         metric=metric, baseline=reference_key, chosen="named" if named else "best", n_samples=len(rows),
         n_claims=int(len(hallucinated)), n_resamples=bootstrap.n_resamples if bootstrap is not None else 0,

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from much_dataset.params import InvalidParameterError
+from much_dataset.params import InvalidParameterError, unknown_name
 from much_metric.report._delta import method_key
 from much_metric.report._evaluation import EvaluationTable
 from much_metric.scoring import METRICS, Bootstrap, MetricComparison, rank_claim_scores
@@ -155,7 +155,7 @@ def rank_methods(table: EvaluationTable, metric: str, *, bootstrap: Bootstrap | 
         claims compared, and the floors' values on the same claims.
     """
     if metric not in METRICS:
-        raise ValueError(f"--rank must be one of {METRICS}, got {metric!r}")
+        raise unknown_name("--rank metric", metric, METRICS)
     if bootstrap is not None and not isinstance(bootstrap, Bootstrap):  # a Bootstrap's count obeys RESAMPLES
         raise InvalidParameterError(f"rank_methods: bootstrap must be a much_metric.scoring.Bootstrap or None, got "
                                     f"{bootstrap!r}")

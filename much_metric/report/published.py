@@ -6,9 +6,8 @@
   auto, against 0.6913 manual; :data:`PAPER_TABLE7_SET`, checked by a test against
   docs/reference-behaviour.md#reference-numbers). Runtimes are the authors' hardware.
 * :data:`REFERENCE_NOTEBOOK`: docs/reference-behaviour.md#reference-numbers, the reference repository's notebook output:
-ROC-AUC and the reference
-  partial PR-AUC (recall <= 0.2), on the "manual" (MUCH human-agreed + Mu-SHROOM) or "auto" (4,673 samples without
-  human labels) evaluation sets.
+  ROC-AUC and the reference partial PR-AUC (recall <= 0.2), on the "manual" (MUCH human-agreed + Mu-SHROOM) or "auto"
+  (4,673 samples without human labels) evaluation sets.
 
 Keys are the toolkit's signal names where one exists (``much run``), so rows can be matched to evaluated methods.
 """

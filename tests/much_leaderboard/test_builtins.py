@@ -22,6 +22,8 @@ def test_ktc_is_a_default_built_in_added_once_where_its_statistics_exist(tmp_pat
     assert outcome.status == "accepted", outcome.message
     (row,) = board.store.rows()
     assert row["kind"] == "baseline" and row["signal"].startswith("ktc_") and "built-in" in row["form"]["method"]
+    # issue 57: one name per method -- the board's KTC row is named as much run's table names it, not "KTC"
+    assert row["form"]["method"] == "KTC-4-0.3 (built-in baseline)"
     assert board.add_baselines(("ktc",)) == []  # a restart adds nothing (the stored name is KTC's config name)
 
 

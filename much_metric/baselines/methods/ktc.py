@@ -380,7 +380,8 @@ _DESCRIPTION = ("normalised von Neumann entropy of the heat kernel of the top-de
 
 BASELINES = (
     Baseline(
-        name="ktc", compute=_compute_alias, display="KTC", order=60,
+        # the label of the config it stores (KTC-4-0.3), so `ktc` as asked and as stored is one name everywhere
+        name="ktc", compute=_compute_alias, display=f"KTC-{KTC_DEFAULT.nu}-{KTC_DEFAULT.tau:g}", order=60,
         requirements=Requirements(top_k=KTC_DEFAULT.delta, resources=("neighbours",)),
         signal_name=lambda name, params, resources: KTC_DEFAULT.signal_name,
         description=f"KTC nu=4, tau=0.3 (stored as {KTC_DEFAULT.signal_name}): {_DESCRIPTION}",

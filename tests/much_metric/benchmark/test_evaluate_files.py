@@ -68,7 +68,7 @@ def test_rank_methods_returns_a_typed_ranking_that_still_reads_like_the_dict(sco
 
 
 def test_options_are_checked_before_anything_is_read(tmp_path):
-    with pytest.raises(ValueError, match="ReportOptions: rank must be one of"):
+    with pytest.raises(ValueError, match="unknown ReportOptions: rank metric 'accuracy'"):
         ReportOptions(rank="accuracy")
     with pytest.raises(ValueError, match=r"calibrate_on must be a fraction in \(0, 1\)"):
         ReportOptions(calibrate_on=1.5)

@@ -39,6 +39,40 @@ def test_much_evaluate_typo_exits_2_naming_the_available_signals(folder, capsys)
     assert "did you mean 'gamma_signal'" in err and "missing key" not in err and "alpha_signal" in err
 
 
+def test_the_baseline_is_named_as_the_signals_were(capsys):
+    """--signals ktc stores ktc_RYxmoyp1awYParfCjjxgnQ (KTC-4-0.3): --baseline ktc names that row, as the signal was
+    asked (it answered "unknown --baseline method 'ktc'")."""
+    assert main(["run", "--source", "sample", "--signals", "ktc,max_likelihood", "--baseline", "ktc",
+                 "--bootstrap", "0", "--no-progress"]) == 0
+    assert "ref. = KTC-4-0.3 (product), named by --baseline" in " ".join(capsys.readouterr().out.split())
+
+
+def test_much_evaluate_takes_the_signal_names_much_run_took(tmp_path, capsys):
+    """much run --signals ktc stores ktc_<config id>; much evaluate --signals ktc selects that file (it answered
+    "unknown signal 'ktc'"), and a name absent under both spellings still names what the folder holds."""
+    out = tmp_path / "signals"
+    assert main(["run", "--source", "sample", "--signals", "ktc,max_likelihood", "--out", str(out),
+                 "--bootstrap", "0", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--source", "sample", "--scores", str(out), "--signals", "ktc", "--bootstrap", "0",
+                 "--no-progress"]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith(("KTC", "Max"))]
+    assert set(rows) == {"KTC-4-0.3"}
+    assert main(["evaluate", "--source", "sample", "--scores", str(out), "--signals", "ktc,token_likelihood",
+                 "--bootstrap", "0", "--no-progress"]) == 2
+    assert "'token_likelihood'" in capsys.readouterr().err
+
+
+def test_a_metric_typo_suggests_the_metric(folder, capsys):
+    """--rank names a metric: a typo answers with the closest one, as signal and method names do."""
+    assert main(["evaluate", "--source", "sample", "--scores", str(folder), "--rank", "roc_acu"]) == 2
+    assert "did you mean 'roc_auc'" in " ".join(capsys.readouterr().err.split())
+    from much_metric.benchmark import ReportOptions
+
+    with pytest.raises(ValueError, match="did you mean 'pr_auc'"):
+        ReportOptions(rank="pr_acu")
+
+
 def test_a_registry_typo_suggests_and_stays_short():
     from much_metric.baselines.registry import resolve
 

@@ -155,6 +155,7 @@ def test_ktc_has_one_label_in_run_evaluate_and_the_report():
 
     stored = KTC_DEFAULT.signal_name  # what `much run` writes (ktc_RYxmoyp1awYParfCjjxgnQ)
     assert display_name(stored) == display_name("ktc_nu4_tau0.3") == "KTC-4-0.3"
+    assert display_name("ktc") == resolve("ktc").display == "KTC-4-0.3"  # the name asked, as the name stored
     assert display_name(stored) == resolve("ktc_nu4_tau0.3").display  # the label `much run` prints
     assert display_method(f"{stored} (product)") == "KTC-4-0.3 (product)"
     assert display_name("my_plugin_signal") == "my_plugin_signal"  # unknown names stay as they are

@@ -4,6 +4,8 @@ baselines plus CCP/SAR with a tiny DeBERTa NLI model saved to disk, table 3 outp
 from __future__ import annotations
 
 import json
+import re
+import shlex
 
 import numpy as np
 import pytest
@@ -97,6 +99,13 @@ def test_probability_baselines_table_json_and_resume(workspace, capsys, monkeypa
         assert results[name]["n_claims"] == expected["n_claims"]
         assert len(results[name]["intervals"]["roc_auc"]) == 2
     assert {p.name for p in out.iterdir()} >= {"max_likelihood.parquet", "timings.json"}
+    # The printed follow-up command runs as printed (it once lacked evaluate's required --source).
+    hint = re.search(r"`(much evaluate [^`]*)` scores them again", " ".join(printed.split()))
+    assert hint is not None, printed
+    words = shlex.split(hint.group(1))
+    assert words[words.index("--source") + 1] == str(root / "data")
+    assert _much([*words[1:], "--bootstrap", "0", "--no-progress"]) == 0
+    assert "Max Likelihood" in capsys.readouterr().out
     # Rerun: nothing recomputed, same numbers.
     assert _much(argv) == 0
     again = json.loads(report.read_text())

@@ -125,13 +125,38 @@ def test_monitor_says_what_it_loads_before_the_model(terminal, monkeypatch, caps
         raise ValueError("stop here")
 
     monkeypatch.setattr(monitor, "_load_model", load)
-    monkeypatch.setattr(monitor, "_show_progress", lambda: terminal)
+    monkeypatch.setattr(monitor.sys.stderr, "isatty", lambda: terminal, raising=False)
     assert main(["monitor", "--model", "smollm2", "--prompt", "hi"]) == 2
     if terminal:
         assert "much monitor: loading the model smollm2 on cpu ..." in seen["stderr"]
     else:  # piped: nothing but the one error line
         assert seen["stderr"] == "" and capsys.readouterr().err.count("\n") == 1
     assert capsys.readouterr().out == ""  # progress goes to stderr only
+
+
+def test_monitor_no_progress_silences_its_lines_and_the_model_loading_bars(monkeypatch, capsys):
+    """Issue 57: --no-progress on every long command; much monitor had none, and transformers' "Loading weights" bar
+    printed even into a pipe. With it, nothing is said on a terminal and the library's bars are off while the model
+    loads, then restored."""
+    from transformers.utils import logging as transformers_logging
+
+    import much_metric.cli.monitor as monitor
+
+    seen = {}
+
+    def load(args):
+        seen["stderr"] = capsys.readouterr().err
+        seen["bars"] = transformers_logging.is_progress_bar_enabled()
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(monitor, "_load_model", load)
+    monkeypatch.setattr(monitor.sys.stderr, "isatty", lambda: True, raising=False)
+    assert transformers_logging.is_progress_bar_enabled()
+    assert main(["monitor", "--model", "smollm2", "--prompt", "hi", "--no-progress"]) == 2
+    assert seen == {"stderr": "", "bars": False}
+    assert transformers_logging.is_progress_bar_enabled()  # restored for the rest of the process
+    assert main(["monitor", "--model", "smollm2", "--prompt", "hi"]) == 2
+    assert "loading the model" in seen["stderr"] and seen["bars"] is True
 
 
 _NO_TORCH = """

@@ -152,7 +152,7 @@ def test_rank_methods_matches_leaderboard_and_per_language_values(rows):
         else:
             assert row.seconds is None
     assert set(board.floors) == {"floor: random", "floor: constant", "floor: length"}
-    with pytest.raises(ValueError, match="--rank must be one of"):
+    with pytest.raises(ValueError, match="unknown --rank metric 'accuracy'"):
         rank_methods(table, "accuracy")
 
 

@@ -111,3 +111,33 @@ def test_the_pareto_figure_draws_intervals_and_one_band_for_the_methods_not_sepa
     labels = axes.get_legend_handles_labels()[1]
     assert any("not separable" in label for label in labels) == (sum(bool(p["group"]) for p in points) > 1)
     assert len(axes.containers) == len(points)  # one error bar per point
+
+
+def test_breakdown_rows_over_few_samples_are_flagged_where_printed(split):
+    """``--by`` rows print intervals over their group's samples only: a group under MIN_INTERVAL_SAMPLES is
+    flagged ``n=N`` (in much evaluate's flags column and the report's breakdown table), a large one is not."""
+    from collections import Counter
+
+    from much_metric.cli._evaluate_tables import format_table
+    from much_metric.report import group_key, render_report
+    from much_metric.report._delta import MIN_INTERVAL_SAMPLES
+
+    languages = Counter(split["lang"])
+    small, large = min(languages, key=languages.get), max(languages, key=languages.get)
+    keep = [i for i, lang in enumerate(split["lang"]) if lang == large]
+    keep += [i for i, lang in enumerate(split["lang"]) if lang == small][:MIN_INTERVAL_SAMPLES // 2]
+    rows, signals = _signals(split.select(sorted(keep)))
+    table = evaluate_signals(rows, {"max_likelihood": signals["max_likelihood"]},
+                             evaluation=EvaluationOptions(bootstrap=BOOTSTRAP, by="lang"))
+    deltas = paired_deltas(table, bootstrap=BOOTSTRAP)
+    key = method_key(table.results[0])
+    few = MIN_INTERVAL_SAMPLES // 2
+    assert languages[large] >= MIN_INTERVAL_SAMPLES and deltas.flag_cell(key) == ""
+    assert deltas.flag_cell(group_key(key, "lang", small)) == f"n={few}"
+    assert deltas.flag_cell(group_key(key, "lang", large)) == ""
+    assert "< 30 samples" in deltas.legend()
+    table.deltas = deltas
+    printed = format_table(table, deltas=deltas)
+    line = next(line for line in printed.splitlines() if line.strip().startswith(f"lang={small}") and "n=" in line)
+    assert line.rstrip().endswith(f"n={few}")
+    assert f"lang={small} [n={few}]" in render_report(table) and f"lang={large} [n=" not in render_report(table)

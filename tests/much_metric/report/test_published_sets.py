@@ -41,3 +41,18 @@ def test_table7_matches_the_set_it_is_labelled_with_and_not_the_other():
     other = "manual" if PAPER_TABLE7_SET == "auto" else "auto"
     assert matched[PAPER_TABLE7_SET] >= 2 and matched[other] == 0
     assert PAPER_TABLE7_SET == "auto"
+
+
+def test_every_view_of_the_paper_rows_names_their_set():
+    """much evaluate's reference rows (on orailix/MUCH) and the board's published table carry the set's name, not only
+    the module: a reader of either sees which evaluation set the paper's numbers are."""
+    import argparse
+
+    from much_leaderboard._table import published_html
+    from much_metric.cli._evaluate_tables import published_rows
+
+    rows = published_rows(argparse.Namespace(source="orailix/MUCH"), "roc_auc")
+    paper = [row[1] for row in rows if row[1].startswith("[paper table")]
+    assert len(paper) == len(PAPER_TABLE7) and all(f", {PAPER_TABLE7_SET}] " in label for label in paper)
+    assert published_rows(argparse.Namespace(source="sample"), "roc_auc") == []
+    assert f'"{PAPER_TABLE7_SET}" evaluation set' in published_html()
