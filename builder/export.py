@@ -89,7 +89,7 @@ def _by_id(path: Path) -> dict[str, dict[str, Any]]:
 def _judges(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
     from builder.filter_labels import label_files, read_label_records
 
-    return {key: read_label_records(path) for key, path in label_files(out).items()}
+    return {key: read_label_records(path, required=True) for key, path in label_files(out).items()}
 
 
 def _humans(out: Path) -> dict[str, dict[str, dict[str, Any]]]:

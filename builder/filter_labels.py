@@ -10,7 +10,9 @@ the field, when
   and +1 (``0``, ``7``, ``true``, ``1.0`` and ``null`` are refused: a judge or annotator that produced them is broken,
   and reading them as a label would move a claim between classes in silence);
 * two records name one ``generation_id`` (one record per row and judge: which of two verdicts is the judge's cannot be
-  told, so neither is kept).
+  told, so neither is kept);
+* a judge's file exists but holds no record (``required``: an ``annotate`` whose every call failed leaves one; read as
+  "no labels" it would trash every row as ``missing_labels``, a bad input reported as a failed run).
 """
 
 from __future__ import annotations
@@ -55,9 +57,15 @@ def _check_labels(path: Path, gid: str, values: Any) -> None:
                                "or +1")
 
 
-def read_label_records(path: Path) -> dict[str, dict[str, Any]]:
+def _owner(path: Path) -> str:
+    """``judge 'KEY'`` or ``annotator 'KEY'``: whose labels ``labels.KEY.jsonl`` / ``human.KEY.jsonl`` holds."""
+    prefix, _, rest = path.name.partition(".")
+    return f"{'annotator' if prefix == 'human' else 'judge'} {rest.removesuffix('.jsonl')!r}"
+
+
+def read_label_records(path: Path, *, required: bool = False) -> dict[str, dict[str, Any]]:
     """The records of one label file by ``generation_id``, each checked (module docstring); an absent file has
-    none."""
+    none. ``required``: an existing file must hold a record."""
     path = Path(path)
     records: dict[str, dict[str, Any]] = {}
     for number, record in enumerate(read_store(path), start=1):
@@ -71,4 +79,9 @@ def read_label_records(path: Path) -> dict[str, dict[str, Any]]:
             raise BuilderError(f"{path}: generation_id={gid!r} has two records (one per row and judge or annotator: "
                                f"{who!r}); keep the right one and remove the other")
         records[gid] = record
+    if required and not records and path.is_file():
+        failures = path.with_name(path.name.removesuffix(".jsonl") + ".failures.jsonl")
+        why = f" (its failures: {failures.name})" if failures.is_file() else ""
+        raise BuilderError(f"{path}: no label record of {_owner(path)}{why}; rerun `python -m builder annotate` for "
+                           "that judge, or remove the file to leave the judge out")
     return records

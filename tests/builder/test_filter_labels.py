@@ -108,3 +108,15 @@ def test_good_labels_still_pass_both_steps(artifacts, tmp_path, capsys):
     assert main(["export", "--out", str(tmp_path), "--no-check"]) == 0
     kept = [r for split in ("train", "test") for r in read_store(tmp_path / "rows" / f"{split}.jsonl")]
     assert kept and all(set(r["labels"]) <= {-1, 1} for r in kept)
+
+
+@pytest.mark.parametrize("step", ["filter", "export"])
+def test_an_empty_judge_file_is_bad_input_naming_file_and_judge(artifacts, tmp_path, capsys, step):
+    chunks = _copy(artifacts, tmp_path)
+    _agreeing(tmp_path, chunks, "alpha")
+    (tmp_path / "labels.beta.jsonl").write_text("")  # what an annotate whose every call failed leaves
+    extra = ["--judge", "alpha", "--no-check"] if step == "export" else []
+    assert main([step, "--out", str(tmp_path), *extra]) == 2  # filter: was "nothing to export", exit 1
+    err = capsys.readouterr().err
+    assert "labels.beta.jsonl: no label record of judge 'beta'" in err
+    assert not (tmp_path / "filter.jsonl").exists()
