@@ -34,7 +34,7 @@ import argparse
 import json
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -86,16 +86,16 @@ def _by_id(path: Path) -> dict[str, dict[str, Any]]:
     return {str(r[schema.GENERATION_ID]): r for r in read_store(path)}
 
 
-def _judges(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
+def _judges(out: Path, rows: Collection[str]) -> dict[str, dict[str, dict[str, Any]]]:
     from builder.filter_labels import label_files, read_label_records
 
-    return {key: read_label_records(path) for key, path in label_files(out).items()}
+    return {key: read_label_records(path, rows=rows, required=True) for key, path in label_files(out).items()}
 
 
-def _humans(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
+def _humans(out: Path, rows: Collection[str]) -> dict[str, dict[str, dict[str, Any]]]:
     from builder.filter_labels import label_files, read_label_records
 
-    return {key: read_label_records(path) for key, path in label_files(out, prefix="human").items()}
+    return {key: read_label_records(path, rows=rows) for key, path in label_files(out, prefix="human").items()}
 
 
 def _cannot_be_in_much(generation: Mapping[str, Any], eos_ids: set[int] | None) -> str | None:
@@ -155,11 +155,11 @@ def collect_rows(out: Path, *, judge: str | None = None, split: str = "auto") ->
     """Rows per split (``train``/``test``/``trash``) and a report of what was skipped and why."""
     generations = list(read_store(require_input(out / "generations.jsonl", made_by="generate")))
     segments = _by_id(out / "segments.jsonl")
-    judges = _judges(out)
+    judges = _judges(out, segments)
     if not judges:
         raise BuilderError(f"no labels.<judge>.jsonl in {out}; run `python -m builder annotate` first")
     label_judge = _pick_judge(judges, judge, _filter_judges(out) if (out / "filter.jsonl").exists() else None)
-    humans = _humans(out)
+    humans = _humans(out, segments)
     filters = _by_id(out / "filter.jsonl") if (out / "filter.jsonl").exists() else None
     rows: dict[str, list] = {name: [] for name in ALL_SPLITS}
     skipped: dict[str, str] = {}

@@ -12,8 +12,9 @@ Every generation that has a segmentation gets one row in ``filter.jsonl``: ``gen
 
 The judges are ``--judges`` when given, else every ``labels.<key>.jsonl`` in ``--out`` (what ``annotate`` wrote, by
 whatever names ``--judge MODEL=KEY`` gave them); fewer than two, or a named judge without its file, is refused with
-the label files present and the flag to pass. A run that keeps no sample at all exits 1 (its counts are still
-written), so a pipeline cannot trash every row in silence.
+the label files present and the flag to pass, and an empty label file is refused naming it and its judge (exit 2). A
+run that keeps no sample at all exits 1 (its counts are still written), so a pipeline cannot trash every row in
+silence.
 
 Kept samples go to ``test`` when annotator ``an1`` labelled them (``human.an1.jsonl``), else ``train`` (the
 reference's export rule, docs/reference-behaviour.md#hub-columns). The file is a pure function of its inputs and is
@@ -30,7 +31,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -203,9 +204,11 @@ def pick_judges(out: Path, judges: Sequence[str] | None) -> list[str]:
     return [*(j for j in DEFAULT_JUDGES if j in present), *(j for j in present if j not in DEFAULT_JUDGES)]
 
 
-def load_labels(out: Path, name: str, *, prefix: str = "labels") -> dict[str, list[int]]:
-    """``labels`` per generation_id from ``<prefix>.<name>.jsonl``, checked (:mod:`builder.filter_labels`)."""
-    records = read_label_records(out / f"{prefix}.{name}.jsonl")
+def load_labels(out: Path, name: str, *, prefix: str = "labels", rows: Collection[str] | None = None,
+                required: bool = False) -> dict[str, list[int]]:
+    """``labels`` per generation_id from ``<prefix>.<name>.jsonl``, checked (:mod:`builder.filter_labels`: ``rows``
+    the generation_ids they must be among, ``required`` an existing file must hold a record)."""
+    records = read_label_records(out / f"{prefix}.{name}.jsonl", rows=rows, required=required)
     return {gid: list(record["labels"]) for gid, record in records.items()}
 
 
@@ -230,13 +233,13 @@ def run(args: argparse.Namespace) -> int:
     configs = {r[GENERATION_CONFIG]: r for r in read_store(out / "configs.jsonl")}
     resolver = EosResolver(eos_ids=args.eos_ids, tokenizer=args.tokenizer, configs=configs)
     n_chunks = {r[GENERATION_ID]: len(r["token_chunks"]) for r in read_store(out / "segments.jsonl")}
-    labels = {judge: load_labels(out, judge) for judge in judges}
+    labels = {judge: load_labels(out, judge, rows=n_chunks, required=True) for judge in judges}
     for judge, rows in labels.items():
         for gid, values in rows.items():
             if gid in n_chunks and len(values) != n_chunks[gid]:
                 raise ValueError(f"labels.{judge}.jsonl: generation_id={gid!r}: field 'labels' has {len(values)} "
                                  f"entries but the sample has {n_chunks[gid]} claims")
-    human_test = set(load_labels(out, args.test_annotator, prefix="human"))
+    human_test = set(load_labels(out, args.test_annotator, prefix="human", rows=n_chunks))
 
     rows, counts = [], Counter()
     for generation in read_store(out / "generations.jsonl"):

@@ -10,11 +10,17 @@ the field, when
   and +1 (``0``, ``7``, ``true``, ``1.0`` and ``null`` are refused: a judge or annotator that produced them is broken,
   and reading them as a label would move a claim between classes in silence);
 * two records name one ``generation_id`` (one record per row and judge: which of two verdicts is the judge's cannot be
-  told, so neither is kept).
+  told, so neither is kept);
+* a judge's file exists but holds no record (``required``: an ``annotate`` whose every call failed leaves one; read as
+  "no labels" it would trash every row as ``missing_labels``, a bad input reported as a failed run);
+* a record names a ``generation_id`` that is not among the rows (``rows``: the segmented generations). ``annotate``,
+  ``import-mushroom`` and ``human`` only label segmented rows, so such a record is a label file of another run or of
+  rows since removed: dropping it in silence would hide that the file and the rows do not belong together.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +61,32 @@ def _check_labels(path: Path, gid: str, values: Any) -> None:
                                "or +1")
 
 
-def read_label_records(path: Path) -> dict[str, dict[str, Any]]:
+#: How many unknown generation_ids a refusal shows (the count is always given).
+_SHOWN_IDS = 3
+
+
+def _owner(path: Path) -> str:
+    """``judge 'KEY'`` or ``annotator 'KEY'``: whose labels ``labels.KEY.jsonl`` / ``human.KEY.jsonl`` holds."""
+    prefix, _, rest = path.name.partition(".")
+    return f"{'annotator' if prefix == 'human' else 'judge'} {rest.removesuffix('.jsonl')!r}"
+
+
+def _check_known(path: Path, records: dict[str, Any], rows: Collection[str]) -> None:
+    unknown = sorted(gid for gid in records if gid not in rows)
+    if not unknown:
+        return
+    shown = ", ".join(repr(gid) for gid in unknown[:_SHOWN_IDS])
+    more = f" and {len(unknown) - _SHOWN_IDS} more" if len(unknown) > _SHOWN_IDS else ""
+    raise BuilderError(f"{path}: {len(unknown)} record(s) of {_owner(path)} name a generation_id that is not among the "
+                       f"{len(rows)} segmented rows (segments.jsonl): {shown}{more}; a label file of another run or of "
+                       "rows since removed: remove those records (or the file) and run again")
+
+
+def read_label_records(path: Path, *, rows: Collection[str] | None = None,
+                       required: bool = False) -> dict[str, dict[str, Any]]:
     """The records of one label file by ``generation_id``, each checked (module docstring); an absent file has
-    none."""
+    none. ``rows``: the generation_ids the records must be among; ``required``: an existing file must hold a
+    record."""
     path = Path(path)
     records: dict[str, dict[str, Any]] = {}
     for number, record in enumerate(read_store(path), start=1):
@@ -71,4 +100,11 @@ def read_label_records(path: Path) -> dict[str, dict[str, Any]]:
             raise BuilderError(f"{path}: generation_id={gid!r} has two records (one per row and judge or annotator: "
                                f"{who!r}); keep the right one and remove the other")
         records[gid] = record
+    if required and not records and path.is_file():
+        failures = path.with_name(path.name.removesuffix(".jsonl") + ".failures.jsonl")
+        why = f" (its failures: {failures.name})" if failures.is_file() else ""
+        raise BuilderError(f"{path}: no label record of {_owner(path)}{why}; rerun `python -m builder annotate` for "
+                           "that judge, or remove the file to leave the judge out")
+    if rows is not None:
+        _check_known(path, records, rows)
     return records

@@ -171,13 +171,16 @@ def repair_samples_pack(pack: Path, *, decode: Decoder | None = None,
     (:func:`builder.internals_store.repair_under_lock`), so that the run redraws them; a damaged shard file is
     removed (its name would otherwise block a redrawn shard, and nothing lists it any more). Returns the manifest
     (None: no pack yet) and the damage found."""
-    from much_dataset.samples_checks import identity_problem, samples_pack_damage
+    from much_dataset.samples_checks import count_problem, identity_problem, samples_pack_damage
 
     def find_damage(manifest: dict[str, Any]) -> list[Any]:
         edited = identity_problem(manifest)
         if edited is not None:
             raise BuilderError(f"{pack / MANIFEST}: {edited}; use another --out")
         damage = samples_pack_damage(pack, manifest, hashes=True)
+        miscounted = None if damage else count_problem(manifest)
+        if miscounted is not None:
+            raise BuilderError(f"{pack / MANIFEST}: {miscounted}; use another --out")
         broken = {found.shard for found in damage}
         sound = sorted({name for listing in manifest["rows"].values() if isinstance(listing, dict)
                         for name in listing} - broken)

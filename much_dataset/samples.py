@@ -44,6 +44,7 @@ from much_dataset.packs import PackError, damage_message
 from much_dataset.params import POSITIVE_INT, InvalidParameterError, check_param
 from much_dataset.samples_checks import (
     ROW_FIELDS,
+    count_problem,
     identity_problem,
     row_field_problems,
     samples_pack_damage,
@@ -172,7 +173,8 @@ def iter_pack_rows(pack: str | Path, *, tokenizer: Any = None) -> Iterator[dict[
 
 def check_samples_pack(pack: str | Path, manifest: dict[str, Any]) -> None:
     """Raise :class:`SamplesError` unless the pack is what its manifest says (:mod:`much_dataset.samples_checks`:
-    sizes, content addresses, columns and types, ids, duplicates, the identity its shards were written under)."""
+    sizes, content addresses, columns and types, ids, duplicates, the identity its shards were written under, the
+    manifest's counts)."""
     path = _pack_path(pack)
     edited = identity_problem(manifest)
     if edited is not None:
@@ -181,6 +183,10 @@ def check_samples_pack(pack: str | Path, manifest: dict[str, Any]) -> None:
     damage = samples_pack_damage(path, manifest, hashes=True)
     if damage:
         raise SamplesError(damage_message(path, damage, repair=REPAIR))
+    miscounted = count_problem(manifest)
+    if miscounted is not None:
+        raise SamplesError(f"{path / MANIFEST}: {miscounted}; rebuild the pack (`python -m "
+                           "builder samples` into a new --out)")
 
 
 def _check_values(pack: str | Path, manifest: dict[str, Any], table: Any, shards: Sequence[str],

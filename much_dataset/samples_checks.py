@@ -9,6 +9,8 @@ The shards (:func:`samples_pack_damage`), beyond the sizes and content addresses
   (:func:`arrow_schema`: ids int32, probabilities float32; a float64 column is refused, not converted), as many rows
   as the manifest's ``n_samples`` for it, no (generation_id, sample_index) twice, and every pair the manifest puts in
   it;
+* the manifest's counts (:func:`count_problem`): ``n_samples`` the (generation_id, sample_index) pairs it lists, each
+  held by its shard once the shards pass, and ``n_rows`` the generation_ids it lists;
 * the identity a shard was written under (its parquet metadata ``much_samples``: weights, engine, generation config,
   prompt style, stored candidates, dtype, seed rule) is the manifest's, and the manifest's identity fields still
   hash to the ``identity_sha256`` written with it (:func:`identity_problem`): a manifest edited to claim another
@@ -44,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
 __all__ = ["IDENTITY_KEYS", "METADATA_KEY", "ROW_FIELDS", "arrow_schema", "samples_pack_damage", "value_problems",
-           "row_field_problems", "identity_digest", "identity_problem"]
+           "row_field_problems", "identity_digest", "identity_problem", "count_problem"]
 
 #: The manifest keys a shard records in its parquet metadata (under :data:`METADATA_KEY`) and must agree with.
 IDENTITY_KEYS = ("weights_sha256", "engine", "generation_config", "prompt_style", "stored_candidates", "dtype",
@@ -158,6 +160,21 @@ def identity_problem(manifest: Mapping[str, Any]) -> str | None:
                                                                   "stored_candidates"))
     return (f"its identity ({fields}, ...) does not hash to its identity_sha256: the manifest was edited after the "
             "pack was written")
+
+
+def count_problem(manifest: Mapping[str, Any]) -> str | None:
+    """Why a count of the manifest (``n_samples``, ``n_rows``) is not what it lists, or None. Run after
+    :func:`samples_pack_damage` found nothing: every listed pair is then held by its shard, so the pairs listed are
+    the samples the shards hold for the pack (a shard may hold more, drawn twice by a resumed run: not listed, never
+    read)."""
+    by_shard, _ = _assignment(manifest)
+    found = {"n_samples": sum(len(pairs) for pairs in by_shard.values()), "n_rows": len(manifest["rows"])}
+    for field, value in found.items():
+        stated = manifest.get(field)
+        if isinstance(stated, bool) or stated != value:
+            return (f"field {field!r} states {stated!r}, but the manifest lists {value} (held by its shards); a "
+                    "manifest edited or written by another tool")
+    return None
 
 
 def samples_layout(manifest: Mapping[str, Any]) -> PackLayout:

@@ -151,7 +151,7 @@ def test_eos_resolver_reads_a_tokenizer_json_lazily(monkeypatch):
 def test_filter_step_names_labels_that_do_not_match_the_claims(tmp_path):
     write_sample_artifacts(tmp_path, assets.llama3_tokenizer())
     _labels(tmp_path, "gpt-4o", {"gen00": [1, 1]})
-    _labels(tmp_path, "gpt-4.1", {})
+    _labels(tmp_path, "gpt-4.1", {"gen00": [1, 1]})  # not empty: an empty label file is refused before
     with pytest.raises(ValueError, match="labels.gpt-4o.jsonl: generation_id='gen00': field 'labels' has 2"):
         main(["--traceback", "filter", "--out", str(tmp_path)])
 
@@ -166,8 +166,8 @@ def _strict_json(path):
 def test_judges_by_any_name_are_found_and_nothing_is_trashed_in_silence(tmp_path, capsys):
     """annotate --judge MODEL=KEY writes labels.<KEY>.jsonl: filter finds those judges (no flag), export follows
     filter's judges, a sample without labels is in the trash split with its reason; a filter that would trash every
-    sample exits 1, wrong or too few judges are refused naming the label files present and --judges, and the report
-    is strict JSON (an undefined kappa is null, not NaN)."""
+    sample exits 1, wrong or too few judges are refused naming the label files present and --judges, an empty label
+    file naming it and its judge, and the report is strict JSON (an undefined kappa is null, not NaN)."""
     write_sample_artifacts(tmp_path, assets.llama3_tokenizer())
     chunks = {r["generation_id"]: len(r["token_chunks"]) for r in read_store(tmp_path / "segments.jsonl")}
     agree = {g: [1] * chunks[g] for g in chunks}
@@ -192,7 +192,10 @@ def test_judges_by_any_name_are_found_and_nothing_is_trashed_in_silence(tmp_path
     kept = [r for split in ("train", "test") for r in read_store(tmp_path / "rows" / f"{split}.jsonl")]
     assert len(kept) == 4 and all(r["labels"] == agree[r["generation_id"]] for r in kept)
 
-    _labels(tmp_path, "beta", {})  # beta labelled nothing: every sample would be trashed
+    _labels(tmp_path, "beta", {})  # beta labelled nothing: bad input (exit 2) naming the file and the judge
+    assert main(["filter", "--out", str(tmp_path)]) == 2
+    assert "labels.beta.jsonl: no label record of judge 'beta'" in capsys.readouterr().err
+    _labels(tmp_path, "beta", {g: [-1] * n for g, n in chunks.items()})  # beta disagrees everywhere
     assert main(["filter", "--out", str(tmp_path)]) == 1
     assert "every one of the 7 samples is trashed" in capsys.readouterr().err
     assert _strict_json(tmp_path / "filter.report.json")["kept"] == 0

@@ -108,3 +108,46 @@ def test_good_labels_still_pass_both_steps(artifacts, tmp_path, capsys):
     assert main(["export", "--out", str(tmp_path), "--no-check"]) == 0
     kept = [r for split in ("train", "test") for r in read_store(tmp_path / "rows" / f"{split}.jsonl")]
     assert kept and all(set(r["labels"]) <= {-1, 1} for r in kept)
+
+
+@pytest.mark.parametrize("step", ["filter", "export"])
+def test_an_empty_judge_file_is_bad_input_naming_file_and_judge(artifacts, tmp_path, capsys, step):
+    chunks = _copy(artifacts, tmp_path)
+    _agreeing(tmp_path, chunks, "alpha")
+    (tmp_path / "labels.beta.jsonl").write_text("")  # what an annotate whose every call failed leaves
+    extra = ["--judge", "alpha", "--no-check"] if step == "export" else []
+    assert main([step, "--out", str(tmp_path), *extra]) == 2  # filter: was "nothing to export", exit 1
+    err = capsys.readouterr().err
+    assert "labels.beta.jsonl: no label record of judge 'beta'" in err
+    assert not (tmp_path / "filter.jsonl").exists()
+
+
+def _with_strangers(chunks, strangers):
+    return [*({"generation_id": g, "labels": [1] * n} for g, n in chunks.items()),
+            *({"generation_id": g, "labels": [1, 1]} for g in strangers)]
+
+
+@pytest.mark.parametrize("step", ["filter", "export"])
+@pytest.mark.parametrize("n_strangers", [1, 5])
+def test_labels_of_rows_that_are_not_there_are_refused(artifacts, tmp_path, capsys, step, n_strangers):
+    chunks = _copy(artifacts, tmp_path)
+    _agreeing(tmp_path, chunks, "alpha")
+    strangers = [f"other{i}" for i in range(n_strangers)]
+    _write(tmp_path / "labels.beta.jsonl", _with_strangers(chunks, strangers))
+    extra = ["--judge", "alpha", "--no-check"] if step == "export" else []
+    assert main([step, "--out", str(tmp_path), *extra]) == 2  # were ignored without a word
+    err = capsys.readouterr().err
+    assert f"labels.beta.jsonl: {n_strangers} record(s) of judge 'beta' name a generation_id" in err
+    assert all(repr(gid) in err for gid in strangers[:3])
+    assert all(repr(gid) not in err for gid in strangers[3:])  # a few shown, the rest counted
+    assert ("and 2 more" in err) == (n_strangers == 5)
+
+
+@pytest.mark.parametrize("step", ["filter", "export"])
+def test_human_labels_of_rows_that_are_not_there_are_refused(artifacts, tmp_path, capsys, step):
+    chunks = _copy(artifacts, tmp_path)
+    _agreeing(tmp_path, chunks, "alpha", "beta")
+    _write(tmp_path / "human.an1.jsonl", [{"generation_id": "gone", "labels": [1]}])
+    extra = ["--judge", "alpha", "--no-check"] if step == "export" else []
+    assert main([step, "--out", str(tmp_path), *extra]) == 2
+    assert "human.an1.jsonl: 1 record(s) of annotator 'an1' name a generation_id" in capsys.readouterr().err

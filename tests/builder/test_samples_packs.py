@@ -186,7 +186,15 @@ MANIFEST_CASES = {
     "an index listed twice": (lambda pack: edit_manifest(pack, _list_twice), "sample_index 0 2 times"),
     "an index listed in two shards": (lambda pack: edit_manifest(pack, _list_in_two_shards),
                                       "sample_index 0 2 times"),
+    "n_samples wrong": (lambda pack: edit_manifest(pack, lambda m: m.update(n_samples=m["n_samples"] + 1)),
+                        "field 'n_samples' states 13, but the manifest lists 12"),
+    "n_samples not a count": (lambda pack: edit_manifest(pack, lambda m: m.update(n_samples="12")),
+                              "field 'n_samples' states '12', but the manifest lists 12"),
+    "n_rows wrong": (lambda pack: edit_manifest(pack, lambda m: m.update(n_rows=2)),
+                     "field 'n_rows' states 2, but the manifest lists 3"),
 }
+#: The cases where the manifest itself is named, not a shard: its own digest or counts.
+MANIFEST_NAMED = {"bfloat16 over float32 shards", "n_samples wrong", "n_samples not a count", "n_rows wrong"}
 
 
 @pytest.mark.parametrize("case", sorted(MANIFEST_CASES))
@@ -197,7 +205,7 @@ def test_a_pack_that_is_not_what_its_manifest_says_is_refused(tmp_path, case):
     damage(pack)
     with pytest.raises(SamplesError) as raised:
         load_samples(pack, dataset=ANSWERS, cache_dir=tmp_path / "cache")
-    named = "manifest.json" if case == "bfloat16 over float32 shards" else shard  # the manifest's own digest
+    named = str(pack / "manifest.json") if case in MANIFEST_NAMED else shard
     assert named in str(raised.value) and words in str(raised.value), str(raised.value)
 
 
@@ -311,6 +319,14 @@ def test_a_resume_into_a_damaged_pack_redraws_the_damaged_shard_and_says_so(tmp_
     assert samples.num_rows == 12
     assert main(argv) == 0
     assert "12 done, 0 to go" in capsys.readouterr().out
+
+
+def test_a_resume_into_a_pack_whose_manifest_miscounts_is_refused(tmp_path, monkeypatch, capsys):
+    pack, argv = _resume_setup(tmp_path, monkeypatch)
+    edit_manifest(pack, lambda m: m.update(n_samples=7))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert str(pack / "manifest.json") in err and "field 'n_samples' states 7, but the manifest lists 12" in err
 
 
 # ----------------------------------------------------------------------------------------------------------------
