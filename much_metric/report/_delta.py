@@ -214,7 +214,7 @@ def _group_flags(results: Sequence[Any]) -> dict[str, dict[str, str]]:
     """``few`` for the breakdown rows (``--by``) whose intervals are over fewer than :data:`MIN_INTERVAL_SAMPLES`
     samples: a group's intervals are over its own samples only, whatever the table's size."""
     return {group_key(method_key(result), group, value): {"few": f"n={score.n_samples}"}
-            for result in results for group, groups in (result.score.by or {}).items()
+            for result in results if result.score is not None for group, groups in (result.score.by or {}).items()
             for value, score in groups.items() if score.intervals and score.n_samples < MIN_INTERVAL_SAMPLES}
 
 
