@@ -291,11 +291,10 @@ def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: Evalua
 
     ``keys`` name the rows (unique); ``arrays`` are their claim arrays (:func:`score_submission`). Returns
     ``{key: {"rank", "rank_probability", "lang_gap", "lang_best", "lang_worst", "versus_best", "flags"}}``
-    (``versus_best``: the paired difference to the first row; ``flags``: ``{flag: text}`` of
-    :data:`much_metric.report.FLAG_LEGEND` -- not above a floor, paired on the same claims; heavy ties; intervals
-    over too few samples -- the flags ``much run`` / ``much evaluate`` print, by
-    :func:`much_metric.report.paired_deltas`) plus ``"_meta"`` (samples and claims compared, resamples, ``legend``:
-    the shown flags' legend). Public evaluation data only: the private split's labels never enter.
+    (``versus_best``: the paired difference to the first row; ``flags``: ``{flag: text}``, the flags ``much run`` /
+    ``much evaluate`` print, by :func:`much_metric.report.paired_deltas`: not above a floor, paired on the same
+    claims; heavy ties; intervals over too few samples) plus ``"_meta"`` (samples and claims compared, resamples,
+    ``legend``: the shown flags' legend). Public evaluation data only: the private split's labels never enter.
     """
     from much_metric.report import EvaluationTable, SignalResult, paired_deltas, rank_methods
 

@@ -135,25 +135,24 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
 
 
 def row_flags(ranked: dict[str, str] | None, metrics: dict[str, Any]) -> dict[str, str]:
-    """A row's flags (:data:`much_metric.report.FLAG_LEGEND`), as ``much run`` / ``much evaluate`` print them: those
-    of the ranking (:func:`much_leaderboard.rank_rows`: not above a floor, heavy ties, on the claims every row covers)
-    and ``few`` when the shown metrics' intervals are over fewer than :data:`much_metric.report.MIN_INTERVAL_SAMPLES`
-    samples (a language or model filter: its own samples only)."""
-    from much_metric.report import MIN_INTERVAL_SAMPLES
+    """A row's flags, as ``much run`` / ``much evaluate`` print them (legend:
+    :meth:`much_metric.report.DeltaColumn.legend_of`): those of the ranking (:func:`much_leaderboard.rank_rows`: not
+    above a floor, heavy ties, on the claims every row covers) and ``few`` when the shown metrics' intervals are over
+    fewer than ``DeltaColumn.MIN_INTERVAL_SAMPLES`` (30) samples (a language or model filter: its own samples only)."""
+    from much_metric.report import DeltaColumn
 
     flags = dict(ranked or {})
     n_samples = metrics.get("n_samples")
-    if metrics.get("intervals") and n_samples is not None and n_samples < MIN_INTERVAL_SAMPLES:
+    if metrics.get("intervals") and n_samples is not None and n_samples < DeltaColumn.MIN_INTERVAL_SAMPLES:
         flags["few"] = f"n={n_samples}"
     return flags
 
 
 def flag_legend(rows: Sequence[dict[str, Any]]) -> str:
-    """The legend of the flags ``rows`` show (``""`` when none does), in :data:`FLAG_LEGEND`'s words."""
-    from much_metric.report import FLAG_LEGEND
+    """The legend of the flags ``rows`` show (``""`` when none does), as much evaluate prints it."""
+    from much_metric.report import DeltaColumn
 
-    shown = {flag for row in rows for flag in row.get("flags") or {}}
-    return " ".join(f"{text}." for flag, text in FLAG_LEGEND.items() if flag in shown)
+    return DeltaColumn.legend_of(flag for row in rows for flag in row.get("flags") or {})
 
 
 def _flags_html(flags: dict[str, str] | None) -> str:

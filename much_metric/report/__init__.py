@@ -16,8 +16,7 @@ archive), below the benchmark and the commands:
   :func:`write_degradation_report` / :func:`render_degradation_report` -- the input-view degradation figure;
   :func:`format_metric` -- a metric with its interval, as every table prints it;
 * :func:`paired_deltas` -> :class:`DeltaColumn` -- every method's paired difference to a reference method (the
-  Δ column of every table) and the flags of rows not above a floor, with heavy ties or too few samples
-  (:data:`FLAG_LEGEND`, :data:`MIN_INTERVAL_SAMPLES`; the leaderboard shows them too);
+  Δ column of every table) and the flags of rows not above a floor, with heavy ties or too few samples;
 * :class:`RowPairing` -- which samples a table's rows are scored on (paired: the same for every row) and what was
   left out, and why.
 
@@ -51,8 +50,6 @@ __all__ = [
     "mushroom_source",
     "format_metric",
     "DeltaColumn",
-    "FLAG_LEGEND",
-    "MIN_INTERVAL_SAMPLES",
     "method_key",
     "group_key",
     "paired_deltas",
@@ -67,8 +64,7 @@ __all__ = [
 ]
 
 _LAZY = {
-    "DeltaColumn": "much_metric.report._delta", "FLAG_LEGEND": "much_metric.report._delta",
-    "MIN_INTERVAL_SAMPLES": "much_metric.report._delta", "method_key": "much_metric.report._delta",
+    "DeltaColumn": "much_metric.report._delta", "method_key": "much_metric.report._delta",
     "group_key": "much_metric.report._delta",
     "paired_deltas": "much_metric.report._delta",
     "resolve_method": "much_metric.report._delta", "spans_flags": "much_metric.report._spans",

@@ -73,8 +73,9 @@ def test_the_table_and_the_api_show_the_flags_with_their_legend(flagged):
 
 def test_a_filter_over_few_samples_flags_its_intervals():
     """A language or model filter shows intervals over its own samples: under MIN_INTERVAL_SAMPLES it is flagged."""
-    from much_metric.report import MIN_INTERVAL_SAMPLES
+    from much_metric.report import DeltaColumn
 
+    MIN_INTERVAL_SAMPLES = DeltaColumn.MIN_INTERVAL_SAMPLES  # noqa: N806
     few = {"roc_auc": 0.7, "n_samples": MIN_INTERVAL_SAMPLES - 1, "intervals": {"roc_auc": [0.6, 0.8]}}
     assert row_flags({"ties": "ties 40%"}, few) == {"ties": "ties 40%", "few": f"n={MIN_INTERVAL_SAMPLES - 1}"}
     assert row_flags(None, {**few, "n_samples": MIN_INTERVAL_SAMPLES}) == {}
