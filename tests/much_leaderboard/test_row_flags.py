@@ -75,10 +75,10 @@ def test_a_filter_over_few_samples_flags_its_intervals():
     """A language or model filter shows intervals over its own samples: under MIN_INTERVAL_SAMPLES it is flagged."""
     from much_metric.report import DeltaColumn
 
-    MIN_INTERVAL_SAMPLES = DeltaColumn.MIN_INTERVAL_SAMPLES  # noqa: N806
-    few = {"roc_auc": 0.7, "n_samples": MIN_INTERVAL_SAMPLES - 1, "intervals": {"roc_auc": [0.6, 0.8]}}
-    assert row_flags({"ties": "ties 40%"}, few) == {"ties": "ties 40%", "few": f"n={MIN_INTERVAL_SAMPLES - 1}"}
-    assert row_flags(None, {**few, "n_samples": MIN_INTERVAL_SAMPLES}) == {}
+    least = DeltaColumn.MIN_INTERVAL_SAMPLES
+    few = {"roc_auc": 0.7, "n_samples": least - 1, "intervals": {"roc_auc": [0.6, 0.8]}}
+    assert row_flags({"ties": "ties 40%"}, few) == {"ties": "ties 40%", "few": f"n={least - 1}"}
+    assert row_flags(None, {**few, "n_samples": least}) == {}
     assert row_flags(None, {**few, "intervals": None}) == {}  # point values: nothing to over-read
     page = render_table([], langs=[])
     assert "⚑" not in page
