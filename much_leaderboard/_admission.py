@@ -32,7 +32,7 @@ import numpy as np
 
 from much_metric.signals import CLAIM_SUFFIX, ParsedSubmission, SubmissionRejected
 
-__all__ = ["Admission", "name_key", "DAY_SECONDS"]
+__all__ = ["Admission", "name_key", "DAY_SECONDS", "builtin_label", "relabel_builtins"]
 
 DAY_SECONDS = 24 * 3600
 _BUILTIN_SUFFIX = "(built-in baseline)"
@@ -41,6 +41,32 @@ _BUILTIN_SUFFIX = "(built-in baseline)"
 def name_key(text: str) -> str:
     """How names are compared: NFKC, case-folded, whitespace collapsed (``'  Ｓｈａｒｅｄ '`` == ``'shared'``)."""
     return " ".join(unicodedata.normalize("NFKC", str(text or "")).casefold().split())
+
+
+def builtin_label(signal: str) -> str:
+    """A built-in row's method: the registry's display name, as every table prints it (``"KTC-4-0.3 (built-in
+    baseline)"``, not ``ktc``); ``signal`` is the registry name or the stored one (``ktc_<hash>``)."""
+    from much_metric.baselines import resolve
+
+    return f"{resolve(signal).display} {_BUILTIN_SUFFIX}"
+
+
+def relabel_builtins(store: Any) -> list[str]:
+    """Give every built-in row of ``store`` its method's one display name (:func:`builtin_label`); returns the
+    submissions renamed. A store written by an older server keeps its rows (``Leaderboard.add_baselines`` skips
+    them), so without this they would keep their old label (``"KTC (built-in baseline)"``): run on every start."""
+    renamed = []
+    for row in store.rows():
+        if row["kind"] != "baseline":
+            continue
+        try:
+            label = builtin_label(row["signal"])
+        except ValueError:  # a signal the registry no longer knows: its stored label stays
+            continue
+        if row["form"].get("method") != label and row["submission"] not in renamed:
+            store.set_method(row["submission"], label)
+            renamed.append(row["submission"])
+    return renamed
 
 
 def _builtin(name: str) -> Any:

@@ -54,6 +54,7 @@ CSS = """
 .much-table td:nth-child(3) {max-width: 9em}
 .much-table .ci {color: #777; font-size: 10px}
 .much-table .signal, .much-table .kind {color: #777; font-size: 10px}
+.much-table .flags {color: #a15c00; font-size: 10px}
 img.figure {max-width: 100%}
 </style>
 """
@@ -241,7 +242,7 @@ def create_server(board: Leaderboard, *, title: str | None = None) -> Any:
             stored = board.store.rows()
             private = board.private.table(stored) if board.private is not None else None
             sources = _sources_table(board) if len(board.label_sources.sources) > 1 else None
-            return boards_json(stored, private, sources, board.pairwise(stored))
+            return boards_json(stored, private, sources, board.pairwise(stored), board.ranking())
 
         return JSONResponse(await run_in_threadpool(answer))
 

@@ -135,12 +135,16 @@ def render_label_sources(table: Mapping[str, Any]) -> str:
 
 
 def boards_json(rows: list[dict[str, Any]], private: Mapping[str, Any] | None,
-                sources: Mapping[str, Any] | None, pairwise: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``GET /api/boards``: the public ranking (ROC-AUC), the pairwise matrix of the public board as the tab shows it
+                sources: Mapping[str, Any] | None, pairwise: Mapping[str, Any] | None = None,
+                ranking: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``GET /api/boards``: the public ranking (ROC-AUC) with each row's ``flags`` (``ranking``: the cached
+    :func:`much_leaderboard.rank_rows`; public rows only: a flag over the private split would say more about its
+    labels than the rounded private value does), the pairwise matrix of the public board as the tab shows it
     (:func:`much_leaderboard._pairwise.pairwise_board`; null while it is being computed), the private board (shown
     values only) and the label sources' table; submitted text as typed (JSON)."""
     public = sorted(({"key": f"{r['submission']}/{r['signal']}", "method": r["form"].get("method", ""),
-                      "signal": r["signal"], "kind": r["kind"], "roc_auc": r["metrics"]["overall"].get("roc_auc")}
+                      "signal": r["signal"], "kind": r["kind"], "roc_auc": r["metrics"]["overall"].get("roc_auc"),
+                      "flags": ((ranking or {}).get(f"{r['submission']}/{r['signal']}") or {}).get("flags") or {}}
                      for r in rows), key=lambda r: -(r["roc_auc"] if r["roc_auc"] is not None else -1.0))
     out: dict[str, Any] = {"public": public, "pairwise": None if pairwise is None else dict(pairwise)}
     if private is not None:

@@ -63,6 +63,20 @@ class EvaluationData:
     langs: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     groups: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _floors: list[Any] | None = field(default=None, repr=False, init=False)
+
+    def floor_results(self) -> list[Any]:
+        """The floors (random, constant, claim length: :data:`much_metric.report.EvaluationTable.floors`) on every
+        labelled sample of this data, computed once: what a row's ``floor`` flag is paired against."""
+        if self._floors is None:
+            from much_metric.report import EvaluationOptions, evaluate_signals
+
+            options = EvaluationOptions(bootstrap=None, floors=True, paired=False, progress=False)
+            # evaluate_signals wants a signal: a constant one on every sample; only its floors are kept
+            constant = {gid: np.zeros(len(tokens)) for gid, tokens in zip(
+                self.dataset["generation_id"], self.dataset["output_tokens"], strict=True)}
+            self._floors = list(evaluate_signals(self.dataset, {"constant": constant}, evaluation=options).floors)
+        return self._floors
 
     @property
     def bootstrap(self) -> Bootstrap | None:
@@ -276,11 +290,13 @@ def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: Evalua
     """P(rank), rank, interval and language gap of every row by ``metric`` on the claims all rows cover.
 
     ``keys`` name the rows (unique); ``arrays`` are their claim arrays (:func:`score_submission`). Returns
-    ``{key: {"rank", "rank_probability", "lang_gap", "lang_best", "lang_worst", "versus_best"}}`` (the paired
-    difference to the first row) plus ``"_meta"`` (samples and
-    claims compared, resamples).
+    ``{key: {"rank", "rank_probability", "lang_gap", "lang_best", "lang_worst", "versus_best", "flags"}}``
+    (``versus_best``: the paired difference to the first row; ``flags``: ``{flag: text}``, the flags ``much run`` /
+    ``much evaluate`` print, by :func:`much_metric.report.paired_deltas`: not above a floor, paired on the same
+    claims; heavy ties; intervals over too few samples) plus ``"_meta"`` (samples and claims compared, resamples,
+    ``legend``: the shown flags' legend). Public evaluation data only: the private split's labels never enter.
     """
-    from much_metric.report import EvaluationTable, SignalResult, rank_methods
+    from much_metric.report import EvaluationTable, SignalResult, paired_deltas, rank_methods
 
     if not keys:
         return {}
@@ -290,11 +306,15 @@ def rank_rows(keys: list[str], arrays: list[dict[str, np.ndarray]], data: Evalua
     table = EvaluationTable(results=results, n_dataset_samples=len(data.dataset), missing={},
                             has_stopword_mask=True, langs=list(data.dataset["lang"]))
     board = rank_methods(table, metric, bootstrap=data.bootstrap)
+    # the flags of much run / much evaluate: each row against the floors on the claims every row covers (paired)
+    table.floors = data.floor_results()
+    deltas = paired_deltas(table, metric=metric, bootstrap=data.bootstrap)
     out: dict[str, dict[str, Any]] = {
         row.method: jsonable({"rank": row.rank, "rank_probability": row.rank_probability, "lang_gap": row.lang_gap,
                               "lang_best": row.lang_best, "lang_worst": row.lang_worst,
-                              "versus_best": None if row.versus_best is None else row.versus_best.to_dict()})
+                              "versus_best": None if row.versus_best is None else row.versus_best.to_dict(),
+                              "flags": deltas.flags.get(row.method, {})})
         for row in board.rows}
     out["_meta"] = {"n_samples": board.n_samples, "n_claims": board.n_claims, "n_resamples": board.n_resamples,
-                    "metric": metric}
+                    "metric": metric, "legend": deltas.legend()}
     return out

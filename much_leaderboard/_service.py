@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from much_leaderboard._admission import Admission
+from much_leaderboard._admission import Admission, builtin_label, relabel_builtins
 from much_leaderboard._pairwise import PAIRWISE_KEY, pairwise_board
 from much_leaderboard._pairwise_html import render_pairwise
 from much_leaderboard._private import PrivateSplit
@@ -300,6 +300,7 @@ class Leaderboard:
 
         from much_metric.baselines import compute_signals, resolve
 
+        relabel_builtins(self.store)  # rows of an older server: one display name per method (KTC-4-0.3, not ktc)
         present = {r["signal"] for r in self.store.rows() if r["kind"] == "baseline"}
         found = self.baseline_resources()
         wanted = []
@@ -325,8 +326,7 @@ class Leaderboard:
                                 {k: {"seconds": v["seconds"]} for k, v in timings.items()}))
                         else:
                             archive.write(path, path.name)
-            # the method's one display name, as every table prints it (KTC-4-0.3, not ktc)
-            form = {"method": f"{resolve(name).display} (built-in baseline)", "authors": "MUCH toolkit",
+            form = {"method": builtin_label(name), "authors": "MUCH toolkit",
                     "link": "", "needs": ["probabilities only"]}
             outcomes.append(self.submit(buffer.getvalue(), form, kind="baseline"))
         return outcomes

@@ -153,6 +153,14 @@ class Store:
         self.archive_path(submission).unlink(missing_ok=True)
         shutil.rmtree(self.folder / "scores" / submission, ignore_errors=True)
 
+    def set_method(self, submission: str, method: str) -> None:
+        """Rename a stored submission's method (its form's ``method``): the built-in rows' one display name."""
+        with self._write() as db:
+            row = db.execute("SELECT form FROM submissions WHERE id = ?", (submission,)).fetchone()
+            if row is not None:
+                db.execute("UPDATE submissions SET form = ? WHERE id = ?",
+                           (json.dumps({**json.loads(row["form"]), "method": method}), submission))
+
     def mark_synced(self, submission: str) -> None:
         with self._write() as db:
             db.execute("UPDATE submissions SET synced = 1 WHERE id = ?", (submission,))

@@ -25,8 +25,8 @@ import numpy as np
 
 from much_leaderboard._admission import describe_detector
 
-__all__ = ["subsets", "table_rows", "render_table", "render_submission", "published_html", "metric_choices",
-           "cost_text", "INTERNALS_FILTERS", "INTERNALS_LABELS"]
+__all__ = ["subsets", "table_rows", "row_flags", "flag_legend", "render_table", "render_submission", "published_html",
+           "metric_choices", "cost_text", "INTERNALS_FILTERS", "INTERNALS_LABELS"]
 
 
 _PROBABILITIES, _TRAINED = "probabilities only", "training on the auto split"
@@ -86,7 +86,7 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
     ``internals`` (what the archive declared: ``attention``, ``hidden_states``), ``per_lang`` (ROC-AUC per
     language), ``p_rank``, ``rank`` (1 = best by ``sort``), ``relative_runtime``,
     ``seconds``, ``cost`` (per claim, measured by the server for a built-in baseline, declared for an upload; None:
-    not declared), ``coverage``, ``submitted``.
+    not declared), ``coverage``, ``submitted``, ``flags`` (:func:`row_flags`).
     """
     keys = [key for _, key in metric_choices()]
     if sort not in keys:
@@ -121,6 +121,7 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
             "relative_runtime": row["metrics"].get("relative_runtime"), "seconds": row["metrics"].get("seconds"),
             "cost": row["metrics"].get("cost"),
             "coverage": row["metrics"].get("coverage"), "submitted": row["submitted"],
+            "flags": row_flags(ranked.get("flags"), metrics),
         })
     out.sort(key=lambda r: -np.inf if r["metrics"].get(sort) is None else r["metrics"][sort], reverse=True)
     previous, rank = None, 0
@@ -131,6 +132,34 @@ def table_rows(rows: Sequence[dict[str, Any]], ranking: dict[str, Any], *, subse
             rank, previous = position, shown
         row["rank"] = rank
     return out
+
+
+def row_flags(ranked: dict[str, str] | None, metrics: dict[str, Any]) -> dict[str, str]:
+    """A row's flags, as ``much run`` / ``much evaluate`` print them (legend:
+    :meth:`much_metric.report.DeltaColumn.legend_of`): those of the ranking (:func:`much_leaderboard.rank_rows`: not
+    above a floor, heavy ties, on the claims every row covers) and ``few`` when the shown metrics' intervals are over
+    fewer than ``DeltaColumn.MIN_INTERVAL_SAMPLES`` (30) samples (a language or model filter: its own samples only)."""
+    from much_metric.report import DeltaColumn
+
+    flags = dict(ranked or {})
+    n_samples = metrics.get("n_samples")
+    if metrics.get("intervals") and n_samples is not None and n_samples < DeltaColumn.MIN_INTERVAL_SAMPLES:
+        flags["few"] = f"n={n_samples}"
+    return flags
+
+
+def flag_legend(rows: Sequence[dict[str, Any]]) -> str:
+    """The legend of the flags ``rows`` show (``""`` when none does), as much evaluate prints it."""
+    from much_metric.report import DeltaColumn
+
+    return DeltaColumn.legend_of(flag for row in rows for flag in row.get("flags") or {})
+
+
+def _flags_html(flags: dict[str, str] | None) -> str:
+    if not flags:
+        return ""
+    text = html.escape("; ".join(flags.values()))
+    return f'<br><span class="flags" title="see the legend under the table">⚑ {text}</span>'
 
 
 def _number(value: Any, digits: int = 3) -> str:
@@ -214,7 +243,8 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
         method = (f'<a class="entry" href="?submission={row["submission"]}" data-submission="{row["submission"]}">'
                   f'{html.escape(row.get("label", row["method"]))}</a>'
                   f'<br><span class="kind">{label} · {coverage} · submitted '
-                  f'{time.strftime("%Y-%m-%d", time.gmtime(row["submitted"]))}</span>')
+                  f'{time.strftime("%Y-%m-%d", time.gmtime(row["submitted"]))}</span>'
+                  + _flags_html(row.get("flags")))
         p_rank = "…" if row["p_rank"] is None else f"{row['p_rank']:.2f}"
         p_rank += _versus_best(row.get("versus_best"))
         per_lang = "<br>".join(f"{html.escape(lang)} {_number(row['per_lang'].get(lang))}" for lang in langs)
@@ -228,6 +258,8 @@ def render_table(rows: Sequence[dict[str, Any]], *, langs: Sequence[str], sort: 
         parts.append(f'<tr data-key="{html.escape(row["key"], quote=True)}">'
                      + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     parts.append("</tbody></table>")
+    if legend := flag_legend(rows):
+        parts.append(f'<p class="flag-legend">⚑ {html.escape(legend)}</p>')
     if not rows:
         parts.append('<p class="empty">No row matches these filters.</p>')
     return "".join(parts)

@@ -96,6 +96,23 @@ def test_the_steps_see_the_page_venv_and_not_the_running_environment(tmp_path, m
     assert "PYTHONPATH" not in env and env["HF_HUB_OFFLINE"] == "1"
 
 
+def test_the_steps_get_an_empty_hugging_face_home_of_their_own(tmp_path, monkeypatch):
+    """A page relying on a hub model already in the user's cache must fail as for a new user: HF_HOME is an empty
+    folder of the page's run folder and no variable pointing at another cache is kept."""
+    cache = tmp_path / "user-cache"
+    monkeypatch.setenv("HF_HOME", str(cache))
+    for name in check_docs_pages.HF_CACHES:
+        monkeypatch.setenv(name, str(cache / name))
+    page = tmp_path / "page"
+    page.mkdir()
+    env = check_docs_pages._environment(tmp_path / "venv", page)
+    home = Path(env["HF_HOME"])
+    assert home.is_dir() and home.is_relative_to(page) and not any(home.iterdir())
+    leaked = {name: value for name, value in env.items() if str(cache) in value}
+    assert leaked == {}
+    assert Path(env["HF_MODULES_CACHE"]).is_relative_to(page)
+
+
 def test_every_page_runs_from_its_installs_or_says_why_not():
     """No hidden skip list: each page of README and docs either has nothing to run, or runs (with its own install
     lines or the quick-start one), and every step left out carries the page's reason."""

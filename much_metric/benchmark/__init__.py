@@ -24,8 +24,8 @@ from much_metric._lazy import lazy_attributes
 _LAZY = {
     "run_benchmark": "much_metric.benchmark._run",
     "evaluate_files": "much_metric.benchmark._evaluate",
-    "EvaluationReport": "much_metric.benchmark._evaluate",
-    "ReportOptions": "much_metric.benchmark._evaluate",
+    "EvaluationReport": "much_metric.benchmark._report_options",
+    "ReportOptions": "much_metric.benchmark._report_options",
     "plan_benchmark": "much_metric.benchmark._plan",
     "check_signals": "much_metric.benchmark._plan",
     "BenchmarkPlan": "much_metric.benchmark._plan",

@@ -17,9 +17,9 @@ machinery of ``much evaluate --rank`` (:func:`much_metric.scoring.engine.bootstr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -110,6 +110,9 @@ class DeltaColumn:
     n_resamples: int
     rows: dict[str, MetricComparison] = field(default_factory=dict)
     flags: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Intervals over fewer samples are flagged ``few`` (:data:`MIN_INTERVAL_SAMPLES`; for the tables printed
+    #: elsewhere, the leaderboard's).
+    MIN_INTERVAL_SAMPLES: ClassVar[int] = MIN_INTERVAL_SAMPLES
 
     def cell(self, method: str) -> str:
         """``+0.012 [0.004, 0.020] p=0.003``; ``ref.`` for the reference; ``""`` for a row without a comparison."""
@@ -148,7 +151,13 @@ class DeltaColumn:
 
     def legend(self) -> str:
         """The flags' legend, for the flags this table shows ("" when it shows none)."""
-        shown = {flag for flags in self.flags.values() for flag in flags}
+        return self.legend_of(flag for flags in self.flags.values() for flag in flags)
+
+    @staticmethod
+    def legend_of(shown: Iterable[str]) -> str:
+        """The legend of the flags ``shown`` (keys of :data:`FLAG_LEGEND`), in its order (``""`` for none): for a
+        table that shows flags of several columns (the leaderboard's)."""
+        shown = set(shown)
         return " ".join(f"{text}." for flag, text in FLAG_LEGEND.items() if flag in shown)
 
     def to_dict(self) -> dict[str, Any]:
@@ -214,7 +223,7 @@ def _group_flags(results: Sequence[Any]) -> dict[str, dict[str, str]]:
     """``few`` for the breakdown rows (``--by``) whose intervals are over fewer than :data:`MIN_INTERVAL_SAMPLES`
     samples: a group's intervals are over its own samples only, whatever the table's size."""
     return {group_key(method_key(result), group, value): {"few": f"n={score.n_samples}"}
-            for result in results for group, groups in (result.score.by or {}).items()
+            for result in results if result.score is not None for group, groups in (result.score.by or {}).items()
             for value, score in groups.items() if score.intervals and score.n_samples < MIN_INTERVAL_SAMPLES}
 
 

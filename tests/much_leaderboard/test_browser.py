@@ -64,6 +64,14 @@ _MEASURE = """() => {
 # The longest cost text a row shows in practice: a cloud CPU's model name (as machine_record reads /proc/cpuinfo)
 # where the development machine's says "AMD EPYC" -- the text that pushed the cost column out of a 1,400 px window on
 # a fresh CI machine (issue #59). And two more columns of the kind the board grows by (the private board adds two).
+# The longest flags a row shows (much_metric.report.FLAG_LEGEND: every floor, ties, few samples), under the method.
+_LONG_FLAGS = "⚑ ≤ floor: random, constant, length; ties 100%; n=29"
+_FLAG = """(text) => document.querySelectorAll('#much-leaderboard tbody tr').forEach(row => {
+    const span = document.createElement('span');
+    span.className = 'flags';
+    span.textContent = text;
+    row.children[1].append(document.createElement('br'), span);
+})"""
 _LONG_COST = "568 ns/claim (measured: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz, 2 CPUs, 2 torch threads)"
 _WIDEN = """([cost, columns]) => {
     const table = document.querySelector('#much-leaderboard');
@@ -86,9 +94,9 @@ def _frame(page) -> dict:
 
 
 def test_the_table_fits_its_frame_at_the_documented_widths(server, page):
-    """At 1,280, 1,400 and 1,440 px, with the longest cost text, the whole table is in its frame (no sideways scroll)
-    and the cost column in view; with two more columns, the table scrolls inside its frame and the page keeps the
-    window's width."""
+    """At 1,280, 1,400 and 1,440 px, with the longest cost text and flags, the whole table is in its frame (no
+    sideways scroll) and the cost column in view; with two more columns, the table scrolls inside its frame and the
+    page keeps the window's width."""
     _, url = server
     try:
         for width in (1280, 1400, 1440):
@@ -96,6 +104,7 @@ def test_the_table_fits_its_frame_at_the_documented_widths(server, page):
             page.goto(url)
             page.wait_for_selector("#much-leaderboard tbody tr")
             page.evaluate(_WIDEN, [_LONG_COST, 0])
+            page.evaluate(_FLAG, _LONG_FLAGS)
             frame = _frame(page)
             assert frame["window_width"] == width, frame
             assert frame["fits"] and frame["table_right"] <= frame["wrap_right"] <= width, frame

@@ -108,6 +108,21 @@ def test_seeded_baselines_are_labelled_and_not_reseeded(tmp_path, evaluation):
     assert board.add_baselines(("max_likelihood", "token_likelihood")) == []
 
 
+def test_a_store_of_an_older_server_gets_its_builtin_rows_relabelled_on_start(tmp_path, evaluation):
+    """add_baselines skips the rows a store already holds; their old label ("KTC (built-in baseline)") is brought to
+    the one display name on start, a submission's name is left alone."""
+    board = Leaderboard(tmp_path / "store", data=evaluation)
+    board.add_baselines(("max_likelihood",))
+    assert board.submit(valid_archive(sample_signal(seed=5), name="mine"), {"method": "Mine"}).status == "accepted"
+    builtin = next(r for r in board.store.rows() if r["kind"] == "baseline")
+    board.store.set_method(builtin["submission"], "max_likelihood (built-in baseline)")  # what an older server wrote
+    restarted = Leaderboard(tmp_path / "store", data=evaluation)
+    assert restarted.add_baselines(("max_likelihood",)) == []  # nothing recomputed
+    methods = {r["kind"]: r["form"]["method"] for r in restarted.store.rows()}
+    assert methods == {"baseline": "Max Likelihood (built-in baseline)", "submission": "Mine"}
+    assert restarted.store.get(builtin["submission"])["form"]["authors"] == "MUCH toolkit"
+
+
 def test_ranking_matches_rank_methods_on_the_same_signals(tmp_path, evaluation, signals):
     from much_metric.report import EvaluationOptions, evaluate_signals, rank_methods
     from much_metric.scoring import Bootstrap
