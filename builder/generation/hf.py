@@ -18,6 +18,7 @@ decoding loop) gives each sample the tokens a batch of one with that seed gives,
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from builder.configs import GenerationConfig
@@ -29,7 +30,7 @@ __all__ = ["HFEngine", "HF_QUESTIONS_PER_BATCH", "SeededSampler", "hf_default_ba
 
 #: Questions ``generate --engine hf`` answers per ``model.generate`` call by default on a CPU: the exact batched path
 #: (each row what batch 1 draws; ``benchmarks/bench_generate_engines.py`` measures it against batch 1).
-HF_QUESTIONS_PER_BATCH = 8
+HF_QUESTIONS_PER_BATCH = 32
 
 
 def hf_default_batch_size(device: str) -> int:
@@ -59,6 +60,15 @@ class SeededSampler:
         import torch
         from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
+        self.temperature = config.temperature
+        #: The raw logits of the step being drawn (the model's last position, float32, as ``generate`` keeps them
+        #: with ``output_logits``), set by :meth:`watch`'s forward hook: the scores this processor receives may
+        #: already be changed by the model's own processors (a repetition penalty), the stored candidates may not.
+        self.raw_logits: Any = None
+        #: Per step, ``(ids, probabilities)`` of every row: :func:`much_metric.capture.top_candidates` of the raw
+        #: logits and the drawn token, taken step by step, so no (batch, steps, vocabulary) tensor is kept.
+        self.captured: list[tuple[list[list[int]], list[list[float]]]] = []
+
         self.warpers: list[Any] = []
         if config.temperature != 1.0:
             self.warpers.append(TemperatureLogitsWarper(config.temperature))
@@ -72,12 +82,37 @@ class SeededSampler:
         """Warp each row's scores, then draw its next token with the row's own seeded generator."""
         import torch
 
+        from much_metric.capture import scaled_probabilities, top_candidates_from_probabilities
+
+        if self.raw_logits is None:
+            raise RuntimeError("SeededSampler.watch(model) must wrap the generate call (no raw logits seen)")
         for warper in self.warpers:
             scores = warper(input_ids, scores)
         probs = torch.nn.functional.softmax(scores, dim=-1)
         drawn = torch.cat([torch.multinomial(probs[row: row + 1].cpu(), num_samples=1, generator=generator)
                            for row, generator in enumerate(self.generators)]).to(scores.device)
+        ids, values, _, _ = top_candidates_from_probabilities(
+            scaled_probabilities(self.raw_logits, temperature=self.temperature), drawn[:, 0])
+        self.captured.append((ids, values))
+        self.raw_logits = None
         return torch.full_like(scores, float("-inf")).scatter_(1, drawn, 0.0)
+
+    @contextmanager
+    def watch(self, model: Any) -> Iterator[None]:
+        """Keep each forward pass's last-position logits while ``model.generate`` runs inside the block."""
+        def keep(_module: Any, _args: Any, output: Any) -> None:
+            self.raw_logits = output.logits[:, -1, :].float()
+
+        handle = model.register_forward_hook(keep)
+        try:
+            yield
+        finally:
+            handle.remove()
+
+    def candidates(self, row: int, length: int) -> tuple[list[list[int]], list[list[float]]]:
+        """The stored candidates (ids, probabilities) of ``row``'s first ``length`` tokens."""
+        steps = self.captured[:length]
+        return [ids[row] for ids, _ in steps], [values[row] for _, values in steps]
 
 
 def generate_batch(llm: Any, config: GenerationConfig, questions: list[dict[str, Any]], *,
@@ -110,27 +145,34 @@ def generate_batch(llm: Any, config: GenerationConfig, questions: list[dict[str,
         width = max(map(len, encoded))
         input_ids = torch.tensor([[pad_id] * (width - len(e)) + e for e in encoded], device=llm.device)
         attention = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in encoded], device=llm.device)
-    if seeded:  # each row its own generator; generate decodes greedily from the one-hot scores
-        sampling: dict[str, Any] = {"logits_processor": [SeededSampler(config, seeds)], "temperature": None,
-                                    "top_p": None, "top_k": None}
+    sampler = SeededSampler(config, seeds) if seeded else None
+    if sampler is not None:  # each row its own generator; generate decodes greedily from the one-hot scores
+        sampling: dict[str, Any] = {"logits_processor": [sampler], "temperature": None, "top_p": None,
+                                    "top_k": None}
     else:
         reseed(config.seed)
         sampling = {} if config.greedy else {"temperature": config.temperature, "top_p": config.top_p,
                                              "top_k": config.top_k}
-    with torch.inference_mode():
+    # A seeded batch captures its candidates step by step (memory: one step's logits); batch 1 of the reference keeps
+    # generate's raw logits (one row's steps) and captures after.
+    with torch.inference_mode(), sampler.watch(model) if sampler is not None else nullcontext():
         out = model.generate(
             input_ids=input_ids, attention_mask=attention, do_sample=not (config.greedy or seeded), **sampling,
-            max_new_tokens=config.max_new_tokens, return_dict_in_generate=True, output_logits=True,
+            max_new_tokens=config.max_new_tokens, return_dict_in_generate=True, output_logits=sampler is None,
             pad_token_id=pad_id,
         )
     new_tokens = out.sequences[:, input_ids.shape[1]:]
-    logits = torch.stack(out.logits, dim=1)  # (batch, steps, vocab), raw
+    logits = None if sampler is not None else torch.stack(out.logits, dim=1)  # (batch, steps, vocab), raw
     temperature = 1.0 if config.greedy else config.temperature
     info = EngineInfo("hf", distribution_version("transformers"), dtype=str(llm.dtype).removeprefix("torch."))
     records = []
     for row, question in enumerate(questions):
         tokens = _trim(new_tokens[row].tolist(), set(eos_ids))
-        ids, probs, _, _ = top_candidates(logits[row, :len(tokens)], torch.tensor(tokens), temperature=temperature)
+        if sampler is not None:
+            ids, probs = sampler.candidates(row, len(tokens))
+        else:
+            ids, probs, _, _ = top_candidates(logits[row, :len(tokens)], torch.tensor(tokens),
+                                              temperature=temperature)
         # finished = ended with the model's EOS (not cut at max_new_tokens); export trashes unfinished rows.
         result = EngineResult(tokens=tokens, ids=ids, probs=probs, finished=bool(tokens) and tokens[-1] in eos_ids,
                               output=tokenizer.decode(tokens, skip_special_tokens=False))
