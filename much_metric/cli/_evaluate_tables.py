@@ -30,7 +30,7 @@ def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str
     flags."""
     from much_metric.baselines.registry import display_name
     from much_metric.cli._views import cost_cell
-    from much_metric.report import format_metric, group_key, method_key
+    from much_metric.report import format_metric, method_key
 
     trained_as = trained_as or {}
 
@@ -65,7 +65,7 @@ def format_table(table: Any, trained_as: dict[str, str] | None = None, rank: str
             for value, group_score in groups.items():
                 rows.append([f"  {group}={value}", "", *(format_metric(group_score, m.key) for m in metrics),
                              str(group_score.n_claims), str(group_score.n_hallucinated), "", "",
-                             *([] if deltas is None else ["", deltas.flag_cell(group_key(key, group, value))])])
+                             *([] if deltas is None else ["", deltas.flag_cell(key, group, value)])])
     return text_table(rows, header, keep=2)
 
 

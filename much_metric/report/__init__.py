@@ -51,7 +51,6 @@ __all__ = [
     "format_metric",
     "DeltaColumn",
     "method_key",
-    "group_key",
     "paired_deltas",
     "resolve_method",
     "spans_flags",
@@ -65,7 +64,6 @@ __all__ = [
 
 _LAZY = {
     "DeltaColumn": "much_metric.report._delta", "method_key": "much_metric.report._delta",
-    "group_key": "much_metric.report._delta",
     "paired_deltas": "much_metric.report._delta",
     "resolve_method": "much_metric.report._delta", "spans_flags": "much_metric.report._spans",
     "rank_methods": "much_metric.report._rank", "Ranking": "much_metric.report._rank",

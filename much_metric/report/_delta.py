@@ -32,7 +32,7 @@ from much_metric.scoring.engine import (
     sort_claims,
 )
 
-__all__ = ["FLAG_LEGEND", "MIN_INTERVAL_SAMPLES", "TIE_SHARE", "DeltaColumn", "common_claims", "group_key",
+__all__ = ["FLAG_LEGEND", "MIN_INTERVAL_SAMPLES", "TIE_SHARE", "DeltaColumn", "common_claims",
            "method_key", "paired_deltas", "resolve_method"]
 
 #: Fewer samples than this: a bootstrap interval over them is flagged (``few``).
@@ -55,7 +55,7 @@ def method_key(result: Any) -> str:
     return result.signal_name if not result.aggregator else f"{result.signal_name} ({result.aggregator})"
 
 
-def group_key(method: str, group: str, value: Any) -> str:
+def _group_key(method: str, group: str, value: Any) -> str:
     """A breakdown row's key in :attr:`DeltaColumn.flags`: its method's :func:`method_key` and its group
     (``"max_likelihood (product) lang=de"``)."""
     return f"{method} {group}={value}"
@@ -127,9 +127,11 @@ class DeltaColumn:
             text += f" [{low:+.3f}, {high:+.3f}] p={comparison.p_value:.3f}"
         return text
 
-    def flag_cell(self, method: str) -> str:
-        """The row's flags in a few words (``"≤ floor: length; ties 62%"``), ``""`` for none."""
-        return "; ".join(self.flags.get(method, {}).values())
+    def flag_cell(self, method: str, group: str | None = None, value: Any = None) -> str:
+        """The row's flags in a few words (``"≤ floor: length; ties 62%"``), ``""`` for none; with ``group`` and
+        ``value``, those of the method's breakdown row for that group (``--by lang``: ``group="lang", value="de"``)."""
+        key = method if group is None else _group_key(method, group, value)
+        return "; ".join(self.flags.get(key, {}).values())
 
     def header(self) -> str:
         from much_metric.scoring import METRIC_TABLE
@@ -222,7 +224,7 @@ def _flags(results: Sequence[Any], floors: Sequence[Any], point: Mapping[str, np
 def _group_flags(results: Sequence[Any]) -> dict[str, dict[str, str]]:
     """``few`` for the breakdown rows (``--by``) whose intervals are over fewer than :data:`MIN_INTERVAL_SAMPLES`
     samples: a group's intervals are over its own samples only, whatever the table's size."""
-    return {group_key(method_key(result), group, value): {"few": f"n={score.n_samples}"}
+    return {_group_key(method_key(result), group, value): {"few": f"n={score.n_samples}"}
             for result in results if result.score is not None for group, groups in (result.score.by or {}).items()
             for value, score in groups.items() if score.intervals and score.n_samples < MIN_INTERVAL_SAMPLES}
 

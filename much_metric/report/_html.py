@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from much_metric.report._cost import cost_section
-from much_metric.report._delta import group_key, method_key
+from much_metric.report._delta import method_key
 from much_metric.report._evaluation import EvaluationTable, SignalResult
 from much_metric.report._figures import FigureSaver, curves_figure, reliability_figure
 from much_metric.report._rank import Ranking
@@ -309,7 +309,7 @@ def render_report(table: EvaluationTable, *, title: str = "MUCH evaluation", sou
         rows = []
         for r in [*results, *table.floors]:
             for value, group in (r.score.by or {}).get(name, {}).items():
-                flag = "" if table.deltas is None else table.deltas.flag_cell(group_key(method_key(r), name, value))
+                flag = "" if table.deltas is None else table.deltas.flag_cell(method_key(r), name, value)
                 rows.append((f"{display(r.signal_name)} / {name}={value}" + (f" [{flag}]" if flag else ""),
                              r.aggregator, group, None, "floor" if r.level == "floor" else ""))
         parts.append(_table(rows, "method / group"))
