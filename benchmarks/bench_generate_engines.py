@@ -1,6 +1,6 @@
 """Usable rows per hour of the ``builder generate`` paths, each in its own process, on the same questions and model.
 
-    PYTHONPATH=. python benchmarks/bench_generate_engines.py [--model-dir smollm2] [--questions 16] [--rounds 2]
+    PYTHONPATH=. python benchmarks/bench_generate_engines.py [--model-dir smollm2] [--questions 128] [--rounds 2]
     # with the vLLM paths: the vLLM venv (scripts/run_vllm_tests.sh builds it) and a safetensors folder
     MUCH_VLLM_PYTHON=.venv-vllm/bin/python PYTHONPATH=. python benchmarks/bench_generate_engines.py --model-dir DIR
 
@@ -8,8 +8,8 @@ Every path runs ``python -m builder generate`` (the real CLI, MUCH's sampler: to
 Mu-SHROOM questions (``builder questions``' default source, evenly spaced):
 
 * ``hf b1``: the hf engine at ``--batch-size 1``, the reference procedure;
-* ``hf b8``: the hf engine's CPU default, 8 questions per call, each row drawn by its own seeded sampler (exact: the
-  tokens of ``hf b1``, probabilities within 5e-05);
+* ``hf bN``: the hf engine at N questions per call (``hf b64``: its CPU default), each row drawn by its own seeded
+  sampler (exact: the tokens of ``hf b1``, probabilities within 5e-05);
 * ``vllm``: offline vLLM, all the round's questions in one call (at T != 1 on the model tempered by ``logit_scale``);
 * ``openai``: concurrent requests to a vLLM server started by the run, as docs/generation.md says.
 
@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 MUCH_GENERATIONS = 4873 + 1575
 _RATE = re.compile(r"generate: (\d+) generated, (\d+) failed, (\d+) tokens \(([\d.]+) tokens/s\)")
-#: Each path: (engine, the generate flags that make it). ``hf b8`` is the hf engine's CPU default, named explicitly.
+#: The paths besides ``hf bN`` (the hf engine at N questions per call; ``hf b64`` is its CPU default): (engine, flags).
 SPECS = {"vllm": ("vllm", ["--batch-size", "10000"]), "openai": ("openai", [])}
 _HF_PATH = re.compile(r"hf b(\d+)")
 
@@ -198,10 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model-dir", default="smollm2",
                         help="safetensors folder (every path) or .gguf file / smollm2 (the hf paths only)")
-    parser.add_argument("--questions", type=int, default=16)
+    parser.add_argument("--questions", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--paths", default="hf b1,hf b8,vllm,openai")
+    parser.add_argument("--paths", default="hf b1,hf b64,vllm,openai")
     parser.add_argument("--temperatures", default="1.0,0.7")
     parser.add_argument("--vllm-python", default=os.environ.get("MUCH_VLLM_PYTHON"),
                         help="the vLLM venv's python, for the vllm / openai paths (default: $MUCH_VLLM_PYTHON)")

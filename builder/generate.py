@@ -15,7 +15,7 @@ default float32 on CPU and bf16 on GPU (never an engine's "auto"), recorded in e
 (:mod:`builder.generation.dtype`); ``verify``, ``replay`` and ``internals`` re-forward in it.
 
 Reproducibility: ``--batch-size 1`` is the reference's procedure (the global RNG reseeded before each question). The
-hf engine's default on a CPU is the exact batched path: 32 questions per call (``HF_QUESTIONS_PER_BATCH``), prompts
+hf engine's default on a CPU is the exact batched path: 64 questions per call (``HF_QUESTIONS_PER_BATCH``), prompts
 left-padded, each row drawn from its own generator seeded with ``--seed`` (the state batch 1 reseeds to), so every
 row has the tokens batch 1 draws and its probabilities within float32 rounding, whatever its batch. On a GPU the
 default stays 1: batch 1 draws from the GPU's RNG there, which the per-row (CPU) generators do not reproduce.

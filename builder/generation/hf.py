@@ -30,7 +30,7 @@ __all__ = ["HFEngine", "HF_QUESTIONS_PER_BATCH", "SeededSampler", "hf_default_ba
 
 #: Questions ``generate --engine hf`` answers per ``model.generate`` call by default on a CPU: the exact batched path
 #: (each row what batch 1 draws; ``benchmarks/bench_generate_engines.py`` measures it against batch 1).
-HF_QUESTIONS_PER_BATCH = 32
+HF_QUESTIONS_PER_BATCH = 64
 
 
 def hf_default_batch_size(device: str) -> int:

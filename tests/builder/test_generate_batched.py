@@ -90,8 +90,8 @@ def test_the_candidates_come_from_the_raw_logits_when_the_model_changes_the_scor
     assert any(seen[1:])
 
 
-def test_generate_batches_32_questions_on_a_cpu_by_default():
-    assert default_batch_size("hf", "cpu") == gen.HF_QUESTIONS_PER_BATCH == 32
+def test_generate_batches_64_questions_on_a_cpu_by_default():
+    assert default_batch_size("hf", "cpu") == gen.HF_QUESTIONS_PER_BATCH == 64
     assert default_batch_size("hf", "cuda") == 1  # batch 1 draws from the GPU's RNG there
     assert default_batch_size("vllm", "cpu") == 1
     args = build_parser().parse_args(["generate", "--out", "o", "--model", "m"])
