@@ -62,3 +62,19 @@ def test_the_embedded_pack_passes_the_one_pack_check_and_every_value_rule():
     check_samples_pack("sample", manifest)
     table = pa.concat_tables([pq.read_table(SAMPLE_PACK_DIR / "shards" / name) for name in sorted(manifest["shards"])])
     assert table.num_rows == 4848 and value_problems(table, manifest) == []
+
+
+def test_the_pack_names_read_from_much_dataset_samples_are_the_pack_modules():
+    """The pack-level reading lives in much_dataset.samples_pack; every name much_dataset.samples offered before the
+    split is still importable from it, the pack ones as the very objects of samples_pack (one SamplesError class)."""
+    import much_dataset.samples_pack
+
+    offered = {"FORMAT", "MANIFEST", "SHARDS", "SAMPLE", "SAMPLE_PACK_DIR", "SamplesError", "MissingSamplesError",
+               "sample_seed", "read_samples_manifest", "is_samples_pack", "pack_index", "iter_pack_rows",
+               "load_samples", "samples_by_row", "SamplesByRow", "check_samples_pack", "check_sample_texts"}
+    assert set(much_dataset.samples.__all__) == offered
+    shared = offered & set(much_dataset.samples_pack.__all__)
+    assert len(shared) == 11
+    for name in shared:
+        assert getattr(much_dataset.samples, name) is getattr(much_dataset.samples_pack, name), name
+    assert issubclass(much_dataset.samples.MissingSamplesError, much_dataset.samples_pack.SamplesError)
