@@ -12,9 +12,9 @@ languages and generation, checked for leakage; each fold prints what it purged) 
 stopping on its validation part and is written to ``--out`` (one fold, or ``--fold`` given) or ``--out/<fold>``
 (every fold). A killed run resumes from the last finished epoch when rerun
 with the same arguments. The held-out test part of each fold is then scored with the metric and printed next to
-Max Likelihood on the same claims, with the protocol's name. Score the detector elsewhere with
-``much run --signals learned:DIR``: the rows it was trained and validated on (``DIR/training_rows.json``) are left
-out there unless ``--include-training-rows`` is given.
+``--baseline`` (Max Likelihood by default) on the same claims, with the paired difference and the protocol's name.
+Score the detector elsewhere with ``much run --signals learned:DIR``: the rows it was trained and validated on
+(``DIR/training_rows.json``) are left out there unless ``--include-training-rows`` is given.
 
 ``--detector probe`` and ``--detector claim_head`` read an internals pack (``python -m builder internals``) given
 with ``--internals PACK``: the pack must hold every row of ``--source``/``--config`` with its token count; the folder
@@ -69,6 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--hyper", action="append", default=[], metavar="NAME=VALUE",
                         help="any hyper-parameter of --detector (repeatable; the value is read as JSON, else as a "
                              "string): a detector kind of a plugin brings its own")
+    parser.add_argument("--baseline", default="max_likelihood", metavar="NAME",
+                        help="the method the held-out numbers are compared with, paired on the same claims: a "
+                        "token-level signal computed from the probabilities alone (default: %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
@@ -93,14 +96,30 @@ def fold_folder(out: Path, fold_name: str, n_folds: int, only: str | None) -> Pa
     return out / re.sub(r"[^\w.-]", "-", fold_name.split("=")[-1])
 
 
-def held_out_scores(dataset: Any, folder: Path, internals: Any = None) -> dict[str, dict[str, Any]]:
-    """ROC-AUC/PR-AUC of the detector and of Max Likelihood on ``dataset``'s claims (the detector's aggregator), and
-    the detector's paired ROC-AUC difference to Max Likelihood (``delta_roc_auc``: :func:`much_metric.compare`'s,
-    1000 resamples, seed 0); ``internals``: the pack a probe or claim head reads."""
-    from much_metric.baselines import max_likelihood, token_arrays
+def check_train_baseline(name: str) -> Any:
+    """The :class:`~much_metric.baselines.BaselineSpec` of ``--baseline``: a token-level signal that needs no
+    resource (``much train`` loads none), checked before the data loads."""
+    from much_metric.baselines import resolve
+
+    spec = resolve(name)
+    if spec.baseline.level != "token" or spec.needs:
+        why = "scores claims" if spec.baseline.level != "token" else f"needs {', '.join(spec.needs)}"
+        raise ValueError(f"--baseline {name}: it {why}, and much train compares on token scores computed from the "
+                         "probabilities alone (e.g. max_likelihood, token_entropy_24); compare it with "
+                         "`much run --signals learned:DIR,NAME --baseline NAME`")
+    return spec
+
+
+def held_out_scores(dataset: Any, folder: Path, internals: Any = None, *,
+                    baseline: str = "max_likelihood") -> dict[str, dict[str, Any]]:
+    """ROC-AUC/PR-AUC of the detector and of ``baseline`` on ``dataset``'s claims (the detector's aggregator), and
+    the detector's paired ROC-AUC difference to it (``delta_roc_auc``: :func:`much_metric.compare`'s, 1000
+    resamples, seed 0); ``internals``: the pack a probe or claim head reads."""
+    from much_metric.baselines import token_arrays
     from much_metric.learned import load_detector
     from much_metric.scoring import Aggregation, Bootstrap, compare, score
 
+    spec = check_train_baseline(baseline)
     detector = load_detector(folder)
     arrays = token_arrays(dataset)
     masks = dataset["stopword_mask"] if "stopword_mask" in dataset.column_names else None
@@ -108,11 +127,11 @@ def held_out_scores(dataset: Any, folder: Path, internals: Any = None) -> dict[s
                                          stopword_handling=detector.config["stopword_handling"])}
     chunks, labels = dataset["token_chunks"], dataset["labels"]
     scores = arrays.split(detector.token_scores(arrays, internals))
-    reference = max_likelihood(arrays)
-    # the paired difference to Max Likelihood on the same claims: overlapping marginal intervals say little
+    reference = spec.split(arrays, spec.compute(arrays, {}, {}))
+    # the paired difference on the same claims: overlapping marginal intervals say little
     delta = compare(scores, reference, chunks, labels, masks, bootstrap=Bootstrap(), **common).roc_auc
     return {"learned": score(scores, chunks, labels, masks, **common).to_dict(),
-            "max_likelihood": score(reference, chunks, labels, masks, **common).to_dict(),
+            "baseline": score(reference, chunks, labels, masks, **common).to_dict(),
             "delta_roc_auc": delta.to_dict()}
 
 
@@ -182,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 < args.validation_fraction < 1.0:  # before the data loads
         raise ValueError(f"--validation-fraction must be in (0, 1), got {args.validation_fraction}")
     model = estimator(args)
+    label = check_train_baseline(args.baseline).display
 
     dataset, origin = load_with_origin(args.source, args.config)
     pack = None
@@ -209,12 +229,12 @@ def run(args: argparse.Namespace) -> int:
                 (fold.test, f"held-out test ({len(fold.test)} {fold.name} rows)", test_command),
                 (held_out, f"every row it did not train or validate on ({len(fold.test)} test + "
                            f"{len(held_out) - len(fold.test)} purged)", command)):
-            results = held_out_scores(dataset.select(rows), folder, pack)
-            learned, baseline, delta = results["learned"], results["max_likelihood"], results["delta_roc_auc"]
+            results = held_out_scores(dataset.select(rows), folder, pack, baseline=args.baseline)
+            learned, baseline, delta = results["learned"], results["baseline"], results["delta_roc_auc"]
             low, high = delta["interval"]
             print(f"  {args.protocol} [{fold.name}] {what}, {learned['n_claims']} claims: {args.detector} "
-                  f"ROC-AUC {learned['roc_auc']:.3f} PR-AUC {learned['pr_auc']:.3f}; Max Likelihood ROC-AUC "
-                  f"{baseline['roc_auc']:.3f} PR-AUC {baseline['pr_auc']:.3f}; Δ ROC-AUC vs Max Likelihood "
+                  f"ROC-AUC {learned['roc_auc']:.3f} PR-AUC {learned['pr_auc']:.3f}; {label} ROC-AUC "
+                  f"{baseline['roc_auc']:.3f} PR-AUC {baseline['pr_auc']:.3f}; Δ ROC-AUC vs {label} "
                   f"{delta['difference']:+.3f} [{low:+.3f}, {high:+.3f}] p={delta['p_value']:.3f} (paired bootstrap)"
                   + (f" -- `{reproduce}` prints these" if reproduce else ""))
         print(f"  detector written to {folder} (score it with `{command}`; its "
@@ -224,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def much_run_command(args: argparse.Namespace, folder: Path, *, config: str | None = None, extra: str = "") -> str:
-    """The ``much run`` command that scores the detector of ``folder`` beside Max Likelihood with the options it
+    """The ``much run`` command that scores the detector of ``folder`` beside ``--baseline`` with the options it
     was trained with (data, aggregator, stopword handling, pack): its numbers are the ones ``much train`` printed
     for the same rows."""
     parts = ["much run", f"--source {args.source}"]
@@ -234,7 +254,7 @@ def much_run_command(args: argparse.Namespace, folder: Path, *, config: str | No
     parts.append(extra)
     if args.internals is not None:
         parts.append(f"--internals {args.internals}")
-    parts.append(f"--signals learned:{folder},max_likelihood")
+    parts.append(f"--signals learned:{folder},{args.baseline} --baseline {args.baseline}")
     if args.aggregator != "product":
         parts.append(f"--aggregator {args.aggregator}")
     if args.stopword_handling != "null":

@@ -226,3 +226,40 @@ def test_training_rows_that_are_no_rows_of_the_training_data_are_refused(trained
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 2, err
     assert "training_rows.json" in err and "no row of sample" in err and "'nobody-0000'" in err
+
+
+def test_much_train_compares_with_the_baseline_it_is_given(tmp_path, capsys):
+    """Issue 57: `much train --baseline NAME` prints the paired difference to NAME (not always Max Likelihood), and
+    the printed `much run` command reproduces NAME's number with the same reference for its Δ column."""
+    import shlex
+
+    from much_metric.baselines import display_name
+    from much_metric.cli import main
+
+    folder = tmp_path / "linear-de"
+    assert main(["train", "--source", "sample", "--fold", "de", "--out", str(folder), "--max-epochs", "1",
+                 "--baseline", "token_entropy_24", "--no-progress"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    label = re.escape(display_name("token_entropy_24"))
+    found = re.findall(rf"(\d+) claims: linear ROC-AUC [0-9.]+ PR-AUC [0-9.]+; {label} ROC-AUC ([0-9.]+) PR-AUC "
+                       rf"[0-9.]+; Δ ROC-AUC vs {label} [^`]*? -- `(much run [^`]+)` prints these", printed)
+    assert len(found) == 2 and "Max Likelihood" not in printed, printed
+    claims, roc, command = found[0]
+    assert "token_entropy_24 --baseline token_entropy_24" in command
+    out = tmp_path / "run.json"
+    assert main([*shlex.split(command)[1:], "--bootstrap", "0", "--no-progress", "--json", str(out)]) == 0
+    rows = {row["signal_name"]: row for row in json.loads(out.read_text())["results"]}
+    assert f"{rows['token_entropy_24']['roc_auc']:.3f}" == roc and rows["token_entropy_24"]["n_claims"] == int(claims)
+
+
+@pytest.mark.parametrize(("name", "said"), [("sample_cosine", "scores claims"), ("ccp_10_8", "needs"),
+                                            ("token_entrop_24", "did you mean")])
+def test_much_train_refuses_a_baseline_it_cannot_compute_before_loading(name, said, tmp_path, capsys, monkeypatch):
+    from much_metric.cli import main
+    from much_metric.cli import train as train_cli
+
+    monkeypatch.setattr(train_cli, "load_with_origin", lambda *a: pytest.fail("the data was loaded"))
+    assert main(["train", "--source", "sample", "--out", str(tmp_path / "x"), "--baseline", name]) == 2
+    message = capsys.readouterr().err
+    assert "--baseline" in message or name in message
+    assert said in message.lower(), message
