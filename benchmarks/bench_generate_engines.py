@@ -47,13 +47,13 @@ MUCH_GENERATIONS = 4873 + 1575
 _RATE = re.compile(r"generate: (\d+) generated, (\d+) failed, (\d+) tokens \(([\d.]+) tokens/s\)")
 #: The paths besides ``hf bN`` (the hf engine at N questions per call; ``hf b64`` is its CPU default): (engine, flags).
 SPECS = {"vllm": ("vllm", ["--batch-size", "10000"]), "openai": ("openai", [])}
-_HF_PATH = re.compile(r"hf b(\d+)")
+_HF_PATH = re.compile(r"hf b([1-9]\d*)")  # N >= 1
 
 
 def path_spec(path: str) -> tuple[str, list[str]]:
     """``(engine, flags)`` of a path name: one of :data:`SPECS`, or ``hf bN`` (the hf engine, N questions per call)."""
     hf = _HF_PATH.fullmatch(path)
-    if hf and int(hf.group(1)) >= 1:
+    if hf:
         return "hf", ["--batch-size", hf.group(1)]
     if path not in SPECS:
         raise SystemExit(f"unknown path {path!r}: 'hf bN' (N >= 1) or one of {', '.join(SPECS)}")
